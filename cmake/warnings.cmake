@@ -1,0 +1,18 @@
+# Compiler flags shared by every nazar target.
+if(NAZAR_NATIVE)
+  set(NAZAR_ARCH_FLAGS -march=native)
+else()
+  # x86-64-v3: AVX2 + FMA + F16C, runs on every machine from Haswell on.
+  set(NAZAR_ARCH_FLAGS -march=x86-64-v3 -mtune=generic)
+endif()
+add_compile_options(${NAZAR_ARCH_FLAGS} -fno-math-errno)
+
+if(NAZAR_SANITIZE)
+  add_compile_options(-fsanitize=${NAZAR_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${NAZAR_SANITIZE})
+endif()
+
+function(nazar_set_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter
+                         $<$<CONFIG:Debug>:-Werror>)
+endfunction()

@@ -1,0 +1,38 @@
+// The one GEMM of nazar. This header and blas.cpp are the only places that know about CBLAS.
+//
+//   gemm(a, ta, b, tb, c, alpha, beta):   C = alpha * op(A) * op(B) + beta * C
+// exactly as BLAS means it: op(X) = X or Xᵀ, row-major, 2-D views. gemm_batched does the same
+// for N independent (strided) matrices held as 3-D views (N, rows, cols). gemm_raw takes
+// leading dimensions, for sub-blocks of a larger matrix (e.g. one gate's columns).
+// gemm_naive is a plain triple loop with the gemm_raw signature: the tests' oracle.
+#pragma once
+
+#include "nazar/core/tensor.h"
+
+#include <string>
+
+namespace nazar {
+
+void gemm(TensorView a, bool ta, TensorView b, bool tb, TensorView c, float alpha = 1.0f,
+          float beta = 0.0f);
+
+void gemm_batched(TensorView a, bool ta, TensorView b, bool tb, TensorView c, float alpha = 1.0f,
+                  float beta = 0.0f);
+
+void gemm_raw(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+              const float* B, int ldb, float beta, float* C, int ldc);
+
+void gemm_naive(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+                const float* B, int ldb, float beta, float* C, int ldc);
+
+// y = alpha * op(A) x + beta * y, A (M, N) row-major with leading dimension lda.
+void gemv_raw(bool ta, int M, int N, float alpha, const float* A, int lda, const float* x,
+              float beta, float* y);
+
+// "OpenBLAS 0.3.21 Haswell (pthread, 2 threads)" or "naive loops".
+std::string blas_description();
+
+// Sets the BLAS thread count. Use nazar::set_num_threads (threads.h), which also sizes our pool.
+void blas_set_num_threads(int n);
+
+}  // namespace nazar

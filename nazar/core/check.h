@@ -1,0 +1,48 @@
+// Errors and checks. The library throws nazar::Error (file:line plus the values involved)
+// and never exits; cli/main.cpp catches, prints and picks the exit code.
+//
+//   NZ_CHECK(beam_size > 0, "beam_size must be positive, got {}", beam_size);  // always on
+//   NZ_CHECK_SHAPE(enc_out, {B, S, C});  // "luong.cpp:88 enc_out: expected (4, 7, 512), got (4, 7, 256)"
+//   NZ_DCHECK(idx < V);                   // debug builds only; for inner loops
+#pragma once
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace nazar {
+
+class Error : public std::runtime_error {
+public:
+    explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+// Configuration/usage errors (the CLI exits 2 for these, 1 for other errors).
+class UsageError : public Error {
+public:
+    explicit UsageError(const std::string& what) : Error(what) {}
+};
+
+namespace detail {
+const char* basename(const char* path);
+[[noreturn]] void throw_error(const char* file, int line, const std::string& msg);
+}  // namespace detail
+
+}  // namespace nazar
+
+#define NZ_CHECK(cond, ...)                                                                   \
+    do {                                                                                      \
+        if (!(cond)) [[unlikely]]                                                             \
+            ::nazar::detail::throw_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__));     \
+    } while (0)
+
+#define NZ_FAIL(...) ::nazar::detail::throw_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__))
+
+#ifdef NDEBUG
+#define NZ_DCHECK(cond) \
+    do {                \
+    } while (0)
+#else
+#define NZ_DCHECK(cond) NZ_CHECK(cond, "debug check failed: {}", #cond)
+#endif

@@ -1,0 +1,159 @@
+#include "nazar/core/kernels.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+
+namespace nazar::kernels {
+
+// exp(x) = 2^n · e^r with n = round(x / ln 2), r = x − n ln 2 (ln 2 split in two for accuracy),
+// e^r by a degree-6 polynomial (Cephes expf coefficients). Branch-free, so loops vectorise.
+// Below −87.3 the result is flushed to 0 (std::exp would return a denormal); NaN stays NaN.
+static inline float exp_inline(float x) {
+    const float xc = std::min(std::max(x, -87.3f), 88.7f);
+    const float n = std::floor(xc * 1.44269504088896341f + 0.5f);
+    const float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+    float y = p * scale;
+    y = x < -87.3f ? 0.0f : y;
+    y = x > 88.7f ? std::numeric_limits<float>::infinity() : y;
+    return x != x ? x : y;
+}
+
+// tanh: odd polynomial below 0.625 (Cephes tanhf, keeps relative accuracy near 0),
+// 1 − 2 / (e^{2|x|} + 1) above, sign restored.
+static inline float tanh_inline(float x) {
+    const float ax = std::abs(x);
+    const float z = x * x;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    const float small = p * z * x + x;
+    const float e = exp_inline(2.0f * std::min(ax, 10.0f));  // tanh(10) = 1 in float
+    const float big = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
+    const float y = ax < 0.625f ? small : big;
+    return x != x ? x : y;
+}
+
+static inline float sigmoid_inline(float x) { return 1.0f / (1.0f + exp_inline(-x)); }
+
+float exp1(float x) { return exp_inline(x); }
+float tanh1(float x) { return tanh_inline(x); }
+float sigmoid1(float x) { return sigmoid_inline(x); }
+
+void exp(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = exp_inline(x[i]);
+}
+void tanh(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = tanh_inline(x[i]);
+}
+void sigmoid(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = sigmoid_inline(x[i]);
+}
+
+void axpy(int64_t n, float a, const float* x, float* y) {
+    for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+void add_bias_rows(TensorView out, TensorView bias) {
+    const TensorView m = out.as_matrix();
+    const int R = m.dim(0), N = m.dim(1);
+    NZ_CHECK(bias.numel() == N, "add_bias_rows: bias {} for rows of {}", bias.shape().str(), N);
+    const float* b = bias.data();
+    for (int r = 0; r < R; ++r) {
+        float* o = m.data() + static_cast<int64_t>(r) * N;
+        for (int j = 0; j < N; ++j) o[j] += b[j];
+    }
+}
+
+void sum_rows_into(TensorView d_out, TensorView d_bias) {
+    const TensorView m = d_out.as_matrix();
+    const int R = m.dim(0), N = m.dim(1);
+    NZ_CHECK(d_bias.numel() == N, "sum_rows_into: d_bias {} for rows of {}", d_bias.shape().str(), N);
+    float* b = d_bias.data();
+    for (int r = 0; r < R; ++r) {
+        const float* o = m.data() + static_cast<int64_t>(r) * N;
+        for (int j = 0; j < N; ++j) b[j] += o[j];
+    }
+}
+
+void softmax_row(const float* x, int n, float* out) {
+    if (n <= 0) return;
+    float mx = x[0];
+    for (int i = 1; i < n; ++i) mx = std::max(mx, x[i]);
+    if (mx == -std::numeric_limits<float>::infinity()) mx = 0;  // all −∞: avoid NaN, sum is 0 below
+    float sum = 0;
+    for (int i = 0; i < n; ++i) {
+        out[i] = exp_inline(x[i] - mx);
+        sum += out[i];
+    }
+    const float inv = 1.0f / sum;
+    for (int i = 0; i < n; ++i) out[i] *= inv;
+}
+
+float logsumexp_row(const float* x, int n) {
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int i = 0; i < n; ++i) mx = std::max(mx, x[i]);
+    if (!std::isfinite(mx)) return mx;
+    float sum = 0;
+    for (int i = 0; i < n; ++i) sum += exp_inline(x[i] - mx);
+    return mx + std::log(sum);
+}
+
+void masked_softmax(TensorView x, std::span<const int> len, TensorView out) {
+    NZ_CHECK(x.ndim() == 2 && out.shape() == x.shape(), "masked_softmax: x {} out {}", x.shape().str(),
+             out.shape().str());
+    const int R = x.dim(0), S = x.dim(1);
+    NZ_CHECK(len.empty() || static_cast<int>(len.size()) == R, "masked_softmax: {} lengths for {} rows",
+             len.size(), R);
+    for (int r = 0; r < R; ++r) {
+        const int n = len.empty() ? S : len[r];
+        NZ_CHECK(0 <= n && n <= S, "masked_softmax: length {} outside [0, {}] in row {}", n, S, r);
+        const float* xr = x.data() + static_cast<int64_t>(r) * S;
+        float* o = out.data() + static_cast<int64_t>(r) * S;
+        softmax_row(xr, n, o);
+        std::fill(o + n, o + S, 0.0f);
+    }
+}
+
+void softmax_backward(TensorView a, TensorView d_a, TensorView d_x, bool accumulate) {
+    NZ_CHECK(a.shape() == d_a.shape() && a.shape() == d_x.shape(), "softmax_backward: a {} d_a {} d_x {}",
+             a.shape().str(), d_a.shape().str(), d_x.shape().str());
+    const TensorView am = a.as_matrix();
+    const int R = am.dim(0), S = am.dim(1);
+    for (int r = 0; r < R; ++r) {
+        const float* ar = a.data() + static_cast<int64_t>(r) * S;
+        const float* gr = d_a.data() + static_cast<int64_t>(r) * S;
+        float* dr = d_x.data() + static_cast<int64_t>(r) * S;
+        float dot = 0;
+        for (int s = 0; s < S; ++s) dot += ar[s] * gr[s];
+        if (accumulate)
+            for (int s = 0; s < S; ++s) dr[s] += ar[s] * (gr[s] - dot);
+        else
+            for (int s = 0; s < S; ++s) dr[s] = ar[s] * (gr[s] - dot);
+    }
+}
+
+void log_softmax(TensorView x, TensorView out) {
+    NZ_CHECK(out.shape() == x.shape(), "log_softmax: x {} out {}", x.shape().str(), out.shape().str());
+    const TensorView m = x.as_matrix();
+    const int R = m.dim(0), V = m.dim(1);
+    for (int r = 0; r < R; ++r) {
+        const float* xr = x.data() + static_cast<int64_t>(r) * V;
+        float* o = out.data() + static_cast<int64_t>(r) * V;
+        const float lse = logsumexp_row(xr, V);
+        for (int v = 0; v < V; ++v) o[v] = xr[v] - lse;
+    }
+}
+
+}  // namespace nazar::kernels

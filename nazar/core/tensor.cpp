@@ -1,0 +1,229 @@
+#include "nazar/core/tensor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace nazar {
+
+// ---- Shape -------------------------------------------------------------------------------
+
+Shape::Shape(std::initializer_list<int64_t> dims) : Shape(std::span<const int64_t>(dims.begin(), dims.size())) {}
+
+Shape::Shape(std::span<const int64_t> dims) {
+    NZ_CHECK(dims.size() <= static_cast<std::size_t>(kMaxDims), "tensors have at most {} dimensions, got {}",
+             kMaxDims, dims.size());
+    n_ = static_cast<int>(dims.size());
+    for (int i = 0; i < n_; ++i) {
+        NZ_CHECK(dims[i] >= 0, "negative dimension {} in shape", dims[i]);
+        d_[i] = dims[i];
+    }
+}
+
+int64_t Shape::numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < n_; ++i) n *= d_[i];
+    return n;
+}
+
+bool Shape::operator==(const Shape& o) const {
+    if (n_ != o.n_) return false;
+    for (int i = 0; i < n_; ++i)
+        if (d_[i] != o.d_[i]) return false;
+    return true;
+}
+
+std::string Shape::str() const {
+    std::string s = "(";
+    for (int i = 0; i < n_; ++i) s += (i ? ", " : "") + std::to_string(d_[i]);
+    return s + (n_ == 1 ? ",)" : ")");
+}
+
+namespace detail {
+void shape_mismatch(const char* file, int line, const char* name, const Shape& want, const Shape& got) {
+    throw_error(file, line, fmt::format("{}: expected {}, got {}", name, want.str(), got.str()));
+}
+}  // namespace detail
+
+// ---- memory ------------------------------------------------------------------------------
+
+float* aligned_alloc_floats(int64_t n) {
+    if (n == 0) return nullptr;
+    std::size_t bytes = (static_cast<std::size_t>(n) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
+    void* p = std::aligned_alloc(kAlignment, bytes);
+    if (!p) NZ_FAIL("out of memory allocating {} floats ({:.1f} MiB)", n, bytes / 1048576.0);
+    std::memset(p, 0, bytes);
+    return static_cast<float*>(p);
+}
+
+void aligned_free(float* p) { std::free(p); }
+
+// ---- TensorView --------------------------------------------------------------------------
+
+float& TensorView::at(int64_t i) const {
+    NZ_DCHECK(ndim() == 1 && i >= 0 && i < shape_[0]);
+    return data_[i];
+}
+float& TensorView::at(int64_t i, int64_t j) const {
+    NZ_DCHECK(ndim() == 2 && i >= 0 && i < shape_[0] && j >= 0 && j < shape_[1]);
+    return data_[i * shape_[1] + j];
+}
+float& TensorView::at(int64_t i, int64_t j, int64_t k) const {
+    NZ_DCHECK(ndim() == 3 && i >= 0 && i < shape_[0] && j >= 0 && j < shape_[1] && k >= 0 && k < shape_[2]);
+    return data_[(i * shape_[1] + j) * shape_[2] + k];
+}
+float& TensorView::at(int64_t i, int64_t j, int64_t k, int64_t l) const {
+    NZ_DCHECK(ndim() == 4 && i >= 0 && i < shape_[0] && j >= 0 && j < shape_[1] && k >= 0 &&
+              k < shape_[2] && l >= 0 && l < shape_[3]);
+    return data_[((i * shape_[1] + j) * shape_[2] + k) * shape_[3] + l];
+}
+
+TensorView TensorView::slice(int64_t begin, int64_t end) const {
+    NZ_CHECK(ndim() >= 1 && 0 <= begin && begin <= end && end <= shape_[0],
+             "slice [{}, {}) out of range for shape {}", begin, end, shape_.str());
+    Shape s = shape_;
+    s[0] = end - begin;
+    const int64_t row = shape_[0] ? numel() / shape_[0] : 0;
+    return {data_ + begin * row, s};
+}
+
+TensorView TensorView::select(int64_t i) const {
+    NZ_CHECK(ndim() >= 1 && 0 <= i && i < shape_[0], "select {} out of range for shape {}", i, shape_.str());
+    auto d = shape_.dims();
+    Shape s(d.subspan(1));
+    return {data_ + i * s.numel(), s};
+}
+
+TensorView TensorView::reshape(Shape shape) const {
+    NZ_CHECK(shape.numel() == numel(), "cannot reshape {} to {}", shape_.str(), shape.str());
+    return {data_, shape};
+}
+
+TensorView TensorView::as_matrix() const {
+    NZ_CHECK(ndim() >= 1, "as_matrix of a scalar");
+    const int64_t last = shape_[-1];
+    return {data_, Shape{last ? numel() / last : 0, last}};
+}
+
+void TensorView::zero() const {
+    if (numel()) std::memset(data_, 0, static_cast<std::size_t>(numel()) * sizeof(float));
+}
+void TensorView::fill(float value) const { std::fill_n(data_, numel(), value); }
+void TensorView::copy_from(TensorView src) const {
+    NZ_CHECK(src.numel() == numel(), "copy_from: {} into {}", src.shape().str(), shape_.str());
+    if (numel() && src.data() != data_) std::memmove(data_, src.data(), static_cast<std::size_t>(numel()) * sizeof(float));
+}
+
+// ---- Tensor ------------------------------------------------------------------------------
+
+void Tensor::Free::operator()(float* p) const { aligned_free(p); }
+
+Tensor::Tensor(Shape shape) : data_(aligned_alloc_floats(shape.numel())), capacity_(shape.numel()), shape_(shape) {}
+
+Tensor Tensor::from(Shape shape, std::span<const float> values) {
+    NZ_CHECK(static_cast<int64_t>(values.size()) == shape.numel(), "Tensor::from: {} values for shape {}",
+             values.size(), shape.str());
+    Tensor t(shape);
+    std::copy(values.begin(), values.end(), t.data());
+    return t;
+}
+
+Tensor Tensor::clone(TensorView v) {
+    Tensor t(v.shape());
+    t.copy_from(v);
+    return t;
+}
+
+Tensor::Tensor(const Tensor& o) : Tensor(o.shape_) { copy_from(o.view()); }
+
+Tensor& Tensor::operator=(const Tensor& o) {
+    if (this != &o) {
+        resize(o.shape_, false);
+        copy_from(o.view());
+    }
+    return *this;
+}
+
+void Tensor::resize(Shape shape, bool zero) {
+    if (shape.numel() > capacity_) {
+        data_.reset(aligned_alloc_floats(shape.numel()));
+        capacity_ = shape.numel();
+        shape_ = shape;
+        return;  // fresh memory is already zero
+    }
+    shape_ = shape;
+    if (zero) view().zero();
+}
+
+// ---- Arena -------------------------------------------------------------------------------
+
+Arena::Arena(std::size_t initial_bytes) {
+    const std::size_t n = std::max<std::size_t>(initial_bytes / sizeof(float), 1024);
+    chunks_.push_back({aligned_alloc_floats(static_cast<int64_t>(n)), n * sizeof(float)});
+}
+
+Arena::~Arena() {
+    for (auto& c : chunks_) aligned_free(c.data);
+}
+
+TensorView Arena::alloc(Shape shape) {
+    const std::size_t bytes =
+        (static_cast<std::size_t>(shape.numel()) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
+    Chunk* c = &chunks_.back();
+    if (offset_ + bytes > c->bytes) {
+        const std::size_t size = std::max(bytes, c->bytes * 2);
+        chunks_.push_back({aligned_alloc_floats(static_cast<int64_t>(size / sizeof(float))), size});
+        c = &chunks_.back();
+        offset_ = 0;
+    }
+    float* p = reinterpret_cast<float*>(reinterpret_cast<char*>(c->data) + offset_);
+    offset_ += bytes;
+    used_ += bytes;
+    peak_ = std::max(peak_, used_);
+    return {p, shape};
+}
+
+TensorView Arena::zeros(Shape shape) {
+    TensorView v = alloc(shape);
+    v.zero();
+    return v;
+}
+
+void Arena::reset() {
+    if (chunks_.size() > 1) {  // merge: next round fits in one chunk
+        const std::size_t size = std::max(peak_, capacity());
+        for (auto& c : chunks_) aligned_free(c.data);
+        chunks_.clear();
+        chunks_.push_back({aligned_alloc_floats(static_cast<int64_t>(size / sizeof(float))), size});
+    }
+    offset_ = 0;
+    used_ = 0;
+}
+
+std::size_t Arena::capacity() const {
+    std::size_t n = 0;
+    for (auto& c : chunks_) n += c.bytes;
+    return n;
+}
+
+// ---- comparisons -------------------------------------------------------------------------
+
+double max_abs_diff(TensorView a, TensorView b) {
+    NZ_CHECK(a.numel() == b.numel(), "max_abs_diff: {} vs {}", a.shape().str(), b.shape().str());
+    double m = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+        const double d = std::abs(static_cast<double>(a[i]) - b[i]);
+        if (!(d <= m)) m = d;  // NaN propagates as NaN
+    }
+    return m;
+}
+
+double max_rel_error(TensorView a, TensorView b) {
+    double scale = 0;
+    for (int64_t i = 0; i < b.numel(); ++i) scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+    return max_abs_diff(a, b) / std::max(scale, 1e-30);
+}
+
+}  // namespace nazar

@@ -1,0 +1,174 @@
+// Dense float32 tensors, row-major, last dimension contiguous.
+//
+//   Shape       up to 4 dimensions, stored inline (no heap).
+//   TensorView  non-owning (pointer + shape); cheap to copy and pass by value. Views are always
+//               contiguous; sub-blocks with a leading dimension go through gemm_raw (blas.h).
+//   Tensor      owning, 64-byte aligned. Copy = deep copy. resize() reuses its buffer when it
+//               is large enough, so tensors held across steps stop allocating after warm-up.
+//   Arena       bump allocator for per-step scratch: alloc() is a pointer bump, reset() keeps
+//               the memory. Nothing inside the time loop calls malloc.
+// Shape letters (docs/shapes.md): B batch, S source length, T target length, E embedding,
+// H RNN hidden, C encoder output, A attention, V vocabulary, K beam, D local half-window.
+#pragma once
+
+#include "nazar/core/check.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace nazar {
+
+inline constexpr int kMaxDims = 4;
+inline constexpr std::size_t kAlignment = 64;
+
+class Shape {
+public:
+    Shape() = default;
+    Shape(std::initializer_list<int64_t> dims);
+    explicit Shape(std::span<const int64_t> dims);
+
+    int ndim() const { return n_; }
+    int64_t operator[](int i) const { return d_[i < 0 ? i + n_ : i]; }
+    int64_t& operator[](int i) { return d_[i < 0 ? i + n_ : i]; }
+    int64_t numel() const;
+    std::span<const int64_t> dims() const { return {d_, static_cast<std::size_t>(n_)}; }
+    bool operator==(const Shape& o) const;
+    std::string str() const;  // "(4, 7, 512)"
+
+private:
+    int64_t d_[kMaxDims] = {0, 0, 0, 0};
+    int n_ = 0;
+};
+
+class TensorView {
+public:
+    TensorView() = default;
+    TensorView(float* data, Shape shape) : data_(data), shape_(shape) {}
+
+    float* data() const { return data_; }
+    const Shape& shape() const { return shape_; }
+    int ndim() const { return shape_.ndim(); }
+    int dim(int i) const { return static_cast<int>(shape_[i]); }
+    int64_t numel() const { return shape_.numel(); }
+    bool empty() const { return numel() == 0; }
+    std::span<float> span() const { return {data_, static_cast<std::size_t>(numel())}; }
+
+    float& operator[](int64_t i) const { return data_[i]; }  // flat index
+    float& at(int64_t i) const;
+    float& at(int64_t i, int64_t j) const;
+    float& at(int64_t i, int64_t j, int64_t k) const;
+    float& at(int64_t i, int64_t j, int64_t k, int64_t l) const;
+
+    TensorView slice(int64_t begin, int64_t end) const;  // rows [begin, end) of dim 0
+    TensorView select(int64_t i) const;                  // sub-tensor i of dim 0 (drops it)
+    TensorView reshape(Shape shape) const;               // same numel, same data
+    TensorView as_matrix() const;  // (numel / last, last): leading dims collapsed
+
+    void zero() const;
+    void fill(float value) const;
+    void copy_from(TensorView src) const;  // shapes must have the same numel
+
+private:
+    float* data_ = nullptr;
+    Shape shape_;
+};
+
+class Tensor {
+public:
+    Tensor() = default;
+    explicit Tensor(Shape shape);  // zero-initialised
+    static Tensor zeros(Shape shape) { return Tensor(shape); }
+    static Tensor from(Shape shape, std::span<const float> values);
+    static Tensor like(TensorView v) { return Tensor(v.shape()); }
+    static Tensor clone(TensorView v);
+
+    Tensor(const Tensor& o);
+    Tensor& operator=(const Tensor& o);
+    Tensor(Tensor&&) noexcept = default;
+    Tensor& operator=(Tensor&&) noexcept = default;
+
+    // Changes the shape; keeps the buffer when it has room (contents then unspecified
+    // unless `zero` is set).
+    void resize(Shape shape, bool zero = true);
+
+    TensorView view() const { return {data_.get(), shape_}; }
+    operator TensorView() const { return view(); }  // NOLINT: views are the currency
+
+    float* data() const { return data_.get(); }
+    const Shape& shape() const { return shape_; }
+    int ndim() const { return shape_.ndim(); }
+    int dim(int i) const { return static_cast<int>(shape_[i]); }
+    int64_t numel() const { return shape_.numel(); }
+    bool empty() const { return numel() == 0; }
+    std::span<float> span() const { return view().span(); }
+    float& operator[](int64_t i) const { return data_.get()[i]; }
+    template <class... I> float& at(I... i) const { return view().at(static_cast<int64_t>(i)...); }
+    TensorView slice(int64_t b, int64_t e) const { return view().slice(b, e); }
+    TensorView select(int64_t i) const { return view().select(i); }
+    TensorView reshape(Shape s) const { return view().reshape(s); }
+    TensorView as_matrix() const { return view().as_matrix(); }
+    void zero() const { view().zero(); }
+    void fill(float v) const { view().fill(v); }
+    void copy_from(TensorView src) const { view().copy_from(src); }
+
+private:
+    struct Free {
+        void operator()(float* p) const;
+    };
+    std::unique_ptr<float[], Free> data_;
+    int64_t capacity_ = 0;
+    Shape shape_;
+};
+
+// Per-step scratch memory. alloc() never moves earlier allocations; reset() frees nothing but
+// merges the chunks into one, so a steady-state step is a single pointer bump per tensor.
+class Arena {
+public:
+    explicit Arena(std::size_t initial_bytes = 1 << 20);
+    ~Arena();
+    Arena(const Arena&) = delete;
+    Arena& operator=(const Arena&) = delete;
+
+    TensorView alloc(Shape shape);   // contents unspecified
+    TensorView zeros(Shape shape);   // zero-filled
+    void reset();
+    std::size_t used() const { return used_; }
+    std::size_t capacity() const;
+
+private:
+    struct Chunk {
+        float* data;
+        std::size_t bytes;
+    };
+    std::vector<Chunk> chunks_;
+    std::size_t offset_ = 0;  // into chunks_.back()
+    std::size_t used_ = 0;    // bytes handed out since reset
+    std::size_t peak_ = 0;
+};
+
+float* aligned_alloc_floats(int64_t n);  // 64-byte aligned, zeroed; throws on failure
+void aligned_free(float* p);
+
+// Max |a - b| / max(max |b|, tiny): the norm-wise relative error used by parity tests.
+double max_rel_error(TensorView a, TensorView b);
+double max_abs_diff(TensorView a, TensorView b);
+
+namespace detail {
+[[noreturn]] void shape_mismatch(const char* file, int line, const char* name, const Shape& want,
+                                 const Shape& got);
+}
+
+}  // namespace nazar
+
+// NZ_CHECK_SHAPE(enc_out, {B, S, C}) -> "luong.cpp:88 enc_out: expected (4, 7, 512), got (4, 7, 256)"
+#define NZ_CHECK_SHAPE(view, ...)                                                            \
+    do {                                                                                     \
+        const ::nazar::Shape nz_want_ = ::nazar::Shape __VA_ARGS__;                          \
+        if (!((view).shape() == nz_want_)) [[unlikely]]                                      \
+            ::nazar::detail::shape_mismatch(__FILE__, __LINE__, #view, nz_want_, (view).shape()); \
+    } while (0)

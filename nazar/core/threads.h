@@ -1,0 +1,22 @@
+// One thread setting for all of nazar: BLAS and our own loops (DESIGN.md §4).
+//
+// set_num_threads(n) sizes both OpenBLAS and the pool behind parallel_for; the default is the
+// number of cores. parallel_for splits [0, n) into contiguous chunks in a fixed way that
+// depends only on n, grain and the thread count, so results are deterministic for a given
+// thread count. Do not call gemm() from inside a parallel_for body: BLAS has its own threads
+// and the two would oversubscribe the cores.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace nazar {
+
+void set_num_threads(int n);  // n <= 0: number of cores
+int num_threads();
+
+// Calls body(begin, end) on disjoint chunks covering [0, n); runs inline when n < 2 * grain
+// or with one thread. Exceptions thrown by the body are rethrown in the caller.
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+
+}  // namespace nazar

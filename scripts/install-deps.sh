@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages nazar needs, only those that are missing (DESIGN.md §3).
+# Idempotent: on a machine that has them all it runs no apt command at all.
+# Usage: scripts/install-deps.sh [build|test|all]   (default: all)
+set -euo pipefail
+
+build_pkgs=(cmake ninja-build g++ make pkg-config libopenblas-dev libsentencepiece-dev
+            libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libfmt-dev zlib1g-dev)
+test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev python3 python3-torch python3-numpy)
+
+want=("${build_pkgs[@]}")
+case "${1:-all}" in
+  build) ;;
+  test|all) want+=("${test_pkgs[@]}") ;;
+  *) echo "install-deps.sh: unknown set '$1' (expected build, test or all)" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

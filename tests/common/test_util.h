@@ -1,0 +1,37 @@
+// Helpers shared by the tests: random tensors, closeness assertions, fixture paths.
+#pragma once
+
+#include "nazar/core/rng.h"
+#include "nazar/core/tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+namespace nazar::test {
+
+inline Tensor random_tensor(Rng& rng, Shape shape, float lo = -1.0f, float hi = 1.0f) {
+    Tensor t(shape);
+    rng.fill_uniform(t, lo, hi);
+    return t;
+}
+
+// Norm-wise relative error max|a-b| / max|b| below tol (the parity tests' measure).
+inline ::testing::AssertionResult close_rel(TensorView a, TensorView b, double tol) {
+    if (!(a.shape() == b.shape()))
+        return ::testing::AssertionFailure() << "shape " << a.shape().str() << " vs " << b.shape().str();
+    const double e = max_rel_error(a, b);
+    if (e <= tol) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "max relative error " << e << " > " << tol;
+}
+
+inline ::testing::AssertionResult close_abs(TensorView a, TensorView b, double tol) {
+    if (!(a.shape() == b.shape()))
+        return ::testing::AssertionFailure() << "shape " << a.shape().str() << " vs " << b.shape().str();
+    const double e = max_abs_diff(a, b);
+    if (e <= tol) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "max abs diff " << e << " > " << tol;
+}
+
+}  // namespace nazar::test
