@@ -1,0 +1,278 @@
+// Attention: precompute keys once per batch; per step score the window, softmax, context.
+// Math of every block is written above it; the score kernels live in bahdanau.cpp / luong.cpp,
+// the window and position predictor in local.cpp.
+#include "nazar/attention/attention.h"
+
+#include "nazar/attention/bahdanau.h"
+#include "nazar/attention/local.h"
+#include "nazar/attention/luong.h"
+#include "nazar/core/blas.h"
+#include "nazar/core/kernels.h"
+#include "nazar/core/threads.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace nazar {
+
+namespace {
+bool is_additive(ScoreKind k) { return k == ScoreKind::additive || k == ScoreKind::concat; }
+
+void init_linear(Tensor& w, Rng& rng) {  // PyTorch nn.Linear: U(-1/sqrt(in), 1/sqrt(in))
+    const float bound = 1.0f / std::sqrt(static_cast<float>(w.dim(1)));
+    rng.fill_uniform(w, -bound, bound);
+}
+
+float dot(const float* a, const float* b, int n) {
+    float s = 0;
+    for (int i = 0; i < n; ++i) s += a[i] * b[i];
+    return s;
+}
+}  // namespace
+
+Attention::Attention(AttentionConfig c, Rng& rng) : cfg(c) {
+    validate(cfg);
+    const int H = cfg.query_size, C = cfg.context_size, A = cfg.attention_size;
+    if (cfg.local == LocalMode::predictive && cfg.position_size == 0) cfg.position_size = H;
+    const int P = cfg.position_size;
+    if (is_additive(cfg.score)) {
+        params.W_q = Tensor({A, H});
+        params.W_k = Tensor({A, C});
+        params.v_a = Tensor({1, A});
+    } else if (cfg.score == ScoreKind::general) {
+        params.W_k = Tensor({H, C});
+    }
+    if (cfg.scale == ScaleMode::learned) params.scale = Tensor::from({1}, std::vector<float>{1.0f / std::sqrt(float(C))});
+    if (cfg.local == LocalMode::predictive) {
+        params.W_p = Tensor({P, H});
+        params.v_p = Tensor({1, P});
+    }
+    params.visit([&](const std::string& name, Tensor& t) {
+        if (t.numel() > 0 && name != "scale") init_linear(t, rng);
+    });
+    grad = params;
+    grad.visit([](const std::string&, Tensor& t) { t.zero(); });
+}
+
+int Attention::window_width(int S) const { return cfg.local == LocalMode::global ? S : 2 * cfg.window + 1; }
+
+namespace {
+float score_scale(const AttentionConfig& cfg, const AttentionParams& p) {
+    switch (cfg.scale) {
+        case ScaleMode::none: return 1.0f;
+        case ScaleMode::inv_sqrt: return 1.0f / std::sqrt(static_cast<float>(cfg.context_size));
+        case ScaleMode::learned: return p.scale[0];
+    }
+    return 1.0f;
+}
+}  // namespace
+
+// keys = enc_out W_kᵀ: one GEMM over all B·S positions
+void Attention::precompute(TensorView enc_out, AttentionKeys& out) const {
+    NZ_CHECK(enc_out.ndim() == 3 && enc_out.dim(2) == cfg.context_size,
+             "attention: enc_out must be (B, S, C={}), got {}", cfg.context_size, enc_out.shape().str());
+    if (cfg.score == ScoreKind::dot) {
+        out.keys = Tensor();
+        return;
+    }
+    const int B = enc_out.dim(0), S = enc_out.dim(1), K = params.W_k.dim(0);
+    out.keys.resize({B, S, K}, false);
+    gemm(enc_out.as_matrix(), false, params.W_k, true, out.keys.reshape({int64_t(B) * S, K}));
+}
+
+// keys = enc_out W_kᵀ  =>  d_enc_out += d_keys W_k;  grad.W_k += d_keysᵀ enc_out
+void Attention::precompute_backward(TensorView enc_out, TensorView d_keys, TensorView d_enc_out) {
+    if (cfg.score == ScoreKind::dot) return;
+    const int B = enc_out.dim(0), S = enc_out.dim(1), C = cfg.context_size, K = params.W_k.dim(0);
+    NZ_CHECK_SHAPE(enc_out, {B, S, C});
+    NZ_CHECK_SHAPE(d_keys, {B, S, K});
+    NZ_CHECK_SHAPE(d_enc_out, {B, S, C});
+    const TensorView dk = d_keys.as_matrix(), x = enc_out.as_matrix();
+    gemm(dk, false, params.W_k, false, d_enc_out.as_matrix(), 1.0f, 1.0f);
+    gemm(dk, true, x, false, grad.W_k, 1.0f, 1.0f);
+}
+
+void Attention::forward(TensorView query, const AttentionKeys& keys, TensorView enc_out,
+                        std::span<const int> lengths, int t, TensorView context, AttentionStepCache& cache) const {
+    const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
+    const int A = cfg.attention_size, W = window_width(S), D = cfg.window;
+    NZ_CHECK_SHAPE(query, {B, H});
+    NZ_CHECK_SHAPE(enc_out, {B, S, C});
+    NZ_CHECK_SHAPE(context, {B, C});
+    NZ_CHECK(static_cast<int>(lengths.size()) == B, "attention: {} lengths for a batch of {}", lengths.size(), B);
+    for (int b = 0; b < B; ++b)
+        NZ_CHECK(0 <= lengths[b] && lengths[b] <= S, "attention: length {} of sentence {} outside [0, S={}]",
+                 lengths[b], b, S);
+    const int K = cfg.score == ScoreKind::dot ? C : (is_additive(cfg.score) ? A : H);
+    if (cfg.score != ScoreKind::dot) NZ_CHECK_SHAPE(keys.keys, {B, S, K});
+    const float* kdata = cfg.score == ScoreKind::dot ? enc_out.data() : keys.keys.data();
+
+    cache.weights.resize({B, W}, false);
+    cache.probs.resize({B, W}, false);
+    cache.start.assign(B, 0);
+    cache.count.assign(B, 0);
+    // additive: u = q W_qᵀ, the only per-step GEMM of the score
+    if (is_additive(cfg.score)) {
+        cache.query_proj.resize({B, A}, false);
+        gemm(query, false, params.W_q, true, cache.query_proj);
+        scratch_.tmp.resize({B, A}, false);
+    } else {
+        cache.scores.resize({B, W}, false);
+    }
+    // the windows
+    if (cfg.local == LocalMode::global) {
+        for (int b = 0; b < B; ++b) cache.count[b] = lengths[b];
+    } else {
+        cache.position.resize({B}, false);
+        if (cfg.local == LocalMode::predictive) {
+            cache.pos_hidden.resize({B, cfg.position_size}, false);
+            cache.pos_sigmoid.resize({B}, false);
+            attn::predict_positions(query, params.W_p, params.v_p, lengths, cache.pos_hidden, cache.pos_sigmoid,
+                                    cache.position);
+        }
+        for (int b = 0; b < B; ++b) {
+            const attn::Window w = cfg.local == LocalMode::monotonic
+                                       ? attn::monotonic_window(t, lengths[b], D, cache.position[b])
+                                       : attn::predictive_window(cache.position[b], lengths[b], D);
+            cache.start[b] = w.start;
+            cache.count[b] = w.count;
+        }
+    }
+    cache.score_evals = 0;
+    for (int b = 0; b < B; ++b) cache.score_evals += cache.count[b];
+
+    const float s = score_scale(cfg, params);
+    const float sigma = 0.5f * static_cast<float>(D);
+    parallel_for(B, 4, [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) {
+            const int n = cache.count[b], st = cache.start[b];
+            float* pr = cache.probs.data() + b * W;
+            float* wt = cache.weights.data() + b * W;
+            const float* kb = kdata + (b * S + st) * K;
+            // e_j = v_a · tanh(u + k_j)   or   e_j = s q · k_j
+            if (is_additive(cfg.score)) {
+                attn::additive_scores(cache.query_proj.data() + b * A, kb, params.v_a.data(), n, A,
+                                      scratch_.tmp.data() + b * A, pr);
+            } else {
+                float* r = cache.scores.data() + b * W;
+                attn::bilinear_scores(query.data() + b * H, kb, n, K, r);
+                std::fill(r + n, r + W, 0.0f);
+                for (int j = 0; j < n; ++j) pr[j] = s * r[j];
+            }
+            // probs = softmax over the window; nothing outside it (padding: exactly 0)
+            kernels::softmax_row(pr, n, pr);
+            std::fill(pr + n, pr + W, 0.0f);
+            // local-p: α_j = probs_j exp(-(i - p_t)² / 2σ²)
+            if (cfg.local == LocalMode::predictive) {
+                attn::gaussian(cache.position[b], st, n, sigma, wt);
+                for (int j = 0; j < n; ++j) wt[j] *= pr[j];
+                std::fill(wt + n, wt + W, 0.0f);
+            } else {
+                std::copy(pr, pr + W, wt);
+            }
+            // c = Σ_j α_j h_{st+j}
+            float* cb = context.data() + b * C;
+            std::fill(cb, cb + C, 0.0f);
+            for (int j = 0; j < n; ++j) kernels::axpy(C, wt[j], enc_out.data() + (b * S + st + j) * C, cb);
+        }
+    });
+}
+
+void Attention::backward(TensorView d_context, TensorView query, const AttentionKeys& keys, TensorView enc_out,
+                         std::span<const int> lengths, const AttentionStepCache& cache, TensorView d_query,
+                         TensorView d_keys, TensorView d_enc_out) {
+    const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
+    const int A = cfg.attention_size, W = window_width(S);
+    NZ_CHECK_SHAPE(d_context, {B, C});
+    NZ_CHECK_SHAPE(query, {B, H});
+    NZ_CHECK_SHAPE(enc_out, {B, S, C});
+    NZ_CHECK_SHAPE(d_query, {B, H});
+    NZ_CHECK_SHAPE(d_enc_out, {B, S, C});
+    NZ_CHECK_SHAPE(cache.weights, {B, W});
+    NZ_CHECK(static_cast<int>(lengths.size()) == B, "attention: {} lengths for a batch of {}", lengths.size(), B);
+    const bool additive = is_additive(cfg.score), dotk = cfg.score == ScoreKind::dot;
+    const int K = dotk ? C : (additive ? A : H);
+    if (!dotk) {
+        NZ_CHECK_SHAPE(keys.keys, {B, S, K});
+        NZ_CHECK_SHAPE(d_keys, {B, S, K});
+    }
+    const float* kdata = dotk ? enc_out.data() : keys.keys.data();
+    float* dkdata = dotk ? d_enc_out.data() : d_keys.data();
+
+    Scratch& sc = scratch_;
+    sc.d_w.resize({B, W}, false);
+    sc.d_e.resize({B, W}, false);
+    if (additive) {
+        sc.tmp.resize({B, A}, false);
+        sc.d_u.resize({B, A}, true);
+        sc.d_v.resize({B, A}, true);
+    }
+    sc.d_scale.resize({B}, true);
+    sc.d_pos.resize({B}, true);
+    const float s = score_scale(cfg, params);
+    const float sigma = 0.5f * static_cast<float>(cfg.window), inv_var = 1.0f / (sigma * sigma);
+
+    parallel_for(B, 4, [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) {
+            const int n = cache.count[b], st = cache.start[b];
+            const float* wt = cache.weights.data() + b * W;
+            const float* pr = cache.probs.data() + b * W;
+            const float* dc = d_context.data() + b * C;
+            float* dw = sc.d_w.data() + b * W;
+            float* de = sc.d_e.data() + b * W;
+            // c = Σ_j α_j h_j  =>  d_α_j = d_c · h_j;  d_h_j += α_j d_c
+            for (int j = 0; j < n; ++j) {
+                const int64_t row = (b * S + st + j) * C;
+                dw[j] = dot(dc, enc_out.data() + row, C);
+                kernels::axpy(C, wt[j], dc, d_enc_out.data() + row);
+            }
+            // local-p: α_j = pr_j g_j, g_j = exp(-(i-p)²/2σ²), dg_j/dp = g_j (i-p)/σ²
+            //   =>  d_pr_j = d_α_j g_j;  d_p += Σ_j d_α_j pr_j g_j (i-p)/σ²
+            if (cfg.local == LocalMode::predictive) {
+                const float p = cache.position[b];
+                float dp = 0;
+                for (int j = 0; j < n; ++j) {
+                    const float d = static_cast<float>(st + j) - p;
+                    const float g = std::exp(-0.5f * d * d * inv_var);
+                    dp += dw[j] * pr[j] * g * d * inv_var;
+                    dw[j] *= g;
+                }
+                sc.d_pos[b] = dp;
+            }
+            // pr = softmax(e)  =>  d_e = pr ⊙ (d_pr − Σ_j pr_j d_pr_j)
+            const float sum = dot(pr, dw, n);
+            for (int j = 0; j < n; ++j) de[j] = pr[j] * (dw[j] - sum);
+            const float* kb = kdata + (b * S + st) * K;
+            float* dkb = dkdata + (b * S + st) * K;
+            if (additive) {
+                attn::additive_scores_backward(cache.query_proj.data() + b * A, kb, params.v_a.data(), de, n, A,
+                                               sc.tmp.data() + b * A, sc.d_u.data() + b * A, dkb,
+                                               sc.d_v.data() + b * A);
+            } else {
+                // e = s r  =>  d_s += Σ_j d_e_j r_j;  r = q · k  (luong.h)
+                if (cfg.scale == ScaleMode::learned) sc.d_scale[b] = dot(de, cache.scores.data() + b * W, n);
+                attn::bilinear_scores_backward(query.data() + b * H, kb, de, n, K, s, d_query.data() + b * H, dkb);
+            }
+        }
+    });
+
+    if (additive) {
+        // u = q W_qᵀ  =>  d_q += d_u W_q;  grad.W_q += d_uᵀ q;  grad.v_a += Σ_b d_v[b]
+        gemm(sc.d_u, false, params.W_q, false, d_query, 1.0f, 1.0f);
+        gemm(sc.d_u, true, query, false, grad.W_q, 1.0f, 1.0f);
+        kernels::sum_rows_into(sc.d_v, grad.v_a);
+    }
+    if (cfg.scale == ScaleMode::learned)
+        for (int b = 0; b < B; ++b) grad.scale[0] += sc.d_scale[b];
+    if (cfg.local == LocalMode::predictive) {
+        sc.d_pre.resize({B, cfg.position_size}, false);
+        attn::predict_positions_backward(sc.d_pos, query, params.W_p, params.v_p, lengths, cache.pos_hidden,
+                                         cache.pos_sigmoid, sc.d_pre, d_query, grad.W_p, grad.v_p);
+    }
+}
+
+void dense_weights(const AttentionStepCache& cache, TensorView out) {
+    attn::scatter_window(cache.weights, cache.start, out);
+}
+
+}  // namespace nazar

@@ -1,0 +1,179 @@
+// The attention mechanisms of nazar behind one runtime interface (SPEC.md §3-6). Decoders hold
+// one `Attention`; the score kind, scaling and local mode are chosen by a typed config.
+//
+//   score   additive/concat  e[b,i] = v_a · tanh(W_q q[b] + W_k h[b,i])      (bahdanau.h)
+//           general          e[b,i] = s · q[b] · (W_k h[b,i])                (luong.h)
+//           dot              e[b,i] = s · q[b] · h[b,i]        requires H == C
+//             s = 1 (none), 1/sqrt(C) (inv_sqrt) or a learned scalar (learned), dot/general only
+//   weights α[b,:] = softmax of e[b,i] over the positions i of the WINDOW of sentence b:
+//           global: i in [0, S_b-1], S_b = lengths[b]; local: see local.h. Padding gets α = 0.
+//           local-p multiplies the window softmax by exp(-(i-p_t)²/(2σ²)), σ = D/2 (no renorm.).
+//   context c[b] = Σ_i α[b,i] h[b,i]
+// Keys W_k h are computed ONCE per batch (precompute); a step computes only the query side and
+// the scores inside the window, so local attention costs O(D) per step, not O(S).
+// Who calls it when (before / after the RNN step) is the decoder's business (SPEC §3, §4).
+//
+// Weight storage: the W-th column of a step's weights is source position start[b] + j.
+// Global: W = S, start = 0. Local: W = 2D+1, start = first window position (>= 0); columns
+// j >= count[b] are 0. dense_weights() scatters either form into a (B, S) matrix.
+//
+// Gradients: backward and precompute_backward ACCUMULATE (+=) into every d_* argument and into
+// `grad`. The caller zeroes them once per batch; d_keys collects every step's gradient and is
+// turned into d_enc_out / grad.W_k by ONE precompute_backward call after the last step.
+// Parameters (visit() names, relative to "attention."; init U(-1/sqrt(in), 1/sqrt(in)) like
+// PyTorch nn.Linear, drawn from the Rng in visit order; `scale` starts at 1/sqrt(C)):
+//   additive/concat  query.weight W_q (A, H)   key.weight W_k (A, C)   v.weight v_a (1, A)
+//   general          key.weight W_k = Luong's W_a (H, C)
+//   dot              (none)
+//   scale learned    scale (1)
+//   local-p          position.weight W_p (P, H)   position_v.weight v_p (1, P)
+// No biases (the SPEC equations have none). Shape letters: B S H C A D, P = position size d_p.
+#pragma once
+
+#include "nazar/core/rng.h"
+#include "nazar/core/tensor.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nazar {
+
+enum class ScoreKind { additive, dot, general, concat };  // additive = Bahdanau; concat = same math
+enum class ScaleMode { none, inv_sqrt, learned };         // dot/general only
+enum class LocalMode { global, monotonic, predictive };  // global, local-m, local-p
+
+struct AttentionConfig {
+    ScoreKind score = ScoreKind::additive;
+    ScaleMode scale = ScaleMode::none;
+    LocalMode local = LocalMode::global;
+    int window = 10;          // D: local half-window (>= 1); the window has up to 2D+1 positions
+    int query_size = 0;       // H: decoder state size (d_s)
+    int context_size = 0;     // C: encoder output size (d_h)
+    int attention_size = 0;   // A: additive/concat hidden size (d_a); unused by dot/general
+    int position_size = 0;    // P: local-p predictor size (d_p); 0 means P = H
+};
+
+// Strings used by the CLI and configs. parse_* throw UsageError listing the accepted names.
+//   score: "bahdanau" | "additive" | "dot" | "general" | "concat"
+//   scale: "none" | "sqrt" | "learned"          local: "global" | "local-m" | "local-p"
+ScoreKind parse_score_kind(std::string_view s);
+ScaleMode parse_scale_mode(std::string_view s);
+LocalMode parse_local_mode(std::string_view s);
+const char* to_string(ScoreKind k);  // "additive", "dot", "general", "concat"
+const char* to_string(ScaleMode m);  // "none", "sqrt", "learned"
+const char* to_string(LocalMode m);  // "global", "local-m", "local-p"
+// One name as users write it: a score ("bahdanau", "general", ...), "scaled-dot",
+// "scaled-general", or a local mode ("local-m", "local-p": keeps the configured score).
+void apply_attention_name(std::string_view name, AttentionConfig& cfg);
+std::string describe(const AttentionConfig& cfg);  // "local-p general D=10 (H=512, C=512)"
+// Throws UsageError naming the offending sizes (dot with H != C names both and suggests
+// `general`; missing A for additive/concat; scale on additive/concat; D < 1 for local).
+void validate(const AttentionConfig& cfg);
+
+// Multiply-adds of one sentence of length S (SPEC §9), for `explain` and the benchmark.
+struct AttentionCost {
+    int64_t keys = 0;     // once per batch: S·A·C (additive/concat), S·H·C (general), 0 (dot)
+    int64_t query = 0;    // per step: A·H (additive/concat) + P·H + P (local-p predictor)
+    int64_t scores = 0;   // per step: n·2A (add+tanh, v) additive/concat; n·H general; n·C dot
+    int64_t context = 0;  // per step: n·C
+    int64_t params = 0;   // number of attention parameters
+    int positions = 0;    // n: scored positions per step, S (global) or min(2D+1, S) (local)
+};
+AttentionCost attention_cost(const AttentionConfig& cfg, int S);
+
+struct AttentionParams {
+    Tensor W_q;    // (A, H)  additive/concat query projection        "query.weight"
+    Tensor W_k;    // (A, C) additive/concat, (H, C) general           "key.weight"
+    Tensor v_a;    // (1, A)  additive/concat                          "v.weight"
+    Tensor scale;  // (1)     learned scale                            "scale"
+    Tensor W_p;    // (P, H)  local-p predictor                        "position.weight"
+    Tensor v_p;    // (1, P)  local-p predictor                        "position_v.weight"
+
+    // Absent parameters are empty tensors; collect_params() skips them.
+    template <class F> void visit(F&& f) {
+        f("query.weight", W_q);
+        f("key.weight", W_k);
+        f("v.weight", v_a);
+        f("scale", scale);
+        f("position.weight", W_p);
+        f("position_v.weight", v_p);
+    }
+};
+
+// Computed once per source batch by precompute(), read by every step.
+struct AttentionKeys {
+    Tensor keys;  // (B, S, K)  W_k h[b,i]; K = A (additive/concat), H (general). Empty for dot:
+                  //            dot scores read enc_out directly.
+};
+
+// Written by forward, read by backward; one per decoder step (the decoder keeps T of them).
+// W = S (global) or 2D+1 (local). Column j of a row is source position start[b] + j.
+struct AttentionStepCache {
+    Tensor weights;          // (B, W)  α; columns >= count[b] are 0 (alignments / heatmaps)
+    Tensor probs;            // (B, W)  softmax over the window (= weights except for local-p)
+    Tensor scores;           // (B, W)  unscaled scores q·k (dot/general; for the learned scale)
+    Tensor query_proj;       // (B, A)  W_q q (additive/concat)
+    Tensor position;         // (B)     p_t (local; local-m: integer-valued)
+    Tensor pos_hidden;       // (B, P)  tanh(W_p q) (local-p)
+    Tensor pos_sigmoid;      // (B)     sigmoid(v_p · pos_hidden) (local-p)
+    std::vector<int> start;  // (B)     first source position of the row's window (0 global)
+    std::vector<int> count;  // (B)     window length after clipping (S_b global)
+    int64_t score_evals = 0; // scores e[b,i] evaluated by this step (instrumentation: O(B·D) local)
+};
+
+class Attention {
+public:
+    explicit Attention(AttentionConfig cfg, Rng& rng);  // validates cfg; initialises params
+
+    int window_width(int S) const;  // W: S (global) or 2D+1 (local)
+
+    void precompute(TensorView enc_out,        // (B, S, C)
+                    AttentionKeys& out) const;  // keys (B, S, K), resized
+    void precompute_backward(TensorView enc_out,  // (B, S, C)
+                             TensorView d_keys,   // (B, S, K)   sum over all steps (empty: dot)
+                             TensorView d_enc_out);  // (B, S, C)  +=, also += grad.W_k
+
+    // t: 0-based decoder step; local-m centres its window on min(t, S_b - 1).
+    void forward(TensorView query,              // (B, H)      s_{t-1} (Bahdanau) or s_t (Luong)
+                 const AttentionKeys& keys,     // (B, S, K)
+                 TensorView enc_out,            // (B, S, C)   h
+                 std::span<const int> lengths,  // (B)         S_b, 0 <= S_b <= S
+                 int t,
+                 TensorView context,            // (B, C)      out: c (overwritten)
+                 AttentionStepCache& cache) const;
+    void backward(TensorView d_context,           // (B, C)
+                  TensorView query,               // (B, H)     same tensors forward saw
+                  const AttentionKeys& keys,
+                  TensorView enc_out,             // (B, S, C)
+                  std::span<const int> lengths,   // (B)
+                  const AttentionStepCache& cache,
+                  TensorView d_query,             // (B, H)     +=
+                  TensorView d_keys,              // (B, S, K)  +=  (dot: unused, may be empty)
+                  TensorView d_enc_out);          // (B, S, C)  +=  context term (and dot scores)
+
+    AttentionConfig cfg;
+    AttentionParams params;
+    AttentionParams grad;  // same shapes as params, zero-initialised
+
+private:
+    struct Scratch {     // per-call temporaries, not state: one Attention runs one call at a time
+        Tensor tmp;      // (B, A)  tanh rows of the fused additive kernel
+        Tensor d_w;      // (B, W)  d weights, then d probs
+        Tensor d_e;      // (B, W)  d scores
+        Tensor d_u;      // (B, A)  d (W_q q)
+        Tensor d_v;      // (B, A)  per-sentence d v_a, summed in a fixed order (determinism)
+        Tensor d_scale;  // (B)     per-sentence d scale (learned)
+        Tensor d_pos;    // (B)     d p_t (local-p)
+        Tensor d_pre;    // (B, P)  local-p predictor
+    };
+    mutable Scratch scratch_;
+};
+
+// Scatters a step's window weights into a dense (B, S) matrix (zeros outside the window).
+void dense_weights(const AttentionStepCache& cache,  // weights (B, W), start (B)
+                   TensorView out);                  // (B, S) overwritten
+
+}  // namespace nazar
