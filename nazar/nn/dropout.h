@@ -1,0 +1,47 @@
+// Inverted dropout (Srivastava et al. 2014; PyTorch's nn.Dropout):
+//
+//   training:  out = x ⊙ m,  m_i = 1/(1−p) with probability 1−p, else 0  (drawn from an Rng)
+//   eval:      out = x       (identity; also when p = 0)
+// The mask is kept in a DropoutCache the caller owns, so backward is d_x += d_out ⊙ m.
+// p = 1 drops everything (m = 0), as PyTorch does.
+//
+// `Mode` is the training/evaluation switch every nn layer with train-only behaviour takes.
+// Gradients: backward ACCUMULATES (+=) into d_x.
+#pragma once
+
+#include "nazar/core/rng.h"
+#include "nazar/core/tensor.h"
+
+namespace nazar {
+
+enum class Mode { train, eval };
+
+struct DropoutCache {
+    Tensor mask;  // same numel as x: 0 or 1/(1−p). Empty = identity (eval mode or p = 0).
+};
+
+class Dropout {
+public:
+    struct Config {
+        float p = 0.0f;  // drop probability, in [0, 1]
+    };
+
+    Dropout() = default;
+    explicit Dropout(Config cfg);  // checks 0 <= p <= 1
+
+    // Draws one uniform per element from `rng` in train mode (p > 0); eval mode draws nothing.
+    // out may alias x.
+    void forward(TensorView x,            // any shape
+                 TensorView out,          // same numel as x; overwritten
+                 DropoutCache& cache,     // out: the mask (resized; empty when identity)
+                 Rng& rng, Mode mode) const;
+
+    // d_x += d_out ⊙ m  (d_x += d_out when the cache is empty).
+    void backward(TensorView d_out,           // same numel as x
+                  const DropoutCache& cache,
+                  TensorView d_x) const;      // +=; must not alias d_out
+
+    Config cfg;
+};
+
+}  // namespace nazar

@@ -1,0 +1,152 @@
+// GRU cell with PyTorch's exact equations, gate order (r, z, n) and parameter layout
+// (torch.nn.GRUCell / torch.nn.GRU, Cho et al. 2014):
+//
+//   gi = W_ih x + b_ih          (N, 3H)   = [gi_r | gi_z | gi_n]
+//   gh = W_hh h + b_hh          (N, 3H)   = [gh_r | gh_z | gh_n]
+//   r  = σ(gi_r + gh_r)    z = σ(gi_z + gh_z)    n = tanh(gi_n + r ⊙ gh_n)
+//   h' = (1 − z) ⊙ n + z ⊙ h
+//
+// Two ways to step: from a precomputed projection gi (the RNN computes gi for all T steps in
+// one GEMM) or from a raw input x (decoders feed [emb; context] step by step). The gate math
+// is one fused pass (gru::gates_forward / gates_backward) shared by both and by the RNN.
+// Per-step caches are owned by the caller (one per step). Rows can be masked (StepMask):
+// a masked row keeps its state (h' = h) and receives no gate gradient, which is how padded
+// positions of a right-padded batch leave the recurrence untouched.
+// This header also defines RNNCellParams (shared with LSTMCell and RNN) and StepMask.
+// Init as PyTorch: every weight and bias ~ U(-1/sqrt(H), 1/sqrt(H)).
+//
+// Gradients: backward ACCUMULATES (+=) into every d_* argument and into `grad`, except the
+// raw kernels in namespace gru, which WRITE their d_gi / d_gh (documented there).
+// Math: docs/derivations/gru.md.
+#pragma once
+
+#include "nazar/core/rng.h"
+#include "nazar/core/tensor.h"
+
+#include <span>
+
+namespace nazar {
+
+// Parameters of one recurrent cell, G = 3 (GRU: r, z, n) or 4 (LSTM: i, f, g, o) gate blocks
+// stacked along dim 0, exactly as torch.nn.GRUCell / LSTMCell (and one layer-direction of
+// torch.nn.GRU / LSTM) store them.
+struct RNNCellParams {
+    Tensor weight_ih;  // (G·H, I)
+    Tensor weight_hh;  // (G·H, H)
+    Tensor bias_ih;    // (G·H), empty when the cell has no bias
+    Tensor bias_hh;    // (G·H), empty when the cell has no bias
+
+    template <class F> void visit(F&& f) {  // torch.nn.GRUCell / LSTMCell state_dict names
+        f("weight_ih", weight_ih);
+        f("weight_hh", weight_hh);
+        f("bias_ih", bias_ih);
+        f("bias_hh", bias_hh);
+    }
+};
+
+// Allocates an RNNCellParams of G gates (values ~ U(-1/sqrt(H), 1/sqrt(H)) from rng, or zeros
+// when rng is null — that is how the matching `grad` is made).
+RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, bool bias, Rng* rng);
+
+// Which rows of a step are real tokens: row b is active iff t < lengths[b].
+// Default (empty lengths) = every row active.
+struct StepMask {
+    std::span<const int> lengths;  // (N)
+    int t = 0;                     // time index of this step
+    bool active(int b) const { return lengths.empty() || t < lengths[b]; }
+};
+
+// Written by forward, read by backward; one per step, owned by the caller. forward resizes the
+// tensors (resize() keeps the buffer, so a cache reused across batches stops allocating).
+struct GRUStepCache {
+    Tensor gates;  // (N, 3H)  r, z, n after their nonlinearities
+    Tensor gh_n;   // (N, H)   W_hn h + b_hn  (r multiplies it; backward needs it for d_r)
+    Tensor gi;     // (N, 3H)  W_ih x + b_ih; filled only by the raw-input forward()
+};
+
+namespace gru {
+
+// Fused gate forward over N rows (one pass per row, vectorised kernels).
+//   gates on entry: gh = W_hh h + b_hh; on exit: r, z, n.  gh_n gets gh's n block.
+//   h_new = (1 − z) ⊙ n + z ⊙ h for active rows, h_new = h for masked rows.
+// h_new may alias h.
+void gates_forward(TensorView gi,     // (N, 3H)
+                   TensorView h,      // (N, H)
+                   TensorView gates,  // (N, 3H)  in: gh; out: r, z, n
+                   TensorView gh_n,   // (N, H)   out
+                   TensorView h_new,  // (N, H)   out
+                   StepMask mask = {});
+
+// Fused gate backward. WRITES d_gi and d_gh (pre-activation gradients; zero rows for masked
+// rows) and ACCUMULATES the direct path into d_h:
+//   d_h += d_h_new ⊙ z   (active rows),   d_h += d_h_new   (masked rows).
+// The recurrent path d_h += d_gh W_hh and all parameter gradients are the caller's GEMMs.
+void gates_backward(TensorView d_h_new,  // (N, H)
+                    TensorView h,        // (N, H)   state forward started from
+                    TensorView gates,    // (N, 3H)  from forward
+                    TensorView gh_n,     // (N, H)   from forward
+                    TensorView d_gi,     // (N, 3H)  written
+                    TensorView d_gh,     // (N, 3H)  written
+                    TensorView d_h,      // (N, H)   +=; must not alias d_h_new
+                    StepMask mask = {});
+
+}  // namespace gru
+
+class GRUCell {
+public:
+    struct Config {
+        int input_size = 0;   // I
+        int hidden_size = 0;  // H
+        bool bias = true;
+    };
+
+    GRUCell() = default;
+    GRUCell(Config cfg, Rng& rng);  // U(-1/sqrt(H), 1/sqrt(H)) for all four tensors
+
+    // gi = x W_ihᵀ + b_ih for any number of rows (M = N for one step, B·T for a whole sequence).
+    void project_input(TensorView x,            // (M, I) or (..., I)
+                       TensorView gi) const;    // (M, 3H) or (..., 3H); overwritten
+    // d_x += d_gi W_ih;  grad.weight_ih += d_giᵀ x;  grad.bias_ih += Σ_rows d_gi.
+    void project_input_backward(TensorView d_gi,  // (M, 3H)
+                                TensorView x,     // (M, I)
+                                TensorView d_x);  // (M, I) +=; empty view = not needed
+
+    // One step from a precomputed projection.
+    void forward_projected(TensorView gi,          // (N, 3H)  W_ih x + b_ih
+                           TensorView h,           // (N, H)
+                           TensorView h_new,       // (N, H)   out; may alias h only if the
+                                                   //          caller does not need h for backward
+                           GRUStepCache& cache,    // out
+                           StepMask mask = {}) const;
+    // d_gi += ∂/∂gi;  d_h += ∂/∂h;  grad.weight_hh += d_ghᵀ h;  grad.bias_hh += Σ d_gh.
+    void backward_projected(TensorView d_h_new,          // (N, H)
+                            TensorView h,                // (N, H)  same tensor forward saw
+                            const GRUStepCache& cache,
+                            TensorView d_gi,             // (N, 3H) +=
+                            TensorView d_h,              // (N, H)  +=
+                            StepMask mask = {});
+
+    // One step from a raw input (computes gi into cache.gi, then forward_projected).
+    void forward(TensorView x,          // (N, I)
+                 TensorView h,          // (N, H)
+                 TensorView h_new,      // (N, H) out
+                 GRUStepCache& cache,   // out
+                 StepMask mask = {}) const;
+    // d_x += ∂/∂x;  d_h += ∂/∂h;  grad += all four parameter gradients.
+    void backward(TensorView d_h_new,        // (N, H)
+                  TensorView x,              // (N, I)
+                  TensorView h,              // (N, H)
+                  const GRUStepCache& cache,
+                  TensorView d_x,            // (N, I) +=; empty view = not needed
+                  TensorView d_h,            // (N, H) +=
+                  StepMask mask = {});
+
+    Config cfg;
+    RNNCellParams params;
+    RNNCellParams grad;
+
+private:
+    Tensor d_gi_, d_gh_;  // (N, 3H) scratch of backward; not state (reused between calls)
+};
+
+}  // namespace nazar

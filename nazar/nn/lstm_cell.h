@@ -1,0 +1,127 @@
+// LSTM cell with PyTorch's exact equations, gate order (i, f, g, o) and parameter layout
+// (torch.nn.LSTMCell / torch.nn.LSTM, Hochreiter & Schmidhuber 1997 with forget gate):
+//
+//   a  = W_ih x + b_ih + W_hh h + b_hh      (N, 4H) = [a_i | a_f | a_g | a_o]
+//   i = σ(a_i)   f = σ(a_f)   g = tanh(a_g)   o = σ(a_o)
+//   c' = f ⊙ c + i ⊙ g        h' = o ⊙ tanh(c')
+//
+// As GRUCell (gru_cell.h, which defines RNNCellParams and StepMask): step from a precomputed
+// projection gi = W_ih x + b_ih (the RNN's one GEMM for all steps) or from a raw input x; the
+// gate math is one fused pass (lstm::gates_forward / gates_backward); per-step caches are the
+// caller's; masked rows keep (h, c) and get no gate gradient.
+// Init as PyTorch: every weight and bias ~ U(-1/sqrt(H), 1/sqrt(H)).
+//
+// Gradients: backward ACCUMULATES (+=) into every d_* argument and into `grad`, except the
+// raw kernels in namespace lstm, which WRITE d_gates (documented there).
+// Math: docs/derivations/lstm.md.
+#pragma once
+
+#include "nazar/nn/gru_cell.h"
+
+namespace nazar {
+
+// Written by forward, read by backward; one per step, owned by the caller (resized by forward).
+struct LSTMStepCache {
+    Tensor gates;   // (N, 4H)  i, f, g, o after their nonlinearities
+    Tensor tanh_c;  // (N, H)   tanh(c')
+};
+
+namespace lstm {
+
+// Fused gate forward over N rows.
+//   gates on entry: the pre-activations a (N, 4H); on exit: i, f, g, o.
+//   active rows: c_new = f ⊙ c + i ⊙ g, tanh_c = tanh(c_new), h_new = o ⊙ tanh_c;
+//   masked rows: c_new = c, h_new = h, tanh_c = tanh(c) (unused).
+// h_new may alias h and c_new may alias c (row by row, inputs are read before writing).
+void gates_forward(TensorView h,       // (N, H)
+                   TensorView c,       // (N, H)
+                   TensorView gates,   // (N, 4H)  in: a; out: i, f, g, o
+                   TensorView tanh_c,  // (N, H)   out
+                   TensorView h_new,   // (N, H)   out
+                   TensorView c_new,   // (N, H)   out
+                   StepMask mask = {});
+
+// Fused gate backward. WRITES d_gates (= ∂/∂a, which is both d_gi and d_gh; zero for masked
+// rows) and ACCUMULATES the direct paths:
+//   active rows: d_c += (d_c_new + d_h_new ⊙ o ⊙ (1 − tanh_c²)) ⊙ f
+//   masked rows: d_c += d_c_new,  d_h += d_h_new
+// The recurrent path d_h += d_gates W_hh and all parameter gradients are the caller's GEMMs.
+void gates_backward(TensorView d_h_new,  // (N, H)
+                    TensorView d_c_new,  // (N, H)   empty view = zero
+                    TensorView c,        // (N, H)   cell state forward started from
+                    TensorView gates,    // (N, 4H)  from forward
+                    TensorView tanh_c,   // (N, H)   from forward
+                    TensorView d_gates,  // (N, 4H)  written
+                    TensorView d_h,      // (N, H)   += (masked rows only); must not alias d_h_new
+                    TensorView d_c,      // (N, H)   +=; must not alias d_c_new
+                    StepMask mask = {});
+
+}  // namespace lstm
+
+class LSTMCell {
+public:
+    struct Config {
+        int input_size = 0;   // I
+        int hidden_size = 0;  // H
+        bool bias = true;
+    };
+
+    LSTMCell() = default;
+    LSTMCell(Config cfg, Rng& rng);  // U(-1/sqrt(H), 1/sqrt(H)) for all four tensors
+
+    // gi = x W_ihᵀ + b_ih for any number of rows (M = N, or B·T for a whole sequence).
+    void project_input(TensorView x,           // (M, I) or (..., I)
+                       TensorView gi) const;   // (M, 4H) or (..., 4H); overwritten
+    // d_x += d_gi W_ih;  grad.weight_ih += d_giᵀ x;  grad.bias_ih += Σ_rows d_gi.
+    void project_input_backward(TensorView d_gi,  // (M, 4H)
+                                TensorView x,     // (M, I)
+                                TensorView d_x);  // (M, I) +=; empty view = not needed
+
+    // One step from a precomputed projection.
+    void forward_projected(TensorView gi,        // (N, 4H)  W_ih x + b_ih
+                           TensorView h,         // (N, H)
+                           TensorView c,         // (N, H)
+                           TensorView h_new,     // (N, H)   out
+                           TensorView c_new,     // (N, H)   out
+                           LSTMStepCache& cache, // out
+                           StepMask mask = {}) const;
+    // d_gi += ∂/∂gi;  d_h, d_c += ∂/∂h, ∂/∂c;  grad.weight_hh += d_aᵀ h;  grad.bias_hh += Σ d_a.
+    void backward_projected(TensorView d_h_new,         // (N, H)
+                            TensorView d_c_new,         // (N, H)  empty view = zero
+                            TensorView h,               // (N, H)  same tensors forward saw
+                            TensorView c,               // (N, H)
+                            const LSTMStepCache& cache,
+                            TensorView d_gi,            // (N, 4H) +=
+                            TensorView d_h,             // (N, H)  +=
+                            TensorView d_c,             // (N, H)  +=
+                            StepMask mask = {});
+
+    // One step from a raw input x: a = x W_ihᵀ + h W_hhᵀ + b_ih + b_hh straight into cache.gates.
+    void forward(TensorView x,           // (N, I)
+                 TensorView h,           // (N, H)
+                 TensorView c,           // (N, H)
+                 TensorView h_new,       // (N, H) out
+                 TensorView c_new,       // (N, H) out
+                 LSTMStepCache& cache,   // out
+                 StepMask mask = {}) const;
+    // d_x, d_h, d_c += their gradients;  grad += all four parameter gradients.
+    void backward(TensorView d_h_new,         // (N, H)
+                  TensorView d_c_new,         // (N, H)  empty view = zero
+                  TensorView x,               // (N, I)
+                  TensorView h,               // (N, H)
+                  TensorView c,               // (N, H)
+                  const LSTMStepCache& cache,
+                  TensorView d_x,             // (N, I) +=; empty view = not needed
+                  TensorView d_h,             // (N, H) +=
+                  TensorView d_c,             // (N, H) +=
+                  StepMask mask = {});
+
+    Config cfg;
+    RNNCellParams params;
+    RNNCellParams grad;
+
+private:
+    Tensor d_gates_;  // (N, 4H) scratch of backward; not state
+};
+
+}  // namespace nazar

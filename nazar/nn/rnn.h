@@ -1,0 +1,136 @@
+// Multi-layer, optionally bidirectional GRU/LSTM over a right-padded batch: torch.nn.GRU /
+// torch.nn.LSTM with batch_first=True, run as if every sentence were packed alone
+// (pack_padded_sequence semantics).
+//
+//   x (B, T, I), lengths (B)  ->  out (B, T, dirs·H) = [h_fwd ; h_bwd] at every position
+//   final.h (L·dirs, B, H) (and final.c for LSTM), index = layer·dirs + dir, as torch's h_n.
+//
+// Padding (SPEC §2): positions t >= lengths[b] output 0 and do not change the state, so the
+// forward direction's final state is its state after the last real token, and the backward
+// direction starts at the sentence's own last real token from its initial state. A padded
+// sentence gives the same outputs and final states as if it were alone in the batch.
+// Layers: layer 0 reads x; layer k > 0 reads dropout(out of layer k−1) (train mode only, as torch).
+// Input projections W_ih x + b_ih of all T steps of one layer-direction are ONE GEMM; only
+// the W_hh h GEMM and the fused gate kernel (gru_cell.h / lstm_cell.h) run per step.
+// Internally time-major (T, B, ·): every step is a contiguous (B, ·) block. All buffers live
+// in RNNCache / RNN scratch and are sized once per batch: nothing allocates in the time loop.
+// Parameters: visit() gives torch's names and order: weight_ih_l{k}, weight_hh_l{k},
+// bias_ih_l{k}, bias_hh_l{k}, then the same with suffix _reverse, for k = 0..L−1.
+// Init as PyTorch: everything ~ U(-1/sqrt(H), 1/sqrt(H)).
+//
+// Gradients: backward ACCUMULATES (+=) into d_x, d_initial and `grad`.
+#pragma once
+
+#include "nazar/core/rng.h"
+#include "nazar/core/tensor.h"
+#include "nazar/nn/dropout.h"
+#include "nazar/nn/gru_cell.h"
+#include "nazar/nn/lstm_cell.h"
+
+#include <span>
+#include <string>
+#include <vector>
+
+namespace nazar {
+
+enum class CellType { gru, lstm };
+
+struct RNNParams {
+    std::vector<RNNCellParams> cells;  // [layer · directions + dir]
+    int directions = 1;                // 1 or 2
+
+    // torch.nn.GRU / LSTM state_dict names, in torch's order.
+    template <class F> void visit(F&& f) {
+        for (std::size_t i = 0; i < cells.size(); ++i) {
+            const std::string k = std::to_string(i / directions);
+            const std::string sfx = (i % directions) ? "_reverse" : "";
+            f("weight_ih_l" + k + sfx, cells[i].weight_ih);
+            f("weight_hh_l" + k + sfx, cells[i].weight_hh);
+            f("bias_ih_l" + k + sfx, cells[i].bias_ih);
+            f("bias_hh_l" + k + sfx, cells[i].bias_hh);
+        }
+    }
+};
+
+// Initial or final states, laid out as torch's h_0 / h_n and c_0 / c_n.
+// Empty tensors mean "zero" (as inputs) or "not needed" (as gradient outputs).
+struct RNNState {
+    Tensor h;  // (L·dirs, B, H)
+    Tensor c;  // (L·dirs, B, H)  LSTM only; empty for GRU
+};
+
+// One layer-direction of the forward pass, time-indexed. States: forward direction
+// h[0] = h_init, h[t+1] = state after time t; backward direction h[T] = h_init,
+// h[t] = state after time t (it runs t = T−1 … 0). Same for c.
+struct RNNDirectionCache {
+    Tensor gi;      // (T, B, 3H)  GRU: W_ih x + b_ih (LSTM: unused, projections go to gates)
+    Tensor gates;   // (T, B, G·H) activated gates: GRU r, z, n; LSTM i, f, g, o
+    Tensor gh_n;    // (T, B, H)   GRU only: W_hn h + b_hn
+    Tensor tanh_c;  // (T, B, H)   LSTM only: tanh(c')
+    Tensor h;       // (T+1, B, H)
+    Tensor c;       // (T+1, B, H) LSTM only
+};
+
+// Everything backward needs; owned by the caller, reused across batches (resize keeps memory).
+struct RNNCache {
+    int B = 0, T = 0;
+    Mode mode = Mode::eval;
+    std::vector<int> lengths;              // (B)
+    std::vector<Tensor> layer_in;          // [L]  (T, B, I or dirs·H) time-major layer inputs
+                                           //      ([0] = x transposed, [k] = dropout(layer_out[k−1]))
+    std::vector<Tensor> layer_out;         // [L]  (T, B, dirs·H) time-major outputs (0 at padding)
+    std::vector<DropoutCache> dropout;     // [L]  mask applied to layer_out[k−1] (index 0 unused)
+    std::vector<RNNDirectionCache> dirs;   // [L · dirs]
+};
+
+class RNN {
+public:
+    struct Config {
+        CellType cell = CellType::gru;
+        int input_size = 0;    // I
+        int hidden_size = 0;   // H
+        int num_layers = 1;    // L >= 1
+        bool bias = true;
+        bool bidirectional = false;
+        float dropout = 0.0f;  // between layers, train mode only
+    };
+
+    RNN() = default;
+    RNN(Config cfg, Rng& rng);  // U(-1/sqrt(H), 1/sqrt(H)); layer order as torch
+
+    int directions() const { return cfg.bidirectional ? 2 : 1; }
+    int gates() const { return cfg.cell == CellType::gru ? 3 : 4; }
+    int output_size() const { return directions() * cfg.hidden_size; }  // C
+    RNNState zero_state(int B) const;  // h (and c) zeros of (L·dirs, B, H)
+
+    // lengths: each in [0, T]; empty span = every sentence has length T.
+    // rng: draws dropout masks between layers in train mode (untouched otherwise).
+    void forward(TensorView x,                   // (B, T, I)
+                 std::span<const int> lengths,   // (B)
+                 const RNNState& initial,        // (L·dirs, B, H) each; empty tensors = zeros
+                 TensorView out,                 // (B, T, dirs·H) overwritten; 0 at padding
+                 RNNState& final,                // out: (L·dirs, B, H) each (resized; c only LSTM)
+                 RNNCache& cache,                // out
+                 Rng& rng, Mode mode) const;
+
+    // From d_out and d_final to d_x, d_initial and every parameter gradient.
+    // d_out at padding positions is ignored (those outputs are constant 0).
+    void backward(TensorView d_out,              // (B, T, dirs·H)
+                  const RNNState& d_final,       // (L·dirs, B, H) each; empty tensors = zero
+                  const RNNCache& cache,
+                  TensorView d_x,                // (B, T, I) +=; empty view = not needed
+                  RNNState& d_initial);          // (L·dirs, B, H) each +=; empty = not needed
+
+    Config cfg;
+    RNNParams params;
+    RNNParams grad;
+
+private:
+    // Backward scratch, sized once per batch (not state).
+    Tensor d_layer_in_;   // (T, B, I or dirs·H)
+    Tensor d_layer_out_;  // (T, B, dirs·H)
+    Tensor d_gi_, d_gh_;  // (T, B, G·H)   (LSTM uses only d_gi_: there d_gi = d_gh)
+    Tensor d_h_, d_h_next_, d_c_, d_c_next_;  // (B, H)
+};
+
+}  // namespace nazar
