@@ -1,0 +1,115 @@
+#include "nazar/data/batcher.h"
+
+#include "nazar/core/check.h"
+#include "nazar/core/rng.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace nazar {
+
+int64_t Batch::src_tokens() const { return std::accumulate(src_lengths.begin(), src_lengths.end(), int64_t{0}); }
+int64_t Batch::tgt_tokens() const { return std::accumulate(tgt_lengths.begin(), tgt_lengths.end(), int64_t{0}); }
+
+void PaddingStats::add(const Batch& b) {
+    positions += static_cast<int64_t>(b.B) * (b.S + b.T);
+    real += b.src_tokens() + b.tgt_tokens();
+}
+
+Batcher::Batcher(const Corpus& corpus, const BatchOptions& options) : corpus_(corpus), options_(options) {
+    NZ_CHECK((options.batch_tokens > 0) != (options.batch_size > 0),
+             "set exactly one of batch_tokens and batch_size (got batch_tokens={}, batch_size={})",
+             options.batch_tokens, options.batch_size);
+    NZ_CHECK(corpus.size() > 0, "cannot batch an empty corpus");
+    plan(0);
+}
+
+void Batcher::plan(int64_t epoch) {
+    const int64_t N = corpus_.size();
+    order_.resize(static_cast<std::size_t>(N));
+    std::iota(order_.begin(), order_.end(), int64_t{0});
+    Rng rng = Rng(options_.seed).split(static_cast<uint64_t>(epoch));
+    if (options_.shuffle)
+        for (int64_t i = N - 1; i > 0; --i)
+            std::swap(order_[i], order_[static_cast<int64_t>(rng.below(static_cast<uint64_t>(i + 1)))]);
+    if (options_.bucket)
+        std::stable_sort(order_.begin(), order_.end(), [this](int64_t a, int64_t b) {
+            const int sa = corpus_.src_length(a), sb = corpus_.src_length(b);
+            return sa != sb ? sa < sb : corpus_.tgt_length(a) < corpus_.tgt_length(b);
+        });
+
+    // Greedy cut: a pair joins the batch while the padded cost stays within the budget.
+    bounds_.clear();
+    int64_t begin = 0;
+    int max_len = 0;
+    for (int64_t i = 0; i < N; ++i) {
+        const int64_t p = order_[i];
+        const int len = std::max(corpus_.src_length(p), corpus_.tgt_length(p) + 1);
+        const int64_t count = i - begin + 1;
+        const bool fits = options_.batch_tokens > 0
+                              ? count * std::max(max_len, len) <= options_.batch_tokens
+                              : count <= options_.batch_size;
+        if (!fits && i > begin) {
+            bounds_.push_back({begin, i});
+            begin = i;
+            max_len = 0;
+        }
+        max_len = std::max(max_len, len);
+    }
+    bounds_.push_back({begin, N});
+    if (options_.shuffle)
+        for (int64_t k = num_batches() - 1; k > 0; --k)
+            std::swap(bounds_[k], bounds_[static_cast<int64_t>(rng.below(static_cast<uint64_t>(k + 1)))]);
+    pos_ = {epoch, 0};
+}
+
+void Batcher::set_position(const BatchPosition& pos) {
+    NZ_CHECK(pos.epoch >= 0 && pos.batch >= 0, "invalid batch position (epoch {}, batch {})", pos.epoch, pos.batch);
+    if (pos.epoch != pos_.epoch) plan(pos.epoch);
+    NZ_CHECK(pos.batch <= num_batches(), "batch position {} past the {} batches of epoch {}", pos.batch,
+             num_batches(), pos.epoch);
+    pos_ = pos;
+}
+
+void Batcher::next(Batch& out) {
+    if (pos_.batch >= num_batches()) plan(pos_.epoch + 1);
+    make_batch(pos_.batch, out);
+    ++pos_.batch;
+}
+
+void Batcher::make_batch(int64_t k, Batch& out) const {
+    NZ_CHECK(k >= 0 && k < num_batches(), "batch {} out of range [0, {})", k, num_batches());
+    const Range r = bounds_[static_cast<std::size_t>(k)];
+    const int B = static_cast<int>(r.end - r.begin);
+    int S = 0, T = 0;
+    for (int64_t i = r.begin; i < r.end; ++i) {
+        S = std::max(S, corpus_.src_length(order_[i]));
+        T = std::max(T, corpus_.tgt_length(order_[i]) + 1);
+    }
+    out.B = B;
+    out.S = S;
+    out.T = T;
+    out.src.assign(static_cast<std::size_t>(B) * S, Vocab::pad);
+    out.tgt_in.assign(static_cast<std::size_t>(B) * T, Vocab::pad);
+    out.tgt_out.assign(static_cast<std::size_t>(B) * T, Vocab::pad);
+    out.src_lengths.resize(B);
+    out.tgt_lengths.resize(B);
+    out.index.resize(B);
+    for (int b = 0; b < B; ++b) {
+        const int64_t p = order_[r.begin + b];
+        const auto src = corpus_.src(p), tgt = corpus_.tgt(p);
+        const int n = static_cast<int>(tgt.size());
+        std::copy(src.begin(), src.end(), out.src.begin() + static_cast<std::ptrdiff_t>(b) * S);
+        int32_t* in = out.tgt_in.data() + static_cast<std::size_t>(b) * T;
+        int32_t* outp = out.tgt_out.data() + static_cast<std::size_t>(b) * T;
+        in[0] = Vocab::bos;
+        std::copy(tgt.begin(), tgt.end(), in + 1);
+        std::copy(tgt.begin(), tgt.end(), outp);
+        outp[n] = Vocab::eos;
+        out.src_lengths[b] = static_cast<int>(src.size());
+        out.tgt_lengths[b] = n + 1;
+        out.index[b] = p;
+    }
+}
+
+}  // namespace nazar

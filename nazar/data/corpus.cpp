@@ -1,0 +1,239 @@
+#include "nazar/data/corpus.h"
+
+#include "nazar/core/check.h"
+
+#include <cstdio>
+#include <unordered_set>
+
+namespace nazar {
+
+std::string thousands(int64_t n) {
+    std::string digits = std::to_string(n < 0 ? -n : n), out;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return n < 0 ? "-" + out : out;
+}
+
+std::string LoadSummary::str() const {
+    std::vector<std::string> reasons;
+    auto add = [&](int64_t n, const std::string& what) {
+        if (n) reasons.push_back(thousands(n) + " " + what);
+    };
+    add(bad.wrong_tabs, "without exactly one tab");
+    add(bad.invalid_utf8, "invalid UTF-8");
+    add(empty, "empty side");
+    add(too_long, fmt::format("too long (> {} tokens)", max_length));
+    add(ratio, fmt::format("length ratio > {:g}", max_length_ratio));
+    add(duplicate, duplicate == 1 ? "duplicate" : "duplicates");
+    std::string text = fmt::format("{}: {} pairs read, {} kept; dropped: ", name, thousands(read), thousands(kept));
+    if (reasons.empty()) return text + "none";
+    for (std::size_t i = 0; i < reasons.size(); ++i) text += (i ? ", " : "") + reasons[i];
+    return text;
+}
+
+void Corpus::add(std::span<const int32_t> src, std::span<const int32_t> tgt) {
+    src_.ids.insert(src_.ids.end(), src.begin(), src.end());
+    src_.offsets.push_back(static_cast<int64_t>(src_.ids.size()));
+    tgt_.ids.insert(tgt_.ids.end(), tgt.begin(), tgt.end());
+    tgt_.offsets.push_back(static_cast<int64_t>(tgt_.ids.size()));
+}
+
+void Corpus::pop_back() {
+    NZ_CHECK(size() > 0, "pop_back on an empty corpus");
+    for (Side* s : {&src_, &tgt_}) {
+        s->offsets.pop_back();
+        s->ids.resize(static_cast<std::size_t>(s->offsets.back()));
+    }
+}
+
+void Corpus::shrink_to_fit() {
+    for (Side* s : {&src_, &tgt_}) {
+        s->ids.shrink_to_fit();
+        s->offsets.shrink_to_fit();
+    }
+}
+
+std::size_t Corpus::memory_bytes() const {
+    std::size_t bytes = 0;
+    for (const Side* s : {&src_, &tgt_})
+        bytes += s->ids.capacity() * sizeof(int32_t) + s->offsets.capacity() * sizeof(int64_t);
+    return bytes;
+}
+
+namespace {
+
+// How one side turns pieces into ids: look up a fixed vocabulary, or intern for building one.
+struct SideMap {
+    const Tokenizer* tokenizer;
+    const Vocab* vocab = nullptr;     // fixed
+    PieceCounter* counter = nullptr;  // building
+    int64_t* unk = nullptr;
+
+    // Returns whether any piece became <unk>.
+    bool map(const Pieces& pieces, std::vector<int32_t>& out) const {
+        out.clear();
+        if (counter) {
+            for (auto p : pieces.views) out.push_back(counter->intern(p));
+            return false;
+        }
+        int64_t unks = 0;
+        for (auto p : pieces.views) {
+            const int32_t id = vocab->id(p);
+            unks += id == Vocab::unk;
+            out.push_back(id);
+        }
+        *unk += unks;
+        return unks > 0;
+    }
+};
+
+// Exact duplicate detection over pairs already stored in the corpus (by index).
+struct PairHash {
+    const Corpus* corpus;
+    std::size_t operator()(int64_t i) const {
+        uint64_t h = 0x9E3779B97F4A7C15ull;
+        auto mix = [&h](uint64_t v) { h = (h ^ v) * 0xBF58476D1CE4E5B9ull; h ^= h >> 31; };
+        for (int32_t id : corpus->src(i)) mix(static_cast<uint32_t>(id));
+        mix(0xFFFFFFFFull + 1);  // side separator
+        for (int32_t id : corpus->tgt(i)) mix(static_cast<uint32_t>(id));
+        return static_cast<std::size_t>(h);
+    }
+};
+struct PairEqual {
+    const Corpus* corpus;
+    bool operator()(int64_t a, int64_t b) const {
+        const auto sa = corpus->src(a), sb = corpus->src(b), ta = corpus->tgt(a), tb = corpus->tgt(b);
+        return std::equal(sa.begin(), sa.end(), sb.begin(), sb.end()) &&
+               std::equal(ta.begin(), ta.end(), tb.begin(), tb.end());
+    }
+};
+
+Corpus load(const CorpusFiles& files, const SideMap& src_map, const SideMap& tgt_map, const LoadOptions& o,
+            LoadSummary& s) {
+    const FilterOptions& f = o.filter;
+    NZ_CHECK(f.max_length >= 0, "max_length must be >= 0 (0 = no limit), got {}", f.max_length);
+    NZ_CHECK(f.max_length_ratio == 0.f || f.max_length_ratio >= 1.f,
+             "max_length_ratio must be 0 (no limit) or >= 1, got {}", f.max_length_ratio);
+    s.name = files.name();
+    s.max_length = f.max_length;
+    s.max_length_ratio = f.max_length_ratio;
+
+    Corpus corpus;
+    PairReader reader(files, o.skip_bad_lines);
+    std::unordered_set<int64_t, PairHash, PairEqual> seen(1024, PairHash{&corpus}, PairEqual{&corpus});
+    Pieces src_pieces, tgt_pieces;
+    std::vector<int32_t> src_ids, tgt_ids;
+    RawPair pair;
+    while (reader.next(pair)) {
+        src_map.tokenizer->encode(pair.src, src_pieces);
+        tgt_map.tokenizer->encode(pair.tgt, tgt_pieces);
+        const int64_t ns = static_cast<int64_t>(src_pieces.size()), nt = static_cast<int64_t>(tgt_pieces.size());
+        const bool empty = ns == 0 || nt == 0;
+        if (empty && f.drop_empty) {
+            ++s.empty;
+            continue;
+        }
+        if (f.max_length > 0 && (ns > f.max_length || nt > f.max_length)) {
+            ++s.too_long;
+            continue;
+        }
+        if (!empty && f.max_length_ratio > 0.f &&
+            static_cast<double>(std::max(ns, nt)) > f.max_length_ratio * static_cast<double>(std::min(ns, nt))) {
+            ++s.ratio;
+            continue;
+        }
+        // A pair with <unk> is never called a duplicate: different words may hide behind it.
+        const bool unk = src_map.map(src_pieces, src_ids) | tgt_map.map(tgt_pieces, tgt_ids);
+        corpus.add(src_ids, tgt_ids);
+        if (f.drop_duplicates && !unk && !seen.insert(corpus.size() - 1).second) {
+            corpus.pop_back();
+            ++s.duplicate;
+            continue;
+        }
+        if (src_map.counter)
+            for (int32_t id : src_ids) src_map.counter->count(id);
+        if (tgt_map.counter)
+            for (int32_t id : tgt_ids) tgt_map.counter->count(id);
+    }
+    s.read = reader.lines_read();
+    s.bad = reader.bad_lines();
+    s.kept = corpus.size();
+    s.src_tokens = corpus.src_tokens();
+    s.tgt_tokens = corpus.tgt_tokens();
+    NZ_CHECK(s.read == s.kept + s.dropped(), "pair accounting broken: read {} != kept {} + dropped {}", s.read,
+             s.kept, s.dropped());
+    if (s.read == 0) throw Error(fmt::format("{}: empty corpus (no lines)", s.name));
+    if (s.kept == 0) throw Error(fmt::format("{}: no pairs left after filtering ({})", s.name, s.str()));
+    corpus.shrink_to_fit();
+    return corpus;
+}
+
+void finish(const LoadOptions& o, const LoadSummary& s, LoadSummary* out) {
+    if (o.print_summary) std::fprintf(stderr, "%s\n", s.str().c_str());
+    if (out) *out = s;
+}
+
+// Final ids for provisional ones; counts the pieces that fell below min_freq / max_size.
+void apply_remap(std::vector<int32_t>& ids, const std::vector<int32_t>& remap, int64_t& unk) {
+    for (int32_t& id : ids) {
+        id = remap[static_cast<std::size_t>(id)];
+        unk += id == Vocab::unk;
+    }
+}
+
+}  // namespace
+
+Corpus load_corpus(const CorpusFiles& files, const Tokenizer& src_tokenizer, const Tokenizer& tgt_tokenizer,
+                   const Vocab& src_vocab, const Vocab& tgt_vocab, const LoadOptions& options,
+                   LoadSummary* summary) {
+    LoadSummary s;
+    const SideMap src{.tokenizer = &src_tokenizer, .vocab = &src_vocab, .unk = &s.src_unk};
+    const SideMap tgt{.tokenizer = &tgt_tokenizer, .vocab = &tgt_vocab, .unk = &s.tgt_unk};
+    Corpus corpus = load(files, src, tgt, options, s);
+    finish(options, s, summary);
+    return corpus;
+}
+
+Corpus load_corpus_building_vocabs(const CorpusFiles& files, const Tokenizer& src_tokenizer,
+                                   const Tokenizer& tgt_tokenizer, const VocabBuild& build,
+                                   const LoadOptions& options, Vocab& src_vocab, Vocab& tgt_vocab,
+                                   LoadSummary* summary) {
+    const bool src_spm = src_tokenizer.kind() == TokenizerKind::spm;
+    const bool tgt_spm = tgt_tokenizer.kind() == TokenizerKind::spm;
+    if (build.shared) {
+        NZ_CHECK(src_tokenizer.kind() == tgt_tokenizer.kind() &&
+                     (!src_spm || src_tokenizer.spm_model_proto() == tgt_tokenizer.spm_model_proto()),
+                 "a shared vocabulary needs the same tokenizer on both sides (got {} and {})",
+                 to_string(src_tokenizer.kind()), to_string(tgt_tokenizer.kind()));
+    }
+    LoadSummary s;
+    PieceCounter src_counter, tgt_counter;
+    PieceCounter& tgt_counter_used = build.shared ? src_counter : tgt_counter;
+    if (src_spm) src_vocab = Vocab::from_spm(src_tokenizer);
+    if (tgt_spm) tgt_vocab = build.shared ? src_vocab : Vocab::from_spm(tgt_tokenizer);
+    SideMap src{.tokenizer = &src_tokenizer, .unk = &s.src_unk};
+    SideMap tgt{.tokenizer = &tgt_tokenizer, .unk = &s.tgt_unk};
+    if (src_spm) src.vocab = &src_vocab; else src.counter = &src_counter;
+    if (tgt_spm) tgt.vocab = &tgt_vocab; else tgt.counter = &tgt_counter_used;
+    Corpus corpus = load(files, src, tgt, options, s);
+
+    std::vector<int32_t> remap;
+    if (!src_spm) {
+        src_vocab = Vocab::build(src_counter, build.src, &remap);
+        apply_remap(corpus.src_side().ids, remap, s.src_unk);
+        if (build.shared) {
+            tgt_vocab = src_vocab;
+            apply_remap(corpus.tgt_side().ids, remap, s.tgt_unk);
+        }
+    }
+    if (!tgt_spm && !build.shared) {
+        tgt_vocab = Vocab::build(tgt_counter, build.tgt, &remap);
+        apply_remap(corpus.tgt_side().ids, remap, s.tgt_unk);
+    }
+    finish(options, s, summary);
+    return corpus;
+}
+
+}  // namespace nazar

@@ -1,0 +1,106 @@
+// A parallel corpus in memory, and loading one with filtering and accounting.
+//
+// Storage: per side one contiguous int32 id array plus int64 offsets (pair i's tokens are
+// ids[offsets[i], offsets[i+1])). No per-sentence heap objects; ~4 bytes a token.
+// Stored sentences hold only their pieces' ids: no <s>, no </s> (the batcher adds them).
+//
+// Loading reads pairs (reader.h), tokenizes both sides, then applies the filters in this
+// order; a pair is dropped for the first rule it fails, and every drop is counted:
+//   1. empty side        (drop_empty)
+//   2. too long          either side has more than max_length tokens
+//   3. length ratio      max(n_src, n_tgt) / min(n_src, n_tgt) > max_length_ratio
+//   4. duplicate         same source and target tokens as an earlier kept pair (drop_duplicates;
+//                        compared exactly, not by hash; a pair holding <unk> is never called a
+//                        duplicate, since different words may hide behind <unk>)
+// Invariant (checked): read == kept + bad lines + dropped by 1-4.
+// With vocabulary building, counts come from kept pairs only.
+#pragma once
+
+#include "nazar/data/reader.h"
+#include "nazar/data/tokenizer.h"
+#include "nazar/data/vocab.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace nazar {
+
+struct FilterOptions {
+    int max_length = 0;            // tokens per side; 0 = no limit
+    float max_length_ratio = 0.f;  // 0 = no limit; otherwise >= 1
+    bool drop_empty = true;
+    bool drop_duplicates = false;
+};
+
+struct LoadOptions {
+    FilterOptions filter;
+    bool skip_bad_lines = false;  // count and skip line-level errors instead of throwing
+    bool print_summary = true;    // the summary line to stderr at the end of loading
+};
+
+struct LoadSummary {
+    std::string name;         // "train.tsv"
+    int64_t read = 0;         // lines (pairs) read, bad ones included
+    int64_t kept = 0;
+    BadLines bad;             // skipped lines (skip_bad_lines)
+    int64_t empty = 0, too_long = 0, ratio = 0, duplicate = 0;
+    int max_length = 0;       // the limits in force, for the text
+    float max_length_ratio = 0.f;
+    int64_t src_tokens = 0, tgt_tokens = 0;  // in kept pairs
+    int64_t src_unk = 0, tgt_unk = 0;        // pieces that became <unk>
+
+    int64_t dropped() const { return bad.total() + empty + too_long + ratio + duplicate; }
+    // "train.tsv: 89,280 pairs read, 88,901 kept; dropped: 312 too long (> 100 tokens), ..."
+    std::string str() const;
+};
+
+class Corpus {
+public:
+    struct Side {
+        std::vector<int32_t> ids;
+        std::vector<int64_t> offsets{0};  // size() + 1 entries
+    };
+
+    int64_t size() const { return static_cast<int64_t>(src_.offsets.size()) - 1; }
+    std::span<const int32_t> src(int64_t i) const { return tokens(src_, i); }
+    std::span<const int32_t> tgt(int64_t i) const { return tokens(tgt_, i); }
+    int src_length(int64_t i) const { return static_cast<int>(src_.offsets[i + 1] - src_.offsets[i]); }
+    int tgt_length(int64_t i) const { return static_cast<int>(tgt_.offsets[i + 1] - tgt_.offsets[i]); }
+    int64_t src_tokens() const { return static_cast<int64_t>(src_.ids.size()); }
+    int64_t tgt_tokens() const { return static_cast<int64_t>(tgt_.ids.size()); }
+
+    void add(std::span<const int32_t> src, std::span<const int32_t> tgt);
+    void pop_back();
+    void shrink_to_fit();
+    Side& src_side() { return src_; }
+    Side& tgt_side() { return tgt_; }
+    std::size_t memory_bytes() const;  // capacity of the four arrays
+
+private:
+    static std::span<const int32_t> tokens(const Side& s, int64_t i) {
+        return {s.ids.data() + s.offsets[i], static_cast<std::size_t>(s.offsets[i + 1] - s.offsets[i])};
+    }
+    Side src_, tgt_;
+};
+
+// Fixed vocabularies (dev/test sets, a trained model's data): unknown pieces become <unk>.
+Corpus load_corpus(const CorpusFiles& files, const Tokenizer& src_tokenizer, const Tokenizer& tgt_tokenizer,
+                   const Vocab& src_vocab, const Vocab& tgt_vocab, const LoadOptions& options,
+                   LoadSummary* summary = nullptr);
+
+// Training: builds the vocabularies from the kept pairs (char/word tokenizers; an spm side
+// takes its model's vocabulary). `shared`: one vocabulary from both sides, returned in both.
+struct VocabBuild {
+    VocabOptions src, tgt;
+    bool shared = false;  // uses `src` options
+};
+Corpus load_corpus_building_vocabs(const CorpusFiles& files, const Tokenizer& src_tokenizer,
+                                   const Tokenizer& tgt_tokenizer, const VocabBuild& build,
+                                   const LoadOptions& options, Vocab& src_vocab, Vocab& tgt_vocab,
+                                   LoadSummary* summary = nullptr);
+
+std::string thousands(int64_t n);  // 89280 -> "89,280"
+
+}  // namespace nazar
