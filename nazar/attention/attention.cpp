@@ -35,6 +35,8 @@ Attention::Attention(AttentionConfig c, Rng& rng) : cfg(c) {
     const int H = cfg.query_size, C = cfg.context_size, A = cfg.attention_size;
     if (cfg.local == LocalMode::predictive && cfg.position_size == 0) cfg.position_size = H;
     const int P = cfg.position_size;
+    // absent parameters are (0)-shaped: a default Tensor has the scalar shape (numel 1)
+    params.visit([](const std::string&, Tensor& t) { t = Tensor(Shape{0}); });
     if (is_additive(cfg.score)) {
         params.W_q = Tensor({A, H});
         params.W_k = Tensor({A, C});
@@ -72,7 +74,7 @@ void Attention::precompute(TensorView enc_out, AttentionKeys& out) const {
     NZ_CHECK(enc_out.ndim() == 3 && enc_out.dim(2) == cfg.context_size,
              "attention: enc_out must be (B, S, C={}), got {}", cfg.context_size, enc_out.shape().str());
     if (cfg.score == ScoreKind::dot) {
-        out.keys = Tensor();
+        out.keys = Tensor(Shape{0});
         return;
     }
     const int B = enc_out.dim(0), S = enc_out.dim(1), K = params.W_k.dim(0);

@@ -92,7 +92,7 @@ struct AttentionParams {
     Tensor W_p;    // (P, H)  local-p predictor                        "position.weight"
     Tensor v_p;    // (1, P)  local-p predictor                        "position_v.weight"
 
-    // Absent parameters are empty tensors; collect_params() skips them.
+    // Absent parameters are (0)-shaped tensors (numel 0); collect_params() skips them.
     template <class F> void visit(F&& f) {
         f("query.weight", W_q);
         f("key.weight", W_k);
@@ -105,7 +105,7 @@ struct AttentionParams {
 
 // Computed once per source batch by precompute(), read by every step.
 struct AttentionKeys {
-    Tensor keys;  // (B, S, K)  W_k h[b,i]; K = A (additive/concat), H (general). Empty for dot:
+    Tensor keys;  // (B, S, K)  W_k h[b,i]; K = A (additive/concat), H (general). Shape (0) for dot:
                   //            dot scores read enc_out directly.
 };
 
