@@ -35,7 +35,7 @@ struct FilterOptions {
 };
 
 struct LoadOptions {
-    FilterOptions filter;
+    FilterOptions filter{};
     bool skip_bad_lines = false;  // count and skip line-level errors instead of throwing
     bool print_summary = true;    // the summary line to stderr at the end of loading
 };
@@ -93,7 +93,7 @@ Corpus load_corpus(const CorpusFiles& files, const Tokenizer& src_tokenizer, con
 // Training: builds the vocabularies from the kept pairs (char/word tokenizers; an spm side
 // takes its model's vocabulary). `shared`: one vocabulary from both sides, returned in both.
 struct VocabBuild {
-    VocabOptions src, tgt;
+    VocabOptions src{}, tgt{};
     bool shared = false;  // uses `src` options
 };
 Corpus load_corpus_building_vocabs(const CorpusFiles& files, const Tokenizer& src_tokenizer,

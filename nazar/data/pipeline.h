@@ -19,15 +19,15 @@ namespace nazar {
 
 struct TokenizerOptions {
     TokenizerKind kind = TokenizerKind::word;
-    std::string spm_model;  // an existing .model file; empty = train one (kind == spm)
-    SpmTrainOptions spm;
+    std::string spm_model{};  // an existing .model file; empty = train one (kind == spm)
+    SpmTrainOptions spm{};
 };
 
 struct DataOptions {
-    TokenizerOptions src_tokenizer, tgt_tokenizer;  // with shared_vocab, src_tokenizer serves both
+    TokenizerOptions src_tokenizer{}, tgt_tokenizer{};  // with shared_vocab, src_tokenizer serves both
     bool shared_vocab = false;
-    VocabOptions src_vocab, tgt_vocab;              // with shared_vocab, src_vocab serves both
-    LoadOptions load;
+    VocabOptions src_vocab{}, tgt_vocab{};           // with shared_vocab, src_vocab serves both
+    LoadOptions load{};
 };
 
 struct TrainingData {

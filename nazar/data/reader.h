@@ -46,8 +46,8 @@ private:
 
 // Where a corpus comes from: either `tsv`, or `src` and `tgt` (line-aligned).
 struct CorpusFiles {
-    std::string tsv;
-    std::string src, tgt;
+    std::string tsv{};
+    std::string src{}, tgt{};
 
     std::string name() const;  // "train.tsv" or "train.en+train.fr" (for summaries)
 };
