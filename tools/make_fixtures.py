@@ -1,0 +1,348 @@
+#!/usr/bin/python3
+"""Writes the PyTorch parity fixtures of nazar (STYLE.md, Tests §4 "Reference").
+
+For every case: build the layer of python/nazar_torch.py with seeded float32 weights and
+inputs (every batch has a padded sentence), switch to float64 (so the reference is exact up to
+float64 rounding of float32-representable values), run forward, take the loss
+    L = Σ_k Σ out_k ⊙ R_k          (fixed random R_k per output, float32-representable)
+and backpropagate. Each case becomes tests/parity/fixtures/<case>.safetensors holding:
+    inputs         by name ("x", "h0", "ids", "lengths", "query", "enc_out", ...)
+    parameters     by state_dict name ("weight", "weight_ih_l0_reverse", "key.weight", ...)
+    outputs        by name ("y", "out", "h_n", "context", "weights", ...)
+    "R.<output>"   the loss weights (outputs in config["observed"], e.g. attention weights,
+                   are compared but not in the loss: nazar's backward takes no gradient for them)
+    "grad.<name>"  dL/d(every float input and every parameter)
+  and __metadata__: case, config (JSON), inputs / params / outputs / loss_outputs / grads (comma-separated
+  name lists), generator. Integer inputs are I64, everything else F32.
+Deterministic: the same torch build gives the same bytes.
+
+  /usr/bin/python3 tools/make_fixtures.py                 # rewrite tests/parity/fixtures
+  /usr/bin/python3 tools/make_fixtures.py --out DIR       # write elsewhere (CTest: build dir)
+  /usr/bin/python3 tools/make_fixtures.py --compare A B   # fixtures in A == those in B?
+Exit code 77 (CTest SKIP_RETURN_CODE) when torch is missing, or --compare finds no A.
+"""
+
+import argparse
+import glob
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import nazar_torch as nt  # noqa: E402
+
+SKIP = 77
+CASES = {}  # name -> function(seed) returning (module, inputs dict, run(module, inputs) -> outputs dict, config)
+
+
+def case(name):
+    def register(fn):
+        CASES[name] = fn
+        return fn
+    return register
+
+
+def gen(seed):
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    return g
+
+
+def rand(g, *shape, lo=-1.0, hi=1.0):
+    import torch
+    return (torch.rand(*shape, generator=g, dtype=torch.float32) * (hi - lo) + lo)
+
+
+# ---- nn ---------------------------------------------------------------------------------------
+
+@case("linear")
+def _linear(g):
+    m = nt.Linear(5, 4)
+    return m, {"x": rand(g, 2, 3, 5)}, lambda m, i: {"y": m(i["x"])}, {"in_features": 5, "out_features": 4}
+
+
+@case("linear_nobias")
+def _linear_nobias(g):
+    m = nt.Linear(6, 3, bias=False)
+    return m, {"x": rand(g, 4, 6)}, lambda m, i: {"y": m(i["x"])}, {"in_features": 6, "out_features": 3,
+                                                                      "bias": False}
+
+
+@case("embedding")
+def _embedding(g):
+    import torch
+    m = nt.Embedding(7, 4, padding_idx=0)
+    ids = torch.tensor([[3, 1, 3, 6, 2], [5, 3, 0, 0, 0]], dtype=torch.int64)  # repeats + padding
+    return m, {"ids": ids}, lambda m, i: {"out": m(i["ids"])}, {"num_embeddings": 7, "embedding_dim": 4,
+                                                                 "padding_idx": 0}
+
+
+@case("gru_cell")
+def _gru_cell(g):
+    m = nt.GRUCell(5, 4)
+    return (m, {"x": rand(g, 3, 5), "h": rand(g, 3, 4)}, lambda m, i: {"h_new": m(i["x"], i["h"])},
+            {"input_size": 5, "hidden_size": 4})
+
+
+@case("lstm_cell")
+def _lstm_cell(g):
+    m = nt.LSTMCell(5, 4)
+
+    def run(m, i):
+        h, c = m(i["x"], (i["h"], i["c"]))
+        return {"h_new": h, "c_new": c}
+    return m, {"x": rand(g, 3, 5), "h": rand(g, 3, 4), "c": rand(g, 3, 4)}, run, {"input_size": 5, "hidden_size": 4}
+
+
+def _rnn(g, cell, layers, bidirectional, with_initial, lengths, I=5, H=4):
+    import torch
+    m = nt.make_rnn(cell, I, H, num_layers=layers, bidirectional=bidirectional)
+    B, T = len(lengths), max(lengths)
+    dirs = 2 if bidirectional else 1
+    x = rand(g, B, T, I)
+    for b, n in enumerate(lengths):  # padding holds garbage: it must not matter
+        x[b, n:] = 9.0
+    inputs = {"x": x, "lengths": torch.tensor(lengths, dtype=torch.int64)}
+    if with_initial:
+        inputs["h0"] = rand(g, layers * dirs, B, H)
+        if cell == "lstm":
+            inputs["c0"] = rand(g, layers * dirs, B, H)
+
+    def run(m, i):
+        hx = None
+        if "h0" in i:
+            hx = (i["h0"], i["c0"]) if cell == "lstm" else i["h0"]
+        out, h_n = m(i["x"], i["lengths"], hx)
+        if cell == "lstm":
+            return {"out": out, "h_n": h_n[0], "c_n": h_n[1]}
+        return {"out": out, "h_n": h_n}
+    cfg = {"cell": cell, "input_size": I, "hidden_size": H, "num_layers": layers, "bidirectional": bidirectional}
+    return m, inputs, run, cfg
+
+
+@case("rnn_gru_1layer_init")
+def _rnn_gru_1(g):
+    return _rnn(g, "gru", 1, False, True, [6, 3, 1])
+
+
+@case("rnn_gru_2layer_bidir")
+def _rnn_gru_2b(g):
+    return _rnn(g, "gru", 2, True, False, [6, 4, 1])
+
+
+@case("rnn_lstm_1layer_bidir_init")
+def _rnn_lstm_1b(g):
+    return _rnn(g, "lstm", 1, True, True, [5, 2, 4])
+
+
+@case("rnn_lstm_2layer")
+def _rnn_lstm_2(g):
+    return _rnn(g, "lstm", 2, False, False, [5, 5, 3])
+
+
+# ---- attention ---------------------------------------------------------------------------------
+# T decoder steps over one encoder batch: keys once (precompute), one forward per step, as the
+# decoders use it; gradients w.r.t. enc_out sum the key path and every step's context path.
+
+def _attention(g, steps=4, lengths=(7, 4, 2), H=5, C=6, **cfg):
+    import torch
+    if cfg.get("score") == "dot":
+        H = C
+    m = nt.Attention(query_size=H, context_size=C, **cfg)
+    if cfg.get("scale") == "learned":
+        with torch.no_grad():
+            m.scale.fill_(0.7)  # away from the 1/sqrt(C) init, so a mixed-up scale shows
+    B, S = len(lengths), max(lengths)
+    enc = rand(g, B, S, C)
+    for b, n in enumerate(lengths):
+        enc[b, n:] = 0.0  # an encoder's output is 0 at padding (rnn.h)
+    inputs = {"query": rand(g, steps, B, H), "enc_out": enc,
+              "lengths": torch.tensor(lengths, dtype=torch.int64)}
+
+    def run(m, i):
+        keys = m.precompute(i["enc_out"])
+        ctx, w = [], []
+        for t in range(steps):
+            c, a = m(i["query"][t], keys, i["enc_out"], i["lengths"], t)
+            if m.local == "local-p":  # the window choice must not sit on a rounding edge
+                p = m.positions(i["query"][t], i["lengths"], t).detach()
+                frac = (p + 0.5) - torch.floor(p + 0.5)
+                assert bool(((frac > 1e-3) & (frac < 1 - 1e-3)).all()), f"p_t too close to x.5: {p}"
+            ctx.append(c)
+            w.append(a)
+        return {"context": torch.stack(ctx), "weights": torch.stack(w)}
+    full = {"score": "additive", "scale": "none", "local": "global", "window": 10, "query_size": H,
+            "context_size": C, "attention_size": 0, "position_size": 0, "steps": steps, "observed": ["weights"]}
+    full.update(cfg)
+    return m, inputs, run, full
+
+
+@case("attention_additive")
+def _att_additive(g):
+    return _attention(g, score="additive", attention_size=3)
+
+
+@case("attention_concat")
+def _att_concat(g):
+    return _attention(g, score="concat", attention_size=4)
+
+
+@case("attention_dot")
+def _att_dot(g):
+    return _attention(g, score="dot")
+
+
+@case("attention_general")
+def _att_general(g):
+    return _attention(g, score="general")
+
+
+@case("attention_scaled_dot")
+def _att_scaled_dot(g):
+    return _attention(g, score="dot", scale="sqrt")
+
+
+@case("attention_general_learned_scale")
+def _att_general_learned(g):
+    return _attention(g, score="general", scale="learned")
+
+
+@case("attention_local_m")
+def _att_local_m(g):  # 8 steps: t runs past S_b - 1 of the short sentences; D = 1 clips
+    return _attention(g, steps=8, score="general", local="local-m", window=1)
+
+
+@case("attention_local_p")
+def _att_local_p(g):
+    return _attention(g, steps=4, lengths=(9, 5, 3), score="general", local="local-p", window=2, position_size=3)
+
+
+@case("attention_local_p_additive")
+def _att_local_p_additive(g):
+    return _attention(g, steps=3, lengths=(9, 6, 2), score="additive", attention_size=3, local="local-p",
+                      window=1)
+
+
+# ---- driver ----------------------------------------------------------------------------------
+
+def build_case(name, seed):
+    import torch
+    torch.manual_seed(seed)  # module init
+    g = gen(seed + 1000)
+    module, inputs, run, config = CASES[name](g)
+    module = module.double().eval()
+    x64 = {}
+    for k, v in inputs.items():
+        if v.dtype.is_floating_point:
+            x64[k] = v.double().requires_grad_(True)
+        else:
+            x64[k] = v
+    outputs = run(module, x64)
+    # Outputs listed in config["observed"] are compared but not part of the loss (nazar's
+    # backward takes no gradient for them, e.g. attention weights).
+    in_loss = [k for k in outputs if k not in config.get("observed", [])]
+    R = {k: rand(g, *outputs[k].shape).double() for k in in_loss}
+    loss = sum((outputs[k] * R[k]).sum() for k in in_loss)
+    loss.backward()
+
+    f32 = lambda t: t.detach().numpy().astype(np.float32)  # noqa: E731
+    tensors, grads = {}, []
+    for k, v in inputs.items():
+        tensors[k] = v.numpy() if not v.dtype.is_floating_point else v.numpy().astype(np.float32)
+        if v.dtype.is_floating_point:
+            tensors["grad." + k] = f32(x64[k].grad)
+            grads.append(k)
+    params = []
+    for k, p in module.named_parameters():
+        tensors[k] = f32(p)
+        tensors["grad." + k] = f32(p.grad) if p.grad is not None else np.zeros(p.shape, np.float32)
+        params.append(k)
+        grads.append(k)
+    for k, o in outputs.items():
+        tensors[k] = f32(o)
+    for k in in_loss:
+        tensors["R." + k] = f32(R[k])
+    meta = {"case": name, "config": json.dumps(config, sort_keys=True), "inputs": ",".join(inputs),
+            "params": ",".join(params), "outputs": ",".join(outputs), "loss_outputs": ",".join(in_loss),
+            "grads": ",".join(grads),
+            "generator": "tools/make_fixtures.py (python/nazar_torch.py, float64 reference)"}
+    return tensors, meta
+
+
+def write_all(out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    for old in glob.glob(os.path.join(out_dir, "*.safetensors")):
+        os.unlink(old)  # never leave a stale fixture behind
+    try:
+        import torch
+    except ImportError:
+        print("make_fixtures: torch is not installed (apt install python3-torch); skipped")
+        return SKIP
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)
+    total = 0
+    for i, name in enumerate(sorted(CASES)):
+        tensors, meta = build_case(name, seed=100 + i)
+        path = os.path.join(out_dir, name + ".safetensors")
+        nt.save_safetensors(path, tensors, meta)
+        total += os.path.getsize(path)
+    print(f"make_fixtures: {len(CASES)} fixtures, {total} bytes in {out_dir}")
+    return 0
+
+
+def compare(a_dir, b_dir):
+    """Same files, names, dtypes, shapes and metadata; inputs/params/R bit-identical; outputs and
+    grads within 1e-6 (norm-wise): a float64 reference from another BLAS build may round to a
+    neighbouring float32."""
+    a_files = sorted(os.path.basename(p) for p in glob.glob(os.path.join(a_dir, "*.safetensors")))
+    b_files = sorted(os.path.basename(p) for p in glob.glob(os.path.join(b_dir, "*.safetensors")))
+    if not a_files:
+        print(f"compare: no fixtures in {a_dir} (not regenerated: torch missing?); skipped")
+        return SKIP
+    bad = []
+    if a_files != b_files:
+        bad.append(f"file sets differ: {sorted(set(a_files) ^ set(b_files))}")
+    for f in sorted(set(a_files) & set(b_files)):
+        ta, ma = nt.load_safetensors(os.path.join(a_dir, f))
+        tb, mb = nt.load_safetensors(os.path.join(b_dir, f))
+        if ma != mb:
+            bad.append(f"{f}: metadata differs")
+        if sorted(ta) != sorted(tb):
+            bad.append(f"{f}: tensor names differ: {sorted(set(ta) ^ set(tb))}")
+            continue
+        exact = set(ma["inputs"].split(",")) | set(ma["params"].split(",")) | {k for k in ta if k.startswith("R.")}
+        for k in sorted(ta):
+            x, y = ta[k], tb[k]
+            if x.dtype != y.dtype or x.shape != y.shape:
+                bad.append(f"{f}: {k}: {x.dtype}{x.shape} vs {y.dtype}{y.shape}")
+            elif k in exact:
+                if not np.array_equal(x, y):
+                    bad.append(f"{f}: {k} differs (inputs, parameters and R must be bit-identical)")
+            else:
+                scale = max(float(np.abs(y).max(initial=0.0)), 1e-30)
+                err = float(np.abs(x.astype(np.float64) - y).max(initial=0.0)) / scale
+                if not err <= 1e-6:
+                    bad.append(f"{f}: {k}: relative difference {err:.3g} > 1e-6")
+    for line in bad:
+        print("compare:", line)
+    print(f"compare: {len(a_files)} fixtures in {a_dir} vs {len(b_files)} in {b_dir}: "
+          f"{'OK' if not bad else str(len(bad)) + ' differences'}")
+    return 1 if bad else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "parity", "fixtures"))
+    ap.add_argument("--compare", nargs=2, metavar=("NEW", "COMMITTED"))
+    args = ap.parse_args()
+    if args.compare:
+        return compare(*args.compare)
+    return write_all(args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
