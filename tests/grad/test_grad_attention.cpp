@@ -1,0 +1,109 @@
+// Finite-difference checks of every attention variant: w.r.t. the query, the encoder states
+// (through the context, the scores and the precomputed keys) and every parameter, over two
+// decoder steps that share one precompute (so the += contract of d_keys is exercised), with
+// padded sentences in the batch and windows clipped at sentence edges.
+//
+// Tolerances: inputs and weights are O(1), the loss Σ c ⊙ R sums ~30 O(1) terms. Central
+// differences with eps = 1e-2 have truncation error ≈ eps²/6 · |f'''| ≲ 1e-4; float32 rounding
+// of the loss (≈ 1e-7 · 30) divided by 2·eps adds ≈ 2e-4. atol = 1e-3 and rtol = 1e-2 sit
+// above both with margin while a wrong transpose or a missing term (errors of O(0.1)) fails.
+// local-p: the window position round(p_t) is piecewise constant; the test asserts every p_t is
+// more than 0.05 away from a rounding boundary, far beyond what an eps perturbation moves it.
+#include "nazar/attention/attention.h"
+#include "nazar/core/params.h"
+#include "tests/common/gradcheck.h"
+#include "tests/common/test_util.h"
+
+#include <cmath>
+#include <vector>
+
+using namespace nazar;
+using nazar::test::check_gradients;
+using nazar::test::dot_loss;
+using nazar::test::random_tensor;
+
+namespace {
+
+void run_gradcheck(AttentionConfig cfg, int t0, uint64_t seed) {
+    Rng rng(seed);
+    Attention att(cfg, rng);
+    const int B = 3, S = 7, H = cfg.query_size, C = cfg.context_size;
+    const std::vector<int> len{S, 4, 6};  // sentences 1 and 2 are padded
+    Tensor q1 = random_tensor(rng, {B, H}), q2 = random_tensor(rng, {B, H});
+    Tensor h = random_tensor(rng, {B, S, C});
+    Tensor R1 = random_tensor(rng, {B, C}), R2 = random_tensor(rng, {B, C});
+    AttentionKeys keys;
+    AttentionStepCache c1, c2;
+    Tensor ctx({B, C});
+    auto loss = [&] {
+        att.precompute(h, keys);
+        att.forward(q1, keys, h, len, t0, ctx, c1);
+        double l = dot_loss(ctx, R1);
+        att.forward(q2, keys, h, len, t0 + 1, ctx, c2);
+        return l + dot_loss(ctx, R2);
+    };
+    loss();
+    if (cfg.local == LocalMode::predictive) {
+        for (const auto* c : {&c1, &c2})
+            for (int b = 0; b < B; ++b) {
+                const float p = c->position[b], frac = p - std::floor(p);
+                ASSERT_GT(std::abs(frac - 0.5f), 0.05f) << "p_t = " << p << " sits on a rounding boundary";
+            }
+    }
+    ParamList plist;
+    collect_params(att.params, att.grad, "attention.", plist);
+    zero_grads(plist);
+    Tensor d_q1({B, H}), d_q2({B, H}), d_h({B, S, C}), d_keys = Tensor::like(keys.keys);
+    // steps in reverse order, as a decoder's backward runs; d_keys collects both
+    att.backward(R2, q2, keys, h, len, c2, d_q2, d_keys, d_h);
+    att.backward(R1, q1, keys, h, len, c1, d_q1, d_keys, d_h);
+    att.precompute_backward(h, d_keys, d_h);
+
+    std::vector<test::GradTarget> targets{{"query1", q1, d_q1}, {"query2", q2, d_q2}, {"enc_out", h, d_h}};
+    for (const auto& p : plist) targets.push_back({p.name, p.value->view(), p.grad->view()});
+    EXPECT_TRUE(check_gradients(loss, targets, {.eps = 1e-2, .rtol = 1e-2, .atol = 1e-3})) << describe(att.cfg);
+
+    // padding rows of enc_out get no gradient at all
+    for (int b = 1; b < B; ++b)
+        for (int i = len[b]; i < S; ++i)
+            for (int c = 0; c < C; ++c) ASSERT_EQ(d_h.at(b, i, c), 0.0f) << describe(att.cfg);
+    // local-p: the position predictor really receives gradient through p_t
+    if (cfg.local == LocalMode::predictive) {
+        double n = 0;
+        for (int64_t i = 0; i < att.grad.W_p.numel(); ++i) n += std::abs(att.grad.W_p[i]);
+        EXPECT_GT(n, 1e-4) << "no gradient reached W_p";
+    }
+}
+
+AttentionConfig base(ScoreKind k) {
+    const bool dot = k == ScoreKind::dot;
+    return {.score = k, .query_size = dot ? 5 : 4, .context_size = 5, .attention_size = 3};
+}
+AttentionConfig with(AttentionConfig c, LocalMode m, int D, ScaleMode s = ScaleMode::none) {
+    c.local = m;
+    c.window = D;
+    c.scale = s;
+    c.position_size = 3;
+    return c;
+}
+
+}  // namespace
+
+TEST(AttentionGrad, Additive) { run_gradcheck(base(ScoreKind::additive), 0, 21); }
+TEST(AttentionGrad, Concat) { run_gradcheck(base(ScoreKind::concat), 0, 22); }
+TEST(AttentionGrad, Dot) { run_gradcheck(base(ScoreKind::dot), 0, 23); }
+TEST(AttentionGrad, General) { run_gradcheck(base(ScoreKind::general), 0, 24); }
+TEST(AttentionGrad, ScaledDot) {
+    run_gradcheck(with(base(ScoreKind::dot), LocalMode::global, 1, ScaleMode::inv_sqrt), 0, 25);
+}
+TEST(AttentionGrad, LearnedScaleGeneral) {
+    run_gradcheck(with(base(ScoreKind::general), LocalMode::global, 1, ScaleMode::learned), 0, 26);
+}
+// t0 = 4: sentence 1 (length 4) is beyond its end at both steps; D = 1 clips at the edges
+TEST(AttentionGrad, LocalMonotonicGeneral) { run_gradcheck(with(base(ScoreKind::general), LocalMode::monotonic, 1), 4, 27); }
+TEST(AttentionGrad, LocalMonotonicAdditive) { run_gradcheck(with(base(ScoreKind::additive), LocalMode::monotonic, 2), 0, 28); }
+TEST(AttentionGrad, LocalPredictiveGeneral) { run_gradcheck(with(base(ScoreKind::general), LocalMode::predictive, 2), 0, 29); }
+TEST(AttentionGrad, LocalPredictiveAdditive) { run_gradcheck(with(base(ScoreKind::additive), LocalMode::predictive, 1), 0, 30); }
+TEST(AttentionGrad, LocalPredictiveLearnedScaleDot) {
+    run_gradcheck(with(base(ScoreKind::dot), LocalMode::predictive, 2, ScaleMode::learned), 0, 31);
+}
