@@ -1,0 +1,165 @@
+// WER, CER, PER and exact match (definitions in wer.h).
+#include "nazar/eval/wer.h"
+
+#include "nazar/core/check.h"
+#include "nazar/eval/ngram.h"
+#include "nazar/eval/text.h"
+
+#include <algorithm>
+
+namespace nazar {
+
+namespace {
+
+// CER's units: code points, whitespace runs collapsed to one space, ends trimmed.
+void char_units(std::string_view line, std::vector<uint32_t>& out) {
+    std::vector<char32_t> cps;
+    utf8_decode(line, cps);
+    out.clear();
+    bool pending_space = false;
+    for (const char32_t c : cps) {
+        if (is_space(c)) {
+            pending_space = !out.empty();
+            continue;
+        }
+        if (pending_space) out.push_back(' ');
+        pending_space = false;
+        out.push_back(static_cast<uint32_t>(c));
+    }
+}
+
+EditCounts bag_counts(int64_t hyp_len, int64_t ref_len, int64_t matches) {
+    return {.substitutions = std::min(hyp_len, ref_len) - matches,
+            .deletions = std::max<int64_t>(0, ref_len - hyp_len),
+            .insertions = std::max<int64_t>(0, hyp_len - ref_len)};
+}
+
+}  // namespace
+
+EditCounts edit_distance(std::span<const uint32_t> hyp, std::span<const uint32_t> ref) {
+    const std::size_t H = hyp.size(), R = ref.size(), W = H + 1;
+    thread_local std::vector<uint32_t> D;  // (R + 1, H + 1)  D[i][j] = distance of ref[:i] and hyp[:j]
+    D.resize((R + 1) * W);
+    for (std::size_t j = 0; j <= H; ++j) D[j] = static_cast<uint32_t>(j);
+    for (std::size_t i = 1; i <= R; ++i) {
+        uint32_t* row = D.data() + i * W;
+        const uint32_t* up = row - W;
+        row[0] = static_cast<uint32_t>(i);
+        for (std::size_t j = 1; j <= H; ++j)
+            row[j] = std::min({up[j - 1] + (ref[i - 1] != hyp[j - 1]), up[j] + 1, row[j - 1] + 1});
+    }
+    // Trace back: substitution/match, then deletion, then insertion.
+    EditCounts out;
+    std::size_t i = R, j = H;
+    while (i > 0 || j > 0) {
+        const uint32_t d = D[i * W + j];
+        if (i > 0 && j > 0 && d == D[(i - 1) * W + j - 1] + (ref[i - 1] != hyp[j - 1])) {
+            out.substitutions += ref[i - 1] != hyp[j - 1];
+            --i, --j;
+        } else if (i > 0 && d == D[(i - 1) * W + j] + 1) {
+            ++out.deletions;
+            --i;
+        } else {
+            ++out.insertions;
+            --j;
+        }
+    }
+    return out;
+}
+
+ErrorRate corpus_error_rate(std::span<const std::string> hyps, RefStreams refs, ErrorMetric metric) {
+    check_ref_streams(hyps.size(), refs);
+    ErrorRate out{.metric = metric};
+    TokenInterner interner;
+    NgramMatcher matcher;
+    NgramCounts bag;
+    std::vector<std::string_view> ref_lines;
+    std::vector<std::vector<std::string_view>> words;
+    std::vector<std::vector<uint32_t>> ids;
+    std::vector<std::span<const uint32_t>> ref_ids;
+    for (std::size_t i = 0; i < hyps.size(); ++i) {
+        segment_refs(refs, i, ref_lines);
+        const std::size_t S = ref_lines.size() + 1;
+        if (ids.size() < S) ids.resize(S), words.resize(S);
+        if (metric == ErrorMetric::cer) {
+            for (std::size_t s = 0; s < S; ++s) char_units(s == 0 ? std::string_view(hyps[i]) : ref_lines[s - 1], ids[s]);
+        } else {
+            std::size_t num_tokens = 0;
+            for (std::size_t s = 0; s < S; ++s) {
+                words[s].clear();
+                split_whitespace(s == 0 ? std::string_view(hyps[i]) : ref_lines[s - 1], words[s]);
+                num_tokens += words[s].size();
+            }
+            interner.reset(num_tokens);
+            for (std::size_t s = 0; s < S; ++s) {
+                ids[s].clear();
+                for (const auto w : words[s]) ids[s].push_back(interner.id(w));
+            }
+        }
+        const auto hyp_len = static_cast<int64_t>(ids[0].size());
+        if (metric == ErrorMetric::per) {
+            ref_ids.clear();
+            for (std::size_t s = 1; s < S; ++s) ref_ids.emplace_back(ids[s]);
+            matcher.count(ids[0], ref_ids, 1, bag);
+        }
+        EditCounts best;
+        int64_t best_len = 0;
+        for (std::size_t s = 1; s < S; ++s) {
+            const auto ref_len = static_cast<int64_t>(ids[s].size());
+            const EditCounts e = metric == ErrorMetric::per ? bag_counts(hyp_len, ref_len, bag.match[s - 1])
+                                                            : edit_distance(ids[0], ids[s]);
+            if (s == 1 || e.errors() < best.errors()) best = e, best_len = ref_len;
+        }
+        out.substitutions += best.substitutions;
+        out.deletions += best.deletions;
+        out.insertions += best.insertions;
+        out.hyp_len += hyp_len;
+        out.ref_len += best_len;
+        ++out.segments;
+    }
+    out.errors = out.substitutions + out.deletions + out.insertions;
+    out.score = out.ref_len > 0 ? 100.0 * static_cast<double>(out.errors) / static_cast<double>(out.ref_len) : 0.0;
+    return out;
+}
+
+ExactMatch exact_match(std::span<const std::string> hyps, RefStreams refs) {
+    check_ref_streams(hyps.size(), refs);
+    ExactMatch out;
+    std::vector<std::string_view> ref_lines, h, r;
+    for (std::size_t i = 0; i < hyps.size(); ++i) {
+        segment_refs(refs, i, ref_lines);
+        h.clear();
+        split_whitespace(hyps[i], h);
+        for (const auto line : ref_lines) {
+            r.clear();
+            split_whitespace(line, r);
+            if (r == h) {
+                ++out.correct;
+                break;
+            }
+        }
+        ++out.segments;
+    }
+    out.score = out.segments > 0 ? 100.0 * static_cast<double>(out.correct) / static_cast<double>(out.segments) : 0.0;
+    return out;
+}
+
+std::string ErrorRate::name() const {
+    switch (metric) {
+        case ErrorMetric::wer: return "WER";
+        case ErrorMetric::cer: return "CER";
+        case ErrorMetric::per: return "PER";
+    }
+    return "?";
+}
+
+std::string ErrorRate::format() const {
+    return fmt::format("{} = {:.2f} (S = {} D = {} I = {} errors = {} ref_len = {} segments = {})", name(), score,
+                       substitutions, deletions, insertions, errors, ref_len, segments);
+}
+
+std::string ExactMatch::format() const {
+    return fmt::format("Exact = {:.2f} (correct = {} segments = {})", score, correct, segments);
+}
+
+}  // namespace nazar
