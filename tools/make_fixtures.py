@@ -27,15 +27,18 @@ import glob
 import json
 import math
 import os
+import struct
 import sys
-
-import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
-import nazar_torch as nt  # noqa: E402
-
 SKIP = 77
+try:
+    import numpy as np
+    import nazar_torch as nt
+except ImportError as e:  # numpy missing: nothing can be generated or compared
+    np = nt = None
+    MISSING = str(e)
 CASES = {}  # name -> function(seed) returning (module, inputs dict, run(module, inputs) -> outputs dict, config)
 
 
@@ -269,14 +272,36 @@ def build_case(name, seed):
     meta = {"case": name, "config": json.dumps(config, sort_keys=True), "inputs": ",".join(inputs),
             "params": ",".join(params), "outputs": ",".join(outputs), "loss_outputs": ",".join(in_loss),
             "grads": ",".join(grads),
-            "generator": "tools/make_fixtures.py (python/nazar_torch.py, float64 reference)"}
+            "generator": GENERATOR}
     return tensors, meta
+
+
+GENERATOR = "tools/make_fixtures.py (python/nazar_torch.py, float64 reference)"
+
+
+def ours(path):
+    """Whether a fixture file was written by this script (other generators share the directory,
+    e.g. tools/make_optim_fixtures.py)."""
+    try:
+        with open(path, "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            meta = json.loads(f.read(min(n, 1 << 20)).decode("utf-8")).get("__metadata__", {})
+        return meta.get("generator") == GENERATOR
+    except (OSError, ValueError, struct.error, AttributeError):
+        return False
+
+
+def our_files(d):
+    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(d, "*.safetensors")) if ours(p))
 
 
 def write_all(out_dir):
     os.makedirs(out_dir, exist_ok=True)
-    for old in glob.glob(os.path.join(out_dir, "*.safetensors")):
-        os.unlink(old)  # never leave a stale fixture behind
+    for old in our_files(out_dir):
+        os.unlink(os.path.join(out_dir, old))  # never leave a stale fixture behind (tests prefer it)
+    if np is None:
+        print(f"make_fixtures: {MISSING} (apt install python3-numpy python3-torch); skipped")
+        return SKIP
     try:
         import torch
     except ImportError:
@@ -295,11 +320,13 @@ def write_all(out_dir):
 
 
 def compare(a_dir, b_dir):
-    """Same files, names, dtypes, shapes and metadata; inputs/params/R bit-identical; outputs and
+    """The files of this generator (by metadata) in A and B: same files, names, dtypes, shapes and metadata; inputs/params/R bit-identical; outputs and
     grads within 1e-6 (norm-wise): a float64 reference from another BLAS build may round to a
     neighbouring float32."""
-    a_files = sorted(os.path.basename(p) for p in glob.glob(os.path.join(a_dir, "*.safetensors")))
-    b_files = sorted(os.path.basename(p) for p in glob.glob(os.path.join(b_dir, "*.safetensors")))
+    if np is None:
+        print(f"compare: {MISSING}; skipped")
+        return SKIP
+    a_files, b_files = our_files(a_dir), our_files(b_dir)
     if not a_files:
         print(f"compare: no fixtures in {a_dir} (not regenerated: torch missing?); skipped")
         return SKIP

@@ -1,0 +1,42 @@
+# PyTorch parity, live (STYLE.md Tests §4): CTest regenerates the fixtures from
+# python/nazar_torch.py into ${PROJECT_BINARY_DIR}/parity-fixtures before the C++ parity tests
+# run; they prefer those files and fall back to the committed tests/parity/fixtures when the
+# regeneration was skipped (no python3-torch: exit code 77 = skipped, and the directory is
+# emptied so no stale fixture is used). A second entry checks that the committed fixtures are
+# what the script makes (they are the script's output, not hand-written).
+# Debian's torch lives in /usr/bin/python3, not in whatever python3 comes first on PATH.
+set(NAZAR_PARITY_PYTHON /usr/bin/python3 CACHE FILEPATH "Python with torch and numpy for the parity fixtures")
+set(_parity_out ${PROJECT_BINARY_DIR}/parity-fixtures)
+
+if(EXISTS ${NAZAR_PARITY_PYTHON})
+  add_test(NAME parity.make_fixtures
+           COMMAND ${NAZAR_PARITY_PYTHON} ${PROJECT_SOURCE_DIR}/tools/make_fixtures.py --out ${_parity_out})
+  set_tests_properties(parity.make_fixtures PROPERTIES
+    FIXTURES_SETUP nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 300)
+
+  add_test(NAME parity.fixtures_match_committed
+           COMMAND ${NAZAR_PARITY_PYTHON} ${PROJECT_SOURCE_DIR}/tools/make_fixtures.py
+                   --compare ${_parity_out} ${PROJECT_SOURCE_DIR}/tests/parity/fixtures)
+  set_tests_properties(parity.fixtures_match_committed PROPERTIES
+    FIXTURES_REQUIRED nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 120)
+else()
+  message(STATUS "parity: ${NAZAR_PARITY_PYTHON} not found; parity tests use the committed fixtures")
+endif()
+
+# The gtest parity executables (tests/parity/test_*.cpp) are discovered at ctest time, so their
+# tests cannot be given properties here. This script runs after the discovery scripts (it is
+# appended to TEST_INCLUDE_FILES later) and makes every discovered parity test require the
+# regenerated fixtures: ctest then always runs parity.make_fixtures first, also under -R / -j.
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/parity_fixture_deps.cmake [=[
+get_cmake_property(_nazar_vars VARIABLES)
+foreach(_nazar_v IN LISTS _nazar_vars)
+  if(_nazar_v MATCHES "^test_parity_.*_TESTS$")
+    foreach(_nazar_t IN LISTS ${_nazar_v})
+      set_tests_properties("${_nazar_t}" PROPERTIES FIXTURES_REQUIRED nazar_parity_fixtures)
+    endforeach()
+  endif()
+endforeach()
+]=])
+if(EXISTS ${NAZAR_PARITY_PYTHON})
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${CMAKE_CURRENT_BINARY_DIR}/parity_fixture_deps.cmake)
+endif()
