@@ -1,0 +1,186 @@
+// nn layers vs PyTorch (tests/parity/parity.h): Linear, Embedding, GRUCell, LSTMCell, RNN.
+// Each test loads a fixture of tools/make_fixtures.py, sets nazar's parameters by state_dict
+// name, runs forward and backward with the fixture's R (loss Σ out ⊙ R) and compares every
+// output and every gradient by name.
+//
+// Tolerance 1e-5 (norm-wise relative, max|a-b| / max|b|) throughout: the reference is float64,
+// nazar computes in float32 (unit roundoff 6e-8); these layers are a handful of dot products
+// of length <= 20 and a few recurrent steps, so the expected error is ~1e-7..1e-6 and 1e-5
+// leaves a 10x margin while catching any wrong term (those show up at 1e-2 or worse).
+#include "parity.h"
+
+#include "nazar/core/rng.h"
+#include "nazar/nn/embedding.h"
+#include "nazar/nn/gru_cell.h"
+#include "nazar/nn/linear.h"
+#include "nazar/nn/lstm_cell.h"
+#include "nazar/nn/rnn.h"
+
+#include <gtest/gtest.h>
+
+namespace nazar {
+namespace {
+
+using test::Fixture;
+constexpr double kTol = 1e-5;
+
+void check_linear(const std::string& name) {
+    Fixture f(name);
+    Rng rng(1);
+    Linear lin({.in_features = f.config["in_features"].get<int>(),
+                .out_features = f.config["out_features"].get<int>(),
+                .bias = f.config.value("bias", true)},
+               rng);
+    ParamList params;
+    collect_params(lin.params, lin.grad, "", params);
+    f.set_params(params);
+    zero_grads(params);
+
+    const Tensor& x = f["x"];
+    Tensor y(f["y"].shape());
+    lin.forward(x, y);
+    Tensor d_x = Tensor::like(x);
+    lin.backward(f["R.y"], x, d_x);
+
+    f.expect_output("y", y, kTol);
+    f.expect_grad("x", d_x, kTol);
+    f.expect_grads(params, kTol);
+    f.expect_all_compared();
+}
+
+TEST(ParityNn, Linear) { check_linear("linear"); }            // x (2, 3, 5): leading dims collapse
+TEST(ParityNn, LinearNoBias) { check_linear("linear_nobias"); }
+
+TEST(ParityNn, Embedding) {  // repeated ids accumulate; padding_idx 0 gets no gradient
+    Fixture f("embedding");
+    Rng rng(1);
+    Embedding emb({.num_embeddings = f.config["num_embeddings"].get<int>(),
+                   .embedding_dim = f.config["embedding_dim"].get<int>(),
+                   .padding_idx = f.config["padding_idx"].get<int>()},
+                  rng);
+    ParamList params;
+    collect_params(emb.params, emb.grad, "", params);
+    f.set_params(params);
+    zero_grads(params);
+
+    const std::vector<int> ids_int = f.ints("ids");
+    const std::vector<int32_t> ids(ids_int.begin(), ids_int.end());
+    Tensor out(f["out"].shape());
+    emb.forward(ids, out);
+    emb.backward(f["R.out"], ids);
+
+    f.expect_output("out", out, kTol);
+    f.expect_grads(params, kTol);
+    f.expect_all_compared();
+}
+
+TEST(ParityNn, GRUCell) {
+    Fixture f("gru_cell");
+    Rng rng(1);
+    GRUCell cell({.input_size = f.config["input_size"].get<int>(), .hidden_size = f.config["hidden_size"].get<int>()},
+                 rng);
+    ParamList params;
+    collect_params(cell.params, cell.grad, "", params);
+    f.set_params(params);
+    zero_grads(params);
+
+    const Tensor &x = f["x"], &h = f["h"];
+    Tensor h_new = Tensor::like(h);
+    GRUStepCache cache;
+    cell.forward(x, h, h_new, cache);
+    Tensor d_x = Tensor::like(x), d_h = Tensor::like(h);
+    cell.backward(f["R.h_new"], x, h, cache, d_x, d_h);
+
+    f.expect_output("h_new", h_new, kTol);
+    f.expect_grad("x", d_x, kTol);
+    f.expect_grad("h", d_h, kTol);
+    f.expect_grads(params, kTol);
+    f.expect_all_compared();
+}
+
+TEST(ParityNn, LSTMCell) {
+    Fixture f("lstm_cell");
+    Rng rng(1);
+    LSTMCell cell({.input_size = f.config["input_size"].get<int>(), .hidden_size = f.config["hidden_size"].get<int>()},
+                  rng);
+    ParamList params;
+    collect_params(cell.params, cell.grad, "", params);
+    f.set_params(params);
+    zero_grads(params);
+
+    const Tensor &x = f["x"], &h = f["h"], &c = f["c"];
+    Tensor h_new = Tensor::like(h), c_new = Tensor::like(c);
+    LSTMStepCache cache;
+    cell.forward(x, h, c, h_new, c_new, cache);
+    Tensor d_x = Tensor::like(x), d_h = Tensor::like(h), d_c = Tensor::like(c);
+    cell.backward(f["R.h_new"], f["R.c_new"], x, h, c, cache, d_x, d_h, d_c);
+
+    f.expect_output("h_new", h_new, kTol);
+    f.expect_output("c_new", c_new, kTol);
+    f.expect_grad("x", d_x, kTol);
+    f.expect_grad("h", d_h, kTol);
+    f.expect_grad("c", d_c, kTol);
+    f.expect_grads(params, kTol);
+    f.expect_all_compared();
+}
+
+// Padded batch (garbage at padding in x), optional initial state, torch's packed semantics.
+void check_rnn(const std::string& name) {
+    Fixture f(name);
+    const auto& cfg = f.config;
+    const bool lstm = cfg["cell"].get<std::string>() == "lstm";
+    Rng rng(1);
+    RNN rnn({.cell = lstm ? CellType::lstm : CellType::gru,
+             .input_size = cfg["input_size"].get<int>(),
+             .hidden_size = cfg["hidden_size"].get<int>(),
+             .num_layers = cfg["num_layers"].get<int>(),
+             .bidirectional = cfg["bidirectional"].get<bool>()},
+            rng);
+    ParamList params;
+    collect_params(rnn.params, rnn.grad, "", params);
+    f.set_params(params);
+    zero_grads(params);
+
+    const Tensor& x = f["x"];
+    const std::vector<int> lengths = f.ints("lengths");
+    const bool with_initial = f.has("h0");
+    RNNState initial;
+    if (with_initial) {
+        initial.h = f["h0"];
+        if (lstm) initial.c = f["c0"];
+    }
+    Tensor out(f["out"].shape());
+    RNNState final_state;
+    RNNCache cache;
+    rnn.forward(x, lengths, initial, out, final_state, cache, rng, Mode::eval);
+
+    RNNState d_final;
+    d_final.h = f["R.h_n"];
+    if (lstm) d_final.c = f["R.c_n"];
+    Tensor d_x = Tensor::like(x);
+    RNNState d_initial;
+    if (with_initial) {
+        d_initial.h = Tensor::like(initial.h);
+        if (lstm) d_initial.c = Tensor::like(initial.c);
+    }
+    rnn.backward(f["R.out"], d_final, cache, d_x, d_initial);
+
+    f.expect_output("out", out, kTol);
+    f.expect_output("h_n", final_state.h, kTol);
+    if (lstm) f.expect_output("c_n", final_state.c, kTol);
+    f.expect_grad("x", d_x, kTol);
+    if (with_initial) {
+        f.expect_grad("h0", d_initial.h, kTol);
+        if (lstm) f.expect_grad("c0", d_initial.c, kTol);
+    }
+    f.expect_grads(params, kTol);
+    f.expect_all_compared();
+}
+
+TEST(ParityNn, RNNGru1LayerInitialState) { check_rnn("rnn_gru_1layer_init"); }
+TEST(ParityNn, RNNGru2LayerBidirectional) { check_rnn("rnn_gru_2layer_bidir"); }
+TEST(ParityNn, RNNLstm1LayerBidirectionalInitialState) { check_rnn("rnn_lstm_1layer_bidir_init"); }
+TEST(ParityNn, RNNLstm2Layer) { check_rnn("rnn_lstm_2layer"); }
+
+}  // namespace
+}  // namespace nazar
