@@ -3,6 +3,10 @@
 
 namespace nazar {
 
+// "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
+// numel 1, so empty() is false) or a (0)-shaped one.
+static bool absent(TensorView v) { return v.data() == nullptr || v.numel() == 0; }
+
 Dropout::Dropout(Config c) : cfg(c) {
     NZ_CHECK(cfg.p >= 0.0f && cfg.p <= 1.0f, "Dropout: p must be in [0, 1], got {}", cfg.p);
 }
@@ -28,7 +32,7 @@ void Dropout::backward(TensorView d_out, const DropoutCache& cache, TensorView d
              d_out.shape().str());
     const int64_t n = d_out.numel();
     // out = x ⊙ m   =>   d_x += d_out ⊙ m   (identity when no mask)
-    if (cache.mask.empty()) {
+    if (absent(cache.mask)) {
         for (int64_t i = 0; i < n; ++i) d_x[i] += d_out[i];
         return;
     }

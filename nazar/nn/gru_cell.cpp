@@ -1,22 +1,253 @@
+// GRU cell: fused gate kernels and the step API (see gru_cell.h; math in docs/derivations/gru.md).
 #include "nazar/nn/gru_cell.h"
 
+#include "nazar/core/blas.h"
+#include "nazar/core/kernels.h"
+
+#include <algorithm>
+#include <cmath>
+
 namespace nazar {
-RNNCellParams make_rnn_cell_params(int, int, int, bool, Rng*) { NZ_FAIL("not yet"); }
+
+// "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
+// numel 1, so empty() is false) or a (0)-shaped one.
+static bool absent(TensorView v) { return v.data() == nullptr || v.numel() == 0; }
+
+RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, bool bias, Rng* rng) {
+    NZ_CHECK(input_size > 0 && hidden_size > 0, "recurrent cell: sizes must be positive, got input {} hidden {}",
+             input_size, hidden_size);
+    const int GH = gates * hidden_size;
+    RNNCellParams p;
+    p.weight_ih = Tensor({GH, input_size});
+    p.weight_hh = Tensor({GH, hidden_size});
+    if (bias) {
+        p.bias_ih = Tensor({GH});
+        p.bias_hh = Tensor({GH});
+    } else {  // absent: numel 0, skipped by collect_params and by visit's consumers
+        p.bias_ih = Tensor({0});
+        p.bias_hh = Tensor({0});
+    }
+    if (rng) {  // PyTorch: every parameter ~ U(-1/sqrt(H), 1/sqrt(H)), in state_dict order
+        const float k = 1.0f / std::sqrt(static_cast<float>(hidden_size));
+        p.visit([&](const std::string&, Tensor& t) {
+            if (!absent(t)) rng->fill_uniform(t, -k, k);
+        });
+    }
+    return p;
+}
+
+static void check_rows(TensorView v, int cols, const char* what) {
+    NZ_CHECK(v.ndim() >= 1 && v.shape()[-1] == cols, "{}: {} needs last dimension {}", what, v.shape().str(), cols);
+}
+
+static void fill_rows(TensorView m, TensorView bias) {  // m (R, C) rows = bias (C)
+    const int R = m.dim(0), C = m.dim(1);
+    for (int r = 0; r < R; ++r) std::copy_n(bias.data(), C, m.data() + static_cast<int64_t>(r) * C);
+}
+
+void cell_project_input(const RNNCellParams& p, TensorView x, TensorView gi) {
+    const int GH = p.weight_ih.dim(0), I = p.weight_ih.dim(1);
+    check_rows(x, I, "cell_project_input x");
+    check_rows(gi, GH, "cell_project_input gi");
+    const TensorView xm = x.as_matrix(), gm = gi.as_matrix();
+    NZ_CHECK(xm.dim(0) == gm.dim(0), "cell_project_input: {} rows of x but {} of gi", xm.dim(0), gm.dim(0));
+    if (xm.dim(0) == 0) return;
+    if (absent(p.bias_ih)) {
+        gemm(xm, false, p.weight_ih, true, gm, 1.0f, 0.0f);
+    } else {
+        fill_rows(gm, p.bias_ih);
+        gemm(xm, false, p.weight_ih, true, gm, 1.0f, 1.0f);  // gi = x W_ihᵀ + b_ih
+    }
+}
+
+void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad, TensorView d_gi, TensorView x,
+                                 TensorView d_x) {
+    const int GH = p.weight_ih.dim(0), I = p.weight_ih.dim(1);
+    check_rows(x, I, "cell_project_input_backward x");
+    check_rows(d_gi, GH, "cell_project_input_backward d_gi");
+    const TensorView xm = x.as_matrix(), dm = d_gi.as_matrix();
+    NZ_CHECK(xm.dim(0) == dm.dim(0), "cell_project_input_backward: {} rows of x but {} of d_gi", xm.dim(0),
+             dm.dim(0));
+    if (xm.dim(0) == 0) return;
+    // gi = x W_ihᵀ + b_ih   =>   d_W_ih += d_giᵀ x;  d_b_ih += Σ_rows d_gi;  d_x += d_gi W_ih
+    gemm(dm, true, xm, false, grad.weight_ih, 1.0f, 1.0f);
+    if (!absent(p.bias_ih)) kernels::sum_rows_into(dm, grad.bias_ih);
+    if (!absent(d_x)) {
+        NZ_CHECK(d_x.shape() == x.shape(), "cell_project_input_backward: d_x {} vs x {}", d_x.shape().str(),
+                 x.shape().str());
+        gemm(dm, false, p.weight_ih, false, d_x.as_matrix(), 1.0f, 1.0f);
+    }
+}
+
+void cell_add_recurrent(const RNNCellParams& p, TensorView h, TensorView a) {
+    const int GH = p.weight_hh.dim(0), H = p.weight_hh.dim(1);
+    NZ_CHECK(h.ndim() == 2 && h.dim(1) == H && a.ndim() == 2 && a.dim(1) == GH && a.dim(0) == h.dim(0),
+             "cell_add_recurrent: h {} and a {} do not fit weight_hh {}", h.shape().str(), a.shape().str(),
+             p.weight_hh.shape().str());
+    if (h.dim(0) == 0) return;
+    if (!absent(p.bias_hh)) kernels::add_bias_rows(a, p.bias_hh);
+    gemm(h, false, p.weight_hh, true, a, 1.0f, 1.0f);  // a += h W_hhᵀ
+}
+
+void cell_add_recurrent_backward(const RNNCellParams& p, RNNCellParams& grad, TensorView d_a, TensorView h,
+                                 TensorView d_h) {
+    const int GH = p.weight_hh.dim(0), H = p.weight_hh.dim(1);
+    const TensorView hm = h.as_matrix(), dm = d_a.as_matrix();
+    NZ_CHECK(hm.dim(1) == H && dm.dim(1) == GH && hm.dim(0) == dm.dim(0),
+             "cell_add_recurrent_backward: h {} and d_a {} do not fit weight_hh {}", h.shape().str(),
+             d_a.shape().str(), p.weight_hh.shape().str());
+    if (hm.dim(0) == 0) return;
+    // a += h W_hhᵀ + b_hh   =>   d_W_hh += d_aᵀ h;  d_b_hh += Σ_rows d_a;  d_h += d_a W_hh
+    gemm(dm, true, hm, false, grad.weight_hh, 1.0f, 1.0f);
+    if (!absent(p.bias_hh)) kernels::sum_rows_into(dm, grad.bias_hh);
+    if (!absent(d_h)) {
+        NZ_CHECK(d_h.shape() == h.shape(), "cell_add_recurrent_backward: d_h {} vs h {}", d_h.shape().str(),
+                 h.shape().str());
+        gemm(dm, false, p.weight_hh, false, d_h.as_matrix(), 1.0f, 1.0f);
+    }
+}
+
 namespace gru {
-void gates_forward(TensorView, TensorView, TensorView, TensorView, TensorView, StepMask) { NZ_FAIL("not yet"); }
-void gates_backward(TensorView, TensorView, TensorView, TensorView, TensorView, TensorView, TensorView, StepMask) {
-    NZ_FAIL("not yet");
+
+void gates_forward(TensorView gi, TensorView h, TensorView gates, TensorView gh_n, TensorView h_new, StepMask mask) {
+    const int N = h.dim(0), H = h.dim(1);
+    NZ_CHECK_SHAPE(gi, {N, 3 * H});
+    NZ_CHECK_SHAPE(gates, {N, 3 * H});
+    NZ_CHECK_SHAPE(gh_n, {N, H});
+    NZ_CHECK_SHAPE(h_new, {N, H});
+    NZ_CHECK(mask.lengths.empty() || static_cast<int>(mask.lengths.size()) == N,
+             "gru::gates_forward: {} lengths for {} rows", mask.lengths.size(), N);
+    for (int b = 0; b < N; ++b) {
+        const float* x = gi.data() + static_cast<int64_t>(b) * 3 * H;  // gi_r | gi_z | gi_n
+        float* g = gates.data() + static_cast<int64_t>(b) * 3 * H;      // gh_r | gh_z | gh_n -> r | z | n
+        float* ghn = gh_n.data() + static_cast<int64_t>(b) * H;
+        const float* hp = h.data() + static_cast<int64_t>(b) * H;
+        float* hn = h_new.data() + static_cast<int64_t>(b) * H;
+        // r, z = σ(gi + gh)
+        for (int j = 0; j < 2 * H; ++j) g[j] += x[j];
+        kernels::sigmoid(g, g, 2 * H);
+        // n = tanh(gi_n + r ⊙ gh_n)
+        const float* r = g;
+        const float* z = g + H;
+        float* n = g + 2 * H;
+        for (int j = 0; j < H; ++j) {
+            ghn[j] = n[j];
+            n[j] = x[2 * H + j] + r[j] * ghn[j];
+        }
+        kernels::tanh(n, n, H);
+        // h' = (1 − z) ⊙ n + z ⊙ h  = n + z ⊙ (h − n);  masked rows keep h
+        if (mask.active(b)) {
+            for (int j = 0; j < H; ++j) hn[j] = n[j] + z[j] * (hp[j] - n[j]);
+        } else if (hn != hp) {
+            std::copy_n(hp, H, hn);
+        }
+    }
 }
+
+void gates_backward(TensorView d_h_new, TensorView h, TensorView gates, TensorView gh_n, TensorView d_gi,
+                    TensorView d_gh, TensorView d_h, StepMask mask) {
+    const int N = h.dim(0), H = h.dim(1);
+    NZ_CHECK_SHAPE(d_h_new, {N, H});
+    NZ_CHECK_SHAPE(gates, {N, 3 * H});
+    NZ_CHECK_SHAPE(gh_n, {N, H});
+    NZ_CHECK_SHAPE(d_gi, {N, 3 * H});
+    NZ_CHECK_SHAPE(d_gh, {N, 3 * H});
+    NZ_CHECK_SHAPE(d_h, {N, H});
+    NZ_CHECK(d_h.data() != d_h_new.data(), "gru::gates_backward: d_h must not alias d_h_new");
+    NZ_CHECK(mask.lengths.empty() || static_cast<int>(mask.lengths.size()) == N,
+             "gru::gates_backward: {} lengths for {} rows", mask.lengths.size(), N);
+    for (int b = 0; b < N; ++b) {
+        const int64_t o3 = static_cast<int64_t>(b) * 3 * H, o1 = static_cast<int64_t>(b) * H;
+        const float* dy = d_h_new.data() + o1;
+        float* dh = d_h.data() + o1;
+        float* dgi = d_gi.data() + o3;
+        float* dgh = d_gh.data() + o3;
+        if (!mask.active(b)) {  // h' = h
+            for (int j = 0; j < H; ++j) dh[j] += dy[j];
+            std::fill_n(dgi, 3 * H, 0.0f);
+            std::fill_n(dgh, 3 * H, 0.0f);
+            continue;
+        }
+        const float* r = gates.data() + o3;
+        const float* z = r + H;
+        const float* n = r + 2 * H;
+        const float* hp = h.data() + o1;
+        const float* ghn = gh_n.data() + o1;
+        for (int j = 0; j < H; ++j) {
+            // h' = (1 − z) n + z h   =>  d_n = d_h' (1 − z),  d_z = d_h' (h − n),  d_h += d_h' z
+            const float dn = dy[j] * (1.0f - z[j]);
+            const float dz = dy[j] * (hp[j] - n[j]);
+            dh[j] += dy[j] * z[j];
+            // n = tanh(a_n), a_n = gi_n + r gh_n  =>  d_a_n = d_n (1 − n²);  d_r = d_a_n gh_n
+            const float da_n = dn * (1.0f - n[j] * n[j]);
+            const float dr = da_n * ghn[j];
+            // r, z = σ(a)  =>  d_a = d σ (1 − σ)
+            const float da_r = dr * r[j] * (1.0f - r[j]);
+            const float da_z = dz * z[j] * (1.0f - z[j]);
+            dgi[j] = da_r;
+            dgi[H + j] = da_z;
+            dgi[2 * H + j] = da_n;
+            dgh[j] = da_r;
+            dgh[H + j] = da_z;
+            dgh[2 * H + j] = da_n * r[j];  // gh_n enters through r ⊙ gh_n
+        }
+    }
+}
+
 }  // namespace gru
-GRUCell::GRUCell(Config c, Rng&) : cfg(c) { NZ_FAIL("not yet"); }
-void GRUCell::project_input(TensorView, TensorView) const { NZ_FAIL("not yet"); }
-void GRUCell::project_input_backward(TensorView, TensorView, TensorView) { NZ_FAIL("not yet"); }
-void GRUCell::forward_projected(TensorView, TensorView, TensorView, GRUStepCache&, StepMask) const { NZ_FAIL("not yet"); }
-void GRUCell::backward_projected(TensorView, TensorView, const GRUStepCache&, TensorView, TensorView, StepMask) {
-    NZ_FAIL("not yet");
+
+GRUCell::GRUCell(Config c, Rng& rng) : cfg(c) {
+    params = make_rnn_cell_params(3, cfg.input_size, cfg.hidden_size, cfg.bias, &rng);
+    grad = make_rnn_cell_params(3, cfg.input_size, cfg.hidden_size, cfg.bias, nullptr);
 }
-void GRUCell::forward(TensorView, TensorView, TensorView, GRUStepCache&, StepMask) const { NZ_FAIL("not yet"); }
-void GRUCell::backward(TensorView, TensorView, TensorView, const GRUStepCache&, TensorView, TensorView, StepMask) {
-    NZ_FAIL("not yet");
+
+void GRUCell::project_input(TensorView x, TensorView gi) const { cell_project_input(params, x, gi); }
+
+void GRUCell::project_input_backward(TensorView d_gi, TensorView x, TensorView d_x) {
+    cell_project_input_backward(params, grad, d_gi, x, d_x);
 }
+
+void GRUCell::forward_projected(TensorView gi, TensorView h, TensorView h_new, GRUStepCache& cache,
+                                StepMask mask) const {
+    const int H = cfg.hidden_size;
+    NZ_CHECK(h.ndim() == 2 && h.dim(1) == H, "GRUCell: h {} needs (N, {})", h.shape().str(), H);
+    const int N = h.dim(0);
+    NZ_CHECK_SHAPE(gi, {N, 3 * H});
+    cache.gates.resize({N, 3 * H});  // zeroed: gh = 0 + b_hh + h W_hhᵀ
+    cache.gh_n.resize({N, H}, false);
+    cell_add_recurrent(params, h, cache.gates);
+    gru::gates_forward(gi, h, cache.gates, cache.gh_n, h_new, mask);
+}
+
+void GRUCell::backward_projected(TensorView d_h_new, TensorView h, const GRUStepCache& cache, TensorView d_gi,
+                                 TensorView d_h, StepMask mask) {
+    const int N = h.dim(0), H = cfg.hidden_size;
+    NZ_CHECK_SHAPE(d_gi, {N, 3 * H});
+    d_gi_.resize({N, 3 * H}, false);
+    d_gh_.resize({N, 3 * H}, false);
+    gru::gates_backward(d_h_new, h, cache.gates, cache.gh_n, d_gi_, d_gh_, d_h, mask);
+    kernels::axpy(d_gi_.numel(), 1.0f, d_gi_.data(), d_gi.data());
+    cell_add_recurrent_backward(params, grad, d_gh_, h, d_h);
+}
+
+void GRUCell::forward(TensorView x, TensorView h, TensorView h_new, GRUStepCache& cache, StepMask mask) const {
+    NZ_CHECK(x.ndim() == 2 && x.dim(1) == cfg.input_size && h.ndim() == 2 && x.dim(0) == h.dim(0),
+             "GRUCell::forward: x {} and h {} do not fit input_size {}", x.shape().str(), h.shape().str(),
+             cfg.input_size);
+    cache.gi.resize({x.dim(0), 3 * cfg.hidden_size}, false);
+    cell_project_input(params, x, cache.gi);
+    forward_projected(cache.gi, h, h_new, cache, mask);
+}
+
+void GRUCell::backward(TensorView d_h_new, TensorView x, TensorView h, const GRUStepCache& cache, TensorView d_x,
+                       TensorView d_h, StepMask mask) {
+    const int N = h.dim(0), H = cfg.hidden_size;
+    NZ_CHECK(x.ndim() == 2 && x.dim(0) == N, "GRUCell::backward: x {} for h {}", x.shape().str(), h.shape().str());
+    d_gi_.resize({N, 3 * H}, false);
+    d_gh_.resize({N, 3 * H}, false);
+    gru::gates_backward(d_h_new, h, cache.gates, cache.gh_n, d_gi_, d_gh_, d_h, mask);
+    cell_add_recurrent_backward(params, grad, d_gh_, h, d_h);
+    cell_project_input_backward(params, grad, d_gi_, x, d_x);
+}
+
 }  // namespace nazar

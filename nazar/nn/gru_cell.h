@@ -48,6 +48,26 @@ struct RNNCellParams {
 // when rng is null — that is how the matching `grad` is made).
 RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, bool bias, Rng* rng);
 
+// The affine parts every cell and the RNN share (G·H = rows of the weights):
+//   gi = x W_ihᵀ + b_ih   for M rows at once (M = N for one step, T·B for a whole layer).
+void cell_project_input(const RNNCellParams& p,
+                        TensorView x,    // (M, I) or (..., I)
+                        TensorView gi);  // (M, G·H) or (..., G·H); overwritten
+//   d_x += d_gi W_ih;  grad.weight_ih += d_giᵀ x;  grad.bias_ih += Σ_rows d_gi.
+void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad,
+                                 TensorView d_gi,  // (M, G·H)
+                                 TensorView x,     // (M, I)
+                                 TensorView d_x);  // (M, I) +=; empty view = not needed
+//   a += b_hh, then a += h W_hhᵀ   (GRU passes a = 0 to get gh; LSTM passes a = gi).
+void cell_add_recurrent(const RNNCellParams& p,
+                        TensorView h,   // (N, H)
+                        TensorView a);  // (N, G·H) +=
+//   d_h += d_a W_hh;  grad.weight_hh += d_aᵀ h;  grad.bias_hh += Σ_rows d_a.
+void cell_add_recurrent_backward(const RNNCellParams& p, RNNCellParams& grad,
+                                 TensorView d_a,  // (N, G·H)
+                                 TensorView h,    // (N, H)
+                                 TensorView d_h); // (N, H) +=; empty view = not needed
+
 // Which rows of a step are real tokens: row b is active iff t < lengths[b].
 // Default (empty lengths) = every row active.
 struct StepMask {

@@ -8,6 +8,10 @@
 
 namespace nazar {
 
+// "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
+// numel 1, so empty() is false) or a (0)-shaped one.
+static bool absent(TensorView v) { return v.data() == nullptr || v.numel() == 0; }
+
 Linear::Linear(Config c, Rng& rng) : cfg(c) {
     NZ_CHECK(cfg.in_features > 0 && cfg.out_features > 0, "Linear: sizes must be positive, got in={} out={}",
              cfg.in_features, cfg.out_features);
@@ -19,6 +23,9 @@ Linear::Linear(Config c, Rng& rng) : cfg(c) {
         params.bias = Tensor({cfg.out_features});
         rng.fill_uniform(params.bias, -bound, bound);
         grad.bias = Tensor({cfg.out_features});
+    } else {
+        params.bias = Tensor({0});  // absent: numel 0, skipped by collect_params
+        grad.bias = Tensor({0});
     }
 }
 
@@ -31,7 +38,7 @@ void Linear::forward(TensorView x, TensorView y) const {
              cfg.out_features);
     if (xm.dim(0) == 0) return;
     // y = x Wᵀ (+ b): bias rows first, then one GEMM with beta = 1.
-    if (!params.bias.empty()) {
+    if (!absent(params.bias)) {
         for (int r = 0; r < ym.dim(0); ++r) ym.select(r).copy_from(params.bias);
         gemm(xm, false, params.weight, true, ym, 1.0f, 1.0f);
     } else {
@@ -47,8 +54,8 @@ void Linear::backward(TensorView d_y, TensorView x, TensorView d_x) {
     if (xm.dim(0) == 0) return;
     // y = x Wᵀ + b   =>   d_W += d_yᵀ x;   d_b += Σ_rows d_y;   d_x += d_y W
     gemm(dym, true, xm, false, grad.weight, 1.0f, 1.0f);
-    if (!params.bias.empty()) kernels::sum_rows_into(dym, grad.bias);
-    if (!d_x.empty()) {
+    if (!absent(params.bias)) kernels::sum_rows_into(dym, grad.bias);
+    if (!absent(d_x)) {
         NZ_CHECK(d_x.numel() == x.numel() && d_x.shape()[-1] == cfg.in_features, "Linear::backward: d_x {} vs x {}", d_x.shape().str(), x.shape().str());
         gemm(dym, false, params.weight, false, d_x.as_matrix(), 1.0f, 1.0f);
     }

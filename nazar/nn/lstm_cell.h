@@ -31,7 +31,7 @@ namespace lstm {
 // Fused gate forward over N rows.
 //   gates on entry: the pre-activations a (N, 4H); on exit: i, f, g, o.
 //   active rows: c_new = f ⊙ c + i ⊙ g, tanh_c = tanh(c_new), h_new = o ⊙ tanh_c;
-//   masked rows: c_new = c, h_new = h, tanh_c = tanh(c) (unused).
+//   masked rows: c_new = c, h_new = h, tanh_c = 0 (unused).
 // h_new may alias h and c_new may alias c (row by row, inputs are read before writing).
 void gates_forward(TensorView h,       // (N, H)
                    TensorView c,       // (N, H)
