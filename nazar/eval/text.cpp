@@ -9,7 +9,7 @@ namespace {
 
 bool is_cont(unsigned char b) { return (b & 0xC0) == 0x80; }
 
-// Decodes the character at s[i]; returns its code point and sets `len`. Invalid -> U+DC80+byte.
+// Decodes the character at s[i]; returns its code point and sets `len`. Invalid -> U+DC00+byte (surrogateescape).
 char32_t decode_at(std::string_view s, std::size_t i, std::size_t& len) {
     const auto b0 = static_cast<unsigned char>(s[i]);
     const std::size_t n = s.size();
@@ -27,23 +27,23 @@ char32_t decode_at(std::string_view s, std::size_t i, std::size_t& len) {
         need = 3, cp = b0 & 0x07, min = 0x10000;
     } else {
         len = 1;
-        return 0xDC80 + b0;
+        return 0xDC00 + b0;
     }
     if (i + static_cast<std::size_t>(need) >= n) {  // not enough bytes left
         len = 1;
-        return 0xDC80 + b0;
+        return 0xDC00 + b0;
     }
     for (int k = 1; k <= need; ++k) {
         const auto b = static_cast<unsigned char>(s[i + k]);
         if (!is_cont(b)) {
             len = 1;
-            return 0xDC80 + b0;
+            return 0xDC00 + b0;
         }
         cp = (cp << 6) | (b & 0x3F);
     }
     if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
         len = 1;
-        return 0xDC80 + b0;
+        return 0xDC00 + b0;
     }
     len = static_cast<std::size_t>(need) + 1;
     return cp;

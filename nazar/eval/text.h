@@ -21,7 +21,7 @@
 
 namespace nazar {
 
-// Appends the code points of `s` to `out`. A byte that is not valid UTF-8 becomes U+DC80 + byte
+// Appends the code points of `s` to `out`. A byte that is not valid UTF-8 becomes U+DC00 + byte
 // (Python's "surrogateescape"), so any input is accepted and distinct bytes stay distinct.
 void utf8_decode(std::string_view s, std::vector<char32_t>& out);
 void utf8_append(char32_t c, std::string& out);
