@@ -20,25 +20,49 @@ Batcher::Batcher(const Corpus& corpus, const BatchOptions& options) : corpus_(co
     NZ_CHECK((options.batch_tokens > 0) != (options.batch_size > 0),
              "set exactly one of batch_tokens and batch_size (got batch_tokens={}, batch_size={})",
              options.batch_tokens, options.batch_size);
+    NZ_CHECK(options.bucket_width >= 0, "bucket_width must be >= 0 (0 = automatic), got {}", options.bucket_width);
     NZ_CHECK(corpus.size() > 0, "cannot batch an empty corpus");
+    if (options.bucket && options.bucket_width > 0) width_ = options.bucket_width;
+    if (options.bucket && options.bucket_width == 0) {
+        // Pick the band that pads least on the unshuffled plan; ties go to the narrower band.
+        double best = 2.0;
+        for (int w : {1, 2, 3, 4, 6, 8, 12, 16}) {
+            width_ = w;
+            order(nullptr);
+            cut();
+            const double pad = planned_padding();
+            if (pad < best - 1e-9) {
+                best = pad;
+                options_.bucket_width = w;
+            }
+        }
+        width_ = options_.bucket_width;
+    }
     plan(0);
 }
 
-void Batcher::plan(int64_t epoch) {
+void Batcher::order(Rng* rng) {
     const int64_t N = corpus_.size();
     order_.resize(static_cast<std::size_t>(N));
     std::iota(order_.begin(), order_.end(), int64_t{0});
-    Rng rng = Rng(options_.seed).split(static_cast<uint64_t>(epoch));
-    if (options_.shuffle)
+    if (rng)
         for (int64_t i = N - 1; i > 0; --i)
-            std::swap(order_[i], order_[static_cast<int64_t>(rng.below(static_cast<uint64_t>(i + 1)))]);
-    if (options_.bucket)
-        std::stable_sort(order_.begin(), order_.end(), [this](int64_t a, int64_t b) {
-            const int sa = corpus_.src_length(a), sb = corpus_.src_length(b);
-            return sa != sb ? sa < sb : corpus_.tgt_length(a) < corpus_.tgt_length(b);
-        });
+            std::swap(order_[i], order_[static_cast<int64_t>(rng->below(static_cast<uint64_t>(i + 1)))]);
+    if (width_ == 0) return;
+    const int w = width_;
+    std::stable_sort(order_.begin(), order_.end(), [this, w](int64_t a, int64_t b) {
+        const int sa = corpus_.src_length(a), sb = corpus_.src_length(b);
+        const int band_a = sa / w, band_b = sb / w;
+        if (band_a != band_b) return band_a < band_b;
+        const int ta = corpus_.tgt_length(a), tb = corpus_.tgt_length(b);
+        if (ta != tb) return (band_a % 2 == 0) ? ta < tb : ta > tb;
+        return sa < sb;
+    });
+}
 
-    // Greedy cut: a pair joins the batch while the padded cost stays within the budget.
+void Batcher::cut() {
+    // Greedy: a pair joins the batch while the padded cost stays within the budget.
+    const int64_t N = corpus_.size();
     bounds_.clear();
     int64_t begin = 0;
     int max_len = 0;
@@ -57,6 +81,27 @@ void Batcher::plan(int64_t epoch) {
         max_len = std::max(max_len, len);
     }
     bounds_.push_back({begin, N});
+}
+
+double Batcher::planned_padding() const {
+    int64_t positions = 0, real = 0;
+    for (const Range& r : bounds_) {
+        int S = 0, T = 0;
+        for (int64_t i = r.begin; i < r.end; ++i) {
+            const int s = corpus_.src_length(order_[i]), t = corpus_.tgt_length(order_[i]) + 1;
+            S = std::max(S, s);
+            T = std::max(T, t);
+            real += s + t;
+        }
+        positions += (r.end - r.begin) * (S + T);
+    }
+    return positions ? 1.0 - static_cast<double>(real) / static_cast<double>(positions) : 0.0;
+}
+
+void Batcher::plan(int64_t epoch) {
+    Rng rng = Rng(options_.seed).split(static_cast<uint64_t>(epoch));
+    order(options_.shuffle ? &rng : nullptr);
+    cut();
     if (options_.shuffle)
         for (int64_t k = num_batches() - 1; k > 0; --k)
             std::swap(bounds_[k], bounds_[static_cast<int64_t>(rng.below(static_cast<uint64_t>(k + 1)))]);

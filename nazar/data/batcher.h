@@ -1,8 +1,13 @@
 // Batches for training and evaluation: padded id matrices built from a Corpus.
 //
 // Per epoch e the batcher (1) orders pair indices: a Fisher-Yates shuffle with
-// Rng(seed).split(e) when `shuffle`, then, when `bucket`, a stable sort by (source length,
-// target length), so equal-length pairs keep their shuffled order; (2) cuts the order into
+// Rng(seed).split(e) when `shuffle`, then, when `bucket`, a stable sort (equal keys keep their
+// shuffled order) into 2-D buckets: source lengths in bands of `bucket_width`, and within a
+// band by target length, ascending in even bands and descending in odd ones (a snake, so
+// neighbouring bands join smoothly), then by source length. Bands wider than 1 trade a little
+// source padding for much less target padding when the two lengths vary independently;
+// bucket_width = 0 picks, once, the width in {1,2,3,4,6,8,12,16} whose epoch-0 plan pads
+// least (only lengths matter, so the choice holds for every epoch); (2) cuts the order into
 // batches greedily: by sentence count (batch_size) or by token budget (batch_tokens: a batch
 // of B pairs costs B * max(S, T) padded positions; a single pair over the budget gets a batch
 // of its own); (3) shuffles the batch order with the same generator when `shuffle`.
@@ -23,10 +28,13 @@
 
 namespace nazar {
 
+class Rng;
+
 struct BatchOptions {
     int batch_tokens = 0;  // token budget per batch (B * max(S, T)); 0 = use batch_size
     int batch_size = 0;    // sentences per batch, when batch_tokens == 0
     bool bucket = true;    // group similar lengths to limit padding
+    int bucket_width = 0;  // source-length band of a bucket; 0 = choose automatically
     bool shuffle = true;
     uint64_t seed = 1;
 };
@@ -65,13 +73,18 @@ public:
 
     // The k-th batch of the current epoch's plan, without moving the position.
     void make_batch(int64_t k, Batch& out) const;
+    int bucket_width() const { return width_; }  // the band in use (0 without bucketing)
+    double planned_padding() const;               // padding fraction of this epoch's plan
 
 private:
     void plan(int64_t epoch);
+    void order(Rng* rng);  // fills order_ (shuffled when rng, bucketed by width_)
+    void cut();            // fills bounds_ from order_
 
     const Corpus& corpus_;
     BatchOptions options_;
     BatchPosition pos_;
+    int width_ = 0;
     std::vector<int64_t> order_;  // pair indices in batch order
     struct Range {
         int64_t begin, end;
