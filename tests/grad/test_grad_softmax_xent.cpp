@@ -62,6 +62,8 @@ Reference unfused(TensorView X, TensorView W, TensorView b, const std::vector<in
 //   ε = 0:   loss = lse − 1                               = 0.5514447139
 //   ε = 0.1: loss = lse − 0.9·1 − 0.1·mean(1,0,0)         = 1.5514447139 − 0.9 − 0.0333333333 = 0.6181113806
 //   d z = p − (1−ε) onehot(0) − ε/3 with p = (e, 1, 1)/(e + 2) = (0.5761169, 0.2119416, 0.2119416)
+// PyTorch agrees: F.cross_entropy(z, y, ignore_index=2, label_smoothing=ε, reduction='sum') on
+// z = [[1, 0, 0], [5, 5, 0]], y = [0, 2] gives 0.55144465 and 0.61811131 (float32).
 TEST(SoftmaxXent, HandCheckedLossAndSmoothing) {
     Tensor W = Tensor::from({3, 2}, std::vector<float>{1, 0, 0, 1, 0, 0});
     Tensor b({3});
