@@ -1,0 +1,39 @@
+// Batched greedy decoding (SPEC.md §8) on the Seq2Seq step API.
+//
+//   y_0 = <s>;  y_t = argmax_v log p(v | y_<t, x)   for every sentence of the batch at once.
+// A sentence stops after emitting </s> or at its maximum length
+//   max_len_b = min(max_length, max(1, floor(max_length_ratio · S_b) + max_length_extra));
+// the loop stops when every sentence has stopped. Ties in the argmax pick the lowest id.
+// Each result has the emitted tokens (ending with </s> when finished), the sum of their
+// log-probabilities, and one attention row (over the sentence's S_b real positions) per token.
+// Deterministic, and a sentence's result does not depend on the rest of the batch (up to BLAS
+// summation order).
+#pragma once
+
+#include "nazar/models/seq2seq.h"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace nazar {
+
+struct GreedyOptions {
+    float max_length_ratio = 2.0f;  // relative to the source length S_b
+    int max_length_extra = 5;       // added to ratio · S_b
+    int max_length = 512;           // absolute cap
+};
+
+struct GreedyResult {
+    std::vector<int32_t> tokens;  // (n) emitted ids, incl. the final </s> when finished
+    bool finished = false;        // true when </s> was emitted
+    double score = 0;             // Σ log p of the emitted tokens
+    Tensor attention;             // (n, S_b) attention weights of each emitted token
+};
+
+// src (B·S) row-major, lengths (B) in [0, S]. Returns B results in order.
+std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t> src,
+                                        std::span<const int> lengths, int S,
+                                        const GreedyOptions& options = {});
+
+}  // namespace nazar

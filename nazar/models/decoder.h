@@ -1,0 +1,131 @@
+// The attention decoders (SPEC.md §3 Bahdanau, §4 Luong, §5 local), one step at a time.
+// One class serves both kinds: they share the stacked cells, the embedding, the attention and
+// the backward bookkeeping, and differ only in where attention sits and what reaches the output.
+// Per step t (e_t = Emb_tgt(y_{t-1}), s^l = state of layer l, s = top layer, L layers):
+//
+//   bahdanau (timing before):  c_t  = attn(query = s_{t-1})
+//                              s_t  = cell([e_t ; c_t], s_{t-1})                 (always feeds c_t)
+//                              o_t  = s_t,  or deep output  tanh(L_s s_t + L_y e_t + L_c c_t)
+//   luong    (timing after):   s_t  = cell(x_t, s_{t-1}),  x_t = e_t  or  [e_t ; s̃_{t-1}] (input
+//                                     feeding, s̃_{-1} = 0)
+//                              c_t  = attn(query = s_t)      (timing before: query = s_{t-1})
+//                              o_t  = s̃_t = tanh(W_c [s_t ; c_t])              (no bias)
+//   p(y_t | ...) = softmax(W_o o_t + b_o)   — the generator lives in Seq2Seq (fused loss).
+// Stacked layers: layer 0 reads x_t, layer l > 0 reads dropout(s^{l-1}_t) (train mode only).
+// Attention keys are computed once per batch (Attention::precompute, in Seq2Seq).
+//
+// Parameters (visit names relative to "decoder."; the attention's are under "attention."):
+//   embedding.weight (V, E);  rnn.weight_ih_l{k}, weight_hh_l{k}, bias_ih_l{k}, bias_hh_l{k}
+//   (layer 0 input size E + F, F = C for bahdanau, H with input feeding, else 0);
+//   combine.weight (H, H + C) (luong);  deep_output.state.weight (D_o, H),
+//   deep_output.prev.weight (D_o, E), deep_output.context.weight (D_o, C) (bahdanau deep output).
+//
+// Gradients: step_backward ACCUMULATES (+=) into every d_* argument and into the params' grads.
+// Not thread-safe: scratch buffers are members (no allocation inside the time loop).
+#pragma once
+
+#include "nazar/attention/attention.h"
+#include "nazar/core/params.h"
+#include "nazar/models/config.h"
+#include "nazar/nn/dropout.h"
+#include "nazar/nn/embedding.h"
+#include "nazar/nn/gru_cell.h"
+#include "nazar/nn/linear.h"
+#include "nazar/nn/lstm_cell.h"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace nazar {
+
+// What attention reads: the encoder outputs of N decoder rows and their keys (once per batch).
+struct EncodedSource {
+    int N = 0, S = 0;
+    std::vector<int> lengths;  // (N)  real source lengths S_b
+    Tensor enc_out;            // (N, S, C)
+    AttentionKeys keys;        // (N, S, K)
+};
+
+// Everything one step's backward needs; the training loop keeps T of them, inference one.
+struct DecoderStepCache {
+    Tensor x0;                          // (N, E + F)  layer-0 input [e_t ; feed]
+    std::vector<Tensor> layer_in;       // [L]  (N, H) dropout(s^{l-1}_t) for l > 0 ([0] unused)
+    std::vector<DropoutCache> dropout;  // [L]
+    std::vector<GRUStepCache> gru;      // [L]  (GRU)
+    std::vector<LSTMStepCache> lstm;    // [L]  (LSTM)
+    AttentionStepCache attention;
+    Tensor context;                     // (N, C)      c_t
+    Tensor combine_in;                  // (N, H + C)  [s_t ; c_t] (luong)
+};
+
+class Decoder {
+public:
+    Decoder() = default;
+    Decoder(const ModelConfig& cfg, Rng& rng);  // init order: embedding, rnn layers, combine/deep output
+
+    int feed_size() const { return feed_; }   // F
+    int output_size() const { return d_out_; }  // d_out
+    bool timing_before() const { return before_; }
+
+    // One step for N rows. h_prev/c_prev are all layers' states before the step; h_new/c_new
+    // receive them after (must not alias h_prev/c_prev in train mode; may alias in eval mode).
+    // feed_prev: s̃_{t-1} with input feeding (N, H), else empty. out: o_t (N, d_out); for luong
+    // it is s̃_t (the next step's feed_prev). c_prev/c_new: LSTM only (empty views for GRU).
+    void step_forward(int t,
+                      TensorView emb,            // (N, E)     e_t
+                      TensorView h_prev,         // (L, N, H)
+                      TensorView c_prev,         // (L, N, H)  LSTM
+                      TensorView feed_prev,      // (N, F_feed) luong input feeding, else empty
+                      const EncodedSource& src,  // N rows
+                      const Attention& attention,
+                      TensorView h_new,          // (L, N, H)  out
+                      TensorView c_new,          // (L, N, H)  out (LSTM)
+                      TensorView out,            // (N, d_out) out: o_t
+                      DecoderStepCache& cache,   // out
+                      Rng& rng, Mode mode);
+
+    // Backward of step_forward. d_h_new/d_c_new: gradient w.r.t. h_new/c_new (read; the direct
+    // terms of this step are added into them); d_h_prev/d_c_prev += gradient w.r.t. h_prev/c_prev.
+    // d_out: gradient w.r.t. o_t (complete: the caller adds the next step's d_feed_prev first).
+    void step_backward(int t,
+                       TensorView d_out,          // (N, d_out)
+                       TensorView emb,            // (N, E)     same tensors forward saw
+                       TensorView h_prev,         // (L, N, H)
+                       TensorView c_prev,         // (L, N, H)
+                       TensorView h_new,          // (L, N, H)
+                       TensorView c_new,          // (L, N, H)
+                       TensorView out,            // (N, d_out)
+                       const EncodedSource& src,
+                       Attention& attention,
+                       const DecoderStepCache& cache,
+                       TensorView d_h_new,        // (L, N, H)  read and modified (scratch)
+                       TensorView d_c_new,        // (L, N, H)  LSTM; read and modified
+                       TensorView d_h_prev,       // (L, N, H)  +=
+                       TensorView d_c_prev,       // (L, N, H)  +=  (LSTM)
+                       TensorView d_feed_prev,    // (N, H)     += (input feeding; else empty)
+                       TensorView d_emb,          // (N, E)     +=
+                       TensorView d_enc_out,      // (N, S, C)  +=
+                       TensorView d_keys);        // (N, S, K)  +=
+
+    void collect(const std::string& prefix, ParamList& out);  // prefix "decoder."
+
+    DecoderKind kind = DecoderKind::bahdanau;
+    CellType cell = CellType::gru;
+    int E = 0, H = 0, C = 0, L = 1;
+    Embedding embedding;
+    std::vector<GRUCell> gru;    // [L] when cell == gru
+    std::vector<LSTMCell> lstm;  // [L] when cell == lstm
+    Dropout dropout;
+    Linear combine;              // luong: (H + C) -> H, no bias
+    Linear deep_state, deep_prev, deep_context;  // bahdanau deep output, no bias
+    bool deep = false;
+
+private:
+    int feed_ = 0, d_out_ = 0;
+    bool before_ = true;
+    // backward scratch (sized per call; no allocation once warm)
+    Tensor d_ctx_, d_x0_, d_layer_, d_pre_, d_cat_, tmp_;
+};
+
+}  // namespace nazar

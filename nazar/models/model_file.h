@@ -1,0 +1,52 @@
+// The model file (DESIGN.md §5): one .safetensors holding every parameter and what is needed to
+// rebuild and use the model.
+//
+//   tensors        float32, by weight-naming-contract name (Seq2Seq::parameters()). With tied
+//                  target embeddings "generator.weight" is ALSO written (a copy of
+//                  decoder.embedding.weight) so PyTorch's strict load_state_dict finds every key;
+//                  load checks it equals the embedding.
+//   __metadata__   "nazar.format" = "1", "nazar.config" = ModelConfig JSON (config.h),
+//                  plus the caller's strings, conventionally under the keys below
+//                  (Vocab::to_json / Tokenizer::to_string from nazar/data).
+// Written atomically (temporary file, fsync, rename: core/fileio.h), so a crash never leaves a
+// half-written model.
+//
+// Loading checks: format version; config valid; every expected tensor present with its expected
+// shape (error names the tensor, expected and actual shape); no unexpected tensors (except
+// names starting with "optim." or "train.", which checkpoints add); vocab metadata (when
+// present) of the size the embeddings have.
+#pragma once
+
+#include "nazar/core/safetensors.h"
+#include "nazar/models/seq2seq.h"
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace nazar {
+
+inline constexpr const char* kModelFormatKey = "nazar.format";
+inline constexpr const char* kModelFormatVersion = "1";
+inline constexpr const char* kModelConfigKey = "nazar.config";
+inline constexpr const char* kSrcVocabKey = "nazar.src_vocab";          // Vocab::to_json()
+inline constexpr const char* kTgtVocabKey = "nazar.tgt_vocab";
+inline constexpr const char* kSrcTokenizerKey = "nazar.src_tokenizer";  // Tokenizer::to_string()
+inline constexpr const char* kTgtTokenizerKey = "nazar.tgt_tokenizer";
+
+struct LoadedModel {
+    std::unique_ptr<Seq2Seq> model;
+    std::map<std::string, std::string> metadata;  // the whole __metadata__ (incl. nazar.*)
+};
+
+// Parameters + format + config + `metadata` into `out` (replacing same-named entries).
+void model_to_safetensors(Seq2Seq& model, const std::map<std::string, std::string>& metadata,
+                          SafeTensors& out);
+// Rebuilds the model from `st` with every check listed above (errors name st.source).
+LoadedModel model_from_safetensors(const SafeTensors& st);
+
+void save_model(const std::string& path, Seq2Seq& model,
+                const std::map<std::string, std::string>& metadata = {});
+LoadedModel load_model(const std::string& path);
+
+}  // namespace nazar

@@ -1,0 +1,139 @@
+// The whole attention seq2seq model (SPEC.md §2-7): encoder, bridge, attention, decoder,
+// generator; training forward+backward, evaluation loss, forced-decoding scores, and the
+// incremental step API that greedy and beam search build on.
+//
+//   train_step:  teacher forcing (input y_{t-1} = batch.tgt_in[:, t]) with optional scheduled
+//                sampling: for t > 0, each row independently with probability p feeds the
+//                model's own argmax prediction of step t−1 instead (no gradient through the
+//                choice; draws come from `rng` in row order, one per row per step t > 0).
+//                loss = Σ over non-pad targets of CE(softmax(W_o o_t + b_o), batch.tgt_out)
+//                (fused chunked SoftmaxXent, label smoothing ε as PyTorch's CrossEntropyLoss).
+//                Gradients of grad_scale · loss are ACCUMULATED (+=) into every parameter's
+//                grad; grad_scale 0 means 1/tokens (the mean over this batch). Caller zeroes
+//                grads (zero_grads(parameters())).
+//   score:       log p(y | x) = Σ_{t < T_b} log softmax(W_o o_t + b_o)[tgt_out[b, t]] under
+//                forced decoding, eval mode: the target tokens plus </s> (batch.tgt_out).
+//                With ε = 0, Σ_b score[b] == −eval_loss(batch).loss.
+//   step API:    encode() once -> init_state() -> step() repeatedly; select_rows()/select_state()
+//                gather rows (expand a batch to beams, reorder beams). Eval mode.
+//
+// Parameters (parameters(): DESIGN.md §5 names, in this order):
+//   encoder.embedding.weight, encoder.rnn.*, bridge.weight/bias (absent for zero),
+//   decoder.embedding.weight, decoder.rnn.*, attention.* (attention.h), decoder.combine.weight
+//   (luong), decoder.deep_output.{state,prev,context}.weight (deep output),
+//   generator.weight (V, d_out) (absent when tied: it IS decoder.embedding.weight), generator.bias (V).
+// Determinism: same seed, same data, same thread count => bit-identical results.
+// Not thread-safe (scratch buffers are members); buffers are sized per batch and reused.
+#pragma once
+
+#include "nazar/attention/attention.h"
+#include "nazar/core/params.h"
+#include "nazar/data/batcher.h"
+#include "nazar/models/config.h"
+#include "nazar/models/decoder.h"
+#include "nazar/models/encoder.h"
+#include "nazar/nn/linear.h"
+#include "nazar/nn/softmax_xent.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace nazar {
+
+struct TrainOptions {
+    float label_smoothing = 0.0f;  // ε in [0, 1)
+    float sampling_prob = 0.0f;    // scheduled sampling p in [0, 1]
+    float grad_scale = 0.0f;       // multiplies the loss's gradient; 0 = 1 / tokens
+    int chunk_rows = 256;          // SoftmaxXent chunk (bounds the logits scratch)
+};
+
+struct LossStats {
+    double loss = 0;      // Σ over non-pad target tokens (not divided)
+    int64_t tokens = 0;   // non-pad target tokens (tgt_out != pad)
+    int64_t correct = 0;  // tokens whose target is the argmax (accuracy)
+};
+
+// Decoder state of N rows between steps.
+struct DecoderState {
+    int t = 0;       // steps taken (the next step's index; local-m centres on it)
+    Tensor h;        // (L, N, H)
+    Tensor c;        // (L, N, H)  LSTM only (else empty)
+    Tensor feed;     // (N, H)     luong: s̃_{t-1} (0 before the first step); else empty
+    int rows() const { return h.ndim() == 3 ? h.dim(1) : 0; }
+};
+
+class Seq2Seq {
+public:
+    // Validates cfg (UsageError), initialises every parameter from Rng(seed) as PyTorch would.
+    explicit Seq2Seq(const ModelConfig& cfg, uint64_t seed = 1);
+    Seq2Seq(const Seq2Seq&) = delete;
+    Seq2Seq& operator=(const Seq2Seq&) = delete;
+
+    const ModelConfig& config() const { return cfg_; }
+    ParamList parameters();  // names and order as above; pointers stay valid for the model's life
+
+    // Forward + backward of one batch (train mode: dropout and scheduled sampling draw from rng).
+    LossStats train_step(const Batch& batch, const TrainOptions& opt, Rng& rng);
+    // Forward only, eval mode (no dropout, pure teacher forcing).
+    LossStats eval_loss(const Batch& batch, float label_smoothing = 0.0f);
+    // Per-sentence log-probability of tgt_out (incl. </s>), eval mode.
+    void score(const Batch& batch, std::span<double> out);  // out (B)
+
+    // ---- incremental decoding (eval mode) ----
+    // src (N·S) row-major, lengths (N) in [0, S].
+    void encode(std::span<const int32_t> src, std::span<const int> lengths, int S, EncodedSource& out);
+    // out row n = in row rows[n] (any N'; repeats allowed): expand sentences to beams.
+    void select_rows(const EncodedSource& in, std::span<const int> rows, EncodedSource& out) const;
+    // The bridge's initial state for every row of `src`; t = 0, feed = 0.
+    void init_state(const EncodedSource& src, DecoderState& state);
+    // One step: prev tokens (N) -> log-probs (N, V), attention weights (N, S) (dense, zero at
+    // padding / outside local windows); state advances to t + 1 in place.
+    void step(std::span<const int32_t> prev,  // (N)
+              const EncodedSource& src,
+              DecoderState& state,
+              TensorView log_probs,           // (N, V) out
+              TensorView attention);          // (N, S) out; empty view = not needed
+    // out row n = in row rows[n] (reorder/select beams). out must not be in.
+    void select_state(const DecoderState& in, std::span<const int> rows, DecoderState& out) const;
+
+    // Components (public for tests and the model file; use parameters() to walk them).
+    Encoder encoder;
+    Bridge bridge;
+    Decoder decoder;
+    Attention attention;
+    Linear generator;  // weight empty when tied (decoder.embedding.weight is used)
+
+    TensorView generator_weight() const;  // (V, d_out): generator.weight or the tied embedding
+
+private:
+    Seq2Seq(const ModelConfig& cfg, Rng&& rng);  // cfg already validated; rng draws the init
+    // Teacher-forced (optionally sampled) forward over the batch into the step caches; O (T, B, d_out).
+    void forward_batch(const Batch& batch, float sampling_prob, Rng& rng, Mode mode);
+    void backward_batch(const Batch& batch);
+
+    ModelConfig cfg_;
+    // ---- per-batch buffers (resized per batch, reused) ----
+    EncoderCache enc_cache_;
+    BridgeCache bridge_cache_;
+    EncodedSource src_;                       // N = B
+    std::vector<int32_t> inputs_;             // (T, B) decoder input ids actually fed
+    std::vector<int> targets_;                // (T, B) tgt_out, time-major
+    Tensor emb_;                              // (T, B, E)
+    Tensor h_all_, c_all_;                    // (T+1, L, B, H)
+    Tensor feed0_;                            // (B, H) zeros: s̃_{-1}
+    Tensor out_;                              // (T, B, d_out)
+    std::vector<DecoderStepCache> steps_;     // [T]
+    Tensor d_out_, d_emb_, d_enc_out_, d_keys_;
+    Tensor d_h_[2], d_c_[2];                  // (L, B, H) ping-pong carries
+    RNNState d_enc_final_;
+    Tensor logits_;                           // (B, V) scheduled sampling / scoring
+    std::unique_ptr<SoftmaxXent> xent_;
+    // ---- step API scratch ----
+    Tensor step_emb_;                         // (N, E)
+    DecoderStepCache step_cache_;
+    EncoderCache step_enc_cache_;
+};
+
+}  // namespace nazar
