@@ -1,0 +1,432 @@
+// The option table and its parsers (train_config.h).
+#include "nazar/train/train_config.h"
+
+#include "nazar/core/check.h"
+#include "nazar/core/fileio.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+namespace nazar {
+namespace {
+
+using C = TrainConfig;
+constexpr double kBig = 1e9;
+
+std::vector<ConfigKey> make_table() {
+    using K = KeyType;
+    std::vector<ConfigKey> t = {
+        // ---- data ----
+        {"train", "data", K::file, "", "Training pairs: a TSV file (source<TAB>target), plain or gzip", &C::train},
+        {"train_src", "data", K::file, "", "Training sources, one per line (with train_tgt, instead of train)",
+         &C::train_src},
+        {"train_tgt", "data", K::file, "", "Training targets, line-aligned with train_src", &C::train_tgt},
+        {"dev", "data", K::file, "", "Validation pairs (TSV); empty = no validation", &C::dev},
+        {"dev_src", "data", K::file, "", "Validation sources (with dev_tgt, instead of dev)", &C::dev_src},
+        {"dev_tgt", "data", K::file, "", "Validation targets, line-aligned with dev_src", &C::dev_tgt},
+        {"tokenizer", "data", K::choice, "word", "Tokenizer of both sides", &C::tokenizer, 0, 0, false,
+         {"char", "word", "spm"}},
+        {"spm_model", "data", K::file, "", "Existing SentencePiece .model to use (tokenizer spm); empty = train one",
+         &C::spm_model},
+        {"spm_vocab_size", "data", K::integer, "8000", "Size of a SentencePiece model trained here",
+         &C::spm_vocab_size, 8, 1e6},
+        {"spm_model_type", "data", K::choice, "unigram", "Type of a SentencePiece model trained here",
+         &C::spm_model_type, 0, 0, false, {"unigram", "bpe"}},
+        {"vocab_size", "data", K::integer, "0", "Largest vocabulary, specials included (0 = no limit; char/word)",
+         &C::vocab_size, 0, 1e8},
+        {"min_freq", "data", K::integer, "1", "Pieces seen fewer times become <unk> (char/word)", &C::min_freq, 1,
+         1e9},
+        {"shared_vocab", "data", K::boolean, "false", "One vocabulary (and SentencePiece model) for both sides",
+         &C::shared_vocab},
+        {"max_length", "data", K::integer, "100", "Drop training pairs with a side longer than this (tokens; 0 = no limit)",
+         &C::max_length, 0, 1e6},
+        {"max_length_ratio", "data", K::real, "0", "Drop pairs whose longer/shorter side ratio exceeds this (0 = off)",
+         &C::max_length_ratio, 0, 1e6},
+        {"skip_bad_lines", "data", K::boolean, "false", "Count and skip malformed lines instead of stopping",
+         &C::skip_bad_lines},
+        {"batch_tokens", "data", K::integer, "0", "Token budget per batch, B x max(S, T) (0 = use batch_size)",
+         &C::batch_tokens, 0, 1e8},
+        {"batch_size", "data", K::integer, "32", "Sentences per batch (when batch_tokens is 0)", &C::batch_size, 1,
+         1e6},
+        // ---- model ----
+        {"cell", "model", K::choice, "gru", "Recurrent cell of encoder and decoder", &C::cell, 0, 0, false,
+         {"gru", "lstm"}},
+        {"embedding_size", "model", K::integer, "64", "Embedding size E (both sides)", &C::embedding_size, 1, 65536},
+        {"hidden_size", "model", K::integer, "128", "Encoder hidden size per direction", &C::hidden_size, 1, 65536},
+        {"decoder_hidden_size", "model", K::integer, "0", "Decoder state size d_s (0 = d_h, the encoder output size)",
+         &C::decoder_hidden_size, 0, 65536},
+        {"encoder_layers", "model", K::integer, "1", "Encoder RNN layers", &C::encoder_layers, 1, 16},
+        {"decoder_layers", "model", K::integer, "1", "Decoder RNN layers", &C::decoder_layers, 1, 16},
+        {"bidirectional", "model", K::boolean, "true", "Bidirectional encoder (d_h = 2 x hidden_size)",
+         &C::bidirectional},
+        {"dropout", "model", K::real, "0", "Dropout between stacked RNN layers (encoder and decoder)",
+         &C::dropout, 0, 1, true},
+        {"decoder", "model", K::choice, "bahdanau",
+         "Decoder: attention before the RNN step (bahdanau) or after it (luong)", &C::decoder, 0, 0, false,
+         {"bahdanau", "luong"}},
+        {"attention", "model", K::choice, "additive", "Attention score", &C::attention, 0, 0, false,
+         {"additive", "dot", "general", "concat"}},
+        {"attention_scale", "model", K::choice, "none", "Score scaling for dot/general: none, 1/sqrt(d_h), learned",
+         &C::attention_scale, 0, 0, false, {"none", "sqrt", "learned"}},
+        {"attention_local", "model", K::choice, "global", "Global attention or Luong's local-m / local-p",
+         &C::attention_local, 0, 0, false, {"global", "local-m", "local-p"}},
+        {"attention_window", "model", K::integer, "10", "Local attention half-window D", &C::attention_window, 1,
+         1e5},
+        {"attention_size", "model", K::integer, "0", "additive/concat attention size d_a (0 = d_s)",
+         &C::attention_size, 0, 65536},
+        {"position_size", "model", K::integer, "0", "local-p position predictor size d_p (0 = d_s)",
+         &C::position_size, 0, 65536},
+        {"attention_timing", "model", K::choice, "auto",
+         "Query s_{t-1} before the RNN step or s_t after it (auto: the decoder's own; others warn)",
+         &C::attention_timing, 0, 0, false, {"auto", "before", "after"}},
+        {"bridge", "model", K::choice, "auto",
+         "Initial decoder state (auto: backward-first for bahdanau + bidirectional, else mean)", &C::bridge, 0, 0,
+         false, {"auto", "backward-first", "mean", "last", "zero"}},
+        {"deep_output", "model", K::boolean, "false", "Deep output layer (bahdanau; Bahdanau et al. 2015)",
+         &C::deep_output},
+        {"deep_output_size", "model", K::integer, "0", "Deep output size (0 = d_s)", &C::deep_output_size, 0,
+         65536},
+        {"input_feeding", "model", K::boolean, "false",
+         "luong: feed the attentional state to the next step (bahdanau always feeds the context)",
+         &C::input_feeding},
+        {"tie_embeddings", "model", K::boolean, "false", "Share the target embedding with the output layer",
+         &C::tie_embeddings},
+        // ---- training ----
+        {"optimizer", "training", K::choice, "adam", "Optimizer", &C::optimizer, 0, 0, false,
+         {"adam", "adamw", "sgd"}},
+        {"lr", "training", K::real, "0.001", "Learning rate (peak lr for warm-up schedules)", &C::lr, 0, 1e3, false},
+        {"momentum", "training", K::real, "0", "SGD momentum", &C::momentum, 0, 1, true},
+        {"weight_decay", "training", K::real, "0", "Weight decay (L2 for sgd/adam, decoupled for adamw)",
+         &C::weight_decay, 0, 10},
+        {"schedule", "training", K::choice, "constant", "Learning-rate schedule", &C::schedule, 0, 0, false,
+         {"constant", "warmup", "inverse_sqrt", "step_decay", "plateau"}},
+        {"warmup_steps", "training", K::integer, "1000", "Linear warm-up steps (warmup, inverse_sqrt)",
+         &C::warmup_steps, 0, 1e9},
+        {"decay_start_epoch", "training", K::integer, "5", "step_decay: first epoch with a reduced lr",
+         &C::decay_start_epoch, 0, 1e6},
+        {"decay_every", "training", K::integer, "1", "step_decay: epochs between reductions", &C::decay_every, 1,
+         1e6},
+        {"decay_factor", "training", K::real, "0.5", "step_decay / plateau: lr multiplier", &C::decay_factor, 0, 1,
+         true},
+        {"plateau_patience", "training", K::integer, "0", "plateau: validations without improvement before decay",
+         &C::plateau_patience, 0, 1e6},
+        {"min_lr", "training", K::real, "0", "plateau: lower bound of the lr", &C::min_lr, 0, 1e3},
+        {"clip_norm", "training", K::real, "5", "Clip the global gradient norm to this (0 = off)", &C::clip_norm, 0,
+         1e9},
+        {"label_smoothing", "training", K::real, "0", "Label smoothing epsilon", &C::label_smoothing, 0, 1, true},
+        {"scheduled_sampling", "training", K::real, "0",
+         "Probability of feeding the model's own previous prediction instead of the reference",
+         &C::scheduled_sampling, 0, 1},
+        {"max_steps", "training", K::integer, "0", "Stop after this many updates (0 = no limit)", &C::max_steps, 0,
+         2e9},
+        {"max_epochs", "training", K::integer, "10", "Stop after this many epochs (0 = no limit)", &C::max_epochs, 0,
+         1e6},
+        {"valid_interval", "training", K::integer, "500", "Validate every N updates (and at the end)",
+         &C::valid_interval, 1, 2e9},
+        {"valid_sample", "training", K::integer, "100", "Dev pairs greedily decoded for BLEU/accuracy (0 = none)",
+         &C::valid_sample, 0, 1e9},
+        {"valid_max_length", "training", K::integer, "0",
+         "Greedy decoding limit in tokens (0 = 2 x source length + 10)", &C::valid_max_length, 0, 1e6},
+        {"patience", "training", K::integer, "0", "Early stopping: validations without a better dev loss (0 = off)",
+         &C::patience, 0, 1e6},
+        {"seed", "training", K::integer, "1", "Random seed (initialisation, shuffling, dropout, sampling)",
+         &C::seed, 0, 2147483647},
+        {"threads", "training", K::integer, "0", "Threads (0 = all cores); results are bit-identical for a fixed count",
+         &C::threads, 0, 1024},
+        {"save_dir", "training", K::text, "model", "Directory for model.safetensors, best and last checkpoints",
+         &C::save_dir},
+        {"keep_best", "training", K::boolean, "true", "Keep the checkpoint with the best dev loss (best.safetensors)",
+         &C::keep_best},
+        {"keep_last", "training", K::boolean, "true", "Keep the latest checkpoint (last.safetensors)", &C::keep_last},
+        {"checkpoint_interval", "training", K::integer, "0",
+         "Write last.safetensors every N updates (0 = at validations only)", &C::checkpoint_interval, 0, 2e9},
+        {"metrics_log", "training", K::text, "", "Append JSON lines of training/validation metrics here",
+         &C::metrics_log},
+        {"log_interval", "training", K::integer, "50", "Updates between plain progress lines (non-TTY)",
+         &C::log_interval, 1, 2e9},
+        {"progress", "training", K::choice, "auto", "Progress display on stderr: auto (in place on a TTY), tty, "
+         "plain, none", &C::progress, 0, 0, false, {"auto", "tty", "plain", "none"}},
+    };
+    // Keys that control the run, not what is trained: they may change on --resume.
+    const std::vector<std::string_view> fixed_in_resume = {
+        "train", "train_src", "train_tgt", "tokenizer", "spm_model", "spm_vocab_size", "spm_model_type",
+        "vocab_size", "min_freq", "shared_vocab", "max_length", "max_length_ratio", "skip_bad_lines",
+        "batch_tokens", "batch_size", "optimizer", "seed"};
+    for (auto& k : t)
+        if (std::string_view(k.section) == "model" ||
+            std::find(fixed_in_resume.begin(), fixed_in_resume.end(), k.key) != fixed_in_resume.end())
+            k.resumable = false;
+    return t;
+}
+
+std::string normalize(std::string_view key) {
+    std::string s(key);
+    while (!s.empty() && s.front() == '-') s.erase(s.begin());
+    std::replace(s.begin(), s.end(), '-', '_');
+    return s;
+}
+
+std::string range_text(const ConfigKey& k) {
+    auto num = [&](double v) { return k.type == KeyType::integer ? fmt::format("{}", static_cast<int64_t>(v)) : fmt::format("{}", v); };
+    return fmt::format("[{}, {}{}", num(k.min), num(k.max), k.max_open ? ")" : "]");
+}
+
+std::string join(const std::vector<std::string_view>& v) {
+    std::string s;
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::string(v[i]);
+    return s;
+}
+
+std::string closest(std::string_view word, const std::vector<std::string_view>& options) {
+    std::string best;
+    std::size_t best_d = std::numeric_limits<std::size_t>::max();
+    for (auto o : options) {
+        const std::size_t d = edit_distance(word, o);
+        if (d < best_d) best_d = d, best = std::string(o);
+    }
+    const std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
+    return best_d <= limit ? best : std::string();
+}
+
+[[noreturn]] void usage(std::string_view where, const std::string& msg) {
+    throw UsageError(where.empty() ? msg : fmt::format("{}: {}", where, msg));
+}
+
+bool parse_bool(std::string_view s, bool& out) {
+    std::string l(s);
+    std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (l == "true" || l == "yes" || l == "on" || l == "1") return out = true, true;
+    if (l == "false" || l == "no" || l == "off" || l == "0") return out = false, true;
+    return false;
+}
+
+}  // namespace
+
+TrainConfig TrainConfig::defaults() {
+    TrainConfig c;
+    for (const auto& k : config_keys()) set_config_value(c, k.key, k.def, "default");
+    return c;
+}
+
+const std::vector<ConfigKey>& config_keys() {
+    static const std::vector<ConfigKey> table = make_table();
+    return table;
+}
+
+const ConfigKey* find_config_key(std::string_view key) {
+    const std::string n = normalize(key);
+    for (const auto& k : config_keys())
+        if (n == k.key) return &k;
+    return nullptr;
+}
+
+std::string flag_name(const ConfigKey& k) {
+    std::string s = k.key;
+    std::replace(s.begin(), s.end(), '_', '-');
+    return "--" + s;
+}
+
+std::string describe_key(const ConfigKey& k) {
+    const bool ranged = (k.type == KeyType::integer || k.type == KeyType::real) && k.min < k.max;
+    return fmt::format("{}{}{} (default: {})", k.help,
+                       k.type == KeyType::choice ? fmt::format(" {{{}}}", join(k.choices)) : std::string(),
+                       ranged ? fmt::format(" {}", range_text(k)) : std::string(), *k.def ? k.def : "none");
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        cur[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j)
+            cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        std::swap(prev, cur);
+    }
+    return prev[b.size()];
+}
+
+std::string suggest_key(std::string_view key) {
+    std::vector<std::string_view> names;
+    for (const auto& k : config_keys()) names.push_back(k.key);
+    return closest(normalize(key), names);
+}
+
+void set_config_value(TrainConfig& cfg, std::string_view key, std::string_view value, std::string_view where) {
+    const ConfigKey* k = find_config_key(key);
+    if (!k) {
+        const std::string s = suggest_key(key);
+        usage(where, fmt::format("unknown key '{}'{}", normalize(key),
+                                 s.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", s)));
+    }
+    const std::string v(value);
+    auto range = [&](double x) {
+        if (k->min < k->max && (x < k->min || x > k->max || (k->max_open && x >= k->max)))
+            usage(where, fmt::format("{}: {} is out of range {}", k->key, v, range_text(*k)));
+    };
+    switch (k->type) {
+        case KeyType::integer: {
+            long long x = 0;
+            const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+            if (v.empty() || ec != std::errc() || p != v.data() + v.size())
+                usage(where, fmt::format("{}: expected an integer, got '{}'", k->key, v));
+            range(static_cast<double>(x));
+            cfg.*std::get<int C::*>(k->field) = static_cast<int>(x);
+            break;
+        }
+        case KeyType::real: {
+            char* end = nullptr;
+            errno = 0;
+            const double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
+            if (v.empty() || end != v.c_str() + v.size() || errno == ERANGE || !std::isfinite(x))
+                usage(where, fmt::format("{}: expected a number, got '{}'", k->key, v));
+            range(x);
+            cfg.*std::get<double C::*>(k->field) = x;
+            break;
+        }
+        case KeyType::boolean: {
+            bool b = false;
+            if (!parse_bool(v, b))
+                usage(where, fmt::format("{}: expected true or false, got '{}'", k->key, v));
+            cfg.*std::get<bool C::*>(k->field) = b;
+            break;
+        }
+        case KeyType::choice: {
+            if (std::find(k->choices.begin(), k->choices.end(), v) == k->choices.end()) {
+                const std::string s = closest(v, k->choices);
+                usage(where, fmt::format("{}: '{}' is not one of {}{}", k->key, v, join(k->choices),
+                                         s.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", s)));
+            }
+            cfg.*std::get<std::string C::*>(k->field) = v;
+            break;
+        }
+        case KeyType::text:
+        case KeyType::file: cfg.*std::get<std::string C::*>(k->field) = v; break;
+    }
+}
+
+std::string get_config_value(const TrainConfig& cfg, const ConfigKey& k) {
+    return std::visit(
+        [&](auto field) -> std::string {
+            const auto& v = cfg.*field;
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
+            else if constexpr (std::is_same_v<T, std::string>) return v;
+            else if constexpr (std::is_same_v<T, double>) return fmt::format("{}", v);  // shortest round-trip
+            else return fmt::format("{}", v);
+        },
+        k.field);
+}
+
+void apply_yaml_config(TrainConfig& cfg, const std::string& yaml_text, const std::string& source) {
+    YAML::Node root;
+    try {
+        root = YAML::Load(yaml_text);
+    } catch (const YAML::Exception& e) {
+        usage(source, fmt::format("invalid YAML at line {}: {}", e.mark.line + 1, e.msg));
+    }
+    if (root.IsNull()) return;  // an empty file
+    if (!root.IsMap()) usage(source, "expected a mapping of keys to values at the top level");
+    auto scalar = [&](const std::string& key, const YAML::Node& v) {
+        if (v.IsNull()) usage(source, fmt::format("{}: needs a value", key));
+        if (!v.IsScalar()) usage(source, fmt::format("{}: expected a single value, got a {}", key,
+                                                     v.IsSequence() ? "list" : "mapping"));
+        set_config_value(cfg, key, v.Scalar(), source);
+    };
+    for (const auto& kv : root) {
+        const std::string key = kv.first.as<std::string>();
+        const YAML::Node& v = kv.second;
+        if ((key == "data" || key == "model" || key == "training") && v.IsMap()) {
+            for (const auto& inner : v) {
+                const std::string k = inner.first.as<std::string>();
+                if (const ConfigKey* ck = find_config_key(k); ck && key != ck->section)
+                    usage(source, fmt::format("key '{}' belongs in section '{}', not '{}'", k, ck->section, key));
+                scalar(k, inner.second);
+            }
+            continue;
+        }
+        scalar(key, v);
+    }
+}
+
+void apply_yaml_file(TrainConfig& cfg, const std::string& path) {
+    if (!file_exists(path)) usage("--config", fmt::format("file '{}' does not exist", path));
+    apply_yaml_config(cfg, read_file(path), path);
+}
+
+std::string config_to_json(const TrainConfig& cfg) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    for (const auto& k : config_keys()) j[k.key] = get_config_value(cfg, k);
+    return j.dump();
+}
+
+TrainConfig config_from_json(const std::string& json, const std::string& source) {
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(json);
+    } catch (const nlohmann::json::exception& e) {
+        NZ_FAIL("{}: stored training configuration is not valid JSON: {}", source, e.what());
+    }
+    NZ_CHECK(j.is_object(), "{}: stored training configuration is not a JSON object", source);
+    TrainConfig cfg = TrainConfig::defaults();
+    for (const auto& [key, value] : j.items()) {
+        NZ_CHECK(value.is_string(), "{}: stored configuration key '{}' is not a string", source, key);
+        set_config_value(cfg, key, value.get<std::string>(), source);
+    }
+    return cfg;
+}
+
+std::vector<std::string> changed_keys(const TrainConfig& a, const TrainConfig& b) {
+    std::vector<std::string> out;
+    for (const auto& k : config_keys())
+        if (get_config_value(a, k) != get_config_value(b, k)) out.emplace_back(k.key);
+    return out;
+}
+
+void validate_config(const TrainConfig& cfg) {
+    // Data: exactly one training set; dev optional but complete.
+    const bool tsv = !cfg.train.empty(), two = !cfg.train_src.empty() || !cfg.train_tgt.empty();
+    if (!tsv && !two) usage("", "no training data: set train (a TSV) or train_src and train_tgt");
+    if (tsv && two) usage("", "set either train or train_src/train_tgt, not both");
+    if (two && (cfg.train_src.empty() || cfg.train_tgt.empty()))
+        usage("", fmt::format("train_src and train_tgt go together (train_src = '{}', train_tgt = '{}')",
+                              cfg.train_src, cfg.train_tgt));
+    if (!cfg.dev.empty() && (!cfg.dev_src.empty() || !cfg.dev_tgt.empty()))
+        usage("", "set either dev or dev_src/dev_tgt, not both");
+    if (cfg.dev_src.empty() != cfg.dev_tgt.empty())
+        usage("", fmt::format("dev_src and dev_tgt go together (dev_src = '{}', dev_tgt = '{}')", cfg.dev_src,
+                              cfg.dev_tgt));
+    for (const auto& k : config_keys()) {
+        if (k.type != KeyType::file) continue;
+        const std::string& path = cfg.*std::get<std::string C::*>(k.field);
+        if (!path.empty() && path != "-" && !file_exists(path))
+            usage("", fmt::format("{}: file '{}' does not exist", k.key, path));
+    }
+    if (!cfg.spm_model.empty() && cfg.tokenizer != "spm")
+        usage("", fmt::format("spm_model is set but tokenizer is '{}' (use tokenizer: spm)", cfg.tokenizer));
+    if (cfg.max_length_ratio != 0 && cfg.max_length_ratio < 1)
+        usage("", fmt::format("max_length_ratio must be 0 (off) or >= 1, got {}", cfg.max_length_ratio));
+    if (cfg.vocab_size != 0 && cfg.vocab_size < 5)
+        usage("", fmt::format("vocab_size must be 0 (no limit) or >= 5 (4 specials + 1 piece), got {}", cfg.vocab_size));
+    if (cfg.max_steps == 0 && cfg.max_epochs == 0)
+        usage("", "max_steps and max_epochs are both 0: training would never stop");
+    // Model sizes (SPEC §4: dot needs d_s = d_h).
+    const int d_h = cfg.hidden_size * (cfg.bidirectional ? 2 : 1);
+    const int d_s = cfg.decoder_hidden_size ? cfg.decoder_hidden_size : d_h;
+    if (cfg.attention == "dot" && d_s != d_h)
+        usage("", fmt::format("attention 'dot' needs d_s == d_h, got d_s = {} (decoder_hidden_size) and d_h = {} "
+                              "(hidden_size {}{}); use attention: general, or make the sizes equal",
+                              d_s, d_h, cfg.hidden_size, cfg.bidirectional ? " x 2, bidirectional" : ""));
+    if (cfg.attention_scale != "none" && cfg.attention != "dot" && cfg.attention != "general")
+        usage("", fmt::format("attention_scale '{}' applies to dot/general scores only, not '{}'",
+                              cfg.attention_scale, cfg.attention));
+}
+
+}  // namespace nazar

@@ -1,0 +1,140 @@
+// The training configuration: ONE table of options (key, type, default, help, range) from which
+// the YAML reader, the `nazar train` flags and `nazar train --help` are all generated, so every
+// YAML key is also a flag (`--key value`) and the help lists every key (DESIGN.md §6).
+//
+// Precedence: table defaults < YAML file (`--config run.yaml`) < flags. On `--resume`, the
+// checkpoint's stored configuration replaces the defaults; a key that shapes the model or the
+// data (its ConfigKey::resumable is false) may not change then.
+//
+// Every user mistake is a nazar::UsageError of one line, raised before any data is read:
+//   unknown key   "run.yaml: unknown key 'hiden_size' (did you mean 'hidden_size'?)"
+//   wrong type    "--hidden-size: expected an integer, got '12x'"
+//   range         "--dropout: 1.5 is out of range [0, 1)"
+//   choice        "run.yaml: cell: 'lstn' is not one of gru, lstm (did you mean 'lstm'?)"
+//   missing file  "train: file 'data/trian.tsv' does not exist"
+//   sizes         dot attention with d_s != d_h names both sizes and suggests `general`.
+// YAML may be flat (`hidden_size: 256`) or grouped by section (`model: {hidden_size: 256}`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace nazar {
+
+struct TrainConfig {
+    // ---- data ----
+    std::string train, train_src, train_tgt;  // a TSV, or two line-aligned files
+    std::string dev, dev_src, dev_tgt;
+    std::string tokenizer;                    // char | word | spm
+    std::string spm_model;                    // an existing SentencePiece .model (spm)
+    int spm_vocab_size = 0;
+    std::string spm_model_type;               // unigram | bpe
+    int vocab_size = 0;                       // 0 = no limit (char/word)
+    int min_freq = 0;
+    bool shared_vocab = false;
+    int max_length = 0;
+    double max_length_ratio = 0;
+    bool skip_bad_lines = false;
+    int batch_tokens = 0;
+    int batch_size = 0;
+    // ---- model (models/config.h ModelConfig) ----
+    std::string cell;                         // gru | lstm
+    int embedding_size = 0;
+    int hidden_size = 0;                      // encoder hidden size per direction
+    int decoder_hidden_size = 0;              // d_s; 0 = d_h (the encoder output size)
+    int encoder_layers = 0, decoder_layers = 0;
+    bool bidirectional = false;
+    double dropout = 0;
+    std::string decoder;                      // bahdanau | luong
+    std::string attention;                    // additive | dot | general | concat
+    std::string attention_scale;              // none | sqrt | learned
+    std::string attention_local;              // global | local-m | local-p
+    int attention_window = 0;                 // D
+    int attention_size = 0;                   // d_a; 0 = d_s
+    int position_size = 0;                    // d_p (local-p); 0 = d_s
+    std::string attention_timing;             // auto | before | after
+    std::string bridge;                       // auto | backward-first | mean | last | zero
+    bool deep_output = false;
+    int deep_output_size = 0;
+    bool input_feeding = false;               // luong only
+    bool tie_embeddings = false;
+    // ---- training ----
+    std::string optimizer;                    // adam | adamw | sgd
+    double lr = 0;
+    double momentum = 0;
+    double weight_decay = 0;
+    std::string schedule;                     // constant | warmup | inverse_sqrt | step_decay | plateau
+    int warmup_steps = 0;
+    int decay_start_epoch = 0, decay_every = 0;
+    double decay_factor = 0;
+    int plateau_patience = 0;
+    double min_lr = 0;
+    double clip_norm = 0;
+    double label_smoothing = 0;
+    double scheduled_sampling = 0;
+    int max_steps = 0, max_epochs = 0;
+    int valid_interval = 0;
+    int valid_sample = 0;
+    int valid_max_length = 0;
+    int patience = 0;
+    int seed = 0;
+    int threads = 0;
+    std::string save_dir;
+    bool keep_best = false, keep_last = false;
+    int checkpoint_interval = 0;
+    std::string metrics_log;
+    int log_interval = 0;
+    std::string progress;                     // auto | tty | plain | none
+
+    // The table's defaults.
+    static TrainConfig defaults();
+};
+
+enum class KeyType { integer, real, boolean, text, choice, file };
+
+struct ConfigKey {
+    using Field = std::variant<int TrainConfig::*, double TrainConfig::*, bool TrainConfig::*,
+                               std::string TrainConfig::*>;
+    const char* key;       // snake_case: the YAML key; the flag is --key with '_' -> '-'
+    const char* section;   // "data", "model", "training"
+    KeyType type;
+    const char* def;       // default, as text
+    const char* help;
+    Field field;
+    double min = 0, max = 0;  // numeric range when min < max ...
+    bool max_open = false;    // ... with max excluded
+    std::vector<std::string_view> choices{};
+    bool resumable = true;    // may differ on --resume (training control), else fixed
+};
+
+const std::vector<ConfigKey>& config_keys();
+const ConfigKey* find_config_key(std::string_view key);  // accepts '-' for '_'; nullptr if none
+std::string flag_name(const ConfigKey& k);                 // "--hidden-size"
+std::string describe_key(const ConfigKey& k);              // help text with type, range, default
+
+// Closest known key (Levenshtein) within a plausible distance, or "".
+std::string suggest_key(std::string_view key);
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+// Sets one key from text. `where` prefixes errors ("run.yaml", "--lr"). Throws UsageError.
+void set_config_value(TrainConfig& cfg, std::string_view key, std::string_view value, std::string_view where);
+std::string get_config_value(const TrainConfig& cfg, const ConfigKey& k);  // canonical text
+
+// YAML: applies every key of the document (flat or by section). `source` names it in errors.
+void apply_yaml_config(TrainConfig& cfg, const std::string& yaml_text, const std::string& source);
+void apply_yaml_file(TrainConfig& cfg, const std::string& path);
+
+// JSON object of every key (checkpoint metadata "train.config"), and back.
+std::string config_to_json(const TrainConfig& cfg);
+TrainConfig config_from_json(const std::string& json, const std::string& source);
+// Keys whose values differ, for resume checks.
+std::vector<std::string> changed_keys(const TrainConfig& a, const TrainConfig& b);
+
+// Cross-key checks run before any data is read: a training set given exactly once, files exist,
+// batch size set, model sizes consistent (dot attention needs d_s == d_h). Throws UsageError.
+void validate_config(const TrainConfig& cfg);
+
+}  // namespace nazar
