@@ -19,6 +19,11 @@ if(EXISTS ${NAZAR_PARITY_PYTHON})
                    --compare ${_parity_out} ${PROJECT_SOURCE_DIR}/tests/parity/fixtures)
   set_tests_properties(parity.fixtures_match_committed PROPERTIES
     FIXTURES_REQUIRED nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 120)
+
+  # The reference itself: padding invisible, local windows as local.h says, safetensors I/O.
+  add_test(NAME parity.nazar_torch_selftest
+           COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/test_nazar_torch.py)
+  set_tests_properties(parity.nazar_torch_selftest PROPERTIES SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 120)
 else()
   message(STATUS "parity: ${NAZAR_PARITY_PYTHON} not found; parity tests use the committed fixtures")
 endif()
