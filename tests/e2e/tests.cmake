@@ -1,0 +1,8 @@
+# Extra end-to-end CTest entries (shell-driven), included by tests/CMakeLists.txt.
+# Each area keeps its entries in its own marked block.
+
+# ---- eval (nazar eval CLI; owner: eval) -------------------------------------------------------
+add_test(NAME e2e.eval_cli
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/eval_cli.sh $<TARGET_FILE:nazar_cli>)
+set_tests_properties(e2e.eval_cli PROPERTIES LABELS e2e TIMEOUT 60)
+# ---- end eval ---------------------------------------------------------------------------------
