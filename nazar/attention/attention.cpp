@@ -6,6 +6,7 @@
 #include "nazar/attention/bahdanau.h"
 #include "nazar/attention/local.h"
 #include "nazar/attention/luong.h"
+#include "nazar/attention/vec.h"
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
@@ -23,11 +24,6 @@ void init_linear(Tensor& w, Rng& rng) {  // PyTorch nn.Linear: U(-1/sqrt(in), 1/
     rng.fill_uniform(w, -bound, bound);
 }
 
-float dot(const float* a, const float* b, int n) {
-    float s = 0;
-    for (int i = 0; i < n; ++i) s += a[i] * b[i];
-    return s;
-}
 }  // namespace
 
 Attention::Attention(AttentionConfig c, Rng& rng) : cfg(c) {
@@ -225,7 +221,7 @@ void Attention::backward(TensorView d_context, TensorView query, const Attention
             // c = Σ_j α_j h_j  =>  d_α_j = d_c · h_j;  d_h_j += α_j d_c
             for (int j = 0; j < n; ++j) {
                 const int64_t row = (b * S + st + j) * C;
-                dw[j] = dot(dc, enc_out.data() + row, C);
+                dw[j] = attn::dot8(dc, enc_out.data() + row, C);
                 kernels::axpy(C, wt[j], dc, d_enc_out.data() + row);
             }
             // local-p: α_j = pr_j g_j, g_j = exp(-(i-p)²/2σ²), dg_j/dp = g_j (i-p)/σ²
@@ -242,7 +238,7 @@ void Attention::backward(TensorView d_context, TensorView query, const Attention
                 sc.d_pos[b] = dp;
             }
             // pr = softmax(e)  =>  d_e = pr ⊙ (d_pr − Σ_j pr_j d_pr_j)
-            const float sum = dot(pr, dw, n);
+            const float sum = attn::dot8(pr, dw, n);
             for (int j = 0; j < n; ++j) de[j] = pr[j] * (dw[j] - sum);
             const float* kb = kdata + (b * S + st) * K;
             float* dkb = dkdata + (b * S + st) * K;
@@ -252,7 +248,7 @@ void Attention::backward(TensorView d_context, TensorView query, const Attention
                                                sc.d_v.data() + b * A);
             } else {
                 // e = s r  =>  d_s += Σ_j d_e_j r_j;  r = q · k  (luong.h)
-                if (cfg.scale == ScaleMode::learned) sc.d_scale[b] = dot(de, cache.scores.data() + b * W, n);
+                if (cfg.scale == ScaleMode::learned) sc.d_scale[b] = attn::dot8(de, cache.scores.data() + b * W, n);
                 attn::bilinear_scores_backward(query.data() + b * H, kb, de, n, K, s, d_query.data() + b * H, dkb);
             }
         }

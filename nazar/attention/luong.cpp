@@ -1,16 +1,15 @@
 // Bilinear (dot / general) score kernels (see luong.h for the math).
 #include "nazar/attention/luong.h"
 
+#include "nazar/attention/vec.h"
+
 #include <cstdint>
 
 namespace nazar::attn {
 
 void bilinear_scores(const float* q, const float* keys, int n, int K, float* r) {
     for (int j = 0; j < n; ++j) {
-        const float* k = keys + static_cast<int64_t>(j) * K;
-        float s = 0;
-        for (int i = 0; i < K; ++i) s += q[i] * k[i];
-        r[j] = s;
+        r[j] = dot8(q, keys + static_cast<int64_t>(j) * K, K);
     }
 }
 
