@@ -5,6 +5,7 @@ The state_dict names follow nazar's weight-naming contract (DESIGN.md §5), so a
 
     Embedding            weight (V, E)                         torch.nn.Embedding
     Linear               weight (out, in), bias (out)          torch.nn.Linear
+    xent_loss            summed (label-smoothed) cross-entropy  nazar/nn/softmax_xent.h
     GRUCell / LSTMCell   weight_ih, weight_hh, bias_ih, bias_hh torch.nn.GRUCell / LSTMCell
     GRU / LSTM           weight_ih_l{k}[_reverse], ...          torch.nn.GRU / LSTM, batch_first,
                          forward(x, lengths): packed, so a padded sentence behaves as if alone
@@ -179,6 +180,12 @@ if torch is not None:
         def __init__(self, input_size, hidden_size, num_layers=1, bidirectional=False, dropout=0.0, bias=True):
             super().__init__(input_size, hidden_size, num_layers=num_layers, bias=bias, batch_first=True,
                              dropout=dropout, bidirectional=bidirectional)
+
+    def xent_loss(logits, targets, ignore_index=-1, label_smoothing=0.0):
+        """Σ over non-ignored rows of the (label-smoothed) cross-entropy, as nazar's SoftmaxXent
+        (nazar/nn/softmax_xent.h): torch's CrossEntropyLoss(reduction='sum')."""
+        return nn.functional.cross_entropy(logits, targets, ignore_index=ignore_index,
+                                           label_smoothing=label_smoothing, reduction="sum")
 
     def make_rnn(cell, input_size, hidden_size, **kw):
         """cell: "gru" | "lstm"."""

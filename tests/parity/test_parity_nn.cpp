@@ -1,4 +1,5 @@
-// nn layers vs PyTorch (tests/parity/parity.h): Linear, Embedding, GRUCell, LSTMCell, RNN.
+// nn layers vs PyTorch (tests/parity/parity.h): Linear, Embedding, GRUCell, LSTMCell, RNN,
+// SoftmaxXent (output layer + cross-entropy, torch's CrossEntropyLoss(reduction='sum')).
 // Each test loads a fixture of tools/make_fixtures.py, sets nazar's parameters by state_dict
 // name, runs forward and backward with the fixture's R (loss Σ out ⊙ R) and compares every
 // output and every gradient by name.
@@ -15,6 +16,7 @@
 #include "nazar/nn/linear.h"
 #include "nazar/nn/lstm_cell.h"
 #include "nazar/nn/rnn.h"
+#include "nazar/nn/softmax_xent.h"
 
 #include <gtest/gtest.h>
 
@@ -123,6 +125,45 @@ TEST(ParityNn, LSTMCell) {
     f.expect_grads(params, kTol);
     f.expect_all_compared();
 }
+
+// The loss is a scalar, so R is one number: passed as grad_scale, the gradients are R·dL.
+// Targets hold padding (ignore_index); chunk_rows 3 < 5 counted rows exercises the chunking.
+void check_xent(const std::string& name) {
+    Fixture f(name);
+    const auto& cfg = f.config;
+    Rng rng(1);
+    Linear gen({.in_features = cfg["in_features"].get<int>(), .out_features = cfg["out_features"].get<int>(),
+                .bias = cfg["bias"].get<bool>()},
+               rng);
+    ParamList params;
+    collect_params(gen.params, gen.grad, "", params);
+    f.set_params(params);
+    zero_grads(params);
+
+    SoftmaxXent xent({.ignore_index = cfg["ignore_index"].get<int>(),
+                      .label_smoothing = cfg["label_smoothing"].get<float>(),
+                      .chunk_rows = cfg["chunk_rows"].get<int>()});
+    const Tensor& x = f["x"];
+    const std::vector<int> targets = f.ints("targets");
+    Tensor d_x = Tensor::like(x);
+    const XentStats st = xent.forward_backward(x, gen.params.weight, gen.params.bias, targets, f["R.loss"][0], d_x,
+                                               gen.grad.weight, gen.grad.bias);
+    const XentStats st_fwd = xent.forward(x, gen.params.weight, gen.params.bias, targets);
+    EXPECT_EQ(st_fwd.loss, st.loss);  // the same chunks in the same order
+
+    const Tensor loss = Tensor::from({1}, std::vector<float>{static_cast<float>(st.loss)});
+    const Tensor tokens = Tensor::from({1}, std::vector<float>{static_cast<float>(st.tokens)});
+    const Tensor correct = Tensor::from({1}, std::vector<float>{static_cast<float>(st.correct)});
+    f.expect_output("loss", loss, kTol);
+    f.expect_output("tokens", tokens, 0.0);
+    f.expect_output("correct", correct, 0.0);
+    f.expect_grad("x", d_x, kTol);
+    f.expect_grads(params, kTol);
+    f.expect_all_compared();
+}
+
+TEST(ParityNn, SoftmaxXent) { check_xent("softmax_xent"); }
+TEST(ParityNn, SoftmaxXentLabelSmoothingNoBias) { check_xent("softmax_xent_smoothing_nobias"); }
 
 // Padded batch (garbage at padding in x), optional initial state, torch's packed semantics.
 void check_rnn(const std::string& name) {
