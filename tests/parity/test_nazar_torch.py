@@ -50,6 +50,18 @@ class SafetensorsIO(unittest.TestCase):
             t, _ = nt.load_safetensors(p)
             self.assertEqual(t["w"].shape, (3,))
 
+    def test_load_state_dict_with_prefix(self):
+        torch.manual_seed(3)
+        src = nt.Attention("additive", 4, 6, 5).float()
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "m.safetensors")
+            nt.save_safetensors(p, {"attention." + k: v for k, v in src.state_dict().items()}
+                                | {"generator.bias": torch.zeros(3, dtype=torch.float32)})
+            dst = nt.Attention("additive", 4, 6, 5).float()
+            nt.load_state_dict(dst, p, prefix="attention.")
+        for k, v in src.state_dict().items():
+            torch.testing.assert_close(dst.state_dict()[k], v)
+
     def test_rejects_duplicates_and_truncation(self):
         data = nt.serialize_safetensors({"w": np.ones(2, np.float32)})
         with self.assertRaises(ValueError):
