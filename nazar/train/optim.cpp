@@ -46,15 +46,31 @@ struct AdamScalars {
     float eps;
 };
 
-void adam_block(float* p, const float* g, float* m, float* v, int64_t n, const AdamScalars& s) {
+// Branches hoisted into template parameters so that each variant is one straight vector loop.
+template <bool kDecoupled, bool kL2>
+void adam_loop(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t n,
+               const AdamScalars s) {
     for (int64_t i = 0; i < n; ++i) {
-        if (s.decay != 1.0f) p[i] = p[i] * s.decay;
-        const float gi = s.wd != 0.0f ? g[i] + s.wd * p[i] : g[i];
-        m[i] = m[i] * s.beta1 + s.one_minus_beta1 * gi;
-        v[i] = v[i] * s.beta2 + s.one_minus_beta2 * gi * gi;
-        const float denom = std::sqrt(v[i]) / s.bc2_sqrt + s.eps;
-        p[i] = p[i] + s.neg_step_size * m[i] / denom;
+        float pi = p[i];
+        if constexpr (kDecoupled) pi = pi * s.decay;
+        const float gi = kL2 ? g[i] + s.wd * pi : g[i];
+        const float mi = m[i] * s.beta1 + s.one_minus_beta1 * gi;
+        const float vi = v[i] * s.beta2 + s.one_minus_beta2 * gi * gi;
+        const float denom = std::sqrt(vi) / s.bc2_sqrt + s.eps;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = pi + s.neg_step_size * mi / denom;
     }
+}
+
+void adam_block(float* p, const float* g, float* m, float* v, int64_t n, const AdamScalars& s) {
+    const bool decoupled = s.decay != 1.0f, l2 = s.wd != 0.0f;
+    if (decoupled)
+        adam_loop<true, false>(p, g, m, v, n, s);
+    else if (l2)
+        adam_loop<false, true>(p, g, m, v, n, s);
+    else
+        adam_loop<false, false>(p, g, m, v, n, s);
 }
 
 }  // namespace
