@@ -17,7 +17,7 @@ namespace nazar {
 enum class Mode { train, eval };
 
 struct DropoutCache {
-    Tensor mask;  // same numel as x: 0 or 1/(1−p). Empty = identity (eval mode or p = 0).
+    Tensor mask{Shape{0}};  // same numel as x: 0 or 1/(1−p). Empty = identity (eval mode or p = 0).
 };
 
 class Dropout {

@@ -21,7 +21,7 @@
 namespace nazar {
 
 struct EmbeddingParams {
-    Tensor weight;  // (V, E)
+    Tensor weight{Shape{0}};  // (V, E)
 
     template <class F> void visit(F&& f) { f("weight", weight); }
 };

@@ -13,6 +13,8 @@
 // a masked row keeps its state (h' = h) and receives no gate gradient, which is how padded
 // positions of a right-padded batch leave the recurrence untouched.
 // This header also defines RNNCellParams (shared with LSTMCell and RNN) and StepMask.
+// Tensor members of nn structs start (0)-shaped: "absent", and safe to copy (a default Tensor
+// has shape () = one element but no data). Absent = no data or numel 0, for views too.
 // Init as PyTorch: every weight and bias ~ U(-1/sqrt(H), 1/sqrt(H)).
 //
 // Gradients: backward ACCUMULATES (+=) into every d_* argument and into `grad`, except the
@@ -31,10 +33,10 @@ namespace nazar {
 // stacked along dim 0, exactly as torch.nn.GRUCell / LSTMCell (and one layer-direction of
 // torch.nn.GRU / LSTM) store them.
 struct RNNCellParams {
-    Tensor weight_ih;  // (G·H, I)
-    Tensor weight_hh;  // (G·H, H)
-    Tensor bias_ih;    // (G·H), empty when the cell has no bias
-    Tensor bias_hh;    // (G·H), empty when the cell has no bias
+    Tensor weight_ih{Shape{0}};  // (G·H, I)
+    Tensor weight_hh{Shape{0}};  // (G·H, H)
+    Tensor bias_ih{Shape{0}};    // (G·H), empty when the cell has no bias
+    Tensor bias_hh{Shape{0}};    // (G·H), empty when the cell has no bias
 
     template <class F> void visit(F&& f) {  // torch.nn.GRUCell / LSTMCell state_dict names
         f("weight_ih", weight_ih);
@@ -79,9 +81,9 @@ struct StepMask {
 // Written by forward, read by backward; one per step, owned by the caller. forward resizes the
 // tensors (resize() keeps the buffer, so a cache reused across batches stops allocating).
 struct GRUStepCache {
-    Tensor gates;  // (N, 3H)  r, z, n after their nonlinearities
-    Tensor gh_n;   // (N, H)   W_hn h + b_hn  (r multiplies it; backward needs it for d_r)
-    Tensor gi;     // (N, 3H)  W_ih x + b_ih; filled only by the raw-input forward()
+    Tensor gates{Shape{0}};  // (N, 3H)  r, z, n after their nonlinearities
+    Tensor gh_n{Shape{0}};   // (N, H)   W_hn h + b_hn  (r multiplies it; backward needs it for d_r)
+    Tensor gi{Shape{0}};     // (N, 3H)  W_ih x + b_ih; filled only by the raw-input forward()
 };
 
 namespace gru {
@@ -166,7 +168,7 @@ public:
     RNNCellParams grad;
 
 private:
-    Tensor d_gi_, d_gh_;  // (N, 3H) scratch of backward; not state (reused between calls)
+    Tensor d_gi_{Shape{0}}, d_gh_{Shape{0}};  // (N, 3H) scratch of backward; not state (reused between calls)
 };
 
 }  // namespace nazar

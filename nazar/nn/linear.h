@@ -15,8 +15,8 @@
 namespace nazar {
 
 struct LinearParams {
-    Tensor weight;  // (out, in)
-    Tensor bias;    // (out), or empty when the layer has no bias
+    Tensor weight{Shape{0}};  // (out, in)
+    Tensor bias{Shape{0}};    // (out), or empty when the layer has no bias
 
     template <class F> void visit(F&& f) {
         f("weight", weight);

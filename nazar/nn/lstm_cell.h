@@ -22,8 +22,8 @@ namespace nazar {
 
 // Written by forward, read by backward; one per step, owned by the caller (resized by forward).
 struct LSTMStepCache {
-    Tensor gates;   // (N, 4H)  i, f, g, o after their nonlinearities
-    Tensor tanh_c;  // (N, H)   tanh(c')
+    Tensor gates{Shape{0}};   // (N, 4H)  i, f, g, o after their nonlinearities
+    Tensor tanh_c{Shape{0}};  // (N, H)   tanh(c')
 };
 
 namespace lstm {
@@ -121,7 +121,7 @@ public:
     RNNCellParams grad;
 
 private:
-    Tensor d_gates_;  // (N, 4H) scratch of backward; not state
+    Tensor d_gates_{Shape{0}};  // (N, 4H) scratch of backward; not state
 };
 
 }  // namespace nazar

@@ -55,20 +55,20 @@ struct RNNParams {
 // Initial or final states, laid out as torch's h_0 / h_n and c_0 / c_n.
 // Empty tensors mean "zero" (as inputs) or "not needed" (as gradient outputs).
 struct RNNState {
-    Tensor h;  // (L·dirs, B, H)
-    Tensor c;  // (L·dirs, B, H)  LSTM only; empty for GRU
+    Tensor h{Shape{0}};  // (L·dirs, B, H)
+    Tensor c{Shape{0}};  // (L·dirs, B, H)  LSTM only; empty for GRU
 };
 
 // One layer-direction of the forward pass, time-indexed. States: forward direction
 // h[0] = h_init, h[t+1] = state after time t; backward direction h[T] = h_init,
 // h[t] = state after time t (it runs t = T−1 … 0). Same for c.
 struct RNNDirectionCache {
-    Tensor gi;      // (T, B, 3H)  GRU: W_ih x + b_ih (LSTM: unused, projections go to gates)
-    Tensor gates;   // (T, B, G·H) activated gates: GRU r, z, n; LSTM i, f, g, o
-    Tensor gh_n;    // (T, B, H)   GRU only: W_hn h + b_hn
-    Tensor tanh_c;  // (T, B, H)   LSTM only: tanh(c')
-    Tensor h;       // (T+1, B, H)
-    Tensor c;       // (T+1, B, H) LSTM only
+    Tensor gi{Shape{0}};      // (T, B, 3H)  GRU: W_ih x + b_ih (LSTM: unused, projections go to gates)
+    Tensor gates{Shape{0}};   // (T, B, G·H) activated gates: GRU r, z, n; LSTM i, f, g, o
+    Tensor gh_n{Shape{0}};    // (T, B, H)   GRU only: W_hn h + b_hn
+    Tensor tanh_c{Shape{0}};  // (T, B, H)   LSTM only: tanh(c')
+    Tensor h{Shape{0}};       // (T+1, B, H)
+    Tensor c{Shape{0}};       // (T+1, B, H) LSTM only
 };
 
 // Everything backward needs; owned by the caller, reused across batches (resize keeps memory).
@@ -127,10 +127,10 @@ public:
 
 private:
     // Backward scratch, sized once per batch (not state).
-    Tensor d_layer_in_;   // (T, B, I or dirs·H)
-    Tensor d_layer_out_;  // (T, B, dirs·H)
-    Tensor d_gi_, d_gh_;  // (T, B, G·H)   (LSTM uses only d_gi_: there d_gi = d_gh)
-    Tensor d_h_, d_h_next_, d_c_, d_c_next_;  // (B, H)
+    Tensor d_layer_in_{Shape{0}};   // (T, B, I or dirs·H)
+    Tensor d_layer_out_{Shape{0}};  // (T, B, dirs·H)
+    Tensor d_gi_{Shape{0}}, d_gh_{Shape{0}};  // (T, B, G·H)   (LSTM uses only d_gi_: there d_gi = d_gh)
+    Tensor d_h_{Shape{0}}, d_h_next_{Shape{0}}, d_c_{Shape{0}}, d_c_next_{Shape{0}};  // (B, H)
 };
 
 }  // namespace nazar
