@@ -62,6 +62,8 @@ public:
                                TensorView d_b);               // (V)     += (empty if no bias)
 
     const SoftmaxXentOptions& options() const { return opt_; }
+    // Floats of logit scratch held now: min(chunk_rows, counted rows) × V, never N × V.
+    int64_t logits_scratch() const { return logits_.numel(); }
 
 private:
     XentStats run(TensorView X, TensorView W, TensorView b, std::span<const int> targets,

@@ -118,6 +118,7 @@ TEST(SoftmaxXent, MatchesUnfusedComposition) {
         EXPECT_TRUE(close_rel(d_X, ref.d_X, 2e-5)) << "eps " << eps;
         EXPECT_TRUE(close_rel(d_W, ref.d_W, 2e-5)) << "eps " << eps;
         EXPECT_TRUE(close_rel(d_b, ref.d_b, 2e-5)) << "eps " << eps;
+        EXPECT_EQ(xent.logits_scratch(), 5 * V);  // one chunk of logits, not N × V
         // Chunk size changes only the summation order.
         SoftmaxXent one_chunk({.ignore_index = pad, .label_smoothing = eps, .chunk_rows = 1000});
         EXPECT_NEAR(one_chunk.forward(X, W, b, y).loss, s.loss, 1e-5 * s.loss);
