@@ -1,8 +1,61 @@
+// Batched greedy decoding on the Seq2Seq step API (greedy.h).
 #include "nazar/decode/greedy.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
 namespace nazar {
-std::vector<GreedyResult> greedy_decode(Seq2Seq&, std::span<const int32_t>, std::span<const int>, int,
-                                        const GreedyOptions&) {
-    NZ_FAIL("not yet");
+
+std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t> src, std::span<const int> lengths,
+                                        int S, const GreedyOptions& options) {
+    NZ_CHECK(options.max_length >= 1, "greedy: max_length must be >= 1, got {}", options.max_length);
+    NZ_CHECK(options.max_length_ratio >= 0, "greedy: max_length_ratio must be >= 0, got {}", options.max_length_ratio);
+    const int B = static_cast<int>(lengths.size());
+    const int V = model.config().tgt_vocab_size;
+    const auto& sp = model.config().special_ids;
+    std::vector<GreedyResult> results(B);
+    std::vector<int> max_len(B);
+    int longest = 0;
+    for (int b = 0; b < B; ++b) {
+        const int m = static_cast<int>(std::floor(options.max_length_ratio * static_cast<float>(lengths[b]))) +
+                      options.max_length_extra;
+        max_len[b] = std::min(options.max_length, std::max(1, m));
+        longest = std::max(longest, max_len[b]);
+    }
+    EncodedSource enc;
+    model.encode(src, lengths, S, enc);
+    DecoderState state;
+    model.init_state(enc, state);
+    std::vector<int32_t> prev(B, sp.bos);
+    std::vector<bool> done(B, false);
+    Tensor log_probs({B, V}), attn({B, S});
+    // attention rows per sentence, collected as flat vectors (copied into tensors at the end)
+    std::vector<std::vector<float>> rows(B);
+    for (int t = 0; t < longest; ++t) {
+        model.step(prev, enc, state, log_probs, attn);
+        int active = 0;
+        for (int b = 0; b < B; ++b) {
+            if (done[b]) continue;
+            const float* lp = log_probs.data() + static_cast<int64_t>(b) * V;
+            const int y = static_cast<int>(std::max_element(lp, lp + V) - lp);  // first maximum: lowest id
+            GreedyResult& r = results[b];
+            r.tokens.push_back(y);
+            r.score += lp[y];
+            const float* a = attn.data() + static_cast<int64_t>(b) * S;
+            rows[b].insert(rows[b].end(), a, a + lengths[b]);
+            prev[b] = y;
+            if (y == sp.eos) r.finished = true;
+            if (r.finished || static_cast<int>(r.tokens.size()) >= max_len[b]) done[b] = true;
+            if (!done[b]) ++active;
+        }
+        if (active == 0) break;
+    }
+    for (int b = 0; b < B; ++b) {
+        const int n = static_cast<int>(results[b].tokens.size());
+        results[b].attention = Tensor::from({n, lengths[b]}, rows[b]);
+    }
+    return results;
 }
+
 }  // namespace nazar

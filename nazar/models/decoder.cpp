@@ -1,15 +1,206 @@
+// The Bahdanau / Luong attention decoder, one step forward and backward (decoder.h).
 #include "nazar/models/decoder.h"
 
+#include "nazar/core/kernels.h"
+
+#include <cstring>
+
 namespace nazar {
-Decoder::Decoder(const ModelConfig&, Rng&) { NZ_FAIL("not yet"); }
-void Decoder::step_forward(int, TensorView, TensorView, TensorView, TensorView, const EncodedSource&,
-                           const Attention&, TensorView, TensorView, TensorView, DecoderStepCache&, Rng&, Mode) {
-    NZ_FAIL("not yet");
+
+namespace {
+
+// dst[n, :w] (row stride ld_dst, offset) <-> src (N, w)
+void copy_cols_in(TensorView src, float* dst, int ld_dst) {
+    const int N = src.dim(0), w = src.dim(1);
+    for (int n = 0; n < N; ++n)
+        std::memcpy(dst + static_cast<int64_t>(n) * ld_dst, src.data() + static_cast<int64_t>(n) * w, sizeof(float) * w);
 }
-void Decoder::step_backward(int, TensorView, TensorView, TensorView, TensorView, TensorView, TensorView, TensorView,
-                            const EncodedSource&, Attention&, const DecoderStepCache&, TensorView, TensorView,
-                            TensorView, TensorView, TensorView, TensorView, TensorView, TensorView) {
-    NZ_FAIL("not yet");
+// dst (N, w) += src[n, :w] (row stride ld_src)
+void add_cols_out(const float* src, int ld_src, TensorView dst) {
+    const int N = dst.dim(0), w = dst.dim(1);
+    for (int n = 0; n < N; ++n)
+        kernels::axpy(w, 1.0f, src + static_cast<int64_t>(n) * ld_src, dst.data() + static_cast<int64_t>(n) * w);
 }
-void Decoder::collect(const std::string&, ParamList&) { NZ_FAIL("not yet"); }
+// d_pre = d_y ⊙ (1 − y²)   (y = tanh(pre))
+void tanh_backward(TensorView d_y, TensorView y, TensorView d_pre) {
+    for (int64_t i = 0; i < y.numel(); ++i) d_pre[i] = d_y[i] * (1.0f - y[i] * y[i]);
+}
+
+}  // namespace
+
+Decoder::Decoder(const ModelConfig& cfg, Rng& rng)
+    : kind(cfg.decoder.kind),
+      cell(cfg.decoder.cell),
+      E(cfg.embedding_size),
+      H(cfg.decoder.hidden_size),
+      C(encoder_output_size(cfg)),
+      L(cfg.decoder.num_layers),
+      embedding({.num_embeddings = cfg.tgt_vocab_size, .embedding_dim = cfg.embedding_size}, rng),
+      dropout({.p = cfg.decoder.dropout}),
+      deep(cfg.decoder.deep_output) {
+    feed_ = kind == DecoderKind::bahdanau ? C : (cfg.decoder.input_feeding ? H : 0);
+    before_ = effective_timing(cfg) == AttentionTiming::before;
+    d_out_ = generator_input_size(cfg);
+    for (int l = 0; l < L; ++l) {
+        const int in = l == 0 ? E + feed_ : H;
+        if (cell == CellType::gru)
+            gru.emplace_back(GRUCell::Config{.input_size = in, .hidden_size = H, .bias = true}, rng);
+        else
+            lstm.emplace_back(LSTMCell::Config{.input_size = in, .hidden_size = H, .bias = true}, rng);
+    }
+    if (kind == DecoderKind::luong) combine = Linear({.in_features = H + C, .out_features = H, .bias = false}, rng);
+    if (deep) {
+        deep_state = Linear({.in_features = H, .out_features = d_out_, .bias = false}, rng);
+        deep_prev = Linear({.in_features = E, .out_features = d_out_, .bias = false}, rng);
+        deep_context = Linear({.in_features = C, .out_features = d_out_, .bias = false}, rng);
+    }
+}
+
+void Decoder::step_forward(int t, TensorView emb, TensorView h_prev, TensorView c_prev, TensorView feed_prev,
+                           const EncodedSource& src, const Attention& attention, TensorView h_new, TensorView c_new,
+                           TensorView out, DecoderStepCache& cache, Rng& rng, Mode mode) {
+    const int N = emb.dim(0);
+    NZ_CHECK_SHAPE(emb, {N, E});
+    NZ_CHECK_SHAPE(h_prev, {L, N, H});
+    NZ_CHECK_SHAPE(h_new, {L, N, H});
+    NZ_CHECK_SHAPE(out, {N, d_out_});
+    NZ_CHECK(src.N == N, "decoder step: {} decoder rows but the encoded source has {}", N, src.N);
+    const bool feeding = kind == DecoderKind::luong && feed_ > 0;
+    if (feeding) NZ_CHECK_SHAPE(feed_prev, {N, H});
+    cache.context.resize({N, C}, false);
+    // Bahdanau timing: c_t from the query s_{t-1} (top layer), before the RNN step.
+    if (before_)
+        attention.forward(h_prev.select(L - 1), src.keys, src.enc_out, src.lengths, t, cache.context, cache.attention);
+    // x0 = [e_t ; c_t] (bahdanau) | [e_t ; s̃_{t-1}] (input feeding) | e_t
+    const int I0 = E + feed_;
+    cache.x0.resize({N, I0}, false);
+    copy_cols_in(emb, cache.x0.data(), I0);
+    if (kind == DecoderKind::bahdanau) copy_cols_in(cache.context, cache.x0.data() + E, I0);
+    if (feeding) copy_cols_in(feed_prev, cache.x0.data() + E, I0);
+    // stacked cells: layer l > 0 reads dropout(s^{l-1}_t)
+    if (static_cast<int>(cache.layer_in.size()) < L) {
+        cache.layer_in.resize(L);
+        cache.dropout.resize(L);
+        cache.gru.resize(L);
+        cache.lstm.resize(L);
+    }
+    for (int l = 0; l < L; ++l) {
+        TensorView x = cache.x0;
+        if (l > 0) {
+            cache.layer_in[l].resize({N, H}, false);
+            dropout.forward(h_new.select(l - 1), cache.layer_in[l], cache.dropout[l], rng, mode);
+            x = cache.layer_in[l];
+        }
+        if (cell == CellType::gru)
+            gru[l].forward(x, h_prev.select(l), h_new.select(l), cache.gru[l]);
+        else
+            lstm[l].forward(x, h_prev.select(l), c_prev.select(l), h_new.select(l), c_new.select(l), cache.lstm[l]);
+    }
+    const TensorView s = h_new.select(L - 1);
+    // Luong timing: c_t from the query s_t, after the RNN step.
+    if (!before_)
+        attention.forward(s, src.keys, src.enc_out, src.lengths, t, cache.context, cache.attention);
+    if (kind == DecoderKind::luong) {
+        // s̃_t = tanh(W_c [s_t ; c_t])
+        cache.combine_in.resize({N, H + C}, false);
+        copy_cols_in(s, cache.combine_in.data(), H + C);
+        copy_cols_in(cache.context, cache.combine_in.data() + H, H + C);
+        combine.forward(cache.combine_in, out);
+        kernels::tanh(out.data(), out.data(), out.numel());
+    } else if (deep) {
+        // o_t = tanh(L_s s_t + L_y e_t + L_c c_t)
+        tmp_.resize({N, d_out_}, false);
+        deep_state.forward(s, out);
+        deep_prev.forward(emb, tmp_);
+        kernels::axpy(out.numel(), 1.0f, tmp_.data(), out.data());
+        deep_context.forward(cache.context, tmp_);
+        kernels::axpy(out.numel(), 1.0f, tmp_.data(), out.data());
+        kernels::tanh(out.data(), out.data(), out.numel());
+    } else {
+        out.copy_from(s);  // o_t = s_t
+    }
+}
+
+void Decoder::step_backward(int t, TensorView d_out, TensorView emb, TensorView h_prev, TensorView c_prev,
+                            TensorView h_new, TensorView c_new, TensorView out, const EncodedSource& src,
+                            Attention& attention, const DecoderStepCache& cache, TensorView d_h_new,
+                            TensorView d_c_new, TensorView d_h_prev, TensorView d_c_prev, TensorView d_feed_prev,
+                            TensorView d_emb, TensorView d_enc_out, TensorView d_keys) {
+    const int N = emb.dim(0), I0 = E + feed_;
+    NZ_CHECK_SHAPE(d_out, {N, d_out_});
+    NZ_CHECK_SHAPE(d_h_new, {L, N, H});
+    NZ_CHECK_SHAPE(d_h_prev, {L, N, H});
+    const TensorView s = h_new.select(L - 1), d_s = d_h_new.select(L - 1);
+    d_ctx_.resize({N, C});  // zeroed: d c_t collects the output, feed and attention paths
+    if (kind == DecoderKind::luong) {
+        // s̃ = tanh(z), z = W_c [s; c]  =>  d_z = d_s̃ ⊙ (1 − s̃²);  d_[s; c] = d_z W_c;  grad.W_c += d_zᵀ [s; c]
+        d_pre_.resize({N, H}, false);
+        tanh_backward(d_out, out, d_pre_);
+        d_cat_.resize({N, H + C});
+        combine.backward(d_pre_, cache.combine_in, d_cat_);
+        add_cols_out(d_cat_.data(), H + C, d_s);
+        add_cols_out(d_cat_.data() + H, H + C, d_ctx_);
+    } else if (deep) {
+        // o = tanh(z), z = L_s s + L_y e + L_c c  =>  d_z = d_o ⊙ (1 − o²);  d_s += d_z L_s;  d_e += d_z L_y;
+        // d_c += d_z L_c;  grad.L_* += d_zᵀ (s | e | c)
+        d_pre_.resize({N, d_out_}, false);
+        tanh_backward(d_out, out, d_pre_);
+        deep_state.backward(d_pre_, s, d_s);
+        deep_prev.backward(d_pre_, emb, d_emb);
+        deep_context.backward(d_pre_, cache.context, d_ctx_);
+    } else {
+        kernels::axpy(d_s.numel(), 1.0f, d_out.data(), d_s.data());  // o = s
+    }
+    // Luong timing: the query was s_t, so d_query joins d_s before the cells' backward.
+    if (!before_)
+        attention.backward(d_ctx_, s, src.keys, src.enc_out, src.lengths, cache.attention, d_s, d_keys, d_enc_out);
+    // cells, top layer first: d_h_new[l] is complete once layer l+1 has added its input gradient
+    d_x0_.resize({N, I0});
+    for (int l = L - 1; l >= 0; --l) {
+        TensorView x = l == 0 ? TensorView(cache.x0) : TensorView(cache.layer_in[l]);
+        TensorView d_x = d_x0_;
+        if (l > 0) {
+            d_layer_.resize({N, H});
+            d_x = d_layer_;
+        }
+        if (cell == CellType::gru)
+            gru[l].backward(d_h_new.select(l), x, h_prev.select(l), cache.gru[l], d_x, d_h_prev.select(l));
+        else
+            lstm[l].backward(d_h_new.select(l), d_c_new.select(l), x, h_prev.select(l), c_prev.select(l),
+                             cache.lstm[l], d_x, d_h_prev.select(l), d_c_prev.select(l));
+        // x_l = dropout(s^{l-1})  =>  d_s^{l-1} += d_x_l ⊙ mask
+        if (l > 0) dropout.backward(d_layer_, cache.dropout[l], d_h_new.select(l - 1));
+    }
+    // x0 = [e ; feed]  =>  d_e += d_x0[:, :E];  d_feed += d_x0[:, E:]
+    add_cols_out(d_x0_.data(), I0, d_emb);
+    if (kind == DecoderKind::bahdanau) add_cols_out(d_x0_.data() + E, I0, d_ctx_);
+    if (kind == DecoderKind::luong && feed_ > 0) add_cols_out(d_x0_.data() + E, I0, d_feed_prev);
+    // Bahdanau timing: the query was s_{t-1}; d_c_t is complete only now (it fed the cell).
+    if (before_)
+        attention.backward(d_ctx_, h_prev.select(L - 1), src.keys, src.enc_out, src.lengths, cache.attention,
+                           d_h_prev.select(L - 1), d_keys, d_enc_out);
+    (void)t;
+    (void)c_new;
+}
+
+void Decoder::collect(const std::string& prefix, ParamList& out) {
+    collect_params(embedding.params, embedding.grad, prefix + "embedding.", out);
+    for (int l = 0; l < L; ++l) {
+        RNNCellParams& p = cell == CellType::gru ? gru[l].params : lstm[l].params;
+        RNNCellParams& g = cell == CellType::gru ? gru[l].grad : lstm[l].grad;
+        const std::string k = "_l" + std::to_string(l);
+        const std::string base = prefix + "rnn.";
+        out.push_back({base + "weight_ih" + k, &p.weight_ih, &g.weight_ih});
+        out.push_back({base + "weight_hh" + k, &p.weight_hh, &g.weight_hh});
+        out.push_back({base + "bias_ih" + k, &p.bias_ih, &g.bias_ih});
+        out.push_back({base + "bias_hh" + k, &p.bias_hh, &g.bias_hh});
+    }
+    if (kind == DecoderKind::luong) collect_params(combine.params, combine.grad, prefix + "combine.", out);
+    if (deep) {
+        collect_params(deep_state.params, deep_state.grad, prefix + "deep_output.state.", out);
+        collect_params(deep_prev.params, deep_prev.grad, prefix + "deep_output.prev.", out);
+        collect_params(deep_context.params, deep_context.grad, prefix + "deep_output.context.", out);
+    }
+}
+
 }  // namespace nazar

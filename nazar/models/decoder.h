@@ -45,6 +45,7 @@ struct EncodedSource {
     std::vector<int> lengths;  // (N)  real source lengths S_b
     Tensor enc_out;            // (N, S, C)
     AttentionKeys keys;        // (N, S, K)
+    Tensor init_h;             // (L, N, H) the bridge's initial decoder state s_0 (step API)
 };
 
 // Everything one step's backward needs; the training loop keeps T of them, inference one.

@@ -1,18 +1,302 @@
+// Seq2Seq: the training step, evaluation, scoring and the incremental step API (seq2seq.h).
 #include "nazar/models/seq2seq.h"
 
+#include "nazar/core/blas.h"
+#include "nazar/core/kernels.h"
+
+#include <cstring>
+
 namespace nazar {
-Seq2Seq::Seq2Seq(const ModelConfig& cfg, uint64_t seed) : Seq2Seq(cfg, Rng(seed)) {}
-Seq2Seq::Seq2Seq(const ModelConfig& cfg, Rng&& rng) : attention(attention_config(cfg), rng) { NZ_FAIL("not yet"); }
-ParamList Seq2Seq::parameters() { NZ_FAIL("not yet"); }
-LossStats Seq2Seq::train_step(const Batch&, const TrainOptions&, Rng&) { NZ_FAIL("not yet"); }
-LossStats Seq2Seq::eval_loss(const Batch&, float) { NZ_FAIL("not yet"); }
-void Seq2Seq::score(const Batch&, std::span<double>) { NZ_FAIL("not yet"); }
-void Seq2Seq::encode(std::span<const int32_t>, std::span<const int>, int, EncodedSource&) { NZ_FAIL("not yet"); }
-void Seq2Seq::select_rows(const EncodedSource&, std::span<const int>, EncodedSource&) const { NZ_FAIL("not yet"); }
-void Seq2Seq::init_state(const EncodedSource&, DecoderState&) { NZ_FAIL("not yet"); }
-void Seq2Seq::step(std::span<const int32_t>, const EncodedSource&, DecoderState&, TensorView, TensorView) {
-    NZ_FAIL("not yet");
+
+namespace {
+
+const ModelConfig& checked(const ModelConfig& cfg) {
+    validate(cfg);
+    return cfg;
 }
-void Seq2Seq::select_state(const DecoderState&, std::span<const int>, DecoderState&) const { NZ_FAIL("not yet"); }
-TensorView Seq2Seq::generator_weight() const { NZ_FAIL("not yet"); }
+
+bool absent(TensorView v) { return v.ndim() == 0 || v.numel() == 0; }  // default views have ndim 0
+TensorView sel(const Tensor& x, int i) { return absent(x) ? TensorView() : x.select(i); }
+
+// out rows n = in rows rows[n] along dimension `dim` (0 or 1) of a 2-, 3- or 4-D tensor.
+void gather(const Tensor& in, int dim, std::span<const int> rows, Tensor& out) {
+    if (absent(in)) {
+        out = Tensor(Shape{0});
+        return;
+    }
+    Shape shape = in.shape();
+    const int N = static_cast<int>(shape[dim]);
+    shape[dim] = static_cast<int64_t>(rows.size());
+    out.resize(shape, false);
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < dim; ++d) outer *= in.shape()[d];
+    for (int d = dim + 1; d < in.ndim(); ++d) inner *= in.shape()[d];
+    const int64_t M = static_cast<int64_t>(rows.size());
+    for (int64_t o = 0; o < outer; ++o)
+        for (int64_t n = 0; n < M; ++n) {
+            NZ_CHECK(rows[n] >= 0 && rows[n] < N, "row {} outside [0, {})", rows[n], N);
+            std::memcpy(out.data() + (o * M + n) * inner, in.data() + (o * N + rows[n]) * inner, sizeof(float) * inner);
+        }
+}
+
+int argmax_row(const float* x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; ++i)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+}  // namespace
+
+Seq2Seq::Seq2Seq(const ModelConfig& cfg, uint64_t seed) : Seq2Seq(checked(cfg), Rng(seed)) {}
+
+Seq2Seq::Seq2Seq(const ModelConfig& cfg, Rng&& rng)
+    : encoder(cfg, rng),
+      bridge(cfg, rng),
+      decoder(cfg, rng),
+      attention(attention_config(cfg), rng),
+      generator({.in_features = generator_input_size(cfg), .out_features = cfg.tgt_vocab_size}, rng),
+      cfg_(cfg) {
+    if (cfg.tie_target_embeddings) {  // generator.weight IS decoder.embedding.weight
+        generator.params.weight = Tensor(Shape{0});
+        generator.grad.weight = Tensor(Shape{0});
+    }
+}
+
+ParamList Seq2Seq::parameters() {
+    ParamList out;
+    encoder.collect("encoder.", out);
+    bridge.collect("bridge.", out);
+    decoder.collect("decoder.", out);
+    collect_params(attention.params, attention.grad, "attention.", out);
+    collect_params(generator.params, generator.grad, "generator.", out);
+    return out;
+}
+
+TensorView Seq2Seq::generator_weight() const {
+    return cfg_.tie_target_embeddings ? decoder.embedding.params.weight.view() : generator.params.weight.view();
+}
+
+void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, Mode mode) {
+    const int B = batch.B, S = batch.S, T = batch.T;
+    NZ_CHECK(B > 0 && T > 0, "seq2seq: empty batch (B = {}, T = {})", B, T);
+    NZ_CHECK(static_cast<int64_t>(batch.src.size()) == int64_t{B} * S &&
+                 static_cast<int64_t>(batch.tgt_in.size()) == int64_t{B} * T &&
+                 static_cast<int64_t>(batch.tgt_out.size()) == int64_t{B} * T &&
+                 static_cast<int>(batch.src_lengths.size()) == B,
+             "seq2seq: inconsistent batch: B {} S {} T {} but {} src ids, {} tgt_in, {} tgt_out, {} lengths", B, S, T,
+             batch.src.size(), batch.tgt_in.size(), batch.tgt_out.size(), batch.src_lengths.size());
+    NZ_CHECK(sampling_prob >= 0 && sampling_prob <= 1, "sampling_prob must be in [0, 1], got {}", sampling_prob);
+    const int C = encoder.output_size(), H = decoder.H, L = decoder.L, E = decoder.E, D = decoder.output_size();
+    const int V = cfg_.tgt_vocab_size;
+    const bool lstm = decoder.cell == CellType::lstm;
+    const bool feeding = decoder.kind == DecoderKind::luong && decoder.feed_size() > 0;
+
+    // encoder, keys once per batch, initial state
+    src_.N = B;
+    src_.S = S;
+    src_.lengths.assign(batch.src_lengths.begin(), batch.src_lengths.end());
+    src_.enc_out.resize({B, S, C}, false);
+    encoder.forward(batch.src, batch.src_lengths, src_.enc_out, enc_cache_, rng, mode);
+    attention.precompute(src_.enc_out, src_.keys);
+    h_all_.resize({T + 1, L, B, H}, false);
+    if (lstm) {
+        c_all_.resize({T + 1, L, B, H}, false);
+        c_all_.select(0).zero();
+    } else {
+        c_all_ = Tensor(Shape{0});
+    }
+    bridge.forward(src_.enc_out, enc_cache_.final, batch.src_lengths, h_all_.select(0), bridge_cache_);
+    if (feeding) feed0_.resize({B, H});  // s̃_{-1} = 0
+
+    // decoder over time
+    emb_.resize({T, B, E}, false);
+    out_.resize({T, B, D}, false);
+    inputs_.resize(static_cast<std::size_t>(T) * B);
+    targets_.resize(static_cast<std::size_t>(T) * B);
+    if (static_cast<int>(steps_.size()) < T) steps_.resize(T);
+    const bool sampling = mode == Mode::train && sampling_prob > 0;
+    if (sampling) logits_.resize({B, V}, false);
+    for (int t = 0; t < T; ++t) {
+        int32_t* in = inputs_.data() + static_cast<std::size_t>(t) * B;
+        for (int b = 0; b < B; ++b) {
+            in[b] = batch.tgt_in_at(b, t);
+            targets_[static_cast<std::size_t>(t) * B + b] = batch.tgt_out_at(b, t);
+        }
+        if (sampling && t > 0) {
+            // scheduled sampling: feed argmax_v p(v | step t-1) with probability p, per row
+            gemm(out_.select(t - 1), false, generator_weight(), true, logits_);
+            kernels::add_bias_rows(logits_, generator.params.bias);
+            for (int b = 0; b < B; ++b)
+                if (rng.bernoulli(sampling_prob)) in[b] = argmax_row(logits_.data() + static_cast<int64_t>(b) * V, V);
+        }
+        decoder.embedding.forward({in, static_cast<std::size_t>(B)}, emb_.select(t));
+        const TensorView feed_prev = feeding ? (t == 0 ? feed0_.view() : out_.select(t - 1)) : TensorView();
+        decoder.step_forward(t, emb_.select(t), h_all_.select(t), sel(c_all_, t), feed_prev, src_, attention,
+                             h_all_.select(t + 1), sel(c_all_, t + 1), out_.select(t), steps_[t], rng, mode);
+    }
+}
+
+void Seq2Seq::backward_batch(const Batch& batch) {
+    const int B = batch.B, S = batch.S, T = batch.T;
+    const int C = encoder.output_size(), H = decoder.H, L = decoder.L, E = decoder.E;
+    const bool lstm = decoder.cell == CellType::lstm;
+    const bool feeding = decoder.kind == DecoderKind::luong && decoder.feed_size() > 0;
+    d_emb_.resize({T, B, E});
+    d_enc_out_.resize({B, S, C});
+    d_keys_.resize(src_.keys.keys.shape());
+    for (int i = 0; i < 2; ++i) {
+        d_h_[i].resize({L, B, H});
+        if (lstm) d_c_[i].resize({L, B, H});
+    }
+    if (feeding) d_feed0_.resize({B, H}, false);
+    // d_h_[cur] = d loss / d h_all[t+1] (the carry from later steps), d_h_[nxt] receives d / d h_all[t]
+    int cur = 0;
+    for (int t = T - 1; t >= 0; --t) {
+        const int nxt = 1 - cur;
+        d_h_[nxt].zero();
+        if (lstm) d_c_[nxt].zero();
+        TensorView d_feed;
+        if (feeding) {
+            if (t == 0) d_feed0_.zero();
+            d_feed = t > 0 ? d_out_.select(t - 1) : d_feed0_.view();  // s̃_{t-1} = o_{t-1}
+        }
+        decoder.step_backward(t, d_out_.select(t), emb_.select(t), h_all_.select(t), sel(c_all_, t),
+                              h_all_.select(t + 1), sel(c_all_, t + 1), out_.select(t), src_, attention, steps_[t],
+                              d_h_[cur], lstm ? d_c_[cur].view() : TensorView(), d_h_[nxt],
+                              lstm ? d_c_[nxt].view() : TensorView(), d_feed, d_emb_.select(t), d_enc_out_, d_keys_);
+        cur = nxt;
+    }
+    decoder.embedding.backward(d_emb_, inputs_);
+    // d_h_[cur] = d loss / d s_0 (c_0 = 0 is a constant)
+    d_enc_final_.h.resize(enc_cache_.final.h.shape());
+    d_enc_final_.c = Tensor(Shape{0});
+    bridge.backward(d_h_[cur], src_.enc_out, enc_cache_.final, batch.src_lengths, bridge_cache_, d_enc_out_,
+                    d_enc_final_);
+    attention.precompute_backward(src_.enc_out, d_keys_, d_enc_out_);
+    encoder.backward(batch.src, d_enc_out_, d_enc_final_, enc_cache_);
+}
+
+LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& rng) {
+    forward_batch(batch, opt.sampling_prob, rng, Mode::train);
+    const SoftmaxXentOptions xo{.ignore_index = cfg_.special_ids.pad, .label_smoothing = opt.label_smoothing,
+                                .chunk_rows = opt.chunk_rows};
+    if (!xent_ || xent_->options().label_smoothing != xo.label_smoothing || xent_->options().chunk_rows != xo.chunk_rows)
+        xent_ = std::make_unique<SoftmaxXent>(xo);
+    const int T = batch.T, B = batch.B, D = decoder.output_size();
+    const int64_t tokens = count_targets(targets_, xo.ignore_index);
+    const float scale = opt.grad_scale != 0 ? opt.grad_scale : (tokens > 0 ? 1.0f / static_cast<float>(tokens) : 0.0f);
+    d_out_.resize({T, B, D});
+    Tensor& d_W = cfg_.tie_target_embeddings ? decoder.embedding.grad.weight : generator.grad.weight;
+    const XentStats st = xent_->forward_backward(out_.reshape({int64_t{T} * B, D}), generator_weight(),
+                                                 generator.params.bias, targets_, scale,
+                                                 d_out_.reshape({int64_t{T} * B, D}), d_W, generator.grad.bias);
+    backward_batch(batch);
+    return {st.loss, st.tokens, st.correct};
+}
+
+LossStats Seq2Seq::eval_loss(const Batch& batch, float label_smoothing) {
+    Rng unused(0);
+    forward_batch(batch, 0.0f, unused, Mode::eval);
+    const SoftmaxXentOptions xo{.ignore_index = cfg_.special_ids.pad, .label_smoothing = label_smoothing};
+    if (!xent_ || xent_->options().label_smoothing != label_smoothing) xent_ = std::make_unique<SoftmaxXent>(xo);
+    const int T = batch.T, B = batch.B, D = decoder.output_size();
+    const XentStats st =
+        xent_->forward(out_.reshape({int64_t{T} * B, D}), generator_weight(), generator.params.bias, targets_);
+    return {st.loss, st.tokens, st.correct};
+}
+
+void Seq2Seq::score(const Batch& batch, std::span<double> out) {
+    NZ_CHECK(static_cast<int>(out.size()) == batch.B, "score: {} outputs for a batch of {}", out.size(), batch.B);
+    Rng unused(0);
+    forward_batch(batch, 0.0f, unused, Mode::eval);
+    const int B = batch.B, T = batch.T, V = cfg_.tgt_vocab_size;
+    logits_.resize({B, V}, false);
+    std::fill(out.begin(), out.end(), 0.0);
+    for (int t = 0; t < T; ++t) {
+        output_log_probs(out_.select(t), generator_weight(), generator.params.bias, logits_);
+        for (int b = 0; b < B; ++b) {
+            const int y = batch.tgt_out_at(b, t);
+            if (y != cfg_.special_ids.pad) out[b] += logits_.at(b, y);
+        }
+    }
+}
+
+// ---- incremental decoding ----
+
+void Seq2Seq::encode(std::span<const int32_t> src, std::span<const int> lengths, int S, EncodedSource& out) {
+    const int N = static_cast<int>(lengths.size());
+    NZ_CHECK(N > 0 && static_cast<int64_t>(src.size()) == int64_t{N} * S, "encode: {} ids for {} sentences of {}",
+             src.size(), N, S);
+    Rng unused(0);
+    out.N = N;
+    out.S = S;
+    out.lengths.assign(lengths.begin(), lengths.end());
+    out.enc_out.resize({N, S, encoder.output_size()}, false);
+    encoder.forward(src, lengths, out.enc_out, step_enc_cache_, unused, Mode::eval);
+    attention.precompute(out.enc_out, out.keys);
+    out.init_h.resize({decoder.L, N, decoder.H}, false);
+    bridge.forward(out.enc_out, step_enc_cache_.final, lengths, out.init_h, bridge_cache_);
+}
+
+void Seq2Seq::select_rows(const EncodedSource& in, std::span<const int> rows, EncodedSource& out) const {
+    NZ_CHECK(&in != &out, "select_rows: in and out must differ");
+    out.N = static_cast<int>(rows.size());
+    out.S = in.S;
+    out.lengths.resize(rows.size());
+    for (std::size_t n = 0; n < rows.size(); ++n) {
+        NZ_CHECK(rows[n] >= 0 && rows[n] < in.N, "select_rows: row {} outside [0, {})", rows[n], in.N);
+        out.lengths[n] = in.lengths[rows[n]];
+    }
+    gather(in.enc_out, 0, rows, out.enc_out);
+    gather(in.keys.keys, 0, rows, out.keys.keys);
+    if (absent(in.keys.keys)) out.keys.keys = in.keys.keys;  // dot: keep the (0) shape
+    gather(in.init_h, 1, rows, out.init_h);
+}
+
+void Seq2Seq::init_state(const EncodedSource& src, DecoderState& state) {
+    const int N = src.N, L = decoder.L, H = decoder.H;
+    state.t = 0;
+    state.h.resize({L, N, H}, false);
+    state.h.copy_from(src.init_h);
+    if (decoder.cell == CellType::lstm)
+        state.c.resize({L, N, H});
+    else
+        state.c = Tensor(Shape{0});
+    if (decoder.kind == DecoderKind::luong && decoder.feed_size() > 0)
+        state.feed.resize({N, H});
+    else
+        state.feed = Tensor(Shape{0});
+}
+
+void Seq2Seq::step(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state, TensorView log_probs,
+                   TensorView attn) {
+    const int N = static_cast<int>(prev.size());
+    NZ_CHECK(N == src.N && N == state.rows(), "step: {} tokens, {} source rows, {} state rows", N, src.N,
+             state.rows());
+    NZ_CHECK_SHAPE(log_probs, {N, cfg_.tgt_vocab_size});
+    Rng unused(0);
+    step_emb_.resize({N, decoder.E}, false);
+    decoder.embedding.forward(prev, step_emb_);
+    step_out_.resize({N, decoder.output_size()}, false);
+    // eval mode: the new state may overwrite the old one in place
+    decoder.step_forward(state.t, step_emb_, state.h, state.c, state.feed, src, attention, state.h, state.c,
+                         step_out_, step_cache_, unused, Mode::eval);
+    if (!absent(state.feed)) state.feed.copy_from(step_out_);
+    output_log_probs(step_out_, generator_weight(), generator.params.bias, log_probs);
+    if (!absent(attn)) {
+        NZ_CHECK_SHAPE(attn, {N, src.S});
+        dense_weights(step_cache_.attention, attn);
+    }
+    ++state.t;
+}
+
+void Seq2Seq::select_state(const DecoderState& in, std::span<const int> rows, DecoderState& out) const {
+    NZ_CHECK(&in != &out, "select_state: in and out must differ");
+    out.t = in.t;
+    gather(in.h, 1, rows, out.h);
+    gather(in.c, 1, rows, out.c);
+    gather(in.feed, 0, rows, out.feed);
+}
+
 }  // namespace nazar

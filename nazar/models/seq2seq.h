@@ -19,8 +19,8 @@
 //
 // Parameters (parameters(): DESIGN.md §5 names, in this order):
 //   encoder.embedding.weight, encoder.rnn.*, bridge.weight/bias (absent for zero),
-//   decoder.embedding.weight, decoder.rnn.*, attention.* (attention.h), decoder.combine.weight
-//   (luong), decoder.deep_output.{state,prev,context}.weight (deep output),
+//   decoder.embedding.weight, decoder.rnn.*, decoder.combine.weight (luong),
+//   decoder.deep_output.{state,prev,context}.weight (deep output), attention.* (attention.h),
 //   generator.weight (V, d_out) (absent when tied: it IS decoder.embedding.weight), generator.bias (V).
 // Determinism: same seed, same data, same thread count => bit-identical results.
 // Not thread-safe (scratch buffers are members); buffers are sized per batch and reused.
@@ -132,6 +132,8 @@ private:
     std::unique_ptr<SoftmaxXent> xent_;
     // ---- step API scratch ----
     Tensor step_emb_;                         // (N, E)
+    Tensor step_out_;                         // (N, d_out)
+    Tensor d_feed0_;                          // (B, H) sink for d s̃_{-1}
     DecoderStepCache step_cache_;
     EncoderCache step_enc_cache_;
 };

@@ -1,0 +1,117 @@
+// Whole-model gradient checks: d loss / d every parameter of a tiny Seq2Seq (B = 2, one padded
+// sentence on both sides) against central differences of the evaluation loss.
+//
+// loss = Σ over the 6 non-pad target tokens of −log p  (≈ 6 · ln 10 ≈ 14), computed in float32.
+// Tolerances: the loss is summed in float32 per row (softmax_xent sums rows in double), so its
+// rounding noise is ≈ 1e-6 relative, ≈ 2e-5 absolute; divided by 2·eps = 2e-2 that is ≈ 1e-3:
+// atol = 3e-3 sits above it. Truncation of the central difference is eps² · f''' / 6 ≈ 2e-5 · |f'''|
+// for eps = 1e-2; rtol = 3e-2 covers it with room for tanh/sigmoid curvature. Half-window / kink
+// notes: local-m windows depend only on t (no kinks); local-p uses D = 4 >= S so that the window
+// (the rounding of p_t) never changes under perturbation, while the Gaussian still depends on p_t.
+#include "nazar/models/seq2seq.h"
+#include "tests/common/gradcheck.h"
+#include "tests/common/tiny_models.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace nazar {
+namespace {
+
+using test::tiny_batch;
+using test::tiny_config;
+
+void check_model(const ModelConfig& cfg, uint64_t seed = 3) {
+    Seq2Seq model(cfg, seed);
+    const Batch batch = tiny_batch();
+    ParamList params = model.parameters();
+    zero_grads(params);
+    Rng rng(11);
+    const LossStats st = model.train_step(batch, {.grad_scale = 1.0f}, rng);
+    EXPECT_EQ(st.tokens, 6);
+    // the eval loss equals the training loss (no dropout, no sampling)
+    EXPECT_NEAR(model.eval_loss(batch).loss, st.loss, 1e-4 * st.loss);
+    std::vector<test::GradTarget> targets;
+    for (const auto& p : params) targets.push_back({p.name, *p.value, *p.grad});
+    auto loss = [&] { return model.eval_loss(batch).loss; };
+    EXPECT_TRUE(test::check_gradients(loss, targets, {.eps = 1e-2, .rtol = 3e-2, .atol = 3e-3, .max_entries = 10}));
+}
+
+TEST(GradModels, BahdanauGru) { check_model(tiny_config()); }
+
+TEST(GradModels, BahdanauDeepOutputTied) {
+    auto c = tiny_config();
+    c.decoder.deep_output = true;
+    c.decoder.deep_output_size = 4;  // = E, so the generator can share the target embedding
+    c.tie_target_embeddings = true;
+    check_model(c);
+}
+
+TEST(GradModels, BahdanauLstmTwoLayerEncoderAndDecoder) {
+    auto c = tiny_config();
+    c.encoder.cell = CellType::lstm;
+    c.encoder.num_layers = 2;
+    c.decoder.cell = CellType::lstm;
+    c.decoder.num_layers = 2;
+    c.decoder.bridge = BridgeKind::last;
+    check_model(c);
+}
+
+TEST(GradModels, LuongDotMeanBridge) {
+    auto c = tiny_config(DecoderKind::luong, ScoreKind::dot);
+    c.decoder.hidden_size = 6;  // = C
+    c.decoder.bridge = BridgeKind::mean;
+    check_model(c);
+}
+
+TEST(GradModels, LuongGeneral) { check_model(tiny_config(DecoderKind::luong, ScoreKind::general)); }
+
+TEST(GradModels, LuongGeneralInputFeedingTwoLayers) {
+    auto c = tiny_config(DecoderKind::luong, ScoreKind::general);
+    c.decoder.input_feeding = true;
+    c.decoder.num_layers = 2;
+    c.decoder.bridge = BridgeKind::last;
+    c.attention.scale = ScaleMode::learned;
+    check_model(c);
+}
+
+TEST(GradModels, LuongConcatUnidirectionalLstmZeroBridge) {
+    auto c = tiny_config(DecoderKind::luong, ScoreKind::concat);
+    c.encoder.bidirectional = false;
+    c.encoder.cell = CellType::lstm;
+    c.decoder.bridge = BridgeKind::zero;
+    c.decoder.input_feeding = true;
+    check_model(c);
+}
+
+TEST(GradModels, LocalMonotonic) {
+    auto c = tiny_config(DecoderKind::luong, ScoreKind::general);
+    c.attention.local = LocalMode::monotonic;
+    c.attention.window = 1;
+    c.decoder.input_feeding = true;
+    check_model(c);
+}
+
+TEST(GradModels, LocalPredictive) {
+    auto c = tiny_config(DecoderKind::luong, ScoreKind::general);
+    c.attention.local = LocalMode::predictive;
+    c.attention.window = 4;
+    c.attention.position_size = 3;
+    check_model(c);
+}
+
+TEST(GradModels, MixedTimings) {
+    auto a = tiny_config(DecoderKind::luong, ScoreKind::additive);
+    a.decoder.attention_timing = AttentionTiming::after;
+    check_model(a);
+    auto b = tiny_config(DecoderKind::bahdanau, ScoreKind::general);
+    b.decoder.attention_timing = AttentionTiming::before;
+    check_model(b);
+    auto l = tiny_config(DecoderKind::luong, ScoreKind::general);  // Luong's decoder, query s_{t-1}
+    l.decoder.attention_timing = AttentionTiming::before;
+    check_model(l);
+}
+
+}  // namespace
+}  // namespace nazar
