@@ -55,7 +55,13 @@ bool is_13a_punct(unsigned char c) {
            (c >= 0x28 && c <= 0x2B) || (c >= 0x3A && c <= 0x40) || c == '/';
 }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_period_comma(char c) { return c == '.' || c == ','; }
+
+// First '.' or ',' at or after `from` (std::string::find_first_of calls memchr per character).
+std::size_t find_period_comma(const std::string& s, std::size_t from) {
+    for (std::size_t i = from; i < s.size(); ++i)
+        if (s[i] == '.' || s[i] == ',') return i;
+    return std::string::npos;
+}
 
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
     if (s.find(from) == std::string::npos) return;
@@ -73,7 +79,8 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
 std::string join_tokens(std::string_view s) {
     std::string out;
     out.reserve(s.size());
-    std::vector<std::string_view> toks;
+    thread_local std::vector<std::string_view> toks;
+    toks.clear();
     split_whitespace(s, toks);
     for (std::size_t i = 0; i < toks.size(); ++i) {
         if (i) out.push_back(' ');
@@ -133,7 +140,8 @@ void split_whitespace(std::string_view s, std::vector<std::string_view>& out) {
     std::size_t i = 0, start = 0;
     bool in_token = false;
     while (i < s.size()) {
-        const std::size_t sp = space_len(s, i);
+        const auto byte = static_cast<unsigned char>(s[i]);
+        const std::size_t sp = byte < 0x80 ? (is_space(byte) ? 1 : 0) : space_len(s, i);
         if (sp) {
             if (in_token) out.push_back(s.substr(start, i - start));
             in_token = false;
@@ -208,7 +216,8 @@ std::string to_lower(std::string_view s) {
 }
 
 std::string tokenize_13a(std::string_view line) {
-    std::string s(line);
+    thread_local std::string s, a, b;  // scratch, reused across calls
+    s.assign(line);
     replace_all(s, "<skipped>", "");
     replace_all(s, "-\n", "");
     replace_all(s, "\n", " ");
@@ -218,55 +227,70 @@ std::string tokenize_13a(std::string_view line) {
         replace_all(s, "&lt;", "<");
         replace_all(s, "&gt;", ">");
     }
+    // Each rewrite copies the spans between candidate characters and handles the candidates
+    // left to right, as re.sub does (a match consumes both of its characters).
     // Rewrite 1: ([{-~[-` -&(-+:-@/]) -> " \1 "  (the padding space is itself in the class)
-    std::string a;
-    a.reserve(3 * s.size() + 8);
-    a.append("   ");
-    for (const char c : s) {
-        if (is_13a_punct(static_cast<unsigned char>(c))) {
-            a.push_back(' ');
-            a.push_back(c);
-            a.push_back(' ');
-        } else {
-            a.push_back(c);
-        }
-    }
-    a.append("   ");
-    // Rewrite 2: ([^0-9])([.,]) -> "\1 \2 "
-    std::string b;
-    b.reserve(a.size() + a.size() / 2);
-    for (std::size_t i = 0; i < a.size();) {
-        if (i + 1 < a.size() && !is_digit(a[i]) && is_period_comma(a[i + 1])) {
-            b.push_back(a[i]);
-            b.push_back(' ');
-            b.push_back(a[i + 1]);
-            b.push_back(' ');
-            i += 2;
-        } else {
-            b.push_back(a[i++]);
-        }
-    }
-    // Rewrite 3: ([.,])([^0-9]) -> " \1 \2"
     a.clear();
-    for (std::size_t i = 0; i < b.size();) {
-        if (i + 1 < b.size() && is_period_comma(b[i]) && !is_digit(b[i + 1])) {
-            a.push_back(' ');
-            a.push_back(b[i]);
-            a.push_back(' ');
-            a.push_back(b[i + 1]);
-            i += 2;
-        } else {
-            a.push_back(b[i++]);
-        }
+    a.append("   ");
+    std::size_t run = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        if (!is_13a_punct(static_cast<unsigned char>(c))) continue;
+        a.append(s, run, i - run);
+        a.append({' ', c, ' '});
+        run = i + 1;
     }
-    // Rewrite 4: ([0-9])(-) -> "\1 \2 "
+    a.append(s, run, std::string::npos);
+    a.append("   ");
+    // Rewrite 2: ([^0-9])([.,]) -> "\1 \2 "   candidates: a [.,] at j >= i + 1, paired with j - 1
     b.clear();
     for (std::size_t i = 0; i < a.size();) {
-        if (i + 1 < a.size() && is_digit(a[i]) && a[i + 1] == '-') {
-            b.append({a[i], ' ', '-', ' '});
-            i += 2;
+        const std::size_t j = find_period_comma(a, i + 1);
+        if (j == std::string::npos) {
+            b.append(a, i, std::string::npos);
+            break;
+        }
+        b.append(a, i, j - 1 - i);
+        if (!is_digit(a[j - 1])) {
+            b.append({a[j - 1], ' ', a[j], ' '});
+            i = j + 1;
         } else {
-            b.push_back(a[i++]);
+            b.push_back(a[j - 1]);
+            i = j;  // a[j] may start the next match
+        }
+    }
+    // Rewrite 3: ([.,])([^0-9]) -> " \1 \2"   candidates: a [.,] at j >= i, paired with j + 1
+    a.clear();
+    for (std::size_t i = 0; i < b.size();) {
+        const std::size_t j = find_period_comma(b, i);
+        if (j == std::string::npos || j + 1 >= b.size()) {
+            a.append(b, i, std::string::npos);
+            break;
+        }
+        a.append(b, i, j - i);
+        if (!is_digit(b[j + 1])) {
+            a.append({' ', b[j], ' ', b[j + 1]});
+            i = j + 2;
+        } else {
+            a.push_back(b[j]);
+            i = j + 1;
+        }
+    }
+    // Rewrite 4: ([0-9])(-) -> "\1 \2 "   candidates: a '-' at j >= i + 1, paired with j - 1
+    b.clear();
+    for (std::size_t i = 0; i < a.size();) {
+        const std::size_t j = a.find('-', i + 1);
+        if (j == std::string::npos) {
+            b.append(a, i, std::string::npos);
+            break;
+        }
+        b.append(a, i, j - 1 - i);
+        if (is_digit(a[j - 1])) {
+            b.append({a[j - 1], ' ', '-', ' '});
+            i = j + 1;
+        } else {
+            b.push_back(a[j - 1]);
+            i = j;
         }
     }
     return join_tokens(b);

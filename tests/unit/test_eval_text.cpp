@@ -6,10 +6,50 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
 using namespace nazar;
+
+namespace {
+
+// The 13a rules applied literally, one character pair at a time (the oracle for the span-copying
+// version in text.cpp). Input without "<skipped>", newlines or entities.
+std::string naive_13a(const std::string& line) {
+    const auto punct = [](unsigned char c) {
+        return (c >= 0x7B && c <= 0x7E) || (c >= 0x5B && c <= 0x60) || (c >= 0x20 && c <= 0x26) ||
+               (c >= 0x28 && c <= 0x2B) || (c >= 0x3A && c <= 0x40) || c == '/';
+    };
+    const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+    const auto pc = [](char c) { return c == '.' || c == ','; };
+    std::string s(1, ' '), t;
+    s.append(line);
+    s.push_back(' ');
+    for (char c : s) punct(static_cast<unsigned char>(c)) ? t += std::string{' ', c, ' '} : t += c;
+    s.clear();
+    for (std::size_t i = 0; i < t.size();)
+        if (i + 1 < t.size() && !digit(t[i]) && pc(t[i + 1])) s += std::string{t[i], ' ', t[i + 1], ' '}, i += 2;
+        else s += t[i++];
+    t.clear();
+    for (std::size_t i = 0; i < s.size();)
+        if (i + 1 < s.size() && pc(s[i]) && !digit(s[i + 1])) t += std::string{' ', s[i], ' ', s[i + 1]}, i += 2;
+        else t += s[i++];
+    s.clear();
+    for (std::size_t i = 0; i < t.size();)
+        if (i + 1 < t.size() && digit(t[i]) && t[i + 1] == '-') s += std::string{t[i], ' ', '-', ' '}, i += 2;
+        else s += t[i++];
+    std::string out;
+    for (const auto w : split_whitespace(s)) {
+        if (!out.empty()) out.push_back(' ');
+        out.append(w);
+    }
+    return out;
+}
+
+}  // namespace
 
 TEST(Tokenize13a, PunctuationPeriodsCommasAndDashes) {
     EXPECT_EQ(tokenize_13a("Hello, world!"), "Hello , world !");
@@ -24,6 +64,18 @@ TEST(Tokenize13a, PunctuationPeriodsCommasAndDashes) {
     EXPECT_EQ(tokenize_13a("(a)[b]{c}"), "( a ) [ b ] { c }");
     EXPECT_EQ(tokenize_13a("Ça va.  "), "Ça va .");
     EXPECT_EQ(tokenize_13a(""), "");
+}
+
+TEST(Tokenize13a, MatchesTheLiteralRulesOnRandomStrings) {
+    // Strings dense in the characters the rules care about, including runs like "..", "1.-", ",5".
+    const std::vector<std::string> alphabet = {"a", "b", "1", "9", ".", ",", "-", " ", "'", "(", "\xC3\xA9", "/", "0"};
+    std::mt19937 gen(13);
+    for (int trial = 0; trial < 3000; ++trial) {
+        std::string line;
+        const int len = static_cast<int>(gen() % 12);
+        for (int k = 0; k < len; ++k) line += alphabet[gen() % alphabet.size()];
+        ASSERT_EQ(tokenize_13a(line), naive_13a(line)) << "input: '" << line << "'";
+    }
 }
 
 TEST(TokenizeChars, EveryNonSpaceCodePoint) {
@@ -83,4 +135,50 @@ TEST(TokenInterner, EqualStringsEqualIds) {
     const uint32_t a = t.id("the"), b = t.id("cat"), c = t.id("the");
     EXPECT_EQ(a, c);
     EXPECT_NE(a, b);
+}
+
+TEST(NgramMatcher, AgreesWithMapCountsOnRandomSequences) {
+    std::mt19937 gen(7);
+    NgramMatcher m;
+    NgramCounts c;
+    for (int trial = 0; trial < 300; ++trial) {
+        const auto seq = [&](int max_len) {
+            std::vector<uint32_t> v(gen() % (max_len + 1));
+            for (auto& x : v) x = gen() % 3;  // tiny vocabulary: many repeated n-grams
+            return v;
+        };
+        const std::vector<uint32_t> hyp = seq(12);
+        std::vector<std::vector<uint32_t>> refs(1 + gen() % 3);
+        for (auto& r : refs) r = seq(12);
+        std::vector<std::span<const uint32_t>> spans(refs.begin(), refs.end());
+        const int N = 1 + static_cast<int>(gen() % 5);
+        m.count(hyp, spans, N, c);
+        using Counts = std::map<std::vector<uint32_t>, int64_t>;
+        const auto ngrams = [](const std::vector<uint32_t>& v, int n) {
+            Counts out;
+            for (std::size_t i = 0; i + n <= v.size(); ++i) ++out[{v.begin() + i, v.begin() + i + n}];
+            return out;
+        };
+        for (int n = 1; n <= N; ++n) {
+            const Counts h = ngrams(hyp, n);
+            int64_t clipped = 0;
+            for (const auto& [g, cnt] : h) {
+                int64_t best = 0;
+                for (const auto& r : refs) {
+                    const Counts rc = ngrams(r, n);
+                    best = std::max(best, rc.count(g) ? rc.at(g) : int64_t{0});
+                }
+                clipped += std::min(cnt, best);
+            }
+            ASSERT_EQ(c.clipped[n - 1], clipped) << "trial " << trial << " order " << n;
+            for (std::size_t r = 0; r < refs.size(); ++r) {
+                const Counts rc = ngrams(refs[r], n);
+                int64_t match = 0, total = 0;
+                for (const auto& [g, cnt] : rc) total += cnt;
+                for (const auto& [g, cnt] : h) match += std::min(cnt, rc.count(g) ? rc.at(g) : int64_t{0});
+                ASSERT_EQ(c.match[r * N + n - 1], match) << "trial " << trial << " order " << n << " ref " << r;
+                ASSERT_EQ(c.ref_total[r * N + n - 1], total);
+            }
+        }
+    }
 }
