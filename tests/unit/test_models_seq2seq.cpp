@@ -1,0 +1,242 @@
+// Seq2Seq: parameter names (DESIGN.md §5), score/loss consistency, padding invariance, the
+// incremental step API against forced decoding, row selection, += gradients, determinism.
+#include "nazar/models/seq2seq.h"
+#include "tests/common/test_util.h"
+#include "tests/common/tiny_models.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace nazar {
+namespace {
+
+using test::make_batch;
+using test::tiny_batch;
+using test::tiny_config;
+
+std::vector<std::string> names(Seq2Seq& m) {
+    std::vector<std::string> out;
+    for (const auto& p : m.parameters()) out.push_back(p.name + " " + p.value->shape().str());
+    return out;
+}
+
+TEST(Seq2Seq, BahdanauParameterNamesAndShapes) {
+    Seq2Seq m(tiny_config());
+    const std::vector<std::string> want = {
+        "encoder.embedding.weight (10, 4)", "encoder.rnn.weight_ih_l0 (9, 4)", "encoder.rnn.weight_hh_l0 (9, 3)",
+        "encoder.rnn.bias_ih_l0 (9,)", "encoder.rnn.bias_hh_l0 (9,)", "encoder.rnn.weight_ih_l0_reverse (9, 4)",
+        "encoder.rnn.weight_hh_l0_reverse (9, 3)", "encoder.rnn.bias_ih_l0_reverse (9,)",
+        "encoder.rnn.bias_hh_l0_reverse (9,)",
+        "bridge.weight (5, 3)", "bridge.bias (5,)",  // backward-first: h_0^bwd has H_enc = 3
+        "decoder.embedding.weight (10, 4)", "decoder.rnn.weight_ih_l0 (15, 10)",  // [E ; C] = 4 + 6
+        "decoder.rnn.weight_hh_l0 (15, 5)", "decoder.rnn.bias_ih_l0 (15,)", "decoder.rnn.bias_hh_l0 (15,)",
+        "attention.query.weight (4, 5)", "attention.key.weight (4, 6)", "attention.v.weight (1, 4)",
+        "generator.weight (10, 5)", "generator.bias (10,)"};
+    EXPECT_EQ(names(m), want);
+}
+
+TEST(Seq2Seq, LuongAndDeepOutputParameterNames) {
+    auto c = tiny_config(DecoderKind::luong, ScoreKind::general);
+    c.decoder.input_feeding = true;
+    c.decoder.num_layers = 2;
+    c.decoder.cell = CellType::lstm;
+    c.attention.local = LocalMode::predictive;
+    c.attention.position_size = 3;
+    c.embedding_size = 5;
+    c.tie_target_embeddings = true;
+    Seq2Seq m(c);
+    const auto n = names(m);
+    auto has = [&](const std::string& s) { return std::find(n.begin(), n.end(), s) != n.end(); };
+    EXPECT_TRUE(has("bridge.weight (10, 6)"));  // mean over C = 6, two layers of 5
+    EXPECT_TRUE(has("decoder.rnn.weight_ih_l0 (20, 10)"));  // LSTM 4H; [E ; s̃] = 5 + 5
+    EXPECT_TRUE(has("decoder.rnn.weight_ih_l1 (20, 5)"));
+    EXPECT_TRUE(has("decoder.combine.weight (5, 11)"));
+    EXPECT_TRUE(has("attention.key.weight (5, 6)"));
+    EXPECT_TRUE(has("attention.position.weight (3, 5)"));
+    EXPECT_TRUE(has("attention.position_v.weight (1, 3)"));
+    EXPECT_TRUE(has("generator.bias (10,)"));
+    EXPECT_FALSE(has("generator.weight (10, 5)"));  // tied: it is decoder.embedding.weight
+    EXPECT_EQ(m.generator_weight().data(), m.decoder.embedding.params.weight.data());
+
+    auto d = tiny_config();
+    d.decoder.deep_output = true;
+    d.decoder.deep_output_size = 7;
+    Seq2Seq md(d);
+    const auto nd = names(md);
+    for (const char* s : {"decoder.deep_output.state.weight (7, 5)", "decoder.deep_output.prev.weight (7, 4)",
+                          "decoder.deep_output.context.weight (7, 6)", "generator.weight (10, 7)"})
+        EXPECT_NE(std::find(nd.begin(), nd.end(), s), nd.end()) << s;
+}
+
+std::vector<ModelConfig> variants() {
+    std::vector<ModelConfig> v;
+    v.push_back(tiny_config());
+    auto deep = tiny_config();
+    deep.decoder.deep_output = true;
+    v.push_back(deep);
+    auto feed = tiny_config(DecoderKind::luong, ScoreKind::general);
+    feed.decoder.input_feeding = true;
+    feed.decoder.num_layers = 2;
+    v.push_back(feed);
+    auto lm = tiny_config(DecoderKind::luong, ScoreKind::concat);
+    lm.attention.local = LocalMode::monotonic;
+    lm.attention.window = 1;
+    v.push_back(lm);
+    auto lp = tiny_config(DecoderKind::luong, ScoreKind::general);
+    lp.attention.local = LocalMode::predictive;
+    lp.attention.window = 1;
+    lp.encoder.cell = CellType::lstm;
+    lp.decoder.cell = CellType::lstm;
+    v.push_back(lp);
+    return v;
+}
+
+TEST(Seq2Seq, ScoreSumsToMinusLoss) {
+    for (const auto& c : variants()) {
+        Seq2Seq m(c, 5);
+        const Batch b = tiny_batch();
+        std::vector<double> s(b.B);
+        m.score(b, s);
+        const LossStats st = m.eval_loss(b);
+        EXPECT_EQ(st.tokens, 6);
+        EXPECT_NEAR(s[0] + s[1], -st.loss, 1e-4 * st.loss);
+        EXPECT_LT(s[0], 0);
+        EXPECT_LT(s[1], 0);
+    }
+}
+
+TEST(Seq2Seq, PaddedSentenceScoresAsIfAlone) {
+    for (const auto& c : variants()) {
+        Seq2Seq m(c, 5);
+        std::vector<double> both(2), alone(1);
+        m.score(tiny_batch(), both);
+        m.score(make_batch({{9, 5}}, {{8}}), alone);
+        EXPECT_NEAR(both[1], alone[0], 1e-5 * std::abs(alone[0]));
+    }
+}
+
+// Forced decoding through encode / init_state / step gives score()'s numbers.
+TEST(Seq2Seq, StepApiMatchesForcedScore) {
+    for (const auto& c : variants()) {
+        Seq2Seq m(c, 5);
+        const Batch b = tiny_batch();
+        std::vector<double> want(b.B);
+        m.score(b, want);
+        EncodedSource enc;
+        m.encode(b.src, b.src_lengths, b.S, enc);
+        DecoderState st;
+        m.init_state(enc, st);
+        Tensor lp({b.B, 10}), att({b.B, b.S});
+        std::vector<double> got(b.B, 0.0);
+        for (int t = 0; t < b.T; ++t) {
+            std::vector<int32_t> prev = {b.tgt_in_at(0, t), b.tgt_in_at(1, t)};
+            m.step(prev, enc, st, lp, att);
+            for (int r = 0; r < b.B; ++r) {
+                if (b.tgt_out_at(r, t) != 0) got[r] += lp.at(r, b.tgt_out_at(r, t));
+                double sum = 0;
+                for (int i = 0; i < b.S; ++i) sum += att.at(r, i);
+                EXPECT_LE(sum, 1.0 + 1e-5);
+                for (int i = b.src_lengths[r]; i < b.S; ++i) EXPECT_EQ(att.at(r, i), 0.0f);  // padding
+            }
+        }
+        EXPECT_EQ(st.t, b.T);
+        for (int r = 0; r < b.B; ++r) EXPECT_NEAR(got[r], want[r], 1e-5 * std::abs(want[r]));
+    }
+}
+
+TEST(Seq2Seq, SelectRowsAndStateReorderBeams) {
+    for (const auto& c : variants()) {
+        Seq2Seq m(c, 5);
+        const Batch b = tiny_batch();
+        EncodedSource enc, wide;
+        m.encode(b.src, b.src_lengths, b.S, enc);
+        const std::vector<int> rows = {1, 0, 1};
+        m.select_rows(enc, rows, wide);
+        DecoderState st, st_wide, tmp;
+        m.init_state(enc, st);
+        m.init_state(wide, st_wide);
+        Tensor lp({2, 10}), lpw({3, 10});
+        m.step(std::vector<int32_t>{2, 2}, enc, st, lp, {});
+        m.step(std::vector<int32_t>{2, 2, 2}, wide, st_wide, lpw, {});
+        // reorder the wide state to {row 2, row 1, row 0} = sentences {1, 0, 1}, step again
+        m.select_state(st_wide, std::vector<int>{2, 1, 0}, tmp);
+        EXPECT_EQ(tmp.t, 1);
+        m.step(std::vector<int32_t>{5, 6, 5}, wide, tmp, lpw, {});
+        m.step(std::vector<int32_t>{6, 5}, enc, st, lp, {});
+        for (int v = 0; v < 10; ++v) {
+            EXPECT_NEAR(lpw.at(0, v), lp.at(1, v), 1e-5);
+            EXPECT_NEAR(lpw.at(1, v), lp.at(0, v), 1e-5);
+            EXPECT_NEAR(lpw.at(2, v), lp.at(1, v), 1e-5);
+        }
+    }
+}
+
+TEST(Seq2Seq, GradientsAccumulateAndDefaultScaleIsMean) {
+    Seq2Seq m(tiny_config(DecoderKind::luong, ScoreKind::general), 5);
+    const Batch b = tiny_batch();
+    ParamList params = m.parameters();
+    Rng rng(1);
+    zero_grads(params);
+    m.train_step(b, {.grad_scale = 1.0f}, rng);
+    std::vector<Tensor> once;
+    for (const auto& p : params) once.push_back(*p.grad);
+    m.train_step(b, {.grad_scale = 1.0f}, rng);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        Tensor twice = once[i];
+        for (int64_t j = 0; j < twice.numel(); ++j) twice[j] *= 2;
+        EXPECT_TRUE(test::close_rel(*params[i].grad, twice, 1e-5)) << params[i].name;
+    }
+    zero_grads(params);
+    const LossStats st = m.train_step(b, {}, rng);  // grad_scale 0: 1 / tokens
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        Tensor mean = once[i];
+        for (int64_t j = 0; j < mean.numel(); ++j) mean[j] /= static_cast<float>(st.tokens);
+        EXPECT_TRUE(test::close_rel(*params[i].grad, mean, 1e-5)) << params[i].name;
+    }
+}
+
+TEST(Seq2Seq, LabelSmoothingLossMatchesEval) {
+    Seq2Seq m(tiny_config(), 5);
+    const Batch b = tiny_batch();
+    Rng rng(1);
+    const LossStats tr = m.train_step(b, {.label_smoothing = 0.1f}, rng);
+    const LossStats ev = m.eval_loss(b, 0.1f);
+    EXPECT_NEAR(tr.loss, ev.loss, 1e-5 * ev.loss);
+    EXPECT_GT(ev.loss, m.eval_loss(b).loss * 0.5);
+}
+
+TEST(Seq2Seq, TrainingIsDeterministicAndDropoutSamplingUseTheRng) {
+    auto c = tiny_config();
+    c.encoder.num_layers = 2;
+    c.encoder.dropout = 0.3f;
+    c.decoder.num_layers = 2;
+    c.decoder.dropout = 0.3f;
+    Seq2Seq a(c, 9), b2(c, 9);
+    const Batch b = tiny_batch();
+    Rng ra(4), rb(4);
+    const TrainOptions opt{.sampling_prob = 0.5f};
+    const LossStats la = a.train_step(b, opt, ra), lb = b2.train_step(b, opt, rb);
+    EXPECT_EQ(la.loss, lb.loss);  // bit-identical
+    ParamList pa = a.parameters(), pb = b2.parameters();
+    for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_EQ(max_abs_diff(*pa[i].grad, *pb[i].grad), 0.0) << pa[i].name;
+    // train mode with dropout differs from eval mode
+    EXPECT_NE(la.loss, a.eval_loss(b).loss);
+}
+
+TEST(Seq2Seq, BadInputsAreErrors) {
+    Seq2Seq m(tiny_config(), 5);
+    Batch b = tiny_batch();
+    b.tgt_in[1] = 10;  // outside the vocabulary
+    Rng rng(1);
+    EXPECT_THROW(m.train_step(b, {}, rng), Error);
+    Batch c = tiny_batch();
+    c.src_lengths.pop_back();
+    EXPECT_THROW(m.eval_loss(c), Error);
+    EXPECT_THROW(m.train_step(tiny_batch(), {.sampling_prob = 1.5f}, rng), Error);
+}
+
+}  // namespace
+}  // namespace nazar
