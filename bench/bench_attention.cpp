@@ -1,11 +1,12 @@
 // One decoder step of every attention mechanism at B=64, S=50, d_s=d_h=512, d_a=256 (SPEC §9):
 // precompute (keys once per batch), forward, and forward+backward. Before timing, each
 // mechanism's forward is validated against a naive double-precision computation written
-// straight from SPEC §3-5 (window, Gaussian, masking), with padded sentences in the batch.
+// straight from SPEC §3-5 (attention/naive.h), with padded sentences in the batch.
 // Output: Google Benchmark's table; each line carries the shapes as its label and GFLOP/s from
 // the multiply-add count of attention_cost (the same model `nazar explain` prints).
 // Threads: NAZAR_THREADS (default 1, so numbers from a shared machine stay comparable).
 #include "nazar/attention/attention.h"
+#include "nazar/attention/naive.h"
 #include "nazar/core/blas.h"
 #include "nazar/core/threads.h"
 
@@ -58,81 +59,18 @@ Inputs make_inputs() {
     return in;
 }
 
-// Naive attention (double): every score from the parameters directly, no precomputed keys.
-double naive_score(const Attention& att, const Inputs& in, int b, int i) {
-    const auto& p = att.params;
-    const float* q = in.q.data() + static_cast<int64_t>(b) * kH;
-    const float* h = in.h.data() + (static_cast<int64_t>(b) * kS + i) * kC;
-    const AttentionConfig& c = att.cfg;
-    double e = 0;
-    if (c.score == ScoreKind::additive || c.score == ScoreKind::concat) {
-        for (int a = 0; a < kA; ++a) {
-            double pre = 0;
-            for (int k = 0; k < kH; ++k) pre += static_cast<double>(p.W_q.at(a, k)) * q[k];
-            for (int k = 0; k < kC; ++k) pre += static_cast<double>(p.W_k.at(a, k)) * h[k];
-            e += p.v_a[a] * std::tanh(pre);
-        }
-        return e;
-    }
-    for (int r = 0; r < kH; ++r) {
-        double key = h[r];
-        if (c.score == ScoreKind::general) {
-            key = 0;
-            for (int k = 0; k < kC; ++k) key += static_cast<double>(p.W_k.at(r, k)) * h[k];
-        }
-        e += q[r] * key;
-    }
-    return c.scale == ScaleMode::inv_sqrt ? e / std::sqrt(double(kC)) : e;
-}
-
-// Returns the max abs difference of weights (dense) and contexts against nazar's forward.
+// Max abs difference of weights (dense) and contexts between nazar's forward and the oracle.
 double validate(const Mech& m, const Inputs& in) {
     Rng rng(5);
     Attention att(m.cfg, rng);
     AttentionKeys keys;
     AttentionStepCache cache;
-    Tensor ctx({kB, kC}), dense({kB, kS});
+    Tensor ctx({kB, kC}), dense({kB, kS}), ctx_ref({kB, kC}), dense_ref({kB, kS});
     att.precompute(in.h, keys);
     att.forward(in.q, keys, in.h, in.len, kStep, ctx, cache);
     dense_weights(cache, dense);
-    double err = 0;
-    for (int b = 0; b < kB; ++b) {
-        const int Sb = in.len[b];
-        double p = 0;
-        int lo = 0, hi = Sb - 1;
-        if (m.cfg.local == LocalMode::monotonic) p = std::min(kStep, Sb - 1);
-        if (m.cfg.local == LocalMode::predictive) {
-            const int P = att.params.W_p.dim(0);
-            double u = 0;
-            for (int i = 0; i < P; ++i) {
-                double pre = 0;
-                for (int k = 0; k < kH; ++k) pre += static_cast<double>(att.params.W_p.at(i, k)) * in.q.at(b, k);
-                u += att.params.v_p[i] * std::tanh(pre);
-            }
-            p = Sb / (1 + std::exp(-u));
-        }
-        if (m.cfg.local != LocalMode::global) {
-            const int c = std::min(static_cast<int>(std::floor(p + 0.5)), Sb - 1);
-            lo = std::max(0, c - kD);
-            hi = std::min(Sb - 1, c + kD);
-        }
-        std::vector<double> a(kS, 0.0);
-        double mx = -1e300, sum = 0;
-        for (int i = lo; i <= hi; ++i) mx = std::max(mx, a[i] = naive_score(att, in, b, i));
-        for (int i = lo; i <= hi; ++i) sum += (a[i] = std::exp(a[i] - mx));
-        const double sigma = kD / 2.0;
-        for (int i = lo; i <= hi; ++i) {
-            a[i] /= sum;
-            if (m.cfg.local == LocalMode::predictive) a[i] *= std::exp(-(i - p) * (i - p) / (2 * sigma * sigma));
-        }
-        for (int i = 0; i < kS; ++i) err = std::max(err, std::abs(a[i] - dense.at(b, i)));
-        for (int k = 0; k < kC; ++k) {
-            double c = 0;
-            for (int i = lo; i <= hi; ++i) c += a[i] * in.h.at(b, i, k);
-            err = std::max(err, std::abs(c - ctx.at(b, k)));
-        }
-    }
-    return err;
+    attn::naive::attention_forward(att, in.q, in.h, in.len, kStep, dense_ref, ctx_ref);
+    return std::max(max_abs_diff(dense, dense_ref), max_abs_diff(ctx, ctx_ref));
 }
 
 std::string label(const Mech& m) {
