@@ -1,6 +1,12 @@
 #include "nazar/data/corpus.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/threads.h"
+
+#include <algorithm>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <cstdio>
 #include <unordered_set>
@@ -64,26 +70,47 @@ std::size_t Corpus::memory_bytes() const {
 
 namespace {
 
-// How one side turns pieces into ids: look up a fixed vocabulary, or intern for building one.
+// How one side turns text into ids: tokenize and look up a fixed vocabulary (thread-safe, runs
+// in parallel), or tokenize to pieces that the serial stage interns for building a vocabulary.
 struct SideMap {
     const Tokenizer* tokenizer;
     const Vocab* vocab = nullptr;     // fixed
     PieceCounter* counter = nullptr;  // building
     int64_t* unk = nullptr;
+    std::vector<int32_t> spm_table{};  // SentencePiece id -> vocabulary id (spm with a fixed vocabulary)
 
-    // Returns whether any piece became <unk>.
-    bool map(const Pieces& pieces, std::vector<int32_t>& out) const {
-        out.clear();
+    void prepare() {
+        if (counter || tokenizer->kind() != TokenizerKind::spm) return;
+        std::vector<bool> special;
+        const auto pieces = tokenizer->spm_pieces(&special);
+        spm_table.resize(pieces.size());
+        for (std::size_t i = 0; i < pieces.size(); ++i) spm_table[i] = special[i] ? Vocab::unk : vocab->id(pieces[i]);
+    }
+
+    struct Work {
+        Pieces pieces;
+        std::vector<int32_t> ids;
+        std::vector<int> spm_ids;
+    };
+    // Parallel stage: `ids` holds final ids (fixed vocabulary) or `pieces` the pieces (building).
+    void tokenize(std::string_view text, Work& w) const {
+        w.ids.clear();
+        if (!spm_table.empty()) {
+            tokenizer->encode_spm_ids(text, w.spm_ids);
+            for (int id : w.spm_ids) w.ids.push_back(spm_table[static_cast<std::size_t>(id)]);
+            return;
+        }
+        tokenizer->encode(text, w.pieces);
+        if (!counter) vocab->encode(w.pieces, w.ids);
+    }
+    int64_t length(const Work& w) const { return static_cast<int64_t>(counter ? w.pieces.size() : w.ids.size()); }
+    // Serial stage. Returns whether any id is <unk>.
+    bool finish(Work& w) const {
         if (counter) {
-            for (auto p : pieces.views) out.push_back(counter->intern(p));
+            for (auto p : w.pieces.views) w.ids.push_back(counter->intern(p));
             return false;
         }
-        int64_t unks = 0;
-        for (auto p : pieces.views) {
-            const int32_t id = vocab->id(p);
-            unks += id == Vocab::unk;
-            out.push_back(id);
-        }
+        const int64_t unks = std::count(w.ids.begin(), w.ids.end(), Vocab::unk);
         *unk += unks;
         return unks > 0;
     }
@@ -110,52 +137,74 @@ struct PairEqual {
     }
 };
 
-Corpus load(const CorpusFiles& files, const SideMap& src_map, const SideMap& tgt_map, const LoadOptions& o,
+Corpus load(const CorpusFiles& files, SideMap& src_map, SideMap& tgt_map, const LoadOptions& o,
             LoadSummary& s) {
     const FilterOptions& f = o.filter;
     NZ_CHECK(f.max_length >= 0, "max_length must be >= 0 (0 = no limit), got {}", f.max_length);
     NZ_CHECK(f.max_length_ratio == 0.f || f.max_length_ratio >= 1.f,
              "max_length_ratio must be 0 (no limit) or >= 1, got {}", f.max_length_ratio);
     s.name = files.name();
+    src_map.prepare();
+    tgt_map.prepare();
     s.max_length = f.max_length;
     s.max_length_ratio = f.max_length_ratio;
 
     Corpus corpus;
     PairReader reader(files, o.skip_bad_lines);
     std::unordered_set<int64_t, PairHash, PairEqual> seen(1024, PairHash{&corpus}, PairEqual{&corpus});
-    Pieces src_pieces, tgt_pieces;
-    std::vector<int32_t> src_ids, tgt_ids;
+    // Pairs go through in blocks: tokenized in parallel (the expensive part), then filtered,
+    // interned and stored in order, so the result does not depend on the thread count.
+    constexpr int kBlock = 4096;
+    struct Slot {
+        std::string src, tgt;
+        SideMap::Work s, t;
+    };
+    std::vector<Slot> block(kBlock);
     RawPair pair;
-    while (reader.next(pair)) {
-        src_map.tokenizer->encode(pair.src, src_pieces);
-        tgt_map.tokenizer->encode(pair.tgt, tgt_pieces);
-        const int64_t ns = static_cast<int64_t>(src_pieces.size()), nt = static_cast<int64_t>(tgt_pieces.size());
-        const bool empty = ns == 0 || nt == 0;
-        if (empty && f.drop_empty) {
-            ++s.empty;
-            continue;
+    bool more = true;
+    while (more) {
+        int n = 0;
+        while (n < kBlock && (more = reader.next(pair))) {
+            block[n].src.assign(pair.src);
+            block[n].tgt.assign(pair.tgt);
+            ++n;
         }
-        if (f.max_length > 0 && (ns > f.max_length || nt > f.max_length)) {
-            ++s.too_long;
-            continue;
+        parallel_for(n, 64, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) {
+                src_map.tokenize(block[i].src, block[i].s);
+                tgt_map.tokenize(block[i].tgt, block[i].t);
+            }
+        });
+        for (int i = 0; i < n; ++i) {
+            Slot& slot = block[i];
+            const int64_t ns = src_map.length(slot.s), nt = tgt_map.length(slot.t);
+            const bool empty = ns == 0 || nt == 0;
+            if (empty && f.drop_empty) {
+                ++s.empty;
+                continue;
+            }
+            if (f.max_length > 0 && (ns > f.max_length || nt > f.max_length)) {
+                ++s.too_long;
+                continue;
+            }
+            if (!empty && f.max_length_ratio > 0.f &&
+                static_cast<double>(std::max(ns, nt)) > f.max_length_ratio * static_cast<double>(std::min(ns, nt))) {
+                ++s.ratio;
+                continue;
+            }
+            // A pair with <unk> is never called a duplicate: different words may hide behind it.
+            const bool unk_s = src_map.finish(slot.s), unk_t = tgt_map.finish(slot.t);
+            corpus.add(slot.s.ids, slot.t.ids);
+            if (f.drop_duplicates && !unk_s && !unk_t && !seen.insert(corpus.size() - 1).second) {
+                corpus.pop_back();
+                ++s.duplicate;
+                continue;
+            }
+            if (src_map.counter)
+                for (int32_t id : slot.s.ids) src_map.counter->count(id);
+            if (tgt_map.counter)
+                for (int32_t id : slot.t.ids) tgt_map.counter->count(id);
         }
-        if (!empty && f.max_length_ratio > 0.f &&
-            static_cast<double>(std::max(ns, nt)) > f.max_length_ratio * static_cast<double>(std::min(ns, nt))) {
-            ++s.ratio;
-            continue;
-        }
-        // A pair with <unk> is never called a duplicate: different words may hide behind it.
-        const bool unk = src_map.map(src_pieces, src_ids) | tgt_map.map(tgt_pieces, tgt_ids);
-        corpus.add(src_ids, tgt_ids);
-        if (f.drop_duplicates && !unk && !seen.insert(corpus.size() - 1).second) {
-            corpus.pop_back();
-            ++s.duplicate;
-            continue;
-        }
-        if (src_map.counter)
-            for (int32_t id : src_ids) src_map.counter->count(id);
-        if (tgt_map.counter)
-            for (int32_t id : tgt_ids) tgt_map.counter->count(id);
     }
     s.read = reader.lines_read();
     s.bad = reader.bad_lines();
@@ -167,6 +216,9 @@ Corpus load(const CorpusFiles& files, const SideMap& src_map, const SideMap& tgt
     if (s.read == 0) throw Error(fmt::format("{}: empty corpus (no lines)", s.name));
     if (s.kept == 0) throw Error(fmt::format("{}: no pairs left after filtering ({})", s.name, s.str()));
     corpus.shrink_to_fit();
+#ifdef __GLIBC__
+    malloc_trim(0);  // hand the growth copies of the id arrays back to the system
+#endif
     return corpus;
 }
 
@@ -189,8 +241,8 @@ Corpus load_corpus(const CorpusFiles& files, const Tokenizer& src_tokenizer, con
                    const Vocab& src_vocab, const Vocab& tgt_vocab, const LoadOptions& options,
                    LoadSummary* summary) {
     LoadSummary s;
-    const SideMap src{.tokenizer = &src_tokenizer, .vocab = &src_vocab, .unk = &s.src_unk};
-    const SideMap tgt{.tokenizer = &tgt_tokenizer, .vocab = &tgt_vocab, .unk = &s.tgt_unk};
+    SideMap src{.tokenizer = &src_tokenizer, .vocab = &src_vocab, .unk = &s.src_unk};
+    SideMap tgt{.tokenizer = &tgt_tokenizer, .vocab = &tgt_vocab, .unk = &s.tgt_unk};
     Corpus corpus = load(files, src, tgt, options, s);
     finish(options, s, summary);
     return corpus;

@@ -164,6 +164,12 @@ void Tokenizer::encode(std::string_view text, Pieces& out) const {
     }
 }
 
+void Tokenizer::encode_spm_ids(std::string_view text, std::vector<int>& ids) const {
+    NZ_CHECK(kind_ == TokenizerKind::spm, "encode_spm_ids() on a {} tokenizer", nazar::to_string(kind_));
+    const auto status = spm_->Encode(text, &ids);
+    NZ_CHECK(status.ok(), "SentencePiece encode failed: {}", status.ToString());
+}
+
 std::vector<std::string> Tokenizer::encode(std::string_view text) const {
     Pieces pieces;
     encode(text, pieces);

@@ -74,6 +74,8 @@ public:
     // `text` must be valid UTF-8 (the readers check). Clears and fills `out`.
     void encode(std::string_view text, Pieces& out) const;
     std::vector<std::string> encode(std::string_view text) const;  // convenience
+    // spm only: SentencePiece's own ids (faster than pieces; map them with a table).
+    void encode_spm_ids(std::string_view text, std::vector<int>& ids) const;
     std::string decode(std::span<const std::string_view> pieces) const;
     std::string decode(const std::vector<std::string>& pieces) const;
 
