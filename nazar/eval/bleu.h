@@ -80,8 +80,9 @@ BleuScore bleu_from_stats(const BleuStats& stats, const BleuOptions& opt = {}, s
 
 BleuScore corpus_bleu(std::span<const std::string> hyps, RefStreams refs, const BleuOptions& opt = {});
 
-// One segment against its references (sacreBLEU's sentence_score): pass
-// {.effective_order = true} for the usual sentence-level behaviour.
-BleuScore sentence_bleu(std::string_view hyp, std::span<const std::string> refs, const BleuOptions& opt);
+// One segment against its references (sacreBLEU's sentence_score); by default with
+// effective order, as sacreBLEU's sentence_bleu does.
+BleuScore sentence_bleu(std::string_view hyp, std::span<const std::string> refs,
+                        const BleuOptions& opt = BleuOptions{.effective_order = true});
 
 }  // namespace nazar

@@ -143,6 +143,9 @@ TEST(Bleu, SentenceBleuSmoothingAndTokenizers) {
         EXPECT_NEAR(sentence_bleu(sys, refs, opt).score, c.expected, 1e-3)
             << to_string(c.smooth) << " " << to_string(c.tok) << " lc=" << c.lc;
     }
+    // The default options of sentence_bleu use the effective order: "test" vs "a test" is
+    // p_1 = 1 and BP = exp(1 - 2/1) (hand-checked; same as test_bleu.py test_effective_order).
+    EXPECT_NEAR(sentence_bleu("test", std::vector<std::string>{"a test"}).score, 100 * 0.3678794411714425, 1e-9);
     // test/test_sentence_bleu.py test_cases_zero_bleu ("Example taken from #141"): all 0.
     const std::vector<std::string> ref0 = {"okay thanks"};
     for (auto sm : {BleuSmooth::exp, BleuSmooth::none, BleuSmooth::floor, BleuSmooth::add_k})
