@@ -134,7 +134,7 @@ std::vector<ConfigKey> make_table() {
         {"valid_sample", "training", K::integer, "100", "Dev pairs greedily decoded for BLEU/accuracy (0 = none)",
          &C::valid_sample, 0, 1e9},
         {"valid_max_length", "training", K::integer, "0",
-         "Greedy decoding limit in tokens (0 = 2 x source length + 10)", &C::valid_max_length, 0, 1e6},
+         "Greedy decoding limit in tokens (0 = 2 x source length + 10, at most 512)", &C::valid_max_length, 0, 1e6},
         {"patience", "training", K::integer, "0", "Early stopping: validations without a better dev loss (0 = off)",
          &C::patience, 0, 1e6},
         {"seed", "training", K::integer, "1", "Random seed (initialisation, shuffling, dropout, sampling)",
@@ -152,8 +152,8 @@ std::vector<ConfigKey> make_table() {
          &C::metrics_log},
         {"log_interval", "training", K::integer, "50", "Updates between plain progress lines (non-TTY)",
          &C::log_interval, 1, 2e9},
-        {"progress", "training", K::choice, "auto", "Progress display on stderr: auto (in place on a TTY), tty, "
-         "plain, none", &C::progress, 0, 0, false, {"auto", "tty", "plain", "none"}},
+        {"progress", "training", K::choice, "auto", "Progress line on stderr: auto (in place on a TTY), tty, "
+         "plain, none (messages still shown)", &C::progress, 0, 0, false, {"auto", "tty", "plain", "none"}},
     };
     // Keys that control the run, not what is trained: they may change on --resume.
     const std::vector<std::string_view> fixed_in_resume = {

@@ -1,0 +1,91 @@
+// `nazar score --model M --src F --tgt F` (or `--tsv F`): the log-probability of each target
+// given its source under forced decoding, log p(y | x) = Σ_t log p(y_t | y_<t, x) including </s>
+// (models/seq2seq.h Seq2Seq::score), one number per line in input order (DESIGN.md §6). This is
+// what the PyTorch parity check compares. Sentences are scored in batches of --batch, in input
+// order; a sentence's score does not depend on its batch (up to BLAS summation order).
+#include "cli/command.h"
+#include "nazar/core/check.h"
+#include "nazar/data/pipeline.h"
+#include "nazar/data/reader.h"
+#include "nazar/models/model_file.h"
+#include "nazar/train/trainer.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nazar::cli {
+namespace {
+
+struct ScoreArgs {
+    std::string model, src, tgt, tsv;
+    int batch = 32;
+    int digits = 6;
+    bool skip_bad_lines = false;
+};
+
+const std::string& require_meta(const LoadedModel& m, const char* key, const std::string& path) {
+    const auto it = m.metadata.find(key);
+    if (it == m.metadata.end())
+        throw Error(fmt::format("'{}' lacks metadata '{}' (vocabularies and tokenizers are needed to score text)",
+                                path, key));
+    return it->second;
+}
+
+int run_score(const ScoreArgs& a) {
+    const bool two = !a.src.empty() || !a.tgt.empty();
+    if (a.tsv.empty() == !two) throw UsageError("give either --tsv F, or --src F and --tgt F");
+    if (two && (a.src.empty() || a.tgt.empty())) throw UsageError("--src and --tgt go together");
+    LoadedModel m = load_model(a.model);
+    const Tokenizer src_tok = Tokenizer::from_string(require_meta(m, kSrcTokenizerKey, a.model));
+    const Tokenizer tgt_tok = Tokenizer::from_string(require_meta(m, kTgtTokenizerKey, a.model));
+    const Vocab src_vocab = Vocab::from_json(require_meta(m, kSrcVocabKey, a.model));
+    const Vocab tgt_vocab = Vocab::from_json(require_meta(m, kTgtVocabKey, a.model));
+
+    PairReader reader(a.tsv.empty() ? CorpusFiles{.src = a.src, .tgt = a.tgt} : CorpusFiles{.tsv = a.tsv},
+                      a.skip_bad_lines);
+    std::vector<std::vector<int32_t>> src, tgt;
+    std::vector<double> scores;
+    auto flush = [&] {
+        if (src.empty()) return;
+        const Batch b = batch_from_ids(src, tgt);
+        scores.assign(src.size(), 0.0);
+        m.model->score(b, scores);
+        for (double s : scores) fmt::print("{:.{}f}\n", s, a.digits);
+        src.clear();
+        tgt.clear();
+    };
+    RawPair pair;
+    while (reader.next(pair)) {
+        const std::string where = fmt::format("{}:{}", reader.name(), pair.line);
+        src.push_back(encode_line(pair.src, src_tok, src_vocab, where));
+        tgt.push_back(encode_line(pair.tgt, tgt_tok, tgt_vocab, where));
+        if (static_cast<int>(src.size()) >= a.batch) flush();
+    }
+    flush();
+    std::fflush(stdout);
+    return 0;
+}
+
+void setup_score(CLI::App& app, std::function<int()>& run) {
+    auto a = std::make_shared<ScoreArgs>();
+    app.add_option("--model", a->model, "Model file (model.safetensors or a checkpoint)")->required();
+    app.add_option("--src", a->src, "Source sentences, one per line ('-' = stdin)");
+    app.add_option("--tgt", a->tgt, "Target sentences, line-aligned with --src");
+    app.add_option("--tsv", a->tsv, "Pairs as source<TAB>target, instead of --src/--tgt ('-' = stdin)");
+    app.add_option("--batch", a->batch, "Sentences per batch")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+    app.add_option("--digits", a->digits, "Digits after the decimal point")->check(CLI::Range(6, 17))
+        ->capture_default_str();
+    app.add_flag("--skip-bad-lines", a->skip_bad_lines, "Skip malformed lines instead of stopping (they get no score)");
+    run = [a] { return run_score(*a); };
+}
+
+}  // namespace
+
+NZ_REGISTER_COMMAND(score, "Log-probability of each target given its source (forced decoding), one per line",
+                    setup_score);
+
+}  // namespace nazar::cli

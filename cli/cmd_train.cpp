@@ -1,0 +1,111 @@
+// `nazar train --config run.yaml [--key value ...] [--resume DIR_OR_FILE]` (DESIGN.md §6).
+// Every key of the option table (nazar/train/train_config.h) is a flag here: the flags, their
+// help and their checks are generated from that one table. Precedence: defaults < YAML < flags;
+// with --resume the checkpoint's stored configuration replaces the defaults and only
+// training-control keys may change. Every configuration error is reported before any data is
+// read, as one line, with exit code 2.
+#include "cli/command.h"
+#include "nazar/core/check.h"
+#include "nazar/core/threads.h"
+#include "nazar/train/trainer.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nazar::cli {
+namespace {
+
+struct TrainArgs {
+    std::string config, resume;
+    std::map<std::string, std::string> values;  // key -> text, from registered flags
+    std::vector<std::pair<const ConfigKey*, CLI::Option*>> options;
+};
+
+// Flags CLI11 did not recognise: the underscore spelling of a key (--hidden_size) is accepted,
+// anything else is an error with the closest key as a suggestion.
+void apply_extras(const std::vector<std::string>& extras, TrainConfig& cfg) {
+    for (std::size_t i = 0; i < extras.size(); ++i) {
+        std::string arg = extras[i], value;
+        if (arg.rfind("--", 0) != 0) throw UsageError(fmt::format("unexpected argument '{}'", arg));
+        bool has_value = false;
+        if (const auto eq = arg.find('='); eq != std::string::npos) {
+            value = arg.substr(eq + 1);
+            arg.resize(eq);
+            has_value = true;
+        }
+        const ConfigKey* k = find_config_key(arg);
+        if (!k) {
+            const std::string s = suggest_key(arg);
+            throw UsageError(fmt::format("unknown option {}{}", arg,
+                                         s.empty() ? std::string()
+                                                   : fmt::format(" (did you mean {}?)", flag_name(*find_config_key(s)))));
+        }
+        if (!has_value) {
+            const bool next_is_value = i + 1 < extras.size() && extras[i + 1].rfind("--", 0) != 0;
+            if (next_is_value) value = extras[++i];
+            else if (k->type == KeyType::boolean) value = "true";
+            else throw UsageError(fmt::format("{} needs a value", flag_name(*k)));
+        }
+        set_config_value(cfg, k->key, value, flag_name(*k));
+    }
+}
+
+int run_train(CLI::App& app, TrainArgs& a) {
+    std::unique_ptr<Checkpoint> ck;
+    TrainConfig cfg = TrainConfig::defaults();
+    if (!a.resume.empty()) {
+        ck = std::make_unique<Checkpoint>(load_checkpoint(resolve_checkpoint(a.resume)));
+        cfg = ck->config;
+    }
+    if (!a.config.empty()) apply_yaml_file(cfg, a.config);
+    for (const auto& [key, opt] : a.options) {
+        if (opt->count() == 0) continue;
+        const auto& r = opt->results();
+        const std::string value = r.empty() || r.back().empty() ? std::string("true") : r.back();
+        set_config_value(cfg, key->key, value, flag_name(*key));
+    }
+    apply_extras(app.remaining(), cfg);
+    if (ck) cfg = make_resume_config(ck->config, cfg, changed_keys(ck->config, cfg));
+    if (cfg.threads > 0) set_num_threads(cfg.threads);
+    check_config(cfg);  // before any data is read
+    ck.reset();
+    Trainer trainer(cfg, a.resume);
+    const TrainResult r = trainer.run();
+    return r.state.step > 0 || cfg.max_steps == 0 ? 0 : 1;
+}
+
+void setup_train(CLI::App& app, std::function<int()>& run) {
+    auto a = std::make_shared<TrainArgs>();
+    app.add_option("--config", a->config, "YAML file of training options (flags below override it)");
+    app.add_option("--resume", a->resume,
+                   "Continue from a checkpoint file, or DIR/last.safetensors; the result equals an uninterrupted run");
+    app.allow_extras();  // unknown flags get a did-you-mean suggestion (apply_extras)
+    for (const ConfigKey& k : config_keys()) {
+        CLI::Option* o = app.add_option(flag_name(k))->description(describe_key(k));
+        const char* type = k.type == KeyType::integer   ? "INT"
+                           : k.type == KeyType::real    ? "FLOAT"
+                           : k.type == KeyType::boolean ? "BOOL"
+                           : k.type == KeyType::file    ? "FILE"
+                           : k.type == KeyType::choice  ? "CHOICE"
+                                                        : "TEXT";
+        o->type_name(type)->group(fmt::format("{} options", k.section));
+        if (k.type == KeyType::boolean) o->expected(0, 1);
+        a->options.emplace_back(&k, o);
+    }
+    app.footer(
+        "Every option is also a YAML key (the flag without '--', '-' as '_'), flat or under data:, model:, "
+        "training:.\nExample: nazar train --train data.tsv --dev dev.tsv --tokenizer char --hidden-size 64 "
+        "--max-steps 2000");
+    run = [&app, a] { return run_train(app, *a); };
+}
+
+}  // namespace
+
+NZ_REGISTER_COMMAND(train, "Train a model (every config key is also a flag; --resume continues exactly)",
+                    setup_train);
+
+}  // namespace nazar::cli

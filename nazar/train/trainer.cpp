@@ -1,0 +1,422 @@
+// The training loop (trainer.h).
+#include "nazar/train/trainer.h"
+
+#include "nazar/core/check.h"
+#include "nazar/core/threads.h"
+#include "nazar/decode/greedy.h"
+#include "nazar/eval/bleu.h"
+#include "nazar/eval/wer.h"
+#include "nazar/models/model_file.h"
+#include "nazar/train/clip.h"
+#include "nazar/train/progress.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+
+namespace nazar {
+namespace {
+
+constexpr uint64_t kTrainRngStream = 7;  // dropout + scheduled sampling; init uses Seq2Seq's own
+constexpr int kDecodeChunk = 64;         // sentences per greedy batch in validation
+
+CellType cell_of(const std::string& s) { return s == "lstm" ? CellType::lstm : CellType::gru; }
+
+BridgeKind bridge_of(const std::string& s) {
+    if (s == "backward-first") return BridgeKind::backward_first;
+    if (s == "mean") return BridgeKind::mean;
+    if (s == "last") return BridgeKind::last;
+    if (s == "zero") return BridgeKind::zero;
+    return BridgeKind::automatic;
+}
+
+AttentionTiming timing_of(const std::string& s) {
+    if (s == "before") return AttentionTiming::before;
+    if (s == "after") return AttentionTiming::after;
+    return AttentionTiming::automatic;
+}
+
+LrSchedule make_schedule(const TrainConfig& c) {
+    if (c.schedule == "warmup") return WarmupLr{.lr = c.lr, .warmup_steps = c.warmup_steps};
+    if (c.schedule == "inverse_sqrt")
+        return WarmupLr{.lr = c.lr, .warmup_steps = c.warmup_steps, .decay = WarmupLr::Decay::inverse_sqrt};
+    if (c.schedule == "step_decay")
+        return StepDecayLr{.lr = c.lr, .start_epoch = c.decay_start_epoch, .every = c.decay_every,
+                           .factor = c.decay_factor};
+    if (c.schedule == "plateau")
+        return PlateauLr{.lr = c.lr, .factor = c.decay_factor, .patience = c.plateau_patience, .min_lr = c.min_lr};
+    return ConstantLr{.lr = c.lr};
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& c, ParamList params) {
+    if (c.optimizer == "sgd")
+        return std::make_unique<Optimizer>(
+            Optimizer::sgd(std::move(params), {.lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay}));
+    const AdamOptions a{.lr = c.lr, .weight_decay = c.weight_decay};
+    if (c.optimizer == "adamw") return std::make_unique<Optimizer>(Optimizer::adamw(std::move(params), a));
+    return std::make_unique<Optimizer>(Optimizer::adam(std::move(params), a));
+}
+
+CorpusFiles files_of(const std::string& tsv, const std::string& src, const std::string& tgt) {
+    return tsv.empty() ? CorpusFiles{.src = src, .tgt = tgt} : CorpusFiles{.tsv = tsv};
+}
+
+std::string meta_or_fail(const SafeTensors& st, const char* key) {
+    NZ_CHECK(st.has_meta(key), "{}: checkpoint lacks metadata '{}'", st.source, key);
+    return st.meta(key);
+}
+
+}  // namespace
+
+ModelConfig model_config_from(const TrainConfig& c, int src_vocab_size, int tgt_vocab_size) {
+    ModelConfig m;
+    m.src_vocab_size = src_vocab_size;
+    m.tgt_vocab_size = tgt_vocab_size;
+    m.embedding_size = c.embedding_size;
+    m.encoder = {.cell = cell_of(c.cell), .hidden_size = c.hidden_size, .num_layers = c.encoder_layers,
+                 .bidirectional = c.bidirectional, .dropout = static_cast<float>(c.dropout)};
+    const int C = c.hidden_size * (c.bidirectional ? 2 : 1);
+    m.decoder = {.kind = c.decoder == "luong" ? DecoderKind::luong : DecoderKind::bahdanau,
+                 .cell = cell_of(c.cell),
+                 .hidden_size = c.decoder_hidden_size ? c.decoder_hidden_size : C,
+                 .num_layers = c.decoder_layers,
+                 .dropout = static_cast<float>(c.dropout),
+                 .bridge = bridge_of(c.bridge),
+                 .attention_timing = timing_of(c.attention_timing),
+                 .input_feeding = c.input_feeding,
+                 .deep_output = c.deep_output,
+                 .deep_output_size = c.deep_output_size};
+    m.attention.score = parse_score_kind(c.attention);
+    m.attention.scale = parse_scale_mode(c.attention_scale);
+    m.attention.local = parse_local_mode(c.attention_local);
+    m.attention.window = c.attention_window;
+    m.attention.attention_size = c.attention_size;
+    m.attention.position_size = c.position_size;
+    m.tie_target_embeddings = c.tie_embeddings;
+    return m;
+}
+
+void check_config(const TrainConfig& cfg) {
+    validate_config(cfg);
+    validate_and_warn(model_config_from(cfg, 5, 5));  // vocab sizes are unknown until the data is read
+}
+
+Batch batch_from_ids(std::span<const std::vector<int32_t>> src, std::span<const std::vector<int32_t>> tgt) {
+    NZ_CHECK(tgt.empty() || tgt.size() == src.size(), "batch_from_ids: {} sources but {} targets", src.size(),
+             tgt.size());
+    Batch b;
+    b.B = static_cast<int>(src.size());
+    for (const auto& s : src) b.S = std::max(b.S, static_cast<int>(s.size()));
+    for (const auto& t : tgt) b.T = std::max(b.T, static_cast<int>(t.size()) + 1);
+    b.src.assign(static_cast<std::size_t>(b.B) * b.S, Vocab::pad);
+    b.tgt_in.assign(static_cast<std::size_t>(b.B) * b.T, Vocab::pad);
+    b.tgt_out.assign(static_cast<std::size_t>(b.B) * b.T, Vocab::pad);
+    b.src_lengths.resize(b.B);
+    b.tgt_lengths.assign(b.B, 0);
+    b.index.resize(b.B);
+    for (int i = 0; i < b.B; ++i) {
+        std::copy(src[i].begin(), src[i].end(), b.src.begin() + static_cast<std::ptrdiff_t>(i) * b.S);
+        b.src_lengths[i] = static_cast<int>(src[i].size());
+        b.index[i] = i;
+        if (tgt.empty()) continue;
+        const auto& t = tgt[i];
+        const std::size_t row = static_cast<std::size_t>(i) * b.T;
+        b.tgt_in[row] = Vocab::bos;
+        for (std::size_t k = 0; k < t.size(); ++k) {
+            b.tgt_in[row + k + 1] = t[k];
+            b.tgt_out[row + k] = t[k];
+        }
+        b.tgt_out[row + t.size()] = Vocab::eos;
+        b.tgt_lengths[i] = static_cast<int>(t.size()) + 1;
+    }
+    return b;
+}
+
+TrainConfig make_resume_config(const TrainConfig& stored, const TrainConfig& requested,
+                               const std::vector<std::string>& set_keys) {
+    TrainConfig out = stored;
+    for (const auto& key : set_keys) {
+        const ConfigKey* k = find_config_key(key);
+        NZ_CHECK(k != nullptr, "make_resume_config: unknown key '{}'", key);
+        const std::string before = get_config_value(stored, *k), after = get_config_value(requested, *k);
+        if (before == after) continue;
+        if (!k->resumable)
+            throw UsageError(fmt::format("--resume: {} cannot change when resuming (checkpoint: '{}', requested: "
+                                         "'{}'); start a new run instead",
+                                         k->key, before, after));
+        set_config_value(out, k->key, after, "--resume");
+    }
+    return out;
+}
+
+Trainer::Trainer(TrainConfig cfg, const std::string& resume, TrainerHooks hooks)
+    : cfg_(std::move(cfg)), hooks_(std::move(hooks)), rng_(static_cast<uint64_t>(cfg_.seed), kTrainRngStream) {
+    check_config(cfg_);
+    const CorpusFiles train_files = files_of(cfg_.train, cfg_.train_src, cfg_.train_tgt);
+    const LoadOptions train_load{.filter = {.max_length = cfg_.max_length,
+                                            .max_length_ratio = static_cast<float>(cfg_.max_length_ratio)},
+                                 .skip_bad_lines = cfg_.skip_bad_lines};
+    std::unique_ptr<Checkpoint> ck;
+    if (resume.empty()) {
+        const TokenizerOptions tok{
+            .kind = parse_tokenizer_kind(cfg_.tokenizer),
+            .spm_model = cfg_.spm_model,
+            .spm = {.vocab_size = cfg_.spm_vocab_size,
+                    .model_type = cfg_.spm_model_type == "bpe" ? SpmModelType::bpe : SpmModelType::unigram}};
+        const VocabOptions voc{.max_size = cfg_.vocab_size, .min_freq = cfg_.min_freq};
+        data_ = prepare_training_data(train_files, {.src_tokenizer = tok, .tgt_tokenizer = tok,
+                                                    .shared_vocab = cfg_.shared_vocab, .src_vocab = voc,
+                                                    .tgt_vocab = voc, .load = train_load});
+    } else {
+        // The checkpoint's tokenizers and vocabularies: the same ids as the interrupted run, and
+        // no SentencePiece retraining.
+        ck = std::make_unique<Checkpoint>(load_checkpoint(resolve_checkpoint(resume)));
+        const SafeTensors& st = ck->file;
+        data_.src_tokenizer = Tokenizer::from_string(meta_or_fail(st, kSrcTokenizerKey));
+        data_.tgt_tokenizer = Tokenizer::from_string(meta_or_fail(st, kTgtTokenizerKey));
+        data_.src_vocab = Vocab::from_json(meta_or_fail(st, kSrcVocabKey));
+        data_.tgt_vocab = Vocab::from_json(meta_or_fail(st, kTgtVocabKey));
+        data_.corpus = load_corpus(train_files, data_.src_tokenizer, data_.tgt_tokenizer, data_.src_vocab,
+                                   data_.tgt_vocab, train_load, &data_.summary);
+        const std::string pairs = meta_or_fail(st, "train.corpus_pairs");
+        NZ_CHECK(std::to_string(data_.corpus.size()) == pairs,
+                 "--resume: the training data changed: {} pairs now, {} when the checkpoint was written",
+                 data_.corpus.size(), pairs);
+    }
+    if (!cfg_.dev.empty() || !cfg_.dev_src.empty()) {
+        dev_ = load_corpus(files_of(cfg_.dev, cfg_.dev_src, cfg_.dev_tgt), data_.src_tokenizer, data_.tgt_tokenizer,
+                           data_.src_vocab, data_.tgt_vocab, {.skip_bad_lines = cfg_.skip_bad_lines});
+        has_dev_ = dev_.size() > 0;
+    }
+    if (ck) {
+        model_ = std::move(model_from_safetensors(ck->file).model);
+    } else {
+        model_ = std::make_unique<Seq2Seq>(
+            model_config_from(cfg_, data_.src_vocab.size(), data_.tgt_vocab.size()), static_cast<uint64_t>(cfg_.seed));
+    }
+    params_ = model_->parameters();
+    optim_ = make_optimizer(cfg_, params_);
+    schedule_ = std::make_unique<LrSchedule>(make_schedule(cfg_));
+    batcher_ = std::make_unique<Batcher>(
+        data_.corpus, BatchOptions{.batch_tokens = cfg_.batch_tokens,
+                                   .batch_size = cfg_.batch_tokens > 0 ? 0 : cfg_.batch_size,
+                                   .seed = static_cast<uint64_t>(cfg_.seed)});
+    if (ck) {
+        optim_->load_state(ck->file);
+        schedule_->load_state(ck->file);
+        state_ = ck->state;
+        rng_.set_state(state_.rng);
+        batcher_->set_position(state_.position);
+        if (ck->threads != num_threads())
+            fmt::print(stderr, "warning: the checkpoint was written with {} threads, this run uses {}: results "
+                               "will not be bit-identical to an uninterrupted run\n", ck->threads, num_threads());
+    }
+    state_.rng = rng_.state();
+}
+
+Trainer::~Trainer() = default;
+
+std::map<std::string, std::string> Trainer::metadata() const {
+    return {{kSrcVocabKey, data_.src_vocab.to_json()},
+            {kTgtVocabKey, data_.tgt_vocab.to_json()},
+            {kSrcTokenizerKey, data_.src_tokenizer.to_string()},
+            {kTgtTokenizerKey, data_.tgt_tokenizer.to_string()},
+            {"train.config", config_to_json(cfg_)},
+            {"train.corpus_pairs", std::to_string(data_.corpus.size())}};
+}
+
+int64_t Trainer::total_steps() const {
+    const int64_t by_epochs = cfg_.max_epochs > 0 ? cfg_.max_epochs * batcher_->num_batches() : 0;
+    if (cfg_.max_steps > 0 && by_epochs > 0) return std::min<int64_t>(cfg_.max_steps, by_epochs);
+    return cfg_.max_steps > 0 ? cfg_.max_steps : by_epochs;
+}
+
+bool Trainer::stop_now() const {
+    if (cfg_.max_steps > 0 && state_.step >= cfg_.max_steps) return true;
+    const BatchPosition p = batcher_->position();
+    const int64_t completed = p.epoch + (p.batch >= batcher_->num_batches() ? 1 : 0);
+    if (cfg_.max_epochs > 0 && completed >= cfg_.max_epochs) return true;
+    return cfg_.patience > 0 && state_.bad_validations >= cfg_.patience;
+}
+
+void Trainer::save(const std::string& name) {
+    save_checkpoint((std::filesystem::path(cfg_.save_dir) / name).string(), *model_, metadata(), *optim_,
+                    *schedule_, state_);
+}
+
+ValidationResult Trainer::validate() {
+    NZ_CHECK(has_dev_, "validate: no dev data (set dev, or dev_src and dev_tgt)");
+    ValidationResult r;
+    // Loss over the whole dev set (teacher forcing, eval mode, no label smoothing).
+    Batcher dev_batches(dev_, {.batch_tokens = cfg_.batch_tokens, .batch_size = cfg_.batch_tokens > 0 ? 0 : cfg_.batch_size,
+                               .shuffle = false});
+    Batch batch;
+    double loss = 0;
+    int64_t correct = 0;
+    for (int64_t k = 0; k < dev_batches.num_batches(); ++k) {
+        dev_batches.make_batch(k, batch);
+        const LossStats st = model_->eval_loss(batch);
+        loss += st.loss;
+        r.tokens += st.tokens;
+        correct += st.correct;
+    }
+    r.loss = r.tokens ? loss / static_cast<double>(r.tokens) : 0.0;
+    r.perplexity = std::exp(r.loss);
+    r.accuracy = r.tokens ? 100.0 * static_cast<double>(correct) / static_cast<double>(r.tokens) : 0.0;
+
+    // Greedy decoding of an evenly spaced sample, sorted by length to limit padding.
+    const int64_t N = dev_.size(), K = std::min<int64_t>(cfg_.valid_sample, N);
+    if (K == 0) return r;
+    std::vector<int64_t> idx(static_cast<std::size_t>(K));
+    for (int64_t i = 0; i < K; ++i) idx[i] = i * N / K;
+    std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return dev_.src_length(a) < dev_.src_length(b); });
+    const GreedyOptions gopt{.max_length_ratio = 2.0f,
+                             .max_length_extra = 10,
+                             .max_length = cfg_.valid_max_length > 0 ? cfg_.valid_max_length : 512};
+    std::vector<std::string> hyps(idx.size()), refs(idx.size());
+    for (std::size_t begin = 0; begin < idx.size(); begin += kDecodeChunk) {
+        const std::size_t end = std::min(idx.size(), begin + kDecodeChunk);
+        std::vector<std::vector<int32_t>> src;
+        for (std::size_t i = begin; i < end; ++i) {
+            const auto s = dev_.src(idx[i]);
+            src.emplace_back(s.begin(), s.end());
+        }
+        const Batch b = batch_from_ids(src, {});
+        const auto out = greedy_decode(*model_, b.src, b.src_lengths, b.S, gopt);
+        for (std::size_t i = begin; i < end; ++i) {
+            hyps[i] = data_.tgt_vocab.decode(out[i - begin].tokens, data_.tgt_tokenizer);
+            refs[i] = data_.tgt_vocab.decode(dev_.tgt(idx[i]), data_.tgt_tokenizer);
+        }
+    }
+    const std::vector<std::vector<std::string>> streams{refs};
+    r.exact = exact_match(hyps, streams).score;
+    r.bleu = corpus_bleu(hyps, streams).score;
+    r.sampled = K;
+    for (std::size_t i = 0; i < std::min<std::size_t>(3, idx.size()); ++i)
+        r.examples.push_back(fmt::format("{} ||| {} ||| {}", data_.src_vocab.decode(dev_.src(idx[i]), data_.src_tokenizer),
+                                         hyps[i], refs[i]));
+    return r;
+}
+
+bool Trainer::train_one(Batch& batch) {
+    const BatchPosition pos = batcher_->position();  // after next(): this batch is pos.batch - 1
+    zero_grads(params_);
+    const LossStats st = model_->train_step(
+        batch, {.label_smoothing = static_cast<float>(cfg_.label_smoothing),
+                .sampling_prob = static_cast<float>(cfg_.scheduled_sampling)},
+        rng_);
+    if (hooks_.after_backward) hooks_.after_backward(state_.batches, params_);
+    const float norm = cfg_.clip_norm > 0 ? clip_grad_norm(params_, static_cast<float>(cfg_.clip_norm))
+                                          : grad_norm(params_);
+    if (!std::isfinite(st.loss) || !std::isfinite(norm)) {
+        ++state_.skipped;
+        last_skip_ = fmt::format("step {} (epoch {}, batch {} of the epoch, {} sentences): non-finite {} ({}); update "
+                                 "skipped",
+                                 state_.step + 1, pos.epoch + 1, pos.batch - 1, batch.B,
+                                 std::isfinite(st.loss) ? "gradient norm" : "loss",
+                                 std::isfinite(st.loss) ? static_cast<double>(norm) : st.loss);
+        return false;
+    }
+    optim_->set_lr(schedule_->lr(optim_->steps() + 1, static_cast<int>(pos.epoch)));
+    optim_->step();
+    ++state_.step;
+    state_.tgt_tokens += st.tokens;
+    last_loss_ = st.loss;
+    last_tokens_ = st.tokens;
+    last_norm_ = norm;
+    return true;
+}
+
+TrainResult Trainer::run() {
+    std::filesystem::create_directories(cfg_.save_dir);
+    Progress progress(parse_progress_mode(cfg_.progress), cfg_.log_interval);
+    MetricsLog metrics(cfg_.metrics_log);
+    TrainResult result;
+    progress.message(fmt::format("model: {} parameters, {} (vocabularies {} / {}); {} training pairs, {} dev pairs",
+                                 thousands(count_params(params_)), describe(attention_config(model_->config())),
+                                 data_.src_vocab.size(), data_.tgt_vocab.size(), thousands(data_.corpus.size()),
+                                 thousands(has_dev_ ? dev_.size() : 0)));
+    if (state_.step > 0)
+        progress.message(fmt::format("resuming at step {} (epoch {}, batch {})", state_.step,
+                                     state_.position.epoch + 1, state_.position.batch));
+
+    int64_t saved_last_at = -1, validated_at = -1;
+    auto report = [&](const ValidationResult& v, bool improved) {
+        progress.message(fmt::format(
+            "valid step {} | loss {:.4f} | ppl {:.2f} | acc {:.1f}% | exact {:.1f}% | BLEU {:.2f} ({} sentences){}",
+            state_.step, v.loss, v.perplexity, v.accuracy, v.exact, v.bleu, v.sampled, improved ? " | best" : ""));
+        metrics.write({{"type", "valid"}, {"step", state_.step}, {"epoch", state_.position.epoch + 1},
+                       {"loss", v.loss}, {"perplexity", v.perplexity}, {"accuracy", v.accuracy},
+                       {"exact", v.exact}, {"bleu", v.bleu}, {"sampled", v.sampled}, {"best", improved}});
+        result.last_valid = v;
+        result.validated = true;
+    };
+
+    Batch batch;
+    const int64_t total = total_steps();
+    while (!stop_now()) {
+        batcher_->next(batch);
+        ++state_.batches;
+        const bool updated = train_one(batch);
+        state_.position = batcher_->position();
+        state_.rng = rng_.state();
+        if (hooks_.stop_after && hooks_.stop_after(state_.batches)) return result;  // a simulated kill
+        if (!updated) {
+            progress.message(last_skip_);
+            continue;
+        }
+        progress.update(state_.step, total, state_.position.epoch + 1, last_loss_, last_tokens_, optim_->lr());
+        if (progress.due()) {
+            const ProgressLine& p = progress.last();
+            result.last_train_loss = p.loss;
+            metrics.write({{"type", "train"}, {"step", p.step}, {"epoch", p.epoch}, {"loss", p.loss},
+                           {"tokens_per_s", p.tokens_per_s}, {"lr", p.lr}, {"grad_norm", last_norm_}});
+        }
+        if (has_dev_ && state_.step % cfg_.valid_interval == 0) {
+            const ValidationResult v = validate();
+            ++state_.validations;
+            const bool improved = v.loss < state_.best_dev_loss;
+            if (improved) {
+                state_.best_dev_loss = v.loss;
+                state_.best_step = state_.step;
+                state_.bad_validations = 0;
+            } else {
+                ++state_.bad_validations;
+            }
+            if (schedule_->on_validation(v.loss))
+                progress.message(fmt::format("learning rate reduced to {:.3e}", schedule_->lr(state_.step + 1, 0)));
+            report(v, improved);
+            validated_at = state_.step;
+            if (improved && cfg_.keep_best) save("best.safetensors");
+            if (cfg_.keep_last) save("last.safetensors"), saved_last_at = state_.step;
+            if (cfg_.patience > 0 && state_.bad_validations >= cfg_.patience) {
+                result.early_stopped = true;
+                progress.message(fmt::format("early stopping: {} validations without a better dev loss (best {:.4f} "
+                                             "at step {})", state_.bad_validations, state_.best_dev_loss,
+                                             state_.best_step));
+            }
+        } else if (cfg_.checkpoint_interval > 0 && state_.step % cfg_.checkpoint_interval == 0 && cfg_.keep_last) {
+            save("last.safetensors");
+            saved_last_at = state_.step;
+        }
+    }
+    progress.finish();
+    result.early_stopped = result.early_stopped || (cfg_.patience > 0 && state_.bad_validations >= cfg_.patience);
+    if (cfg_.keep_last && saved_last_at != state_.step) save("last.safetensors");
+    // Off the interval: report only, so the checkpoint above stays the state of an uninterrupted run.
+    if (has_dev_ && validated_at != state_.step) report(validate(), false);
+    check_finite(params_, "model.safetensors");
+    result.model_path = (std::filesystem::path(cfg_.save_dir) / "model.safetensors").string();
+    save_model(result.model_path, *model_, metadata());
+    progress.message(fmt::format("done: {} updates ({} skipped), {} epochs, {} target tokens; model written to {}",
+                                 state_.step, state_.skipped, state_.position.epoch + 1, thousands(state_.tgt_tokens),
+                                 result.model_path));
+    result.state = state_;
+    return result;
+}
+
+}  // namespace nazar

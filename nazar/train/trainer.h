@@ -1,0 +1,128 @@
+// The training loop (SPEC.md §7, DESIGN.md §4-6).
+//
+// One update, top to bottom:
+//   batch   ← batcher.next()                       (bucketed, shuffled per epoch from the seed)
+//   grads   ← 0;  stats ← model.train_step(batch)  teacher forcing (+ scheduled sampling p), masked
+//                                                  cross-entropy / tokens (+ label smoothing ε)
+//   norm    ← clip_grad_norm(grads, clip_norm)     (grad_norm when clip_norm = 0)
+//   if loss or norm is not finite: skip the update (one message naming the step, epoch and batch)
+//   lr      ← schedule.lr(step + 1, completed epochs);  optimizer.step()
+// Every `valid_interval` updates: dev loss and perplexity over the whole dev set, greedy decoding
+// (decode/greedy.h) of `valid_sample` evenly spaced dev pairs scored by exact match and BLEU
+// (eval/), schedule.on_validation(dev loss), early stopping after `patience` validations without
+// a better dev loss, best.safetensors when it improved, last.safetensors. At the end:
+// last.safetensors and model.safetensors (the final weights; what translate needs). When training
+// ends between validations, one more validation is reported (log and metrics) without changing
+// the early-stopping state, so a run stopped at step k and resumed equals an uninterrupted run.
+//
+// Determinism: the model's initial weights come from Rng(seed); the batch plan from the seed
+// and the epoch (data/batcher.h); dropout and scheduled sampling from a training Rng whose state
+// is checkpointed. Same seed + same thread count ⇒ bit-identical weights, interrupted or not.
+#pragma once
+
+#include "nazar/data/pipeline.h"
+#include "nazar/models/seq2seq.h"
+#include "nazar/train/checkpoint.h"
+#include "nazar/train/optim.h"
+#include "nazar/train/schedule.h"
+#include "nazar/train/train_config.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace nazar {
+
+// The model section of a TrainConfig as a ModelConfig for the given vocabulary sizes.
+ModelConfig model_config_from(const TrainConfig& cfg, int src_vocab_size, int tgt_vocab_size);
+// validate_config() plus the model's own checks (vocab sizes stand-ins); prints model warnings.
+// Everything that can be checked before reading data.
+void check_config(const TrainConfig& cfg);
+
+// A padded batch from explicit id sequences (no <s>/</s>; the function adds them to targets).
+// tgt may be empty: then only the source side is filled (T = 0).
+Batch batch_from_ids(std::span<const std::vector<int32_t>> src, std::span<const std::vector<int32_t>> tgt);
+
+struct ValidationResult {
+    double loss = 0;        // mean per target token
+    double perplexity = 0;  // exp(loss)
+    int64_t tokens = 0;
+    double accuracy = 0;    // token accuracy under teacher forcing, percent
+    double exact = 0;       // greedy exact match on the sample, percent
+    double bleu = 0;        // greedy corpus BLEU on the sample
+    int64_t sampled = 0;    // sentences decoded
+    std::vector<std::string> examples;  // first few "src ||| hyp ||| ref" lines
+};
+
+struct TrainResult {
+    TrainState state;
+    bool early_stopped = false;
+    double last_train_loss = 0;   // mean per token over the last progress window
+    ValidationResult last_valid;  // the final validation (when there is dev data)
+    bool validated = false;
+    std::string model_path;       // save_dir/model.safetensors
+};
+
+// Test hooks (batch_index / batches count consumed batches, 0-based / 1-based).
+struct TrainerHooks {
+    // After backward, before clipping; may modify gradients (e.g. to provoke the non-finite path).
+    std::function<void(int64_t batch_index, const ParamList& params)> after_backward;
+    // After each batch; true = return from run() at once, saving nothing (a simulated kill).
+    std::function<bool(int64_t batches)> stop_after;
+};
+
+class Trainer {
+public:
+    // Prepares data (tokenizers, vocabularies, corpus; or the checkpoint's tokenizers and
+    // vocabularies on resume), the model, optimizer and schedule. `resume` is a checkpoint
+    // file or directory ("" = fresh start); then `cfg` must come from the checkpoint's stored
+    // config with only resumable keys changed (see make_resume_config).
+    explicit Trainer(TrainConfig cfg, const std::string& resume = "", TrainerHooks hooks = {});
+    ~Trainer();
+    Trainer(const Trainer&) = delete;  // the batcher refers to data_.corpus
+    Trainer& operator=(const Trainer&) = delete;
+
+    TrainResult run();
+    ValidationResult validate();  // on the dev set (Error when there is none)
+
+    Seq2Seq& model() { return *model_; }
+    const TrainState& state() const { return state_; }
+    const TrainConfig& config() const { return cfg_; }
+    const TrainingData& data() const { return data_; }
+    std::map<std::string, std::string> metadata() const;  // vocabularies, tokenizers, train.config
+
+private:
+    bool train_one(Batch& batch);  // one update; false when skipped
+    void save(const std::string& name);
+    bool stop_now() const;
+    int64_t total_steps() const;
+
+    TrainConfig cfg_;
+    TrainerHooks hooks_;
+    TrainingData data_;
+    Corpus dev_;
+    bool has_dev_ = false;
+    std::unique_ptr<Seq2Seq> model_;
+    ParamList params_;
+    std::unique_ptr<Optimizer> optim_;
+    std::unique_ptr<LrSchedule> schedule_;
+    std::unique_ptr<Batcher> batcher_;
+    Rng rng_;
+    TrainState state_;
+    // The last update, for progress and metrics.
+    double last_loss_ = 0;
+    int64_t last_tokens_ = 0;
+    float last_norm_ = 0;
+    std::string last_skip_;
+};
+
+// The configuration of a resumed run: the checkpoint's stored config, with `overrides`
+// (key -> value, from flags or YAML) applied. Changing a key that is not resumable
+// (ConfigKey::resumable) is a UsageError naming it and both values.
+TrainConfig make_resume_config(const TrainConfig& stored, const TrainConfig& requested,
+                               const std::vector<std::string>& set_keys);
+
+}  // namespace nazar
