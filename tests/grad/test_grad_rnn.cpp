@@ -1,0 +1,78 @@
+// Finite-difference checks of RNN::backward: bidirectional 2-layer GRU and LSTM on a padded
+// batch, gradients w.r.t. the input, the initial states (h and c) and every parameter, with
+// upstream gradients on both the outputs and the final states; and once with dropout between
+// the layers (train mode; the Rng is re-seeded for every forward so the masks stay fixed).
+#include "nazar/nn/rnn.h"
+#include "tests/common/gradcheck.h"
+#include "tests/common/test_util.h"
+
+#include <string>
+#include <vector>
+
+using namespace nazar;
+using namespace nazar::test;
+
+struct Case {
+    CellType cell;
+    float dropout;
+};
+
+class RNNGrad : public ::testing::TestWithParam<Case> {};
+
+TEST_P(RNNGrad, BackwardMatchesFiniteDifferences) {
+    const auto [cell, p_drop] = GetParam();
+    const bool lstm = cell == CellType::lstm;
+    Rng rng(11);
+    const int B = 3, T = 4, I = 3, H = 3, LD = 4, C = 2 * H;
+    RNN rnn({.cell = cell, .input_size = I, .hidden_size = H, .num_layers = 2, .bidirectional = true,
+             .dropout = p_drop},
+            rng);
+    const std::vector<int> lengths{4, 2, 3};  // sentences 1 and 2 are padded
+    Tensor x = random_tensor(rng, {B, T, I});
+    RNNState init{random_tensor(rng, {LD, B, H}, -0.5f, 0.5f), lstm ? random_tensor(rng, {LD, B, H}, -0.5f, 0.5f)
+                                                                    : Tensor({0})};
+    // loss = Σ out ⊙ R + Σ h_n ⊙ R_h (+ Σ c_n ⊙ R_c)
+    Tensor R = random_tensor(rng, {B, T, C});
+    RNNState R_final{random_tensor(rng, {LD, B, H}), lstm ? random_tensor(rng, {LD, B, H}) : Tensor({0})};
+
+    Tensor out({B, T, C});
+    RNNState final;
+    RNNCache cache;
+    auto forward = [&] {
+        Rng drop_rng(99);  // the same masks at every evaluation
+        rnn.forward(x, lengths, init, out, final, cache, drop_rng, Mode::train);
+    };
+    auto loss = [&] {
+        forward();
+        double l = dot_loss(out, R) + dot_loss(final.h, R_final.h);
+        if (lstm) l += dot_loss(final.c, R_final.c);
+        return l;
+    };
+    forward();
+    Tensor d_x({B, T, I});
+    RNNState d_init = rnn.zero_state(B);
+    rnn.backward(R, R_final, cache, d_x, d_init);
+
+    std::vector<GradTarget> targets{{"x", x, d_x}, {"h0", init.h, d_init.h}};
+    if (lstm) targets.push_back({"c0", init.c, d_init.c});
+    std::vector<std::pair<std::string, Tensor*>> values, grads;
+    rnn.params.visit([&](const std::string& n, Tensor& t) { values.emplace_back(n, &t); });
+    rnn.grad.visit([&](const std::string& n, Tensor& t) { grads.emplace_back(n, &t); });
+    for (std::size_t i = 0; i < values.size(); ++i) targets.push_back({values[i].first, *values[i].second, *grads[i].second});
+    // eps = 1e-2: central differences have truncation error ~eps²·f''' ≈ 1e-4 relative here;
+    // the float32 loss (≈ 100 terms of size ≤ 1) carries ≈ 1e-5 of rounding, / 2·eps ≈ 5e-4:
+    // atol = 2e-3 sits above that floor, rtol = 1e-2 above the truncation error.
+    EXPECT_TRUE(check_gradients(loss, targets, {.eps = 1e-2, .rtol = 1e-2, .atol = 2e-3}));
+    // padding positions get exactly zero input gradient
+    for (int b = 1; b < B; ++b)
+        for (int t = lengths[b]; t < T; ++t)
+            for (int i = 0; i < I; ++i) EXPECT_EQ(d_x.at(b, t, i), 0.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cells, RNNGrad,
+                         ::testing::Values(Case{CellType::gru, 0.0f}, Case{CellType::lstm, 0.0f},
+                                           Case{CellType::gru, 0.3f}, Case{CellType::lstm, 0.3f}),
+                         [](const auto& info) {
+                             return std::string(info.param.cell == CellType::gru ? "gru" : "lstm") +
+                                    (info.param.dropout > 0 ? "_dropout" : "");
+                         });
