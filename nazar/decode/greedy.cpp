@@ -32,6 +32,10 @@ std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t>
     Tensor log_probs({B, V}), attn({B, S});
     // attention rows per sentence, collected as flat vectors (copied into tensors at the end)
     std::vector<std::vector<float>> rows(B);
+    for (int b = 0; b < B; ++b) {  // sized up front: nothing allocates inside the time loop
+        results[b].tokens.reserve(max_len[b]);
+        rows[b].reserve(static_cast<std::size_t>(max_len[b]) * std::max(lengths[b], 0));
+    }
     for (int t = 0; t < longest; ++t) {
         model.step(prev, enc, state, log_probs, attn);
         int active = 0;

@@ -115,3 +115,37 @@ TEST(GradModels, MixedTimings) {
 
 }  // namespace
 }  // namespace nazar
+
+namespace nazar {
+namespace {
+
+// Train-mode paths: dropout between encoder and decoder layers (masks fixed by re-seeding the
+// Rng each evaluation) and label smoothing. The loss is re-run through train_step, so the
+// analytic gradients are copied first (train_step keeps accumulating into the grads).
+TEST(GradModels, DropoutAndLabelSmoothingInTrainMode) {
+    auto c = tiny_config(DecoderKind::luong, ScoreKind::general);
+    c.encoder.num_layers = 2;
+    c.encoder.dropout = 0.4f;
+    c.decoder.num_layers = 2;
+    c.decoder.dropout = 0.4f;
+    c.decoder.input_feeding = true;
+    Seq2Seq model(c, 3);
+    const Batch batch = tiny_batch();
+    const TrainOptions opt{.label_smoothing = 0.2f, .grad_scale = 1.0f};
+    ParamList params = model.parameters();
+    zero_grads(params);
+    Rng rng(11);
+    model.train_step(batch, opt, rng);
+    std::vector<Tensor> grads;
+    for (const auto& p : params) grads.push_back(*p.grad);
+    std::vector<test::GradTarget> targets;
+    for (std::size_t i = 0; i < params.size(); ++i) targets.push_back({params[i].name, *params[i].value, grads[i]});
+    auto loss = [&] {
+        Rng same(11);
+        return model.train_step(batch, opt, same).loss;
+    };
+    EXPECT_TRUE(test::check_gradients(loss, targets, {.eps = 1e-2, .rtol = 3e-2, .atol = 3e-3, .max_entries = 10}));
+}
+
+}  // namespace
+}  // namespace nazar
