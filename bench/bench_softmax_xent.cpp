@@ -100,6 +100,7 @@ void set_counters(benchmark::State& state, double logit_mb) {
 void BM_fused(benchmark::State& state) {
     const Problem& p = problem();
     const int chunk = static_cast<int>(state.range(0));
+    set_num_threads(static_cast<int>(state.range(1)));
     SoftmaxXent xent({.ignore_index = kPad, .chunk_rows = chunk});
     Tensor d_X({kN, kH}), d_W({kV, kH}), d_b({kV});
     const float scale = 1.0f / static_cast<float>(p.tokens());
@@ -112,6 +113,7 @@ void BM_fused(benchmark::State& state) {
 
 void BM_unfused(benchmark::State& state) {
     const Problem& p = problem();
+    set_num_threads(static_cast<int>(state.range(0)));
     Unfused u;
     Tensor d_X({kN, kH}), d_W({kV, kH}), d_b({kV});
     const float scale = 1.0f / static_cast<float>(p.tokens());
@@ -121,8 +123,23 @@ void BM_unfused(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_fused)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
-BENCHMARK(BM_unfused)->Unit(benchmark::kMillisecond)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
+// Arguments: {chunk_rows, threads} and {threads}. "CPU" is process CPU time (all threads), which
+// stays meaningful on a shared machine where wall time does not.
+BENCHMARK(BM_fused)
+    ->ArgsProduct({{128, 256, 512}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime()
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(BM_unfused)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime()
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 
 int main(int argc, char** argv) {
     fmt::print("{}, {} threads\n", blas_description(), num_threads());
