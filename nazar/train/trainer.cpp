@@ -235,11 +235,14 @@ int64_t Trainer::total_steps() const {
     return cfg_.max_steps > 0 ? cfg_.max_steps : by_epochs;
 }
 
+int64_t Trainer::completed_epochs() const {
+    const BatchPosition p = batcher_->position();
+    return p.epoch + (p.batch >= batcher_->num_batches() ? 1 : 0);
+}
+
 bool Trainer::stop_now() const {
     if (cfg_.max_steps > 0 && state_.step >= cfg_.max_steps) return true;
-    const BatchPosition p = batcher_->position();
-    const int64_t completed = p.epoch + (p.batch >= batcher_->num_batches() ? 1 : 0);
-    if (cfg_.max_epochs > 0 && completed >= cfg_.max_epochs) return true;
+    if (cfg_.max_epochs > 0 && completed_epochs() >= cfg_.max_epochs) return true;
     return cfg_.patience > 0 && state_.bad_validations >= cfg_.patience;
 }
 
@@ -412,8 +415,8 @@ TrainResult Trainer::run() {
     check_finite(params_, "model.safetensors");
     result.model_path = (std::filesystem::path(cfg_.save_dir) / "model.safetensors").string();
     save_model(result.model_path, *model_, metadata());
-    progress.message(fmt::format("done: {} updates ({} skipped), {} epochs, {} target tokens; model written to {}",
-                                 state_.step, state_.skipped, state_.position.epoch + 1, thousands(state_.tgt_tokens),
+    progress.message(fmt::format("done: {} updates ({} skipped), {} epochs completed, {} target tokens; model written to {}",
+                                 state_.step, state_.skipped, completed_epochs(), thousands(state_.tgt_tokens),
                                  result.model_path));
     result.state = state_;
     return result;

@@ -98,6 +98,7 @@ private:
     bool train_one(Batch& batch);  // one update; false when skipped
     void save(const std::string& name);
     bool stop_now() const;
+    int64_t completed_epochs() const;
     int64_t total_steps() const;
 
     TrainConfig cfg_;
