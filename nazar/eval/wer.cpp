@@ -37,34 +37,36 @@ EditCounts bag_counts(int64_t hyp_len, int64_t ref_len, int64_t matches) {
 }  // namespace
 
 EditCounts edit_distance(std::span<const uint32_t> hyp, std::span<const uint32_t> ref) {
-    const std::size_t H = hyp.size(), R = ref.size(), W = H + 1;
-    thread_local std::vector<uint32_t> D;  // (R + 1, H + 1)  D[i][j] = distance of ref[:i] and hyp[:j]
-    D.resize((R + 1) * W);
-    for (std::size_t j = 0; j <= H; ++j) D[j] = static_cast<uint32_t>(j);
-    for (std::size_t i = 1; i <= R; ++i) {
-        uint32_t* row = D.data() + i * W;
-        const uint32_t* up = row - W;
-        row[0] = static_cast<uint32_t>(i);
-        for (std::size_t j = 1; j <= H; ++j)
-            row[j] = std::min({up[j - 1] + (ref[i - 1] != hyp[j - 1]), up[j] + 1, row[j - 1] + 1});
-    }
-    // Trace back: substitution/match, then deletion, then insertion.
-    EditCounts out;
-    std::size_t i = R, j = H;
-    while (i > 0 || j > 0) {
-        const uint32_t d = D[i * W + j];
-        if (i > 0 && j > 0 && d == D[(i - 1) * W + j - 1] + (ref[i - 1] != hyp[j - 1])) {
-            out.substitutions += ref[i - 1] != hyp[j - 1];
-            --i, --j;
-        } else if (i > 0 && d == D[(i - 1) * W + j] + 1) {
-            ++out.deletions;
-            --i;
-        } else {
-            ++out.insertions;
-            --j;
+    // D[i][j] = distance of ref[:i] and hyp[:j], two rows at a time; each cell also carries the
+    // S/D/I counts of the path it came from. Predecessor preference: diagonal (substitution or
+    // match), then up (deletion), then left (insertion), so memory is O(|hyp|), not O(|hyp| |ref|).
+    struct Cell {
+        uint32_t cost, s, d, i;
+    };
+    const std::size_t H = hyp.size(), R = ref.size();
+    thread_local std::vector<Cell> prev, cur;
+    prev.resize(H + 1);
+    cur.resize(H + 1);
+    for (std::size_t j = 0; j <= H; ++j) prev[j] = {static_cast<uint32_t>(j), 0, 0, static_cast<uint32_t>(j)};
+    for (std::size_t r = 1; r <= R; ++r) {
+        cur[0] = {static_cast<uint32_t>(r), 0, static_cast<uint32_t>(r), 0};
+        for (std::size_t j = 1; j <= H; ++j) {
+            const uint32_t sub = ref[r - 1] != hyp[j - 1];
+            const Cell& diag = prev[j - 1];
+            const Cell& up = prev[j];
+            const Cell& left = cur[j - 1];
+            const uint32_t c_diag = diag.cost + sub, c_up = up.cost + 1, c_left = left.cost + 1;
+            if (c_diag <= c_up && c_diag <= c_left)
+                cur[j] = {c_diag, diag.s + sub, diag.d, diag.i};
+            else if (c_up <= c_left)
+                cur[j] = {c_up, up.s, up.d + 1, up.i};
+            else
+                cur[j] = {c_left, left.s, left.d, left.i + 1};
         }
+        std::swap(prev, cur);
     }
-    return out;
+    const Cell& end = prev[H];
+    return {.substitutions = end.s, .deletions = end.d, .insertions = end.i};
 }
 
 ErrorRate corpus_error_rate(std::span<const std::string> hyps, RefStreams refs, ErrorMetric metric) {

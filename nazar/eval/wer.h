@@ -10,8 +10,8 @@
 // first on ties), and that reference's length enters the denominator. In g2p papers "PER"
 // often means phoneme error rate: that is WER here on space-separated phonemes, and g2p's
 // "WER" (words with any error) is 100 - exact.
-// S/D/I split: of the minimal-cost alignments, the one that prefers substitution (or match),
-// then deletion, then insertion at each step, tracing back from the end.
+// S/D/I split: of the minimal-cost alignments, the one whose every cell takes its predecessor
+// in the order substitution (or match), deletion, insertion. Memory O(|hyp|).
 // PER reports S = min(|hyp|,|ref|) - matches, D = max(0, |ref|-|hyp|), I = max(0, |hyp|-|ref|).
 #pragma once
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,25 @@ TEST(EditDistance, KittenSitting) {
     EXPECT_EQ(edit_distance(units(""), units("abc")).deletions, 3);
     EXPECT_EQ(edit_distance(units("ab"), units("")).insertions, 2);
     EXPECT_EQ(edit_distance(units(""), units("")).errors(), 0);
+}
+
+TEST(EditDistance, RandomSequencesAgreeWithFullMatrixDp) {
+    // Oracle: the textbook (|ref|+1) x (|hyp|+1) table. The split must add up (S + D + I = total)
+    // and be consistent with the lengths (I - D = |hyp| - |ref|).
+    std::mt19937 gen(3);
+    for (int trial = 0; trial < 500; ++trial) {
+        std::vector<uint32_t> h(gen() % 9), r(gen() % 9);
+        for (auto& x : h) x = gen() % 3;
+        for (auto& x : r) x = gen() % 3;
+        std::vector<std::vector<int64_t>> D(r.size() + 1, std::vector<int64_t>(h.size() + 1));
+        for (std::size_t i = 0; i <= r.size(); ++i)
+            for (std::size_t j = 0; j <= h.size(); ++j)
+                D[i][j] = i == 0 ? int64_t(j) : j == 0 ? int64_t(i)
+                        : std::min({D[i - 1][j - 1] + (r[i - 1] != h[j - 1]), D[i - 1][j] + 1, D[i][j - 1] + 1});
+        const EditCounts e = edit_distance(h, r);
+        ASSERT_EQ(e.errors(), D[r.size()][h.size()]) << "trial " << trial;
+        ASSERT_EQ(e.insertions - e.deletions, int64_t(h.size()) - int64_t(r.size())) << "trial " << trial;
+    }
 }
 
 TEST(Wer, CorpusSumsErrorsOverReferenceLength) {
