@@ -27,6 +27,9 @@ expect_eq "bleu two refs" \
     "BLEU = 48.53 82.4/50.0/45.5/37.5 (BP = 0.943 ratio = 0.944 hyp_len = 17 ref_len = 18)" \
     "$("$NAZAR" eval --metric bleu --ref ref1 --ref ref2 --hyp hyp | head -1)"
 expect_eq "bleu from stdin" "48.53" "$("$NAZAR" eval --ref ref1 ref2 --score-only < hyp)"
+# CRLF line ends and a missing final newline read as the same three lines.
+printf 'The dog bit the man.\r\nIt was not unexpected.\r\nThe man bit him first.' > ref1crlf
+expect_eq "crlf, no final newline" "$("$NAZAR" eval -r ref1 -i hyp -b)" "$("$NAZAR" eval -r ref1crlf -i hyp -b)"
 expect_eq "chrf two refs" "chrF2 = 59.73" "$("$NAZAR" eval -m chrf -r ref1 -r ref2 -i hyp | head -1)"
 expect_eq "bleu json score" "48.53" \
     "$("$NAZAR" eval -r ref1 -r ref2 -i hyp --json | sed -n 's/^ *"score": \([0-9]*\.[0-9][0-9]\).*/\1/p')"
