@@ -13,13 +13,15 @@
 // the scores inside the window, so local attention costs O(D) per step, not O(S).
 // Who calls it when (before / after the RNN step) is the decoder's business (SPEC §3, §4).
 //
-// Weight storage: the W-th column of a step's weights is source position start[b] + j.
+// Weight storage: column j of a step's weights (B, W) is source position start[b] + j.
 // Global: W = S, start = 0. Local: W = 2D+1, start = first window position (>= 0); columns
 // j >= count[b] are 0. dense_weights() scatters either form into a (B, S) matrix.
 //
 // Gradients: backward and precompute_backward ACCUMULATE (+=) into every d_* argument and into
 // `grad`. The caller zeroes them once per batch; d_keys collects every step's gradient and is
-// turned into d_enc_out / grad.W_k by ONE precompute_backward call after the last step.
+// turned into d_enc_out / grad.W_k by ONE precompute_backward call after the last step
+// (allocate it as Tensor::like(keys.keys); for dot it is (0)-shaped and unused).
+// Oracle: naive.h (double precision, straight from the SPEC); docs/derivations/attention.md.
 // Parameters (visit() names, relative to "attention."; init U(-1/sqrt(in), 1/sqrt(in)) like
 // PyTorch nn.Linear, drawn from the Rng in visit order; `scale` starts at 1/sqrt(C)):
 //   additive/concat  query.weight W_q (A, H)   key.weight W_k (A, C)   v.weight v_a (1, A)
