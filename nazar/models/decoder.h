@@ -77,7 +77,7 @@ public:
                       TensorView emb,            // (N, E)     e_t
                       TensorView h_prev,         // (L, N, H)
                       TensorView c_prev,         // (L, N, H)  LSTM
-                      TensorView feed_prev,      // (N, F_feed) luong input feeding, else empty
+                      TensorView feed_prev,      // (N, H)     s̃_{t-1} (luong input feeding), else empty
                       const EncodedSource& src,  // N rows
                       const Attention& attention,
                       TensorView h_new,          // (L, N, H)  out

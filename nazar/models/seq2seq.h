@@ -10,7 +10,8 @@
 //                (fused chunked SoftmaxXent, label smoothing ε as PyTorch's CrossEntropyLoss).
 //                Gradients of grad_scale · loss are ACCUMULATED (+=) into every parameter's
 //                grad; grad_scale 0 means 1/tokens (the mean over this batch). Caller zeroes
-//                grads (zero_grads(parameters())).
+//                grads with zero_grads(parameters()) (not Embedding::zero_grad(): with tied
+//                weights the generator's gradient in decoder.embedding's grad is dense).
 //   score:       log p(y | x) = Σ_{t < T_b} log softmax(W_o o_t + b_o)[tgt_out[b, t]] under
 //                forced decoding, eval mode: the target tokens plus </s> (batch.tgt_out).
 //                With ε = 0, Σ_b score[b] == −eval_loss(batch).loss.
