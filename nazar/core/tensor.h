@@ -75,7 +75,7 @@ public:
 
 private:
     float* data_ = nullptr;
-    Shape shape_;
+    Shape shape_{0};  // default: empty (numel 0), not a scalar
 };
 
 class Tensor {
@@ -122,7 +122,7 @@ private:
     };
     std::unique_ptr<float[], Free> data_;
     int64_t capacity_ = 0;
-    Shape shape_;
+    Shape shape_{0};  // default: empty (numel 0), not a scalar
 };
 
 // Per-step scratch memory. alloc() never moves earlier allocations; reset() frees nothing but

@@ -229,3 +229,12 @@ TEST(Threads, ParallelForCoversRangeOnceAndRethrows) {
     EXPECT_EQ(num_threads(), 1);
     set_num_threads(0);
 }
+
+TEST(Tensor, DefaultConstructedIsEmpty) {
+    Tensor t;
+    TensorView v;
+    EXPECT_EQ(t.numel(), 0);
+    EXPECT_TRUE(t.empty());
+    EXPECT_EQ(v.numel(), 0);
+    EXPECT_EQ(t.shape(), (Shape{0}));
+}
