@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# End-to-end check of `nazar train` and `nazar score` (DESIGN.md §6):
+#   - configuration errors: one line, exit code 2, reported before any data is read;
+#   - every configuration key is a flag documented by --help; flags override the YAML file;
+#   - training from YAML writes model/best/last files and plain progress lines when not a TTY;
+#   - --resume after max_steps, and after kill -9 between checkpoints, gives the same tensors
+#     as an uninterrupted run (thread count fixed);
+#   - score prints one log-probability per pair.
+# Usage: test_cli_train.sh path/to/nazar
+set -u
+NAZAR=${1:?usage: test_cli_train.sh path/to/nazar}
+NAZAR=$(cd "$(dirname "$NAZAR")" && pwd)/$(basename "$NAZAR")
+PY=/usr/bin/python3  # standard library only
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir"
+fail=0
+
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; shift; for l in "$@"; do echo "  $l"; done; fail=1; }
+
+# Reversal task: "a c b<TAB>b c a", deterministic.
+$PY - <<'EOF'
+import random
+r = random.Random(7)
+for name, n in (("train.tsv", 200), ("dev.tsv", 20)):
+    with open(name, "w") as f:
+        for _ in range(n):
+            s = [r.choice("abcdefgh") for _ in range(r.randint(2, 6))]
+            f.write(" ".join(s) + "\t" + " ".join(reversed(s)) + "\n")
+EOF
+
+# Tensors (and train.state) of two safetensors files must be identical.
+same_tensors() {
+    $PY - "$1" "$2" <<'EOF'
+import json, struct, sys
+def load(p):
+    b = open(p, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    meta = h.pop("__metadata__", {})
+    return {k: b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in h.items()}, meta
+a, ma = load(sys.argv[1])
+b, mb = load(sys.argv[2])
+diff = sorted(set(a) ^ set(b)) + [k for k in a if k in b and a[k] != b[k]]
+if ma.get("train.state") != mb.get("train.state"):
+    diff.append("train.state")
+print(" ".join(diff[:5]))
+sys.exit(1 if diff else 0)
+EOF
+}
+
+# ---- configuration errors -----------------------------------------------------------------
+printf 'model:\n  hiden_size: 3\n' > typo.yaml
+base=(train --train train.tsv --save-dir err --progress plain)
+check_error() {  # name, expected first line, args...
+    local name=$1 expected=$2
+    shift 2
+    "$NAZAR" "$@" > out.txt 2> err.txt
+    local rc=$?
+    local first
+    first=$(head -1 err.txt)
+    if [[ $rc -ne 2 ]]; then bad "$name" "exit code $rc, expected 2" "$(cat err.txt)"; return; fi
+    if [[ "$first" != "$expected" ]]; then bad "$name" "expected: $expected" "actual:   $first"; return; fi
+    if [[ $(grep -c 'error' err.txt) -ne 1 ]]; then bad "$name" "more than one error line" "$(cat err.txt)"; return; fi
+    if grep -q 'pairs read' err.txt || [[ -e err ]]; then bad "$name" "data was read before the error"; return; fi
+    ok "$name"
+}
+check_error "unknown flag, suggestion" "nazar: error: unknown option --hiden-size (did you mean --hidden-size?)" \
+    "${base[@]}" --hiden-size 12
+check_error "unknown underscore flag" "nazar: error: unknown option --max_step (did you mean --max-steps?)" \
+    "${base[@]}" --max_step 12
+check_error "unknown YAML key" "nazar: error: typo.yaml: unknown key 'hiden_size' (did you mean 'hidden_size'?)" \
+    "${base[@]}" --config typo.yaml
+check_error "wrong type" "nazar: error: --hidden-size: hidden_size: expected an integer, got '12x'" \
+    "${base[@]}" --hidden-size 12x
+check_error "out of range" "nazar: error: --dropout: dropout: 1.5 is out of range [0, 1)" \
+    "${base[@]}" --dropout 1.5
+check_error "bad choice" "nazar: error: --cell: cell: 'lstn' is not one of gru, lstm (did you mean 'lstm'?)" \
+    "${base[@]}" --cell lstn
+check_error "missing file" "nazar: error: dev: file 'nope.tsv' does not exist" "${base[@]}" --dev nope.tsv
+check_error "missing config" "nazar: error: --config: file 'none.yaml' does not exist" "${base[@]}" --config none.yaml
+check_error "dot size mismatch" \
+    "nazar: error: attention 'dot' needs d_s == d_h, got d_s = 20 (decoder_hidden_size) and d_h = 256 (hidden_size 128 x 2, bidirectional); use attention: general, or make the sizes equal" \
+    "${base[@]}" --decoder luong --attention dot --decoder-hidden-size 20
+check_error "resume nothing" "nazar: error: --resume: no checkpoint at 'nowhere'" train --resume nowhere
+
+# ---- YAML + flags, outputs --------------------------------------------------------------------
+cat > run.yaml <<'EOF'
+data:
+  train: train.tsv
+  dev: dev.tsv
+  batch_size: 16
+model:
+  embedding_size: 8
+  hidden_size: 16
+  encoder_layers: 2
+  dropout: 0.1
+training:
+  lr: 0.01
+  max_steps: 10
+  valid_interval: 10
+  valid_sample: 5
+  log_interval: 5
+  save_dir: full
+  threads: 1
+EOF
+if "$NAZAR" train --config run.yaml --max-steps 24 --scheduled-sampling 0.2 2> train.log; then
+    if grep -q 'done: 24 updates' train.log; then ok "flags override YAML"; else bad "flags override YAML" "$(tail -3 train.log)"; fi
+    if grep -q $'\r' train.log; then bad "plain progress when not a TTY" "found a carriage return"; else ok "plain progress when not a TTY"; fi
+    if grep -q '^step 5/24 | epoch 1 | loss' train.log && grep -q '^valid step 20 | loss' train.log; then
+        ok "progress and validation lines"
+    else
+        bad "progress and validation lines" "$(head -8 train.log)"
+    fi
+    for f in model best last; do
+        [[ -s full/$f.safetensors ]] && ok "writes $f.safetensors" || bad "writes $f.safetensors"
+    done
+else
+    bad "train from YAML" "$(tail -5 train.log)"
+fi
+
+# Every key of the stored configuration is a documented flag.
+"$NAZAR" train --help > help.txt
+missing=$($PY - full/last.safetensors <<'EOF'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+keys = json.loads(json.loads(b[8:8 + n])["__metadata__"]["train.config"]).keys()
+help = open("help.txt").read()
+print(" ".join(k for k in keys if "--" + k.replace("_", "-") + " " not in help))
+EOF
+)
+[[ -z "$missing" ]] && ok "--help documents every key" || bad "--help documents every key" "missing: $missing"
+
+# ---- resume -----------------------------------------------------------------------------------
+"$NAZAR" train --config run.yaml --max-steps 11 --scheduled-sampling 0.2 --save-dir part 2> part.log
+"$NAZAR" train --resume part --max-steps 24 2> resume.log
+if d=$(same_tensors full/model.safetensors part/model.safetensors) &&
+   d2=$(same_tensors full/last.safetensors part/last.safetensors); then
+    ok "resume after max_steps is bit-identical"
+else
+    bad "resume after max_steps is bit-identical" "differ: $d ${d2:-}" "$(tail -3 resume.log)"
+fi
+check_error "resume cannot change the model" \
+    "nazar: error: --resume: hidden_size cannot change when resuming (checkpoint: '16', requested: '32'); start a new run instead" \
+    train --resume part --hidden-size 32
+
+# kill -9 between checkpoints (checkpoint every 3 updates), then resume.
+args=(--config run.yaml --max-steps 300 --valid-interval 100 --log-interval 100)
+"$NAZAR" train "${args[@]}" --save-dir long 2> long.log
+"$NAZAR" train "${args[@]}" --save-dir killed --checkpoint-interval 3 2> killed.log &
+pid=$!
+# Kill once the progress line of step 100 appears (mid-run), or after at most ~4 s.
+for _ in $(seq 1 400); do grep -q '^step 100/' killed.log 2> /dev/null && break; sleep 0.01; done
+kill -9 $pid 2> /dev/null
+wait $pid 2> /dev/null
+step=$($PY -c 'import json,struct,sys; b=open("killed/last.safetensors","rb").read(); n=struct.unpack("<Q",b[:8])[0]; print(json.loads(json.loads(b[8:8+n])["__metadata__"]["train.state"])["step"])')
+"$NAZAR" train --resume killed 2> killed_resume.log
+if d=$(same_tensors long/model.safetensors killed/model.safetensors); then
+    ok "resume after kill -9 at step $step is bit-identical"
+else
+    bad "resume after kill -9 at step $step is bit-identical" "differ: $d" "$(tail -3 killed_resume.log)"
+fi
+
+# ---- score -------------------------------------------------------------------------------------
+"$NAZAR" score --model full/model.safetensors --tsv dev.tsv > scores.txt
+n=$(wc -l < scores.txt)
+neg=$(grep -c '^-[0-9]*\.[0-9]\{6\}$' scores.txt)
+[[ $n -eq 20 && $neg -eq 20 ]] && ok "score: 20 log-probabilities" || bad "score: 20 log-probabilities" "$(head -3 scores.txt)"
+
+exit $fail
