@@ -5,11 +5,13 @@
 #   - training from YAML writes model/best/last files and plain progress lines when not a TTY;
 #   - --resume after max_steps, and after kill -9 between checkpoints, gives the same tensors
 #     as an uninterrupted run (thread count fixed);
+#   - the example configs/*.yaml load and train one step;
 #   - score prints one log-probability per pair.
 # Usage: test_cli_train.sh path/to/nazar
 set -u
 NAZAR=${1:?usage: test_cli_train.sh path/to/nazar}
 NAZAR=$(cd "$(dirname "$NAZAR")" && pwd)/$(basename "$NAZAR")
+SRC=$(cd "$(dirname "$0")/../.." && pwd)  # the repository (configs/)
 PY=/usr/bin/python3  # standard library only
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -162,6 +164,16 @@ if d=$(same_tensors long/model.safetensors killed/model.safetensors); then
 else
     bad "resume after kill -9 at step $step is bit-identical" "differ: $d" "$(tail -3 killed_resume.log)"
 fi
+
+# ---- the example configurations stay valid (configs/*.yaml) ------------------------------------
+for cfg in "$SRC"/configs/*.yaml; do
+    if "$NAZAR" train --config "$cfg" --train train.tsv --dev dev.tsv --spm-vocab-size 300 --max-steps 1 \
+        --valid-interval 1 --valid-sample 2 --save-dir "cfg-$(basename "$cfg" .yaml)" --threads 1 2> cfg.log; then
+        ok "configs/$(basename "$cfg") trains"
+    else
+        bad "configs/$(basename "$cfg") trains" "$(tail -2 cfg.log)"
+    fi
+done
 
 # ---- score -------------------------------------------------------------------------------------
 "$NAZAR" score --model full/model.safetensors --tsv dev.tsv > scores.txt
