@@ -170,5 +170,126 @@ class LocalWindows(unittest.TestCase):
             nt.Attention("dot", 4, 6)
 
 
+def _model_config(**over):
+    cfg = {"src_vocab_size": 12, "tgt_vocab_size": 13, "embedding_size": 6, "encoder": {"hidden_size": 4},
+           "decoder": {"kind": "luong", "hidden_size": 5, "input_feeding": True},
+           "attention": {"score": "general"}}
+    for k, v in over.items():
+        if isinstance(v, dict):
+            cfg.setdefault(k, {}).update(v)
+        else:
+            cfg[k] = v
+    return cfg
+
+
+MODEL_VARIANTS = {
+    "bahdanau": _model_config(decoder={"kind": "bahdanau", "input_feeding": False}, attention={"score": "additive"}),
+    "bahdanau_deep_tied": _model_config(decoder={"kind": "bahdanau", "input_feeding": False, "deep_output": True,
+                                                 "deep_output_size": 6, "num_layers": 2},
+                                        attention={"score": "additive"}, tie_target_embeddings=True),
+    "luong_general_feed": _model_config(),
+    "luong_local_p_lstm": _model_config(encoder={"cell": "lstm", "num_layers": 2},
+                                        decoder={"cell": "lstm", "num_layers": 2},
+                                        attention={"local": "local-p", "window": 1}),
+    "luong_local_m_last": _model_config(decoder={"bridge": "last"}, attention={"local": "local-m", "window": 1}),
+}
+SRC = [[4, 5, 6, 7, 8], [9, 10], [11, 4, 6]]
+TGT = [[5, 6, 7], [8, 9, 10, 11, 12], [4]]
+
+
+class Models(unittest.TestCase):
+    def model(self, name):
+        torch.manual_seed(4)
+        return nt.Seq2Seq(MODEL_VARIANTS[name]).double().eval()
+
+    def test_state_dict_names_follow_the_contract(self):
+        sd = self.model("bahdanau_deep_tied").state_dict()
+        for k in ["encoder.embedding.weight", "encoder.rnn.weight_ih_l0_reverse", "bridge.weight", "bridge.bias",
+                  "decoder.embedding.weight", "decoder.rnn.weight_hh_l1", "decoder.deep_output.state.weight",
+                  "decoder.deep_output.prev.weight", "decoder.deep_output.context.weight", "attention.query.weight",
+                  "attention.key.weight", "attention.v.weight", "generator.weight", "generator.bias"]:
+            self.assertIn(k, sd)
+        self.assertEqual(tuple(sd["decoder.rnn.weight_ih_l0"].shape), (15, 6 + 8))  # [e ; c_t]
+        self.assertEqual(sd["generator.weight"].data_ptr(), sd["decoder.embedding.weight"].data_ptr())
+        sd = self.model("luong_general_feed").state_dict()
+        self.assertEqual(tuple(sd["decoder.combine.weight"].shape), (5, 5 + 8))
+        self.assertEqual(tuple(sd["decoder.rnn.weight_ih_l0"].shape), (15, 6 + 5))  # [e ; s~_{t-1}]
+        self.assertEqual(tuple(sd["attention.key.weight"].shape), (5, 8))
+        self.assertNotIn("decoder.combine.weight", self.model("bahdanau").state_dict())
+
+    def test_config_errors(self):
+        for bad in [_model_config(attention={"score": "dot"}), _model_config(decoder={"deep_output": True}),
+                    _model_config(colour="red"), _model_config(encoder={"bidirectional": False},
+                                                               decoder={"kind": "bahdanau", "input_feeding": False,
+                                                                        "bridge": "backward-first"})]:
+            with self.assertRaises(ValueError):
+                nt.Seq2Seq(bad)
+
+    def test_padding_is_invisible_and_score_is_minus_loss(self):
+        for name in MODEL_VARIANTS:
+            with self.subTest(name=name):
+                m = self.model(name)
+                s = nt.score(m, SRC, TGT)
+                for b in range(len(SRC)):
+                    torch.testing.assert_close(s[b:b + 1], nt.score(m, SRC[b:b + 1], TGT[b:b + 1]))
+                total, tokens = nt.loss(m, nt.make_batch(SRC, TGT))
+                self.assertEqual(tokens, sum(len(y) + 1 for y in TGT))
+                torch.testing.assert_close(s.sum(), -total)
+
+    def test_step_api_equals_forced_decoding(self):
+        for name in MODEL_VARIANTS:
+            with self.subTest(name=name):
+                m = self.model(name)
+                batch = nt.make_batch(SRC, TGT)
+                enc = m.encode(batch.src, batch.src_lengths)
+                state = m.init_state(enc)
+                total = torch.zeros(len(SRC), dtype=torch.float64)
+                for t in range(batch.tgt_in.shape[1]):
+                    lp, _, state = m.step(batch.tgt_in[:, t], enc, state)
+                    y = batch.tgt_out[:, t]
+                    total += lp.gather(1, y[:, None]).squeeze(1).masked_fill(y == 0, 0.0)
+                torch.testing.assert_close(total, nt.score(m, batch))
+
+    def test_greedy_is_beam_one_and_beam_scores_are_consistent(self):
+        for name in MODEL_VARIANTS:
+            with self.subTest(name=name):
+                m = self.model(name)
+                with torch.no_grad():
+                    m.generator.bias[3] += 2.0  # let some hypotheses finish
+                g = nt.greedy(m, SRC)
+                beams = nt.beam_search(m, SRC, beam_size=1, alpha=0.0)
+                for r, hs in zip(g, beams):
+                    self.assertEqual(r["tokens"], hs[0]["tokens"])
+                    self.assertAlmostEqual(r["score"], hs[0]["log_prob"], places=10)
+                    torch.testing.assert_close(r["attention"], hs[0]["attention"])
+                for ids, hs in zip(SRC, nt.beam_search(m, SRC, beam_size=4, n_best=3, alpha=0.6)):
+                    self.assertEqual(len(hs), 3)
+                    self.assertEqual([h["score"] for h in hs], sorted((h["score"] for h in hs), reverse=True))
+                    for h in hs:
+                        self.assertLessEqual(len(h["tokens"]), nt.max_decode_length(len(ids)))
+                        y = h["tokens"][:-1] if h["finished"] else h["tokens"]
+                        if h["finished"] and 0 not in y:  # log_prob = forced-decoding score (which skips <pad>)
+                            self.assertAlmostEqual(h["log_prob"], float(nt.score(m, [ids], [y])[0]), places=9)
+                        self.assertAlmostEqual(h["score"], h["log_prob"] / nt.length_penalty(len(h["tokens"]), 0.6),
+                                               places=12)
+
+    def test_model_file_round_trip(self):
+        for name in MODEL_VARIANTS:
+            with self.subTest(name=name), tempfile.TemporaryDirectory() as d:
+                torch.manual_seed(1)
+                m = nt.Seq2Seq(MODEL_VARIANTS[name])
+                p, q = os.path.join(d, "a.safetensors"), os.path.join(d, "b.safetensors")
+                nt.save_model(p, m, {"nazar.src_vocab": "{}"})
+                back, meta = nt.load_model(p)
+                self.assertEqual(meta["nazar.format"], "1")
+                self.assertEqual(meta["nazar.src_vocab"], "{}")
+                self.assertEqual(nt.model_config(meta["nazar.config"]), m.config)
+                for k, v in m.state_dict().items():
+                    self.assertTrue(torch.equal(v.float(), back.state_dict()[k]), k)
+                nt.save_model(q, back, meta)
+                with open(p, "rb") as a, open(q, "rb") as b:
+                    self.assertEqual(a.read(), b.read())
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,291 @@
+#!/usr/bin/python3
+"""Writes the whole-model PyTorch parity fixtures of nazar (STYLE.md, Tests §4 "Reference").
+
+For every case (a nazar model config: Bahdanau GRU, deep output + tied embeddings, Luong dot,
+general with and without input feeding, concat, local-m, local-p, LSTM):
+  model_<case>.safetensors          a nazar model file written by python/nazar_torch.py's
+                                    save_model (seeded PyTorch init, float32; word tokenizers and
+                                    vocabularies "s4".. / "t4".. in the metadata, so `nazar score`
+                                    reads it too). nazar must load it, score it identically, and
+                                    save it back with the same tensors.
+  model_<case>_expect.safetensors   the expected values, computed in float64 from that file:
+     inputs   src (B, S), src_lengths (B), tgt_in, tgt_out (B, T)            (I64, batch_from_ids layout)
+     outputs  scores (B)     log p(y | x) per sentence (forced decoding, target + </s>)
+              loss (1)       Σ over non-pad target tokens of the (label-smoothed) cross-entropy
+              tokens (1)     non-pad target tokens
+              greedy_tokens (B, n) I64, -1 padded; greedy_lengths (B); greedy_scores (B)
+     grads    grad.<name>    d(loss / tokens) / d(parameter), every parameter (nazar's names:
+                             with tied embeddings generator.weight is decoder.embedding.weight)
+     pending  beam.tokens (B, N, n), beam.scores (B, N), beam.log_probs (B, N): beam search
+              (K = 3, N = 2, α = 0.6), for the beam-search parity check still to come
+   __metadata__: case, config (the nazar.config JSON), label_smoothing, inputs / params /
+   outputs / grads / pending (comma-separated), generator.
+Guards, so float32 nazar cannot take another branch than float64 PyTorch: every greedy step's
+best log-probability beats the second by >= 1e-4, and every local-p p_t + 0.5 is >= 1e-3 away
+from an integer; a case whose seed violates them moves to the next seed (deterministically).
+
+  /usr/bin/python3 tools/make_model_fixtures.py                 # rewrite tests/parity/fixtures
+  /usr/bin/python3 tools/make_model_fixtures.py --out DIR       # write elsewhere (CTest: build dir)
+  /usr/bin/python3 tools/make_model_fixtures.py --compare A B   # fixtures in A == those in B?
+Exit code 77 (CTest SKIP_RETURN_CODE) when torch is missing, or --compare finds no A.
+"""
+
+import argparse
+import glob
+import json
+import os
+import struct
+import sys
+import zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+SKIP = 77
+try:
+    import numpy as np
+    import nazar_torch as nt
+except ImportError as e:
+    np = nt = None
+    MISSING = str(e)
+
+GENERATOR = "tools/make_model_fixtures.py (python/nazar_torch.py, float64 reference)"
+BASE = {"src_vocab_size": 12, "tgt_vocab_size": 13, "embedding_size": 6}
+SRC_LENGTHS, TGT_LENGTHS = (5, 3, 1), (4, 6, 2)
+
+# name -> (config, label smoothing, source lengths, target lengths)
+CASES = {
+    "bahdanau_gru": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "bahdanau", "hidden_size": 5},
+                      "attention": {"score": "additive", "attention_size": 3}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
+    # deep output of size E, so the generator can share the target embedding; 2 decoder layers
+    "bahdanau_deep_tied": ({"encoder": {"hidden_size": 4},
+                            "decoder": {"kind": "bahdanau", "hidden_size": 5, "num_layers": 2, "bridge": "last",
+                                        "deep_output": True, "deep_output_size": 6},
+                            "attention": {"score": "additive"}, "tie_target_embeddings": True},
+                           0.1, SRC_LENGTHS, TGT_LENGTHS),
+    "luong_dot": ({"encoder": {"hidden_size": 3}, "decoder": {"kind": "luong", "hidden_size": 6},
+                   "attention": {"score": "dot"}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
+    # unidirectional 2-layer encoder, bridge from its final states
+    "luong_general": ({"encoder": {"hidden_size": 4, "num_layers": 2, "bidirectional": False},
+                       "decoder": {"kind": "luong", "hidden_size": 5, "bridge": "last"},
+                       "attention": {"score": "general"}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
+    "luong_general_feed": ({"encoder": {"hidden_size": 4},
+                            "decoder": {"kind": "luong", "hidden_size": 5, "input_feeding": True},
+                            "attention": {"score": "general", "scale": "sqrt"}}, 0.1, SRC_LENGTHS, TGT_LENGTHS),
+    "luong_concat": ({"encoder": {"hidden_size": 4},
+                      "decoder": {"kind": "luong", "hidden_size": 5, "bridge": "zero", "input_feeding": True},
+                      "attention": {"score": "concat", "attention_size": 4}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
+    # targets longer than sources: local-m's centre min(t, S_b - 1) clamps; D = 1 clips the window
+    "luong_local_m": ({"encoder": {"hidden_size": 4},
+                       "decoder": {"kind": "luong", "hidden_size": 5, "input_feeding": True},
+                       "attention": {"score": "general", "local": "local-m", "window": 1}},
+                      0.0, (4, 2, 3), (7, 5, 6)),
+    "luong_local_p": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "luong", "hidden_size": 5},
+                       "attention": {"score": "general", "local": "local-p", "window": 2, "position_size": 3}},
+                      0.0, (9, 5, 3), (4, 6, 2)),
+    "luong_lstm": ({"encoder": {"cell": "lstm", "hidden_size": 3, "num_layers": 2},
+                    "decoder": {"kind": "luong", "cell": "lstm", "hidden_size": 5, "num_layers": 2,
+                                "input_feeding": True},
+                    "attention": {"score": "general"}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
+}
+GREEDY_MARGIN, POSITION_MARGIN = 1e-4, 1e-3
+BEAM = {"beam_size": 3, "n_best": 2, "alpha": 0.6}
+
+
+def config_of(name):
+    cfg = json.loads(json.dumps(BASE))
+    cfg.update(json.loads(json.dumps(CASES[name][0])))
+    return nt.model_config(cfg)
+
+
+def vocab_meta(cfg):
+    """Word tokenizers and vocabularies "s4".. / "t4".. (Vocab::to_json, Tokenizer::to_string)."""
+    specials = ["<pad>", "<unk>", "<s>", "</s>"]
+    voc = lambda p, n: json.dumps({"specials": specials, "pieces": [f"{p}{i}" for i in range(4, n)]})  # noqa: E731
+    return {"nazar.src_vocab": voc("s", cfg["src_vocab_size"]), "nazar.tgt_vocab": voc("t", cfg["tgt_vocab_size"]),
+            "nazar.src_tokenizer": '{"kind":"word"}', "nazar.tgt_tokenizer": '{"kind":"word"}'}
+
+
+class Guard(Exception):
+    pass
+
+
+def check_positions(model):
+    """A forward hook on local-p attention: p_t + 0.5 must stay away from integers."""
+    import torch
+
+    def hook(att, args, _out):
+        query, _, _, lengths, t = args
+        p = att.positions(query, torch.as_tensor(lengths), t).detach()
+        frac = (p + 0.5) - torch.floor(p + 0.5)
+        real = torch.as_tensor(lengths) > 0
+        if bool(((frac < POSITION_MARGIN) | (frac > 1 - POSITION_MARGIN))[real].any()):
+            raise Guard(f"local-p p_t too close to a rounding edge: {p.tolist()}")
+    return model.attention.register_forward_hook(hook) if model.attention.local == "local-p" else None
+
+
+def check_greedy_margins(model, src, results):
+    import torch
+    for ids, r in zip(src, results):
+        if not r["tokens"]:
+            continue
+        b = nt.make_batch([ids], [r["tokens"][:-1] if r["finished"] else r["tokens"]], model.config["special_ids"])
+        logits, _ = model(b.src, b.src_lengths, b.tgt_in)
+        lp = torch.log_softmax(logits[0, :len(r["tokens"])], -1)
+        top = lp.topk(2, -1).values
+        if float((top[:, 0] - top[:, 1]).min()) < GREEDY_MARGIN:
+            raise Guard("greedy step with a near tie")
+
+
+def build_case(name, seed):
+    import torch
+    cfg = config_of(name)
+    smoothing, src_len, tgt_len = CASES[name][1:]
+    torch.manual_seed(seed)
+    model = nt.Seq2Seq(cfg)  # PyTorch's init (float32)
+    g = torch.Generator().manual_seed(seed + 1000)
+    draw = lambda n, V: torch.randint(4, V, (n,), generator=g).tolist()  # noqa: E731  no specials inside
+    src = [draw(n, cfg["src_vocab_size"]) for n in src_len]
+    tgt = [draw(n, cfg["tgt_vocab_size"]) for n in tgt_len]
+    batch = nt.make_batch(src, tgt, cfg["special_ids"])
+
+    model_tensors = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    ref = nt.Seq2Seq(cfg).double()
+    ref.load_state_dict({k: v.double() for k, v in model_tensors.items()})
+    hook = check_positions(ref)
+    try:
+        scores = nt.score(ref.eval(), batch)
+        total, tokens = nt.loss(ref.train(), batch, smoothing)  # dropout 0: train == eval
+        (total / tokens).backward()
+        ref.eval()
+        greedy = nt.greedy(ref, src)
+        check_greedy_margins(ref, src, greedy)
+        beams = nt.beam_search(ref, src, **BEAM)
+    finally:
+        if hook is not None:
+            hook.remove()
+
+    f32 = lambda t: t.detach().numpy().astype(np.float32)  # noqa: E731
+    t = {"src": batch.src.numpy(), "src_lengths": batch.src_lengths.numpy(), "tgt_in": batch.tgt_in.numpy(),
+         "tgt_out": batch.tgt_out.numpy(), "scores": f32(scores), "loss": f32(total.reshape(1)),
+         "tokens": np.array([tokens], np.float32)}
+    n = max(len(r["tokens"]) for r in greedy)
+    t["greedy_tokens"] = np.array([r["tokens"] + [-1] * (n - len(r["tokens"])) for r in greedy], np.int64)
+    t["greedy_lengths"] = np.array([len(r["tokens"]) for r in greedy], np.int64)
+    t["greedy_scores"] = np.array([r["score"] for r in greedy], np.float32)
+    n = max(len(h["tokens"]) for hs in beams for h in hs)
+    t["beam.tokens"] = np.array([[h["tokens"] + [-1] * (n - len(h["tokens"])) for h in hs] for hs in beams], np.int64)
+    t["beam.scores"] = np.array([[h["score"] for h in hs] for hs in beams], np.float32)
+    t["beam.log_probs"] = np.array([[h["log_prob"] for h in hs] for hs in beams], np.float32)
+    params = []
+    for k, p in ref.named_parameters():  # tied: generator.weight is decoder.embedding.weight (listed once)
+        t["grad." + k] = f32(p.grad)
+        params.append(k)
+    outputs = ["scores", "loss", "tokens", "greedy_tokens", "greedy_lengths", "greedy_scores"]
+    meta = {"case": name, "config": nt.config_json(cfg), "label_smoothing": repr(smoothing), "seed": str(seed),
+            "inputs": "src,src_lengths,tgt_in,tgt_out", "params": ",".join(params), "outputs": ",".join(outputs),
+            "grads": ",".join(params), "pending": "beam.tokens,beam.scores,beam.log_probs",
+            "beam": json.dumps(BEAM, sort_keys=True), "generator": GENERATOR}
+    return model, dict(vocab_meta(cfg), generator=GENERATOR, case=name), t, meta
+
+
+def ours(path):
+    try:
+        with open(path, "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            meta = json.loads(f.read(min(n, 1 << 20)).decode("utf-8")).get("__metadata__", {})
+        return meta.get("generator") == GENERATOR
+    except (OSError, ValueError, struct.error, AttributeError):
+        return False
+
+
+def our_files(d):
+    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(d, "*.safetensors")) if ours(p))
+
+
+def write_all(out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    for old in our_files(out_dir):
+        os.unlink(os.path.join(out_dir, old))
+    if np is None:
+        print(f"make_model_fixtures: {MISSING} (apt install python3-numpy python3-torch); skipped")
+        return SKIP
+    try:
+        import torch
+    except ImportError:
+        print("make_model_fixtures: torch is not installed (apt install python3-torch); skipped")
+        return SKIP
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)
+    total = 0
+    for name in sorted(CASES):
+        base = zlib.crc32(name.encode()) % 1000003  # by name: adding a case leaves the others unchanged
+        for attempt in range(50):
+            try:
+                model, model_meta, tensors, meta = build_case(name, base + attempt)
+                break
+            except Guard as e:
+                print(f"make_model_fixtures: {name}: seed {base + attempt}: {e}; next seed")
+        else:
+            raise RuntimeError(f"{name}: no seed passed the guards")
+        p_model = os.path.join(out_dir, f"model_{name}.safetensors")
+        p_expect = os.path.join(out_dir, f"model_{name}_expect.safetensors")
+        nt.save_model(p_model, model, model_meta)
+        nt.save_safetensors(p_expect, tensors, meta)
+        total += os.path.getsize(p_model) + os.path.getsize(p_expect)
+    print(f"make_model_fixtures: {2 * len(CASES)} files, {total} bytes in {out_dir}")
+    return 0
+
+
+def compare(a_dir, b_dir):
+    """Same files, tensor names, dtypes, shapes and metadata; model parameters, inputs and integer
+    outputs bit-identical; float outputs and gradients within 1e-6 (norm-wise relative)."""
+    if np is None:
+        print(f"compare: {MISSING}; skipped")
+        return SKIP
+    a_files, b_files = our_files(a_dir), our_files(b_dir)
+    if not a_files:
+        print(f"compare: no model fixtures in {a_dir} (not regenerated: torch missing?); skipped")
+        return SKIP
+    bad = []
+    if a_files != b_files:
+        bad.append(f"file sets differ: {sorted(set(a_files) ^ set(b_files))}")
+    for f in sorted(set(a_files) & set(b_files)):
+        ta, ma = nt.load_safetensors(os.path.join(a_dir, f))
+        tb, mb = nt.load_safetensors(os.path.join(b_dir, f))
+        if ma != mb:
+            bad.append(f"{f}: metadata differs: {sorted(k for k in set(ma) | set(mb) if ma.get(k) != mb.get(k))}")
+        if sorted(ta) != sorted(tb):
+            bad.append(f"{f}: tensor names differ: {sorted(set(ta) ^ set(tb))}")
+            continue
+        is_model = "nazar.format" in ma
+        for k in sorted(ta):
+            x, y = ta[k], tb[k]
+            if x.dtype != y.dtype or x.shape != y.shape:
+                bad.append(f"{f}: {k}: {x.dtype}{x.shape} vs {y.dtype}{y.shape}")
+            elif is_model or x.dtype.kind == "i":
+                if not np.array_equal(x, y):
+                    bad.append(f"{f}: {k} differs (parameters and integer tensors must be bit-identical)")
+            else:
+                scale = max(float(np.abs(y).max(initial=0.0)), 1e-30)
+                err = float(np.abs(x.astype(np.float64) - y).max(initial=0.0)) / scale
+                if not err <= 1e-6:
+                    bad.append(f"{f}: {k}: relative difference {err:.3g} > 1e-6")
+    for line in bad:
+        print("compare:", line)
+    print(f"compare: {len(a_files)} model fixtures in {a_dir} vs {len(b_files)} in {b_dir}: "
+          f"{'OK' if not bad else str(len(bad)) + ' differences'}")
+    return 1 if bad else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "parity", "fixtures"))
+    ap.add_argument("--compare", nargs=2, metavar=("NEW", "COMMITTED"))
+    args = ap.parse_args()
+    if args.compare:
+        return compare(*args.compare)
+    return write_all(args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
