@@ -1,0 +1,58 @@
+// Alignments from attention weights (SPEC.md §8), unknown-word replacement and forced alignment.
+//
+//   hard    link (i, j) for every target token j: i = argmax_i a[j, i] (lowest i on ties), printed
+//           as Pharaoh/Moses "i-j" pairs, source index first, 0-based ("0-0 2-1 1-2"). Indices
+//           count the model's tokens (words for the word tokenizer, pieces for spm/char).
+//   soft    the weight matrix a[j, i] (one row per target token) as JSON: [[0.9,0.1],[0.2,0.8]].
+//   Target tokens are the emitted tokens without the final </s>.
+//   replace-unk (Luong, Sutskever et al. 2015): each <unk> in the output becomes the source token
+//           it attends to most, or that token's translation in a dictionary (src<TAB>tgt lines;
+//           the first entry of a source word wins).
+//   forced  teacher forcing with the step API: the attention of each target token (and of </s>)
+//           and log p(y | x) under the model, which equals Seq2Seq::score.
+#pragma once
+
+#include "nazar/data/vocab.h"
+#include "nazar/eval/aer.h"
+#include "nazar/models/seq2seq.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace nazar {
+
+enum class AlignmentFormat { none, hard, soft };
+AlignmentFormat parse_alignment_format(std::string_view name);  // "none" | "hard" | "soft"; UsageError
+
+// Links for target rows j < n_tgt of attention (n, S_b), n_tgt <= n; none when S_b == 0.
+std::vector<AlignmentLink> hard_alignment(TensorView attention, int n_tgt);
+std::string format_hard_alignment(std::span<const AlignmentLink> links);  // "i-j i-j ..."
+std::string format_soft_alignment(TensorView attention, int n_tgt);       // rows j < n_tgt as JSON
+
+using UnkDictionary = std::unordered_map<std::string, std::string>;
+// `src<TAB>tgt` lines (a missing tab is an Error naming file:line; blank lines are skipped).
+UnkDictionary load_unk_dictionary(const std::string& path);
+
+// The output pieces of `tokens` (ids, </s> and after dropped): vocabulary pieces, with <unk>
+// replaced as above when `replace_unk` (attention (n, S_b) rows are the tokens' weights,
+// src_pieces has S_b entries; dictionary may be null).
+std::vector<std::string> output_pieces(std::span<const int32_t> tokens, TensorView attention,
+                                       const Vocab& tgt_vocab, int32_t eos, int32_t unk,
+                                       bool replace_unk, std::span<const std::string> src_pieces,
+                                       const UnkDictionary* dictionary);
+
+struct ForcedAlignment {
+    Tensor attention;  // (T_b + 1, S_b) one row per target token, then the row of </s>
+    double log_prob = 0;  // log p(target </s> | source), as Seq2Seq::score
+};
+
+// src (B·S) row-major, lengths (B); targets[b] = target ids without <s>/</s>.
+std::vector<ForcedAlignment> forced_alignment(Seq2Seq& model, std::span<const int32_t> src,
+                                              std::span<const int> lengths, int S,
+                                              std::span<const std::vector<int32_t>> targets);
+
+}  // namespace nazar

@@ -1,0 +1,275 @@
+// Batched beam search (beam_search.h).
+//
+// Hypotheses are nodes of a per-sentence tree (parent node, token, attention row), so keeping a
+// candidate copies one attention row, never a whole prefix. Rows of the decoder state are the
+// live hypotheses of the active sentences, concatenated sentence by sentence in rank order.
+#include "nazar/decode/beam_search.h"
+
+#include "nazar/core/check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+namespace nazar {
+
+void validate(const BeamOptions& o) {
+    if (o.beam_size < 1) throw UsageError(fmt::format("beam size must be >= 1, got {}", o.beam_size));
+    if (o.n_best < 1 || o.n_best > o.beam_size)
+        throw UsageError(fmt::format("n-best must be in [1, beam size {}], got {}", o.beam_size, o.n_best));
+    if (!(o.length_penalty >= 0)) throw UsageError(fmt::format("length penalty must be >= 0, got {}", o.length_penalty));
+    if (!(o.coverage_penalty >= 0))
+        throw UsageError(fmt::format("coverage penalty must be >= 0, got {}", o.coverage_penalty));
+    if (!(o.max_length_ratio >= 0))
+        throw UsageError(fmt::format("max length ratio must be >= 0, got {}", o.max_length_ratio));
+    if (o.max_length < 1) throw UsageError(fmt::format("max length must be >= 1, got {}", o.max_length));
+    if (o.min_length < 0) throw UsageError(fmt::format("min length must be >= 0, got {}", o.min_length));
+}
+
+int max_output_length(int S_b, float max_length_ratio, int max_length_extra, int max_length) {
+    const int m = static_cast<int>(std::floor(max_length_ratio * static_cast<float>(S_b))) + max_length_extra;
+    return std::min(max_length, std::max(1, m));
+}
+
+namespace {
+
+struct Node {
+    int parent;     // node index, -1 = the empty prefix
+    int32_t token;
+};
+
+struct Done {
+    int node;
+    double log_prob, score;
+    bool finished;
+};
+
+struct Candidate {
+    double total;  // log p of the extended prefix
+    int rank;      // live rank of the parent within its sentence
+    int32_t token;
+};
+
+// Ranking of candidates: higher total first; ties: lower parent rank, then lower token id.
+bool better(const Candidate& a, const Candidate& b) {
+    if (a.total != b.total) return a.total > b.total;
+    if (a.rank != b.rank) return a.rank < b.rank;
+    return a.token < b.token;
+}
+
+struct Sentence {
+    int b = 0, S_b = 0, limit = 0, steps = 0;
+    std::vector<Node> nodes;
+    std::vector<float> attn;  // (nodes, S_b)
+    std::vector<int> live;    // node ids, rank order
+    std::vector<double> live_lp;
+    std::vector<Done> done;
+    bool active = true;
+
+    int length(int node) const {
+        int n = 0;
+        for (; node >= 0; node = nodes[node].parent) ++n;
+        return n;
+    }
+    // (n, S_b) attention of the path ending at `node`.
+    Tensor path_attention(int node) const {
+        const int n = length(node);
+        Tensor a({n, S_b});
+        for (int t = n - 1; t >= 0; --t, node = nodes[node].parent)
+            if (S_b > 0) std::memcpy(a.data() + static_cast<int64_t>(t) * S_b, &attn[static_cast<std::size_t>(node) * S_b],
+                                     sizeof(float) * S_b);
+        return a;
+    }
+    void finish(int node, double log_prob, bool finished, const BeamOptions& o) {
+        const Tensor a = path_attention(node);
+        done.push_back({node, log_prob, ranking_score(log_prob, a, o.length_penalty, o.coverage_penalty), finished});
+    }
+    // True when the n_best best finished scores cannot be beaten by any descendant of `live`.
+    bool settled(const BeamOptions& o) const {
+        const int nb = o.n_best;
+        if (static_cast<int>(done.size()) < nb || live.empty()) return live.empty();
+        std::vector<double> s;
+        for (const Done& d : done) s.push_back(d.score);
+        std::nth_element(s.begin(), s.begin() + (nb - 1), s.end(), std::greater<>());
+        const double best_live = *std::max_element(live_lp.begin(), live_lp.end());
+        // α >= 0: lp grows with length, so log p / lp is largest at the longest allowed length.
+        const double bound = best_live / length_penalty(limit, o.length_penalty);
+        return s[nb - 1] >= bound;
+    }
+};
+
+// The best `w` tokens of one row by (total desc, token asc), appended to `out`.
+void top_tokens(const float* lp, int V, double base, int rank, int w, int32_t forbid, std::vector<Candidate>& out) {
+    const std::size_t first = out.size();
+    for (int y = 0; y < V; ++y) {
+        if (y == forbid) continue;
+        const Candidate c{base + lp[y], rank, y};
+        const std::size_t have = out.size() - first;
+        if (have == static_cast<std::size_t>(w) && !better(c, out.back())) continue;
+        if (have == static_cast<std::size_t>(w)) out.pop_back();
+        auto pos = std::upper_bound(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(), c, better);
+        out.insert(pos, c);
+    }
+}
+
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const int32_t> src,
+                                                 std::span<const int> lengths, int S, const BeamOptions& o) {
+    validate(o);
+    const int B = static_cast<int>(lengths.size());
+    NZ_CHECK(static_cast<int64_t>(src.size()) == static_cast<int64_t>(B) * S,
+             "beam_search: src has {} ids, expected B·S = {}·{}", src.size(), B, S);
+    const int V = model.config().tgt_vocab_size, K = o.beam_size;
+    const auto& sp = model.config().special_ids;
+    std::vector<std::vector<Hypothesis>> results(B);
+    if (B == 0) return results;
+
+    std::vector<Sentence> sent(B);
+    for (int b = 0; b < B; ++b) {
+        NZ_CHECK(lengths[b] >= 0 && lengths[b] <= S, "beam_search: lengths[{}] = {} outside [0, {}]", b, lengths[b], S);
+        Sentence& s = sent[b];
+        s.b = b;
+        s.S_b = lengths[b];
+        s.limit = max_output_length(s.S_b, o.max_length_ratio, o.max_length_extra, o.max_length);
+        s.live = {-1};
+        s.live_lp = {0.0};
+    }
+
+    // A batch of empty sources (S = 0) is given one padding position: the encoder and attention
+    // work on S >= 1, and padding gets zero attention, so nothing else changes.
+    const std::vector<int32_t> one_pad(S == 0 ? B : 0, sp.pad);
+    if (S == 0) {
+        src = one_pad;
+        S = 1;
+    }
+    EncodedSource enc, rows_enc;
+    model.encode(src, lengths, S, enc);
+    DecoderState state, next_state;
+    model.init_state(enc, state);
+    const EncodedSource* cur = &enc;
+    std::vector<int> row_sentence(B), next_row_sentence, parents;
+    std::iota(row_sentence.begin(), row_sentence.end(), 0);
+    std::vector<int32_t> prev(B, sp.bos);
+    Tensor log_probs({static_cast<int64_t>(B) * K, V}), attn({static_cast<int64_t>(B) * K, S});
+    std::vector<Candidate> cands;
+
+    while (!row_sentence.empty()) {
+        const int N = static_cast<int>(row_sentence.size());
+        const TensorView lp_view = log_probs.slice(0, N), at_view = attn.slice(0, N);
+        model.step(prev, *cur, state, lp_view, at_view);
+        next_row_sentence.clear();
+        parents.clear();
+        prev.clear();
+        for (int row0 = 0; row0 < N;) {
+            Sentence& s = sent[row_sentence[row0]];
+            const int n_live = static_cast<int>(s.live.size());  // rows [row0, row0 + n_live)
+            const int w = K - static_cast<int>(s.done.size());
+            const int32_t forbid = s.steps + 1 < o.min_length ? sp.eos : -1;
+            cands.clear();
+            for (int k = 0; k < n_live; ++k) {
+                top_tokens(lp_view.data() + static_cast<int64_t>(row0 + k) * V, V, s.live_lp[k], k, w, forbid, cands);
+            }
+            std::sort(cands.begin(), cands.end(), better);
+            if (static_cast<int>(cands.size()) > w) cands.resize(w);
+            std::vector<int> live;
+            std::vector<double> live_lp;
+            std::vector<int> live_rows;
+            for (const Candidate& c : cands) {
+                const int node = static_cast<int>(s.nodes.size());
+                s.nodes.push_back({s.live[c.rank], c.token});
+                const float* a = at_view.data() + static_cast<int64_t>(row0 + c.rank) * S;
+                s.attn.insert(s.attn.end(), a, a + s.S_b);
+                if (c.token == sp.eos) {
+                    s.finish(node, c.total, true, o);
+                } else {
+                    live.push_back(node);
+                    live_lp.push_back(c.total);
+                    live_rows.push_back(row0 + c.rank);
+                }
+            }
+            s.live = std::move(live);
+            s.live_lp = std::move(live_lp);
+            ++s.steps;
+            row0 += n_live;
+            bool stop = s.live.empty() || static_cast<int>(s.done.size()) >= K || s.steps >= s.limit ||
+                        (o.early_stop && s.settled(o));
+            if (stop) {
+                if (static_cast<int>(s.done.size()) < K)  // cut at the limit (or settled): live ones count too
+                    for (std::size_t k = 0; k < s.live.size(); ++k) s.finish(s.live[k], s.live_lp[k], false, o);
+                s.live.clear();
+                s.live_lp.clear();
+                s.active = false;
+                continue;
+            }
+            for (std::size_t k = 0; k < s.live.size(); ++k) {
+                next_row_sentence.push_back(s.b);
+                parents.push_back(live_rows[k]);
+                prev.push_back(s.nodes[s.live[k]].token);
+            }
+        }
+        if (next_row_sentence.empty()) break;
+        bool identity = static_cast<int>(parents.size()) == N;
+        for (std::size_t k = 0; identity && k < parents.size(); ++k) identity = parents[k] == static_cast<int>(k);
+        if (!identity) {
+            model.select_state(state, parents, next_state);
+            std::swap(state, next_state);
+        }
+        if (next_row_sentence != row_sentence) {
+            model.select_rows(enc, next_row_sentence, rows_enc);
+            cur = &rows_enc;
+        }
+        std::swap(row_sentence, next_row_sentence);
+    }
+
+    for (int b = 0; b < B; ++b) {
+        Sentence& s = sent[b];
+        // stable: finished in the order they finished, then the unfinished in rank order
+        std::stable_sort(s.done.begin(), s.done.end(), [](const Done& x, const Done& y) { return x.score > y.score; });
+        const int n = std::min<int>(o.n_best, static_cast<int>(s.done.size()));
+        for (int k = 0; k < n; ++k) {
+            const Done& d = s.done[k];
+            Hypothesis h;
+            h.finished = d.finished;
+            h.log_prob = d.log_prob;
+            h.score = d.score;
+            h.attention = s.path_attention(d.node);
+            h.tokens.resize(s.length(d.node));
+            int node = d.node;
+            for (int t = static_cast<int>(h.tokens.size()) - 1; t >= 0; --t, node = s.nodes[node].parent)
+                h.tokens[t] = s.nodes[node].token;
+            results[b].push_back(std::move(h));
+        }
+    }
+    return results;
+}
+
+std::vector<std::vector<Hypothesis>> beam_search_sorted(Seq2Seq& model, std::span<const std::vector<int32_t>> sentences,
+                                                        const BeamOptions& options, int batch_size) {
+    NZ_CHECK(batch_size >= 1, "beam_search_sorted: batch_size must be >= 1, got {}", batch_size);
+    const int n = static_cast<int>(sentences.size());
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return sentences[a].size() > sentences[b].size(); });
+    std::vector<std::vector<Hypothesis>> out(n);
+    std::vector<int32_t> ids;
+    std::vector<int> lengths;
+    for (int begin = 0; begin < n; begin += batch_size) {
+        const int end = std::min(n, begin + batch_size);
+        const int S = static_cast<int>(sentences[order[begin]].size());  // the longest of the batch
+        ids.assign(static_cast<std::size_t>(end - begin) * S, model.config().special_ids.pad);
+        lengths.clear();
+        for (int i = begin; i < end; ++i) {
+            const auto& x = sentences[order[i]];
+            std::copy(x.begin(), x.end(), ids.begin() + static_cast<std::ptrdiff_t>(i - begin) * S);
+            lengths.push_back(static_cast<int>(x.size()));
+        }
+        auto res = beam_search(model, ids, lengths, S, options);
+        for (int i = begin; i < end; ++i) out[order[i]] = std::move(res[i - begin]);
+    }
+    return out;
+}
+
+}  // namespace nazar

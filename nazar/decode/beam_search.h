@@ -1,0 +1,65 @@
+// Batched beam search (SPEC.md §8) on the Seq2Seq step API, the semantics of the PyTorch
+// reference python/nazar_torch.py beam_search (which decodes one sentence at a time).
+//
+// Per sentence, with K = beam_size and F = hypotheses finished so far:
+//   every live hypothesis is expanded by every token; the best K − F candidates by total
+//   log p(y_≤t | x) are kept (ties: lower live rank, then lower token id). A kept candidate
+//   ending in </s> is finished; the others stay live, in rank order. The sentence is done when
+//   K hypotheses are finished, none is live, at its maximum length
+//     max_len_b = min(max_length, max(1, floor(max_length_ratio · S_b) + max_length_extra))
+//   (live hypotheses then join the list as unfinished), or — early_stop, exact — when n_best
+//   finished hypotheses each score at least as well as any descendant of a live hypothesis can:
+//     bound = max_live log p / lp(ℓ*),  ℓ* the length in (len, max_len_b] maximising lp
+//   (log p only falls as a hypothesis grows, lp ≥ 1 for α ≥ 0, and cp ≤ 0), so the n-best list
+//   is the one the exhaustive search returns.
+// Results are ranked by hypothesis.h's score (GNMT length normalisation and coverage penalty).
+// beam_size 1 is greedy decoding exactly (greedy.h), token for token.
+//
+// Batching: the source batch is encoded once (attention keys included); select_rows expands
+// it to one row per live hypothesis and is redone only when the row → sentence map changes
+// (a hypothesis finished or a sentence left); finished sentences leave the batch, so N (rows
+// per step) shrinks. A sentence's result does not depend on the rest of the batch (up to BLAS
+// summation order). beam_search_sorted sorts sentences by length into batches (less padding)
+// and returns results in input order.
+#pragma once
+
+#include "nazar/decode/hypothesis.h"
+#include "nazar/models/seq2seq.h"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace nazar {
+
+struct BeamOptions {
+    int beam_size = 5;              // K >= 1
+    int n_best = 1;                 // hypotheses returned per sentence, in [1, K]
+    float length_penalty = 0.6f;    // α >= 0 (0 = rank by raw log p)
+    float coverage_penalty = 0.0f;  // β >= 0
+    float max_length_ratio = 2.0f;  // relative to the source length S_b
+    int max_length_extra = 5;       // added to ratio · S_b
+    int max_length = 512;           // absolute cap
+    int min_length = 0;             // </s> is not allowed as token 1..min_length−1 (benchmarks)
+    bool early_stop = true;         // stop a sentence once its n-best list cannot change
+};
+
+// Throws UsageError naming the offending value.
+void validate(const BeamOptions& options);
+
+// max_len_b for a source of S_b tokens (the greedy formula).
+int max_output_length(int S_b, float max_length_ratio, int max_length_extra, int max_length);
+
+// src (B·S) row-major, lengths (B) in [0, S]. Returns B lists of min(n_best, found) hypotheses,
+// best first (a search always finds at least one).
+std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const int32_t> src,
+                                                 std::span<const int> lengths, int S,
+                                                 const BeamOptions& options = {});
+
+// Sentences of any lengths (no <s>/</s>): sorted by length (longest first, stable), decoded in
+// batches of at most batch_size, returned in input order.
+std::vector<std::vector<Hypothesis>> beam_search_sorted(Seq2Seq& model,
+                                                        std::span<const std::vector<int32_t>> sentences,
+                                                        const BeamOptions& options = {}, int batch_size = 32);
+
+}  // namespace nazar

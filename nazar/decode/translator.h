@@ -1,0 +1,84 @@
+// The application API: load a model file once, translate batches of strings.
+//
+//   nazar::Translator tr("model.safetensors", {.replicas = 4});
+//   auto out = tr.translate({"ein kleiner Test"}, {.beam_size = 5, .n_best = 2, .alignments = true});
+//   out[0].hypotheses[0].text, .score, .alignment (Pharaoh links)
+//
+// Thread safety: translate() may be called from any number of threads at once. A Seq2Seq keeps
+// scratch buffers and is not thread-safe, so the Translator holds a pool of `replicas`
+// independent copies of the model, built from one read of the file; each call borrows one for
+// its whole duration (callers beyond the pool size wait). Tokenizers and vocabularies are
+// immutable and shared. Threads *inside* one call come from nazar::set_num_threads (BLAS and
+// parallel_for, shared process-wide); with several concurrent callers, set it to cores/replicas.
+// Memory: one replica is the parameters plus per-batch buffers (batch_size · beam_size rows).
+//
+// Sentences are tokenized with the model's source tokenizer, sorted by length into batches of
+// batch_size, decoded with beam search (beam_search.h; beam_size 1 = greedy) and returned in
+// input order. Output text is the target tokenizer's detokenisation of the pieces before </s>.
+#pragma once
+
+#include "nazar/core/tensor.h"
+#include "nazar/decode/alignment.h"
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace nazar {
+
+struct TranslatorConfig {
+    int replicas = 1;  // model copies = concurrent translate() calls served without waiting
+};
+
+struct TranslationOptions {
+    int beam_size = 5;
+    int n_best = 1;                        // in [1, beam_size]
+    float length_penalty = 0.6f;           // GNMT α
+    float coverage_penalty = 0.0f;         // GNMT β
+    float max_length_ratio = 2.0f;         // output length <= min(max_length, ratio · S + extra)
+    int max_length_extra = 5;
+    int max_length = 512;
+    int batch_size = 32;                   // sentences per decoder batch
+    bool alignments = false;               // fill Hypothesis::alignment (hard links)
+    bool attention = false;                // keep the attention matrices
+    bool replace_unk = false;              // copy the most-attended source token for <unk>
+    const UnkDictionary* dictionary = nullptr;  // optional translations for replace_unk
+};
+
+struct TranslationHypothesis {
+    std::string text;                    // detokenised output (without </s>)
+    std::vector<std::string> tokens;     // output pieces (after unk replacement), without </s>
+    double score = 0;                    // log p / lp + cp (what the list is sorted by)
+    double log_prob = 0;                 // log p(Y | X), Y including </s> when finished
+    bool finished = true;                // false: cut at the maximum length
+    std::vector<AlignmentLink> alignment;  // hard links (src token, tgt token), when asked
+    Tensor attention;                    // (n, S) incl. the </s> row, when asked
+};
+
+struct Translation {
+    std::vector<std::string> source_tokens;       // the source pieces the model read
+    std::vector<TranslationHypothesis> hypotheses;  // best first, at most n_best
+};
+
+class Translator {
+public:
+    explicit Translator(const std::string& model_path, const TranslatorConfig& config = {});
+    ~Translator();
+    Translator(const Translator&) = delete;
+    Translator& operator=(const Translator&) = delete;
+
+    // Thread-safe. Throws nazar::Error on invalid UTF-8 input (naming the sentence index) and
+    // UsageError on invalid options.
+    std::vector<Translation> translate(std::span<const std::string> sentences,
+                                       const TranslationOptions& options = {}) const;
+
+    int replicas() const;
+    const std::string& model_path() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nazar

@@ -1,0 +1,279 @@
+// Beam search: K = 1 is greedy token for token; scores are forced-decoding log-probabilities;
+// n-best lists are sorted by the GNMT score; a batch decodes as its sentences do one by one;
+// early stopping never changes the n-best list; a hand-built model where greedy's first choice
+// leads to a worse sequence; length limits, min_length and option errors.
+#include "nazar/decode/beam_search.h"
+#include "nazar/decode/greedy.h"
+#include "tests/common/tiny_models.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <set>
+
+namespace nazar {
+namespace {
+
+using test::tiny_config;
+
+struct Sources {
+    std::vector<int32_t> ids;
+    std::vector<int> lengths;
+    int S = 0;
+};
+
+Sources pad(const std::vector<std::vector<int32_t>>& sents) {
+    Sources s;
+    for (const auto& x : sents) s.S = std::max(s.S, static_cast<int>(x.size()));
+    for (const auto& x : sents) {
+        for (int i = 0; i < s.S; ++i) s.ids.push_back(i < static_cast<int>(x.size()) ? x[i] : 0);
+        s.lengths.push_back(static_cast<int>(x.size()));
+    }
+    return s;
+}
+
+// Σ log p of `tokens` after <s>, one step at a time.
+double replay(Seq2Seq& m, const std::vector<int32_t>& src, const std::vector<int32_t>& tokens) {
+    Sources s = pad({src});
+    if (s.S == 0) s = {{0}, {0}, 1};  // one padding position: the model needs S >= 1
+    EncodedSource enc;
+    m.encode(s.ids, s.lengths, s.S, enc);
+    DecoderState st;
+    m.init_state(enc, st);
+    Tensor lp({1, m.config().tgt_vocab_size});
+    int32_t prev = m.config().special_ids.bos;
+    double sum = 0;
+    for (int32_t y : tokens) {
+        m.step(std::span<const int32_t>(&prev, 1), enc, st, lp, {});
+        sum += lp.at(0, y);
+        prev = y;
+    }
+    return sum;
+}
+
+const std::vector<std::vector<int32_t>> kSents = {{5, 6, 7, 8, 9}, {9}, {4, 4, 6}, {}, {7, 5, 9, 9, 4, 6, 8}};
+
+std::vector<ModelConfig> configs() {
+    auto feed = tiny_config(DecoderKind::luong, ScoreKind::general);
+    feed.decoder.input_feeding = true;
+    auto lp = tiny_config(DecoderKind::luong, ScoreKind::general);
+    lp.attention.local = LocalMode::predictive;
+    lp.attention.window = 1;
+    auto lstm = tiny_config(DecoderKind::luong, ScoreKind::dot);
+    lstm.decoder.cell = CellType::lstm;
+    lstm.decoder.hidden_size = 6;  // dot needs H == C
+    return {tiny_config(), feed, lp, lstm};
+}
+
+TEST(BeamSearch, BeamOneIsGreedyTokenForToken) {
+    for (const auto& c : configs()) {
+        Seq2Seq m(c, 23);
+        const Sources s = pad(kSents);
+        const auto g = greedy_decode(m, s.ids, s.lengths, s.S, {.max_length_ratio = 1.5f, .max_length_extra = 3});
+        const auto b = beam_search(m, s.ids, s.lengths, s.S,
+                                   {.beam_size = 1, .max_length_ratio = 1.5f, .max_length_extra = 3});
+        ASSERT_EQ(b.size(), kSents.size());
+        for (std::size_t i = 0; i < kSents.size(); ++i) {
+            ASSERT_EQ(b[i].size(), 1u);
+            EXPECT_EQ(b[i][0].tokens, g[i].tokens) << i;
+            EXPECT_EQ(b[i][0].finished, g[i].finished) << i;
+            EXPECT_DOUBLE_EQ(b[i][0].log_prob, g[i].score) << i;  // same sums of the same floats
+            EXPECT_EQ(b[i][0].attention.shape(), g[i].attention.shape());
+            EXPECT_EQ(max_abs_diff(b[i][0].attention, g[i].attention), 0.0f);
+        }
+    }
+}
+
+TEST(BeamSearch, ScoresEqualForcedDecodingAndNBestIsSorted) {
+    for (const auto& c : configs()) {
+        Seq2Seq m(c, 29);
+        for (const ParamRef& p : m.parameters())  // make </s> likely, so that hypotheses finish
+            if (p.name == "generator.bias") p.value->at(3) += 1.5f;
+        const Sources s = pad(kSents);
+        const BeamOptions o{.beam_size = 4, .n_best = 4, .length_penalty = 0.8f, .coverage_penalty = 0.2f,
+                            .max_length_extra = 8};
+        const auto res = beam_search(m, s.ids, s.lengths, s.S, o);
+        int checked = 0;
+        for (std::size_t i = 0; i < kSents.size(); ++i) {
+            ASSERT_GE(res[i].size(), 1u);
+            ASSERT_LE(res[i].size(), 4u);
+            std::set<std::vector<int32_t>> distinct;
+            for (std::size_t k = 0; k < res[i].size(); ++k) {
+                const Hypothesis& h = res[i][k];
+                distinct.insert(h.tokens);
+                if (k) {
+                    EXPECT_GE(res[i][k - 1].score, h.score) << "sentence " << i << " rank " << k;
+                }
+                EXPECT_NEAR(h.score, ranking_score(h.log_prob, h.attention, 0.8f, 0.2f), 1e-9);
+                ASSERT_EQ(h.attention.shape(), Shape({static_cast<int64_t>(h.tokens.size()),
+                                                      static_cast<int64_t>(kSents[i].size())}));
+                if (!h.finished) {  // cut at the limit: replay the tokens through the step API
+                    EXPECT_NEAR(h.log_prob, replay(m, kSents[i], h.tokens), 1e-4 * (1 + std::abs(h.log_prob)));
+                    continue;
+                }
+                ASSERT_EQ(h.tokens.back(), 3);
+                EXPECT_NEAR(h.log_prob, replay(m, kSents[i], h.tokens), 1e-4 * (1 + std::abs(h.log_prob)));
+                // Like greedy and the PyTorch reference, the search does not mask <pad>; score()
+                // skips <pad> targets, so such (untrained-model) outputs are checked by replay only.
+                if (std::count(h.tokens.begin(), h.tokens.end(), 0)) continue;
+                const std::vector<int32_t> tgt(h.tokens.begin(), h.tokens.end() - 1);
+                const Batch batch = test::make_batch({kSents[i]}, {tgt});
+                double forced = 0;
+                m.score(batch, std::span<double>(&forced, 1));
+                EXPECT_NEAR(h.log_prob, forced, 1e-4 * (1 + std::abs(forced))) << "sentence " << i << " rank " << k;
+                ++checked;
+            }
+            EXPECT_EQ(distinct.size(), res[i].size());
+        }
+        EXPECT_GT(checked, 0);  // some hypotheses finish, and those equal Seq2Seq::score
+    }
+}
+
+TEST(BeamSearch, BatchEqualsSentenceBySentenceAndSortedOrder) {
+    for (const auto& c : configs()) {
+        Seq2Seq m(c, 31);
+        const BeamOptions o{.beam_size = 3, .n_best = 2, .length_penalty = 0.6f, .coverage_penalty = 0.1f};
+        const Sources all = pad(kSents);
+        const auto batch = beam_search(m, all.ids, all.lengths, all.S, o);
+        const auto sorted = beam_search_sorted(m, kSents, o, 2);
+        for (std::size_t i = 0; i < kSents.size(); ++i) {
+            const Sources one = pad({kSents[i]});
+            const auto alone = beam_search(m, one.ids, one.lengths, one.S, o);
+            for (const auto* other : {&batch[i], &sorted[i]}) {
+                ASSERT_EQ(other->size(), alone[0].size()) << i;
+                for (std::size_t k = 0; k < alone[0].size(); ++k) {
+                    EXPECT_EQ((*other)[k].tokens, alone[0][k].tokens) << i << " " << k;
+                    EXPECT_NEAR((*other)[k].log_prob, alone[0][k].log_prob, 1e-4);
+                    EXPECT_LT(max_abs_diff((*other)[k].attention, alone[0][k].attention), 1e-5);
+                }
+            }
+        }
+    }
+}
+
+TEST(BeamSearch, EarlyStopNeverChangesTheNBestList) {
+    for (const auto& c : configs()) {
+        Seq2Seq m(c, 37);
+        const Sources s = pad(kSents);
+        for (int nb : {1, 3}) {
+            BeamOptions o{.beam_size = 5, .n_best = nb, .length_penalty = 1.0f, .coverage_penalty = 0.3f,
+                          .max_length_extra = 10};
+            const auto fast = beam_search(m, s.ids, s.lengths, s.S, o);
+            o.early_stop = false;
+            const auto full = beam_search(m, s.ids, s.lengths, s.S, o);
+            for (std::size_t i = 0; i < kSents.size(); ++i) {
+                ASSERT_EQ(fast[i].size(), full[i].size());
+                for (std::size_t k = 0; k < full[i].size(); ++k) {
+                    EXPECT_EQ(fast[i][k].tokens, full[i][k].tokens);
+                    EXPECT_NEAR(fast[i][k].score, full[i][k].score, 1e-5);  // batch composition differs
+                }
+            }
+        }
+    }
+}
+
+// Target ids: <pad> 0, <unk> 1, <s> 2, </s> 3, a 4, b 5. The decoder's state after reading y is
+// one-hot(y) (update gate saturated shut, candidate tanh(40·e_y) = e_y, context ignored), so
+// p(· | y_prev) is column y_prev of the generator, set to:
+//   <s> -> a 0.6, b 0.4;   a -> </s> 0.34, a 0.33, b 0.33;   b -> </s> 0.99, a 0.005, b 0.005.
+// Greedy: a </s> (0.6 · 0.34 = 0.204). The best sequence: b </s> (0.4 · 0.99 = 0.396).
+std::unique_ptr<Seq2Seq> hand_built_model() {
+    ModelConfig c = tiny_config();
+    c.tgt_vocab_size = 6;
+    c.embedding_size = 6;
+    c.decoder.hidden_size = 6;
+    auto m = std::make_unique<Seq2Seq>(c, 3);
+    const int H = 6;
+    for (const ParamRef& p : m->parameters()) {
+        if (p.name.rfind("decoder.", 0) == 0 || p.name.rfind("generator.", 0) == 0) p.value->zero();
+    }
+    for (const ParamRef& p : m->parameters()) {
+        if (p.name == "decoder.embedding.weight")
+            for (int y = 0; y < 6; ++y) p.value->at(y, y) = 1.0f;
+        if (p.name == "decoder.rnn.weight_ih_l0")
+            for (int j = 0; j < 6; ++j) p.value->at(2 * H + j, j) = 40.0f;  // n gate reads e_y
+        if (p.name == "decoder.rnn.bias_ih_l0")
+            for (int j = 0; j < H; ++j) p.value->at(H + j) = -40.0f;  // z ≈ 4e-18: s_t = n_t
+        if (p.name == "generator.weight") {
+            p.value->view().fill(-50.0f);  // every transition not listed below is ~e^-50
+            auto set = [&](int from, int to, double prob) { p.value->at(to, from) = static_cast<float>(std::log(prob)); };
+            set(2, 4, 0.6), set(2, 5, 0.4);
+            set(4, 3, 0.34), set(4, 4, 0.33), set(4, 5, 0.33);
+            set(5, 3, 0.99), set(5, 4, 0.005), set(5, 5, 0.005);
+        }
+    }
+    return m;
+}
+
+TEST(BeamSearch, FindsTheBestSequenceThatGreedyMisses) {
+    auto model = hand_built_model();
+    Seq2Seq& m = *model;
+    const Sources s = pad({{5, 6, 7}});
+    const auto g = greedy_decode(m, s.ids, s.lengths, s.S);
+    EXPECT_EQ(g[0].tokens, (std::vector<int32_t>{4, 3}));
+    EXPECT_NEAR(g[0].score, std::log(0.6 * 0.34), 1e-5);
+    const auto b = beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 2, .n_best = 2, .length_penalty = 0});
+    ASSERT_EQ(b[0].size(), 2u);
+    EXPECT_EQ(b[0][0].tokens, (std::vector<int32_t>{5, 3}));
+    EXPECT_NEAR(b[0][0].log_prob, std::log(0.4 * 0.99), 1e-5);
+    EXPECT_NEAR(b[0][0].score, std::log(0.4 * 0.99), 1e-5);
+    EXPECT_EQ(b[0][1].tokens, (std::vector<int32_t>{4, 3}));
+    EXPECT_TRUE(b[0][0].finished && b[0][1].finished);
+    // length normalisation: both have |Y| = 2, so lp = (7/6)^α divides both
+    const auto n = beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 2, .length_penalty = 1.0f});
+    EXPECT_NEAR(n[0][0].score, std::log(0.4 * 0.99) / (7.0 / 6.0), 1e-5);
+    // K = 1 is greedy
+    EXPECT_EQ(beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 1})[0][0].tokens, g[0].tokens);
+}
+
+TEST(BeamSearch, LengthLimitsAndMinLength) {
+    auto model = hand_built_model();
+    Seq2Seq& m = *model;
+    const Sources s = pad({{5, 6, 7}});
+    // max length 1: nothing can finish after "a"/"b"; both are returned unfinished, a (0.6) first
+    const auto cut = beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 2, .n_best = 2, .max_length = 1});
+    ASSERT_EQ(cut[0].size(), 2u);
+    EXPECT_EQ(cut[0][0].tokens, (std::vector<int32_t>{4}));
+    EXPECT_FALSE(cut[0][0].finished);
+    // ratio 0, extra 0: max(1, 0) = 1 token
+    EXPECT_EQ(beam_search(m, s.ids, s.lengths, s.S, {.max_length_ratio = 0, .max_length_extra = 0})[0][0].tokens.size(),
+              1u);
+    // min_length 7 with max 6: </s> never allowed, exactly 6 tokens, unfinished
+    const auto forced = beam_search(m, s.ids, s.lengths, s.S,
+                                    {.beam_size = 2, .max_length_ratio = 0, .max_length_extra = 6, .min_length = 7});
+    EXPECT_FALSE(forced[0][0].finished);
+    EXPECT_EQ(forced[0][0].tokens.size(), 6u);
+    for (int32_t y : forced[0][0].tokens) EXPECT_NE(y, 3);
+    // min_length 3: </s> may be token 3 at the earliest
+    const auto three = beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 2, .min_length = 3});
+    EXPECT_EQ(three[0][0].tokens.size(), 3u);
+    EXPECT_EQ(three[0][0].tokens.back(), 3);
+}
+
+TEST(BeamSearch, RejectsBadOptions) {
+    Seq2Seq m(tiny_config(), 1);
+    const Sources s = pad({{5}});
+    EXPECT_THROW(beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 0}), UsageError);
+    EXPECT_THROW(beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 2, .n_best = 3}), UsageError);
+    EXPECT_THROW(beam_search(m, s.ids, s.lengths, s.S, {.length_penalty = -1}), UsageError);
+    EXPECT_THROW(beam_search(m, s.ids, s.lengths, s.S, {.coverage_penalty = -0.5f}), UsageError);
+    EXPECT_THROW(beam_search(m, s.ids, s.lengths, s.S, {.max_length = 0}), UsageError);
+    const std::vector<int> bad_len = {2};
+    EXPECT_THROW(beam_search(m, s.ids, bad_len, s.S), Error);
+    EXPECT_TRUE(beam_search(m, {}, {}, 0).empty());
+}
+
+TEST(Hypothesis, PenaltiesByHand) {
+    EXPECT_DOUBLE_EQ(length_penalty(7, 0.0f), 1.0);
+    EXPECT_NEAR(length_penalty(7, 0.5f), std::sqrt(2.0), 1e-12);
+    // coverage: columns sum to 0.5, 1.2 (clamped to 1), 0 (clamped to 1e-10)
+    const Tensor a = Tensor::from({2, 3}, std::vector<float>{0.25f, 0.75f, 0.0f, 0.25f, 0.45f, 0.0f});
+    EXPECT_NEAR(coverage_penalty(a, 0.5f), 0.5 * (std::log(0.5) + 0.0 + std::log(1e-10)), 1e-6);
+    EXPECT_EQ(coverage_penalty(a, 0.0f), 0.0);
+    EXPECT_NEAR(ranking_score(-3.0, a, 1.0f, 0.0f), -3.0 / (7.0 / 6.0), 1e-12);
+}
+
+}  // namespace
+}  // namespace nazar
