@@ -159,7 +159,7 @@ std::vector<ConfigKey> make_table() {
     const std::vector<std::string_view> fixed_in_resume = {
         "train", "train_src", "train_tgt", "tokenizer", "spm_model", "spm_vocab_size", "spm_model_type",
         "vocab_size", "min_freq", "shared_vocab", "max_length", "max_length_ratio", "skip_bad_lines",
-        "batch_tokens", "batch_size", "optimizer", "seed"};
+        "batch_tokens", "batch_size", "optimizer", "schedule", "seed"};
     for (auto& k : t)
         if (std::string_view(k.section) == "model" ||
             std::find(fixed_in_resume.begin(), fixed_in_resume.end(), k.key) != fixed_in_resume.end())

@@ -155,7 +155,8 @@ TrainConfig make_resume_config(const TrainConfig& stored, const TrainConfig& req
 
 Trainer::Trainer(TrainConfig cfg, const std::string& resume, TrainerHooks hooks)
     : cfg_(std::move(cfg)), hooks_(std::move(hooks)), rng_(static_cast<uint64_t>(cfg_.seed), kTrainRngStream) {
-    check_config(cfg_);
+    validate_config(cfg_);
+    nazar::validate(model_config_from(cfg_, 5, 5));  // warnings are check_config()'s to print
     const CorpusFiles train_files = files_of(cfg_.train, cfg_.train_src, cfg_.train_tgt);
     const LoadOptions train_load{.filter = {.max_length = cfg_.max_length,
                                             .max_length_ratio = static_cast<float>(cfg_.max_length_ratio)},
