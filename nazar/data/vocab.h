@@ -66,7 +66,8 @@ public:
     bool contains(std::string_view piece) const { return map_.find(piece) != map_.end(); }
     std::string_view piece(int32_t id) const;  // specials give their names
 
-    // Ids -> text: stops at </s>, skips <pad> and <s>; <unk> decodes as the piece "<unk>".
+    // Ids -> text: stops at </s>, skips <pad> and <s>; <unk> decodes as the piece "<unk>"
+    // (char/word) or as SentencePiece's unknown surface " ⁇ " (spm).
     std::string decode(std::span<const int32_t> ids, const Tokenizer& tokenizer) const;
     void encode(const Pieces& pieces, std::vector<int32_t>& out) const;  // appends
 

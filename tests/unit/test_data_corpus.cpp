@@ -2,6 +2,7 @@
 // summary line, vocabulary building from kept pairs, shared/separate vocabularies, exact
 // duplicate detection, SentencePiece end to end, and the real l10n dev/test sets.
 #include "nazar/core/check.h"
+#include "nazar/core/threads.h"
 #include "nazar/data/corpus.h"
 #include "nazar/data/pipeline.h"
 
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace nazar;
@@ -242,5 +244,30 @@ TEST(DataCorpus, RealLocalisationDevAndTestSets) {
                     EXPECT_EQ(sv.decode(c.src(i), tok) + "\t" + tv.decode(c.tgt(i), tok), line);
             }
         }
+    }
+}
+
+TEST(DataCorpus, SameIdsWhateverTheThreadCount) {
+    // Tokenization runs in parallel blocks of 4,096 pairs; storage order must not change.
+    std::string text;
+    for (int i = 0; i < 10000; ++i)
+        text += fmt::format("w{} x{} y{}\tz{} {}\n", i % 97, i % 13, i, i % 31, i % 7 ? "a" : "b c");
+    TempFile f(text);
+    auto load = [&](int threads) {
+        set_num_threads(threads);
+        Vocab sv, tv;
+        LoadSummary s;
+        Corpus c = load_words(f.path, quiet({.drop_duplicates = true}), sv, tv, s);
+        return std::make_tuple(std::move(c), sv.to_json(), tv.to_json());
+    };
+    const auto [c1, s1, t1] = load(1);
+    const auto [c3, s3, t3] = load(3);
+    set_num_threads(0);
+    EXPECT_EQ(s1, s3);
+    EXPECT_EQ(t1, t3);
+    ASSERT_EQ(c1.size(), c3.size());
+    for (int64_t i = 0; i < c1.size(); ++i) {
+        ASSERT_TRUE(std::ranges::equal(c1.src(i), c3.src(i))) << i;
+        ASSERT_TRUE(std::ranges::equal(c1.tgt(i), c3.tgt(i))) << i;
     }
 }
