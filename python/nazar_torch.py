@@ -1,7 +1,12 @@
-"""nazar in PyTorch: the same layers, attention and (later) models, with the same parameter names.
+"""nazar in PyTorch: the same layers, attention and models, with the same parameter names.
 
 The state_dict names follow nazar's weight-naming contract (DESIGN.md §5), so a nazar
-.safetensors model loads here with `module.load_state_dict(tensors)` and vice versa:
+.safetensors model loads here and vice versa (docs/pytorch.md):
+
+    model, meta = load_model("model.safetensors")    # a Seq2Seq built from meta["nazar.config"]
+    score(model, src_ids, tgt_ids)                   # log p(y | x) per sentence (nazar score)
+    greedy(model, src_ids); beam_search(model, src_ids, beam_size=5)
+    save_model("out.safetensors", model, meta)       # a file nazar reads
 
     Embedding            weight (V, E)                         torch.nn.Embedding
     Linear               weight (out, in), bias (out)          torch.nn.Linear
@@ -12,6 +17,8 @@ The state_dict names follow nazar's weight-naming contract (DESIGN.md §5), so a
     Attention            query.weight (A, H), key.weight (A, C) or (H, C) for general,
                          v.weight (1, A), scale (1), position.weight (P, H),
                          position_v.weight (1, P)              (nazar/attention/attention.h)
+    Seq2Seq              encoder.*, bridge.*, decoder.*, attention.*, generator.*
+                         (nazar/models/seq2seq.h, decoder.h, encoder.h, config.h)
 
 Attention follows nazar/attention/attention.h and local.h to the letter (SPEC.md §3-5):
 scores over the real positions of each sentence (padding gets weight exactly 0); local-m
@@ -22,7 +29,8 @@ exp(-(i - p_t)^2 / (2 sigma^2)), sigma = D / 2, without renormalising.
 Safetensors I/O (load_safetensors / save_safetensors) needs only struct, json and numpy, so
 this file works without the `safetensors` package.
 
-Sections: safetensors I/O | layers | attention | (models: encoder, decoders, seq2seq — to come).
+Sections: safetensors I/O | layers | attention | models (encoder, decoder, seq2seq) |
+configuration | model files | loss and scores | decoding.
 Run with Debian's torch: /usr/bin/python3.
 """
 

@@ -20,6 +20,29 @@ if(EXISTS ${NAZAR_PARITY_PYTHON})
   set_tests_properties(parity.fixtures_match_committed PROPERTIES
     FIXTURES_REQUIRED nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 120)
 
+  # Whole models (tools/make_model_fixtures.py): nazar model files written by PyTorch and the
+  # float64 scores, losses, gradients and greedy outputs they give; same fixture name, so the
+  # C++ parity tests wait for both generators.
+  add_test(NAME parity.make_model_fixtures
+           COMMAND ${NAZAR_PARITY_PYTHON} ${PROJECT_SOURCE_DIR}/tools/make_model_fixtures.py --out ${_parity_out})
+  set_tests_properties(parity.make_model_fixtures PROPERTIES
+    FIXTURES_SETUP nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 300)
+  add_test(NAME parity.model_fixtures_match_committed
+           COMMAND ${NAZAR_PARITY_PYTHON} ${PROJECT_SOURCE_DIR}/tools/make_model_fixtures.py
+                   --compare ${_parity_out} ${PROJECT_SOURCE_DIR}/tests/parity/fixtures)
+  set_tests_properties(parity.model_fixtures_match_committed PROPERTIES
+    FIXTURES_REQUIRED nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 120)
+
+  # Model files through the CLI: a model initialised and saved by nazar, scored by `nazar score`
+  # and by PyTorch; the PyTorch-written fixture models scored by `nazar score`, re-saved by nazar
+  # and loaded back in PyTorch (tests/parity/check_model_files.py).
+  add_test(NAME parity.model_files_cli
+           COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/check_model_files.py
+                   --nazar $<TARGET_FILE:nazar_cli> --exporter $<TARGET_FILE:test_parity_models>
+                   --work ${PROJECT_BINARY_DIR}/parity-model-files)
+  set_tests_properties(parity.model_files_cli PROPERTIES
+    FIXTURES_REQUIRED nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 300)
+
   # The reference itself: padding invisible, local windows as local.h says, safetensors I/O.
   add_test(NAME parity.nazar_torch_selftest
            COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/test_nazar_torch.py)

@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""Model files across nazar and PyTorch, through the `nazar score` CLI (CTest: parity.model_files_cli).
+
+  check_model_files.py --nazar BUILD/nazar --exporter BUILD/tests/test_parity_models --work DIR
+
+1. Runs `exporter --gtest_filter=ParityModelFiles.Export` with NAZAR_PARITY_EXPORT=DIR: for
+   every case of tools/make_model_fixtures.py it writes a model initialised and saved by nazar
+   (nazar_<case>.safetensors), the case's sentences as text, nazar's in-process scores, the
+   PyTorch-written fixture model (torch_<case>) and nazar's re-save of it (resaved_<case>).
+2. nazar-initialised model: `nazar score` == Seq2Seq::score in-process (to the printed 17
+   digits, relative 1e-12) and == python/nazar_torch.py's float64 score of the same file
+   (relative <= 1e-4 per sentence); nazar_torch loads it and save_model writes the same bytes.
+3. PyTorch-written model: `nazar score` == nazar_torch's float64 score (<= 1e-4); nazar's
+   re-save loads in PyTorch with bit-identical tensors and the same metadata.
+Exit 0 all good, 1 on a mismatch, 77 (skipped) without torch.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+try:
+    import numpy as np
+    import torch
+    import nazar_torch as nt
+    from make_model_fixtures import CASES
+except ImportError as e:
+    print(f"check_model_files: {e}; skipped")
+    sys.exit(77)
+
+TOL = 1e-4
+
+
+def nazar_score(nazar, model, src, tgt):
+    out = subprocess.run([nazar, "score", "--model", model, "--src", src, "--tgt", tgt, "--digits", "17"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"nazar score --model {model} failed ({out.returncode}): {out.stderr.strip()}")
+    return [float(x) for x in out.stdout.split()]
+
+
+def torch_score(path, src, tgt):
+    model, meta = nt.load_model(path, dtype=torch.float64)
+    sv = {p: i + 4 for i, p in enumerate(json.loads(meta["nazar.src_vocab"])["pieces"])}
+    tv = {p: i + 4 for i, p in enumerate(json.loads(meta["nazar.tgt_vocab"])["pieces"])}
+    with open(src) as f:
+        xs = [[sv[w] for w in line.split()] for line in f]
+    with open(tgt) as f:
+        ys = [[tv[w] for w in line.split()] for line in f]
+    return nt.score(model, xs, ys).tolist()
+
+
+def rel(a, b):
+    return abs(a - b) / max(abs(b), 1e-30)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--nazar", required=True)
+    ap.add_argument("--exporter", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    os.makedirs(args.work, exist_ok=True)
+    env = dict(os.environ, NAZAR_PARITY_EXPORT=args.work)
+    r = subprocess.run([args.exporter, "--gtest_filter=ParityModelFiles.Export"], env=env, capture_output=True,
+                       text=True)
+    if r.returncode != 0 or "[  PASSED  ] 1 test" not in r.stdout:
+        print(r.stdout[-3000:], r.stderr[-3000:])
+        print("check_model_files: the exporter failed")
+        return 1
+    bad, worst = [], 0.0
+    for case in sorted(CASES):
+        w = lambda f: os.path.join(args.work, f)  # noqa: E731
+        src, tgt = w(case + ".src"), w(case + ".tgt")
+        # 2. initialised and saved by nazar
+        mine = w(f"nazar_{case}.safetensors")
+        cli = nazar_score(args.nazar, mine, src, tgt)
+        with open(w(f"nazar_{case}.scores")) as f:
+            inproc = [float(x) for x in f.read().split()]
+        ref = torch_score(mine, src, tgt)
+        if len(cli) != len(ref) or len(inproc) != len(ref):
+            bad.append(f"{case}: {len(cli)} CLI scores, {len(inproc)} in-process, {len(ref)} PyTorch")
+            continue
+        for i, (c, p, t) in enumerate(zip(cli, inproc, ref)):
+            worst = max(worst, rel(c, t))
+            if rel(c, p) > 1e-12:
+                bad.append(f"{case}: sentence {i}: nazar score CLI {c!r} vs Seq2Seq::score {p!r}")
+            if rel(c, t) > TOL:
+                bad.append(f"{case}: sentence {i}: nazar-initialised model: nazar {c!r} vs PyTorch {t!r}")
+        model, meta = nt.load_model(mine)
+        again = w(f"python_{case}.safetensors")
+        nt.save_model(again, model, {k: v for k, v in meta.items() if not k.startswith("nazar.format")})
+        with open(mine, "rb") as a, open(again, "rb") as b:
+            if a.read() != b.read():
+                bad.append(f"{case}: nazar_torch.save_model of nazar's file changes its bytes")
+        # 3. written by PyTorch, scored and re-saved by nazar
+        theirs = w(f"torch_{case}.safetensors")
+        cli = nazar_score(args.nazar, theirs, src, tgt)
+        ref = torch_score(theirs, src, tgt)
+        for i, (c, t) in enumerate(zip(cli, ref)):
+            worst = max(worst, rel(c, t))
+            if rel(c, t) > TOL:
+                bad.append(f"{case}: sentence {i}: PyTorch-written model: nazar {c!r} vs PyTorch {t!r}")
+        ta, ma = nt.load_safetensors(theirs)
+        tb, mb = nt.load_safetensors(w(f"resaved_{case}.safetensors"))
+        if sorted(ta) != sorted(tb) or any(not np.array_equal(ta[k], tb[k]) for k in ta) or ma != mb:
+            bad.append(f"{case}: nazar's re-save of the PyTorch model has different tensors or metadata")
+        m1, _ = nt.load_model(theirs)
+        m2, _ = nt.load_model(w(f"resaved_{case}.safetensors"))
+        if any(not torch.equal(v, m2.state_dict()[k]) for k, v in m1.state_dict().items()):
+            bad.append(f"{case}: PyTorch loads different tensors from nazar's re-save")
+    for line in bad:
+        print("check_model_files:", line)
+    print(f"check_model_files: {len(CASES)} cases, worst relative score difference nazar CLI vs PyTorch "
+          f"{worst:.3g}: {'OK' if not bad else str(len(bad)) + ' problems'}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

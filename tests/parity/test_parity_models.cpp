@@ -1,0 +1,229 @@
+// Whole seq2seq models vs PyTorch (tests/parity/parity.h, tools/make_model_fixtures.py).
+//
+// Per case (Bahdanau GRU; Bahdanau deep output + tied embeddings + 2 decoder layers; Luong dot,
+// general, general + input feeding + 1/sqrt(C) scale, concat, local-m, local-p; LSTM encoder and
+// decoder) the fixture pair is a nazar model file WRITTEN BY PYTORCH (python/nazar_torch.py
+// save_model) and the float64 values nazar_torch.py computes from it. nazar must:
+//   (a) load it and give the same per-sentence log-probabilities (Seq2Seq::score, forced
+//       decoding of target + </s>) and the same evaluation loss (label smoothing included);
+//   (b) give the same gradients of one training step (loss / tokens), every parameter by name;
+//   (c) save it back: the same tensors bit for bit, the metadata passed through, the same bytes,
+//       and the re-saved file scores identically;
+//   plus greedy decoding: the same tokens (the generator guarantees a top-2 margin >= 1e-4 at
+//   every step, so float32 cannot flip an argmax) and the same summed log-probabilities.
+// The other direction (a model initialised and saved by nazar, scored by the `nazar score` CLI
+// and by PyTorch) is the CTest entry parity.model_files_cli (check_model_files.py), which runs
+// this binary's ParityModelFiles.Export with NAZAR_PARITY_EXPORT=<dir> to write those files.
+//
+// Tolerance 1e-4 (norm-wise relative per tensor; per sentence for scores), as the issue asks.
+// Measured (float32 nazar vs float64 PyTorch): scores <= ~1e-6, gradients <= ~1e-5 (the test
+// prints the worst per case); a wrong term is 1e-2 or more.
+#include "parity.h"
+
+#include "nazar/core/fileio.h"
+#include "nazar/decode/greedy.h"
+#include "nazar/models/model_file.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace nazar {
+namespace {
+
+using test::Fixture;
+constexpr double kTol = 1e-4;
+
+const char* const kCases[] = {"bahdanau_gru",       "bahdanau_deep_tied", "luong_dot",     "luong_general",
+                              "luong_general_feed", "luong_concat",       "luong_local_m", "luong_local_p",
+                              "luong_lstm"};
+
+// The fixture's batch, in batch_from_ids layout (tgt_in = <s> y, tgt_out = y </s>, pad 0).
+Batch batch_of(const Fixture& f) {
+    Batch b;
+    const Tensor& src = f["src"];
+    const Tensor& tgt = f["tgt_in"];
+    b.B = src.dim(0);
+    b.S = src.dim(1);
+    b.T = tgt.dim(1);
+    for (int v : f.ints("src")) b.src.push_back(v);
+    b.src_lengths = f.ints("src_lengths");
+    for (int v : f.ints("tgt_in")) b.tgt_in.push_back(v);
+    for (int v : f.ints("tgt_out")) b.tgt_out.push_back(v);
+    for (int i = 0; i < b.B; ++i) {
+        int n = 0;
+        for (int t = 0; t < b.T; ++t) n += b.tgt_out_at(i, t) != 0;
+        b.tgt_lengths.push_back(n);
+        b.index.push_back(i);
+    }
+    return b;
+}
+
+// Largest norm-wise relative error over all parameter gradients (for the printed summary).
+double worst_grad_error(const Fixture& f, const ParamList& params, std::string& which) {
+    double worst = 0;
+    for (const auto& p : params) {
+        const Tensor& want = f["grad." + p.name];
+        if (want.numel() != p.grad->numel()) continue;  // reported by expect_grads
+        const double e = max_rel_error(p.grad->reshape(want.shape()), want);
+        if (e > worst) {
+            worst = e;
+            which = p.name;
+        }
+    }
+    return worst;
+}
+
+void check_model(const std::string& name) {
+    const std::string model_path = test::fixture_path("model_" + name);
+    Fixture f("model_" + name + "_expect");
+    SCOPED_TRACE(model_path);
+    const Batch batch = batch_of(f);
+    const float smoothing = std::stof(f.st.meta("label_smoothing"));
+
+    // ---- (a) the PyTorch-written file loads; parameter names are the contract both ways ----
+    LoadedModel lm = load_model(model_path);
+    Seq2Seq& model = *lm.model;
+    const ParamList params = model.parameters();
+    {
+        std::set<std::string> ours, theirs;
+        for (const auto& p : params) ours.insert(p.name);
+        for (const auto& n : f.list("params")) theirs.insert(n);
+        EXPECT_EQ(ours, theirs) << "parameter names of nazar vs PyTorch";
+    }
+    EXPECT_EQ(to_json_string(model.config()), f.st.meta("config")) << "nazar.config as nazar writes it";
+
+    std::vector<double> scores(static_cast<std::size_t>(batch.B));
+    model.score(batch, scores);
+    const Tensor& want_scores = f["scores"];
+    Tensor got_scores(Shape{batch.B});
+    double worst_score = 0;
+    for (int b = 0; b < batch.B; ++b) {
+        got_scores[b] = static_cast<float>(scores[b]);
+        const double rel = std::abs(scores[b] - want_scores[b]) / std::abs(static_cast<double>(want_scores[b]));
+        worst_score = std::max(worst_score, rel);
+        EXPECT_LE(rel, kTol) << "sentence " << b << ": nazar " << scores[b] << " vs PyTorch " << want_scores[b];
+    }
+    f.expect_output("scores", got_scores, kTol);
+    const LossStats ev = model.eval_loss(batch, smoothing);
+    f.expect_output("loss", Tensor::from({1}, std::vector<float>{static_cast<float>(ev.loss)}), kTol);
+    f.expect_output("tokens", Tensor::from({1}, std::vector<float>{static_cast<float>(ev.tokens)}), 0.0);
+    if (smoothing == 0.0f) {  // Σ_b score[b] == −loss
+        double sum = 0;
+        for (double s : scores) sum += s;
+        EXPECT_NEAR(sum, -ev.loss, 1e-4 * ev.loss);
+    }
+
+    // ---- greedy decoding (same tokens, same summed log-probabilities) ----
+    const std::vector<int32_t> src(batch.src.begin(), batch.src.end());
+    const auto greedy = greedy_decode(model, src, batch.src_lengths, batch.S);
+    const Tensor& want_tokens = f["greedy_tokens"];
+    Tensor tokens(want_tokens.shape()), lengths(Shape{batch.B}), gscores(Shape{batch.B});
+    tokens.fill(-1.0f);
+    for (int b = 0; b < batch.B; ++b) {
+        const auto& r = greedy[static_cast<std::size_t>(b)];
+        lengths[b] = static_cast<float>(r.tokens.size());
+        gscores[b] = static_cast<float>(r.score);
+        for (std::size_t i = 0; i < r.tokens.size() && static_cast<int>(i) < tokens.dim(1); ++i)
+            tokens.at(b, static_cast<int64_t>(i)) = static_cast<float>(r.tokens[i]);
+    }
+    f.expect_output("greedy_lengths", lengths, 0.0);
+    f.expect_output("greedy_tokens", tokens, 0.0);
+    f.expect_output("greedy_scores", gscores, kTol);
+
+    // ---- (b) one training step: gradients of loss / tokens, every parameter by name ----
+    zero_grads(params);
+    Rng rng(5);
+    const LossStats st = model.train_step(batch, {.label_smoothing = smoothing, .grad_scale = 0.0f}, rng);
+    EXPECT_NEAR(st.loss, ev.loss, 1e-6 * ev.loss) << "train_step and eval_loss disagree (dropout is 0)";
+    EXPECT_EQ(st.tokens, ev.tokens);
+    f.expect_grads(params, kTol);
+    std::string worst_name;
+    const double worst_grad = worst_grad_error(f, params, worst_name);
+    std::printf("[ parity ] %-20s worst score rel err %.2e, worst grad rel err %.2e (%s)\n", name.c_str(),
+                worst_score, worst_grad, worst_name.c_str());
+    ::testing::Test::RecordProperty("worst_grad_rel_err", fmt::format("{:.3g} {}", worst_grad, worst_name));
+    f.expect_all_compared();
+
+    // ---- (c) nazar saves the PyTorch-written model back: same tensors, same metadata, same bytes ----
+    const std::string out = std::string(NAZAR_BINARY_DIR) + "/parity-models-resave-" + name + ".safetensors";
+    LoadedModel fresh = load_model(model_path);  // parameters untouched by the training step above
+    save_model(out, *fresh.model, fresh.metadata);
+    const SafeTensors a = load_safetensors(model_path), b = load_safetensors(out);
+    EXPECT_EQ(a.names(), b.names());
+    for (const auto& n : a.names()) {
+        if (!b.contains(n)) continue;
+        EXPECT_EQ(max_abs_diff(a.get(n), b.get(n)), 0.0) << "tensor " << n << " changed on nazar's re-save";
+    }
+    EXPECT_EQ(a.metadata, b.metadata);
+    EXPECT_TRUE(read_file(model_path) == read_file(out)) << "re-saved file differs in bytes from " << model_path;
+    std::vector<double> again(scores.size());
+    load_model(out).model->score(batch, again);
+    std::vector<double> first(scores.size());
+    fresh.model->score(batch, first);
+    EXPECT_EQ(first, again) << "the re-saved model scores differently";
+    std::remove(out.c_str());
+}
+
+TEST(ParityModels, BahdanauGru) { check_model("bahdanau_gru"); }
+TEST(ParityModels, BahdanauDeepOutputTied) { check_model("bahdanau_deep_tied"); }  // 2 decoder layers
+TEST(ParityModels, LuongDot) { check_model("luong_dot"); }
+TEST(ParityModels, LuongGeneral) { check_model("luong_general"); }  // unidirectional 2-layer encoder
+TEST(ParityModels, LuongGeneralInputFeeding) { check_model("luong_general_feed"); }  // scaled, ε = 0.1
+TEST(ParityModels, LuongConcat) { check_model("luong_concat"); }                    // bridge zero
+TEST(ParityModels, LuongLocalMonotonic) { check_model("luong_local_m"); }
+TEST(ParityModels, LuongLocalPredictive) { check_model("luong_local_p"); }
+TEST(ParityModels, LuongLstm) { check_model("luong_lstm"); }  // LSTM encoder (2 layers) and decoder
+
+// ---- export for check_model_files.py (parity.model_files_cli); skipped in a plain ctest run ----
+// For every case: nazar_<case>.safetensors = a model INITIALISED and saved by nazar (the case's
+// config, Rng seed 7, the fixture's vocabularies/tokenizers); <case>.src / <case>.tgt = the
+// fixture batch as text ("s5 s9", "t4 t12"); nazar_<case>.scores = Seq2Seq::score in-process
+// (%.17g); torch_<case>.safetensors = the PyTorch-written fixture model, copied byte for byte;
+// resaved_<case>.safetensors = that model loaded and saved by nazar.
+TEST(ParityModelFiles, Export) {
+    const char* dir = std::getenv("NAZAR_PARITY_EXPORT");
+    if (dir == nullptr || *dir == '\0') GTEST_SKIP() << "set NAZAR_PARITY_EXPORT=<dir> (check_model_files.py does)";
+    const std::string d(dir);
+    for (const char* c : kCases) {
+        const std::string name(c), model_path = test::fixture_path("model_" + name);
+        Fixture f("model_" + name + "_expect");
+        const Batch batch = batch_of(f);
+        LoadedModel torch_model = load_model(model_path);
+
+        Seq2Seq mine(model_config_from_string(f.st.meta("config")), 7);
+        std::map<std::string, std::string> meta;
+        for (const char* k : {kSrcVocabKey, kTgtVocabKey, kSrcTokenizerKey, kTgtTokenizerKey})
+            meta[k] = torch_model.metadata.at(k);
+        save_model(d + "/nazar_" + name + ".safetensors", mine, meta);
+
+        std::string src_text, tgt_text, score_text;
+        for (int b = 0; b < batch.B; ++b) {
+            for (int s = 0; s < batch.src_lengths[b]; ++s)
+                src_text += (s ? " s" : "s") + std::to_string(batch.src_at(b, s));
+            for (int t = 0; t + 1 < batch.tgt_lengths[b]; ++t)
+                tgt_text += (t ? " t" : "t") + std::to_string(batch.tgt_out_at(b, t));
+            src_text += "\n";
+            tgt_text += "\n";
+        }
+        std::vector<double> scores(static_cast<std::size_t>(batch.B));
+        mine.score(batch, scores);
+        for (double s : scores) score_text += fmt::format("{:.17g}\n", s);
+        atomic_write_file(d + "/" + name + ".src", src_text);
+        atomic_write_file(d + "/" + name + ".tgt", tgt_text);
+        atomic_write_file(d + "/nazar_" + name + ".scores", score_text);
+        atomic_write_file(d + "/torch_" + name + ".safetensors", read_file(model_path));
+        save_model(d + "/resaved_" + name + ".safetensors", *torch_model.model, torch_model.metadata);
+    }
+}
+
+}  // namespace
+}  // namespace nazar
