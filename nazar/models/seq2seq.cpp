@@ -4,6 +4,7 @@
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace nazar {
@@ -210,14 +211,19 @@ void Seq2Seq::score(const Batch& batch, std::span<double> out) {
     NZ_CHECK(static_cast<int>(out.size()) == batch.B, "score: {} outputs for a batch of {}", out.size(), batch.B);
     Rng unused(0);
     forward_batch(batch, 0.0f, unused, Mode::eval);
-    const int B = batch.B, T = batch.T, V = cfg_.tgt_vocab_size;
-    logits_.resize({B, V}, false);
+    const int B = batch.B, T = batch.T, V = cfg_.tgt_vocab_size, D = decoder.output_size();
+    // log-probs of chunks of time-major rows (one GEMM per chunk of up to 256 rows, not per step)
+    const int64_t rows = int64_t{T} * B, chunk = std::min<int64_t>(rows, 256);
+    logits_.resize({chunk, V}, false);
+    const TensorView all = out_.reshape({rows, D});
     std::fill(out.begin(), out.end(), 0.0);
-    for (int t = 0; t < T; ++t) {
-        output_log_probs(out_.select(t), generator_weight(), generator.params.bias, logits_);
-        for (int b = 0; b < B; ++b) {
-            const int y = batch.tgt_out_at(b, t);
-            if (y != cfg_.special_ids.pad) out[b] += logits_.at(b, y);
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+        const int64_t r1 = std::min(rows, r0 + chunk);
+        const TensorView lp = logits_.slice(0, r1 - r0);
+        output_log_probs(all.slice(r0, r1), generator_weight(), generator.params.bias, lp);
+        for (int64_t r = r0; r < r1; ++r) {  // row r = (t, b) with t = r / B, b = r % B
+            const int y = targets_[r];
+            if (y != cfg_.special_ids.pad) out[r % B] += lp.at(r - r0, y);
         }
     }
 }
