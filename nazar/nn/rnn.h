@@ -53,7 +53,8 @@ struct RNNParams {
 };
 
 // Initial or final states, laid out as torch's h_0 / h_n and c_0 / c_n.
-// Empty tensors mean "zero" (as inputs) or "not needed" (as gradient outputs).
+// Empty tensors ((0)-shaped, the default) mean "zero" (as inputs) or "not needed" (as gradient
+// outputs). A c given to a GRU is an error.
 struct RNNState {
     Tensor h{Shape{0}};  // (L·dirs, B, H)
     Tensor c{Shape{0}};  // (L·dirs, B, H)  LSTM only; empty for GRU
