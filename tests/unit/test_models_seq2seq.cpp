@@ -91,6 +91,10 @@ std::vector<ModelConfig> variants() {
     lp.encoder.cell = CellType::lstm;
     lp.decoder.cell = CellType::lstm;
     v.push_back(lp);
+    auto dot = tiny_config(DecoderKind::luong, ScoreKind::dot);  // keys are (0)-shaped for dot
+    dot.decoder.hidden_size = 6;
+    dot.decoder.bridge = BridgeKind::last;
+    v.push_back(dot);
     return v;
 }
 
