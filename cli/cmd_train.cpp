@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <csignal>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,6 +20,21 @@
 
 namespace nazar::cli {
 namespace {
+
+// Ctrl-C / SIGTERM: finish the current update, write last.safetensors, exit 130. A second
+// signal kills at once (SA_RESETHAND restores the default action).
+std::atomic<bool> g_interrupt{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+extern "C" void on_signal(int) { g_interrupt.store(true); }
+
+void install_signal_handlers() {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+}
 
 struct TrainArgs {
     std::string config, resume;
@@ -73,8 +90,10 @@ int run_train(CLI::App& app, TrainArgs& a) {
     if (cfg.threads > 0) set_num_threads(cfg.threads);
     check_config(cfg);  // before any data is read
     ck.reset();
-    Trainer trainer(cfg, a.resume);
+    Trainer trainer(cfg, a.resume, {.interrupt = &g_interrupt});
+    install_signal_handlers();
     const TrainResult r = trainer.run();
+    if (r.interrupted) return 130;
     return r.state.step > 0 || cfg.max_steps == 0 ? 0 : 1;
 }
 

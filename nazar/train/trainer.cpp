@@ -313,7 +313,7 @@ bool Trainer::train_one(Batch& batch) {
         batch, {.label_smoothing = static_cast<float>(cfg_.label_smoothing),
                 .sampling_prob = static_cast<float>(cfg_.scheduled_sampling)},
         rng_);
-    if (hooks_.after_backward) hooks_.after_backward(state_.batches, params_);
+    if (hooks_.after_backward) hooks_.after_backward(state_.batches - 1, params_);  // 0-based
     const float norm = cfg_.clip_norm > 0 ? clip_grad_norm(params_, static_cast<float>(cfg_.clip_norm))
                                           : grad_norm(params_);
     if (!std::isfinite(st.loss) || !std::isfinite(norm)) {
@@ -369,6 +369,16 @@ TrainResult Trainer::run() {
         state_.position = batcher_->position();
         state_.rng = rng_.state();
         if (hooks_.stop_after && hooks_.stop_after(state_.batches)) return result;  // a simulated kill
+        if (hooks_.interrupt && hooks_.interrupt->load()) {
+            progress.finish();
+            save("last.safetensors");
+            progress.message(fmt::format("interrupted at step {}: checkpoint written to {}/last.safetensors; continue "
+                                         "with: nazar train --resume {}",
+                                         state_.step, cfg_.save_dir, cfg_.save_dir));
+            result.interrupted = true;
+            result.state = state_;
+            return result;
+        }
         if (!updated) {
             progress.message(last_skip_);
             continue;

@@ -27,6 +27,7 @@
 #include "nazar/train/schedule.h"
 #include "nazar/train/train_config.h"
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -60,6 +61,7 @@ struct ValidationResult {
 struct TrainResult {
     TrainState state;
     bool early_stopped = false;
+    bool interrupted = false;     // TrainerHooks::interrupt stopped the run (no model.safetensors)
     double last_train_loss = 0;   // mean per token over the last progress window
     ValidationResult last_valid;  // the final validation (when there is dev data)
     bool validated = false;
@@ -72,6 +74,10 @@ struct TrainerHooks {
     std::function<void(int64_t batch_index, const ParamList& params)> after_backward;
     // After each batch; true = return from run() at once, saving nothing (a simulated kill).
     std::function<bool(int64_t batches)> stop_after;
+    // Polled after each batch (the CLI sets it from SIGINT/SIGTERM): when true, run() writes
+    // last.safetensors at that step boundary and returns with `interrupted` set; resuming from
+    // it continues exactly.
+    const std::atomic<bool>* interrupt = nullptr;
 };
 
 class Trainer {

@@ -3,7 +3,8 @@
 #   - configuration errors: one line, exit code 2, reported before any data is read;
 #   - every configuration key is a flag documented by --help; flags override the YAML file;
 #   - training from YAML writes model/best/last files and plain progress lines when not a TTY;
-#   - --resume after max_steps, and after kill -9 between checkpoints, gives the same tensors
+#   - --resume after max_steps, after kill -9 between checkpoints and after SIGINT (which writes
+#     a checkpoint and exits 130) gives the same tensors
 #     as an uninterrupted run (thread count fixed);
 #   - the example configs/*.yaml load and train one step;
 #   - score prints one log-probability per pair.
@@ -163,6 +164,23 @@ if d=$(same_tensors long/model.safetensors killed/model.safetensors); then
     ok "resume after kill -9 at step $step is bit-identical"
 else
     bad "resume after kill -9 at step $step is bit-identical" "differ: $d" "$(tail -3 killed_resume.log)"
+fi
+
+# SIGINT (Ctrl-C): the update in flight completes, last.safetensors is written, exit code 130.
+"$NAZAR" train "${args[@]}" --save-dir sigint 2> sigint.log &
+pid=$!
+for _ in $(seq 1 400); do grep -q '^step 100/' sigint.log 2> /dev/null && break; sleep 0.01; done
+kill -INT $pid 2> /dev/null
+wait $pid
+rc=$?
+"$NAZAR" train --resume sigint 2> sigint_resume.log
+if [[ $rc -eq 130 ]] && grep -q '^interrupted at step' sigint.log &&
+   d=$(same_tensors long/model.safetensors sigint/model.safetensors); then
+    ok "SIGINT: checkpoint, exit 130, resume bit-identical ($(grep -o 'interrupted at step [0-9]*' sigint.log))"
+elif [[ $rc -eq 0 ]] && d=$(same_tensors long/model.safetensors sigint/model.safetensors); then
+    ok "SIGINT: the run finished before the signal (rc 0)"
+else
+    bad "SIGINT: checkpoint, exit 130, resume bit-identical" "rc $rc, differ: ${d:-}" "$(tail -2 sigint.log)"
 fi
 
 # ---- the example configurations stay valid (configs/*.yaml) ------------------------------------

@@ -140,6 +140,23 @@ TEST(Trainer, NonFiniteGradientSkipsTheUpdate) {
     EXPECT_NO_THROW(load_model(r.model_path));
 }
 
+TEST(Trainer, InterruptWritesACheckpointAtTheStepBoundary) {
+    set_num_threads(1);
+    const std::string dir = temp_dir("interrupt");
+    TrainConfig c = tiny_config(dir);
+    c.valid_interval = 1000;
+    std::atomic<bool> stop{false};
+    TrainerHooks hooks;
+    hooks.after_backward = [&](int64_t batch, const ParamList&) { stop = stop || batch == 6; };  // as a signal would
+    hooks.interrupt = &stop;
+    Trainer t(c, "", hooks);
+    const TrainResult r = t.run();
+    EXPECT_TRUE(r.interrupted);
+    EXPECT_EQ(r.state.step, 7);  // the update in flight completes
+    EXPECT_FALSE(file_exists(c.save_dir + "/model.safetensors"));
+    EXPECT_EQ(load_checkpoint(c.save_dir + "/last.safetensors").state, r.state);
+}
+
 TEST(Trainer, NonFiniteParametersAreNeverSaved) {
     Tensor w({2, 2}), g({2, 2});
     w[3] = std::numeric_limits<float>::quiet_NaN();
