@@ -720,7 +720,7 @@ if torch is not None:
         return beta * float(torch.log(cov).sum())
 
     def beam_search(model, src, beam_size=5, n_best=1, alpha=0.6, beta=0.0, max_length_ratio=2.0,
-                    max_length_extra=5, max_length=512):
+                    max_length_extra=5, max_length=512, margins=None):
         """Beam search, one sentence at a time, written plainly (SPEC.md §8).
 
         Each step expands every live hypothesis by every token and keeps the best `width`
@@ -731,6 +731,8 @@ if torch is not None:
         Ranking: log p(Y|X) / lp(|Y|) + cp(X; Y) with lp = length_penalty(|Y|, alpha) (|Y| counts
         </s>) and cp = coverage_penalty(attention, beta). beam_size 1 is greedy decoding exactly.
         -> per sentence, the n_best best: [{"tokens", "finished", "log_prob", "score", "attention" (n, S_b)}].
+        margins: a list to receive every decision's gap (last kept − first dropped candidate per
+        step; neighbours in the ranking), so fixture generators can avoid near ties.
         """
         assert beam_size >= 1 and 1 <= n_best <= beam_size, (beam_size, n_best)
         sp = model.config["special_ids"]
@@ -751,6 +753,9 @@ if torch is not None:
                     total = torch.tensor([h[1] for h in live], dtype=log_probs.dtype)[:, None] + log_probs
                     order = torch.sort(-total.reshape(-1), stable=True).indices
                     width = beam_size - len(finished)
+                    if margins is not None and order.numel() > width:
+                        flat = total.reshape(-1)
+                        margins.append(float(flat[order[width - 1]] - flat[order[width]]))
                     keep, rows = [], []
                     V = log_probs.shape[1]
                     for k in order[:width].tolist():
@@ -774,5 +779,7 @@ if torch is not None:
                     return {"tokens": toks, "finished": done, "log_prob": lp, "attention": a,
                             "score": lp / length_penalty(len(toks), alpha) + coverage_penalty(a, beta)}
                 hyps = sorted((ranked(h) for h in finished), key=lambda r: -r["score"])  # stable
+                if margins is not None:
+                    margins += [a["score"] - b["score"] for a, b in zip(hyps[:n_best], hyps[1:n_best + 1])]
                 out.append(hyps[:n_best])
         return out

@@ -16,13 +16,16 @@ general with and without input feeding, concat, local-m, local-p, LSTM):
               greedy_tokens (B, n) I64, -1 padded; greedy_lengths (B); greedy_scores (B)
      grads    grad.<name>    d(loss / tokens) / d(parameter), every parameter (nazar's names:
                              with tied embeddings generator.weight is decoder.embedding.weight)
-     pending  beam.tokens (B, N, n), beam.scores (B, N), beam.log_probs (B, N): beam search
-              (K = 3, N = 2, α = 0.6), for the beam-search parity check still to come
-   __metadata__: case, config (the nazar.config JSON), label_smoothing, inputs / params /
-   outputs / grads / pending (comma-separated), generator.
+              beam.tokens (B, N, n) I64 -1 padded, beam.lengths / beam.finished (B, N) I64,
+              beam.scores (B, N) (GNMT ranking score), beam.log_probs (B, N): beam search with
+              the options in metadata "beam" (K = 3, N = 2, α = 0.6, β = 0.2)
+   __metadata__: case, config (the nazar.config JSON), label_smoothing, seed, beam, inputs /
+   params / outputs / grads (comma-separated), generator.
 Guards, so float32 nazar cannot take another branch than float64 PyTorch: every greedy step's
-best log-probability beats the second by >= 1e-4, and every local-p p_t + 0.5 is >= 1e-3 away
-from an integer; a case whose seed violates them moves to the next seed (deterministically).
+best log-probability beats the second by >= 1e-4, every beam decision (last kept vs first
+dropped candidate, neighbours in the n-best ranking) has a gap >= 1e-4, and every local-p
+p_t + 0.5 is >= 1e-3 away from an integer; a case whose seed violates them moves to the next
+seed (deterministically).
 
   /usr/bin/python3 tools/make_model_fixtures.py                 # rewrite tests/parity/fixtures
   /usr/bin/python3 tools/make_model_fixtures.py --out DIR       # write elsewhere (CTest: build dir)
@@ -88,7 +91,7 @@ CASES = {
                     "attention": {"score": "general"}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
 }
 GREEDY_MARGIN, POSITION_MARGIN = 1e-4, 1e-3
-BEAM = {"beam_size": 3, "n_best": 2, "alpha": 0.6}
+BEAM = {"beam_size": 3, "n_best": 2, "alpha": 0.6, "beta": 0.2}
 
 
 def config_of(name):
@@ -163,7 +166,10 @@ def build_case(name, seed):
         ref.eval()
         greedy = nt.greedy(ref, src)
         check_greedy_margins(ref, src, greedy)
-        beams = nt.beam_search(ref, src, **BEAM)
+        margins = []
+        beams = nt.beam_search(ref, src, **BEAM, margins=margins)
+        if margins and min(margins) < GREEDY_MARGIN:
+            raise Guard(f"beam search decision with a near tie ({min(margins):.2g})")
     finally:
         if hook is not None:
             hook.remove()
@@ -178,16 +184,19 @@ def build_case(name, seed):
     t["greedy_scores"] = np.array([r["score"] for r in greedy], np.float32)
     n = max(len(h["tokens"]) for hs in beams for h in hs)
     t["beam.tokens"] = np.array([[h["tokens"] + [-1] * (n - len(h["tokens"])) for h in hs] for hs in beams], np.int64)
+    t["beam.lengths"] = np.array([[len(h["tokens"]) for h in hs] for hs in beams], np.int64)
+    t["beam.finished"] = np.array([[int(h["finished"]) for h in hs] for hs in beams], np.int64)
     t["beam.scores"] = np.array([[h["score"] for h in hs] for hs in beams], np.float32)
     t["beam.log_probs"] = np.array([[h["log_prob"] for h in hs] for hs in beams], np.float32)
     params = []
     for k, p in ref.named_parameters():  # tied: generator.weight is decoder.embedding.weight (listed once)
         t["grad." + k] = f32(p.grad)
         params.append(k)
-    outputs = ["scores", "loss", "tokens", "greedy_tokens", "greedy_lengths", "greedy_scores"]
+    outputs = ["scores", "loss", "tokens", "greedy_tokens", "greedy_lengths", "greedy_scores", "beam.tokens",
+               "beam.lengths", "beam.finished", "beam.scores", "beam.log_probs"]
     meta = {"case": name, "config": nt.config_json(cfg), "label_smoothing": repr(smoothing), "seed": str(seed),
             "inputs": "src,src_lengths,tgt_in,tgt_out", "params": ",".join(params), "outputs": ",".join(outputs),
-            "grads": ",".join(params), "pending": "beam.tokens,beam.scores,beam.log_probs",
+            "grads": ",".join(params),
             "beam": json.dumps(BEAM, sort_keys=True), "generator": GENERATOR}
     return model, dict(vocab_meta(cfg), generator=GENERATOR, case=name), t, meta
 

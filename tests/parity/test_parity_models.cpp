@@ -9,8 +9,10 @@
 //   (b) give the same gradients of one training step (loss / tokens), every parameter by name;
 //   (c) save it back: the same tensors bit for bit, the metadata passed through, the same bytes,
 //       and the re-saved file scores identically;
-//   plus greedy decoding: the same tokens (the generator guarantees a top-2 margin >= 1e-4 at
-//   every step, so float32 cannot flip an argmax) and the same summed log-probabilities.
+//   plus decoding: greedy and beam search (K = 3, 2-best, α = 0.6, β = 0.2; nazar's exact early
+//   stop on) give the same tokens, finished flags, log-probabilities and ranking scores (the
+//   generator guarantees a gap >= 1e-4 at every argmax / beam decision, so float32 cannot take
+//   another branch than float64).
 // The other direction (a model initialised and saved by nazar, scored by the `nazar score` CLI
 // and by PyTorch) is the CTest entry parity.model_files_cli (check_model_files.py), which runs
 // this binary's ParityModelFiles.Export with NAZAR_PARITY_EXPORT=<dir> to write those files.
@@ -21,6 +23,7 @@
 #include "parity.h"
 
 #include "nazar/core/fileio.h"
+#include "nazar/decode/beam_search.h"
 #include "nazar/decode/greedy.h"
 #include "nazar/models/model_file.h"
 
@@ -138,6 +141,37 @@ void check_model(const std::string& name) {
     f.expect_output("greedy_lengths", lengths, 0.0);
     f.expect_output("greedy_tokens", tokens, 0.0);
     f.expect_output("greedy_scores", gscores, kTol);
+
+    // ---- beam search (same n-best lists: tokens, finished flags, log-probabilities, GNMT scores) ----
+    const nlohmann::json bo = nlohmann::json::parse(f.st.meta("beam"));
+    const BeamOptions beam_options{.beam_size = bo.at("beam_size").get<int>(),
+                                   .n_best = bo.at("n_best").get<int>(),
+                                   .length_penalty = bo.at("alpha").get<float>(),
+                                   .coverage_penalty = bo.at("beta").get<float>()};
+    const auto beams = beam_search(model, src, batch.src_lengths, batch.S, beam_options);
+    const Tensor& want_beam = f["beam.tokens"];  // (B, N, n)
+    const int NB = want_beam.dim(1);
+    Tensor btokens(want_beam.shape()), blengths(Shape{batch.B, NB}), bfinished(Shape{batch.B, NB});
+    Tensor bscores(Shape{batch.B, NB}), blogp(Shape{batch.B, NB});
+    btokens.fill(-1.0f);
+    for (int b = 0; b < batch.B; ++b) {
+        const auto& hyps = beams[static_cast<std::size_t>(b)];
+        ASSERT_EQ(static_cast<int>(hyps.size()), NB) << "sentence " << b << ": n-best list size";
+        for (int k = 0; k < NB; ++k) {
+            const Hypothesis& h = hyps[static_cast<std::size_t>(k)];
+            blengths.at(b, k) = static_cast<float>(h.tokens.size());
+            bfinished.at(b, k) = h.finished ? 1.0f : 0.0f;
+            bscores.at(b, k) = static_cast<float>(h.score);
+            blogp.at(b, k) = static_cast<float>(h.log_prob);
+            for (std::size_t i = 0; i < h.tokens.size() && static_cast<int>(i) < btokens.dim(2); ++i)
+                btokens.at(b, k, static_cast<int64_t>(i)) = static_cast<float>(h.tokens[i]);
+        }
+    }
+    f.expect_output("beam.lengths", blengths, 0.0);
+    f.expect_output("beam.finished", bfinished, 0.0);
+    f.expect_output("beam.tokens", btokens, 0.0);
+    f.expect_output("beam.scores", bscores, kTol);
+    f.expect_output("beam.log_probs", blogp, kTol);
 
     // ---- (b) one training step: gradients of loss / tokens, every parameter by name ----
     zero_grads(params);
