@@ -2,7 +2,8 @@
 // Every key of the option table (nazar/train/train_config.h) is a flag here: the flags, their
 // help and their checks are generated from that one table. Precedence: defaults < YAML < flags;
 // with --resume the checkpoint's stored configuration replaces the defaults and only
-// training-control keys may change. Every configuration error is reported before any data is
+// training-control keys may change; files go next to the checkpoint unless --save-dir is
+// given. Every configuration error is reported before any data is
 // read, as one line, with exit code 2.
 #include "cli/command.h"
 #include "nazar/core/check.h"
@@ -11,8 +12,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -86,7 +89,15 @@ int run_train(CLI::App& app, TrainArgs& a) {
         set_config_value(cfg, key->key, value, flag_name(*key));
     }
     apply_extras(app.remaining(), cfg);
-    if (ck) cfg = make_resume_config(ck->config, cfg, changed_keys(ck->config, cfg));
+    if (ck) {
+        const std::vector<std::string> changed = changed_keys(ck->config, cfg);
+        cfg = make_resume_config(ck->config, cfg, changed);
+        // Unless told otherwise, keep writing next to the checkpoint (the stored save_dir may be
+        // relative to another directory, or the run may have been moved).
+        if (std::find(changed.begin(), changed.end(), "save_dir") == changed.end())
+            cfg.save_dir = std::filesystem::path(resolve_checkpoint(a.resume)).parent_path().string();
+        if (cfg.save_dir.empty()) cfg.save_dir = ".";
+    }
     if (cfg.threads > 0) set_num_threads(cfg.threads);
     check_config(cfg);  // before any data is read
     ck.reset();

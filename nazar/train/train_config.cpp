@@ -155,9 +155,10 @@ std::vector<ConfigKey> make_table() {
         {"progress", "training", K::choice, "auto", "Progress line on stderr: auto (in place on a TTY), tty, "
          "plain, none (messages still shown)", &C::progress, 0, 0, false, {"auto", "tty", "plain", "none"}},
     };
-    // Keys that control the run, not what is trained: they may change on --resume.
+    // Keys that control the run, not what is trained: they may change on --resume. The training
+    // files may move (the trainer checks the pair count is unchanged).
     const std::vector<std::string_view> fixed_in_resume = {
-        "train", "train_src", "train_tgt", "tokenizer", "spm_model", "spm_vocab_size", "spm_model_type",
+        "tokenizer", "spm_model", "spm_vocab_size", "spm_model_type",
         "vocab_size", "min_freq", "shared_vocab", "max_length", "max_length_ratio", "skip_bad_lines",
         "batch_tokens", "batch_size", "optimizer", "schedule", "seed"};
     for (auto& k : t)

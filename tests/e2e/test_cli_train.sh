@@ -145,6 +145,15 @@ if d=$(same_tensors full/model.safetensors part/model.safetensors) &&
 else
     bad "resume after max_steps is bit-identical" "differ: $d ${d2:-}" "$(tail -3 resume.log)"
 fi
+# A moved run directory resumes in place, and the data may move too.
+mv part moved && cp train.tsv train-moved.tsv
+"$NAZAR" train --resume moved/last.safetensors --max-steps 30 --train train-moved.tsv 2> moved.log
+if [[ -s moved/model.safetensors && ! -e part ]] && grep -q 'done: 30 updates' moved.log; then
+    ok "resume writes next to the checkpoint"
+else
+    bad "resume writes next to the checkpoint" "$(tail -2 moved.log)"
+fi
+mv moved part
 check_error "resume cannot change the model" \
     "nazar: error: --resume: hidden_size cannot change when resuming (checkpoint: '16', requested: '32'); start a new run instead" \
     train --resume part --hidden-size 32
