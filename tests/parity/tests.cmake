@@ -43,6 +43,17 @@ if(EXISTS ${NAZAR_PARITY_PYTHON})
   set_tests_properties(parity.model_files_cli PROPERTIES
     FIXTURES_REQUIRED nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 300)
 
+  # Optimizer fixtures (tools/make_optim_fixtures.py, owner: optim): the committed files are what
+  # the script makes. test_parity_optim reads the committed files, so this entry only regenerates
+  # into its own directory and compares.
+  add_test(NAME parity.optim_fixtures_match_committed
+           COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/regenerate_and_compare.py
+                   --script ${PROJECT_SOURCE_DIR}/tools/make_optim_fixtures.py --glob optim_*.safetensors
+                   --committed ${PROJECT_SOURCE_DIR}/tests/parity/fixtures
+                   --work ${PROJECT_BINARY_DIR}/parity-optim-fixtures)
+  set_tests_properties(parity.optim_fixtures_match_committed PROPERTIES
+    SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 120)
+
   # The reference itself: padding invisible, local windows as local.h says, safetensors I/O.
   add_test(NAME parity.nazar_torch_selftest
            COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/test_nazar_torch.py)
