@@ -114,16 +114,29 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
 
     for (int i = 0; i < n; ++i) {
         for (Hypothesis& h : hyps[i]) {
+            // The output is the tokens before </s> without <pad>/<s> (as Vocab::decode reads ids;
+            // only an untrained model emits those); alignments and attention keep the same rows.
+            std::vector<int32_t> kept;
+            std::vector<int> rows;
+            for (std::size_t j = 0; j < h.tokens.size(); ++j) {
+                const int32_t y = h.tokens[j];
+                if (y == d.special.pad || y == d.special.bos) continue;
+                kept.push_back(y);
+                rows.push_back(static_cast<int>(j));
+                if (y == d.special.eos) break;
+            }
+            const int S_b = h.attention.dim(1);
+            Tensor attention({static_cast<int64_t>(rows.size()), S_b});
+            for (std::size_t r = 0; r < rows.size(); ++r) attention.select(r).copy_from(h.attention.select(rows[r]));
             TranslationHypothesis t;
-            t.tokens = output_pieces(h.tokens, h.attention, d.tgt_vocab, d.special.eos, d.special.unk, o.replace_unk,
+            t.tokens = output_pieces(kept, attention, d.tgt_vocab, d.special.eos, d.special.unk, o.replace_unk,
                                      out[i].source_tokens, o.dictionary);
             t.text = d.tgt_tok.decode(t.tokens);
             t.score = h.score;
             t.log_prob = h.log_prob;
             t.finished = h.finished;
-            const int n_tgt = static_cast<int>(h.tokens.size()) - (h.finished ? 1 : 0);
-            if (o.alignments) t.alignment = hard_alignment(h.attention, n_tgt);
-            if (o.attention) t.attention = std::move(h.attention);
+            if (o.alignments) t.alignment = hard_alignment(attention, static_cast<int>(t.tokens.size()));
+            if (o.attention) t.attention = std::move(attention);
             out[i].hypotheses.push_back(std::move(t));
         }
     }

@@ -49,11 +49,12 @@ struct TranslationOptions {
 struct TranslationHypothesis {
     std::string text;                    // detokenised output (without </s>)
     std::vector<std::string> tokens;     // output pieces (after unk replacement), without </s>
+                                         // (and without <pad>/<s>, which only untrained models emit)
     double score = 0;                    // log p / lp + cp (what the list is sorted by)
     double log_prob = 0;                 // log p(Y | X), Y including </s> when finished
     bool finished = true;                // false: cut at the maximum length
     std::vector<AlignmentLink> alignment;  // hard links (src token, tgt token), when asked
-    Tensor attention;                    // (n, S) incl. the </s> row, when asked
+    Tensor attention;                    // (n, S) rows of `tokens`, then of </s> when finished; when asked
 };
 
 struct Translation {

@@ -1,0 +1,111 @@
+// `nazar align --model M --src F --tgt F` (or `--tsv F`): word alignments of given sentence
+// pairs under forced decoding (teacher forcing through the step API; decode/alignment.h).
+// One line per pair, in input order: hard = Pharaoh "i-j" links (source token i, target token j,
+// 0-based; argmax of each target token's attention), soft = the JSON weight matrix (one row per
+// target token). The </s> row is left out. --scores prefixes "log p ||| ".
+#include "cli/command.h"
+#include "nazar/core/check.h"
+#include "nazar/core/threads.h"
+#include "nazar/data/pipeline.h"
+#include "nazar/data/reader.h"
+#include "nazar/decode/alignment.h"
+#include "nazar/models/model_file.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nazar::cli {
+namespace {
+
+struct AlignArgs {
+    std::string model, src, tgt, tsv, alignment = "hard";
+    int batch = 32;
+    int threads = -1;
+    bool scores = false;
+};
+
+const std::string& meta(const LoadedModel& m, const char* key, const std::string& path) {
+    const auto it = m.metadata.find(key);
+    if (it == m.metadata.end())
+        throw Error(fmt::format("'{}' lacks metadata '{}' (vocabularies and tokenizers are needed to align text)",
+                                path, key));
+    return it->second;
+}
+
+int run_align(const AlignArgs& a) {
+    if (a.threads >= 0) set_num_threads(a.threads);
+    const bool two = !a.src.empty() || !a.tgt.empty();
+    if (a.tsv.empty() == !two) throw UsageError("give either --tsv F, or --src F and --tgt F");
+    if (two && (a.src.empty() || a.tgt.empty())) throw UsageError("--src and --tgt go together");
+    const AlignmentFormat format = parse_alignment_format(a.alignment);
+    if (format == AlignmentFormat::none) throw UsageError("--alignment must be hard or soft for align");
+    LoadedModel m = load_model(a.model);
+    const Tokenizer src_tok = Tokenizer::from_string(meta(m, kSrcTokenizerKey, a.model));
+    const Tokenizer tgt_tok = Tokenizer::from_string(meta(m, kTgtTokenizerKey, a.model));
+    const Vocab src_vocab = Vocab::from_json(meta(m, kSrcVocabKey, a.model));
+    const Vocab tgt_vocab = Vocab::from_json(meta(m, kTgtVocabKey, a.model));
+    const int32_t pad = m.model->config().special_ids.pad;
+
+    PairReader reader(a.tsv.empty() ? CorpusFiles{.src = a.src, .tgt = a.tgt} : CorpusFiles{.tsv = a.tsv}, false);
+    std::vector<std::vector<int32_t>> src, tgt;
+    auto flush = [&] {
+        if (src.empty()) return;
+        int S = 0;
+        for (const auto& s : src) S = std::max(S, static_cast<int>(s.size()));
+        std::vector<int32_t> ids(src.size() * static_cast<std::size_t>(S), pad);
+        std::vector<int> lengths;
+        for (std::size_t b = 0; b < src.size(); ++b) {
+            std::copy(src[b].begin(), src[b].end(), ids.begin() + static_cast<std::ptrdiff_t>(b * S));
+            lengths.push_back(static_cast<int>(src[b].size()));
+        }
+        const auto res = forced_alignment(*m.model, ids, lengths, S, tgt);
+        std::string text;
+        for (std::size_t b = 0; b < res.size(); ++b) {
+            const int n_tgt = static_cast<int>(tgt[b].size());
+            if (a.scores) fmt::format_to(std::back_inserter(text), "{:.6f} ||| ", res[b].log_prob);
+            text += format == AlignmentFormat::hard
+                        ? format_hard_alignment(hard_alignment(res[b].attention, n_tgt))
+                        : format_soft_alignment(res[b].attention, n_tgt);
+            text += '\n';
+        }
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        src.clear();
+        tgt.clear();
+    };
+    RawPair pair;
+    while (reader.next(pair)) {
+        const std::string where = fmt::format("{}:{}", reader.name(), pair.line);
+        src.push_back(encode_line(pair.src, src_tok, src_vocab, where));
+        tgt.push_back(encode_line(pair.tgt, tgt_tok, tgt_vocab, where));
+        if (static_cast<int>(src.size()) >= a.batch) flush();
+    }
+    flush();
+    std::fflush(stdout);
+    return 0;
+}
+
+void setup_align(CLI::App& app, std::function<int()>& run) {
+    auto a = std::make_shared<AlignArgs>();
+    app.add_option("--model", a->model, "Model file (model.safetensors or a checkpoint)")->required();
+    app.add_option("--src", a->src, "Source sentences, one per line ('-' = stdin)");
+    app.add_option("--tgt", a->tgt, "Target sentences, line-aligned with --src");
+    app.add_option("--tsv", a->tsv, "Pairs as source<TAB>target, instead of --src/--tgt ('-' = stdin)");
+    app.add_option("--alignment", a->alignment, "hard (Pharaoh i-j) or soft (JSON matrix)")
+        ->check(CLI::IsMember({"hard", "soft"}))->capture_default_str();
+    app.add_option("--batch", a->batch, "Sentence pairs per batch")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+    app.add_flag("--scores", a->scores, "Prefix each line with log p(target | source) and ' ||| '");
+    app.add_option("--threads", a->threads, "Threads (overrides the global --threads; 0 = all cores)")
+        ->check(CLI::NonNegativeNumber);
+    run = [a] { return run_align(*a); };
+}
+
+}  // namespace
+
+NZ_REGISTER_COMMAND(align, "Word alignments of given sentence pairs from the model's attention (forced decoding)",
+                    setup_align);
+
+}  // namespace nazar::cli

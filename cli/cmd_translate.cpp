@@ -1,0 +1,154 @@
+// `nazar translate --model M [--beam K] [--n-best N] [--alignment hard|soft] ...`: one sentence
+// per line in (stdin or --input), translations out (stdout or --output), in input order.
+// Streams in bounded memory: reads --chunk lines, translates them (sorted by length into
+// batches of --batch), writes and flushes, repeats; an interactive stdin is read line by line.
+// Output formats (docs/decoding.md):
+//   plain           translation[ ||| alignment]
+//   n-best/scores   i ||| translation ||| score[ ||| alignment]     (i: 0-based input line)
+// alignment: hard = Pharaoh "i-j" (source token i, target token j), soft = JSON matrix.
+#include "cli/command.h"
+#include "nazar/core/check.h"
+#include "nazar/core/threads.h"
+#include "nazar/data/reader.h"
+#include "nazar/decode/translator.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace nazar::cli {
+namespace {
+
+struct TranslateArgs {
+    std::string model, input = "-", output = "-", alignment = "none", dict;
+    TranslationOptions opt;
+    int chunk = 1024;
+    int threads = -1;
+    bool scores = false, progress = false;
+};
+
+struct Output {
+    FILE* f = stdout;
+    explicit Output(const std::string& path) {
+        if (path != "-") {
+            f = std::fopen(path.c_str(), "wb");
+            NZ_CHECK(f != nullptr, "cannot open '{}' for writing", path);
+        }
+    }
+    ~Output() {
+        if (f != stdout) std::fclose(f);
+    }
+    void write(const std::string& s, const std::string& path) const {
+        NZ_CHECK(std::fwrite(s.data(), 1, s.size(), f) == s.size(), "cannot write to '{}'", path);
+    }
+};
+
+int run_translate(TranslateArgs& a) {
+    if (a.threads >= 0) set_num_threads(a.threads);
+    const AlignmentFormat format = parse_alignment_format(a.alignment);
+    if (!a.dict.empty() && !a.opt.replace_unk) throw UsageError("--dict needs --replace-unk");
+    UnkDictionary dict;
+    if (!a.dict.empty()) {
+        dict = load_unk_dictionary(a.dict);
+        a.opt.dictionary = &dict;
+    }
+    a.opt.alignments = format == AlignmentFormat::hard;
+    a.opt.attention = format == AlignmentFormat::soft;
+    const bool nbest_format = a.scores || a.opt.n_best > 1;
+    // Options are checked before the model loads, so a typo fails fast.
+    if (a.opt.n_best > a.opt.beam_size)
+        throw UsageError(fmt::format("--n-best {} exceeds --beam {}", a.opt.n_best, a.opt.beam_size));
+
+    const Translator translator(a.model);
+    LineReader reader(a.input);
+    const Output out(a.output);
+    const bool interactive = a.input == "-" && isatty(STDIN_FILENO);
+    const bool progress = a.progress || (!interactive && isatty(STDERR_FILENO));
+    const int chunk = interactive ? 1 : a.chunk;
+    const auto start = std::chrono::steady_clock::now();
+
+    std::vector<std::string> lines;
+    std::string_view line;
+    int64_t done = 0;
+    bool more = true;
+    while (more) {
+        lines.clear();
+        while (static_cast<int>(lines.size()) < chunk && (more = reader.next(line))) lines.emplace_back(line);
+        if (lines.empty()) break;
+        std::vector<Translation> res;
+        try {
+            res = translator.translate(lines, a.opt);
+        } catch (const UsageError&) {
+            throw;
+        } catch (const Error& e) {  // name the input line, not the index within the chunk
+            throw Error(fmt::format("{} (input '{}', lines {}-{})", e.what(), a.input, done + 1, done + lines.size()));
+        }
+        std::string text;
+        for (std::size_t i = 0; i < res.size(); ++i) {
+            for (const TranslationHypothesis& h : res[i].hypotheses) {
+                if (nbest_format) fmt::format_to(std::back_inserter(text), "{} ||| ", done + static_cast<int64_t>(i));
+                text += h.text;
+                if (nbest_format) fmt::format_to(std::back_inserter(text), " ||| {:.6f}", h.score);
+                if (format == AlignmentFormat::hard) text += " ||| " + format_hard_alignment(h.alignment);
+                if (format == AlignmentFormat::soft)
+                    text += " ||| " + format_soft_alignment(h.attention, static_cast<int>(h.tokens.size()));
+                text += '\n';
+                if (!nbest_format) break;
+            }
+        }
+        out.write(text, a.output);
+        std::fflush(out.f);
+        done += static_cast<int64_t>(lines.size());
+        if (progress) {
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            std::fprintf(stderr, "\rtranslated %lld sentences, %.1f sentences/s", static_cast<long long>(done),
+                         s > 0 ? static_cast<double>(done) / s : 0.0);
+        }
+    }
+    if (progress && done > 0) std::fprintf(stderr, "\n");
+    return 0;
+}
+
+void setup_translate(CLI::App& app, std::function<int()>& run) {
+    auto a = std::make_shared<TranslateArgs>();
+    auto& o = a->opt;
+    app.add_option("--model", a->model, "Model file (model.safetensors or a checkpoint)")->required();
+    app.add_option("--input", a->input, "Sentences, one per line ('-' = stdin; gzip is detected)")->capture_default_str();
+    app.add_option("--output", a->output, "Where to write ('-' = stdout)")->capture_default_str();
+    app.add_option("--beam", o.beam_size, "Beam size K (1 = greedy)")->check(CLI::Range(1, 1024))->capture_default_str();
+    app.add_option("--n-best", o.n_best, "Hypotheses per sentence (n-best format when > 1)")
+        ->check(CLI::Range(1, 1024))->capture_default_str();
+    app.add_flag("--scores", a->scores, "Use the n-best format 'i ||| translation ||| score' even for one hypothesis");
+    app.add_option("--alignment", a->alignment, "Append alignments: none, hard (Pharaoh i-j) or soft (JSON matrix)")
+        ->check(CLI::IsMember({"none", "hard", "soft"}))->capture_default_str();
+    app.add_flag("--replace-unk", o.replace_unk, "Replace <unk> by the most-attended source token");
+    app.add_option("--dict", a->dict, "Dictionary 'source<TAB>target' for --replace-unk");
+    app.add_option("--batch", o.batch_size, "Sentences per decoder batch")->check(CLI::Range(1, 1 << 16))
+        ->capture_default_str();
+    app.add_option("--chunk", a->chunk, "Lines read (and sorted by length) at a time")->check(CLI::Range(1, 1 << 24))
+        ->capture_default_str();
+    app.add_option("--length-penalty", o.length_penalty, "GNMT length normalisation alpha (0 = none)")
+        ->check(CLI::NonNegativeNumber)->capture_default_str();
+    app.add_option("--coverage-penalty", o.coverage_penalty, "GNMT coverage penalty beta (0 = none)")
+        ->check(CLI::NonNegativeNumber)->capture_default_str();
+    app.add_option("--max-length-ratio", o.max_length_ratio, "Output length limit: ratio * source length + extra")
+        ->check(CLI::NonNegativeNumber)->capture_default_str();
+    app.add_option("--max-length-extra", o.max_length_extra, "Added to ratio * source length")->capture_default_str();
+    app.add_option("--max-length", o.max_length, "Absolute output length limit")->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    app.add_flag("--progress", a->progress, "Progress line on stderr (default: when stderr is a terminal)");
+    app.add_option("--threads", a->threads, "Threads (overrides the global --threads; 0 = all cores)")
+        ->check(CLI::NonNegativeNumber);
+    run = [a] { return run_translate(*a); };
+}
+
+}  // namespace
+
+NZ_REGISTER_COMMAND(translate, "Translate sentences (beam search), one per line, stdin to stdout", setup_translate);
+
+}  // namespace nazar::cli
