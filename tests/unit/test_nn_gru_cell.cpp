@@ -1,7 +1,6 @@
 // GRUCell: a 1-unit step by hand, masked rows, projected == raw input, the fused step against
-// the same step built from simple ops (naive GEMM + libm activations, double precision),
+// the same step built from simple ops (per-gate affine loops + libm activations, float64),
 // forward and backward, and error paths.
-#include "nazar/core/blas.h"
 #include "nazar/core/params.h"
 #include "nazar/nn/gru_cell.h"
 #include "tests/common/test_util.h"
@@ -101,9 +100,9 @@ TEST(GRUCell, ProjectedEqualsRawInputAndMaskedRowsKeepState) {
     for (int j = 0; j < 15; ++j) EXPECT_EQ(d_gi.at(1, j), 0.0f);
 }
 
-// The same step from simple ops, in double: per-gate matrices W_g (H, I) taken out of the
-// stacked weights, a naive GEMM (gemm_naive), libm sigmoid/tanh, and the backward of each
-// simple op written separately (no fused formula).
+// The same step from simple ops, in double: one affine map per gate (W_g (H, I) taken out of
+// the stacked weights, plain loops), libm sigmoid/tanh, and the backward of each simple op
+// written separately (no fused formula).
 struct RefGRU {
     int N = 0, I = 0, H = 0;
     std::vector<double> Wih, Whh, bih, bhh, x, h;  // as the cell stores them
