@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Writes the whole-model PyTorch parity fixtures of nazar (STYLE.md, Tests §4 "Reference").
 
-For every case (a nazar model config: Bahdanau GRU, deep output + tied embeddings, Luong dot,
-general with and without input feeding, concat, local-m, local-p, LSTM):
+For every case (a nazar model config: Bahdanau GRU, deep output + tied embeddings, LSTM; Luong
+dot, general with and without input feeding, concat, local-m, local-p, LSTM; two ablations):
   model_<case>.safetensors          a nazar model file written by python/nazar_torch.py's
                                     save_model (seeded PyTorch init, float32; word tokenizers and
                                     vocabularies "s4".. / "t4".. in the metadata, so `nazar score`
@@ -89,6 +89,20 @@ CASES = {
                     "decoder": {"kind": "luong", "cell": "lstm", "hidden_size": 5, "num_layers": 2,
                                 "input_feeding": True},
                     "attention": {"score": "general"}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
+    # Bahdanau with LSTM cells and a unidirectional encoder (bridge auto = mean)
+    "bahdanau_lstm_mean": ({"encoder": {"cell": "lstm", "hidden_size": 5, "bidirectional": False},
+                            "decoder": {"kind": "bahdanau", "cell": "lstm", "hidden_size": 5},
+                            "attention": {"score": "additive", "attention_size": 3}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
+    # the ablations SPEC §6 allows when named: a multiplicative score before the RNN step (with a
+    # learned scale), and the additive score after it (with local-p)
+    "ablation_bahdanau_general": ({"encoder": {"hidden_size": 4},
+                                   "decoder": {"kind": "bahdanau", "hidden_size": 5, "attention_timing": "before"},
+                                   "attention": {"score": "general", "scale": "learned"}},
+                                  0.0, SRC_LENGTHS, TGT_LENGTHS),
+    "ablation_luong_additive_local_p": ({"encoder": {"hidden_size": 4},
+                                         "decoder": {"kind": "luong", "hidden_size": 5, "attention_timing": "after"},
+                                         "attention": {"score": "additive", "attention_size": 3, "local": "local-p",
+                                                       "window": 1}}, 0.0, (9, 5, 3), (4, 6, 2)),
 }
 GREEDY_MARGIN, POSITION_MARGIN = 1e-4, 1e-3
 BEAM = {"beam_size": 3, "n_best": 2, "alpha": 0.6, "beta": 0.2}

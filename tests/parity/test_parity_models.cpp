@@ -1,8 +1,8 @@
 // Whole seq2seq models vs PyTorch (tests/parity/parity.h, tools/make_model_fixtures.py).
 //
-// Per case (Bahdanau GRU; Bahdanau deep output + tied embeddings + 2 decoder layers; Luong dot,
-// general, general + input feeding + 1/sqrt(C) scale, concat, local-m, local-p; LSTM encoder and
-// decoder) the fixture pair is a nazar model file WRITTEN BY PYTORCH (python/nazar_torch.py
+// Per case (Bahdanau GRU; Bahdanau deep output + tied embeddings + 2 decoder layers; Bahdanau LSTM
+// with a mean bridge; Luong dot, general, general + input feeding + 1/sqrt(C) scale, concat,
+// local-m, local-p; LSTM encoder and decoder; two SPEC §6 ablations) the fixture pair is a nazar model file WRITTEN BY PYTORCH (python/nazar_torch.py
 // save_model) and the float64 values nazar_torch.py computes from it. nazar must:
 //   (a) load it and give the same per-sentence log-probabilities (Seq2Seq::score, forced
 //       decoding of target + </s>) and the same evaluation loss (label smoothing included);
@@ -47,7 +47,8 @@ constexpr double kTol = 1e-4;
 
 const char* const kCases[] = {"bahdanau_gru",       "bahdanau_deep_tied", "luong_dot",     "luong_general",
                               "luong_general_feed", "luong_concat",       "luong_local_m", "luong_local_p",
-                              "luong_lstm"};
+                              "luong_lstm",         "bahdanau_lstm_mean", "ablation_bahdanau_general",
+                              "ablation_luong_additive_local_p"};
 
 // The fixture's batch, in batch_from_ids layout (tgt_in = <s> y, tgt_out = y </s>, pad 0).
 Batch batch_of(const Fixture& f) {
@@ -216,6 +217,11 @@ TEST(ParityModels, LuongConcat) { check_model("luong_concat"); }                
 TEST(ParityModels, LuongLocalMonotonic) { check_model("luong_local_m"); }
 TEST(ParityModels, LuongLocalPredictive) { check_model("luong_local_p"); }
 TEST(ParityModels, LuongLstm) { check_model("luong_lstm"); }  // LSTM encoder (2 layers) and decoder
+TEST(ParityModels, BahdanauLstmMeanBridge) { check_model("bahdanau_lstm_mean"); }  // unidirectional encoder
+// SPEC §6 ablations (named explicitly in the config): general score before the RNN step with a
+// learned scale; additive score after it, with local-p
+TEST(ParityModels, AblationBahdanauGeneral) { check_model("ablation_bahdanau_general"); }
+TEST(ParityModels, AblationLuongAdditiveLocalP) { check_model("ablation_luong_additive_local_p"); }
 
 // ---- export for check_model_files.py (parity.model_files_cli); skipped in a plain ctest run ----
 // For every case: nazar_<case>.safetensors = a model INITIALISED and saved by nazar (the case's
