@@ -291,3 +291,23 @@ TEST(RNN, Errors) {
     EXPECT_THROW(rnn.backward(bad_out, {}, cache, x, none), Error);
     EXPECT_THROW(rnn.backward(out, {}, cache, bad_x, none), Error);
 }
+
+// Buffers are sized once per batch and reused: a second batch of the same or smaller size
+// keeps every cache buffer where it was (resize() reuses memory; nothing allocates per step).
+TEST(RNN, CacheBuffersAreReusedAcrossBatches) {
+    Rng rng(7);
+    RNN rnn({.cell = CellType::lstm, .input_size = 3, .hidden_size = 4, .num_layers = 2, .bidirectional = true}, rng);
+    Tensor x = random_tensor(rng, {3, 5, 3}), out({3, 5, 8}), d_x({3, 5, 3});
+    RNNState f, d_init;
+    RNNCache cache;
+    rnn.forward(x, {}, {}, out, f, cache, rng, Mode::train);
+    rnn.backward(out, {}, cache, d_x, d_init);
+    std::vector<const float*> before;
+    for (const auto& d : cache.dirs) before.insert(before.end(), {d.gates.data(), d.h.data(), d.c.data(), d.tanh_c.data()});
+    Tensor x2 = random_tensor(rng, {2, 4, 3}), out2({2, 4, 8}), d_x2({2, 4, 3});
+    rnn.forward(x2, {}, {}, out2, f, cache, rng, Mode::train);
+    rnn.backward(out2, {}, cache, d_x2, d_init);
+    std::vector<const float*> after;
+    for (const auto& d : cache.dirs) after.insert(after.end(), {d.gates.data(), d.h.data(), d.c.data(), d.tanh_c.data()});
+    EXPECT_EQ(before, after);
+}
