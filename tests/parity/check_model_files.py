@@ -12,6 +12,9 @@
    (relative <= 1e-4 per sentence); nazar_torch loads it and save_model writes the same bytes.
 3. PyTorch-written model: `nazar score` == nazar_torch's float64 score (<= 1e-4); nazar's
    re-save loads in PyTorch with bit-identical tensors and the same metadata.
+4. `nazar translate` on the PyTorch-written model (beam search with the fixtures' options, and
+   greedy = beam 1) prints the n-best texts of nazar_torch.beam_search, scores within 1e-4
+   (the fixture generator guards these decisions against near ties).
 Exit 0 all good, 1 on a mismatch, 77 (skipped) without torch.
 """
 
@@ -28,7 +31,7 @@ try:
     import numpy as np
     import torch
     import nazar_torch as nt
-    from make_model_fixtures import CASES
+    from make_model_fixtures import BEAM, CASES
 except ImportError as e:
     print(f"check_model_files: {e}; skipped")
     sys.exit(77)
@@ -53,6 +56,44 @@ def torch_score(path, src, tgt):
     with open(tgt) as f:
         ys = [[tv[w] for w in line.split()] for line in f]
     return nt.score(model, xs, ys).tolist()
+
+
+def nazar_translate(nazar, model, src, options):
+    """`nazar translate` in the n-best format -> [(line, text, score)]."""
+    cmd = [nazar, "translate", "--model", model, "--input", src, "--scores", "--beam", str(options["beam_size"]),
+           "--n-best", str(options["n_best"]), "--length-penalty", str(options["alpha"]),
+           "--coverage-penalty", str(options["beta"])]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({out.returncode}): {out.stderr.strip()}")
+    rows = []
+    for line in out.stdout.splitlines():
+        i, text, score = line.split(" ||| ")
+        rows.append((int(i), text, float(score)))
+    return rows
+
+
+def torch_translate(path, src, options):
+    """nazar_torch.beam_search on the same file and sentences, as `nazar translate` prints it:
+    Vocab::decode (stop at </s>, skip <pad> and <s>) and the word tokenizer (join with spaces)."""
+    model, meta = nt.load_model(path, dtype=torch.float64)
+    sv = {p: i + 4 for i, p in enumerate(json.loads(meta["nazar.src_vocab"])["pieces"])}
+    names = json.loads(meta["nazar.tgt_vocab"])
+    names = names["specials"] + names["pieces"]
+    sp = model.config["special_ids"]
+    with open(src) as f:
+        xs = [[sv[w] for w in line.split()] for line in f]
+    rows = []
+    for i, hyps in enumerate(nt.beam_search(model, xs, **options)):
+        for h in hyps:
+            words = []
+            for y in h["tokens"]:
+                if y == sp["eos"]:
+                    break
+                if y not in (sp["pad"], sp["bos"]):
+                    words.append(names[y])
+            rows.append((i, " ".join(words), h["score"]))
+    return rows
 
 
 def rel(a, b):
@@ -107,6 +148,13 @@ def main():
             worst = max(worst, rel(c, t))
             if rel(c, t) > TOL:
                 bad.append(f"{case}: sentence {i}: PyTorch-written model: nazar {c!r} vs PyTorch {t!r}")
+        # 4. decoding through the CLI: beam search (the fixtures' options) and greedy (beam 1, raw log p)
+        for options in (BEAM, {"beam_size": 1, "n_best": 1, "alpha": 0.0, "beta": 0.0}):
+            got, want = nazar_translate(args.nazar, theirs, src, options), torch_translate(theirs, src, options)
+            if [(i, t) for i, t, _ in got] != [(i, t) for i, t, _ in want]:
+                bad.append(f"{case}: nazar translate --beam {options['beam_size']}: {got} vs PyTorch {want}")
+            elif any(abs(a - b) > TOL * abs(b) + 1e-6 for (_, _, a), (_, _, b) in zip(got, want)):
+                bad.append(f"{case}: nazar translate --beam {options['beam_size']} scores: {got} vs PyTorch {want}")
         ta, ma = nt.load_safetensors(theirs)
         tb, mb = nt.load_safetensors(w(f"resaved_{case}.safetensors"))
         if sorted(ta) != sorted(tb) or any(not np.array_equal(ta[k], tb[k]) for k in ta) or ma != mb:
