@@ -515,15 +515,28 @@ if torch is not None:
 
         # ---- teacher forcing ----
 
-        def forward(self, src, src_lengths, tgt_in):
-            """Teacher-forced logits (B, T, V) and attention weights (B, T, S) (eval or train mode;
-            dropout only in train mode, between stacked RNN layers)."""
+        def forward(self, src, src_lengths, tgt_in, sampling_prob=0.0, generator=None, margins=None):
+            """Teacher-forced logits (B, T, V) and attention weights (B, T, S). Dropout (between
+            stacked RNN layers) and scheduled sampling act in train mode only: with probability
+            sampling_prob, for t > 0, a row feeds the argmax of its own step t−1 prediction instead
+            of tgt_in[:, t] (no gradient through the choice; draws from `generator`, a
+            torch.Generator, one per row per step), as Seq2Seq::train_step. margins: a list that
+            receives each sampled argmax's top-2 gap (fixture generators avoid near ties)."""
             enc = self.encode(src, src_lengths)
             state = self.init_state(enc)
             outs, alphas = [], []
             tgt_in = _ids(tgt_in)
             for t in range(tgt_in.shape[1]):
-                o, alpha, state = self.decoder.step(t, tgt_in[:, t], enc, state, self.attention)
+                y = tgt_in[:, t]
+                if self.training and sampling_prob > 0 and t > 0:
+                    with torch.no_grad():
+                        logits = self.generator(outs[-1])
+                        draw = torch.rand(y.shape[0], generator=generator, dtype=torch.float64) < sampling_prob
+                        y = torch.where(draw, logits.argmax(-1), y)  # argmax: first maximum
+                        if margins is not None:
+                            top = logits.topk(2, -1).values
+                            margins += (top[:, 0] - top[:, 1])[draw].tolist()
+                o, alpha, state = self.decoder.step(t, y, enc, state, self.attention)
                 outs.append(o)
                 alphas.append(alpha)
             return self.generator(torch.stack(outs, 1)), torch.stack(alphas, 1)
@@ -645,17 +658,17 @@ if torch is not None:
 
     # ---- loss and scores (nazar/models/seq2seq.h) ----
 
-    def loss(model, batch, label_smoothing=0.0):
+    def loss(model, batch, label_smoothing=0.0, **forward_options):
         """(Σ over non-pad target tokens of the (label-smoothed) cross-entropy, token count), as
         Seq2Seq::train_step / eval_loss. The training loss is their ratio: nazar's gradient is
-        that of loss / tokens (grad_scale 0)."""
-        logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
+        that of loss / tokens (grad_scale 0). forward_options: sampling_prob, generator (Seq2Seq.forward)."""
+        logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in, **forward_options)
         pad = model.config["special_ids"]["pad"]
         total = xent_loss(logits.reshape(-1, logits.shape[-1]), batch.tgt_out.reshape(-1), pad, label_smoothing)
         return total, int((batch.tgt_out != pad).sum())
 
-    def train_loss(model, batch, label_smoothing=0.0):
-        total, tokens = loss(model, batch, label_smoothing)
+    def train_loss(model, batch, label_smoothing=0.0, **forward_options):
+        total, tokens = loss(model, batch, label_smoothing, **forward_options)
         return total / max(tokens, 1)
 
     def score(model, src, tgt=None):

@@ -2,7 +2,8 @@
 """Writes the whole-model PyTorch parity fixtures of nazar (STYLE.md, Tests §4 "Reference").
 
 For every case (a nazar model config: Bahdanau GRU, deep output + tied embeddings, LSTM; Luong
-dot, general with and without input feeding, concat, local-m, local-p, LSTM; two ablations):
+dot, general with and without input feeding, concat, local-m, local-p, LSTM; two ablations;
+scheduled sampling):
   model_<case>.safetensors          a nazar model file written by python/nazar_torch.py's
                                     save_model (seeded PyTorch init, float32; word tokenizers and
                                     vocabularies "s4".. / "t4".. in the metadata, so `nazar score`
@@ -12,14 +13,17 @@ dot, general with and without input feeding, concat, local-m, local-p, LSTM; two
      inputs   src (B, S), src_lengths (B), tgt_in, tgt_out (B, T)            (I64, batch_from_ids layout)
      outputs  scores (B)     log p(y | x) per sentence (forced decoding, target + </s>)
               loss (1)       Σ over non-pad target tokens of the (label-smoothed) cross-entropy
+                             (evaluation: teacher forcing)
+              train_loss (1) the same for the training step (= loss, except with scheduled
+                             sampling: metadata sampling_prob)
               tokens (1)     non-pad target tokens
               greedy_tokens (B, n) I64, -1 padded; greedy_lengths (B); greedy_scores (B)
-     grads    grad.<name>    d(loss / tokens) / d(parameter), every parameter (nazar's names:
+     grads    grad.<name>    d(train_loss / tokens) / d(parameter), every parameter (nazar's names:
                              with tied embeddings generator.weight is decoder.embedding.weight)
               beam.tokens (B, N, n) I64 -1 padded, beam.lengths / beam.finished (B, N) I64,
               beam.scores (B, N) (GNMT ranking score), beam.log_probs (B, N): beam search with
               the options in metadata "beam" (K = 3, N = 2, α = 0.6, β = 0.2)
-   __metadata__: case, config (the nazar.config JSON), label_smoothing, seed, beam, inputs /
+   __metadata__: case, config (the nazar.config JSON), label_smoothing, sampling_prob, seed, beam, inputs /
    params / outputs / grads (comma-separated), generator.
 Guards, so float32 nazar cannot take another branch than float64 PyTorch: every greedy step's
 best log-probability beats the second by >= 1e-4, every beam decision (last kept vs first
@@ -103,7 +107,12 @@ CASES = {
                                          "decoder": {"kind": "luong", "hidden_size": 5, "attention_timing": "after"},
                                          "attention": {"score": "additive", "attention_size": 3, "local": "local-p",
                                                        "window": 1}}, 0.0, (9, 5, 3), (4, 6, 2)),
+    # scheduled sampling with p = 1: every row feeds its own argmax from step 1 on (deterministic,
+    # so nazar's train_step can be compared although its draws come from another generator)
+    "bahdanau_sampled": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "bahdanau", "hidden_size": 5},
+                          "attention": {"score": "additive", "attention_size": 3}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
 }
+SAMPLING = {"bahdanau_sampled": 1.0}  # case -> scheduled sampling probability of the training step
 GREEDY_MARGIN, POSITION_MARGIN = 1e-4, 1e-3
 BEAM = {"beam_size": 3, "n_best": 2, "alpha": 0.6, "beta": 0.2}
 
@@ -175,7 +184,12 @@ def build_case(name, seed):
     hook = check_positions(ref)
     try:
         scores = nt.score(ref.eval(), batch)
-        total, tokens = nt.loss(ref.train(), batch, smoothing)  # dropout 0: train == eval
+        with torch.no_grad():
+            eval_total, tokens = nt.loss(ref, batch, smoothing)
+        sampling, margins = SAMPLING.get(name, 0.0), []
+        total, _ = nt.loss(ref.train(), batch, smoothing, sampling_prob=sampling, margins=margins)  # dropout 0
+        if margins and min(margins) < GREEDY_MARGIN:
+            raise Guard("scheduled-sampling argmax with a near tie")
         (total / tokens).backward()
         ref.eval()
         greedy = nt.greedy(ref, src)
@@ -190,7 +204,8 @@ def build_case(name, seed):
 
     f32 = lambda t: t.detach().numpy().astype(np.float32)  # noqa: E731
     t = {"src": batch.src.numpy(), "src_lengths": batch.src_lengths.numpy(), "tgt_in": batch.tgt_in.numpy(),
-         "tgt_out": batch.tgt_out.numpy(), "scores": f32(scores), "loss": f32(total.reshape(1)),
+         "tgt_out": batch.tgt_out.numpy(), "scores": f32(scores), "loss": f32(eval_total.reshape(1)),
+         "train_loss": f32(total.reshape(1)),
          "tokens": np.array([tokens], np.float32)}
     n = max(len(r["tokens"]) for r in greedy)
     t["greedy_tokens"] = np.array([r["tokens"] + [-1] * (n - len(r["tokens"])) for r in greedy], np.int64)
@@ -206,9 +221,10 @@ def build_case(name, seed):
     for k, p in ref.named_parameters():  # tied: generator.weight is decoder.embedding.weight (listed once)
         t["grad." + k] = f32(p.grad)
         params.append(k)
-    outputs = ["scores", "loss", "tokens", "greedy_tokens", "greedy_lengths", "greedy_scores", "beam.tokens",
+    outputs = ["scores", "loss", "train_loss", "tokens", "greedy_tokens", "greedy_lengths", "greedy_scores", "beam.tokens",
                "beam.lengths", "beam.finished", "beam.scores", "beam.log_probs"]
-    meta = {"case": name, "config": nt.config_json(cfg), "label_smoothing": repr(smoothing), "seed": str(seed),
+    meta = {"case": name, "config": nt.config_json(cfg), "label_smoothing": repr(smoothing),
+            "sampling_prob": repr(sampling), "seed": str(seed),
             "inputs": "src,src_lengths,tgt_in,tgt_out", "params": ",".join(params), "outputs": ",".join(outputs),
             "grads": ",".join(params),
             "beam": json.dumps(BEAM, sort_keys=True), "generator": GENERATOR}

@@ -273,6 +273,22 @@ class Models(unittest.TestCase):
                         self.assertAlmostEqual(h["score"], h["log_prob"] / nt.length_penalty(len(h["tokens"]), 0.6),
                                                places=12)
 
+    def test_scheduled_sampling(self):
+        m = self.model("bahdanau").train()
+        batch = nt.make_batch(SRC, TGT)
+        teacher, _ = m(batch.src, batch.src_lengths, batch.tgt_in)
+        same, _ = m(batch.src, batch.src_lengths, batch.tgt_in, sampling_prob=0.0)
+        torch.testing.assert_close(same, teacher)
+        sampled, _ = m(batch.src, batch.src_lengths, batch.tgt_in, sampling_prob=1.0)
+        # p = 1: step t > 0 reads argmax of step t-1, which is what greedy-style feeding gives
+        fed = batch.tgt_in.clone()
+        fed[:, 1:] = sampled[:, :-1].argmax(-1)
+        replay, _ = m(batch.src, batch.src_lengths, fed)
+        torch.testing.assert_close(sampled, replay)
+        self.assertFalse(torch.allclose(sampled, teacher))
+        evald, _ = m.eval()(batch.src, batch.src_lengths, batch.tgt_in, sampling_prob=1.0)  # eval: no sampling
+        torch.testing.assert_close(evald, teacher)
+
     def test_model_file_round_trip(self):
         for name in MODEL_VARIANTS:
             with self.subTest(name=name), tempfile.TemporaryDirectory() as d:
