@@ -305,6 +305,14 @@ class Models(unittest.TestCase):
                 nt.save_model(q, back, meta)
                 with open(p, "rb") as a, open(q, "rb") as b:
                     self.assertEqual(a.read(), b.read())
+                # a checkpoint: the same file plus optimizer / training state, which load_model ignores
+                tensors, meta = nt.load_safetensors(p)
+                tensors["optim.exp_avg.generator.bias"] = tensors["generator.bias"]
+                tensors["train.step"] = np.array([7.0], np.float32)
+                nt.save_safetensors(q, tensors, meta)
+                ck, _ = nt.load_model(q)
+                for k, v in back.state_dict().items():
+                    self.assertTrue(torch.equal(v, ck.state_dict()[k]), k)
 
 
 if __name__ == "__main__":
