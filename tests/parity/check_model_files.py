@@ -15,12 +15,15 @@
 4. `nazar translate` on the PyTorch-written model (beam search with the fixtures' options, and
    greedy = beam 1) prints the n-best texts of nazar_torch.beam_search, scores within 1e-4
    (the fixture generator guards these decisions against near ties).
+5. A model trained by `nazar train` (a few steps on a word-reversal task): model.safetensors and
+   the last.safetensors checkpoint load in PyTorch and score as `nazar score` does (<= 1e-4).
 Exit 0 all good, 1 on a mismatch, 77 (skipped) without torch.
 """
 
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 
@@ -163,6 +166,43 @@ def main():
         m2, _ = nt.load_model(w(f"resaved_{case}.safetensors"))
         if any(not torch.equal(v, m2.state_dict()[k]) for k, v in m1.state_dict().items()):
             bad.append(f"{case}: PyTorch loads different tensors from nazar's re-save")
+    # 5. trained by `nazar train` (word tokens, Luong general + input feeding): the model file and
+    #    the checkpoint load in PyTorch and score as `nazar score` does
+    trained = os.path.join(args.work, "trained")
+    train_tsv = os.path.join(args.work, "reverse.tsv")
+    rng = random.Random(3)
+    with open(train_tsv, "w") as f:
+        for _ in range(64):
+            words = [rng.choice("abcdefg") for _ in range(rng.randint(1, 6))]
+            f.write(" ".join(words) + "\t" + " ".join(reversed(words)) + "\n")
+    cmd = [args.nazar, "train", "--train", train_tsv, "--tokenizer", "word", "--embedding-size", "6",
+           "--hidden-size", "4", "--decoder", "luong", "--attention", "general", "--input-feeding", "true",
+           "--max-steps", "20", "--threads", "1", "--save-dir", trained]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        bad.append(f"nazar train failed ({r.returncode}): {r.stderr.strip()[-500:]}")
+    else:
+        for fname in ("model.safetensors", "last.safetensors"):
+            path = os.path.join(trained, fname)
+            out = subprocess.run([args.nazar, "score", "--model", path, "--tsv", train_tsv, "--digits", "17"],
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                bad.append(f"nazar score --model {path} failed: {out.stderr.strip()}")
+                continue
+            cli = [float(x) for x in out.stdout.split()]
+            model, meta = nt.load_model(path, dtype=torch.float64)
+            sv = {p: i + 4 for i, p in enumerate(json.loads(meta["nazar.src_vocab"])["pieces"])}
+            tv = {p: i + 4 for i, p in enumerate(json.loads(meta["nazar.tgt_vocab"])["pieces"])}
+            unk = model.config["special_ids"]["unk"]
+            with open(train_tsv) as f:
+                pairs = [line.rstrip("\n").split("\t") for line in f]
+            ref = nt.score(model, [[sv.get(w, unk) for w in a.split()] for a, _ in pairs],
+                           [[tv.get(w, unk) for w in b.split()] for _, b in pairs]).tolist()
+            errs = [rel(c, t) for c, t in zip(cli, ref)]
+            worst = max([worst] + errs)
+            if len(cli) != len(ref) or max(errs, default=0.0) > TOL:
+                bad.append(f"trained {fname}: {len(cli)} nazar scores vs {len(ref)} PyTorch, worst relative "
+                           f"difference {max(errs, default=0.0):.3g}")
     for line in bad:
         print("check_model_files:", line)
     print(f"check_model_files: {len(CASES)} cases, worst relative score difference nazar CLI vs PyTorch "
