@@ -12,3 +12,10 @@ add_test(NAME e2e.cli_train
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_cli_train.sh $<TARGET_FILE:nazar_cli>)
 set_tests_properties(e2e.cli_train PROPERTIES LABELS e2e TIMEOUT 120)
 # ---- end train ------------------------------------------------------------------------------
+
+# ---- decode (install + example, PyTorch decoding parity; owner: decode) -----------------------
+add_test(NAME e2e.install_example
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/install_example.sh ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR}
+                 ${CMAKE_COMMAND})
+set_tests_properties(e2e.install_example PROPERTIES LABELS e2e TIMEOUT 300)
+# ---- end decode -------------------------------------------------------------------------------
