@@ -317,6 +317,11 @@ if torch is not None:
 
         def forward(self, src, lengths):
             lengths = _ids(lengths).cpu()
+            if src.shape[1] == 0:  # no source positions at all: zero states
+                e, w = self.rnn, self.embedding.weight
+                dirs = 2 if e.bidirectional else 1
+                return (w.new_zeros(src.shape[0], 0, dirs * e.hidden_size),
+                        w.new_zeros(e.num_layers * dirs, src.shape[0], e.hidden_size))
             empty = lengths == 0
             out, h_n = self.rnn(self.embedding(src), lengths.clamp(min=1))  # packing needs length >= 1
             if isinstance(h_n, tuple):

@@ -111,6 +111,10 @@ CASES = {
     # so nazar's train_step can be compared although its draws come from another generator)
     "bahdanau_sampled": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "bahdanau", "hidden_size": 5},
                           "attention": {"score": "additive", "attention_size": 3}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
+    # an empty source sentence (S_b = 0): zero encoder states, mean bridge 0, empty local-p window
+    "empty_source": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "luong", "hidden_size": 5},
+                      "attention": {"score": "general", "local": "local-p", "window": 1}},
+                     0.0, (4, 0, 2), (3, 2, 4)),
 }
 SAMPLING = {"bahdanau_sampled": 1.0}  # case -> scheduled sampling probability of the training step
 GREEDY_MARGIN, POSITION_MARGIN = 1e-4, 1e-3

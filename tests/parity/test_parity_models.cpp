@@ -50,7 +50,7 @@ constexpr double kTol = 1e-4;
 const char* const kCases[] = {"bahdanau_gru",       "bahdanau_deep_tied", "luong_dot",     "luong_general",
                               "luong_general_feed", "luong_concat",       "luong_local_m", "luong_local_p",
                               "luong_lstm",         "bahdanau_lstm_mean", "ablation_bahdanau_general",
-                              "ablation_luong_additive_local_p", "bahdanau_sampled"};
+                              "ablation_luong_additive_local_p", "bahdanau_sampled",  "empty_source"};
 
 // The fixture's batch, in batch_from_ids layout (tgt_in = <s> y, tgt_out = y </s>, pad 0).
 Batch batch_of(const Fixture& f) {
@@ -231,6 +231,8 @@ TEST(ParityModels, AblationBahdanauGeneral) { check_model("ablation_bahdanau_gen
 TEST(ParityModels, AblationLuongAdditiveLocalP) { check_model("ablation_luong_additive_local_p"); }
 // scheduled sampling with p = 1 (deterministic): the training step feeds the model's own argmax
 TEST(ParityModels, BahdanauScheduledSampling) { check_model("bahdanau_sampled"); }
+// an empty source sentence in the batch (S_b = 0): zero encoder states, empty local-p window
+TEST(ParityModels, EmptySourceSentence) { check_model("empty_source"); }
 
 // ---- export for check_model_files.py (parity.model_files_cli); skipped in a plain ctest run ----
 // For every case: nazar_<case>.safetensors = a model INITIALISED and saved by nazar (the case's
