@@ -15,7 +15,9 @@
 4. `nazar translate` on the PyTorch-written model (beam search with the fixtures' options, and
    greedy = beam 1) prints the n-best texts of nazar_torch.beam_search, scores within 1e-4
    (the fixture generator guards these decisions against near ties).
-5. A model trained by `nazar train` (a few steps on a word-reversal task): model.safetensors and
+5. `nazar align --alignment soft` prints nazar_torch's forced-decoding attention weights
+   (within 2e-6: the CLI prints 6 significant digits).
+6. A model trained by `nazar train` (a few steps on a word-reversal task): model.safetensors and
    the last.safetensors checkpoint load in PyTorch and score as `nazar score` does (<= 1e-4).
 Exit 0 all good, 1 on a mismatch, 77 (skipped) without torch.
 """
@@ -99,6 +101,21 @@ def torch_translate(path, src, options):
     return rows
 
 
+def torch_attention(path, src, tgt):
+    """Forced-decoding attention weights per pair, (|y|, S_b) (the </s> row left out, as nazar align)."""
+    model, meta = nt.load_model(path, dtype=torch.float64)
+    sv = {p: i + 4 for i, p in enumerate(json.loads(meta["nazar.src_vocab"])["pieces"])}
+    tv = {p: i + 4 for i, p in enumerate(json.loads(meta["nazar.tgt_vocab"])["pieces"])}
+    with open(src) as f:
+        xs = [[sv[w] for w in line.split()] for line in f]
+    with open(tgt) as f:
+        ys = [[tv[w] for w in line.split()] for line in f]
+    batch = nt.make_batch(xs, ys, model.config["special_ids"])
+    with torch.no_grad():
+        _, att = model(batch.src, batch.src_lengths, batch.tgt_in)
+    return [att[b, :len(y), :len(x)].numpy() for b, (x, y) in enumerate(zip(xs, ys))]
+
+
 def rel(a, b):
     return abs(a - b) / max(abs(b), 1e-30)
 
@@ -158,6 +175,22 @@ def main():
                 bad.append(f"{case}: nazar translate --beam {options['beam_size']}: {got} vs PyTorch {want}")
             elif any(abs(a - b) > TOL * abs(b) + 1e-6 for (_, _, a), (_, _, b) in zip(got, want)):
                 bad.append(f"{case}: nazar translate --beam {options['beam_size']} scores: {got} vs PyTorch {want}")
+        # 5. attention under forced decoding: `nazar align --alignment soft` (6 significant digits)
+        out = subprocess.run([args.nazar, "align", "--model", theirs, "--src", src, "--tgt", tgt, "--alignment",
+                              "soft"], capture_output=True, text=True)
+        if out.returncode != 0:
+            bad.append(f"{case}: nazar align failed ({out.returncode}): {out.stderr.strip()}")
+        else:
+            got = [json.loads(line) for line in out.stdout.splitlines()]
+            want = torch_attention(theirs, src, tgt)
+            for i, (g, a) in enumerate(zip(got, want)):
+                g = np.array(g, dtype=np.float64)
+                if g.size == 0 and a.size == 0:
+                    continue
+                if g.shape != a.shape or np.abs(g - a).max(initial=0.0) > 2e-6:
+                    bad.append(f"{case}: sentence {i}: nazar align soft attention {g.tolist()} vs PyTorch {a.tolist()}")
+            if len(got) != len(want):
+                bad.append(f"{case}: nazar align printed {len(got)} matrices for {len(want)} pairs")
         ta, ma = nt.load_safetensors(theirs)
         tb, mb = nt.load_safetensors(w(f"resaved_{case}.safetensors"))
         if sorted(ta) != sorted(tb) or any(not np.array_equal(ta[k], tb[k]) for k in ta) or ma != mb:
@@ -166,7 +199,7 @@ def main():
         m2, _ = nt.load_model(w(f"resaved_{case}.safetensors"))
         if any(not torch.equal(v, m2.state_dict()[k]) for k, v in m1.state_dict().items()):
             bad.append(f"{case}: PyTorch loads different tensors from nazar's re-save")
-    # 5. trained by `nazar train` (word tokens, Luong general + input feeding): the model file and
+    # 6. trained by `nazar train` (word tokens, Luong general + input feeding): the model file and
     #    the checkpoint load in PyTorch and score as `nazar score` does
     trained = os.path.join(args.work, "trained")
     train_tsv = os.path.join(args.work, "reverse.tsv")
