@@ -17,11 +17,13 @@ scheduled sampling):
               train_loss (1) the same for the training step (= loss, except with scheduled
                              sampling: metadata sampling_prob)
               tokens (1)     non-pad target tokens
-              greedy_tokens (B, n) I64, -1 padded; greedy_lengths (B); greedy_scores (B)
+              greedy_tokens (B, n) I64, -1 padded; greedy_lengths (B); greedy_scores (B);
+              greedy_attention (B, n, S) each token's attention weights, 0 padded
      grads    grad.<name>    d(train_loss / tokens) / d(parameter), every parameter (nazar's names:
                              with tied embeddings generator.weight is decoder.embedding.weight)
               beam.tokens (B, N, n) I64 -1 padded, beam.lengths / beam.finished (B, N) I64,
-              beam.scores (B, N) (GNMT ranking score), beam.log_probs (B, N): beam search with
+              beam.scores (B, N) (GNMT ranking score), beam.log_probs (B, N), beam.attention
+              (B, N, n, S) 0 padded: beam search with
               the options in metadata "beam" (K = 3, N = 2, α = 0.6, β = 0.2)
    __metadata__: case, config (the nazar.config JSON), label_smoothing, sampling_prob, seed, beam, inputs /
    params / outputs / grads (comma-separated), generator.
@@ -215,18 +217,28 @@ def build_case(name, seed):
     t["greedy_tokens"] = np.array([r["tokens"] + [-1] * (n - len(r["tokens"])) for r in greedy], np.int64)
     t["greedy_lengths"] = np.array([len(r["tokens"]) for r in greedy], np.int64)
     t["greedy_scores"] = np.array([r["score"] for r in greedy], np.float32)
+    S = batch.src.shape[1]
+    t["greedy_attention"] = np.zeros((len(greedy), n, S), np.float32)
+    for b, r in enumerate(greedy):
+        a = r["attention"]
+        t["greedy_attention"][b, :a.shape[0], :a.shape[1]] = f32(a)
     n = max(len(h["tokens"]) for hs in beams for h in hs)
     t["beam.tokens"] = np.array([[h["tokens"] + [-1] * (n - len(h["tokens"])) for h in hs] for hs in beams], np.int64)
     t["beam.lengths"] = np.array([[len(h["tokens"]) for h in hs] for hs in beams], np.int64)
     t["beam.finished"] = np.array([[int(h["finished"]) for h in hs] for hs in beams], np.int64)
     t["beam.scores"] = np.array([[h["score"] for h in hs] for hs in beams], np.float32)
     t["beam.log_probs"] = np.array([[h["log_prob"] for h in hs] for hs in beams], np.float32)
+    t["beam.attention"] = np.zeros(t["beam.tokens"].shape + (S,), np.float32)
+    for b, hs in enumerate(beams):
+        for k, h in enumerate(hs):
+            a = h["attention"]
+            t["beam.attention"][b, k, :a.shape[0], :a.shape[1]] = f32(a)
     params = []
     for k, p in ref.named_parameters():  # tied: generator.weight is decoder.embedding.weight (listed once)
         t["grad." + k] = f32(p.grad)
         params.append(k)
-    outputs = ["scores", "loss", "train_loss", "tokens", "greedy_tokens", "greedy_lengths", "greedy_scores", "beam.tokens",
-               "beam.lengths", "beam.finished", "beam.scores", "beam.log_probs"]
+    outputs = ["scores", "loss", "train_loss", "tokens", "greedy_tokens", "greedy_lengths", "greedy_scores", "greedy_attention",
+               "beam.tokens", "beam.lengths", "beam.finished", "beam.scores", "beam.log_probs", "beam.attention"]
     meta = {"case": name, "config": nt.config_json(cfg), "label_smoothing": repr(smoothing),
             "sampling_prob": repr(sampling), "seed": str(seed),
             "inputs": "src,src_lengths,tgt_in,tgt_out", "params": ",".join(params), "outputs": ",".join(outputs),

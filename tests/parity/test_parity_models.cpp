@@ -73,6 +73,17 @@ Batch batch_of(const Fixture& f) {
     return b;
 }
 
+// A decoded result's attention (n, S_b) into the top-left corner of a zeroed (n_max, S) block.
+void place_attention(const Tensor& attention, TensorView out) {
+    out.zero();
+    if (attention.ndim() != 2) return;
+    const int n = std::min(attention.dim(0), static_cast<int>(out.dim(0)));
+    const int S_b = attention.dim(1);
+    ASSERT_LE(S_b, out.dim(1));
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < S_b; ++i) out.at(j, i) = attention.at(j, i);
+}
+
 // Largest norm-wise relative error over all parameter gradients (for the printed summary).
 double worst_grad_error(const Fixture& f, const ParamList& params, std::string& which) {
     double worst = 0;
@@ -145,6 +156,9 @@ void check_model(const std::string& name) {
     f.expect_output("greedy_lengths", lengths, 0.0);
     f.expect_output("greedy_tokens", tokens, 0.0);
     f.expect_output("greedy_scores", gscores, kTol);
+    Tensor gatt(f["greedy_attention"].shape());  // (B, n, S), 0 beyond each result
+    for (int b = 0; b < batch.B; ++b) place_attention(greedy[static_cast<std::size_t>(b)].attention, gatt.select(b));
+    f.expect_output("greedy_attention", gatt, kTol);
 
     // ---- beam search (same n-best lists: tokens, finished flags, log-probabilities, GNMT scores) ----
     const nlohmann::json bo = nlohmann::json::parse(f.st.meta("beam"));
@@ -156,7 +170,7 @@ void check_model(const std::string& name) {
     const Tensor& want_beam = f["beam.tokens"];  // (B, N, n)
     const int NB = want_beam.dim(1);
     Tensor btokens(want_beam.shape()), blengths(Shape{batch.B, NB}), bfinished(Shape{batch.B, NB});
-    Tensor bscores(Shape{batch.B, NB}), blogp(Shape{batch.B, NB});
+    Tensor bscores(Shape{batch.B, NB}), blogp(Shape{batch.B, NB}), batt(f["beam.attention"].shape());
     btokens.fill(-1.0f);
     for (int b = 0; b < batch.B; ++b) {
         const auto& hyps = beams[static_cast<std::size_t>(b)];
@@ -167,6 +181,7 @@ void check_model(const std::string& name) {
             bfinished.at(b, k) = h.finished ? 1.0f : 0.0f;
             bscores.at(b, k) = static_cast<float>(h.score);
             blogp.at(b, k) = static_cast<float>(h.log_prob);
+            place_attention(h.attention, batt.select(b).select(k));
             for (std::size_t i = 0; i < h.tokens.size() && static_cast<int>(i) < btokens.dim(2); ++i)
                 btokens.at(b, k, static_cast<int64_t>(i)) = static_cast<float>(h.tokens[i]);
         }
@@ -176,6 +191,7 @@ void check_model(const std::string& name) {
     f.expect_output("beam.tokens", btokens, 0.0);
     f.expect_output("beam.scores", bscores, kTol);
     f.expect_output("beam.log_probs", blogp, kTol);
+    f.expect_output("beam.attention", batt, kTol);
 
     // ---- (b) one training step: gradients of loss / tokens, every parameter by name ----
     zero_grads(params);
