@@ -18,4 +18,8 @@ add_test(NAME e2e.install_example
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/install_example.sh ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR}
                  ${CMAKE_COMMAND})
 set_tests_properties(e2e.install_example PROPERTIES LABELS e2e TIMEOUT 300)
+add_test(NAME e2e.decode_parity_torch
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/e2e/decode_parity_torch.py --nazar $<TARGET_FILE:nazar_cli>
+                 --work ${PROJECT_BINARY_DIR}/decode-parity)
+set_tests_properties(e2e.decode_parity_torch PROPERTIES SKIP_RETURN_CODE 77 LABELS "e2e;parity" TIMEOUT 300)
 # ---- end decode -------------------------------------------------------------------------------
