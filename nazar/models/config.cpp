@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <climits>
 #include <cstdio>
 #include <set>
+#include <type_traits>
 
 namespace nazar {
 
@@ -220,6 +222,12 @@ public:
         auto it = j_.find(key);
         if (it == j_.end()) return;
         try {
+            if constexpr (std::is_same_v<T, int>) {  // not a float (UB when out of range), no wrapping
+                const bool fits = it->is_number_unsigned() ? it->template get<uint64_t>() <= INT_MAX
+                                  : it->is_number_integer() && it->template get<int64_t>() >= INT_MIN &&
+                                        it->template get<int64_t>() <= INT_MAX;
+                usage_check(fits, "model config: '{}{}' must be an integer, got {}", prefix(), key, it->dump());
+            }
             out = it->template get<T>();
         } catch (const json::exception&) {
             throw UsageError(fmt::format("model config: '{}{}' has the wrong type: {}", prefix(), key, it->dump()));

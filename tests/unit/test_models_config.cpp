@@ -58,6 +58,10 @@ TEST(ModelConfig, MissingKeysTakeDefaultsUnknownKeysAreErrors) {
     EXPECT_THROW(model_config_from_string(R"({"encoder": {"cell": "rnn"}})"), UsageError);
     EXPECT_THROW(model_config_from_string(R"({"embedding_size": "big"})"), UsageError);
     EXPECT_THROW(model_config_from_string("{not json"), UsageError);
+    // integer keys take integers only: no silent truncation of 1.5, no wrap-around of 2^40
+    EXPECT_THROW(model_config_from_string(R"({"embedding_size": 1.5})"), UsageError);
+    EXPECT_THROW(model_config_from_string(R"({"decoder": {"hidden_size": 1099511627776}})"), UsageError);
+    EXPECT_THROW(model_config_from_string(R"({"attention": {"window": -3000000000}})"), UsageError);
     try {
         model_config_from_string(R"({"attention": {"windw": 3}})");
         FAIL();
