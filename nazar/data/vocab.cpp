@@ -103,7 +103,7 @@ std::string Vocab::to_json() const {
     return j.dump();
 }
 
-Vocab Vocab::from_json(std::string_view json) {
+Vocab Vocab::from_json(std::string_view json) try {
     nlohmann::json j;
     try {
         j = nlohmann::json::parse(json);
@@ -122,6 +122,8 @@ Vocab Vocab::from_json(std::string_view json) {
     v.pieces_ = j["pieces"].get<std::vector<std::string>>();
     v.index();
     return v;
+} catch (const nlohmann::json::type_error& e) {  // "pieces"/"specials" that are not lists of strings
+    throw Error(fmt::format("vocabulary metadata: {}", e.what()));
 }
 
 }  // namespace nazar
