@@ -197,7 +197,8 @@ std::string closest(std::string_view word, const std::vector<std::string_view>& 
     return best_d <= limit ? best : std::string();
 }
 
-[[noreturn]] void usage(std::string_view where, const std::string& msg) {
+[[noreturn]] void usage(std::string_view where, std::string msg) {
+    std::replace_if(msg.begin(), msg.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');  // one line
     throw UsageError(where.empty() ? msg : fmt::format("{}: {}", where, msg));
 }
 
@@ -342,10 +343,12 @@ void apply_yaml_config(TrainConfig& cfg, const std::string& yaml_text, const std
         set_config_value(cfg, key, v.Scalar(), source);
     };
     for (const auto& kv : root) {
+        if (!kv.first.IsScalar()) usage(source, "keys must be names, got a list or mapping as a key");
         const std::string key = kv.first.as<std::string>();
         const YAML::Node& v = kv.second;
         if ((key == "data" || key == "model" || key == "training") && v.IsMap()) {
             for (const auto& inner : v) {
+                if (!inner.first.IsScalar()) usage(source, fmt::format("{}: keys must be names, got a list or mapping", key));
                 const std::string k = inner.first.as<std::string>();
                 if (const ConfigKey* ck = find_config_key(k); ck && key != ck->section)
                     usage(source, fmt::format("key '{}' belongs in section '{}', not '{}'", k, ck->section, key));
