@@ -1,0 +1,28 @@
+# libFuzzer targets (NAZAR_FUZZ=ON, cmake/sanitizers.cmake): every fuzz/fuzz_<name>.cpp becomes
+# the executable fuzz_<name>, linked with the whole library; its seed corpus is
+# fuzz/corpus/<name>/. Included at the end of the top-level CMakeLists.txt (the libraries exist).
+#
+# ctest also replays every committed seed through its fuzzer once ("fuzz.<name>.seeds", label
+# fuzz): a regression test for each input that once crashed, cheap enough for every run.
+# The time-bounded mutation runs are scripts/run-fuzzers.sh (`make test` calls it).
+if(NAZAR_FUZZ)
+  file(GLOB _fuzz_srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/fuzz/fuzz_*.cpp)
+  set(_fuzz_targets)
+  foreach(src ${_fuzz_srcs})
+    get_filename_component(name ${src} NAME_WE)
+    add_executable(${name} ${src} ${PROJECT_SOURCE_DIR}/fuzz/common.cpp)
+    target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${name} PRIVATE nazar)
+    target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
+    target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+    nazar_set_warnings(${name})
+    list(APPEND _fuzz_targets ${name})
+    string(REGEX REPLACE "^fuzz_" "" short ${name})
+    file(GLOB _seeds CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/fuzz/corpus/${short}/*)
+    if(BUILD_TESTING OR NAZAR_BUILD_TESTS)
+      add_test(NAME fuzz.${short}.seeds COMMAND ${name} ${_seeds})
+      set_tests_properties(fuzz.${short}.seeds PROPERTIES LABELS fuzz TIMEOUT 300)
+    endif()
+  endforeach()
+  add_custom_target(fuzzers DEPENDS ${_fuzz_targets})
+endif()

@@ -1,0 +1,47 @@
+#include "fuzz/common.h"
+
+#include "nazar/core/threads.h"
+
+#include <cstring>
+#include <fstream>
+#include <unistd.h>
+
+namespace nazar::fuzz {
+
+void check_message(const char* what) {
+    const std::size_t n = std::strlen(what);
+    if (n == 0) fail("nazar::Error with an empty message");
+    // NAZAR_FUZZ_ALLOW_MULTILINE=1 relaxes this one property (docs/reliability.md, known issues).
+    static const bool allow_multiline = std::getenv("NAZAR_FUZZ_ALLOW_MULTILINE") != nullptr;
+    if (!allow_multiline && std::memchr(what, '\n', n))
+        fail(std::string("nazar::Error message is not one line: ") + what);
+}
+
+void fail(const std::string& what) {
+    std::fprintf(stderr, "fuzz property violated: %s\n", what.c_str());
+    std::fflush(stderr);
+    std::abort();
+}
+
+std::string scratch_path(std::string_view tag) {
+    const char* dir = std::getenv("TMPDIR");
+    std::string out = (dir && *dir) ? dir : "/tmp";
+    out += "/nazar-fuzz-" + std::to_string(::getpid()) + "-";
+    out += tag;
+    return out;
+}
+
+void write_bytes(const std::string& path, std::string_view bytes) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f) fail("cannot write scratch file " + path);
+}
+
+}  // namespace nazar::fuzz
+
+// One thread: the fuzzers run two at a time on two cores, and a thread pool per input is slow
+// under ASan. libFuzzer calls this once before the first input.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+    nazar::set_num_threads(1);
+    return 0;
+}

@@ -1,0 +1,68 @@
+// Fuzzes the model-file reader: bytes -> parse_safetensors (core/safetensors.h) -> round trip
+// -> model_from_safetensors (models/model_file.h: format, config, tensor names and shapes,
+// vocabularies) -> the vocabulary and tokenizer strings of the metadata.
+//
+// Properties: hostile bytes give a one-line nazar::Error or a result; a parsed file serializes
+// and parses back to the same tensors (bit for bit) and metadata.
+// Seeds: fuzz/corpus/safetensors/ (real tiny models written by nazar and by PyTorch).
+#include "fuzz/common.h"
+
+#include "nazar/core/safetensors.h"
+#include "nazar/data/tokenizer.h"
+#include "nazar/data/vocab.h"
+#include "nazar/models/config.h"
+#include "nazar/models/model_file.h"
+
+#include <cstring>
+
+using namespace nazar;
+
+namespace {
+
+void check_round_trip(const SafeTensors& st) {
+    std::string bytes;
+    if (!fuzz::expect_error_or_ok([&] { bytes = serialize_safetensors(st); })) return;  // e.g. non-UTF-8 name
+    const SafeTensors back = parse_safetensors(bytes, "round trip");  // must not throw
+    if (back.metadata != st.metadata) fuzz::fail("metadata changed in a round trip");
+    if (back.names() != st.names()) fuzz::fail("tensor names changed in a round trip");
+    for (const auto& [name, t] : st.tensors()) {
+        const Tensor& u = back.get(name);
+        if (u.shape() != t.shape()) fuzz::fail("shape of '" + name + "' changed in a round trip");
+        if (t.numel() && std::memcmp(u.data(), t.data(), static_cast<std::size_t>(t.numel()) * 4) != 0)
+            fuzz::fail("values of '" + name + "' changed in a round trip");
+    }
+}
+
+// Upper bound on what a config may make the model allocate before its tensors are checked
+// against the file. KNOWN ISSUE (docs/reliability.md): model_from_safetensors builds the model
+// from nazar.config before comparing shapes, so a config with huge sizes allocates before the
+// error; the target skips those configs instead of reporting the same finding forever.
+bool small_config(const SafeTensors& st) {
+    if (!st.has_meta(kModelConfigKey)) return true;  // fails before any allocation
+    ModelConfig c;
+    if (!fuzz::expect_error_or_ok([&] { c = model_config_from_string(st.meta(kModelConfigKey)); })) return true;
+    const int sizes[] = {c.src_vocab_size, c.tgt_vocab_size, c.embedding_size, c.encoder.hidden_size,
+                         c.decoder.hidden_size, c.decoder.deep_output_size, c.attention.attention_size,
+                         c.attention.position_size};
+    for (int s : sizes)
+        if (s > 1024) return false;
+    return c.encoder.num_layers <= 4 && c.decoder.num_layers <= 4;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+    SafeTensors st;
+    if (!fuzz::expect_error_or_ok([&] { st = parse_safetensors(fuzz::as_text(data, size), "fuzz.safetensors"); }))
+        return 0;
+    check_round_trip(st);
+
+    if (small_config(st)) fuzz::expect_error_or_ok([&] { (void)model_from_safetensors(st); });
+
+    // The metadata strings a model file carries (model_file.h keys).
+    for (const char* key : {kSrcVocabKey, kTgtVocabKey})
+        if (st.has_meta(key)) fuzz::expect_error_or_ok([&] { (void)Vocab::from_json(st.meta(key)); });
+    for (const char* key : {kSrcTokenizerKey, kTgtTokenizerKey})
+        if (st.has_meta(key)) fuzz::expect_error_or_ok([&] { (void)Tokenizer::from_string(st.meta(key)); });
+    return 0;
+}

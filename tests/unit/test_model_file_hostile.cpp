@@ -1,0 +1,294 @@
+// Hostile model files (docs/reliability.md): corrupted versions of a real saved model, read
+// the way `nazar translate --model` reads them (bytes -> parse_safetensors -> model_from_
+// safetensors). Every one must be a one-line nazar::Error naming the problem: never a crash, a
+// hang, another exception type or an allocation the file does not justify.
+//
+// The model: tests/common/tiny_models.h's configuration with both vocabularies and a tokenizer
+// in the metadata, as `nazar train` saves it. Structural damage is done to the bytes (truncation,
+// flipped bytes, header edits re-packed with a correct length); semantic damage (missing or
+// extra tensors, disagreeing vocabularies, configurations) through the header JSON as well, so
+// the file stays valid safetensors and only the model checks can reject it.
+#include "nazar/core/safetensors.h"
+#include "nazar/data/tokenizer.h"
+#include "nazar/data/vocab.h"
+#include "nazar/models/model_file.h"
+#include "tests/common/tiny_models.h"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace nazar {
+namespace {
+
+using json = nlohmann::json;
+
+Vocab vocab_of_size(int n) {
+    std::vector<std::string> pieces;
+    for (int i = Vocab::kNumSpecials; i < n; ++i) pieces.push_back(fmt::format("p{}", i));
+    return Vocab::from_pieces(pieces);
+}
+
+// The file image of a real tiny model (V = 10 both sides).
+std::string saved_model() {
+    Seq2Seq m(test::tiny_config(), 5);
+    SafeTensors st;
+    model_to_safetensors(m,
+                         {{kSrcVocabKey, vocab_of_size(10).to_json()},
+                          {kTgtVocabKey, vocab_of_size(10).to_json()},
+                          {kSrcTokenizerKey, Tokenizer::character().to_string()},
+                          {kTgtTokenizerKey, Tokenizer::word().to_string()}},
+                         st);
+    return serialize_safetensors(st);
+}
+
+// What loading the bytes gives: "" when it loads, else the nazar::Error message. Any other
+// exception escapes and fails the test.
+std::string load_error(const std::string& bytes) {
+    try {
+        (void)model_from_safetensors(parse_safetensors(bytes, "m.safetensors"));
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// The file split into its parts, and put back together with a correct header length.
+struct Parts {
+    json header;
+    std::string data;
+};
+Parts split(const std::string& file) {
+    uint64_t n;
+    std::memcpy(&n, file.data(), 8);
+    return {json::parse(file.substr(8, n)), file.substr(8 + n)};
+}
+std::string pack(const std::string& header_text, const std::string& data) {
+    const uint64_t n = header_text.size();
+    std::string out(reinterpret_cast<const char*>(&n), 8);
+    return out + header_text + data;
+}
+std::string pack(const Parts& p) { return pack(p.header.dump(), p.data); }
+
+// Removes a tensor's entry and its bytes, shifting later offsets: a valid file without it.
+void remove_tensor(Parts& p, const std::string& name) {
+    const uint64_t b = p.header[name]["data_offsets"][0], e = p.header[name]["data_offsets"][1];
+    p.data.erase(b, e - b);
+    p.header.erase(name);
+    for (auto& [k, v] : p.header.items())
+        if (k != "__metadata__")
+            for (auto& off : v["data_offsets"])
+                if (off.get<uint64_t>() >= e) off = off.get<uint64_t>() - (e - b);
+}
+void add_tensor(Parts& p, const std::string& name, std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    const uint64_t b = p.data.size();
+    p.data.append(static_cast<std::size_t>(n) * 4, '\0');
+    p.header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {b, b + n * 4}}};
+}
+json config_of(const Parts& p) { return json::parse(p.header["__metadata__"][kModelConfigKey].get<std::string>()); }
+void set_config(Parts& p, const json& cfg) { p.header["__metadata__"][kModelConfigKey] = cfg.dump(); }
+
+struct Case {
+    const char* name;
+    std::function<std::string(const std::string&)> corrupt;  // good file -> hostile file
+    const char* expected;                                     // substring of the error
+};
+
+std::vector<Case> cases() {
+    auto edit = [](std::function<void(Parts&)> f) {
+        return [f](const std::string& file) {
+            Parts p = split(file);
+            f(p);
+            return pack(p);
+        };
+    };
+    auto edit_config = [edit](std::function<void(json&)> f) {
+        return edit([f](Parts& p) {
+            json c = config_of(p);
+            f(c);
+            set_config(p, c);
+        });
+    };
+    auto meta = [edit](const char* key, std::string value) {
+        return edit([key, value](Parts& p) { p.header["__metadata__"][key] = value; });
+    };
+    return {
+        // ---- the safetensors layer ----
+        {"empty file", [](const std::string&) { return std::string(); }, "shorter than the 8-byte"},
+        {"header length beyond the file",
+         [](const std::string& f) { std::string g = f; g[5] = '\x01'; return g; }, "exceeds"},
+        {"header length 2^64-1",
+         [](const std::string& f) { std::string g = f; std::memset(g.data(), 0xff, 8); return g; }, "exceeds"},
+        {"header not JSON", [](const std::string& f) { return pack("{\"a\": [1, 2", split(f).data); }, "invalid JSON"},
+        {"header a JSON array", [](const std::string& f) { return pack("[1, 2]", split(f).data); }, "JSON object"},
+        {"dtype F16", edit([](Parts& p) { p.header["generator.bias"]["dtype"] = "F16"; }), "does not load"},
+        {"dtype unknown", edit([](Parts& p) { p.header["generator.bias"]["dtype"] = "Q4"; }), "unknown dtype"},
+        {"dtype F64 with F32 bytes", edit([](Parts& p) { p.header["generator.bias"]["dtype"] = "F64"; }),
+         "data_offsets"},
+        {"dtype not a string", edit([](Parts& p) { p.header["generator.bias"]["dtype"] = 32; }), "dtype"},
+        {"negative shape", edit([](Parts& p) { p.header["generator.bias"]["shape"] = {-10}; }), "non-negative"},
+        {"shape of 2^31", edit([](Parts& p) { p.header["generator.bias"]["shape"] = {1ll << 31}; }), "too large"},
+        {"shape product overflows",
+         edit([](Parts& p) { p.header["generator.bias"]["shape"] = {1 << 30, 1 << 30, 1 << 30, 1 << 30}; }),
+         "overflows"},
+        {"five dimensions", edit([](Parts& p) { p.header["generator.bias"]["shape"] = {1, 1, 1, 1, 10}; }),
+         "dimensions"},
+        {"offsets beyond the data", edit([](Parts& p) { p.data.resize(p.data.size() - 4); }), "beyond"},
+        {"data after the tensors", edit([](Parts& p) { p.data += "junk"; }), "tensors cover"},
+        {"offsets overlap", edit([](Parts& p) {
+             p.header["generator.bias"]["data_offsets"] = p.header["encoder.embedding.weight"]["data_offsets"];
+             p.header["generator.bias"]["shape"] = p.header["encoder.embedding.weight"]["shape"];
+         }), "overlap"},
+        {"metadata value not a string", edit([](Parts& p) { p.header["__metadata__"]["nazar.format"] = 1; }),
+         "must be a string"},
+        {"duplicate tensor name",
+         [](const std::string& f) {
+             Parts p = split(f);
+             std::string h = p.header.dump();
+             const std::string entry = "\"generator.bias\":" + p.header["generator.bias"].dump();
+             h.insert(1, entry + ",");
+             return pack(h, p.data);
+         },
+         "duplicate key"},
+        // ---- not a nazar model ----
+        {"non-nazar safetensors (no metadata)", edit([](Parts& p) { p.header.erase("__metadata__"); }),
+         "not a nazar model file"},
+        {"format version absent", edit([](Parts& p) { p.header["__metadata__"].erase(kModelFormatKey); }),
+         "not a nazar model file"},
+        {"format version 2", meta(kModelFormatKey, "2"), "version '2' is not supported"},
+        {"format version empty", meta(kModelFormatKey, ""), "is not supported"},
+        {"format version '1 '", meta(kModelFormatKey, "1 "), "is not supported"},
+        {"config absent", edit([](Parts& p) { p.header["__metadata__"].erase(kModelConfigKey); }), "nazar.config"},
+        {"config not JSON", meta(kModelConfigKey, "{\"src_vocab_size\": "), "not valid JSON"},
+        {"config a JSON array", meta(kModelConfigKey, "[10, 10]"), "must be an object"},
+        // ---- tensors vs config ----
+        {"missing tensor", edit([](Parts& p) { remove_tensor(p, "attention.v.weight"); }),
+         "tensor 'attention.v.weight' is missing"},
+        {"missing embedding", edit([](Parts& p) { remove_tensor(p, "encoder.embedding.weight"); }),
+         "'encoder.embedding.weight' is missing"},
+        {"extra unknown tensor", edit([](Parts& p) { add_tensor(p, "decoder.mystery.weight", {2, 3}); }),
+         "unexpected tensor 'decoder.mystery.weight'"},
+        {"embedding transposed (same bytes)",
+         edit([](Parts& p) { p.header["encoder.embedding.weight"]["shape"] = {4, 10}; }),
+         "has shape (4, 10), expected (10, 4)"},
+        {"generator rows disagree with tgt_vocab_size", edit_config([](json& c) { c["tgt_vocab_size"] = 11; }),
+         "expected (11"},
+        {"hidden size disagrees with the RNN weights", edit_config([](json& c) { c["decoder"]["hidden_size"] = 6; }),
+         "expected"},
+        {"GRU weights where the config says LSTM", edit_config([](json& c) { c["encoder"]["cell"] = "lstm"; }),
+         "expected"},
+        {"one layer more in the config", edit_config([](json& c) { c["encoder"]["num_layers"] = 2; }),
+         "is missing"},
+        // ---- vocabularies and tokenizers ----
+        {"source vocabulary smaller than the embedding", meta(kSrcVocabKey, vocab_of_size(9).to_json()),
+         "source vocabulary (nazar.src_vocab) has 9 entries"},
+        {"target vocabulary larger than the embedding", meta(kTgtVocabKey, vocab_of_size(11).to_json()),
+         "has 11 entries"},
+        {"vocabulary not JSON", meta(kSrcVocabKey, "{\"pieces\": [\"a\""), "not valid JSON"},
+        {"vocabulary without pieces", meta(kSrcVocabKey, "{\"specials\": []}"), "pieces"},
+        {"vocabulary pieces not strings", meta(kSrcVocabKey, "{\"pieces\": [1, 2, 3, 4, 5, 6]}"), "vocabulary metadata"},
+        {"vocabulary specials not strings", meta(kSrcVocabKey, "{\"specials\": 4, \"pieces\": []}"), "vocabulary metadata"},
+        {"vocabulary wrong specials",
+         meta(kSrcVocabKey, R"({"specials": ["<unk>", "<pad>", "<s>", "</s>"], "pieces": ["a","b","c","d","e","f"]})"),
+         "specials"},
+        {"vocabulary duplicate piece", meta(kSrcVocabKey, R"({"pieces": ["a","a","c","d","e","f"]})"), "a"},
+    };
+}
+
+TEST(ModelFileHostile, TheUncorruptedFileLoads) {
+    const std::string good = saved_model();
+    EXPECT_EQ(load_error(good), "");
+    // Each table entry must change exactly what it says, so check the helpers on a no-op edit.
+    EXPECT_EQ(load_error(pack(split(good))), "");
+}
+
+TEST(ModelFileHostile, EveryCaseIsAOneLineError) {
+    const std::string good = saved_model();
+    for (const Case& c : cases()) {
+        SCOPED_TRACE(c.name);
+        std::string e;
+        ASSERT_NO_THROW(e = load_error(c.corrupt(good))) << "an exception other than nazar::Error";
+        EXPECT_NE(e, "") << "loaded without an error";
+        EXPECT_NE(e.find(c.expected), std::string::npos) << e;
+        EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    }
+}
+
+// A cut anywhere (inside the length, the header or any tensor's bytes) is an error.
+TEST(ModelFileHostile, EveryTruncationIsAnError) {
+    const std::string good = saved_model();
+    for (std::size_t cut = 0; cut < good.size(); ++cut) {
+        const std::string e = load_error(good.substr(0, cut));
+        ASSERT_NE(e, "") << "truncated to " << cut << " of " << good.size() << " bytes loaded";
+        ASSERT_EQ(e.find('\n'), std::string::npos) << e;
+    }
+}
+
+// Flipping any one byte of the header or the length either still gives a valid file (e.g. a
+// changed digit of a float in the config, or a piece of a vocabulary) or a one-line error.
+// In the data, flips change weights: the model loads unless the flip breaks the tied
+// generator copy.
+TEST(ModelFileHostile, FlippedBytesLoadOrFailCleanly) {
+    const std::string good = saved_model();
+    uint64_t n;
+    std::memcpy(&n, good.data(), 8);
+    int errors = 0, loads = 0;
+    for (std::size_t i = 0; i < good.size(); i += (i < 8 + n ? 1 : 29)) {
+        for (unsigned char mask : {0x01, 0x80}) {
+            std::string bad = good;
+            bad[i] = static_cast<char>(bad[i] ^ mask);
+            std::string e;
+            ASSERT_NO_THROW(e = load_error(bad)) << "byte " << i << " ^ " << int(mask);
+            ASSERT_EQ(e.find('\n'), std::string::npos) << e;
+            (e.empty() ? loads : errors) += 1;
+        }
+    }
+    EXPECT_GT(errors, 0);
+    EXPECT_GT(loads, 0);  // data flips
+}
+
+// A configuration whose values are out of range or of the wrong type is refused with a one-line
+// error (a UsageError from validate(), or the shape check when a value wraps into range).
+TEST(ModelFileHostile, OutOfRangeConfigValuesAreRefused) {
+    const std::string good = saved_model();
+    const std::vector<std::pair<std::string, json>> edits = {
+        {"/src_vocab_size", -10},          {"/src_vocab_size", 0},
+        {"/src_vocab_size", 4},            {"/embedding_size", -1},
+        {"/encoder/hidden_size", 0},       {"/encoder/num_layers", 0},
+        {"/encoder/dropout", 1.5},         {"/encoder/dropout", -0.1},
+        {"/decoder/dropout", 1.0},         {"/decoder/hidden_size", -5},
+        {"/decoder/num_layers", -1},       {"/attention/window", 0},
+        {"/attention/attention_size", -3}, {"/special_ids/eos", 10},
+        {"/special_ids/pad", -1},          {"/encoder/cell", "rnn"},
+        {"/decoder/kind", "transformer"},  {"/src_vocab_size", "ten"},
+        {"/src_vocab_size", 2.5e10},       {"/embedding_size", 1e300},
+        {"/encoder/hidden_size", 4294967300ll},
+    };
+    for (const auto& [ptr, value] : edits) {
+        SCOPED_TRACE(ptr + " = " + value.dump());
+        Parts p = split(good);
+        json c = config_of(p);
+        c[json::json_pointer(ptr)] = value;
+        if (ptr == "/attention/window") c["attention"]["local"] = "local-m";  // the window matters
+        set_config(p, c);
+        std::string e;
+        try {
+            (void)model_from_safetensors(parse_safetensors(pack(p), "m.safetensors"));
+        } catch (const Error& err) {
+            e = err.what();
+        }
+        EXPECT_NE(e, "") << "accepted";
+        EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    }
+}
+
+}  // namespace
+}  // namespace nazar
