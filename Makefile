@@ -4,8 +4,12 @@ BUILD  ?= build
 JOBS   ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
+# reliability: SANITIZE=0 = make test without the ASan/UBSan suite and the fuzzers;
+# FUZZ_SECONDS = time per fuzz target in make test.
+SANITIZE ?= 1
+FUZZ_SECONDS ?= 30
 
-.PHONY: all deps deps-build build test demo bench explain clean format
+.PHONY: all deps deps-build build test demo demo-measure bench bench-compare explain clean format sanitize fuzz
 
 all: build
 
@@ -24,13 +28,45 @@ build: deps-build $(BUILD)/build.ninja
 test: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+ifneq ($(SANITIZE),0)
+	@# reliability (docs/reliability.md): the suite again under ASan+UBSan, then every fuzzer
+	@# for FUZZ_SECONDS from its seeds. `make test SANITIZE=0` skips both.
+	JOBS=$(JOBS) scripts/run-sanitizers.sh
+	JOBS=$(JOBS) FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/run-fuzzers.sh
+endif
 
+# The demo (nazar demo): trains the built-in dates task (~2 min on 2 cores), prints accuracy,
+# translations and a heatmap, writes demo-attention.svg, demo-report.html and demo.safetensors.
+DEMO_FLAGS ?=
 demo: build
-	$(BUILD)/nazar explain
+	$(BUILD)/nazar demo $(DEMO_FLAGS)
+
+# demo-measure: the demo's held-out accuracy and wall time, with the load average of the
+# machine before and after (timings on a shared machine are only comparable with it).
+demo-measure: build
+	@echo "load average before: $$(cut -d' ' -f1-3 /proc/loadavg), $$(nproc) cores"
+	@start=$$(date +%s.%N); $(BUILD)/nazar demo --color never --out-dir $(BUILD)/demo-measure $(DEMO_FLAGS) \
+	  | tee $(BUILD)/demo-measure.log | grep -E '^(trained|held-out|alignment|total)'; \
+	 end=$$(date +%s.%N); awk -v a=$$start -v b=$$end 'BEGIN { printf "wall time: %.1f s\n", b - a }'
+	@echo "load average after: $$(cut -d' ' -f1-3 /proc/loadavg)"
 
 bench: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 	@for b in $(BUILD)/bench/bench_*; do [ -x "$$b" ] && "$$b" --benchmark_min_time=0.2 || exit 1; done
+
+# nazar vs PyTorch and vs the sgemm peak, one table (docs/performance.md).
+# BENCH_FLAGS=--quick: about 5 minutes; --kernels env keeps OPENBLAS_CORETYPE as set.
+BENCH_FLAGS ?=
+bench-compare: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target nazar_cli
+	/usr/bin/python3 bench/compare/run.py --nazar $(BUILD)/nazar $(BENCH_FLAGS)
+
+# reliability (docs/reliability.md): the ASan+UBSan suite alone; the fuzzers alone.
+sanitize: deps
+	JOBS=$(JOBS) scripts/run-sanitizers.sh
+
+fuzz: deps
+	JOBS=$(JOBS) FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/run-fuzzers.sh
 
 clean:
 	rm -rf $(BUILD)

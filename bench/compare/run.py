@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""`make bench-compare`: nazar vs PyTorch (python/nazar_torch.py) on identical configurations,
+weights and data, and nazar vs the machine's measured sgemm peak, in one run, printed as one
+table (method: docs/performance.md).
+
+    bench/compare/run.py --nazar build/nazar [--quick] [--kernels auto|env] [--out F.json]
+
+--kernels auto (default) unsets OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE for every process it
+starts (nazar and PyTorch alike), so OpenBLAS picks its kernels for this CPU; `env` keeps the
+environment as it is. The kernel that ran is printed (nazar::blas_description()).
+Every process gets the same glibc malloc setting (freed memory is kept, no mmap per large
+block): MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_=16 GiB, MALLOC_TOP_PAD_=64 MiB.
+PyTorch runs at its best thread setting (torch.set_num_threads(1), OPENBLAS_NUM_THREADS = cores)
+and, for the "obvious" rows, set_num_threads(cores) with OpenBLAS's default pool.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TORCH = os.path.join(HERE, "torch_bench.py")
+PY = "/usr/bin/python3"
+
+
+def base_env(kernels):
+    env = dict(os.environ)
+    if kernels == "auto":
+        env.pop("OPENBLAS_CORETYPE", None)
+        env.pop("OPENBLAS_L2_SIZE", None)
+    env.update({"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(16 << 30), "MALLOC_TOP_PAD_": str(64 << 20)})
+    return env
+
+
+def run_json(cmd, env):
+    t0 = time.time()
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        sys.stderr.write(f"FAILED ({p.returncode}): {' '.join(cmd)}\n{p.stderr}\n")
+        return None
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r["elapsed"] = time.time() - t0
+    sys.stderr.write(f"  {' '.join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd[:3]))} ... "
+                     f"{time.time() - t0:.1f}s (load {os.getloadavg()[0]:.1f})\n")
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nazar", required=True)
+    ap.add_argument("--quick", action="store_true", help="fewer steps and sentences (about 5 minutes)")
+    ap.add_argument("--kernels", choices=["auto", "env"], default="auto")
+    ap.add_argument("--out", default="")
+    ap.add_argument("--only", default="", help="comma list of sections: gemm,train,decode,local,epoch")
+    a = ap.parse_args()
+    cores = os.cpu_count() or 1
+    env = base_env(a.kernels)
+    nz = [a.nazar, "bench"]
+    sections = set(a.only.split(",")) if a.only else {"gemm", "train", "decode", "local", "epoch"}
+    q = a.quick
+    res = {"quick": q, "kernels": a.kernels, "cores": cores, "load_start": os.getloadavg()[0],
+           "cpu": cpu_name(), "train": [], "decode": []}
+    tmp = tempfile.mkdtemp(prefix="nazar-bench-")
+    best_env = dict(env, OPENBLAS_NUM_THREADS=str(cores))
+    obvious_env = dict(env)
+    obvious_env.pop("OPENBLAS_NUM_THREADS", None)
+
+    if "gemm" in sections:
+        sys.stderr.write("sgemm peak and the model's GEMM shapes\n")
+        res["gemm"] = run_json(nz + ["gemm", "--json", "--size", "1536" if q else "2048"], env)
+    peak = (res.get("gemm") or {}).get("peak", {}).get("gflops")
+
+    if "train" in sections:
+        atts = ["bahdanau", "general", "local-p"] + ([] if q else ["general-feed"])
+        for preset in ["standard", "small"]:
+            steps, warm = (3, 1) if q else (12, 2)
+            if preset == "small":
+                steps, warm = (8, 2) if q else (30, 3)
+            for att in atts:
+                sys.stderr.write(f"train {preset} {att}\n")
+                m, b = os.path.join(tmp, f"{preset}-{att}.safetensors"), os.path.join(tmp, f"{preset}-{att}.json")
+                r = {"preset": preset, "attention": att}
+                r["nazar"] = run_json(nz + ["train", "--json", "--preset", preset, "--attention", att, "--steps",
+                                            str(steps), "--warmup", str(warm), "--batches", str(min(steps, 8)),
+                                            "--save-init", m, "--dump-batches", b], env)
+                tb = [PY, TORCH, "train", "--model", m, "--batches", b, "--steps", str(steps), "--warmup", str(warm)]
+                r["torch_best"] = run_json(tb + ["--threads", "1"], best_env)
+                if not q or (preset == "standard" and att == "bahdanau"):
+                    r["torch_obvious"] = run_json(tb + ["--threads", str(cores)], obvious_env)
+                res["train"].append(r)
+
+    if "decode" in sections:
+        for beam in [1, 5]:
+            for batch in [1, 64]:
+                n = batch if batch > 1 else (4 if q else 12)
+                if batch > 1 and not q:
+                    n = 128
+                if beam == 1 and batch == 1:
+                    n *= 2
+                sys.stderr.write(f"decode standard bahdanau beam {beam} batch {batch}\n")
+                m, s = os.path.join(tmp, "decode.safetensors"), os.path.join(tmp, f"src-{n}.json")
+                r = {"preset": "standard", "attention": "bahdanau", "beam": beam, "batch": batch}
+                r["nazar"] = run_json(nz + ["decode", "--json", "--beam", str(beam), "--batch", str(batch),
+                                            "--sentences", str(n), "--save-init", m, "--dump-batches", s], env)
+                r["torch_best"] = run_json([PY, TORCH, "decode", "--model", m, "--sources", s, "--beam", str(beam),
+                                            "--batch", str(batch), "--threads", "1"], best_env)
+                res["decode"].append(r)
+
+    if "local" in sections:
+        sys.stderr.write("per-step decoder time vs source length\n")
+        res["local"] = run_json(nz + ["local", "--json"], env)
+    if "epoch" in sections:
+        sys.stderr.write("epoch time vs corpus size\n")
+        res["epoch"] = run_json(nz + ["epoch", "--json", "--preset", "small", "--corpus",
+                                      "320,640,1280" if q else "640,1280,2560,5120"], env)
+    res["load_end"] = os.getloadavg()[0]
+    print_table(res, peak)
+    out = a.out or os.path.join(tmp, "results.json")
+    with open(out, "w") as f:
+        json.dump(res, f, indent=1)
+    print(f"\nraw results: {out}")
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "?"
+
+
+def fmt(x, d=0):
+    return "—" if x is None else f"{x:,.{d}f}"
+
+
+def get(r, *keys):
+    for k in keys:
+        if r is None:
+            return None
+        r = r.get(k)
+    return r
+
+
+def ratio(a, b):
+    return None if a is None or b in (None, 0) else a / b
+
+
+def print_table(res, peak):
+    g = res.get("gemm") or {}
+    blas = g.get("blas") or next((get(r, "nazar", "blas") for r in res["train"] if get(r, "nazar")), "?")
+    print(f"\nmachine: {res['cpu']}, {res['cores']} cores; BLAS: {blas}; kernels: {res['kernels']}; "
+          f"load average {res['load_start']:.1f} at start, {res['load_end']:.1f} at end"
+          f"{' (quick mode)' if res['quick'] else ''}")
+    if g:
+        print(f"sgemm peak ({g['peak']['M']}³): {g['peak']['gflops']:.1f} GFLOP/s")
+        print("\n| GEMM shape (standard config) | M×N×K | GFLOP/s | of peak |\n|---|---|---|---|")
+        for s in g["shapes"]:
+            print(f"| {s['name']} | {s['M']}×{s['N']}×{s['K']} | {s['gflops']:.1f} | "
+                  f"{100 * s['gflops'] / g['peak']['gflops']:.0f}% |")
+    print("\n| measurement | nazar | PyTorch best | nazar / PyTorch | PyTorch obvious | nazar FLOP rate "
+          "(of sgemm peak) | peak RSS nazar / PyTorch (MB) |\n|---|---|---|---|---|---|---|")
+    for r in res["train"]:
+        nzr, tb, to = r.get("nazar"), r.get("torch_best"), r.get("torch_obvious")
+        gf = get(nzr, "gflops")
+        print(f"| train {r['preset']} {r['attention']}: target tokens/s | {fmt(get(nzr, 'tokens_per_s'))} | "
+              f"{fmt(get(tb, 'tokens_per_s'))} | {fmt(ratio(get(nzr, 'tokens_per_s'), get(tb, 'tokens_per_s')), 2)}× | "
+              f"{fmt(get(to, 'tokens_per_s'))} | {fmt(gf, 1)} GFLOP/s"
+              f" ({fmt(None if not peak or gf is None else 100 * gf / peak)}%) | "
+              f"{fmt(get(nzr, 'peak_rss_mb'))} / {fmt(get(tb, 'peak_rss_mb'))} |")
+    for r in res["decode"]:
+        nzr, tb = r.get("nazar"), r.get("torch_best")
+        kind = "greedy" if r["beam"] == 1 else f"beam {r['beam']}"
+        print(f"| decode {r['preset']} {r['attention']} {kind}, batch {r['batch']}: sentences/s | "
+              f"{fmt(get(nzr, 'sentences_per_s'), 1)} | {fmt(get(tb, 'sentences_per_s'), 1)} | "
+              f"{fmt(ratio(get(nzr, 'sentences_per_s'), get(tb, 'sentences_per_s')), 2)}× | | | "
+              f"{fmt(get(nzr, 'peak_rss_mb'))} / {fmt(get(tb, 'peak_rss_mb'))} |")
+    if res["train"]:
+        r0 = res["train"][0]
+        print(f"\nfirst-step loss, same weights and batch ({r0['preset']} {r0['attention']}): nazar "
+              f"{fmt(get(r0, 'nazar', 'first_loss'), 5)}, PyTorch {fmt(get(r0, 'torch_best', 'first_loss'), 5)}; "
+              f"analytic FLOPs per target token: {fmt(get(r0, 'nazar', 'flop_per_token'))}")
+    loc = res.get("local")
+    if loc:
+        print("\n| source length S | global: step ms | local-p: step ms | global: attention ms | "
+              "local-p: attention ms |\n|---|---|---|---|---|")
+        rows = {(x["attention"], x["S"]): x for x in loc["rows"]}
+        for S in sorted({x["S"] for x in loc["rows"]}):
+            gl, lp = rows.get(("general", S)), rows.get(("local-p", S))
+            print(f"| {S} | {gl['step_ms']:.2f} | {lp['step_ms']:.2f} | {gl['attention_ms']:.3f} | "
+                  f"{lp['attention_ms']:.3f} |")
+        print(f"(standard config, {loc['rows'][0]['rows']} rows per step; load average {loc['load_avg']:.1f})")
+    ep = res.get("epoch")
+    if ep:
+        print("\n| corpus (pairs) | target tokens | epoch s | ms per pair |\n|---|---|---|---|")
+        for x in ep["rows"]:
+            print(f"| {x['pairs']} | {x['target_tokens']} | {x['epoch_s']:.2f} | {x['ms_per_pair']:.2f} |")
+        print(f"(small config, Bahdanau; load average {ep['load_avg']:.1f})")
+
+
+if __name__ == "__main__":
+    main()

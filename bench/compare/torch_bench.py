@@ -1,0 +1,183 @@
+#!/usr/bin/python3
+"""The PyTorch side of `make bench-compare` (docs/performance.md): python/nazar_torch.py's
+Seq2Seq, loaded from the initial model file `nazar bench` wrote, trained on the batches it
+dumped (same weights, same batches, Adam lr 1e-3, loss = mean token cross-entropy), or decoding
+its sources. Prints one JSON object.
+
+    torch_bench.py train  --model M --batches B.json --steps N --warmup K --threads T
+    torch_bench.py decode --model M --sources S.json --beam K --batch N --max-length L --threads T
+
+Threads: torch.set_num_threads(T); OpenBLAS's own pool is sized by OPENBLAS_NUM_THREADS, which
+the caller sets (the best setting on a 2-core machine is T = 1 with 2 OpenBLAS threads).
+PyTorch "at its best": batches are tensors before timing, the loop does nothing but
+zero_grad / forward / backward / step, and local-p windows are computed with tensor ops
+instead of the reference's per-sentence Python loop.
+"""
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import nazar_torch as nt  # noqa: E402
+
+
+def fast_local_forward(self, query, keys, enc_out, lengths, t=0):
+    """nazar_torch.Attention.forward with the window bounds computed by tensor ops (same math)."""
+    if self.local == "global":
+        return _orig_forward(self, query, keys, enc_out, lengths, t)
+    B, S, _ = enc_out.shape
+    lengths = torch.as_tensor(lengths, dtype=torch.int64)
+    e = self._scores(query, keys)
+    pos = torch.arange(S)
+    p = self.positions(query, lengths, t)
+    D = self.window
+    if self.local == "local-m":
+        c = torch.minimum(p.detach().long(), lengths - 1)
+    else:
+        c = torch.minimum(torch.floor(p.detach() + 0.5).long(), lengths - 1)
+    lo = torch.clamp(c - D, min=0)
+    hi = torch.minimum(lengths - 1, c + D)
+    empty = lengths == 0
+    lo = lo.masked_fill(empty, 0)
+    hi = hi.masked_fill(empty, -1)
+    inside = (pos[None, :] >= lo[:, None]) & (pos[None, :] <= hi[:, None])
+    e = e.masked_fill(~inside & inside.any(-1, keepdim=True), float("-inf"))
+    alpha = torch.softmax(e, dim=-1).masked_fill(~inside, 0.0)
+    if self.local == "local-p":
+        sigma = self.window / 2.0
+        g = torch.exp(-((pos[None, :].to(p.dtype) - p[:, None]) ** 2) / (2 * sigma * sigma))
+        alpha = alpha * g
+    context = torch.bmm(alpha[:, None, :], enc_out).squeeze(1)
+    return context, alpha
+
+
+_orig_forward = nt.Attention.forward
+nt.Attention.forward = fast_local_forward
+
+
+def peak_rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def train(a):
+    model, _ = nt.load_model(a.model)
+    model.train()
+    sp = model.config["special_ids"]
+    with open(a.batches) as f:
+        raw = json.load(f)
+    batches = [nt.make_batch(b["src"], b["tgt"], sp) for b in raw]
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    rss_ready = peak_rss_mb()
+    tokens, first_loss, t0, c0 = 0, None, None, None
+    for s in range(a.warmup + a.steps):
+        if s == a.warmup:
+            t0, c0 = time.perf_counter(), time.process_time()
+        batch = batches[s % len(batches)]
+        opt.zero_grad(set_to_none=True)
+        total, n = nt.loss(model, batch)
+        loss = total / max(n, 1)
+        loss.backward()
+        opt.step()
+        if s == 0:
+            first_loss = float(loss)
+        if s >= a.warmup:
+            tokens += n
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"what": "train", "steps": a.steps, "target_tokens": tokens, "wall_s": wall, "cpu_s": cpu,
+            "tokens_per_s": tokens / wall, "first_loss": first_loss, "peak_rss_mb": peak_rss_mb(),
+            "rss_before_training_mb": rss_ready}
+
+
+def beam_batch(model, src, K, max_length, alpha=0.6):
+    """Batched beam search (K live hypotheses per sentence, one step() for all rows), the plain
+    way: finished hypotheses are recorded and their continuations masked; runs to the longest
+    sentence's maximum length. Returns the best token list per sentence."""
+    sp = model.config["special_ids"]
+    batch = nt.make_batch(src, None, sp)
+    B = len(src)
+    limit = max(nt.max_decode_length(n, 2.0, 5, max_length) for n in batch.src_lengths.tolist())
+    enc = model.encode(batch.src, batch.src_lengths)
+    state = model.init_state(enc)
+    encK = enc.select(torch.arange(B).repeat_interleave(K))
+    k = 1
+    scores = torch.zeros(B, 1)
+    prev = torch.full((B,), sp["bos"], dtype=torch.int64)
+    tokens = torch.zeros(B, 1, 0, dtype=torch.int64)
+    best = [(-float("inf"), None)] * B
+    for t in range(limit):
+        log_probs, _, state = model.step(prev, enc if k == 1 else encK, state)
+        V = log_probs.shape[1]
+        total = (scores[:, :, None] + log_probs.view(B, k, V)).view(B, k * V)
+        top_v, top_i = total.topk(K, dim=1)
+        beam, tok = top_i // V, top_i % V
+        tokens = torch.cat([tokens.gather(1, beam[:, :, None].expand(B, K, tokens.shape[2])), tok[:, :, None]], 2)
+        eos = tok == sp["eos"]
+        if bool(eos.any()):
+            for b, j in eos.nonzero().tolist():
+                sc = float(top_v[b, j]) / nt.length_penalty(t + 1, alpha)
+                if sc > best[b][0]:
+                    best[b] = (sc, tokens[b, j].tolist())
+            top_v = top_v.masked_fill(eos, -float("inf"))
+        state = state.select((torch.arange(B)[:, None] * k + beam).view(-1))
+        scores, prev, k = top_v, tok.view(-1), K
+    out = []
+    for b in range(B):
+        if best[b][1] is None:
+            best[b] = (float(scores[b, 0]), tokens[b, 0].tolist())
+        out.append(best[b][1])
+    return out
+
+
+def decode(a):
+    model, _ = nt.load_model(a.model)
+    model.eval()
+    with open(a.sources) as f:
+        src = json.load(f)
+
+    def run(sents):
+        n = 0
+        with torch.no_grad():
+            for i in range(0, len(sents), a.batch):
+                part = sents[i:i + a.batch]
+                if a.beam <= 1:
+                    n += sum(len(r["tokens"]) for r in nt.greedy(model, part, max_length=a.max_length))
+                else:
+                    n += sum(len(r) for r in beam_batch(model, part, a.beam, a.max_length))
+        return n
+
+    run(src[:a.batch])  # warm-up: one batch
+    t0, c0 = time.perf_counter(), time.process_time()
+    n = run(src)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"what": "decode", "beam": a.beam, "batch": a.batch, "sentences": len(src), "output_tokens": n,
+            "wall_s": wall, "cpu_s": cpu, "sentences_per_s": len(src) / wall, "peak_rss_mb": peak_rss_mb()}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("what", choices=["train", "decode"])
+    p.add_argument("--model", required=True)
+    p.add_argument("--batches")
+    p.add_argument("--sources")
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--max-length", type=int, default=40)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    r = train(a) if a.what == "train" else decode(a)
+    r.update({"torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+              "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
+              "load_avg": os.getloadavg()[0]})
+    print(json.dumps(r))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+// Helpers of `nazar bench` (see bench_util.h; method in docs/performance.md).
+#include "cli/bench_util.h"
+
+#include "nazar/core/blas.h"
+#include "nazar/core/check.h"
+#include "nazar/models/seq2seq.h"
+#include "nazar/train/optim.h"
+#include "nazar/train/trainer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <string>
+
+namespace nazar::cli {
+
+using nlohmann::json;
+
+Preset preset(const std::string& name) {
+    if (name == "standard") return {"standard", 8000, 8000, 256, 256, 512, 512, 64};
+    if (name == "small") return {"small", 1000, 1000, 128, 128, 256, 256, 32};
+    throw UsageError(fmt::format("unknown preset '{}' (standard, small)", name));
+}
+
+ModelConfig model_config(const Preset& p, const std::string& attention) {
+    json j = {{"src_vocab_size", p.src_vocab},
+              {"tgt_vocab_size", p.tgt_vocab},
+              {"embedding_size", p.emb},
+              {"encoder", {{"cell", "gru"}, {"hidden_size", p.enc_hidden}, {"bidirectional", true}}},
+              {"decoder", {{"cell", "gru"}, {"hidden_size", p.dec_hidden}}},
+              {"attention", {{"attention_size", p.att}}}};
+    if (attention == "bahdanau") {
+        j["decoder"]["kind"] = "bahdanau";
+        j["attention"]["score"] = "additive";
+    } else if (attention == "general" || attention == "general-feed" || attention == "local-p") {
+        j["decoder"]["kind"] = "luong";
+        j["attention"]["score"] = "general";
+        if (attention == "general-feed") j["decoder"]["input_feeding"] = true;
+        if (attention == "local-p") j["attention"]["local"] = "local-p";
+    } else {
+        throw UsageError(fmt::format("unknown attention '{}' (bahdanau, general, general-feed, local-p)", attention));
+    }
+    return model_config_from_json(j);
+}
+
+std::pair<std::vector<std::vector<int32_t>>, std::vector<std::vector<int32_t>>> synthetic_pairs(
+    Rng& rng, int n, int src_vocab, int tgt_vocab, int min_len, int max_len) {
+    NZ_CHECK(min_len >= 1 && max_len >= min_len, "bench: lengths [{}, {}]", min_len, max_len);
+    std::vector<std::vector<int32_t>> src(n), tgt(n);
+    auto fill = [&](std::vector<int32_t>& v, int V) {
+        v.resize(min_len + rng.below(static_cast<uint64_t>(max_len - min_len + 1)));
+        for (auto& x : v) x = 4 + static_cast<int32_t>(rng.below(static_cast<uint64_t>(V - 4)));
+    };
+    for (int i = 0; i < n; ++i) {
+        fill(src[i], src_vocab);
+        fill(tgt[i], tgt_vocab);
+    }
+    return {std::move(src), std::move(tgt)};
+}
+
+static double cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+void Stopwatch::start() {
+    wall0_ = std::chrono::steady_clock::now();
+    cpu0_ = cpu_seconds();
+}
+
+Timing Stopwatch::stop() const {
+    return {std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count(), cpu_seconds() - cpu0_};
+}
+
+double peak_rss_mb() {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+    return 0;
+}
+
+double load_average() {
+    double l[1] = {0};
+    return getloadavg(l, 1) == 1 ? l[0] : -1;
+}
+
+double train_flops(const ModelConfig& cfg, const Batch& b) {
+    const double E = cfg.embedding_size, Hs = cfg.encoder.hidden_size, H = cfg.decoder.hidden_size;
+    const double V = cfg.tgt_vocab_size, G = cfg.encoder.cell == CellType::gru ? 3 : 4;
+    const double Gd = cfg.decoder.cell == CellType::gru ? 3 : 4;
+    const double dirs = cfg.encoder.bidirectional ? 2 : 1, C = dirs * Hs, D = generator_input_size(cfg);
+    const AttentionConfig ac = attention_config(cfg);
+    const double A = ac.attention_size, P = ac.position_size;
+    const bool additive = ac.score == ScoreKind::additive || ac.score == ScoreKind::concat;
+    const bool luong = cfg.decoder.kind == DecoderKind::luong;
+    const double F = luong ? (cfg.decoder.input_feeding ? H : 0) : C;
+    double fwd = 0;  // multiply-adds of the forward pass
+    for (int i = 0; i < b.B; ++i) {
+        const double Sb = b.src_lengths[i], Tb = b.tgt_lengths[i];
+        // encoder: input projection + recurrence per direction; keys once per batch
+        fwd += Sb * dirs * (E * G * Hs + Hs * G * Hs);
+        fwd += Sb * C * (ac.score == ScoreKind::dot ? 0 : (additive ? A : H));
+        const double n = ac.local == LocalMode::global ? Sb : std::min<double>(2 * ac.window + 1, Sb);
+        double step = (E + F) * Gd * H + H * Gd * H;                   // decoder cell
+        step += additive ? H * A + n * A : n * H;                      // query / scores
+        if (ac.local == LocalMode::predictive) step += H * P + P;      // position predictor
+        step += n * C;                                                 // context
+        if (luong) step += (H + C) * H;                                // combine W_c
+        step += D * V;                                                 // generator
+        fwd += Tb * step;
+    }
+    return 2.0 * 3.0 * fwd;
+}
+
+namespace {
+
+double time_gemm(bool ta, bool tb, int M, int N, int K, double min_seconds) {
+    Tensor a({ta ? K : M, ta ? M : K}), bm({tb ? N : K, tb ? K : N}), c({M, N});
+    Rng rng(3);
+    rng.fill_uniform(a, -1, 1);
+    rng.fill_uniform(bm, -1, 1);
+    gemm(a, ta, bm, tb, c);  // warm-up
+    double best = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+        int iters = 0;
+        const auto t0 = std::chrono::steady_clock::now();
+        double el = 0;
+        do {
+            gemm(a, ta, bm, tb, c);
+            ++iters;
+            el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        } while (el < min_seconds / 3);
+        best = std::max(best, 2.0 * M * N * K * iters / el / 1e9);
+    }
+    return best;
+}
+
+}  // namespace
+
+json bench_gemm_rates(const Preset& p, int size) {
+    json j;
+    j["what"] = "gemm";
+    j["peak"] = {{"M", size}, {"N", size}, {"K", size}, {"gflops", time_gemm(false, false, size, size, size, 1.5)}};
+    const int B = p.batch, S = 35, H = p.dec_hidden, C = 2 * p.enc_hidden, V = p.tgt_vocab, E = p.emb;
+    struct Shape {
+        const char* name;
+        bool ta, tb;
+        int M, N, K;
+    };
+    const Shape shapes[] = {
+        {"generator logits X Wt (256-row chunk)", false, true, 256, V, H},
+        {"generator d_X = dZ W", false, false, 256, H, V},
+        {"generator d_W += dZt X", true, false, V, H, 256},
+        {"encoder input projection (B*S rows)", false, true, B * S, 3 * p.enc_hidden, E},
+        {"encoder recurrent h W_hh^T", false, true, B, 3 * p.enc_hidden, p.enc_hidden},
+        {"decoder input [e;c] W_ih^T (per step)", false, true, B, 3 * H, E + C},
+        {"decoder recurrent h W_hh^T", false, true, B, 3 * H, H},
+        {"attention keys (B*S rows)", false, true, B * S, H, C},
+    };
+    json rows = json::array();
+    for (const Shape& s : shapes)
+        rows.push_back({{"name", s.name}, {"M", s.M}, {"N", s.N}, {"K", s.K},
+                        {"gflops", time_gemm(s.ta, s.tb, s.M, s.N, s.K, 0.6)}});
+    j["shapes"] = rows;
+    return j;
+}
+
+json bench_local_scaling(const Preset& p, const std::vector<int>& lengths, int seed) {
+    json rows = json::array();
+    const int N = 16, steps = 20;
+    for (const char* att : {"general", "local-p"}) {
+        Seq2Seq model(model_config(p, att), static_cast<uint64_t>(seed));
+        for (int S : lengths) {
+            Rng rng(static_cast<uint64_t>(seed), 17);
+            std::vector<int32_t> src(static_cast<std::size_t>(N) * S);
+            for (auto& x : src) x = 4 + static_cast<int32_t>(rng.below(static_cast<uint64_t>(p.src_vocab - 4)));
+            const std::vector<int> len(N, S);
+            EncodedSource enc;
+            model.encode(src, len, S, enc);
+            DecoderState st;
+            model.init_state(enc, st);
+            Tensor lp({N, p.tgt_vocab});
+            std::vector<int32_t> prev(N, 2);
+            model.step(prev, enc, st, lp, TensorView());  // warm-up
+            // full decoder step (cell + attention + generator) and the attention alone
+            Stopwatch sw;
+            sw.start();
+            for (int t = 0; t < steps; ++t) model.step(prev, enc, st, lp, TensorView());
+            const Timing full = sw.stop();
+            Tensor q({N, p.dec_hidden}), ctx({N, 2 * p.enc_hidden});
+            rng.fill_uniform(q, -1, 1);
+            AttentionStepCache cache;
+            sw.start();
+            for (int t = 0; t < steps * 10; ++t)
+                model.attention.forward(q, enc.keys, enc.enc_out, enc.lengths, t, ctx, cache);
+            const Timing attn = sw.stop();
+            rows.push_back({{"attention", att}, {"S", S}, {"rows", N},
+                            {"step_ms", 1e3 * full.wall / steps}, {"step_cpu_ms", 1e3 * full.cpu / steps},
+                            {"attention_ms", 1e3 * attn.wall / (steps * 10)},
+                            {"attention_cpu_ms", 1e3 * attn.cpu / (steps * 10)}});
+        }
+    }
+    return {{"what", "local"}, {"preset", p.name}, {"rows", rows}};
+}
+
+json bench_epoch_scaling(const Preset& p, const std::vector<int>& corpus, int seed, int min_len, int max_len) {
+    json rows = json::array();
+    for (int n : corpus) {
+        const ModelConfig cfg = model_config(p, "bahdanau");
+        Seq2Seq model(cfg, static_cast<uint64_t>(seed));
+        ParamList params = model.parameters();
+        Optimizer opt = Optimizer::adam(params, AdamOptions{});
+        Rng data_rng(static_cast<uint64_t>(seed), 19), rng(static_cast<uint64_t>(seed), 7);
+        auto [src, tgt] = synthetic_pairs(data_rng, n, p.src_vocab, p.tgt_vocab, min_len, max_len);
+        std::vector<Batch> batches;
+        for (int i = 0; i < n; i += p.batch) {
+            const int e = std::min(n, i + p.batch);
+            batches.push_back(batch_from_ids(std::span(src.data() + i, e - i), std::span(tgt.data() + i, e - i)));
+        }
+        int64_t tokens = 0;
+        Stopwatch sw;
+        sw.start();
+        for (const Batch& b : batches) {
+            zero_grads(params);
+            tokens += model.train_step(b, {}, rng).tokens;
+            opt.step();
+        }
+        const Timing t = sw.stop();
+        rows.push_back({{"pairs", n}, {"target_tokens", tokens}, {"epoch_s", t.wall}, {"epoch_cpu_s", t.cpu},
+                        {"ms_per_pair", 1e3 * t.wall / n}});
+    }
+    return {{"what", "epoch"}, {"preset", p.name}, {"rows", rows}};
+}
+
+}  // namespace nazar::cli

@@ -1,0 +1,58 @@
+// Helpers of `nazar bench` (cli/cmd_bench.cpp): presets, synthetic data, timing, memory, the
+// analytic FLOP count (docs/performance.md) and the GEMM / scaling measurements.
+#pragma once
+
+#include "nazar/core/rng.h"
+#include "nazar/data/batcher.h"
+#include "nazar/models/config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace nazar::cli {
+
+// The configurations of the performance issue (README, docs/performance.md).
+struct Preset {
+    std::string name;
+    int src_vocab = 0, tgt_vocab = 0, emb = 0, enc_hidden = 0, dec_hidden = 0, att = 0, batch = 0;
+};
+Preset preset(const std::string& name);  // "standard" | "small"
+// attention: "bahdanau" | "general" | "general-feed" (Luong general + input feeding) | "local-p"
+// (Luong general, local-p, D = 10); global variants use global attention.
+ModelConfig model_config(const Preset& p, const std::string& attention);
+
+// n pairs, lengths uniform in [min_len, max_len], ids uniform in [4, V) (no specials).
+std::pair<std::vector<std::vector<int32_t>>, std::vector<std::vector<int32_t>>> synthetic_pairs(
+    Rng& rng, int n, int src_vocab, int tgt_vocab, int min_len, int max_len);
+
+struct Timing {
+    double wall = 0, cpu = 0;  // seconds; cpu = process CPU time (all threads)
+};
+class Stopwatch {
+public:
+    void start();
+    Timing stop() const;
+
+private:
+    std::chrono::steady_clock::time_point wall0_{};
+    double cpu0_ = 0;
+};
+
+double peak_rss_mb();   // VmHWM of this process
+double load_average();  // 1-minute load average
+
+// Multiply-add FLOPs (2 per multiply-add) of one training step (forward + backward = 3 x the
+// forward's matrix products) on the batch's real tokens: docs/performance.md.
+double train_flops(const ModelConfig& cfg, const Batch& b);
+
+nlohmann::json bench_gemm_rates(const Preset& p, int size);
+nlohmann::json bench_local_scaling(const Preset& p, const std::vector<int>& lengths, int seed);
+nlohmann::json bench_epoch_scaling(const Preset& p, const std::vector<int>& corpus, int seed, int min_len,
+                                   int max_len);
+
+}  // namespace nazar::cli
