@@ -209,9 +209,14 @@ std::string render_svg(const Heatmap& h, const SvgOptions& opt) {
                      y0);
     // labels
     o += "<g class=\"src-labels\">\n";
-    for (int i = 0; i < S; ++i)
-        o += fmt::format("<text transform=\"translate({:.1f},{}) rotate(-90)\">{}</text>\n",
-                         x0 + i * c + c / 2.0 + font * 0.35, y0 - 5, xml_escape(src[i]));
+    for (int i = 0; i < S; ++i) {
+        if (src_len == 1)  // single characters (char level) stand upright, centred on their column
+            o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x0 + i * c + c / 2.0,
+                             y0 - 5, xml_escape(src[i]));
+        else
+            o += fmt::format("<text transform=\"translate({:.1f},{}) rotate(-90)\">{}</text>\n",
+                             x0 + i * c + c / 2.0 + font * 0.35, y0 - 5, xml_escape(src[i]));
+    }
     o += "</g>\n<g class=\"tgt-labels\" text-anchor=\"end\">\n";
     for (int t = 0; t < T; ++t)
         o += fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", x0 - 5, y0 + t * c + c / 2.0 + font * 0.35,

@@ -23,3 +23,13 @@ add_test(NAME e2e.decode_parity_torch
                  --work ${PROJECT_BINARY_DIR}/decode-parity)
 set_tests_properties(e2e.decode_parity_torch PROPERTIES SKIP_RETURN_CODE 77 LABELS "e2e;parity" TIMEOUT 300)
 # ---- end decode -------------------------------------------------------------------------------
+
+# ---- viz/demo (nazar demo / attention, HTML report in headless Chromium; owner: viz) ----------
+add_test(NAME e2e.attention_cli
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_html_report.sh $<TARGET_FILE:nazar_cli> cli)
+set_tests_properties(e2e.attention_cli PROPERTIES LABELS e2e TIMEOUT 300)
+add_test(NAME e2e.html_report_chromium
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_html_report.sh $<TARGET_FILE:nazar_cli> chromium)
+set_tests_properties(e2e.html_report_chromium PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77
+                     ENVIRONMENT NAZAR_SCREENSHOT_DIR=${PROJECT_BINARY_DIR})
+# ---- end viz/demo -----------------------------------------------------------------------------
