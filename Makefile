@@ -72,6 +72,16 @@ sanitize: deps
 fuzz: deps
 	JOBS=$(JOBS) FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/run-fuzzers.sh
 
+# learn-reversal (docs/reversal.md): every attention variant learns sequence reversal (lengths
+# 10-50, 24 symbols) to >= 99% exact match; long (minutes per variant), not part of `make test`.
+# REVERSAL_VARIANTS: a subset of configs/reversal/*.yaml names; the script's environment
+# (STOP_EXACT, MAX_STEPS, THREADS, NICE, ...) passes through.
+REVERSAL_VARIANTS ?=
+.PHONY: learn-reversal
+learn-reversal: deps-build $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target nazar_cli
+	NAZAR=$(BUILD)/nazar OUT=$(BUILD)/learn-reversal scripts/learn-reversal.sh $(REVERSAL_VARIANTS)
+
 clean:
 	rm -rf $(BUILD)
 
