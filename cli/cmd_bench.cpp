@@ -96,6 +96,7 @@ json bench_train(const BenchArgs& a) {
             {"tokens_per_s", tokens / t.wall},
             {"gflop", flops / 1e9},
             {"gflops", flops / t.wall / 1e9},
+            {"gflops_per_cpu_s", flops / t.cpu / 1e9},
             {"flop_per_token", flops / static_cast<double>(std::max<int64_t>(tokens, 1))},
             {"first_loss", first_loss},
             {"peak_rss_mb", peak_rss_mb()}};

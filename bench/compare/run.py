@@ -117,7 +117,7 @@ def main():
         res["epoch"] = run_json(nz + ["epoch", "--json", "--preset", "small", "--corpus",
                                       "320,640,1280" if q else "640,1280,2560,5120"], env)
     res["load_end"] = os.getloadavg()[0]
-    print_table(res, peak)
+    print_table(res, peak, (res.get("gemm") or {}).get("peak", {}).get("gflops_per_cpu_s"))
     out = a.out or os.path.join(tmp, "results.json")
     with open(out, "w") as f:
         json.dump(res, f, indent=1)
@@ -151,34 +151,41 @@ def ratio(a, b):
     return None if a is None or b in (None, 0) else a / b
 
 
-def print_table(res, peak):
+def print_table(res, peak, peak_cpu):
     g = res.get("gemm") or {}
     blas = g.get("blas") or next((get(r, "nazar", "blas") for r in res["train"] if get(r, "nazar")), "?")
     print(f"\nmachine: {res['cpu']}, {res['cores']} cores; BLAS: {blas}; kernels: {res['kernels']}; "
           f"load average {res['load_start']:.1f} at start, {res['load_end']:.1f} at end"
           f"{' (quick mode)' if res['quick'] else ''}")
     if g:
-        print(f"sgemm peak ({g['peak']['M']}³): {g['peak']['gflops']:.1f} GFLOP/s")
-        print("\n| GEMM shape (standard config) | M×N×K | GFLOP/s | of peak |\n|---|---|---|---|")
+        print(f"sgemm peak ({g['peak']['M']}³): {g['peak']['gflops']:.1f} GFLOP/s wall, "
+              f"{g['peak']['gflops_per_cpu_s']:.1f} GFLOP per CPU-second")
+        print("\n| GEMM shape (standard config) | M×N×K | GFLOP/s | of peak | GFLOP per CPU-s | of peak |"
+              "\n|---|---|---|---|---|---|")
         for s in g["shapes"]:
             print(f"| {s['name']} | {s['M']}×{s['N']}×{s['K']} | {s['gflops']:.1f} | "
-                  f"{100 * s['gflops'] / g['peak']['gflops']:.0f}% |")
+                  f"{100 * s['gflops'] / g['peak']['gflops']:.0f}% | {s['gflops_per_cpu_s']:.1f} | "
+                  f"{100 * s['gflops_per_cpu_s'] / g['peak']['gflops_per_cpu_s']:.0f}% |")
     print("\n| measurement | nazar | PyTorch best | nazar / PyTorch | PyTorch obvious | nazar FLOP rate "
-          "(of sgemm peak) | peak RSS nazar / PyTorch (MB) |\n|---|---|---|---|---|---|---|")
+          "(of sgemm peak) | nazar GFLOP per CPU-s (of peak) | per CPU-s nazar / PyTorch | "
+          "peak RSS nazar / PyTorch (MB) |\n|---|---|---|---|---|---|---|---|---|")
     for r in res["train"]:
         nzr, tb, to = r.get("nazar"), r.get("torch_best"), r.get("torch_obvious")
-        gf = get(nzr, "gflops")
+        gf, gc = get(nzr, "gflops"), get(nzr, "gflops_per_cpu_s")
+        cpu_ratio = ratio(ratio(get(nzr, "target_tokens"), get(nzr, "cpu_s")), ratio(get(tb, "target_tokens"), get(tb, "cpu_s")))
         print(f"| train {r['preset']} {r['attention']}: target tokens/s | {fmt(get(nzr, 'tokens_per_s'))} | "
               f"{fmt(get(tb, 'tokens_per_s'))} | {fmt(ratio(get(nzr, 'tokens_per_s'), get(tb, 'tokens_per_s')), 2)}× | "
               f"{fmt(get(to, 'tokens_per_s'))} | {fmt(gf, 1)} GFLOP/s"
-              f" ({fmt(None if not peak or gf is None else 100 * gf / peak)}%) | "
+              f" ({fmt(None if not peak or gf is None else 100 * gf / peak)}%) | {fmt(gc, 1)}"
+              f" ({fmt(None if not peak_cpu or gc is None else 100 * gc / peak_cpu)}%) | {fmt(cpu_ratio, 2)}× | "
               f"{fmt(get(nzr, 'peak_rss_mb'))} / {fmt(get(tb, 'peak_rss_mb'))} |")
     for r in res["decode"]:
         nzr, tb = r.get("nazar"), r.get("torch_best")
         kind = "greedy" if r["beam"] == 1 else f"beam {r['beam']}"
         print(f"| decode {r['preset']} {r['attention']} {kind}, batch {r['batch']}: sentences/s | "
               f"{fmt(get(nzr, 'sentences_per_s'), 1)} | {fmt(get(tb, 'sentences_per_s'), 1)} | "
-              f"{fmt(ratio(get(nzr, 'sentences_per_s'), get(tb, 'sentences_per_s')), 2)}× | | | "
+              f"{fmt(ratio(get(nzr, 'sentences_per_s'), get(tb, 'sentences_per_s')), 2)}× | | | | "
+              f"{fmt(ratio(ratio(get(nzr, 'sentences'), get(nzr, 'cpu_s')), ratio(get(tb, 'sentences'), get(tb, 'cpu_s'))), 2)}× | "
               f"{fmt(get(nzr, 'peak_rss_mb'))} / {fmt(get(tb, 'peak_rss_mb'))} |")
     if res["train"]:
         r0 = res["train"][0]

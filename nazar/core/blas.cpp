@@ -1,10 +1,40 @@
 #include "nazar/core/blas.h"
 
+#include "nazar/core/threads.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
 #if NAZAR_BLAS_OPENBLAS
 #include <cblas.h>
 #endif
 
 namespace nazar {
+
+namespace {
+// GemmThreading::pool: OpenBLAS runs single-threaded in whichever thread calls it, and a large
+// gemm is cut into column (or row) blocks run by nazar's own pool (threads.h), so one set of
+// threads serves BLAS and our loops and nothing spins against anything. GemmThreading::blas:
+// OpenBLAS's own pthreads pool (the measured alternative; docs/performance.md).
+// NAZAR_GEMM_THREADS=blas in the environment selects the latter at start-up.
+std::atomic<GemmThreading> g_threading{[] {
+    const char* e = std::getenv("NAZAR_GEMM_THREADS");
+    return e && std::strcmp(e, "blas") == 0 ? GemmThreading::blas : GemmThreading::pool;
+}()};
+std::atomic<int> g_blas_threads{1};
+// Below this many flops one thread does the whole product (waking the pool costs ~10 µs).
+constexpr double kSplitFlops = 4e6;
+constexpr int kBlock = 16;  // split points are multiples of the kernels' register blocking
+}  // namespace
+
+void set_gemm_threading(GemmThreading t) {
+    g_threading.store(t);
+    blas_set_num_threads(g_blas_threads.load());
+}
+
+GemmThreading gemm_threading() { return g_threading.load(); }
 
 namespace {
 void check_matrix(const char* what, TensorView v) {
@@ -56,8 +86,29 @@ void gemm_raw(bool ta, bool tb, int M, int N, int K, float alpha, const float* A
         return;
     }
 #if NAZAR_BLAS_OPENBLAS
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
-                lda, B, ldb, beta, C, ldc);
+    const auto one = [&](int m0, int m1, int n0, int n1) {
+        const float* a = ta ? A + m0 : A + static_cast<int64_t>(m0) * lda;
+        const float* b = tb ? B + static_cast<int64_t>(n0) * ldb : B + n0;
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m1 - m0, n1 - n0,
+                    K, alpha, a, lda, b, ldb, beta, C + static_cast<int64_t>(m0) * ldc + n0, ldc);
+    };
+    const int threads = num_threads();
+    if (g_threading.load(std::memory_order_relaxed) == GemmThreading::blas || threads < 2 ||
+        2.0 * M * N * K < kSplitFlops) {
+        one(0, M, 0, N);
+        return;
+    }
+    // Cut the longer side into `threads` blocks of whole kBlock units (fixed for a given thread
+    // count, so results stay deterministic); each block is an independent single-threaded sgemm.
+    const bool by_cols = N >= M;
+    const int len = by_cols ? N : M, units = (len + kBlock - 1) / kBlock;
+    parallel_for(units, 1, [&](int64_t u0, int64_t u1) {
+        const int b0 = static_cast<int>(u0) * kBlock, b1 = std::min(len, static_cast<int>(u1) * kBlock);
+        if (by_cols)
+            one(0, M, b0, b1);
+        else
+            one(b0, b1, 0, N);
+    });
 #else
     gemm_naive(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
@@ -75,16 +126,18 @@ void gemv_raw(bool ta, int M, int N, float alpha, const float* A, int lda, const
 
 std::string blas_description() {
 #if NAZAR_BLAS_OPENBLAS
-    return fmt::format("OpenBLAS {} [{}], {} thread(s)", openblas_get_config(), openblas_get_corename(),
-                       openblas_get_num_threads());
+    return fmt::format("OpenBLAS {} [{}], {} thread(s){}", openblas_get_config(), openblas_get_corename(),
+                       openblas_get_num_threads(),
+                       g_threading.load() == GemmThreading::pool ? ", large products split over nazar's pool" : "");
 #else
     return "naive loops (NAZAR_BLAS=Naive)";
 #endif
 }
 
 void blas_set_num_threads(int n) {
+    g_blas_threads.store(n);
 #if NAZAR_BLAS_OPENBLAS
-    openblas_set_num_threads(n);
+    openblas_set_num_threads(g_threading.load() == GemmThreading::pool ? 1 : n);
 #else
     (void)n;
 #endif

@@ -32,6 +32,12 @@ void gemv_raw(bool ta, int M, int N, float alpha, const float* A, int lda, const
 // "OpenBLAS 0.3.21 Haswell (pthread, 2 threads)" or "naive loops".
 std::string blas_description();
 
+// Who runs the threads of a large gemm: nazar's pool (default; OpenBLAS itself single-threaded,
+// products cut into blocks, one per pool thread) or OpenBLAS's own pthreads pool.
+enum class GemmThreading { pool, blas };
+void set_gemm_threading(GemmThreading t);
+GemmThreading gemm_threading();
+
 // Sets the BLAS thread count. Use nazar::set_num_threads (threads.h), which also sizes our pool.
 void blas_set_num_threads(int n);
 
