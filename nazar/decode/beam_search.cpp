@@ -153,7 +153,9 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
     std::iota(row_sentence.begin(), row_sentence.end(), 0);
     std::vector<int32_t> prev(B, sp.bos);
     Tensor log_probs({static_cast<int64_t>(B) * K, V}), attn({static_cast<int64_t>(B) * K, S});
-    std::vector<Candidate> cands;
+    std::vector<Candidate> cands;               // scratch, reused every step
+    std::vector<int> live, live_rows;
+    std::vector<double> live_lp;
 
     while (!row_sentence.empty()) {
         const int N = static_cast<int>(row_sentence.size());
@@ -173,9 +175,9 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
             }
             std::sort(cands.begin(), cands.end(), better);
             if (static_cast<int>(cands.size()) > w) cands.resize(w);
-            std::vector<int> live;
-            std::vector<double> live_lp;
-            std::vector<int> live_rows;
+            live.clear();
+            live_lp.clear();
+            live_rows.clear();
             for (const Candidate& c : cands) {
                 const int node = static_cast<int>(s.nodes.size());
                 s.nodes.push_back({s.live[c.rank], c.token});
@@ -189,8 +191,8 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
                     live_rows.push_back(row0 + c.rank);
                 }
             }
-            s.live = std::move(live);
-            s.live_lp = std::move(live_lp);
+            s.live.assign(live.begin(), live.end());
+            s.live_lp.assign(live_lp.begin(), live_lp.end());
             ++s.steps;
             row0 += n_live;
             bool stop = s.live.empty() || static_cast<int>(s.done.size()) >= K || s.steps >= s.limit ||
