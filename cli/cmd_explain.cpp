@@ -4,7 +4,9 @@
 #include "cli/command.h"
 #include "nazar/attention/attention.h"
 #include "nazar/core/blas.h"
+#include "nazar/core/check.h"
 #include "nazar/core/kernels.h"
+#include "nazar/demo/explain.h"
 
 #include <fmt/format.h>
 
@@ -17,6 +19,7 @@ namespace nazar::cli {
 namespace {
 
 struct ExplainOptions {
+    std::string topic = "all";  // all | examples | model | cost
     int src_len = 50, dec_dim = 512, enc_dim = 512, att_dim = 256, window = 10, batch = 64;
     bool no_measure = false;
 };
@@ -87,13 +90,23 @@ struct Row {
     bool keys_per_step = false;  // the notes' count: U_a h_i (and W_a s) recomputed per position
 };
 
-// Median time of one forward step (keys_per_step: precompute + step) at batch B.
+// Median time of one decoder step's attention at batch B: the attention forward (keys_per_step:
+// precompute + step), plus Luong's combine s̃ = tanh(W_c [s; c]) for the Luong rows.
 double measure_us(const Row& r, int B, int S) {
     Rng rng(7);
     Attention att(r.cfg, rng);
-    Tensor q({B, r.cfg.query_size}), h({B, S, r.cfg.context_size}), ctx({B, r.cfg.context_size});
+    const int H = r.cfg.query_size, C = r.cfg.context_size;
+    Tensor q({B, H}), h({B, S, C}), ctx({B, C});
     rng.fill_uniform(q, -1, 1);
     rng.fill_uniform(h, -1, 1);
+    Tensor sc, Wc, st;
+    if (r.luong) {
+        sc = Tensor({B, H + C});
+        Wc = Tensor({H, H + C});
+        st = Tensor({B, H});
+        rng.fill_uniform(sc, -1, 1);
+        rng.fill_uniform(Wc, -0.05f, 0.05f);
+    }
     const std::vector<int> len(B, S);
     AttentionKeys keys;
     AttentionStepCache cache;
@@ -103,6 +116,10 @@ double measure_us(const Row& r, int B, int S) {
         const auto t0 = std::chrono::steady_clock::now();
         if (r.keys_per_step) att.precompute(h, keys);
         att.forward(q, keys, h, len, S / 2, ctx, cache);
+        if (r.luong) {
+            gemm(sc, false, Wc, true, st);
+            kernels::tanh(st.data(), st.data(), st.numel());
+        }
         times.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(times.begin(), times.end());
@@ -136,8 +153,8 @@ void cost_table(const ExplainOptions& o) {
     if (!o.no_measure && !measure)
         fmt::print("  (timing skipped: a batch of {} at these sizes needs {} floats of keys)\n", o.batch, floats);
     if (measure)
-        fmt::print("  µs: measured median of nazar's attention forward for a batch of {} (the notes' row includes\n"
-                   "  the key projection; W_c belongs to the decoder and is not timed)\n",
+        fmt::print("  µs: measured on this machine, median of 15 steps for a batch of {}: nazar's attention forward,\n"
+                   "  plus Luong's W_c combine for the Luong rows (the notes' row also recomputes the keys)\n",
                    o.batch);
     fmt::print("\n");
     fmt::print("  {:<34}{:>9}{:>9}{:>9}{:>9}{:>9}{:>11}{:>10}", "mechanism", "keys", "score", "context", "W_c",
@@ -181,7 +198,7 @@ void cost_table(const ExplainOptions& o) {
                human(bahdanau), human(luong), bahdanau / luong, 100.0 * H * (H + C) / luong);
 }
 
-void run_explain(const ExplainOptions& o) {
+void examples() {
     fmt::print("SPEC §10 — worked examples through nazar's attention code (scores -> masked softmax -> context)\n");
     fmt::print("The scores are the notes' values; q = e_1 makes each score the first entry of (W_a) h_i.\n\n");
     example("Example 1 (Bahdanau step, 'The cat sat' -> 'chat'; dot path, d = 4):", ScoreKind::dot, 4, 4,
@@ -190,11 +207,37 @@ void run_explain(const ExplainOptions& o) {
     example("Example 2 (Luong general, d_s = 256, d_h = 512, S = 5):", ScoreKind::general, 256, 512,
             {1.2f, 3.5f, 0.8f, 2.1f, 0.5f}, {"x0", "x1", "x2", "x3", "x4"}, {"-", "0.64", "-", "-", "-"}, true);
     fmt::print("  (the notes print 0.64 for position 1 — their 'position 2', 1-based; the softmax gives 0.6831)\n");
-    cost_table(o);
+}
+
+// SPEC §3/§4 on a whole (tiny) model: every number of one decoder step, checked against the model.
+void model_steps() {
+    fmt::print("\nThe same four steps inside a model (nazar/demo/explain.h): a tiny seq2seq whose weights are\n"
+               "printed, one decoder step computed by hand and compared with Seq2Seq::step.\n\n");
+    for (DecoderKind k : {DecoderKind::bahdanau, DecoderKind::luong}) {
+        const demo::StepWalkthrough w = demo::explain_model_step(k);
+        fmt::print("{}\n", w.text);
+        NZ_CHECK(w.max_weight_diff < 1e-4 && w.max_logp_diff < 1e-4,
+                 "explain: the by-hand step disagrees with the model (|Δα| {}, |Δ log p| {})", w.max_weight_diff,
+                 w.max_logp_diff);
+    }
+    fmt::print("Timing is the difference: Bahdanau scores with s_{{t-1}} and feeds c_t INTO the RNN step; Luong "
+               "runs the RNN\nfirst, scores with s_t and combines afterwards (s̃ = tanh(W_c [s_t; c_t])).\n");
+}
+
+void run_explain(const ExplainOptions& o) {
+    const bool all = o.topic == "all";
+    if (all || o.topic == "examples") examples();
+    if (all || o.topic == "model") model_steps();
+    if (all || o.topic == "cost") cost_table(o);
 }
 
 void setup_explain(CLI::App& app, std::function<int()>& run) {
     auto o = std::make_shared<ExplainOptions>();
+    app.add_option("topic", o->topic,
+                   "all | examples (SPEC §10 softmax examples) | model (one decoder step of a tiny Bahdanau and "
+                   "Luong model, by hand vs the code) | cost (SPEC §9 counts with measured times)")
+        ->check(CLI::IsMember({"all", "examples", "model", "cost"}))
+        ->capture_default_str();
     app.add_option("--src-len", o->src_len, "Source length S")->check(CLI::Range(1, 1 << 20))->capture_default_str();
     app.add_option("--dec-dim", o->dec_dim, "Decoder state size d_s (H)")->check(CLI::Range(1, 1 << 20))->capture_default_str();
     app.add_option("--enc-dim", o->enc_dim, "Encoder output size d_h (C)")->check(CLI::Range(1, 1 << 20))->capture_default_str();

@@ -46,7 +46,7 @@ struct DemoConfig {
     double lr = 4e-3;
     double clip = 5.0;
     int valid_interval = 250;
-    double stop_exact = 100.0;   // stop when dev exact match (percent) reaches this
+    double stop_exact = 99.5;    // stop when dev exact match (percent) reaches this
     uint64_t seed = 1;
 };
 
