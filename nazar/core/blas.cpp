@@ -10,6 +10,10 @@
 #if NAZAR_BLAS_OPENBLAS
 #include <cblas.h>
 #endif
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define NZ_BLAS_AVX2 1
+#endif
 
 namespace nazar {
 
@@ -27,6 +31,60 @@ std::atomic<int> g_blas_threads{1};
 // Below this many flops one thread does the whole product (waking the pool costs ~10 µs).
 constexpr double kSplitFlops = 4e6;
 constexpr int kBlock = 16;  // split points are multiples of the kernels' register blocking
+// C = alpha A Bᵀ + beta C with at most kSmallM rows (decoding: one row per sentence or beam) is
+// done by our own kernel: OpenBLAS packs all of B (e.g. the 8000 x 512 generator, 16 MB) on
+// every call, which costs more than the product itself at M <= 8. Here B is read once, row by
+// row, straight from memory; A's rows stay in L1.
+constexpr int kSmallM = 8;
+
+inline float dot_tail(const float* x, const float* w, int k0, int K) {
+    float s = 0;
+    for (int k = k0; k < K; ++k) s += x[k] * w[k];
+    return s;
+}
+
+// rows [n0, n1) of C (M x N, ldc) = alpha A (M x K, lda) Bᵀ (B: N x K, ldb) + beta C
+void small_m_abt(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+                 float beta, float* C, int ldc) {
+    auto store = [&](int m, int n, float acc) {
+        float& c = C[static_cast<int64_t>(m) * ldc + n];
+        c = alpha * acc + (beta == 0.0f ? 0.0f : beta * c);
+    };
+    int n = n0;
+#ifdef NZ_BLAS_AVX2
+    const int K8 = K & ~7;
+    auto hsum = [](__m256 v) {
+        __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        s = _mm_add_ss(s, _mm_movehdup_ps(s));
+        return _mm_cvtss_f32(s);
+    };
+    for (; n + 4 <= n1; n += 4) {  // 4 rows of B against every row of A
+        const float* w0 = B + static_cast<int64_t>(n) * ldb;
+        const float* w1 = w0 + ldb;
+        const float* w2 = w1 + ldb;
+        const float* w3 = w2 + ldb;
+        for (int m = 0; m < M; ++m) {
+            const float* x = A + static_cast<int64_t>(m) * lda;
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            for (int k = 0; k < K8; k += 8) {
+                const __m256 xv = _mm256_loadu_ps(x + k);
+                a0 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w0 + k), a0);
+                a1 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w1 + k), a1);
+                a2 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w2 + k), a2);
+                a3 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w3 + k), a3);
+            }
+            store(m, n, hsum(a0) + dot_tail(x, w0, K8, K));
+            store(m, n + 1, hsum(a1) + dot_tail(x, w1, K8, K));
+            store(m, n + 2, hsum(a2) + dot_tail(x, w2, K8, K));
+            store(m, n + 3, hsum(a3) + dot_tail(x, w3, K8, K));
+        }
+    }
+#endif
+    for (; n < n1; ++n)
+        for (int m = 0; m < M; ++m)
+            store(m, n, dot_tail(A + static_cast<int64_t>(m) * lda, B + static_cast<int64_t>(n) * ldb, 0, K));
+}
 }  // namespace
 
 void set_gemm_threading(GemmThreading t) {
@@ -93,6 +151,17 @@ void gemm_raw(bool ta, bool tb, int M, int N, int K, float alpha, const float* A
                     K, alpha, a, lda, b, ldb, beta, C + static_cast<int64_t>(m0) * ldc + n0, ldc);
     };
     const int threads = num_threads();
+    if (!ta && tb && M <= kSmallM) {
+        if (threads < 2 || 2.0 * M * N * K < kSplitFlops) {
+            small_m_abt(M, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+            return;
+        }
+        parallel_for((N + kBlock - 1) / kBlock, 1, [&](int64_t u0, int64_t u1) {
+            small_m_abt(M, static_cast<int>(u0) * kBlock, std::min(N, static_cast<int>(u1) * kBlock), K, alpha, A,
+                        lda, B, ldb, beta, C, ldc);
+        });
+        return;
+    }
     if (g_threading.load(std::memory_order_relaxed) == GemmThreading::blas || threads < 2 ||
         2.0 * M * N * K < kSplitFlops) {
         one(0, M, 0, N);

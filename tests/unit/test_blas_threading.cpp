@@ -1,0 +1,82 @@
+// The paths of nazar::gemm that performance added (nazar/core/blas.cpp): large products cut into
+// blocks over nazar's pool, OpenBLAS's own threading, and the small-M kernel (M <= 8 rows,
+// C = alpha A Bᵀ + beta C) used by decoding. Each is checked against the naive oracle, with
+// leading dimensions larger than the matrices, K not a multiple of the vector width, and for
+// 1 and 2 threads; a fixed thread count gives bit-identical results run to run.
+#include "nazar/core/blas.h"
+#include "nazar/core/threads.h"
+#include "tests/common/test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace nazar {
+namespace {
+
+// Tolerance: float products of K <= 700 terms in [-1, 1] against a double-accumulated oracle;
+// the float rounding error is below K · 2^-24 · max|term| ≈ 4e-5 relative to the row norms.
+constexpr double kTol = 1e-4;
+
+struct Case {
+    bool ta, tb;
+    int M, N, K;
+};
+
+void check(const Case& c, float alpha, float beta) {
+    Rng rng(static_cast<uint64_t>(c.M * 131 + c.N * 7 + c.K));
+    const int lda = (c.ta ? c.M : c.K) + 3, ldb = (c.tb ? c.K : c.N) + 5, ldc = c.N + 2;
+    std::vector<float> A(static_cast<std::size_t>(c.ta ? c.K : c.M) * lda),
+        B(static_cast<std::size_t>(c.tb ? c.N : c.K) * ldb), C(static_cast<std::size_t>(c.M) * ldc);
+    for (auto* v : {&A, &B, &C})
+        for (float& x : *v) x = rng.uniform(-1, 1);
+    std::vector<float> ref = C;
+    gemm_raw(c.ta, c.tb, c.M, c.N, c.K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+    gemm_naive(c.ta, c.tb, c.M, c.N, c.K, alpha, A.data(), lda, B.data(), ldb, beta, ref.data(), ldc);
+    double worst = 0, scale = 1e-30;
+    for (std::size_t i = 0; i < C.size(); ++i) {
+        worst = std::max(worst, static_cast<double>(std::abs(C[i] - ref[i])));
+        scale = std::max(scale, static_cast<double>(std::abs(ref[i])));
+    }
+    EXPECT_LE(worst / scale, kTol) << "ta " << c.ta << " tb " << c.tb << " M " << c.M << " N " << c.N << " K "
+                                   << c.K << " alpha " << alpha << " beta " << beta;
+}
+
+TEST(BlasThreading, EveryPathMatchesTheOracle) {
+    const std::vector<Case> cases = {
+        {false, true, 1, 8000, 512}, {false, true, 5, 1536, 768}, {false, true, 8, 37, 13},  // small M
+        {false, true, 3, 5, 3},      {false, true, 9, 300, 200},                              // just above
+        {false, false, 64, 600, 300}, {true, false, 600, 300, 64}, {false, true, 128, 500, 128},
+        {true, true, 70, 90, 110},   {false, false, 700, 40, 80},                             // by rows
+    };
+    for (GemmThreading mode : {GemmThreading::pool, GemmThreading::blas})
+        for (int threads : {1, 2}) {
+            set_gemm_threading(mode);
+            set_num_threads(threads);
+            for (const Case& c : cases) {
+                check(c, 1.0f, 0.0f);
+                check(c, 0.5f, 2.0f);
+            }
+        }
+    set_gemm_threading(GemmThreading::pool);
+    set_num_threads(0);
+}
+
+TEST(BlasThreading, FixedThreadCountIsBitIdentical) {
+    set_num_threads(2);
+    Rng rng(5);
+    const Tensor a = test::random_tensor(rng, {64, 768}), b = test::random_tensor(rng, {1536, 768});
+    Tensor c1({64, 1536}), c2({64, 1536});
+    gemm(a, false, b, true, c1);
+    gemm(a, false, b, true, c2);
+    EXPECT_EQ(max_abs_diff(c1, c2), 0.0);
+    const Tensor x = test::random_tensor(rng, {4, 768});
+    Tensor d1({4, 1536}), d2({4, 1536});
+    gemm(x, false, b, true, d1);
+    gemm(x, false, b, true, d2);
+    EXPECT_EQ(max_abs_diff(d1, d2), 0.0);
+    set_num_threads(0);
+}
+
+}  // namespace
+}  // namespace nazar
