@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <string>
 
 namespace nazar::test {
@@ -32,6 +35,18 @@ inline ::testing::AssertionResult close_abs(TensorView a, TensorView b, double t
     const double e = max_abs_diff(a, b);
     if (e <= tol) return ::testing::AssertionSuccess();
     return ::testing::AssertionFailure() << "max abs diff " << e << " > " << tol;
+}
+
+// A fresh, empty directory for the running test: TempDir()/nazar-<tag>-<test name>-<pid>.
+// ctest runs the tests of one executable in parallel processes, so a directory shared by
+// the tests of a file would be written by several of them at once.
+inline std::string fresh_temp_dir(const std::string& tag) {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    const std::string dir = ::testing::TempDir() + "nazar-" + tag + "-" + (info ? info->name() : "none") + "-" +
+                            std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
 }
 
 }  // namespace nazar::test

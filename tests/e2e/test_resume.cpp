@@ -8,6 +8,7 @@
 #include "nazar/core/safetensors.h"
 #include "nazar/core/threads.h"
 #include "nazar/train/trainer.h"
+#include "tests/common/test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -37,9 +38,7 @@ class Resume : public ::testing::Test {
 protected:
     void SetUp() override {
         set_num_threads(2);  // held fixed across the runs compared
-        dir_ = ::testing::TempDir() + "nazar_resume";
-        std::filesystem::remove_all(dir_);
-        std::filesystem::create_directories(dir_);
+        dir_ = nazar::test::fresh_temp_dir("resume");
         atomic_write_file(dir_ + "/train.tsv", reversal_task(150, 1));
         atomic_write_file(dir_ + "/dev.tsv", reversal_task(20, 2));
         cfg_ = TrainConfig::defaults();
