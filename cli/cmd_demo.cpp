@@ -142,7 +142,7 @@ int run_demo(DemoArgs& a) {
     if (!a.save.empty()) {
         const std::string model_path = (std::filesystem::path(a.out_dir) / a.save).string();
         save_model(model_path, *m.model, m.metadata());
-        fmt::print("\nwrote {}, {} and {} (try: nazar attention --model {} <<< '14 juillet 1789')\n", svg, html,
+        fmt::print("\nwrote {}, {} and {} (try: echo '14 juillet 1989' | nazar attention --model {})\n", svg, html,
                    model_path, model_path);
     } else {
         fmt::print("\nwrote {} and {}\n", svg, html);

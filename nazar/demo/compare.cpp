@@ -49,7 +49,7 @@ std::string format_compare_table(const std::vector<CompareRow>& rows) {
     if (rows.empty()) return "";
     std::string o = fmt::format("  {:<10}{:>9}{:>10}{:>7}{:>10}{:>11}{:>8}  exact by source length", "mechanism",
                                 "params", "attn+W_c", "steps", "train ms", "decode µs", "exact");
-    o += "\n  " + std::string(75, ' ');
+    o += "\n  " + std::string(67, ' ');
     for (const auto& b : rows[0].buckets) o += fmt::format("{:>9}", fmt::format("{}-{}", b.lo, b.hi - 1));
     o += "\n";
     for (const CompareRow& r : rows) {
@@ -58,7 +58,7 @@ std::string format_compare_table(const std::vector<CompareRow>& rows) {
         for (const auto& b : r.buckets) o += b.n ? fmt::format("{:>8.1f}%", b.exact) : fmt::format("{:>9}", "-");
         o += "\n";
     }
-    o += "  n per bucket:" + std::string(62, ' ');
+    o += "  n per bucket:" + std::string(54, ' ');
     for (const auto& b : rows[0].buckets) o += fmt::format("{:>9}", b.n);
     return o + "\n";
 }

@@ -29,7 +29,7 @@ for f in demo-attention.svg demo-report.html demo.safetensors; do
 done
 grep -q "held-out exact match" "$tmp/demo.out" || fail "demo printed no accuracy"
 
-printf '3 May 1979\n14 juillet 1789\nDonnerstag, 29. Februar 2024\n' > "$tmp/in.txt"
+printf '3 May 1979\n14 juillet 1989\nDonnerstag, 29. Februar 2024\n' > "$tmp/in.txt"
 
 if [ "$MODE" = cli ]; then
     # SVG: well-formed XML; one cell per pair; fill darker (lower luminance) for larger weights
