@@ -16,7 +16,10 @@
 # Environment: NAZAR (binary, default build/nazar), OUT (default build/learn-reversal),
 # STOP_EXACT (dev exact-match percent that ends a run early; 0 = never; default 99.6),
 # MAX_STEPS (overrides every config's max_steps), THREADS (default 1), NICE (niceness, default 0),
-# N_TRAIN (default 100000), SEED (data seed, default 1), BEAM (translate beam size, default 1).
+# N_TRAIN (default 100000), SEED (data seed, default 1), BEAM (translate beam size, default 1),
+# RESUME=1: continue each variant's earlier run in $OUT from its last.safetensors (`nazar train
+# --resume`, exact continuation on the regenerated, identical data) up to MAX_STEPS updates in all,
+# e.g. to give a variant that missed 99% a larger budget; wall_s then counts the extension only.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +32,7 @@ NICE=${NICE:-0}
 N_TRAIN=${N_TRAIN:-100000}
 SEED=${SEED:-1}
 BEAM=${BEAM:-1}
+RESUME=${RESUME:-0}
 
 [[ -x $NAZAR ]] || { echo "learn-reversal: no nazar binary at $NAZAR (set NAZAR=...)" >&2; exit 2; }
 if (($# > 0)); then variants=("$@"); else
@@ -43,7 +47,7 @@ trap 'rm -rf "$data"' EXIT
 /usr/bin/python3 "$root/scripts/reversal-data.py" --out "$data" --train "$N_TRAIN" --seed "$SEED"
 mkdir -p "$OUT"
 results=$OUT/results.tsv
-[[ -f $results ]] || printf 'variant\tsteps\tdev_step\tstopped\twall_s\tload_before\tload_after\tdev_exact\ttest_exact\tdate\n' >"$results"
+[[ -f $results ]] || printf 'variant\tresumed\tsteps\tdev_step\tstopped\twall_s\tload_before\tload_after\tdev_exact\ttest_exact\tdate\n' >"$results"
 
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 last_valid() {  # KEY of the last validation in a metrics log (exact: dev exact match %), or -1
@@ -54,16 +58,24 @@ last_valid() {  # KEY of the last validation in a metrics log (exact: dev exact 
 
 for v in "${variants[@]}"; do
     run=$OUT/$v
-    rm -rf "$run" && mkdir -p "$run"
     extra=()
     [[ -n $MAX_STEPS ]] && extra+=(--max-steps "$MAX_STEPS")
+    if [[ $RESUME == 1 ]]; then
+        [[ -f $run/last.safetensors ]] || { echo "learn-reversal: RESUME=1 but no $run/last.safetensors" >&2; exit 2; }
+        [[ -n $MAX_STEPS ]] || { echo "learn-reversal: RESUME=1 needs MAX_STEPS (the new total)" >&2; exit 2; }
+        rm -f "$run/model.safetensors" "$run/test.hyp"
+        extra+=(--resume "$run")
+    else
+        rm -rf "$run" && mkdir -p "$run"
+        extra+=(--config "$root/configs/reversal/$v.yaml")
+    fi
     load_before=$(loadavg)
     start=$(date +%s.%N)
     echo "== $v: load average $load_before; log $run/train.log"
-    nice -n "$NICE" "$NAZAR" train --config "$root/configs/reversal/$v.yaml" \
+    nice -n "$NICE" "$NAZAR" train \
         --train "$data/train.tsv" --dev "$data/dev.tsv" --save-dir "$run" \
         --metrics-log "$run/metrics.jsonl" --threads "$THREADS" --progress plain "${extra[@]}" \
-        >"$run/train.log" 2>&1 &
+        >>"$run/train.log" 2>&1 &
     pid=$!
     stopped=no
     while kill -0 "$pid" 2>/dev/null; do
@@ -92,7 +104,7 @@ for v in "${variants[@]}"; do
     test_exact=$("$NAZAR" eval --metric exact -r "$data/test.tgt" -i "$run/test.hyp" -b)
     load_after=$(loadavg)
     wall=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.0f", b - a }')
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$v" "$steps" "$dev_step" "$stopped" "$wall" "$load_before" "$load_after" \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$v" "$RESUME" "$steps" "$dev_step" "$stopped" "$wall" "$load_before" "$load_after" \
         "$dev_exact" "$test_exact" "$(date -u +%FT%TZ)" >>"$results"
     echo "== $v: $steps steps in ${wall} s (early stop: $stopped); dev exact $dev_exact% (validation at step $dev_step); test exact $test_exact% (beam $BEAM); load average $load_before -> $load_after"
 done
