@@ -89,7 +89,10 @@ def main():
                 tb = [PY, TORCH, "train", "--model", m, "--batches", b, "--steps", str(steps), "--warmup", str(warm)]
                 r["torch_best"] = run_json(tb + ["--threads", "1"], best_env)
                 if not q or (preset == "standard" and att == "bahdanau"):
-                    r["torch_obvious"] = run_json(tb + ["--threads", str(cores)], obvious_env)
+                    # the obvious setting is slow (its pools spin against each other): fewer steps
+                    to = [PY, TORCH, "train", "--model", m, "--batches", b, "--steps", str(max(2, steps // 3)),
+                          "--warmup", "1"]
+                    r["torch_obvious"] = run_json(to + ["--threads", str(cores)], obvious_env)
                 res["train"].append(r)
 
     if "decode" in sections:
