@@ -2,9 +2,9 @@
 # the executable fuzz_<name>, linked with the whole library; its seed corpus is
 # fuzz/corpus/<name>/. Included at the end of the top-level CMakeLists.txt (the libraries exist).
 #
-# ctest also replays every committed seed through its fuzzer once ("fuzz.<name>.seeds", label
-# fuzz): a regression test for each input that once crashed, cheap enough for every run.
-# The time-bounded mutation runs are scripts/run-fuzzers.sh (`make test` calls it).
+# Where tests are built too, ctest replays every committed seed through its fuzzer once
+# ("fuzz.<name>.seeds", label fuzz). The time-bounded runs are scripts/run-fuzzers.sh (`make test`
+# calls it; it starts from the seeds as well, in a build dir without tests: build-fuzz).
 if(NAZAR_FUZZ)
   file(GLOB _fuzz_srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/fuzz/fuzz_*.cpp)
   set(_fuzz_targets)
@@ -12,7 +12,9 @@ if(NAZAR_FUZZ)
     get_filename_component(name ${src} NAME_WE)
     add_executable(${name} ${src} ${PROJECT_SOURCE_DIR}/fuzz/common.cpp)
     target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
-    target_link_libraries(${name} PRIVATE nazar)
+    # nazar_train carries core, data, nn, attention, models, decode: what the readers need
+    # (not the whole `nazar`, so later folders such as viz/demo are not built for fuzzing).
+    target_link_libraries(${name} PRIVATE nazar_train)
     target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
     target_link_options(${name} PRIVATE -fsanitize=fuzzer)
     nazar_set_warnings(${name})

@@ -3,19 +3,32 @@
 # corpus (fuzz/corpus/<name>/) and fails on any finding: a crash, a sanitizer report, an
 # escaping non-nazar exception, a violated property, a hang (> 10 s on one input) or an
 # allocation above 256 MB (inputs are a few KB; nothing may allocate like that).
-# Prints the number of inputs each target executed. Uses the build of scripts/run-sanitizers.sh.
+# Prints the number of inputs each target executed.
 #
-# Usage: scripts/run-fuzzers.sh [target ...]   (env: ASAN_BUILD=dir, FUZZ_SECONDS=30, JOBS=n)
+# Build: clang (libFuzzer) with ASan + UBSan, default dir build-fuzz, only the fuzz targets and
+# the libraries they link (no tests, no CLI).
+#
+# Usage: scripts/run-fuzzers.sh [target ...]   (env: FUZZ_BUILD=dir, FUZZ_SECONDS=30, JOBS=n)
 # New inputs go to $BUILD/fuzz-work/<name>/ (not the committed corpus); a crashing input is
-# saved as $BUILD/fuzz-artifacts/<name>-crash-<sha1>: add it to fuzz/corpus/<name>/ with the fix.
+# saved as $BUILD/fuzz-artifacts/<name>-crash-<sha1>: reproduce with `$BUILD/fuzz_<name> FILE`,
+# and add it to fuzz/corpus/<name>/ with the fix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=${ASAN_BUILD:-build-asan}
+BUILD=${FUZZ_BUILD:-build-fuzz}
 SECS=${FUZZ_SECONDS:-30}
 JOBS=${JOBS:-$(nproc)}
+CLANG=clang++-14
+command -v "$CLANG" >/dev/null || CLANG=clang++
 
-[ -f "$BUILD/build.ninja" ] || { echo "run-fuzzers: no $BUILD; run scripts/run-sanitizers.sh first" >&2; exit 2; }
+if [ ! -f "$BUILD/build.ninja" ]; then
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_CXX_COMPILER="$CLANG" \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 \
+        -DNAZAR_SANITIZE=address,undefined -DNAZAR_FUZZ=ON \
+        -DNAZAR_BUILD_TESTS=OFF -DNAZAR_BUILD_BENCH=OFF
+fi
+start=$SECONDS
 cmake --build "$BUILD" -j "$JOBS" --target fuzzers
+echo "run-fuzzers: build took $((SECONDS - start)) s" >&2
 
 if [ $# -gt 0 ]; then targets=("$@"); else
   targets=(); for s in fuzz/fuzz_*.cpp; do n=$(basename "$s" .cpp); targets+=("${n#fuzz_}"); done
