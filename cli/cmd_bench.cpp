@@ -37,7 +37,7 @@ using nlohmann::json;
 struct BenchArgs {
     std::string what, preset = "standard", attention = "bahdanau", save_init, dump_batches;
     int threads = 0, steps = 10, warmup = 2, batches = 8, batch = 0, beam = 5, sentences = 64, max_length = 40;
-    int min_len = 15, max_len = 35, size = 2048, seed = 1;
+    int min_len = 15, max_len = 35, size = 2048, seed = 1, chunk_rows = 256;
     std::vector<int> lengths{50, 100, 200, 400, 800}, corpus{640, 1280, 2560};
     bool json_out = false;
 };
@@ -66,7 +66,7 @@ json bench_train(const BenchArgs& a) {
     ParamList params = model.parameters();
     Optimizer opt = Optimizer::adam(params, AdamOptions{.lr = 1e-3});
     Rng rng(static_cast<uint64_t>(a.seed), 7);
-    const TrainOptions topt{};
+    const TrainOptions topt{.chunk_rows = a.chunk_rows};
     double first_loss = 0;
     int64_t tokens = 0, src_tokens = 0;
     double flops = 0;
@@ -89,6 +89,7 @@ json bench_train(const BenchArgs& a) {
             {"preset", a.preset},
             {"attention", a.attention},
             {"steps", a.steps},
+            {"chunk_rows", a.chunk_rows},
             {"target_tokens", tokens},
             {"source_tokens", src_tokens},
             {"wall_s", t.wall},
@@ -173,6 +174,8 @@ void setup_bench(CLI::App& app, std::function<int()>& run) {
     app.add_option("--size", a->size, "gemm: square size of the peak measurement")->capture_default_str();
     app.add_option("--lengths", a->lengths, "local: source lengths")->delimiter(',');
     app.add_option("--corpus", a->corpus, "epoch: corpus sizes (sentence pairs)")->delimiter(',');
+    app.add_option("--chunk-rows", a->chunk_rows, "train: output-layer rows per fused chunk (SoftmaxXent)")
+        ->capture_default_str();
     app.add_option("--seed", a->seed, "Weights and data seed")->capture_default_str();
     app.add_option("--save-init", a->save_init, "Write the initial model file here (for PyTorch)");
     app.add_option("--dump-batches", a->dump_batches, "Write the synthetic data here (JSON)");
