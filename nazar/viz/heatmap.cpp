@@ -186,7 +186,7 @@ std::string render_svg(const Heatmap& h, const SvgOptions& opt) {
     const int title_h = 44;
     const int x0 = 34 + static_cast<int>(tgt_len * char_w) + 8;
     const int y0 = title_h + 18 + static_cast<int>(src_len * char_w) + 8;
-    const int bar_x = x0 + S * c + 24, bar_h = std::max(T * c, 120);
+    const int bar_x = x0 + S * c + 24, bar_h = std::clamp(T * c, 120, 320);
     const int width = std::max(bar_x + 110, 420), height = y0 + std::max(T * c, bar_h) + 24;
     const std::string gid = (opt.id.empty() ? std::string("hm") : opt.id) + "-scale";
     std::string o;
