@@ -3,6 +3,7 @@
 
 #include "nazar/core/check.h"
 #include "nazar/core/fileio.h"
+#include "nazar/data/utf8.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -269,6 +270,8 @@ void set_config_value(TrainConfig& cfg, std::string_view key, std::string_view v
                                  s.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", s)));
     }
     const std::string v(value);
+    // Values end up in checkpoint JSON ("train.config"), which must be UTF-8.
+    if (!utf8::is_valid(v)) usage(where, fmt::format("{}: the value is not valid UTF-8", k->key));
     auto range = [&](double x) {
         if (k->min < k->max && (x < k->min || x > k->max || (k->max_open && x >= k->max)))
             usage(where, fmt::format("{}: {} is out of range {}", k->key, v, range_text(*k)));

@@ -91,6 +91,7 @@ TEST(ConfigHostile, OutOfRangeValuesAreOneLineUsageErrors) {
         {"attention: transformer", "attention: 'transformer' is not one of"},
         {"hiden_size: 256", "unknown key 'hiden_size' (did you mean 'hidden_size'?)"},
         {"model: {lr: 0.1}", "key 'lr' belongs in section 'training', not 'model'"},
+        {"save_dir: caf\xe9", "save_dir: the value is not valid UTF-8"},  // Latin-1: checkpoint JSON needs UTF-8
     };
     for (const Bad& b : table) {
         SCOPED_TRACE(b.yaml);
