@@ -36,13 +36,14 @@ ifneq ($(SANITIZE),0)
 endif
 
 # The demo (nazar demo): trains the built-in dates task (~2 min on 2 cores), prints accuracy,
-# translations and a heatmap, writes demo-attention.svg, demo-report.html and demo.safetensors.
+# translations and a heatmap, writes demo-attention.svg, demo-report.html and demo.safetensors
+# into $(BUILD)/demo/ (not the source tree).
 # Only the nazar program is built first (not the tests and benchmarks), so a newcomer waits
 # for the compiler once and then for about two minutes of training.
 DEMO_FLAGS ?=
 demo: deps-build $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target nazar_cli
-	$(BUILD)/nazar demo $(DEMO_FLAGS)
+	$(BUILD)/nazar demo --out-dir $(BUILD)/demo $(DEMO_FLAGS)
 
 # demo-measure: the demo's held-out accuracy and wall time, with the load average of the
 # machine before and after (timings on a shared machine are only comparable with it).
