@@ -172,6 +172,7 @@ void setup_demo(CLI::App& app, std::function<int()>& run) {
     app.add_option("--seed", a->cfg.seed, "Seed (data, initialisation, batches)")->capture_default_str();
     app.add_option("--threads", a->threads, "Threads (0 = all cores)")->check(CLI::Range(0, 1024))->capture_default_str();
     app.add_option("--out-dir", a->out_dir, "Where demo-attention.svg, demo-report.html and the model go")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)  // make demo DEMO_FLAGS='--out-dir x'
         ->capture_default_str();
     app.add_option("--save", a->save, "Model file name in --out-dir ('' = do not save)")->capture_default_str();
     app.add_option("--examples", a->examples, "Held-out translations to print")->check(CLI::Range(0, 10000))->capture_default_str();
