@@ -80,7 +80,8 @@ for v in "${variants[@]}"; do
         rm -rf "$run" && mkdir -p "$run"
         extra+=(--config "$root/configs/reversal/$v.yaml")
     fi
-    old_lines=$(cat "$run/metrics.jsonl" 2>/dev/null | wc -l)  # a resumed run's earlier validations
+    old_lines=0  # a resumed run's earlier metrics lines (its validations do not stop it)
+    [[ -f $run/metrics.jsonl ]] && old_lines=$(wc -l <"$run/metrics.jsonl")
     load_before=$(loadavg)
     start=$(date +%s.%N)
     echo "== $v: load average $load_before; log $run/train.log"
