@@ -694,7 +694,9 @@ if torch is not None:
 
     def greedy(model, src, max_length_ratio=2.0, max_length_extra=5, max_length=512):
         """Batched greedy decoding as nazar's greedy_decode: y_0 = <s>, y_t = argmax (lowest id on
-        ties); a sentence stops after </s> or at max_decode_length(S_b). src: lists of id lists.
+        ties) over the tokens other than <pad> and <s> (masked to −inf: never emitted; the score
+        is the model's own Σ log p of the emitted tokens, = score()); a sentence stops after </s>
+        or at max_decode_length(S_b). src: lists of id lists.
         -> [{"tokens": [...], "finished": bool, "score": Σ log p, "attention": (n, S_b)}]."""
         sp = model.config["special_ids"]
         batch = make_batch(src, None, sp)
@@ -707,7 +709,7 @@ if torch is not None:
             prev = torch.full((len(src),), sp["bos"], dtype=torch.int64)
             for _ in range(max(limit)):
                 log_probs, alpha, state = model.step(prev, enc, state)
-                y = log_probs.argmax(-1)  # first maximum
+                y = _mask_specials(log_probs, sp).argmax(-1)  # first maximum
                 active = 0
                 for b, r in enumerate(res):
                     if r["finished"] or len(r["tokens"]) >= limit[b]:
@@ -725,6 +727,12 @@ if torch is not None:
                               else torch.zeros(0, lengths[b], dtype=enc.enc_out.dtype))
         return res
 
+    def _mask_specials(log_probs, sp):
+        """log_probs (N, V) with <pad> and <s> set to −inf: the searches never emit them."""
+        masked = log_probs.clone()
+        masked[:, [sp["pad"], sp["bos"]]] = -math.inf
+        return masked
+
     def length_penalty(n, alpha):
         """GNMT (Wu et al. 2016): lp(Y) = ((5 + |Y|) / 6)^α; α = 0 disables it."""
         return ((5.0 + n) / 6.0) ** alpha
@@ -741,7 +749,8 @@ if torch is not None:
                     max_length_extra=5, max_length=512, margins=None):
         """Beam search, one sentence at a time, written plainly (SPEC.md §8).
 
-        Each step expands every live hypothesis by every token and keeps the best `width`
+        Each step expands every live hypothesis by every token except <pad> and <s> (masked to
+        −inf: never emitted; log_prob stays the model's own Σ log p, = score()) and keeps the best `width`
         candidates by total log-probability (ties: lower hypothesis index, then lower token id),
         width = beam_size − (hypotheses finished so far). A kept candidate ending in </s> is
         finished; the others stay live. The search stops when beam_size hypotheses are finished,
@@ -768,7 +777,8 @@ if torch is not None:
                     enc = enc1.select([0] * N)
                     prev = torch.tensor([h[0][-1] if h[0] else sp["bos"] for h in live], dtype=torch.int64)
                     log_probs, att, state = model.step(prev, enc, state)
-                    total = torch.tensor([h[1] for h in live], dtype=log_probs.dtype)[:, None] + log_probs
+                    total = (torch.tensor([h[1] for h in live], dtype=log_probs.dtype)[:, None]
+                             + _mask_specials(log_probs, sp))
                     order = torch.sort(-total.reshape(-1), stable=True).indices
                     width = beam_size - len(finished)
                     if margins is not None and order.numel() > width:

@@ -42,6 +42,7 @@ Exit code 77 (CTest SKIP_RETURN_CODE) when torch is missing, or --compare finds 
 import argparse
 import glob
 import json
+import math
 import os
 import struct
 import sys
@@ -162,7 +163,9 @@ def check_greedy_margins(model, src, results):
             continue
         b = nt.make_batch([ids], [r["tokens"][:-1] if r["finished"] else r["tokens"]], model.config["special_ids"])
         logits, _ = model(b.src, b.src_lengths, b.tgt_in)
-        lp = torch.log_softmax(logits[0, :len(r["tokens"])], -1)
+        lp = torch.log_softmax(logits[0, :len(r["tokens"])], -1).detach().clone()
+        sp = model.config["special_ids"]
+        lp[:, [sp["pad"], sp["bos"]]] = -math.inf  # the search's choice is among the other tokens
         top = lp.topk(2, -1).values
         if float((top[:, 0] - top[:, 1]).min()) < GREEDY_MARGIN:
             raise Guard("greedy step with a near tie")

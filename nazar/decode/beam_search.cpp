@@ -8,6 +8,7 @@
 #include "nazar/core/check.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -99,11 +100,13 @@ struct Sentence {
     }
 };
 
-// The best `w` tokens of one row by (total desc, token asc), appended to `out`.
-void top_tokens(const float* lp, int V, double base, int rank, int w, int32_t forbid, std::vector<Candidate>& out) {
+// The best `w` tokens of one row by (total desc, token asc), appended to `out`; the `forbid`
+// ids (<pad>, <s>, and </s> before min_length; −1 = none) are skipped, as if their log p were −inf.
+void top_tokens(const float* lp, int V, double base, int rank, int w, std::span<const int32_t> forbid,
+                std::vector<Candidate>& out) {
     const std::size_t first = out.size();
     for (int y = 0; y < V; ++y) {
-        if (y == forbid) continue;
+        if (std::find(forbid.begin(), forbid.end(), y) != forbid.end()) continue;
         const Candidate c{base + lp[y], rank, y};
         const std::size_t have = out.size() - first;
         if (have == static_cast<std::size_t>(w) && !better(c, out.back())) continue;
@@ -168,7 +171,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
             Sentence& s = sent[row_sentence[row0]];
             const int n_live = static_cast<int>(s.live.size());  // rows [row0, row0 + n_live)
             const int w = K - static_cast<int>(s.done.size());
-            const int32_t forbid = s.steps + 1 < o.min_length ? sp.eos : -1;
+            const std::array<int32_t, 3> forbid = {sp.pad, sp.bos, s.steps + 1 < o.min_length ? sp.eos : -1};
             cands.clear();
             for (int k = 0; k < n_live; ++k) {
                 top_tokens(lp_view.data() + static_cast<int64_t>(row0 + k) * V, V, s.live_lp[k], k, w, forbid, cands);

@@ -1,11 +1,29 @@
 // Batched greedy decoding on the Seq2Seq step API (greedy.h).
 #include "nazar/decode/greedy.h"
 
+#include "nazar/core/check.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 namespace nazar {
+
+namespace {
+
+// argmax over the tokens other than <pad> and <s> (their log p taken as −inf); the first maximum,
+// i.e. the lowest id, on ties.
+int best_token(const float* lp, int V, int32_t pad, int32_t bos) {
+    int best = -1;
+    for (int y = 0; y < V; ++y) {
+        if (y == pad || y == bos) continue;
+        if (best < 0 || lp[y] > lp[best]) best = y;
+    }
+    NZ_CHECK(best >= 0, "greedy: no token other than <pad> and <s> in a vocabulary of {}", V);
+    return best;
+}
+
+}  // namespace
 
 std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t> src, std::span<const int> lengths,
                                         int S, const GreedyOptions& options) {
@@ -42,7 +60,7 @@ std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t>
         for (int b = 0; b < B; ++b) {
             if (done[b]) continue;
             const float* lp = log_probs.data() + static_cast<int64_t>(b) * V;
-            const int y = static_cast<int>(std::max_element(lp, lp + V) - lp);  // first maximum: lowest id
+            const int y = best_token(lp, V, sp.pad, sp.bos);
             GreedyResult& r = results[b];
             r.tokens.push_back(y);
             r.score += lp[y];

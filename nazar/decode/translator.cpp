@@ -115,7 +115,7 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
     for (int i = 0; i < n; ++i) {
         for (Hypothesis& h : hyps[i]) {
             // The output is the tokens before </s> without <pad>/<s> (as Vocab::decode reads ids;
-            // only an untrained model emits those); alignments and attention keep the same rows.
+            // the search never emits those, so this only guards); alignments and attention keep the same rows.
             std::vector<int32_t> kept;
             std::vector<int> rows;
             for (std::size_t j = 0; j < h.tokens.size(); ++j) {

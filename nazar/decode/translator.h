@@ -49,7 +49,7 @@ struct TranslationOptions {
 struct TranslationHypothesis {
     std::string text;                    // detokenised output (without </s>)
     std::vector<std::string> tokens;     // output pieces (after unk replacement), without </s>
-                                         // (and without <pad>/<s>, which only untrained models emit)
+                                         // (<pad>/<s> are never emitted: beam_search.h)
     double score = 0;                    // log p / lp + cp (what the list is sorted by)
     double log_prob = 0;                 // log p(Y | X), Y including </s> when finished
     bool finished = true;                // false: cut at the maximum length

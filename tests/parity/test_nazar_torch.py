@@ -268,10 +268,30 @@ class Models(unittest.TestCase):
                     for h in hs:
                         self.assertLessEqual(len(h["tokens"]), nt.max_decode_length(len(ids)))
                         y = h["tokens"][:-1] if h["finished"] else h["tokens"]
-                        if h["finished"] and 0 not in y:  # log_prob = forced-decoding score (which skips <pad>)
+                        self.assertNotIn(0, h["tokens"])  # <pad> and <s> are never emitted
+                        self.assertNotIn(2, h["tokens"])
+                        if h["finished"]:  # log_prob = forced-decoding score
                             self.assertAlmostEqual(h["log_prob"], float(nt.score(m, [ids], [y])[0]), places=9)
                         self.assertAlmostEqual(h["score"], h["log_prob"] / nt.length_penalty(len(h["tokens"]), 0.6),
                                                places=12)
+
+    def test_searches_never_emit_pad_or_bos(self):
+        m = self.model("bahdanau")
+        with torch.no_grad():  # <pad> and <s> are every step's argmax, by far
+            m.generator.bias[0] += 30.0
+            m.generator.bias[2] += 20.0
+            m.generator.bias[3] += 1.0
+        g = nt.greedy(m, SRC)
+        beams = nt.beam_search(m, SRC, beam_size=3, n_best=3, alpha=0.0)
+        for ids, r, hs in zip(SRC, g, beams):
+            self.assertFalse({0, 2} & set(r["tokens"]))
+            y = r["tokens"][:-1] if r["finished"] else r["tokens"]
+            if r["finished"]:  # the score is the model's own log p of the tokens: = forced decoding
+                self.assertAlmostEqual(r["score"], float(nt.score(m, [ids], [y])[0]), places=9)
+            self.assertLess(r["score"], -10.0)  # unrenormalised: every token is far below <pad>
+            for h in hs:
+                self.assertFalse({0, 2} & set(h["tokens"]))
+            self.assertEqual(r["tokens"], nt.beam_search(m, [ids], beam_size=1, alpha=0.0)[0][0]["tokens"])
 
     def test_scheduled_sampling(self):
         m = self.model("bahdanau").train()

@@ -115,9 +115,9 @@ TEST(BeamSearch, ScoresEqualForcedDecodingAndNBestIsSorted) {
                 }
                 ASSERT_EQ(h.tokens.back(), 3);
                 EXPECT_NEAR(h.log_prob, replay(m, kSents[i], h.tokens), 1e-4 * (1 + std::abs(h.log_prob)));
-                // Like greedy and the PyTorch reference, the search does not mask <pad>; score()
-                // skips <pad> targets, so such (untrained-model) outputs are checked by replay only.
-                if (std::count(h.tokens.begin(), h.tokens.end(), 0)) continue;
+                // <pad> (which score() skips as a target) and <s> are never emitted
+                EXPECT_EQ(std::count(h.tokens.begin(), h.tokens.end(), 0), 0);
+                EXPECT_EQ(std::count(h.tokens.begin(), h.tokens.end(), 2), 0);
                 const std::vector<int32_t> tgt(h.tokens.begin(), h.tokens.end() - 1);
                 const Batch batch = test::make_batch({kSents[i]}, {tgt});
                 double forced = 0;
@@ -171,6 +171,61 @@ TEST(BeamSearch, EarlyStopNeverChangesTheNBestList) {
                 }
             }
         }
+    }
+}
+
+// A model whose every step's argmax is <pad> (bias +30) or <s> (+20): neither greedy nor beam
+// search emits them; the scores stay the model's own log p of the emitted tokens (far below 0,
+// not renormalised over the allowed tokens), equal to Seq2Seq::score and to a step-by-step replay.
+TEST(BeamSearch, NeverEmitsPadOrBos) {
+    for (const auto& c : configs()) {
+        Seq2Seq m(c, 41);
+        for (const ParamRef& p : m.parameters())
+            if (p.name == "generator.bias") {
+                p.value->at(0) += 30.0f;
+                p.value->at(2) += 20.0f;
+                p.value->at(3) += 2.0f;  // let some outputs finish
+            }
+        const Sources s = pad(kSents);
+        {  // the premise: unmasked, <pad> would be the argmax
+            EncodedSource enc;
+            m.encode(s.ids, s.lengths, s.S, enc);
+            DecoderState st;
+            m.init_state(enc, st);
+            Tensor lp({static_cast<int64_t>(kSents.size()), m.config().tgt_vocab_size});
+            const std::vector<int32_t> bos(kSents.size(), 2);
+            m.step(bos, enc, st, lp, {});
+            for (std::size_t i = 0; i < kSents.size(); ++i) {
+                const float* row = lp.data() + i * lp.dim(1);
+                EXPECT_EQ(std::max_element(row, row + lp.dim(1)) - row, 0);
+            }
+        }
+        const auto g = greedy_decode(m, s.ids, s.lengths, s.S);
+        const auto b1 = beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 1, .length_penalty = 0});
+        const auto b4 = beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 4, .n_best = 4, .length_penalty = 0});
+        int finished = 0;
+        for (std::size_t i = 0; i < kSents.size(); ++i) {
+            EXPECT_EQ(b1[i][0].tokens, g[i].tokens) << i;
+            EXPECT_DOUBLE_EQ(b1[i][0].log_prob, g[i].score) << i;
+            std::vector<const std::vector<int32_t>*> outs = {&g[i].tokens};
+            for (const Hypothesis& h : b4[i]) outs.push_back(&h.tokens);
+            for (const auto* y : outs) {
+                EXPECT_EQ(std::count(y->begin(), y->end(), 0), 0) << i;
+                EXPECT_EQ(std::count(y->begin(), y->end(), 2), 0) << i;
+            }
+            EXPECT_LT(g[i].score, -10.0 * static_cast<double>(g[i].tokens.size()));  // log p(y) < −(20 − O(1))
+            EXPECT_NEAR(g[i].score, replay(m, kSents[i], g[i].tokens), 1e-4 * (1 + std::abs(g[i].score)));
+            for (const Hypothesis& h : b4[i]) {
+                EXPECT_NEAR(h.log_prob, replay(m, kSents[i], h.tokens), 1e-4 * (1 + std::abs(h.log_prob)));
+                if (!h.finished) continue;
+                const Batch batch = test::make_batch({kSents[i]}, {{h.tokens.begin(), h.tokens.end() - 1}});
+                double forced = 0;
+                m.score(batch, std::span<double>(&forced, 1));
+                EXPECT_NEAR(h.log_prob, forced, 1e-4 * (1 + std::abs(forced))) << i;
+                ++finished;
+            }
+        }
+        EXPECT_GT(finished, 0);
     }
 }
 
