@@ -140,13 +140,6 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
         s.live_lp = {0.0};
     }
 
-    // A batch of empty sources (S = 0) is given one padding position: the encoder and attention
-    // work on S >= 1, and padding gets zero attention, so nothing else changes.
-    const std::vector<int32_t> one_pad(S == 0 ? B : 0, sp.pad);
-    if (S == 0) {
-        src = one_pad;
-        S = 1;
-    }
     EncodedSource enc, rows_enc;
     model.encode(src, lengths, S, enc);
     DecoderState state, next_state;

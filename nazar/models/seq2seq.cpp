@@ -19,9 +19,11 @@ const ModelConfig& checked(const ModelConfig& cfg) {
 bool absent(TensorView v) { return v.ndim() == 0 || v.numel() == 0; }  // default views have ndim 0
 TensorView sel(const Tensor& x, int i) { return absent(x) ? TensorView() : x.select(i); }
 
-// out rows n = in rows rows[n] along dimension `dim` (0 or 1) of a 2-, 3- or 4-D tensor.
+// out rows n = in rows rows[n] along dimension `dim` (0 or 1) of a 2-, 3- or 4-D tensor. An
+// absent tensor ((0) placeholder: GRU's c, dot's keys, no feed) stays absent; a real one with no
+// elements (enc_out (N, 0, C) of empty sources) keeps its shape with N' = rows.size().
 void gather(const Tensor& in, int dim, std::span<const int> rows, Tensor& out) {
-    if (absent(in)) {
+    if (in.ndim() < 2) {
         out = Tensor(Shape{0});
         return;
     }
@@ -36,7 +38,9 @@ void gather(const Tensor& in, int dim, std::span<const int> rows, Tensor& out) {
     for (int64_t o = 0; o < outer; ++o)
         for (int64_t n = 0; n < M; ++n) {
             NZ_CHECK(rows[n] >= 0 && rows[n] < N, "row {} outside [0, {})", rows[n], N);
-            std::memcpy(out.data() + (o * M + n) * inner, in.data() + (o * N + rows[n]) * inner, sizeof(float) * inner);
+            if (inner > 0)
+                std::memcpy(out.data() + (o * M + n) * inner, in.data() + (o * N + rows[n]) * inner,
+                            sizeof(float) * inner);
         }
 }
 
@@ -255,8 +259,7 @@ void Seq2Seq::select_rows(const EncodedSource& in, std::span<const int> rows, En
         out.lengths[n] = in.lengths[rows[n]];
     }
     gather(in.enc_out, 0, rows, out.enc_out);
-    gather(in.keys.keys, 0, rows, out.keys.keys);
-    if (absent(in.keys.keys)) out.keys.keys = in.keys.keys;  // dot: keep the (0) shape
+    gather(in.keys.keys, 0, rows, out.keys.keys);  // dot: (0) stays (0)
     gather(in.init_h, 1, rows, out.init_h);
 }
 

@@ -83,7 +83,8 @@ public:
     void score(const Batch& batch, std::span<double> out);  // out (B)
 
     // ---- incremental decoding (eval mode) ----
-    // src (N·S) row-major, lengths (N) in [0, S].
+    // src (N·S) row-major, lengths (N) in [0, S]. S = 0 (every source empty) is allowed:
+    // enc_out (N, 0, C), attention rows of width 0, context 0 (as for any empty sentence).
     void encode(std::span<const int32_t> src, std::span<const int> lengths, int S, EncodedSource& out);
     // out row n = in row rows[n] (any N'; repeats allowed): expand sentences to beams.
     void select_rows(const EncodedSource& in, std::span<const int> rows, EncodedSource& out) const;

@@ -37,7 +37,6 @@ Sources pad(const std::vector<std::vector<int32_t>>& sents) {
 // Σ log p of `tokens` after <s>, one step at a time.
 double replay(Seq2Seq& m, const std::vector<int32_t>& src, const std::vector<int32_t>& tokens) {
     Sources s = pad({src});
-    if (s.S == 0) s = {{0}, {0}, 1};  // one padding position: the model needs S >= 1
     EncodedSource enc;
     m.encode(s.ids, s.lengths, s.S, enc);
     DecoderState st;
@@ -226,6 +225,59 @@ TEST(BeamSearch, NeverEmitsPadOrBos) {
             }
         }
         EXPECT_GT(finished, 0);
+    }
+}
+
+// Empty sources: a batch where every source is empty (S = 0: attention has no positions, the
+// context is 0) decodes and scores as those sentences do in a batch with longer ones (S > 0).
+TEST(BeamSearch, AllEmptyAndMixedBatches) {
+    for (const auto& c : configs()) {
+        Seq2Seq m(c, 43);
+        for (const ParamRef& p : m.parameters())
+            if (p.name == "generator.bias") p.value->at(3) += 1.5f;  // let some outputs finish
+        const Sources empty = pad({{}, {}, {}});
+        ASSERT_EQ(empty.S, 0);
+        const Sources mixed = pad({{}, {5, 6, 7}, {}});
+        const BeamOptions o{.beam_size = 3, .n_best = 2, .length_penalty = 0.6f, .coverage_penalty = 0.2f};
+        const auto ge = greedy_decode(m, empty.ids, empty.lengths, 0);
+        const auto gm = greedy_decode(m, mixed.ids, mixed.lengths, mixed.S);
+        const auto be = beam_search(m, empty.ids, empty.lengths, 0, o);
+        const auto bm = beam_search(m, mixed.ids, mixed.lengths, mixed.S, o);
+        const auto b1 = beam_search(m, empty.ids, empty.lengths, 0, {.beam_size = 1});
+        ASSERT_EQ(ge.size(), 3u);
+        ASSERT_EQ(be.size(), 3u);
+        for (int i : {0, 2}) {
+            EXPECT_EQ(ge[i].tokens, gm[i].tokens) << i;
+            EXPECT_EQ(ge[i].tokens, ge[0].tokens) << i;  // same (empty) source
+            EXPECT_NEAR(ge[i].score, gm[i].score, 1e-4 * (1 + std::abs(gm[i].score)));
+            EXPECT_EQ(ge[i].attention.shape(), Shape({static_cast<int64_t>(ge[i].tokens.size()), 0}));
+            EXPECT_EQ(b1[i][0].tokens, ge[i].tokens) << i;
+            EXPECT_DOUBLE_EQ(b1[i][0].log_prob, ge[i].score) << i;
+            EXPECT_NEAR(ge[i].score, replay(m, {}, ge[i].tokens), 1e-4 * (1 + std::abs(ge[i].score)));
+            ASSERT_EQ(be[i].size(), bm[i].size()) << i;
+            for (std::size_t k = 0; k < be[i].size(); ++k) {
+                const Hypothesis& h = be[i][k];
+                EXPECT_EQ(h.tokens, bm[i][k].tokens) << i << " " << k;
+                EXPECT_NEAR(h.log_prob, bm[i][k].log_prob, 1e-4 * (1 + std::abs(h.log_prob)));
+                EXPECT_NEAR(h.score, h.log_prob / length_penalty(static_cast<int>(h.tokens.size()), 0.6f), 1e-9);
+                EXPECT_EQ(h.attention.shape(), Shape({static_cast<int64_t>(h.tokens.size()), 0}));
+            }
+        }
+        // score: all-empty and mixed batches give each sentence its decoded log p
+        std::vector<std::vector<int32_t>> tgts;
+        for (const auto& r : ge) tgts.emplace_back(r.tokens.begin(), r.tokens.end() - (r.finished ? 1 : 0));
+        std::vector<double> se(3), sm(3);
+        m.score(test::make_batch({{}, {}, {}}, tgts), se);
+        m.score(test::make_batch({{}, {5, 6, 7}, {}}, tgts), sm);
+        for (int i : {0, 2}) {
+            EXPECT_NEAR(se[i], sm[i], 1e-4 * (1 + std::abs(sm[i]))) << i;
+            if (ge[i].finished) {
+                EXPECT_NEAR(se[i], ge[i].score, 1e-4 * (1 + std::abs(se[i]))) << i;
+            }
+        }
+        EXPECT_TRUE(std::isfinite(se[1]) && std::isfinite(sm[1]));
+        LossStats loss = m.eval_loss(test::make_batch({{}, {}, {}}, tgts));
+        EXPECT_TRUE(std::isfinite(loss.loss) && loss.tokens > 0);
     }
 }
 
