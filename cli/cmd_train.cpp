@@ -101,7 +101,9 @@ int run_train(CLI::App& app, TrainArgs& a) {
     if (cfg.threads > 0) set_num_threads(cfg.threads);
     check_config(cfg);  // before any data is read
     ck.reset();
-    Trainer trainer(cfg, a.resume, {.interrupt = &g_interrupt});
+    TrainerHooks hooks;  // (not a designated initializer: -Wmissing-field-initializers)
+    hooks.interrupt = &g_interrupt;
+    Trainer trainer(cfg, a.resume, hooks);
     install_signal_handlers();
     const TrainResult r = trainer.run();
     if (r.interrupted) return 130;

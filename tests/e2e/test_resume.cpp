@@ -77,8 +77,11 @@ protected:
             ASSERT_EQ(p.numel(), q.numel()) << name;
             EXPECT_EQ(std::memcmp(p.data(), q.data(), sizeof(float) * p.numel()), 0) << name << " differs";
         }
-        for (const auto& [key, value] : x.metadata)
-            if (key != "train.config") EXPECT_EQ(value, y.meta(key)) << key;
+        for (const auto& [key, value] : x.metadata) {
+            if (key != "train.config") {
+                EXPECT_EQ(value, y.meta(key)) << key;
+            }
+        }
     }
 
     std::string dir_;
