@@ -11,7 +11,7 @@ namespace nazar::kernels {
 // e^r by a degree-6 polynomial (Cephes expf coefficients). Branch-free, so loops vectorise.
 // Below −87.3 the result is flushed to 0 (std::exp would return a denormal); NaN stays NaN.
 static inline float exp_inline(float x) {
-    const float xc = std::min(std::max(x, -87.3f), 88.7f);
+    const float xc = std::min(std::max(-87.3f, x), 88.7f);  // NaN -> -87.3: no UB in the int cast
     const float n = std::floor(xc * 1.44269504088896341f + 0.5f);
     const float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
     float p = 1.9875691500e-4f;
