@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -22,7 +23,11 @@ namespace {
 
 const std::string kBin = std::string(NAZAR_BINARY_DIR) + "/nazar";
 
-std::string tmp(const std::string& name) { return testing::TempDir() + "/nazar_decode_cli_" + name; }
+// Per process: ctest runs each TEST in its own process, in parallel, and every process's
+// SetUpTestSuite writes the model and the input; shared paths let one read another's half-written input.
+std::string tmp(const std::string& name) {
+    return testing::TempDir() + "/nazar_decode_cli_" + std::to_string(::getpid()) + "_" + name;
+}
 
 std::vector<std::string> read_lines(const std::string& path) {
     std::ifstream f(path);
@@ -99,6 +104,7 @@ TEST_F(DecodeCli, StreamingRoundTripEqualsTheApi) {
 
 TEST_F(DecodeCli, BeamOneIsGreedy) {
     const auto out = read_lines(translate("--beam 1", "greedy.txt"));
+    ASSERT_EQ(out.size(), inputs().size());
     LoadedModel m = load_model(model());
     const Vocab sv = Vocab::from_json(m.metadata.at(kSrcVocabKey)), tv = Vocab::from_json(m.metadata.at(kTgtVocabKey));
     const Tokenizer tok = Tokenizer::word();
