@@ -4,6 +4,7 @@
 // 0-based; argmax of each target token's attention), soft = the JSON weight matrix (one row per
 // target token). The </s> row is left out. --scores prefixes "log p ||| ".
 #include "cli/command.h"
+#include "cli/pair_input.h"
 #include "nazar/core/check.h"
 #include "nazar/core/threads.h"
 #include "nazar/data/pipeline.h"
@@ -28,32 +29,17 @@ struct AlignArgs {
     bool scores = false;
 };
 
-const std::string& meta(const LoadedModel& m, const char* key, const std::string& path) {
-    const auto it = m.metadata.find(key);
-    if (it == m.metadata.end())
-        throw Error(fmt::format("'{}' lacks metadata '{}' (vocabularies and tokenizers are needed to align text)",
-                                path, key));
-    return it->second;
-}
-
 int run_align(const AlignArgs& a) {
     if (a.threads >= 0) set_num_threads(a.threads);
-    const bool two = !a.src.empty() || !a.tgt.empty();
-    if (a.tsv.empty() == !two) throw UsageError("give either --tsv F, or --src F and --tgt F");
-    if (two && (a.src.empty() || a.tgt.empty())) throw UsageError("--src and --tgt go together");
+    const CorpusFiles files = pair_files(a.src, a.tgt, a.tsv);
     const AlignmentFormat format = parse_alignment_format(a.alignment);
     if (format == AlignmentFormat::none) throw UsageError("--alignment must be hard or soft for align");
-    LoadedModel m = load_model(a.model);
-    const Tokenizer src_tok = Tokenizer::from_string(meta(m, kSrcTokenizerKey, a.model));
-    const Tokenizer tgt_tok = Tokenizer::from_string(meta(m, kTgtTokenizerKey, a.model));
-    const Vocab src_vocab = Vocab::from_json(meta(m, kSrcVocabKey, a.model));
-    const Vocab tgt_vocab = Vocab::from_json(meta(m, kTgtVocabKey, a.model));
-    const int32_t pad = m.model->config().special_ids.pad;
+    const TextModel tm = load_text_model(a.model, "align");
+    Seq2Seq& model = *tm.loaded.model;
+    const int32_t pad = model.config().special_ids.pad;
 
-    PairReader reader(a.tsv.empty() ? CorpusFiles{.src = a.src, .tgt = a.tgt} : CorpusFiles{.tsv = a.tsv}, false);
-    std::vector<std::vector<int32_t>> src, tgt;
-    auto flush = [&] {
-        if (src.empty()) return;
+    PairReader reader(files, false);
+    for_each_pair_batch(reader, tm, a.batch, [&](const IdRows& src, const IdRows& tgt) {
         int S = 0;
         for (const auto& s : src) S = std::max(S, static_cast<int>(s.size()));
         std::vector<int32_t> ids(src.size() * static_cast<std::size_t>(S), pad);
@@ -62,7 +48,7 @@ int run_align(const AlignArgs& a) {
             std::copy(src[b].begin(), src[b].end(), ids.begin() + static_cast<std::ptrdiff_t>(b * S));
             lengths.push_back(static_cast<int>(src[b].size()));
         }
-        const auto res = forced_alignment(*m.model, ids, lengths, S, tgt);
+        const auto res = forced_alignment(model, ids, lengths, S, tgt);
         std::string text;
         for (std::size_t b = 0; b < res.size(); ++b) {
             const int n_tgt = static_cast<int>(tgt[b].size());
@@ -73,17 +59,7 @@ int run_align(const AlignArgs& a) {
             text += '\n';
         }
         std::fwrite(text.data(), 1, text.size(), stdout);
-        src.clear();
-        tgt.clear();
-    };
-    RawPair pair;
-    while (reader.next(pair)) {
-        const std::string where = fmt::format("{}:{}", reader.name(), pair.line);
-        src.push_back(encode_line(pair.src, src_tok, src_vocab, where));
-        tgt.push_back(encode_line(pair.tgt, tgt_tok, tgt_vocab, where));
-        if (static_cast<int>(src.size()) >= a.batch) flush();
-    }
-    flush();
+    });
     std::fflush(stdout);
     return 0;
 }

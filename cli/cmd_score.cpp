@@ -4,6 +4,7 @@
 // what the PyTorch parity check compares. Sentences are scored in batches of --batch, in input
 // order; a sentence's score does not depend on its batch (up to BLAS summation order).
 #include "cli/command.h"
+#include "cli/pair_input.h"
 #include "nazar/core/check.h"
 #include "nazar/data/pipeline.h"
 #include "nazar/data/reader.h"
@@ -27,45 +28,17 @@ struct ScoreArgs {
     bool skip_bad_lines = false;
 };
 
-const std::string& require_meta(const LoadedModel& m, const char* key, const std::string& path) {
-    const auto it = m.metadata.find(key);
-    if (it == m.metadata.end())
-        throw Error(fmt::format("'{}' lacks metadata '{}' (vocabularies and tokenizers are needed to score text)",
-                                path, key));
-    return it->second;
-}
-
 int run_score(const ScoreArgs& a) {
-    const bool two = !a.src.empty() || !a.tgt.empty();
-    if (a.tsv.empty() == !two) throw UsageError("give either --tsv F, or --src F and --tgt F");
-    if (two && (a.src.empty() || a.tgt.empty())) throw UsageError("--src and --tgt go together");
-    LoadedModel m = load_model(a.model);
-    const Tokenizer src_tok = Tokenizer::from_string(require_meta(m, kSrcTokenizerKey, a.model));
-    const Tokenizer tgt_tok = Tokenizer::from_string(require_meta(m, kTgtTokenizerKey, a.model));
-    const Vocab src_vocab = Vocab::from_json(require_meta(m, kSrcVocabKey, a.model));
-    const Vocab tgt_vocab = Vocab::from_json(require_meta(m, kTgtVocabKey, a.model));
-
-    PairReader reader(a.tsv.empty() ? CorpusFiles{.src = a.src, .tgt = a.tgt} : CorpusFiles{.tsv = a.tsv},
-                      a.skip_bad_lines);
-    std::vector<std::vector<int32_t>> src, tgt;
+    const CorpusFiles files = pair_files(a.src, a.tgt, a.tsv);
+    const TextModel tm = load_text_model(a.model, "score");
+    PairReader reader(files, a.skip_bad_lines);
     std::vector<double> scores;
-    auto flush = [&] {
-        if (src.empty()) return;
+    for_each_pair_batch(reader, tm, a.batch, [&](const IdRows& src, const IdRows& tgt) {
         const Batch b = batch_from_ids(src, tgt);
         scores.assign(src.size(), 0.0);
-        m.model->score(b, scores);
+        tm.loaded.model->score(b, scores);
         for (double s : scores) fmt::print("{:.{}f}\n", s, a.digits);
-        src.clear();
-        tgt.clear();
-    };
-    RawPair pair;
-    while (reader.next(pair)) {
-        const std::string where = fmt::format("{}:{}", reader.name(), pair.line);
-        src.push_back(encode_line(pair.src, src_tok, src_vocab, where));
-        tgt.push_back(encode_line(pair.tgt, tgt_tok, tgt_vocab, where));
-        if (static_cast<int>(src.size()) >= a.batch) flush();
-    }
-    flush();
+    });
     std::fflush(stdout);
     return 0;
 }
