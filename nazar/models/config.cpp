@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <set>
 #include <type_traits>
+#include <utility>
 
 namespace nazar {
 
@@ -114,6 +115,22 @@ std::vector<std::string> validate(const ModelConfig& cfg) {
     usage_check(enc.dropout >= 0 && enc.dropout < 1, "encoder dropout must be in [0, 1), got {}", enc.dropout);
     usage_check(dec.dropout >= 0 && dec.dropout < 1, "decoder dropout must be in [0, 1), got {}", dec.dropout);
     usage_check(dec.deep_output_size >= 0, "decoder deep_output_size must be >= 0, got {}", dec.deep_output_size);
+    // Upper bounds, far above any real model, so that derived sizes (C = 2·hidden, G·H, L·H,
+    // H + C, 2·window + 1) stay within int: beyond them a hostile nazar.config would be
+    // undefined behaviour (signed overflow) before any shape check.
+    const std::pair<const char*, int> sizes[] = {
+        {"embedding_size", cfg.embedding_size},          {"encoder hidden_size", enc.hidden_size},
+        {"decoder hidden_size", dec.hidden_size},        {"decoder deep_output_size", dec.deep_output_size},
+        {"attention attention_size", cfg.attention.attention_size},
+        {"attention position_size", cfg.attention.position_size}, {"attention window", cfg.attention.window}};
+    for (const auto& [name, v] : sizes)
+        usage_check(v <= kMaxModelSize, "{} must be <= {}, got {}", name, kMaxModelSize, v);
+    usage_check(cfg.src_vocab_size <= kMaxVocabSize && cfg.tgt_vocab_size <= kMaxVocabSize,
+                "vocabulary sizes must be <= {}, got src_vocab_size {} and tgt_vocab_size {}", kMaxVocabSize,
+                cfg.src_vocab_size, cfg.tgt_vocab_size);
+    usage_check(enc.num_layers <= kMaxLayers && dec.num_layers <= kMaxLayers,
+                "num_layers must be <= {}, got encoder {} and decoder {}", kMaxLayers, enc.num_layers,
+                dec.num_layers);
     usage_check(!(dec.deep_output && dec.kind == DecoderKind::luong),
                 "deep_output is Bahdanau's output layer; the luong decoder's output is tanh(W_c [s_t; c_t]) "
                 "(set decoder kind bahdanau or deep_output false)");

@@ -101,9 +101,15 @@ AttentionTiming effective_timing(const ModelConfig& cfg);
 // cfg.attention with query_size = H, context_size = C, attention_size = A, position_size = P filled.
 AttentionConfig attention_config(const ModelConfig& cfg);
 
+// Upper bounds validate() enforces (far above real models; they keep every derived size such as
+// 2·hidden, 4·H, L·H, H + C, 2·window + 1 within int).
+inline constexpr int kMaxModelSize = 1 << 20;  // embedding, hidden, attention, position, deep output, window
+inline constexpr int kMaxVocabSize = 1 << 24;  // src/tgt vocabulary
+inline constexpr int kMaxLayers = 64;          // encoder/decoder num_layers
+
 // Throws UsageError (one line, naming the sizes / keys involved) on an invalid configuration:
-// sizes < 1, vocab < 5 (4 specials + 1), dropout outside [0, 1), dot with H != C (names both,
-// suggests general), tie with d_out != E (names both), backward_first with a unidirectional
+// sizes < 1 or above the bounds above, vocab < 5 (4 specials + 1), dropout outside [0, 1),
+// dot with H != C (names both, suggests general), tie with d_out != E (names both), backward_first with a unidirectional
 // encoder, deep_output with luong, input_feeding with bahdanau, bahdanau + after, an unusual
 // score/timing pair without an explicit attention_timing, special ids outside [0, V).
 // Returns the warnings to print (an explicitly requested unusual score/timing pair).

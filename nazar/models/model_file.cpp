@@ -17,6 +17,19 @@ void model_to_safetensors(Seq2Seq& model, const std::map<std::string, std::strin
 
 namespace {
 
+using ShapeFn = std::function<void(const std::string&, const Shape&)>;
+
+// torch.nn.GRU/LSTM cell parameters of one layer-direction (nn/rnn.h, nn/gru_cell.cpp).
+void rnn_cell(const ShapeFn& f, const std::string& base, const std::string& suffix, int64_t gates, int64_t in,
+              int64_t hidden) {
+    f(base + "weight_ih" + suffix, Shape{gates * hidden, in});
+    f(base + "weight_hh" + suffix, Shape{gates * hidden, hidden});
+    f(base + "bias_ih" + suffix, Shape{gates * hidden});
+    f(base + "bias_hh" + suffix, Shape{gates * hidden});
+}
+
+int64_t gates(CellType c) { return c == CellType::gru ? 3 : 4; }
+
 void check_vocab(const SafeTensors& st, const char* key, int expected, const char* what) {
     if (!st.has_meta(key)) return;
     const Vocab v = Vocab::from_json(st.meta(key));
@@ -26,6 +39,65 @@ void check_vocab(const SafeTensors& st, const char* key, int expected, const cha
 
 }  // namespace
 
+// Mirrors the constructors: Encoder and Bridge (encoder.cpp), Decoder (decoder.cpp), Attention
+// (attention.cpp), generator Linear (seq2seq.cpp). Sizes are int64_t so that hostile sizes
+// (G·H beyond int) cannot overflow. test_model_file_hostile.cpp compares this table with
+// Seq2Seq::parameters() over every structural choice.
+void visit_param_shapes(const ModelConfig& cfg, const ShapeFn& f) {
+    const int64_t E = cfg.embedding_size, Hn = cfg.encoder.hidden_size, H = cfg.decoder.hidden_size;
+    const int64_t Dn = cfg.encoder.bidirectional ? 2 : 1, C = Dn * Hn, L = cfg.decoder.num_layers;
+    const int64_t d_out = generator_input_size(cfg), V = cfg.tgt_vocab_size;
+    // encoder.embedding, encoder.rnn (torch order: per layer, forward then _reverse)
+    f("encoder.embedding.weight", Shape{cfg.src_vocab_size, E});
+    for (int k = 0; k < cfg.encoder.num_layers; ++k)
+        for (int d = 0; d < Dn; ++d)
+            rnn_cell(f, "encoder.rnn.", "_l" + std::to_string(k) + (d ? "_reverse" : ""), gates(cfg.encoder.cell),
+                     k == 0 ? E : C, Hn);
+    // bridge: Linear(in, L·H) unless zero
+    const BridgeKind bridge = effective_bridge(cfg);
+    if (bridge != BridgeKind::zero) {
+        const int64_t in = bridge == BridgeKind::backward_first ? Hn : C;
+        f("bridge.weight", Shape{L * H, in});
+        f("bridge.bias", Shape{L * H});
+    }
+    // decoder: embedding, cells (layer 0 input E + feed), combine (luong), deep output
+    f("decoder.embedding.weight", Shape{V, E});
+    const bool luong = cfg.decoder.kind == DecoderKind::luong;
+    const int64_t feed = luong ? (cfg.decoder.input_feeding ? H : 0) : C;
+    for (int64_t l = 0; l < L; ++l)
+        rnn_cell(f, "decoder.rnn.", "_l" + std::to_string(l), gates(cfg.decoder.cell), l == 0 ? E + feed : H, H);
+    if (luong) f("decoder.combine.weight", Shape{H, H + C});
+    if (cfg.decoder.deep_output) {
+        f("decoder.deep_output.state.weight", Shape{d_out, H});
+        f("decoder.deep_output.prev.weight", Shape{d_out, E});
+        f("decoder.deep_output.context.weight", Shape{d_out, C});
+    }
+    // attention (AttentionParams::visit order)
+    const AttentionConfig a = attention_config(cfg);
+    const int64_t A = a.attention_size, P = a.position_size;
+    if (a.score == ScoreKind::additive || a.score == ScoreKind::concat) {
+        f("attention.query.weight", Shape{A, H});
+        f("attention.key.weight", Shape{A, C});
+        f("attention.v.weight", Shape{1, A});
+    } else if (a.score == ScoreKind::general) {
+        f("attention.key.weight", Shape{H, C});
+    }
+    if (a.scale == ScaleMode::learned) f("attention.scale", Shape{1});
+    if (a.local == LocalMode::predictive) {
+        f("attention.position.weight", Shape{P, H});
+        f("attention.position_v.weight", Shape{1, P});
+    }
+    // generator (weight absent when tied: it is decoder.embedding.weight)
+    if (!cfg.tie_target_embeddings) f("generator.weight", Shape{V, d_out});
+    f("generator.bias", Shape{V});
+}
+
+std::vector<std::pair<std::string, Shape>> model_param_shapes(const ModelConfig& cfg) {
+    std::vector<std::pair<std::string, Shape>> out;
+    visit_param_shapes(cfg, [&](const std::string& name, const Shape& shape) { out.emplace_back(name, shape); });
+    return out;
+}
+
 LoadedModel model_from_safetensors(const SafeTensors& st) {
     NZ_CHECK(st.has_meta(kModelFormatKey), "'{}' is not a nazar model file (no '{}' metadata)", st.source,
              kModelFormatKey);
@@ -33,8 +105,18 @@ LoadedModel model_from_safetensors(const SafeTensors& st) {
              "'{}': model format version '{}' is not supported (this nazar reads version '{}')", st.source,
              st.meta(kModelFormatKey), kModelFormatVersion);
     const ModelConfig cfg = model_config_from_string(st.meta(kModelConfigKey));
+    validate(cfg);
+    // Every tensor the model will allocate must be in the file at its size before anything is
+    // allocated: a config with huge sizes then fails here, and a model that passes costs at most
+    // twice the file's tensor bytes (values + gradients).
+    visit_param_shapes(cfg, [&](const std::string& name, const Shape& shape) {
+        NZ_CHECK(st.contains(name), "'{}': tensor '{}' is missing (expected shape {})", st.source, name, shape.str());
+        const Shape& got = st.get(name).shape();
+        NZ_CHECK(got == shape, "'{}': tensor '{}' has shape {}, expected {} (from nazar.config)", st.source, name,
+                 got.str(), shape.str());
+    });
     LoadedModel out;
-    out.model = std::make_unique<Seq2Seq>(cfg);  // validates the config
+    out.model = std::make_unique<Seq2Seq>(cfg);
     const ParamList params = out.model->parameters();
     std::set<std::string> expected;
     for (const auto& p : params) {

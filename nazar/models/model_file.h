@@ -15,14 +15,21 @@
 // shape (error names the tensor, expected and actual shape); no unexpected tensors (except
 // names starting with "optim." or "train.", which checkpoints add); vocab metadata (when
 // present) of the size the embeddings have.
+// The names and shapes are checked against model_param_shapes(config) BEFORE the model is
+// built, so a hostile nazar.config (vocabulary 10^9 in an 8 KB file) is refused without
+// allocating: the model is only built once every parameter it will allocate is present in the
+// file at its size, i.e. its memory is bounded by the file's size (params + grads = 2x).
 #pragma once
 
 #include "nazar/core/safetensors.h"
 #include "nazar/models/seq2seq.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace nazar {
 
@@ -38,6 +45,14 @@ struct LoadedModel {
     std::unique_ptr<Seq2Seq> model;
     std::map<std::string, std::string> metadata;  // the whole __metadata__ (incl. nazar.*)
 };
+
+// Calls f(name, shape) for each of Seq2Seq(cfg).parameters(), in that order, computing the
+// shapes from the configuration alone (nothing is allocated for the tensors). cfg must be valid
+// (validate()). f may throw to stop early: the loader does at the first tensor the file lacks,
+// so a hostile layer count (num_layers 10^9) costs as many steps as the file has tensors.
+void visit_param_shapes(const ModelConfig& cfg, const std::function<void(const std::string&, const Shape&)>& f);
+// The same as a list (tests).
+std::vector<std::pair<std::string, Shape>> model_param_shapes(const ModelConfig& cfg);
 
 // Parameters + format + config + `metadata` into `out` (replacing same-named entries).
 void model_to_safetensors(Seq2Seq& model, const std::map<std::string, std::string>& metadata,

@@ -19,6 +19,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/resource.h>
+
 #include <cstring>
 #include <functional>
 #include <string>
@@ -288,6 +290,137 @@ TEST(ModelFileHostile, OutOfRangeConfigValuesAreRefused) {
         EXPECT_NE(e, "") << "accepted";
         EXPECT_EQ(e.find('\n'), std::string::npos) << e;
     }
+}
+
+// model_param_shapes (the loader's pre-allocation check) mirrors the model's constructors: over
+// every structural choice it lists exactly Seq2Seq::parameters() (names, order, shapes), so it
+// never refuses a valid file.
+TEST(ModelFileHostile, ShapeTableMatchesTheModel) {
+    int checked = 0;
+    constexpr int kVariants = 2 * 2 * 2 * 2 * 4 * 3 * 2 * 5 * 5;
+    for (int variant = 0; variant < kVariants; ++variant) {
+        int v = variant;  // mixed radix: one digit per choice
+        auto pick = [&v](int n) { const int r = v % n; v /= n; return r; };
+        ModelConfig c = test::tiny_config();
+        c.encoder.cell = pick(2) ? CellType::lstm : CellType::gru;
+        c.decoder.cell = pick(2) ? CellType::lstm : CellType::gru;
+        c.encoder.bidirectional = pick(2) == 0;
+        c.encoder.num_layers = c.decoder.num_layers = 1 + pick(2);
+        c.attention.score = static_cast<ScoreKind>(pick(4));
+        const int local = pick(3);
+        c.attention.local = static_cast<LocalMode>(local);
+        c.attention.position_size = pick(2) ? 0 : 7;  // 0 = H
+        const int shape = pick(5);  // 0 bahdanau, 1 bahdanau deep, 2 luong, 3 luong feeding, 4 luong tied
+        c.decoder.kind = shape < 2 ? DecoderKind::bahdanau : DecoderKind::luong;
+        c.decoder.deep_output = shape == 1;
+        c.decoder.deep_output_size = shape == 1 ? 6 : 0;
+        c.decoder.input_feeding = shape == 3;
+        if (shape == 4) {
+            c.tie_target_embeddings = true;
+            c.embedding_size = c.decoder.hidden_size;  // tying needs d_out == E
+        }
+        c.decoder.bridge = static_cast<BridgeKind>(pick(5));
+        if (c.attention.score == ScoreKind::dot) c.decoder.hidden_size = encoder_output_size(c);
+        if (c.attention.score != ScoreKind::additive && c.attention.score != ScoreKind::concat)
+            c.attention.attention_size = 0;
+        if (c.attention.score == ScoreKind::general) c.attention.scale = ScaleMode::learned;
+        c.decoder.attention_timing = c.decoder.kind == DecoderKind::bahdanau ? AttentionTiming::before
+                                                                               : AttentionTiming::after;
+        if (c.tie_target_embeddings) c.embedding_size = c.decoder.hidden_size;
+        try {
+            validate(c);
+        } catch (const UsageError&) {
+            continue;  // an invalid combination (e.g. backward-first with a unidirectional encoder)
+        }
+        SCOPED_TRACE(to_json_string(c));
+        Seq2Seq m(c, 3);
+        std::vector<std::pair<std::string, Shape>> actual;
+        for (const auto& p : m.parameters()) actual.emplace_back(p.name, p.value->shape());
+        const auto table = model_param_shapes(c);
+        ASSERT_EQ(table.size(), actual.size());
+        for (std::size_t i = 0; i < table.size(); ++i) {
+            EXPECT_EQ(table[i].first, actual[i].first);
+            EXPECT_EQ(table[i].second.str(), actual[i].second.str()) << table[i].first;
+        }
+        ++checked;
+    }
+    EXPECT_GT(checked, kVariants / 4);  // most combinations are valid
+}
+
+// Peak resident memory of this process so far (bytes).
+int64_t peak_rss() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<int64_t>(u.ru_maxrss) * 1024;
+}
+
+// A 9 KB file whose nazar.config claims huge sizes or layer counts is refused before the model
+// is built: sizes beyond validate()'s bounds (kMaxVocabSize, kMaxModelSize, kMaxLayers) as a
+// UsageError, sizes within them by the shape check (a one-line error naming a tensor). Either
+// way nothing of the size the config implies is allocated (vocabulary 2^24 x 4 floats, values
+// and gradients, encoder and decoder: ~1 GB; hidden 2^20: 4·2^40 floats). ru_maxrss is the
+// process's peak, so the 200 MB bound covers every case together.
+TEST(ModelFileHostile, HugeConfigSizesAreRefusedBeforeAllocating) {
+    const std::string good = saved_model();
+    const std::vector<std::pair<std::string, json>> shape_errors = {
+        {"/src_vocab_size", kMaxVocabSize},          {"/tgt_vocab_size", kMaxVocabSize},
+        {"/embedding_size", kMaxModelSize},          {"/encoder/hidden_size", kMaxModelSize},
+        {"/decoder/hidden_size", kMaxModelSize},     {"/encoder/num_layers", kMaxLayers},
+        {"/decoder/num_layers", kMaxLayers},         {"/attention/attention_size", kMaxModelSize},
+    };
+    const std::vector<std::pair<std::string, json>> usage_errors = {
+        {"/src_vocab_size", 100000000},          {"/tgt_vocab_size", kMaxVocabSize + 1},
+        {"/embedding_size", kMaxModelSize + 1},  {"/encoder/hidden_size", 2147483647},
+        {"/decoder/hidden_size", 1073741824},    {"/encoder/num_layers", 1000000000},
+        {"/decoder/num_layers", kMaxLayers + 1}, {"/attention/attention_size", 2147483647},
+        {"/attention/window", 2147483647},       {"/decoder/deep_output_size", kMaxModelSize + 1},
+    };
+    const int64_t before = peak_rss();
+    for (const bool usage : {false, true})
+        for (const auto& [ptr, value] : usage ? usage_errors : shape_errors) {
+            SCOPED_TRACE(ptr + " = " + value.dump());
+            Parts p = split(good);
+            json c = config_of(p);
+            c[json::json_pointer(ptr)] = value;
+            set_config(p, c);
+            std::string e;
+            bool is_usage = false;
+            try {
+                (void)model_from_safetensors(parse_safetensors(pack(p), "m.safetensors"));
+            } catch (const UsageError& err) {
+                e = err.what();
+                is_usage = true;
+            } catch (const Error& err) {
+                e = err.what();
+            }
+            EXPECT_EQ(is_usage, usage) << e;
+            if (usage) {
+                EXPECT_NE(e.find("must be <= "), std::string::npos) << e;
+            } else {
+                EXPECT_NE(e.find("m.safetensors': tensor '"), std::string::npos) << e;
+                EXPECT_TRUE(e.find("expected") != std::string::npos || e.find("is missing") != std::string::npos) << e;
+            }
+            EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+        }
+    // The sizes of the other sub-modules: local-p's predictor, deep output (bahdanau).
+    for (const char* which : {"position", "deep"}) {
+        SCOPED_TRACE(which);
+        ModelConfig cfg = test::tiny_config();
+        if (std::string(which) == "position") cfg.attention.local = LocalMode::predictive;
+        else cfg.decoder.deep_output = true;
+        Seq2Seq m(cfg, 5);
+        SafeTensors st;
+        model_to_safetensors(m, {}, st);
+        Parts p = split(serialize_safetensors(st));
+        json c = config_of(p);
+        if (std::string(which) == "position") c["attention"]["position_size"] = kMaxModelSize;
+        else c["decoder"]["deep_output_size"] = kMaxModelSize;
+        set_config(p, c);
+        const std::string e = load_error(pack(p));
+        EXPECT_NE(e.find(fmt::format("expected ({}, 5)", kMaxModelSize)), std::string::npos) << e;
+    }
+    const int64_t grown = peak_rss() - before;
+    EXPECT_LT(grown, int64_t{200} << 20) << "peak RSS grew by " << (grown >> 20) << " MB";
 }
 
 }  // namespace
