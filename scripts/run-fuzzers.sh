@@ -37,9 +37,6 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 [ -x /usr/lib/llvm-14/bin/llvm-symbolizer ] && export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-/usr/lib/llvm-14/bin/llvm-symbolizer}
-# Known issue (docs/reliability.md): some messages echo input that may hold line breaks, until
-# nazar::Error flattens them centrally; every other property stays strict.
-export NAZAR_FUZZ_ALLOW_MULTILINE=${NAZAR_FUZZ_ALLOW_MULTILINE:-1}
 mkdir -p "$BUILD/fuzz-artifacts" "$BUILD/fuzz-logs"
 
 run_one() {  # exit code into $BUILD/fuzz-logs/<name>.rc

@@ -1,6 +1,12 @@
 // Errors and checks. The library throws nazar::Error (file:line plus the values involved)
 // and never exits; cli/main.cpp catches, prints and picks the exit code.
 //
+// Every error message is ONE line (docs/reliability.md): messages often echo input (a file's
+// line, a config value, a tokenizer string), so Error's constructor escapes the characters that
+// would break or hijack a terminal line: \n -> "\\n", \r -> "\\r", every other C0 control
+// byte and DEL -> "\\xNN" (NUL included: what() is a C string). A tab is kept (it does not
+// end a line; TSV-related messages stay readable); bytes >= 0x80 (UTF-8) are kept.
+//
 //   NZ_CHECK(beam_size > 0, "beam_size must be positive, got {}", beam_size);  // always on
 //   NZ_CHECK_SHAPE(enc_out, {B, S, C});  // "luong.cpp:88 enc_out: expected (4, 7, 512), got (4, 7, 256)"
 //   NZ_DCHECK(idx < V);                   // debug builds only; for inner loops
@@ -13,9 +19,14 @@
 
 namespace nazar {
 
+namespace detail {
+// `s` with line breaks and control bytes escaped as described above (no-op on clean text).
+std::string one_line(const std::string& s);
+}  // namespace detail
+
 class Error : public std::runtime_error {
 public:
-    explicit Error(const std::string& what) : std::runtime_error(what) {}
+    explicit Error(const std::string& what) : std::runtime_error(detail::one_line(what)) {}
 };
 
 // Configuration/usage errors (the CLI exits 2 for these, 1 for other errors).
