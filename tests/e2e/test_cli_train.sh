@@ -3,9 +3,10 @@
 #   - configuration errors: one line, exit code 2, reported before any data is read;
 #   - every configuration key is a flag documented by --help; flags override the YAML file;
 #   - training from YAML writes model/best/last files and plain progress lines when not a TTY;
-#   - --resume after max_steps, after kill -9 between checkpoints and after SIGINT (which writes
-#     a checkpoint and exits 130) gives the same tensors
-#     as an uninterrupted run (thread count fixed);
+#   - --resume after max_steps, after kill -9 at three points (as training starts, before any
+#     checkpoint: --resume says there is none and a restart loses nothing; mid-run between
+#     checkpoints; just after an end-of-epoch checkpoint) and after SIGINT (which writes a
+#     checkpoint and exits 130) gives the same tensors as an uninterrupted run (thread count fixed);
 #   - the example configs/*.yaml load and train one step;
 #   - score prints one log-probability per pair.
 # Usage: test_cli_train.sh path/to/nazar
@@ -158,21 +159,81 @@ check_error "resume cannot change the model" \
     "nazar: error: --resume: hidden_size cannot change when resuming (checkpoint: '16', requested: '32'); start a new run instead" \
     train --resume part --hidden-size 32
 
-# kill -9 between checkpoints (checkpoint every 3 updates), then resume.
-args=(--config run.yaml --max-steps 300 --valid-interval 100 --log-interval 100)
+# ---- kill -9 at three points, then --resume: bit-identical to the uninterrupted run ----------------
+# 300 updates (23 epochs of 13 batches), validations (and checkpoints) at 100, 200, 300.
+common=(--config run.yaml --max-epochs 0 --valid-interval 100 --log-interval 10)
+args=("${common[@]}" --max-steps 300)
 "$NAZAR" train "${args[@]}" --save-dir long 2> long.log
-"$NAZAR" train "${args[@]}" --save-dir killed --checkpoint-interval 3 2> killed.log &
-pid=$!
-# Kill once the progress line of step 100 appears (mid-run), or after at most ~4 s.
-for _ in $(seq 1 400); do grep -q '^step 100/' killed.log 2> /dev/null && break; sleep 0.01; done
-kill -9 $pid 2> /dev/null
-wait $pid 2> /dev/null
-step=$($PY -c 'import json,struct,sys; b=open("killed/last.safetensors","rb").read(); n=struct.unpack("<Q",b[:8])[0]; print(json.loads(json.loads(b[8:8+n])["__metadata__"]["train.state"])["step"])')
-"$NAZAR" train --resume killed 2> killed_resume.log
-if d=$(same_tensors long/model.safetensors killed/model.safetensors); then
-    ok "resume after kill -9 at step $step is bit-identical"
+state_of() {  # file key -> the value of train.state[key] (e.g. step)
+    $PY -c 'import json,struct,sys; b=open(sys.argv[1],"rb").read(); n=struct.unpack("<Q",b[:8])[0]; print(json.loads(json.loads(b[8:8+n])["__metadata__"]["train.state"])[sys.argv[2]])' "$1" "$2"
+}
+# Runs `train args... --save-dir DIR` in the background and kill -9s it as soon as `cond` (shell
+# code) holds, polling every 2 ms for at most ~4 s (a run takes ~0.4 s on an idle core).
+kill_when() {  # dir cond args...
+    local d=$1 cond=$2
+    shift 2
+    "$NAZAR" train "$@" --save-dir "$d" 2> "$d.log" &
+    local pid=$!
+    for _ in $(seq 1 2000); do eval "$cond" && break; sleep 0.002; done
+    kill -9 $pid 2> /dev/null
+    wait $pid 2> /dev/null
+}
+resumed_same() {  # name dir: --resume DIR, then compare with the uninterrupted run
+    "$NAZAR" train --resume "$2" 2> "$2_resume.log"
+    if d=$(same_tensors long/model.safetensors "$2/model.safetensors") &&
+       d2=$(same_tensors long/last.safetensors "$2/last.safetensors"); then
+        ok "$1"
+    else
+        bad "$1" "differ: $d ${d2:-}" "$(tail -3 "$2_resume.log")"
+    fi
+}
+
+# 1. Early, as training starts, before any checkpoint exists (no interval checkpoints; the first
+#    is written at the validation of step 100): --resume says so in one error line (exit 2, plus the usage hint),
+#    the directory is empty, and the same command without --resume starts over, losing nothing.
+kill_when early "[[ -d early ]]" "${args[@]}"  # the trainer creates it as training starts
+if [[ -e early/last.safetensors ]]; then
+    bad "kill -9 before the first checkpoint" "the kill landed after step 100: $(tail -1 early.log)"
 else
-    bad "resume after kill -9 at step $step is bit-identical" "differ: $d" "$(tail -3 killed_resume.log)"
+    "$NAZAR" train --resume early > /dev/null 2> early_resume.log
+    rc=$?
+    if [[ $rc -eq 2 && $(grep -c error early_resume.log) -eq 1 ]] &&
+       [[ "$(head -1 early_resume.log)" == "nazar: error: --resume: no checkpoint at 'early/last.safetensors'" ]] &&
+       [[ -z $(ls -A early) ]]; then
+        ok "kill -9 before the first checkpoint: --resume says there is none (exit 2), nothing left behind"
+    else
+        bad "kill -9 before the first checkpoint: --resume says there is none" "rc $rc" "$(cat early_resume.log)" \
+            "left: $(ls -A early)"
+    fi
+    "$NAZAR" train "${args[@]}" --save-dir early 2> early_again.log
+    if d=$(same_tensors long/model.safetensors early/model.safetensors); then
+        ok "kill -9 before the first checkpoint: starting again is bit-identical"
+    else
+        bad "kill -9 before the first checkpoint: starting again is bit-identical" "differ: $d"
+    fi
+fi
+
+# 2. Mid-run between checkpoints (every 7 updates), after the validation of step 100.
+kill_when killed "grep -q '^step 150/' killed.log 2> /dev/null" "${args[@]}" --checkpoint-interval 7
+step=$(state_of killed/last.safetensors step)
+if [[ -e killed/model.safetensors ]]; then
+    bad "kill -9 mid-run" "the run finished before the kill"
+else
+    resumed_same "kill -9 mid-run (last checkpoint: step $step), resume is bit-identical" killed
+fi
+
+# 3. Right after a checkpoint write that ends an epoch: with a checkpoint every E updates (E =
+#    batches per epoch, from the uninterrupted run's final position; no update is skipped here)
+#    every interval checkpoint ends an epoch; the kill follows the first one the moment it
+#    appears. Resuming starts the next epoch (a new shuffle) from the checkpoint.
+batches=$(state_of long/last.safetensors batches)
+E=$(( (batches - $(state_of long/last.safetensors batch)) / $(state_of long/last.safetensors epoch) ))
+kill_when epoch "[[ -e epoch/last.safetensors ]]" "${args[@]}" --checkpoint-interval "$E"
+pos="epoch $(state_of epoch/last.safetensors epoch), batch $(state_of epoch/last.safetensors batch)"
+if [[ "$pos" =~ ^epoch\ [0-9]+,\ batch\ ($E|0)$ ]]; then
+    resumed_same "kill -9 just after an end-of-epoch checkpoint ($pos of $E), resume is bit-identical" epoch
+else
+    bad "kill -9 just after an end-of-epoch checkpoint" "the checkpoint is at $pos, not an epoch end (E = $E)"
 fi
 
 # SIGINT (Ctrl-C): the update in flight completes, last.safetensors is written, exit code 130.
