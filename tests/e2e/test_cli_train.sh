@@ -5,8 +5,10 @@
 #   - training from YAML writes model/best/last files and plain progress lines when not a TTY;
 #   - --resume after max_steps, after kill -9 at three points (as training starts, before any
 #     checkpoint: --resume says there is none and a restart loses nothing; mid-run between
-#     checkpoints; just after an end-of-epoch checkpoint) and after SIGINT (which writes a
-#     checkpoint and exits 130) gives the same tensors as an uninterrupted run (thread count fixed);
+#     checkpoints; just after an end-of-epoch checkpoint), after a checkpoint write that failed
+#     (file-size limit: one error line, the previous checkpoint intact, no temporary file) and
+#     after SIGINT (which writes a checkpoint and exits 130) gives the same tensors as an
+#     uninterrupted run (thread count fixed);
 #   - the example configs/*.yaml load and train one step;
 #   - score prints one log-probability per pair.
 # Usage: test_cli_train.sh path/to/nazar
@@ -234,6 +236,35 @@ if [[ "$pos" =~ ^epoch\ [0-9]+,\ batch\ ($E|0)$ ]]; then
     resumed_same "kill -9 just after an end-of-epoch checkpoint ($pos of $E), resume is bit-identical" epoch
 else
     bad "kill -9 just after an end-of-epoch checkpoint" "the checkpoint is at $pos, not an epoch end (E = $E)"
+fi
+
+# ---- a checkpoint write that fails -----------------------------------------------------------------
+# A file-size limit (ulimit -f, SIGXFSZ ignored) makes write() fail with EFBIG, as a full disk
+# does. A run to step 150 leaves last.safetensors, the state to protect; resumed with a limit of
+# half a checkpoint, its first checkpoint write (step 160) fails. Expected: exit 1 with one error
+# line naming the file and the reason, the previous checkpoint intact byte for byte, no
+# temporary file left behind; then --resume without the limit finishes bit-identical to the
+# uninterrupted run.
+"$NAZAR" train "${common[@]}" --max-steps 150 --save-dir efbig 2> efbig.log
+cp efbig/last.safetensors efbig-150.safetensors
+limit_kb=$(( $(stat -c %s efbig-150.safetensors) / 2048 ))
+( ulimit -f "$limit_kb" && trap '' XFSZ && exec "$NAZAR" train --resume efbig --max-steps 300 --checkpoint-interval 10 ) \
+    > /dev/null 2> efbig_fail.log
+rc=$?
+line=$(grep error efbig_fail.log)
+if [[ $rc -eq 1 && $(grep -c error efbig_fail.log) -eq 1 && "$line" == "nazar: error: "*"'efbig/last.safetensors'"*"File too large"* ]] &&
+   cmp -s efbig/last.safetensors efbig-150.safetensors && [[ $(ls efbig | grep -c '\.tmp\.') -eq 0 ]]; then
+    ok "failed checkpoint write: one error line, previous checkpoint intact, no temporary file"
+else
+    bad "failed checkpoint write: one error line, previous checkpoint intact, no temporary file" "rc $rc" \
+        "$(tail -3 efbig_fail.log)" "files: $(ls efbig)" "$(cmp efbig/last.safetensors efbig-150.safetensors)"
+fi
+"$NAZAR" train --resume efbig --max-steps 300 --checkpoint-interval 10 2> efbig_resume.log
+if d=$(same_tensors long/model.safetensors efbig/model.safetensors) &&
+   d2=$(same_tensors long/last.safetensors efbig/last.safetensors); then
+    ok "failed checkpoint write: --resume afterwards is bit-identical"
+else
+    bad "failed checkpoint write: --resume afterwards is bit-identical" "differ: $d ${d2:-}" "$(tail -3 efbig_resume.log)"
 fi
 
 # SIGINT (Ctrl-C): the update in flight completes, last.safetensors is written, exit code 130.
