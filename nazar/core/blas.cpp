@@ -43,47 +43,91 @@ inline float dot_tail(const float* x, const float* w, int k0, int K) {
     return s;
 }
 
+#ifdef NZ_BLAS_AVX2
+inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// MB rows of A (m0..m0+MB) against J rows of B (n..n+J), register-blocked: per 8-float step of
+// K, MB + J loads feed MB·J FMAs (the unblocked 1-row-of-A x 4-rows-of-B loop needed 5 loads
+// per 4 FMAs and was load-bound). Every C entry is still one 8-lane accumulator over k = 0, 8,
+// 16, ... in order, reduced by hsum8 and added to its scalar tail: the same operations in the
+// same order as before, so results are bit-identical whatever the blocking (and M).
+template <int MB, int J>
+void abt_block(int m0, int n, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta,
+               float* C, int ldc) {
+    const int K8 = K & ~7;
+    __m256 acc[MB][J];
+    for (int i = 0; i < MB; ++i)
+        for (int j = 0; j < J; ++j) acc[i][j] = _mm256_setzero_ps();
+    const float* x[MB];
+    const float* w[J];
+    for (int i = 0; i < MB; ++i) x[i] = A + static_cast<int64_t>(m0 + i) * lda;
+    for (int j = 0; j < J; ++j) w[j] = B + static_cast<int64_t>(n + j) * ldb;
+    for (int k = 0; k < K8; k += 8) {
+        __m256 wv[J];
+        for (int j = 0; j < J; ++j) wv[j] = _mm256_loadu_ps(w[j] + k);
+        for (int i = 0; i < MB; ++i) {
+            const __m256 xv = _mm256_loadu_ps(x[i] + k);
+            for (int j = 0; j < J; ++j) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
+        }
+    }
+    for (int i = 0; i < MB; ++i)
+        for (int j = 0; j < J; ++j) {
+            float& c = C[static_cast<int64_t>(m0 + i) * ldc + n + j];
+            const float v = hsum8(acc[i][j]) + dot_tail(x[i], w[j], K8, K);
+            c = alpha * v + (beta == 0.0f ? 0.0f : beta * c);
+        }
+}
+
+#endif
+
 // rows [n0, n1) of C (M x N, ldc) = alpha A (M x K, lda) Bᵀ (B: N x K, ldb) + beta C
 void small_m_abt(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* B, int ldb,
                  float beta, float* C, int ldc) {
-    auto store = [&](int m, int n, float acc) {
-        float& c = C[static_cast<int64_t>(m) * ldc + n];
-        c = alpha * acc + (beta == 0.0f ? 0.0f : beta * c);
-    };
     int n = n0;
 #ifdef NZ_BLAS_AVX2
-    const int K8 = K & ~7;
-    auto hsum = [](__m256 v) {
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        return _mm_cvtss_f32(s);
+    // (MB, J) blocks, MB·J + J + 1 <= 16 ymm registers: M = 1: 1x4, 2: 2x4, 3: 3x3, 4: 4x3,
+    // 5: 5x2 (beam 5 at batch 1), 6 = 3+3, 7 = 4+3, 8 = 4+4. n advances by 12 (a multiple of
+    // every J), so each group of 12 rows of B is read from memory once and from L1 after.
+    const auto block = [&](int m0, int mb, int nn) {
+        switch (mb) {
+            case 1: abt_block<1, 4>(m0, nn, K, alpha, A, lda, B, ldb, beta, C, ldc); return 4;
+            case 2: abt_block<2, 4>(m0, nn, K, alpha, A, lda, B, ldb, beta, C, ldc); return 4;
+            case 3: abt_block<3, 3>(m0, nn, K, alpha, A, lda, B, ldb, beta, C, ldc); return 3;
+            case 4: abt_block<4, 3>(m0, nn, K, alpha, A, lda, B, ldb, beta, C, ldc); return 3;
+            default: abt_block<5, 2>(m0, nn, K, alpha, A, lda, B, ldb, beta, C, ldc); return 2;
+        }
     };
-    for (; n + 4 <= n1; n += 4) {  // 4 rows of B against every row of A
-        const float* w0 = B + static_cast<int64_t>(n) * ldb;
-        const float* w1 = w0 + ldb;
-        const float* w2 = w1 + ldb;
-        const float* w3 = w2 + ldb;
+    int mbs[2] = {M, 0};
+    if (M == 6) mbs[0] = 3, mbs[1] = 3;
+    if (M == 7) mbs[0] = 4, mbs[1] = 3;
+    if (M == 8) mbs[0] = 4, mbs[1] = 4;
+    for (; n + 12 <= n1; n += 12)
+        for (int i = 0, m0 = 0; i < 2 && mbs[i] > 0; m0 += mbs[i], ++i)
+            for (int nn = n; nn < n + 12;) nn += block(m0, mbs[i], nn);
+    // The rest: the vector loop on the rows the former 4-row loop covered, scalar after (as before).
+    const int n4 = n0 + ((n1 - n0) & ~3);
+    for (; n < n4; ++n)
         for (int m = 0; m < M; ++m) {
             const float* x = A + static_cast<int64_t>(m) * lda;
-            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            for (int k = 0; k < K8; k += 8) {
-                const __m256 xv = _mm256_loadu_ps(x + k);
-                a0 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w0 + k), a0);
-                a1 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w1 + k), a1);
-                a2 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w2 + k), a2);
-                a3 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w3 + k), a3);
-            }
-            store(m, n, hsum(a0) + dot_tail(x, w0, K8, K));
-            store(m, n + 1, hsum(a1) + dot_tail(x, w1, K8, K));
-            store(m, n + 2, hsum(a2) + dot_tail(x, w2, K8, K));
-            store(m, n + 3, hsum(a3) + dot_tail(x, w3, K8, K));
+            const float* w = B + static_cast<int64_t>(n) * ldb;
+            const int K8 = K & ~7;
+            __m256 acc = _mm256_setzero_ps();
+            for (int k = 0; k < K8; k += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(w + k), acc);
+            float& c = C[static_cast<int64_t>(m) * ldc + n];
+            c = alpha * (hsum8(acc) + dot_tail(x, w, K8, K)) + (beta == 0.0f ? 0.0f : beta * c);
         }
-    }
 #endif
     for (; n < n1; ++n)
-        for (int m = 0; m < M; ++m)
-            store(m, n, dot_tail(A + static_cast<int64_t>(m) * lda, B + static_cast<int64_t>(n) * ldb, 0, K));
+        for (int m = 0; m < M; ++m) {
+            float& c = C[static_cast<int64_t>(m) * ldc + n];
+            const float v = dot_tail(A + static_cast<int64_t>(m) * lda, B + static_cast<int64_t>(n) * ldb, 0, K);
+            c = alpha * v + (beta == 0.0f ? 0.0f : beta * c);
+        }
 }
 }  // namespace
 
