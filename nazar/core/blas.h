@@ -38,6 +38,12 @@ enum class GemmThreading { pool, blas };
 void set_gemm_threading(GemmThreading t);
 GemmThreading gemm_threading();
 
+// The small-M kernel (M <= 8 rows, C = alpha A Bᵀ + beta C: decoding's per-step products) uses
+// AVX-512 where the CPU has it, AVX2 otherwise; both give bit-identical results. Turns the
+// AVX-512 path on (if supported) or off; returns whether it is on. Default: on if supported,
+// off when NAZAR_SMALL_GEMM=avx2 is in the environment.
+bool set_small_gemm_avx512(bool on);
+
 // Sets the BLAS thread count. Use nazar::set_num_threads (threads.h), which also sizes our pool.
 void blas_set_num_threads(int n);
 

@@ -78,5 +78,29 @@ TEST(BlasThreading, FixedThreadCountIsBitIdentical) {
     set_num_threads(0);
 }
 
+TEST(BlasThreading, SmallMKernelAvx512AndAvx2AreBitIdentical) {
+    // Both paths keep one 8-lane accumulator per C entry in the same k order (blas.cpp), so every
+    // M in [1, 8], N with a remainder past the 8- and 12-row blocks, and K with a scalar tail must
+    // agree bit for bit; where the CPU lacks AVX-512 the switch stays off and both runs are AVX2.
+    Rng rng(11);
+    for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        for (int M = 1; M <= 8; ++M)
+            for (int N : {7, 45, 1000})
+                for (int K : {13, 512}) {
+                    const Tensor a = test::random_tensor(rng, {M, K}), b = test::random_tensor(rng, {N, K});
+                    Tensor c0 = test::random_tensor(rng, {M, N});
+                    Tensor c1 = c0;
+                    set_small_gemm_avx512(false);
+                    gemm(a, false, b, true, c0, 0.5f, 2.0f);
+                    set_small_gemm_avx512(true);
+                    gemm(a, false, b, true, c1, 0.5f, 2.0f);
+                    EXPECT_EQ(max_abs_diff(c0, c1), 0.0) << "M " << M << " N " << N << " K " << K;
+                }
+    }
+    set_small_gemm_avx512(true);
+    set_num_threads(0);
+}
+
 }  // namespace
 }  // namespace nazar
