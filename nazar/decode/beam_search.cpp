@@ -11,7 +11,12 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
+
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 
 namespace nazar {
 
@@ -100,20 +105,51 @@ struct Sentence {
     }
 };
 
-// The best `w` tokens of one row by (total desc, token asc), appended to `out`; the `forbid`
-// ids (<pad>, <s>, and </s> before min_length; −1 = none) are skipped, as if their log p were −inf.
-void top_tokens(const float* lp, int V, double base, int rank, int w, std::span<const int32_t> forbid,
-                std::vector<Candidate>& out) {
-    const std::size_t first = out.size();
-    for (int y = 0; y < V; ++y) {
-        if (std::find(forbid.begin(), forbid.end(), y) != forbid.end()) continue;
+// Offers the tokens of one row (live rank `rank`, log p so far `base`) to `best`: the sentence's
+// running best `w` candidates under `better`, sorted best first. Rows are offered in rank order
+// and tokens in id order, so a later candidate never wins a tie against a kept one, and the
+// result is the best w of all rows' candidates (what sorting every row's own best w gave).
+// The `forbid` ids (<pad>, <s>, and </s> before min_length; −1 = none) are skipped, as if their
+// log p were −inf.
+//
+// Once `best` holds w candidates, a token can only enter if base + lp[y] > T (T: the w-th
+// total). Most of the V entries are far below, so the row is screened 8 floats at a time
+// against a float threshold t <= T − base (minus a margin that covers the float and double
+// roundings: lp[y] < t implies base + lp[y] < T); only entries at or above t (and NaN) take
+// the exact double comparison, so the kept set and order are exactly the full scan's.
+void offer_row(const float* lp, int V, double base, int rank, int w, std::span<const int32_t> forbid,
+               std::vector<Candidate>& best) {
+    const auto threshold = [&]() -> float {
+        if (static_cast<int>(best.size()) < w) return -std::numeric_limits<float>::infinity();
+        const double d = best.back().total - base;  // NaN (−inf − −inf) compares false: exact path
+        return static_cast<float>(d - (1e-5 + 1e-6 * std::fabs(d)));
+    };
+    float t = threshold();
+    const auto offer = [&](int y) {
+        if (std::find(forbid.begin(), forbid.end(), y) != forbid.end()) return;
         const Candidate c{base + lp[y], rank, y};
-        const std::size_t have = out.size() - first;
-        if (have == static_cast<std::size_t>(w) && !better(c, out.back())) continue;
-        if (have == static_cast<std::size_t>(w)) out.pop_back();
-        auto pos = std::upper_bound(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(), c, better);
-        out.insert(pos, c);
+        if (static_cast<int>(best.size()) == w) {
+            if (!better(c, best.back())) return;
+            best.pop_back();
+        }
+        best.insert(std::upper_bound(best.begin(), best.end(), c, better), c);
+        t = threshold();
+    };
+    int y = 0;
+#ifdef __AVX2__
+    for (; y + 8 <= V; y += 8) {
+        const __m256 v = _mm256_loadu_ps(lp + y);
+        // lanes not below t (NaN included: unordered compares true)
+        int mask = _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_set1_ps(t), _CMP_NLT_UQ));
+        while (mask != 0) {
+            const int lane = __builtin_ctz(static_cast<unsigned>(mask));
+            mask &= mask - 1;
+            if (!(lp[y + lane] < t)) offer(y + lane);  // t may have risen within the block
+        }
     }
+#endif
+    for (; y < V; ++y)
+        if (!(lp[y] < t)) offer(y);
 }
 
 }  // namespace
@@ -166,11 +202,8 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
             const int w = K - static_cast<int>(s.done.size());
             const std::array<int32_t, 3> forbid = {sp.pad, sp.bos, s.steps + 1 < o.min_length ? sp.eos : -1};
             cands.clear();
-            for (int k = 0; k < n_live; ++k) {
-                top_tokens(lp_view.data() + static_cast<int64_t>(row0 + k) * V, V, s.live_lp[k], k, w, forbid, cands);
-            }
-            std::sort(cands.begin(), cands.end(), better);
-            if (static_cast<int>(cands.size()) > w) cands.resize(w);
+            for (int k = 0; k < n_live; ++k)
+                offer_row(lp_view.data() + static_cast<int64_t>(row0 + k) * V, V, s.live_lp[k], k, w, forbid, cands);
             live.clear();
             live_lp.clear();
             live_rows.clear();
