@@ -6,21 +6,48 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 
 namespace nazar {
 
 namespace {
 
 // argmax over the tokens other than <pad> and <s> (their log p taken as −inf); the first maximum,
-// i.e. the lowest id, on ties.
+// i.e. the lowest id, on ties. This is exactly the scan "best = first allowed id; best = y
+// whenever lp[y] > lp[best]", done in two vector passes: the maximum m over the allowed ids
+// (NaN never wins a > comparison, so it is skipped), then the first allowed id holding m. The
+// one case where the scan keeps a NaN, a NaN at the first allowed id, is checked first.
 int best_token(const float* lp, int V, int32_t pad, int32_t bos) {
-    int best = -1;
-    for (int y = 0; y < V; ++y) {
-        if (y == pad || y == bos) continue;
-        if (best < 0 || lp[y] > lp[best]) best = y;
+    int first = 0;
+    while (first < V && (first == pad || first == bos)) ++first;
+    NZ_CHECK(first < V, "greedy: no token other than <pad> and <s> in a vocabulary of {}", V);
+    if (std::isnan(lp[first])) return first;
+    const auto allowed = [&](int y) { return y != pad && y != bos; };
+    float m = -std::numeric_limits<float>::infinity();
+    int y = 0;
+#ifdef __AVX2__
+    __m256 acc = _mm256_set1_ps(m);
+    for (; y + 8 <= V; y += 8) {
+        if ((pad >= y && pad < y + 8) || (bos >= y && bos < y + 8)) {  // this block scalar
+            for (int k = y; k < y + 8; ++k)
+                if (allowed(k) && lp[k] > m) m = lp[k];
+            continue;
+        }
+        acc = _mm256_max_ps(_mm256_loadu_ps(lp + y), acc);  // a NaN in lp yields acc (2nd operand)
     }
-    NZ_CHECK(best >= 0, "greedy: no token other than <pad> and <s> in a vocabulary of {}", V);
-    return best;
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, acc);
+    for (float v : lanes) m = std::max(m, v);
+#endif
+    for (; y < V; ++y)
+        if (allowed(y) && lp[y] > m) m = lp[y];
+    for (y = first; y < V; ++y)
+        if (allowed(y) && lp[y] == m) return y;
+    return first;  // every allowed entry is NaN or −inf: the scan keeps the first allowed id
 }
 
 }  // namespace
