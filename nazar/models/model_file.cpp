@@ -104,8 +104,13 @@ LoadedModel model_from_safetensors(const SafeTensors& st) {
     NZ_CHECK(st.meta(kModelFormatKey) == kModelFormatVersion,
              "'{}': model format version '{}' is not supported (this nazar reads version '{}')", st.source,
              st.meta(kModelFormatKey), kModelFormatVersion);
-    const ModelConfig cfg = model_config_from_string(st.meta(kModelConfigKey));
-    validate(cfg);
+    ModelConfig cfg;
+    try {
+        cfg = model_config_from_string(st.meta(kModelConfigKey));
+        validate(cfg);
+    } catch (const UsageError& e) {  // name the file: the config came from it, not from the user
+        throw UsageError(fmt::format("'{}': {}: {}", st.source, kModelConfigKey, e.what()));
+    }
     // Every tensor the model will allocate must be in the file at its size before anything is
     // allocated: a config with huge sizes then fails here, and a model that passes costs at most
     // twice the file's tensor bytes (values + gradients).
