@@ -178,7 +178,7 @@ void Attention::forward(TensorView query, const AttentionKeys& keys, TensorView 
 
 void Attention::backward(TensorView d_context, TensorView query, const AttentionKeys& keys, TensorView enc_out,
                          std::span<const int> lengths, const AttentionStepCache& cache, TensorView d_query,
-                         TensorView d_keys, TensorView d_enc_out) {
+                         TensorView d_keys, TensorView d_enc_out, const AttentionQueryGrad* deferred) {
     const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
     const int A = cfg.attention_size, W = window_width(S);
     NZ_CHECK_SHAPE(d_context, {B, C});
@@ -257,7 +257,12 @@ void Attention::backward(TensorView d_context, TensorView query, const Attention
     if (additive) {
         // u = q W_qᵀ  =>  d_q += d_u W_q;  grad.W_q += d_uᵀ q;  grad.v_a += Σ_b d_v[b]
         gemm(sc.d_u, false, params.W_q, false, d_query, 1.0f, 1.0f);
-        gemm(sc.d_u, true, query, false, grad.W_q, 1.0f, 1.0f);
+        if (deferred) {
+            NZ_CHECK_SHAPE(deferred->d_u, {B, A});
+            deferred->d_u.copy_from(sc.d_u);
+        } else {
+            gemm(sc.d_u, true, query, false, grad.W_q, 1.0f, 1.0f);
+        }
         kernels::sum_rows_into(sc.d_v, grad.v_a);
     }
     if (cfg.scale == ScaleMode::learned)
@@ -265,7 +270,31 @@ void Attention::backward(TensorView d_context, TensorView query, const Attention
     if (cfg.local == LocalMode::predictive) {
         sc.d_pre.resize({B, cfg.position_size}, false);
         attn::predict_positions_backward(sc.d_pos, query, params.W_p, params.v_p, lengths, cache.pos_hidden,
-                                         cache.pos_sigmoid, sc.d_pre, d_query, grad.W_p, grad.v_p);
+                                         cache.pos_sigmoid, sc.d_pre, d_query,
+                                         deferred ? TensorView() : grad.W_p.view(), grad.v_p);
+        if (deferred) {
+            NZ_CHECK_SHAPE(deferred->d_pre, {B, cfg.position_size});
+            deferred->d_pre.copy_from(sc.d_pre);
+        }
+    }
+}
+
+bool Attention::has_query_weights() const {
+    return is_additive(cfg.score) || cfg.local == LocalMode::predictive;
+}
+
+void Attention::query_weights_backward(TensorView d_u, TensorView d_pre, TensorView query) {
+    const int M = query.dim(0);
+    NZ_CHECK_SHAPE(query, {M, cfg.query_size});
+    // u = q W_qᵀ  =>  grad.W_q += d_uᵀ q
+    if (is_additive(cfg.score)) {
+        NZ_CHECK_SHAPE(d_u, {M, cfg.attention_size});
+        gemm(d_u, true, query, false, grad.W_q, 1.0f, 1.0f);
+    }
+    // pre = q W_pᵀ  =>  grad.W_p += d_preᵀ q
+    if (cfg.local == LocalMode::predictive) {
+        NZ_CHECK_SHAPE(d_pre, {M, cfg.position_size});
+        gemm(d_pre, true, query, false, grad.W_p, 1.0f, 1.0f);
     }
 }
 

@@ -126,6 +126,14 @@ struct AttentionStepCache {
     int64_t score_evals = 0; // scores e[b,i] evaluated by this step (instrumentation: O(B·D) local)
 };
 
+// The query side's pre-activation gradients of one step, for callers that batch the query-side
+// weight gradients over all steps of a batch (K = T·B rows instead of B): passed to backward,
+// which then WRITES them here and leaves grad.W_q / grad.W_p to query_weights_backward.
+struct AttentionQueryGrad {
+    TensorView d_u;    // (B, A)  d (W_q q)   additive/concat; else unused (may be empty)
+    TensorView d_pre;  // (B, P)  d (W_p q)   local-p; else unused (may be empty)
+};
+
 class Attention {
 public:
     explicit Attention(AttentionConfig cfg, Rng& rng);  // validates cfg; initialises params
@@ -154,7 +162,14 @@ public:
                   const AttentionStepCache& cache,
                   TensorView d_query,             // (B, H)     +=
                   TensorView d_keys,              // (B, S, K)  +=  (dot: unused, may be empty)
-                  TensorView d_enc_out);          // (B, S, C)  +=  context term (and dot scores)
+                  TensorView d_enc_out,           // (B, S, C)  +=  context term (and dot scores)
+                  const AttentionQueryGrad* deferred = nullptr);  // given: W_q / W_p gradients deferred
+    // The deferred query-side weight gradients of M = T·B step rows at once:
+    //   grad.W_q += d_uᵀ q (additive/concat);  grad.W_p += d_preᵀ q (local-p). Others: nothing.
+    bool has_query_weights() const;  // additive/concat or local-p
+    void query_weights_backward(TensorView d_u,     // (M, A)  additive/concat; else ignored
+                                TensorView d_pre,   // (M, P)  local-p; else ignored
+                                TensorView query);  // (M, H)  the queries forward saw
 
     AttentionConfig cfg;
     AttentionParams params;

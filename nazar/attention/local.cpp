@@ -70,7 +70,8 @@ void predict_positions_backward(TensorView d_p, TensorView query, TensorView W_p
     NZ_CHECK_SHAPE(d_p, {B});
     NZ_CHECK_SHAPE(d_pre, {B, P});
     NZ_CHECK_SHAPE(d_query, {B, H});
-    NZ_CHECK_SHAPE(d_W_p, {P, H});
+    const bool weight = d_W_p.data() != nullptr && d_W_p.numel() > 0;  // empty: the caller batches it
+    if (weight) NZ_CHECK_SHAPE(d_W_p, {P, H});
     NZ_CHECK_SHAPE(d_v_p, {1, P});
     for (int b = 0; b < B; ++b) {
         // p = S_b sig(u)  =>  d_u = d_p S_b sig (1 - sig)
@@ -84,7 +85,7 @@ void predict_positions_backward(TensorView d_p, TensorView query, TensorView W_p
         }
     }
     // pre = query W_pᵀ  =>  d_W_p += d_preᵀ query;  d_query += d_pre W_p
-    gemm(d_pre, true, query, false, d_W_p, 1.0f, 1.0f);
+    if (weight) gemm(d_pre, true, query, false, d_W_p, 1.0f, 1.0f);
     gemm(d_pre, false, W_p, false, d_query, 1.0f, 1.0f);
 }
 

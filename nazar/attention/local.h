@@ -56,9 +56,9 @@ void predict_positions_backward(TensorView d_p,                // (B)
                                 std::span<const int> lengths,  // (B)
                                 TensorView hidden,             // (B, P)  from forward
                                 TensorView sig,                // (B)     from forward
-                                TensorView d_pre,              // (B, P)  scratch
+                                TensorView d_pre,              // (B, P)  written (the caller may batch d_W_p from it)
                                 TensorView d_query,            // (B, H)  +=
-                                TensorView d_W_p,              // (P, H)  +=
+                                TensorView d_W_p,              // (P, H)  +=  (empty view: not computed)
                                 TensorView d_v_p);             // (1, P)  +=
 
 // out[b, start[b] + j] = weights[b, j] for j < W with start[b] + j < S; zero elsewhere.

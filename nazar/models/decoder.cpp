@@ -1,6 +1,7 @@
 // The Bahdanau / Luong attention decoder, one step forward and backward (decoder.h).
 #include "nazar/models/decoder.h"
 
+#include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 
 #include <cstring>
@@ -58,7 +59,7 @@ Decoder::Decoder(const ModelConfig& cfg, Rng& rng)
 
 void Decoder::step_forward(int t, TensorView emb, TensorView h_prev, TensorView c_prev, TensorView feed_prev,
                            const EncodedSource& src, const Attention& attention, TensorView h_new, TensorView c_new,
-                           TensorView out, DecoderStepCache& cache, Rng& rng, Mode mode) {
+                           TensorView out, DecoderStepCache& cache, Rng& rng, Mode mode, TensorView gi0) {
     const int N = emb.dim(0);
     NZ_CHECK_SHAPE(emb, {N, E});
     NZ_CHECK_SHAPE(h_prev, {L, N, H});
@@ -91,10 +92,24 @@ void Decoder::step_forward(int t, TensorView emb, TensorView h_prev, TensorView 
             dropout.forward(h_new.select(l - 1), cache.layer_in[l], cache.dropout[l], rng, mode);
             x = cache.layer_in[l];
         }
-        if (cell == CellType::gru)
+        if (l == 0 && gi0.data() != nullptr && gi0.numel() > 0) {
+            // gi = e W_eᵀ + b_ih (precomputed) + f W_fᵀ   (W_f = W_ih[:, E:], the feed columns)
+            const int GH = gate_size();
+            NZ_CHECK_SHAPE(gi0, {N, GH});
+            const RNNCellParams& p = cell == CellType::gru ? gru[0].params : lstm[0].params;
+            if (feed_ > 0)
+                gemm_raw(false, true, N, GH, feed_, 1.0f, cache.x0.data() + E, I0, p.weight_ih.data() + E, I0, 1.0f,
+                         gi0.data(), GH);
+            if (cell == CellType::gru)
+                gru[0].forward_projected(gi0, h_prev.select(0), h_new.select(0), cache.gru[0]);
+            else
+                lstm[0].forward_projected(gi0, h_prev.select(0), c_prev.select(0), h_new.select(0), c_new.select(0),
+                                          cache.lstm[0]);
+        } else if (cell == CellType::gru) {
             gru[l].forward(x, h_prev.select(l), h_new.select(l), cache.gru[l]);
-        else
+        } else {
             lstm[l].forward(x, h_prev.select(l), c_prev.select(l), h_new.select(l), c_new.select(l), cache.lstm[l]);
+        }
     }
     const TensorView s = h_new.select(L - 1);
     // Luong timing: c_t from the query s_t, after the RNN step.
@@ -134,10 +149,14 @@ void Decoder::step_backward(int t, TensorView d_out, TensorView emb, TensorView 
     d_ctx_.resize({N, C});  // zeroed: d c_t collects the output, feed and attention paths
     if (kind == DecoderKind::luong) {
         // s̃ = tanh(z), z = W_c [s; c]  =>  d_z = d_s̃ ⊙ (1 − s̃²);  d_[s; c] = d_z W_c;  grad.W_c += d_zᵀ [s; c]
-        d_pre_.resize({N, H}, false);
-        tanh_backward(d_out, out, d_pre_);
+        if (!deferred_) d_pre_.resize({N, H}, false);
+        const TensorView d_z = deferred_ ? d_z_all_.select(t) : d_pre_.view();
+        tanh_backward(d_out, out, d_z);
         d_cat_.resize({N, H + C});
-        combine.backward(d_pre_, cache.combine_in, d_cat_);
+        if (deferred_)
+            gemm(d_z, false, combine.params.weight, false, d_cat_, 1.0f, 1.0f);  // W_c's gradient: finish_backward
+        else
+            combine.backward(d_z, cache.combine_in, d_cat_);
         add_cols_out(d_cat_.data(), H + C, d_s);
         add_cols_out(d_cat_.data() + H, H + C, d_ctx_);
     } else if (deep) {
@@ -151,9 +170,17 @@ void Decoder::step_backward(int t, TensorView d_out, TensorView emb, TensorView 
     } else {
         kernels::axpy(d_s.numel(), 1.0f, d_out.data(), d_s.data());  // o = s
     }
+    // query-side weight gradients of the attention: deferred to finish_backward when batching
+    AttentionQueryGrad qg;
+    const bool defer_attn = deferred_ && attention.has_query_weights();
+    if (defer_attn) {
+        if (!d_u_all_.empty()) qg.d_u = d_u_all_.select(t);
+        if (!d_pre_all_.empty()) qg.d_pre = d_pre_all_.select(t);
+    }
     // Luong timing: the query was s_t, so d_query joins d_s before the cells' backward.
     if (!before_)
-        attention.backward(d_ctx_, s, src.keys, src.enc_out, src.lengths, cache.attention, d_s, d_keys, d_enc_out);
+        attention.backward(d_ctx_, s, src.keys, src.enc_out, src.lengths, cache.attention, d_s, d_keys, d_enc_out,
+                           defer_attn ? &qg : nullptr);
     // cells, top layer first: d_h_new[l] is complete once layer l+1 has added its input gradient
     d_x0_.resize({N, I0});
     for (int l = L - 1; l >= 0; --l) {
@@ -163,24 +190,130 @@ void Decoder::step_backward(int t, TensorView d_out, TensorView emb, TensorView 
             d_layer_.resize({N, H});
             d_x = d_layer_;
         }
-        if (cell == CellType::gru)
-            gru[l].backward(d_h_new.select(l), x, h_prev.select(l), cache.gru[l], d_x, d_h_prev.select(l));
-        else
-            lstm[l].backward(d_h_new.select(l), d_c_new.select(l), x, h_prev.select(l), c_prev.select(l),
-                             cache.lstm[l], d_x, d_h_prev.select(l), d_c_prev.select(l));
+        if (!deferred_) {
+            if (cell == CellType::gru)
+                gru[l].backward(d_h_new.select(l), x, h_prev.select(l), cache.gru[l], d_x, d_h_prev.select(l));
+            else
+                lstm[l].backward(d_h_new.select(l), d_c_new.select(l), x, h_prev.select(l), c_prev.select(l),
+                                 cache.lstm[l], d_x, d_h_prev.select(l), d_c_prev.select(l));
+        } else {
+            // weight gradients and layer 0's d_e = d_gi W_e come in finish_backward (all steps at
+            // once); here only what the recurrence needs: d_h, d_x of layers > 0, and layer 0's
+            // feed columns d_f = d_gi W_f (W_f = W_ih[:, E:])
+            const TensorView d_x_now = l == 0 ? TensorView() : d_x;
+            if (cell == CellType::gru)
+                gru[l].backward_data(d_h_new.select(l), h_prev.select(l), cache.gru[l], d_gi_all_[l].select(t),
+                                     d_gh_all_[l].select(t), d_x_now, d_h_prev.select(l));
+            else
+                lstm[l].backward_data(d_h_new.select(l), d_c_new.select(l), c_prev.select(l), cache.lstm[l],
+                                      d_gi_all_[l].select(t), d_x_now, d_h_prev.select(l), d_c_prev.select(l));
+            if (l == 0 && feed_ > 0) {
+                const int GH = gate_size();
+                const RNNCellParams& p = cell == CellType::gru ? gru[0].params : lstm[0].params;
+                gemm_raw(false, false, N, feed_, GH, 1.0f, d_gi_all_[0].select(t).data(), GH, p.weight_ih.data() + E,
+                         I0, 1.0f, d_x0_.data() + E, I0);
+            }
+        }
         // x_l = dropout(s^{l-1})  =>  d_s^{l-1} += d_x_l ⊙ mask
         if (l > 0) dropout.backward(d_layer_, cache.dropout[l], d_h_new.select(l - 1));
     }
     // x0 = [e ; feed]  =>  d_e += d_x0[:, :E];  d_feed += d_x0[:, E:]
-    add_cols_out(d_x0_.data(), I0, d_emb);
+    if (!deferred_) add_cols_out(d_x0_.data(), I0, d_emb);  // deferred: finish_backward, all steps at once
     if (kind == DecoderKind::bahdanau) add_cols_out(d_x0_.data() + E, I0, d_ctx_);
     if (kind == DecoderKind::luong && feed_ > 0) add_cols_out(d_x0_.data() + E, I0, d_feed_prev);
     // Bahdanau timing: the query was s_{t-1}; d_c_t is complete only now (it fed the cell).
     if (before_)
         attention.backward(d_ctx_, h_prev.select(L - 1), src.keys, src.enc_out, src.lengths, cache.attention,
-                           d_h_prev.select(L - 1), d_keys, d_enc_out);
-    (void)t;
+                           d_h_prev.select(L - 1), d_keys, d_enc_out, defer_attn ? &qg : nullptr);
     (void)c_new;
+}
+
+void Decoder::begin_backward(int T, int N, const Attention& attention) {
+    if (!batch_weight_grads) return;
+    NZ_CHECK(T > 0 && N > 0, "decoder begin_backward: T = {}, N = {}", T, N);
+    const int GH = (cell == CellType::gru ? 3 : 4) * H;
+    d_gi_all_.resize(L);
+    d_gh_all_.resize(L);
+    for (int l = 0; l < L; ++l) {  // every step writes its whole (N, ·) blocks: no zeroing
+        d_gi_all_[l].resize({T, N, GH}, false);
+        if (cell == CellType::gru) d_gh_all_[l].resize({T, N, GH}, false);
+    }
+    if (kind == DecoderKind::luong) d_z_all_.resize({T, N, H}, false);
+    const AttentionConfig& ac = attention.cfg;
+    const bool additive = ac.score == ScoreKind::additive || ac.score == ScoreKind::concat;
+    d_u_all_.resize(additive ? Shape{T, N, ac.attention_size} : Shape{0}, false);
+    d_pre_all_.resize(ac.local == LocalMode::predictive ? Shape{T, N, ac.position_size} : Shape{0}, false);
+    deferred_ = true;
+    def_T_ = T;
+    def_N_ = N;
+}
+
+void Decoder::project_embeddings(TensorView emb, TensorView gi0) const {
+    const int T = emb.dim(0), N = emb.dim(1), GH = gate_size(), I0 = E + feed_;
+    NZ_CHECK_SHAPE(emb, {T, N, E});
+    NZ_CHECK_SHAPE(gi0, {T, N, GH});
+    const RNNCellParams& p = cell == CellType::gru ? gru[0].params : lstm[0].params;
+    // gi0 = e W_eᵀ + b_ih over all T·N rows (W_e = W_ih[:, :E], leading dimension I0)
+    const int64_t M = int64_t{T} * N;
+    float* g = gi0.data();
+    if (p.bias_ih.numel() > 0)
+        for (int64_t r = 0; r < M; ++r) std::memcpy(g + r * GH, p.bias_ih.data(), sizeof(float) * GH);
+    gemm_raw(false, true, static_cast<int>(M), GH, E, 1.0f, emb.data(), E, p.weight_ih.data(), I0,
+             p.bias_ih.numel() > 0 ? 1.0f : 0.0f, g, GH);
+}
+
+void Decoder::finish_backward(std::span<const DecoderStepCache> steps, TensorView h_all, Attention& attention,
+                              TensorView d_emb) {
+    if (!batch_weight_grads) return;
+    NZ_CHECK(deferred_, "decoder finish_backward without begin_backward");
+    deferred_ = false;
+    const int T = def_T_, N = def_N_;
+    const int64_t M = int64_t{T} * N;
+    NZ_CHECK(static_cast<int>(steps.size()) >= T, "decoder finish_backward: {} step caches for T = {}", steps.size(), T);
+    NZ_CHECK_SHAPE(h_all, {T + 1, L, N, H});
+    // rows (t, n) of a per-step (N, w) tensor, made contiguous: (T·N, w)
+    auto gather = [&](auto&& at_step) {
+        const int w = at_step(0).dim(1);
+        gather_.resize({T, N, w}, false);
+        for (int t = 0; t < T; ++t) gather_.select(t).copy_from(at_step(t));
+        return gather_.reshape({M, w});
+    };
+    // states s^l_t of steps t0 .. t0+T-1 as (T·N, H): a view when L = 1, else gathered
+    auto states = [&](int l, int t0) {
+        if (L == 1) return h_all.slice(t0, t0 + T).reshape({M, H});
+        return gather([&](int t) { return h_all.select(t0 + t).select(l); });
+    };
+    const auto x_of = [&](int l) {
+        return gather([&](int t) { return l == 0 ? steps[t].x0.view() : steps[t].layer_in[l].view(); });
+    };
+    NZ_CHECK_SHAPE(d_emb, {T, N, E});
+    {
+        // x0 = [e ; f], gi = x0 W_ihᵀ + …  =>  d_e += d_gi W_e   (W_e = W_ih[:, :E], all steps at once)
+        const RNNCellParams& p = cell == CellType::gru ? gru[0].params : lstm[0].params;
+        const int GH = gate_size();
+        gemm_raw(false, false, static_cast<int>(M), E, GH, 1.0f, d_gi_all_[0].data(), GH, p.weight_ih.data(), E + feed_,
+                 1.0f, d_emb.data(), E);
+    }
+    for (int l = 0; l < L; ++l) {
+        RNNCellParams& p = cell == CellType::gru ? gru[l].params : lstm[l].params;
+        RNNCellParams& g = cell == CellType::gru ? gru[l].grad : lstm[l].grad;
+        const int GH = d_gi_all_[l].dim(2);
+        // gi = x W_ihᵀ + b_ih  =>  grad.W_ih += Σ_t d_gi[t]ᵀ x[t];  grad.b_ih += Σ_t Σ_rows d_gi[t]
+        cell_project_input_backward(p, g, d_gi_all_[l].reshape({M, GH}), x_of(l), TensorView());
+        // gh = h W_hhᵀ + b_hh  =>  grad.W_hh += Σ_t d_gh[t]ᵀ s^l_{t-1}   (LSTM: d_gh = d_gi)
+        const Tensor& d_gh = cell == CellType::gru ? d_gh_all_[l] : d_gi_all_[l];
+        cell_add_recurrent_backward(p, g, d_gh.reshape({M, GH}), states(l, 0), TensorView());
+    }
+    // s̃ = tanh(W_c [s; c])  =>  grad.W_c += Σ_t d_z[t]ᵀ [s_t; c_t]
+    if (kind == DecoderKind::luong)
+        combine.backward(d_z_all_.reshape({M, H}), gather([&](int t) { return steps[t].combine_in.view(); }),
+                         TensorView());
+    // attention query q_t = s_{t-1} (timing before) or s_t (after), top layer
+    if (attention.has_query_weights()) {
+        const TensorView d_u = d_u_all_.empty() ? TensorView() : d_u_all_.reshape({M, d_u_all_.dim(2)});
+        const TensorView d_pre = d_pre_all_.empty() ? TensorView() : d_pre_all_.reshape({M, d_pre_all_.dim(2)});
+        attention.query_weights_backward(d_u, d_pre, states(L - 1, before_ ? 0 : 1));
+    }
 }
 
 void Decoder::collect(const std::string& prefix, ParamList& out) {

@@ -84,7 +84,16 @@ public:
                       TensorView c_new,          // (L, N, H)  out (LSTM)
                       TensorView out,            // (N, d_out) out: o_t
                       DecoderStepCache& cache,   // out
-                      Rng& rng, Mode mode);
+                      Rng& rng, Mode mode,
+                      TensorView gi0 = {});      // (N, G·H) e_t W_eᵀ + b_ih from project_embeddings, or
+                                                 // empty (computed here); += f_t W_fᵀ in place
+
+    // Teacher forcing (inputs known in advance): the embedding half of layer 0's input
+    // projection for all T steps as one GEMM (W_ih = [W_e | W_f] column blocks):
+    //   gi0[t] = e_t W_eᵀ + b_ih;  step_forward(t, ..., gi0[t]) then adds only f_t W_fᵀ.
+    int gate_size() const { return (cell == CellType::gru ? 3 : 4) * H; }  // G·H
+    void project_embeddings(TensorView emb,         // (T, N, E)
+                            TensorView gi0) const;  // (T, N, G·H) overwritten
 
     // Backward of step_forward. d_h_new/d_c_new: gradient w.r.t. h_new/c_new (read; the direct
     // terms of this step are added into them); d_h_prev/d_c_prev += gradient w.r.t. h_prev/c_prev.
@@ -109,6 +118,25 @@ public:
                        TensorView d_enc_out,      // (N, S, C)  +=
                        TensorView d_keys);        // (N, S, K)  +=
 
+    // Whole-sequence backward (the training step). Between begin_backward(T, N) and
+    // finish_backward, step_backward(t) does only the per-step data gradients the recurrence
+    // needs (d_x, d_h_prev, d_query, ...) and stores the step's pre-activation gradients (cell
+    // gates, Luong's combine, the attention's query side) in (T, N, ·) buffers; finish_backward
+    // then does each of those weight gradients as ONE GEMM with K = T·N rows, and each bias
+    // gradient as one row sum. Same terms as the per-step sums, in another order (float
+    // rounding only; padded steps contribute exact zeros either way). Every t in [0, T) must be
+    // stepped back once in between. The deep output's weights stay per step.
+    // With batch_weight_grads false (test hook) begin/finish do nothing and step_backward
+    // accumulates every gradient per step, as it does outside begin/finish.
+    void begin_backward(int T, int N, const Attention& attention);
+    // Also adds the embedding gradient of layer 0's input for all steps as one GEMM:
+    // d_emb += d_gi W_e (step_backward then leaves d_emb's layer-0 term to it).
+    void finish_backward(std::span<const DecoderStepCache> steps,  // [T] what step_forward wrote
+                         TensorView h_all,                          // (T+1, L, N, H) s_0 … s_T
+                         Attention& attention,
+                         TensorView d_emb);                         // (T, N, E) +=
+    bool batch_weight_grads = true;
+
     void collect(const std::string& prefix, ParamList& out);  // prefix "decoder."
 
     DecoderKind kind = DecoderKind::bahdanau;
@@ -127,6 +155,13 @@ private:
     bool before_ = true;
     // backward scratch (sized per call; no allocation once warm)
     Tensor d_ctx_, d_x0_, d_layer_, d_pre_, d_cat_, tmp_;
+    // deferred weight gradients (begin_backward .. finish_backward)
+    bool deferred_ = false;
+    int def_T_ = 0, def_N_ = 0;
+    std::vector<Tensor> d_gi_all_, d_gh_all_;  // [L] (T, N, G·H) gate gradients (LSTM: d_gi_all_ only)
+    Tensor d_z_all_;                           // (T, N, H)  Luong combine: d (W_c [s; c])
+    Tensor d_u_all_, d_pre_all_;               // (T, N, A), (T, N, P)  attention query side
+    Tensor gather_;                            // (T, N, w)  per-step inputs made contiguous
 };
 
 }  // namespace nazar

@@ -122,12 +122,20 @@ void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, M
     if (static_cast<int>(steps_.size()) < T) steps_.resize(T);
     const bool sampling = mode == Mode::train && sampling_prob > 0;
     if (sampling) logits_.resize({B, V}, false);
-    for (int t = 0; t < T; ++t) {
-        int32_t* in = inputs_.data() + static_cast<std::size_t>(t) * B;
+    for (int t = 0; t < T; ++t)
         for (int b = 0; b < B; ++b) {
-            in[b] = batch.tgt_in_at(b, t);
+            inputs_[static_cast<std::size_t>(t) * B + b] = batch.tgt_in_at(b, t);
             targets_[static_cast<std::size_t>(t) * B + b] = batch.tgt_out_at(b, t);
         }
+    // Teacher forcing: every input is known now, so embed all T·B of them and project them
+    // through layer 0's W_e at once (one GEMM, K = E); steps then add only the feed's W_f term.
+    if (!sampling) {
+        decoder.embedding.forward(inputs_, emb_.reshape({int64_t{T} * B, E}));
+        gi0_.resize({T, B, decoder.gate_size()}, false);
+        decoder.project_embeddings(emb_, gi0_);
+    }
+    for (int t = 0; t < T; ++t) {
+        int32_t* in = inputs_.data() + static_cast<std::size_t>(t) * B;
         if (sampling && t > 0) {
             // scheduled sampling: feed argmax_v p(v | step t-1) with probability p, per row
             gemm(out_.select(t - 1), false, generator_weight(), true, logits_);
@@ -135,10 +143,11 @@ void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, M
             for (int b = 0; b < B; ++b)
                 if (rng.bernoulli(sampling_prob)) in[b] = argmax_row(logits_.data() + static_cast<int64_t>(b) * V, V);
         }
-        decoder.embedding.forward({in, static_cast<std::size_t>(B)}, emb_.select(t));
+        if (sampling) decoder.embedding.forward({in, static_cast<std::size_t>(B)}, emb_.select(t));
         const TensorView feed_prev = feeding ? (t == 0 ? feed0_.view() : out_.select(t - 1)) : TensorView();
         decoder.step_forward(t, emb_.select(t), h_all_.select(t), sel(c_all_, t), feed_prev, src_, attention,
-                             h_all_.select(t + 1), sel(c_all_, t + 1), out_.select(t), steps_[t], rng, mode);
+                             h_all_.select(t + 1), sel(c_all_, t + 1), out_.select(t), steps_[t], rng, mode,
+                             sampling ? TensorView() : gi0_.select(t));
     }
 }
 
@@ -157,6 +166,7 @@ void Seq2Seq::backward_batch(const Batch& batch) {
     if (feeding) d_feed0_.resize({B, H}, false);
     // d_h_[cur] = d loss / d h_all[t+1] (the carry from later steps), d_h_[nxt] receives d / d h_all[t]
     int cur = 0;
+    decoder.begin_backward(T, B, attention);  // weight gradients once per batch (K = T·B)
     for (int t = T - 1; t >= 0; --t) {
         const int nxt = 1 - cur;
         d_h_[nxt].zero();
@@ -172,6 +182,7 @@ void Seq2Seq::backward_batch(const Batch& batch) {
                               lstm ? d_c_[nxt].view() : TensorView(), d_feed, d_emb_.select(t), d_enc_out_, d_keys_);
         cur = nxt;
     }
+    decoder.finish_backward(std::span<const DecoderStepCache>(steps_.data(), T), h_all_, attention, d_emb_);
     decoder.embedding.backward(d_emb_, inputs_);
     // d_h_[cur] = d loss / d s_0 (c_0 = 0 is a constant)
     d_enc_final_.h.resize(enc_cache_.final.h.shape());

@@ -123,6 +123,7 @@ private:
     std::vector<int32_t> inputs_;             // (T, B) decoder input ids actually fed
     std::vector<int> targets_;                // (T, B) tgt_out, time-major
     Tensor emb_;                              // (T, B, E)
+    Tensor gi0_;                              // (T, B, G·H) teacher forcing: e_t W_eᵀ + b_ih of layer 0
     Tensor h_all_, c_all_;                    // (T+1, L, B, H)
     Tensor feed0_;                            // (B, H) zeros: s̃_{-1}
     Tensor out_;                              // (T, B, d_out)

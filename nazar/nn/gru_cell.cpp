@@ -261,4 +261,18 @@ void GRUCell::backward(TensorView d_h_new, TensorView x, TensorView h, const GRU
     cell_project_input_backward(params, grad, d_gi_, x, d_x);
 }
 
+void GRUCell::backward_data(TensorView d_h_new, TensorView h, const GRUStepCache& cache, TensorView d_gi,
+                            TensorView d_gh, TensorView d_x, TensorView d_h, StepMask mask) const {
+    const int N = h.dim(0), H = cfg.hidden_size;
+    NZ_CHECK_SHAPE(d_gi, {N, 3 * H});
+    NZ_CHECK_SHAPE(d_gh, {N, 3 * H});
+    gru::gates_backward(d_h_new, h, cache.gates, cache.gh_n, d_gi, d_gh, d_h, mask);
+    // gh = h W_hhᵀ + b_hh  =>  d_h += d_gh W_hh;   gi = x W_ihᵀ + b_ih  =>  d_x += d_gi W_ih
+    gemm(d_gh, false, params.weight_hh, false, d_h, 1.0f, 1.0f);
+    if (!absent(d_x)) {
+        NZ_CHECK_SHAPE(d_x, {N, cfg.input_size});
+        gemm(d_gi, false, params.weight_ih, false, d_x, 1.0f, 1.0f);
+    }
+}
+
 }  // namespace nazar

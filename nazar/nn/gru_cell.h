@@ -162,6 +162,20 @@ public:
                   TensorView d_x,            // (N, I) +=; empty view = not needed
                   TensorView d_h,            // (N, H) +=
                   StepMask mask = {});
+    // The data half of backward, for callers that batch the weight gradients over many steps
+    // (the decoder: K = T·N instead of N). WRITES the step's pre-activation gradients d_gi and
+    // d_gh and ACCUMULATES d_x += d_gi W_ih, d_h += ∂/∂h (the same operations, in the same
+    // order, as backward). grad is untouched: the caller later adds
+    // grad.weight_ih += Σ d_giᵀ x, grad.weight_hh += Σ d_ghᵀ h and the bias row sums
+    // (cell_project_input_backward / cell_add_recurrent_backward with an empty d_x / d_h).
+    void backward_data(TensorView d_h_new,        // (N, H)
+                       TensorView h,              // (N, H)
+                       const GRUStepCache& cache,
+                       TensorView d_gi,           // (N, 3H) written
+                       TensorView d_gh,           // (N, 3H) written
+                       TensorView d_x,            // (N, I)  +=; empty view = not needed
+                       TensorView d_h,            // (N, H)  +=
+                       StepMask mask = {}) const;
 
     Config cfg;
     RNNCellParams params;

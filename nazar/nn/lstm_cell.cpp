@@ -173,4 +173,17 @@ void LSTMCell::backward(TensorView d_h_new, TensorView d_c_new, TensorView x, Te
     cell_project_input_backward(params, grad, d_gates_, x, d_x);
 }
 
+void LSTMCell::backward_data(TensorView d_h_new, TensorView d_c_new, TensorView c, const LSTMStepCache& cache,
+                             TensorView d_gates, TensorView d_x, TensorView d_h, TensorView d_c, StepMask mask) const {
+    const int N = c.dim(0), H = cfg.hidden_size;
+    NZ_CHECK_SHAPE(d_gates, {N, 4 * H});
+    lstm::gates_backward(d_h_new, d_c_new, c, cache.gates, cache.tanh_c, d_gates, d_h, d_c, mask);
+    // a = x W_ihᵀ + h W_hhᵀ + b  =>  d_h += d_a W_hh;  d_x += d_a W_ih
+    gemm(d_gates, false, params.weight_hh, false, d_h, 1.0f, 1.0f);
+    if (d_x.data() != nullptr && d_x.numel() > 0) {
+        NZ_CHECK_SHAPE(d_x, {N, cfg.input_size});
+        gemm(d_gates, false, params.weight_ih, false, d_x, 1.0f, 1.0f);
+    }
+}
+
 }  // namespace nazar

@@ -115,6 +115,18 @@ public:
                   TensorView d_h,             // (N, H) +=
                   TensorView d_c,             // (N, H) +=
                   StepMask mask = {});
+    // The data half of backward (see GRUCell::backward_data): WRITES d_gates (= d_gi = d_gh)
+    // and ACCUMULATES d_x += d_gates W_ih, d_h += d_gates W_hh (+ masked rows' direct path),
+    // d_c += ∂/∂c. grad is untouched (the caller batches the weight gradients).
+    void backward_data(TensorView d_h_new,         // (N, H)
+                       TensorView d_c_new,         // (N, H)  empty view = zero
+                       TensorView c,               // (N, H)
+                       const LSTMStepCache& cache,
+                       TensorView d_gates,         // (N, 4H) written
+                       TensorView d_x,             // (N, I)  +=; empty view = not needed
+                       TensorView d_h,             // (N, H)  +=
+                       TensorView d_c,             // (N, H)  +=
+                       StepMask mask = {}) const;
 
     Config cfg;
     RNNCellParams params;
