@@ -359,6 +359,57 @@ TEST(BeamSearch, LengthLimitsAndMinLength) {
     EXPECT_EQ(three[0][0].tokens.back(), 3);
 }
 
+TEST(BeamSearch, TiesGoToTheLowerLiveRankThenTheLowerTokenId) {
+    // A zero generator makes every log p equal (−log V), so every candidate total ties exactly:
+    // the kept candidates must be the lowest ids (<pad> 0 and <s> 2 never, </s> 3 barred by
+    // min_length) at step 1, then all from live rank 0 at step 2 — the rule the vectorised
+    // candidate screen in beam_search.cpp must keep (equal totals take the exact comparison).
+    Seq2Seq m(tiny_config(), 31);
+    m.generator_weight().fill(0.0f);
+    if (m.generator.params.bias.numel() > 0) m.generator.params.bias.fill(0.0f);
+    const Sources s = pad({{5, 6, 7}, {4}});
+    for (int K : {3, 5}) {
+        const auto out = beam_search(m, s.ids, s.lengths, s.S,
+                                     {.beam_size = K, .n_best = K, .max_length_ratio = 0, .max_length_extra = 2,
+                                      .min_length = 3, .early_stop = false});
+        const std::vector<int32_t> ids = {1, 4, 5, 6, 7};
+        for (const auto& hyps : out) {
+            ASSERT_EQ(static_cast<int>(hyps.size()), K);
+            for (int k = 0; k < K; ++k) {
+                EXPECT_EQ(hyps[k].tokens, (std::vector<int32_t>{1, ids[k]})) << "K " << K << " k " << k;
+                EXPECT_FALSE(hyps[k].finished);
+                EXPECT_DOUBLE_EQ(hyps[k].log_prob, 2.0 * static_cast<double>(-std::log(10.0f)));
+            }
+        }
+    }
+}
+
+TEST(BeamSearch, GreedyAndBeamOneTakeTheLowestIdOfTiedMaxima) {
+    // Zero generator weights, V = 40, bias: <pad> 0 and <s> 2 highest (never chosen), ids 5, 21
+    // and 30 tied next (5 in the block holding <pad>/<s>, taken by the scalar loop; 21 and 30 in
+    // vector blocks): greedy's two-pass argmax must take 5 every step, as the first-maximum scan
+    // did; without 5, 21.
+    ModelConfig c = tiny_config();
+    c.tgt_vocab_size = 40;
+    Seq2Seq m(c, 37);
+    m.generator_weight().fill(0.0f);
+    Tensor& b = m.generator.params.bias;
+    ASSERT_EQ(b.numel(), 40);
+    b.fill(0.0f);
+    b.data()[0] = b.data()[2] = 10.0f;
+    b.data()[21] = b.data()[30] = 3.0f;
+    const Sources s1 = pad({{5, 6, 7}});
+    EXPECT_EQ(greedy_decode(m, s1.ids, s1.lengths, s1.S, {.max_length = 2})[0].tokens, (std::vector<int32_t>{21, 21}));
+    b.data()[5] = 3.0f;
+    const Sources s = pad({{5, 6, 7}, {4}, {}});
+    const auto g = greedy_decode(m, s.ids, s.lengths, s.S, {.max_length = 4});
+    const auto k1 = beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 1, .max_length = 4});
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        EXPECT_EQ(g[i].tokens, (std::vector<int32_t>{5, 5, 5, 5})) << i;
+        EXPECT_EQ(k1[i][0].tokens, g[i].tokens) << i;
+    }
+}
+
 TEST(BeamSearch, RejectsBadOptions) {
     Seq2Seq m(tiny_config(), 1);
     const Sources s = pad({{5}});
