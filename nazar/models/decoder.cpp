@@ -111,6 +111,7 @@ void Decoder::step_forward(int t, TensorView emb, TensorView h_prev, TensorView 
             lstm[l].forward(x, h_prev.select(l), c_prev.select(l), h_new.select(l), c_new.select(l), cache.lstm[l]);
         }
     }
+    if (split_) return;  // attention and combine: outputs_forward, all steps at once
     const TensorView s = h_new.select(L - 1);
     // Luong timing: c_t from the query s_t, after the RNN step.
     if (!before_)
@@ -147,7 +148,9 @@ void Decoder::step_backward(int t, TensorView d_out, TensorView emb, TensorView 
     NZ_CHECK_SHAPE(d_h_prev, {L, N, H});
     const TensorView s = h_new.select(L - 1), d_s = d_h_new.select(L - 1);
     d_ctx_.resize({N, C});  // zeroed: d c_t collects the output, feed and attention paths
-    if (kind == DecoderKind::luong) {
+    if (split_) {
+        kernels::axpy(d_s.numel(), 1.0f, d_out.data(), d_s.data());  // d_out = d s_t from outputs_backward
+    } else if (kind == DecoderKind::luong) {
         // s̃ = tanh(z), z = W_c [s; c]  =>  d_z = d_s̃ ⊙ (1 − s̃²);  d_[s; c] = d_z W_c;  grad.W_c += d_zᵀ [s; c]
         if (!deferred_) d_pre_.resize({N, H}, false);
         const TensorView d_z = deferred_ ? d_z_all_.select(t) : d_pre_.view();
@@ -178,7 +181,7 @@ void Decoder::step_backward(int t, TensorView d_out, TensorView emb, TensorView 
         if (!d_pre_all_.empty()) qg.d_pre = d_pre_all_.select(t);
     }
     // Luong timing: the query was s_t, so d_query joins d_s before the cells' backward.
-    if (!before_)
+    if (!before_ && !split_)
         attention.backward(d_ctx_, s, src.keys, src.enc_out, src.lengths, cache.attention, d_s, d_keys, d_enc_out,
                            defer_attn ? &qg : nullptr);
     // cells, top layer first: d_h_new[l] is complete once layer l+1 has added its input gradient
@@ -306,14 +309,80 @@ void Decoder::finish_backward(std::span<const DecoderStepCache> steps, TensorVie
     }
     // s̃ = tanh(W_c [s; c])  =>  grad.W_c += Σ_t d_z[t]ᵀ [s_t; c_t]
     if (kind == DecoderKind::luong)
-        combine.backward(d_z_all_.reshape({M, H}), gather([&](int t) { return steps[t].combine_in.view(); }),
+        combine.backward(d_z_all_.reshape({M, H}),
+                         split_grad_ ? comb_all_.reshape({M, H + C})
+                                     : gather([&](int t) { return steps[t].combine_in.view(); }),
                          TensorView());
+    split_grad_ = false;
     // attention query q_t = s_{t-1} (timing before) or s_t (after), top layer
     if (attention.has_query_weights()) {
         const TensorView d_u = d_u_all_.empty() ? TensorView() : d_u_all_.reshape({M, d_u_all_.dim(2)});
         const TensorView d_pre = d_pre_all_.empty() ? TensorView() : d_pre_all_.reshape({M, d_pre_all_.dim(2)});
         attention.query_weights_backward(d_u, d_pre, states(L - 1, before_ ? 0 : 1));
     }
+}
+
+void Decoder::set_split_outputs(bool on) {
+    NZ_CHECK(!on || can_split_outputs(), "decoder: split outputs need Luong, no input feeding, timing after");
+    split_ = on;
+}
+
+void Decoder::outputs_forward(TensorView h_all, const EncodedSource& src, const Attention& attention,
+                              std::span<DecoderStepCache> steps, TensorView out) {
+    NZ_CHECK(can_split_outputs(), "decoder: split outputs need Luong, no input feeding, timing after");
+    const int T = h_all.dim(0) - 1, N = h_all.dim(2);
+    NZ_CHECK_SHAPE(h_all, {T + 1, L, N, H});
+    NZ_CHECK_SHAPE(out, {T, N, H});
+    NZ_CHECK(static_cast<int>(steps.size()) >= T, "decoder outputs_forward: {} step caches for T = {}", steps.size(), T);
+    comb_all_.resize({T, N, H + C}, false);
+    for (int t = 0; t < T; ++t) {
+        // c_t = attn(query = s_t);  comb[t] = [s_t ; c_t]
+        const TensorView s = h_all.select(t + 1).select(L - 1);
+        DecoderStepCache& cache = steps[t];
+        cache.context.resize({N, C}, false);
+        attention.forward(s, src.keys, src.enc_out, src.lengths, t, cache.context, cache.attention);
+        copy_cols_in(s, comb_all_.select(t).data(), H + C);
+        copy_cols_in(cache.context, comb_all_.select(t).data() + H, H + C);
+    }
+    // s̃_t = tanh(W_c [s_t ; c_t]) for all T·N rows: one GEMM
+    combine.forward(comb_all_.reshape({int64_t{T} * N, H + C}), out.reshape({int64_t{T} * N, H}));
+    kernels::tanh(out.data(), out.data(), out.numel());
+}
+
+void Decoder::outputs_backward(TensorView d_out, TensorView out, TensorView h_all, const EncodedSource& src,
+                               Attention& attention, std::span<const DecoderStepCache> steps, TensorView d_s,
+                               TensorView d_enc_out, TensorView d_keys) {
+    NZ_CHECK(deferred_ && can_split_outputs(), "decoder outputs_backward needs begin_backward and split outputs");
+    const int T = def_T_, N = def_N_;
+    const int64_t M = int64_t{T} * N;
+    NZ_CHECK_SHAPE(d_out, {T, N, H});
+    NZ_CHECK_SHAPE(out, {T, N, H});
+    NZ_CHECK_SHAPE(d_s, {T, N, H});
+    NZ_CHECK_SHAPE(comb_all_, {T, N, H + C});
+    // s̃ = tanh(z), z = W_c [s; c]  =>  d_z = d_s̃ ⊙ (1 − s̃²);  d_[s; c] = d_z W_c (one GEMM; grad.W_c in finish_backward)
+    tanh_backward(d_out, out, d_z_all_);
+    d_cat_all_.resize({T, N, H + C});
+    gemm(d_z_all_.reshape({M, H}), false, combine.params.weight, false, d_cat_all_.reshape({M, H + C}), 1.0f, 1.0f);
+    // per step, in the order the interleaved backward uses (t = T−1 … 0): d_s_t = d_cat[:, :H] + d_query
+    AttentionQueryGrad qg;
+    const bool defer_attn = attention.has_query_weights();
+    for (int t = T - 1; t >= 0; --t) {
+        const TensorView ds = d_s.select(t), dcat = d_cat_all_.select(t);
+        for (int n = 0; n < N; ++n)
+            std::memcpy(ds.data() + static_cast<int64_t>(n) * H, dcat.data() + static_cast<int64_t>(n) * (H + C),
+                        sizeof(float) * H);
+        d_ctx_.resize({N, C}, false);
+        for (int n = 0; n < N; ++n)
+            std::memcpy(d_ctx_.data() + static_cast<int64_t>(n) * C,
+                        dcat.data() + static_cast<int64_t>(n) * (H + C) + H, sizeof(float) * C);
+        if (defer_attn) {
+            if (!d_u_all_.empty()) qg.d_u = d_u_all_.select(t);
+            if (!d_pre_all_.empty()) qg.d_pre = d_pre_all_.select(t);
+        }
+        attention.backward(d_ctx_, h_all.select(t + 1).select(L - 1), src.keys, src.enc_out, src.lengths,
+                           steps[t].attention, ds, d_keys, d_enc_out, defer_attn ? &qg : nullptr);
+    }
+    split_grad_ = true;
 }
 
 void Decoder::collect(const std::string& prefix, ParamList& out) {

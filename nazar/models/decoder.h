@@ -137,6 +137,28 @@ public:
                          TensorView d_emb);                         // (T, N, E) +=
     bool batch_weight_grads = true;
 
+    // Luong without input feeding, attention after the step (query s_t): the recurrence does
+    // not depend on attention, so a teacher-forced sequence runs every step's cells first
+    // (step_forward with split outputs on) and then attention + combine for all T steps
+    // (outputs_forward: combine is one GEMM over T·N rows). Backward mirrors it:
+    // outputs_backward (inside begin/finish_backward) gives d s_t of every step from the
+    // combine (one GEMM) and attention (per step, t = T−1 … 0), then step_backward with split
+    // outputs on reads its d_out argument as that d s_t and steps back only the cells.
+    bool can_split_outputs() const { return kind == DecoderKind::luong && feed_ == 0 && !before_; }
+    void set_split_outputs(bool on);
+    void outputs_forward(TensorView h_all,                     // (T+1, L, N, H) s_0 … s_T
+                         const EncodedSource& src, const Attention& attention,
+                         std::span<DecoderStepCache> steps,    // [T] context and attention written
+                         TensorView out);                      // (T, N, H) out: s̃_t
+    void outputs_backward(TensorView d_out,                    // (T, N, H)  d s̃_t (complete)
+                          TensorView out,                      // (T, N, H)  s̃_t
+                          TensorView h_all,                    // (T+1, L, N, H)
+                          const EncodedSource& src, Attention& attention,
+                          std::span<const DecoderStepCache> steps,
+                          TensorView d_s,                      // (T, N, H)  written: d s_t of the outputs
+                          TensorView d_enc_out,                // (N, S, C)  +=
+                          TensorView d_keys);                  // (N, S, K)  +=
+
     void collect(const std::string& prefix, ParamList& out);  // prefix "decoder."
 
     DecoderKind kind = DecoderKind::bahdanau;
@@ -162,6 +184,11 @@ private:
     Tensor d_z_all_;                           // (T, N, H)  Luong combine: d (W_c [s; c])
     Tensor d_u_all_, d_pre_all_;               // (T, N, A), (T, N, P)  attention query side
     Tensor gather_;                            // (T, N, w)  per-step inputs made contiguous
+    // split outputs (can_split_outputs)
+    bool split_ = false;       // step_forward / step_backward: cells only
+    bool split_grad_ = false;  // outputs_backward ran: W_c's input is comb_all_
+    Tensor comb_all_;          // (T, N, H + C)  [s_t ; c_t] of every step
+    Tensor d_cat_all_;         // (T, N, H + C)
 };
 
 }  // namespace nazar

@@ -134,6 +134,9 @@ void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, M
         gi0_.resize({T, B, decoder.gate_size()}, false);
         decoder.project_embeddings(emb_, gi0_);
     }
+    // Luong without feeding, attention after: cells of all steps first, then attention + combine
+    split_ = !sampling && decoder.can_split_outputs() && decoder.batch_weight_grads;
+    decoder.set_split_outputs(split_);
     for (int t = 0; t < T; ++t) {
         int32_t* in = inputs_.data() + static_cast<std::size_t>(t) * B;
         if (sampling && t > 0) {
@@ -149,6 +152,8 @@ void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, M
                              h_all_.select(t + 1), sel(c_all_, t + 1), out_.select(t), steps_[t], rng, mode,
                              sampling ? TensorView() : gi0_.select(t));
     }
+    decoder.set_split_outputs(false);
+    if (split_) decoder.outputs_forward(h_all_, src_, attention, std::span<DecoderStepCache>(steps_.data(), T), out_);
 }
 
 void Seq2Seq::backward_batch(const Batch& batch) {
@@ -167,6 +172,12 @@ void Seq2Seq::backward_batch(const Batch& batch) {
     // d_h_[cur] = d loss / d h_all[t+1] (the carry from later steps), d_h_[nxt] receives d / d h_all[t]
     int cur = 0;
     decoder.begin_backward(T, B, attention);  // weight gradients once per batch (K = T·B)
+    if (split_) {  // d s_t of the outputs (combine + attention) of every step; then the cells alone
+        d_s_all_.resize({T, B, H}, false);
+        decoder.outputs_backward(d_out_, out_, h_all_, src_, attention,
+                                 std::span<const DecoderStepCache>(steps_.data(), T), d_s_all_, d_enc_out_, d_keys_);
+    }
+    decoder.set_split_outputs(split_);
     for (int t = T - 1; t >= 0; --t) {
         const int nxt = 1 - cur;
         d_h_[nxt].zero();
@@ -176,12 +187,13 @@ void Seq2Seq::backward_batch(const Batch& batch) {
             if (t == 0) d_feed0_.zero();
             d_feed = t > 0 ? d_out_.select(t - 1) : d_feed0_.view();  // s̃_{t-1} = o_{t-1}
         }
-        decoder.step_backward(t, d_out_.select(t), emb_.select(t), h_all_.select(t), sel(c_all_, t),
+        decoder.step_backward(t, split_ ? d_s_all_.select(t) : d_out_.select(t), emb_.select(t), h_all_.select(t), sel(c_all_, t),
                               h_all_.select(t + 1), sel(c_all_, t + 1), out_.select(t), src_, attention, steps_[t],
                               d_h_[cur], lstm ? d_c_[cur].view() : TensorView(), d_h_[nxt],
                               lstm ? d_c_[nxt].view() : TensorView(), d_feed, d_emb_.select(t), d_enc_out_, d_keys_);
         cur = nxt;
     }
+    decoder.set_split_outputs(false);
     decoder.finish_backward(std::span<const DecoderStepCache>(steps_.data(), T), h_all_, attention, d_emb_);
     decoder.embedding.backward(d_emb_, inputs_);
     // d_h_[cur] = d loss / d s_0 (c_0 = 0 is a constant)
@@ -299,6 +311,7 @@ void Seq2Seq::step(std::span<const int32_t> prev, const EncodedSource& src, Deco
     step_emb_.resize({N, decoder.E}, false);
     decoder.embedding.forward(prev, step_emb_);
     step_out_.resize({N, decoder.output_size()}, false);
+    decoder.set_split_outputs(false);  // (a training forward that threw may have left it on)
     // eval mode: the new state may overwrite the old one in place
     decoder.step_forward(state.t, step_emb_, state.h, state.c, state.feed, src, attention, state.h, state.c,
                          step_out_, step_cache_, unused, Mode::eval);

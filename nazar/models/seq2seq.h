@@ -124,6 +124,8 @@ private:
     std::vector<int> targets_;                // (T, B) tgt_out, time-major
     Tensor emb_;                              // (T, B, E)
     Tensor gi0_;                              // (T, B, G·H) teacher forcing: e_t W_eᵀ + b_ih of layer 0
+    bool split_ = false;                      // this batch ran Decoder's split outputs (outputs_forward)
+    Tensor d_s_all_;                          // (T, B, H)  split: d s_t from outputs_backward
     Tensor h_all_, c_all_;                    // (T+1, L, B, H)
     Tensor feed0_;                            // (B, H) zeros: s̃_{-1}
     Tensor out_;                              // (T, B, d_out)

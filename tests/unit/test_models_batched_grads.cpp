@@ -10,7 +10,9 @@
 // max |batched − per-step| ≤ 1e-5 · max(1, max |per-step|) per tensor (observed: ≤ 6e-8).
 // The data gradients differ only by rounding too (layer 0's d_e = d_gi W_e is one GEMM over all
 // steps, its d_f a column block of the per-step product), and are held to the same bound.
-// The loss must be equal bit for bit (both models run the same forward).
+// The losses agree to 1e-6 relative: the forward differs only where Luong without feeding runs
+// its combine as one GEMM over all steps (Decoder::outputs_forward) instead of one per step —
+// the same dot products, blocked differently (float32 rounding ≈ 1e-7 relative per output).
 #include "nazar/models/seq2seq.h"
 #include "tests/common/tiny_models.h"
 
@@ -46,7 +48,7 @@ void expect_same_grads(const ModelConfig& cfg, float sampling, const std::string
         Rng ra(17 + rep), rb(17 + rep);
         const LossStats a = batched.train_step(batch, opt, ra);
         const LossStats b = per_step.train_step(batch, opt, rb);
-        EXPECT_EQ(a.loss, b.loss);
+        EXPECT_NEAR(a.loss, b.loss, 1e-6 * b.loss);
         EXPECT_EQ(a.tokens, b.tokens);
     }
     for (std::size_t i = 0; i < pb.size(); ++i) {
@@ -57,7 +59,9 @@ void expect_same_grads(const ModelConfig& cfg, float sampling, const std::string
         EXPECT_LE(max_abs_diff(g, r), 1e-5 * scale) << pb[i].name;
         bool any = false;  // the comparison is not vacuous: the decoder weights do get gradient
         for (int64_t j = 0; j < r.numel(); ++j) any = any || r[j] != 0.0f;
-        if (pb[i].name.rfind("decoder.rnn.weight", 0) == 0) EXPECT_TRUE(any) << pb[i].name;
+        if (pb[i].name.rfind("decoder.rnn.weight", 0) == 0) {
+            EXPECT_TRUE(any) << pb[i].name;
+        }
     }
 }
 
