@@ -100,9 +100,9 @@ void abt_block(int m0, int n, int K, float alpha, const float* A, int lda, const
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 template <int MB>
-__attribute__((target("avx512f,avx512dq"))) void abt_block512(int m0, int n, int K, float alpha, const float* A,
-                                                               int lda, const float* B, int ldb, float beta, float* C,
-                                                               int ldc) {
+__attribute__((target("avx512f,avx512dq"))) void abt_block512(int m0, int n, int n_next, int K, float alpha,
+                                                               const float* A, int lda, const float* B, int ldb,
+                                                               float beta, float* C, int ldc) {
     constexpr int P = 4;
     const int K8 = K & ~7;
     __m512 acc[MB][P];
@@ -112,7 +112,15 @@ __attribute__((target("avx512f,avx512dq"))) void abt_block512(int m0, int n, int
     const float* w[2 * P];
     for (int i = 0; i < MB; ++i) x[i] = A + static_cast<int64_t>(m0 + i) * lda;
     for (int j = 0; j < 2 * P; ++j) w[j] = B + static_cast<int64_t>(n + j) * ldb;
+    // The next panel of B (rows n + 8 .. n + 15, the same K) is prefetched while this one is
+    // used, one cache line per row every other k-step: eight short row streams restart every
+    // panel, too short for the hardware prefetcher to catch when B (the 16 MB generator) has
+    // been pushed out of L3 by the rest of the step. Prefetches change no arithmetic.
+    const bool prefetch = m0 == 0 && n_next > n;
     for (int k = 0; k < K8; k += 8) {
+        if (prefetch && (k & 15) == 0)
+            for (int j = 0; j < 2 * P && n + 2 * P + j < n_next; ++j)
+                _mm_prefetch(reinterpret_cast<const char*>(w[j] + static_cast<int64_t>(2 * P) * ldb + k), _MM_HINT_T0);
         __m512 wv[P];
         for (int p = 0; p < P; ++p)
             wv[p] = _mm512_insertf32x8(_mm512_zextps256_ps512(_mm256_loadu_ps(w[2 * p] + k)),
@@ -172,11 +180,11 @@ void small_m_abt(int M, int n0, int n1, int K, float alpha, const float* A, int 
     if (g_small_avx512.load(std::memory_order_relaxed))
         for (; n + 8 <= n1; n += 8)
             for (int i = 0, m0 = 0; i < 2 && mbs[i] > 0; m0 += mbs[i], ++i) switch (mbs[i]) {
-                    case 1: abt_block512<1>(m0, n, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
-                    case 2: abt_block512<2>(m0, n, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
-                    case 3: abt_block512<3>(m0, n, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
-                    case 4: abt_block512<4>(m0, n, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
-                    default: abt_block512<5>(m0, n, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
+                    case 1: abt_block512<1>(m0, n, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
+                    case 2: abt_block512<2>(m0, n, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
+                    case 3: abt_block512<3>(m0, n, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
+                    case 4: abt_block512<4>(m0, n, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
+                    default: abt_block512<5>(m0, n, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
                 }
 #endif
     for (; n + 12 <= n1; n += 12)
