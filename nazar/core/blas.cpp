@@ -60,8 +60,8 @@ inline float hsum8(__m256 v) {
 // 16, ... in order, reduced by hsum8 and added to its scalar tail: the same operations in the
 // same order as before, so results are bit-identical whatever the blocking (and M).
 template <int MB, int J>
-void abt_block(int m0, int n, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta,
-               float* C, int ldc) {
+void abt_block(int m0, int n, int n_next, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+               float beta, float* C, int ldc) {
     const int K8 = K & ~7;
     __m256 acc[MB][J];
     for (int i = 0; i < MB; ++i)
@@ -70,7 +70,12 @@ void abt_block(int m0, int n, int K, float alpha, const float* A, int lda, const
     const float* w[J];
     for (int i = 0; i < MB; ++i) x[i] = A + static_cast<int64_t>(m0 + i) * lda;
     for (int j = 0; j < J; ++j) w[j] = B + static_cast<int64_t>(n + j) * ldb;
+    // Prefetch the same rows of the next 12-row group (see abt_block512).
+    const bool prefetch = m0 == 0;
     for (int k = 0; k < K8; k += 8) {
+        if (prefetch && (k & 15) == 0)
+            for (int j = 0; j < J && n + 12 + j < n_next; ++j)
+                _mm_prefetch(reinterpret_cast<const char*>(w[j] + 12 * static_cast<int64_t>(ldb) + k), _MM_HINT_T0);
         __m256 wv[J];
         for (int j = 0; j < J; ++j) wv[j] = _mm256_loadu_ps(w[j] + k);
         for (int i = 0; i < MB; ++i) {
@@ -165,11 +170,11 @@ void small_m_abt(int M, int n0, int n1, int K, float alpha, const float* A, int 
     // every J), so each group of 12 rows of B is read from memory once and from L1 after.
     const auto block = [&](int m0, int mb, int nn) {
         switch (mb) {
-            case 1: abt_block<1, 4>(m0, nn, K, alpha, A, lda, B, ldb, beta, C, ldc); return 4;
-            case 2: abt_block<2, 4>(m0, nn, K, alpha, A, lda, B, ldb, beta, C, ldc); return 4;
-            case 3: abt_block<3, 3>(m0, nn, K, alpha, A, lda, B, ldb, beta, C, ldc); return 3;
-            case 4: abt_block<4, 3>(m0, nn, K, alpha, A, lda, B, ldb, beta, C, ldc); return 3;
-            default: abt_block<5, 2>(m0, nn, K, alpha, A, lda, B, ldb, beta, C, ldc); return 2;
+            case 1: abt_block<1, 4>(m0, nn, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); return 4;
+            case 2: abt_block<2, 4>(m0, nn, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); return 4;
+            case 3: abt_block<3, 3>(m0, nn, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); return 3;
+            case 4: abt_block<4, 3>(m0, nn, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); return 3;
+            default: abt_block<5, 2>(m0, nn, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); return 2;
         }
     };
     int mbs[2] = {M, 0};
