@@ -4,6 +4,7 @@
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace nazar {
@@ -153,7 +154,7 @@ void Decoder::step_backward(int t, TensorView d_out, TensorView emb, TensorView 
     } else if (kind == DecoderKind::luong) {
         // s̃ = tanh(z), z = W_c [s; c]  =>  d_z = d_s̃ ⊙ (1 − s̃²);  d_[s; c] = d_z W_c;  grad.W_c += d_zᵀ [s; c]
         if (!deferred_) d_pre_.resize({N, H}, false);
-        const TensorView d_z = deferred_ ? d_z_all_.select(t) : d_pre_.view();
+        const TensorView d_z = deferred_ ? d_z_all_.select(t % chunk_) : d_pre_.view();
         tanh_backward(d_out, out, d_z);
         d_cat_.resize({N, H + C});
         if (deferred_)
@@ -177,8 +178,8 @@ void Decoder::step_backward(int t, TensorView d_out, TensorView emb, TensorView 
     AttentionQueryGrad qg;
     const bool defer_attn = deferred_ && attention.has_query_weights();
     if (defer_attn) {
-        if (!d_u_all_.empty()) qg.d_u = d_u_all_.select(t);
-        if (!d_pre_all_.empty()) qg.d_pre = d_pre_all_.select(t);
+        if (!d_u_all_.empty()) qg.d_u = d_u_all_.select(t % chunk_);
+        if (!d_pre_all_.empty()) qg.d_pre = d_pre_all_.select(t % chunk_);
     }
     // Luong timing: the query was s_t, so d_query joins d_s before the cells' backward.
     if (!before_ && !split_)
@@ -205,15 +206,15 @@ void Decoder::step_backward(int t, TensorView d_out, TensorView emb, TensorView 
             // feed columns d_f = d_gi W_f (W_f = W_ih[:, E:])
             const TensorView d_x_now = l == 0 ? TensorView() : d_x;
             if (cell == CellType::gru)
-                gru[l].backward_data(d_h_new.select(l), h_prev.select(l), cache.gru[l], d_gi_all_[l].select(t),
-                                     d_gh_all_[l].select(t), d_x_now, d_h_prev.select(l));
+                gru[l].backward_data(d_h_new.select(l), h_prev.select(l), cache.gru[l], d_gi_all_[l].select(t % chunk_),
+                                     d_gh_all_[l].select(t % chunk_), d_x_now, d_h_prev.select(l));
             else
                 lstm[l].backward_data(d_h_new.select(l), d_c_new.select(l), c_prev.select(l), cache.lstm[l],
-                                      d_gi_all_[l].select(t), d_x_now, d_h_prev.select(l), d_c_prev.select(l));
+                                      d_gi_all_[l].select(t % chunk_), d_x_now, d_h_prev.select(l), d_c_prev.select(l));
             if (l == 0 && feed_ > 0) {
                 const int GH = gate_size();
                 const RNNCellParams& p = cell == CellType::gru ? gru[0].params : lstm[0].params;
-                gemm_raw(false, false, N, feed_, GH, 1.0f, d_gi_all_[0].select(t).data(), GH, p.weight_ih.data() + E,
+                gemm_raw(false, false, N, feed_, GH, 1.0f, d_gi_all_[0].select(t % chunk_).data(), GH, p.weight_ih.data() + E,
                          I0, 1.0f, d_x0_.data() + E, I0);
             }
         }
@@ -228,27 +229,46 @@ void Decoder::step_backward(int t, TensorView d_out, TensorView emb, TensorView 
     if (before_)
         attention.backward(d_ctx_, h_prev.select(L - 1), src.keys, src.enc_out, src.lengths, cache.attention,
                            d_h_prev.select(L - 1), d_keys, d_enc_out, defer_attn ? &qg : nullptr);
+    // deferred: steps back from T−1, so step t0 = t closes the chunk [t0, t0 + chunk): flush it
+    if (deferred_ && t % chunk_ == 0) {
+        const int t1 = std::min(def_T_, t + chunk_);
+        flush_cells(t, t1);
+        if (!split_ && defer_attn) flush_attention(t, t1);
+    }
     (void)c_new;
 }
 
-void Decoder::begin_backward(int T, int N, const Attention& attention) {
+void Decoder::begin_backward(std::span<const DecoderStepCache> steps, TensorView h_all, Attention& attention,
+                             TensorView d_emb) {
     if (!batch_weight_grads) return;
-    NZ_CHECK(T > 0 && N > 0, "decoder begin_backward: T = {}, N = {}", T, N);
-    const int GH = (cell == CellType::gru ? 3 : 4) * H;
+    const int T = h_all.dim(0) - 1, N = h_all.ndim() == 4 ? h_all.dim(2) : 0;
+    NZ_CHECK(T > 0 && N > 0, "decoder begin_backward: h_all {} needs (T+1, L, N, H) with T, N > 0", h_all.shape().str());
+    NZ_CHECK_SHAPE(h_all, {T + 1, L, N, H});
+    NZ_CHECK_SHAPE(d_emb, {T, N, E});
+    NZ_CHECK(static_cast<int>(steps.size()) >= T, "decoder begin_backward: {} step caches for T = {}", steps.size(), T);
+    // chunks of ≈ chunk_rows rows: K large enough for an efficient weight-gradient GEMM, buffers
+    // independent of T (memory: they are (chunk, N, ·), not (T, N, ·))
+    NZ_CHECK(chunk_rows >= 1, "decoder: chunk_rows must be >= 1, got {}", chunk_rows);
+    chunk_ = std::clamp((chunk_rows + N - 1) / N, 1, T);
+    const int GH = gate_size(), CH = chunk_;
     d_gi_all_.resize(L);
     d_gh_all_.resize(L);
     for (int l = 0; l < L; ++l) {  // every step writes its whole (N, ·) blocks: no zeroing
-        d_gi_all_[l].resize({T, N, GH}, false);
-        if (cell == CellType::gru) d_gh_all_[l].resize({T, N, GH}, false);
+        d_gi_all_[l].resize({CH, N, GH}, false);
+        if (cell == CellType::gru) d_gh_all_[l].resize({CH, N, GH}, false);
     }
-    if (kind == DecoderKind::luong) d_z_all_.resize({T, N, H}, false);
+    if (kind == DecoderKind::luong) d_z_all_.resize({CH, N, H}, false);
     const AttentionConfig& ac = attention.cfg;
     const bool additive = ac.score == ScoreKind::additive || ac.score == ScoreKind::concat;
-    d_u_all_.resize(additive ? Shape{T, N, ac.attention_size} : Shape{0}, false);
-    d_pre_all_.resize(ac.local == LocalMode::predictive ? Shape{T, N, ac.position_size} : Shape{0}, false);
+    d_u_all_.resize(additive ? Shape{CH, N, ac.attention_size} : Shape{0}, false);
+    d_pre_all_.resize(ac.local == LocalMode::predictive ? Shape{CH, N, ac.position_size} : Shape{0}, false);
     deferred_ = true;
     def_T_ = T;
     def_N_ = N;
+    def_steps_ = steps;
+    def_h_all_ = h_all;
+    def_d_emb_ = d_emb;
+    def_attn_ = &attention;
 }
 
 void Decoder::project_embeddings(TensorView emb, TensorView gi0) const {
@@ -265,61 +285,69 @@ void Decoder::project_embeddings(TensorView emb, TensorView gi0) const {
              p.bias_ih.numel() > 0 ? 1.0f : 0.0f, g, GH);
 }
 
-void Decoder::finish_backward(std::span<const DecoderStepCache> steps, TensorView h_all, Attention& attention,
-                              TensorView d_emb) {
-    if (!batch_weight_grads) return;
-    NZ_CHECK(deferred_, "decoder finish_backward without begin_backward");
-    deferred_ = false;
-    const int T = def_T_, N = def_N_;
-    const int64_t M = int64_t{T} * N;
-    NZ_CHECK(static_cast<int>(steps.size()) >= T, "decoder finish_backward: {} step caches for T = {}", steps.size(), T);
-    NZ_CHECK_SHAPE(h_all, {T + 1, L, N, H});
-    // rows (t, n) of a per-step (N, w) tensor, made contiguous: (T·N, w)
-    auto gather = [&](auto&& at_step) {
-        const int w = at_step(0).dim(1);
-        gather_.resize({T, N, w}, false);
-        for (int t = 0; t < T; ++t) gather_.select(t).copy_from(at_step(t));
-        return gather_.reshape({M, w});
-    };
-    // states s^l_t of steps t0 .. t0+T-1 as (T·N, H): a view when L = 1, else gathered
-    auto states = [&](int l, int t0) {
-        if (L == 1) return h_all.slice(t0, t0 + T).reshape({M, H});
-        return gather([&](int t) { return h_all.select(t0 + t).select(l); });
-    };
-    const auto x_of = [&](int l) {
-        return gather([&](int t) { return l == 0 ? steps[t].x0.view() : steps[t].layer_in[l].view(); });
-    };
-    NZ_CHECK_SHAPE(d_emb, {T, N, E});
+TensorView Decoder::gather_steps(int t0, int t1, const std::function<TensorView(int)>& at_step) {
+    const int n = t1 - t0, w = at_step(t0).dim(1);
+    gather_.resize({n, def_N_, w}, false);
+    for (int t = t0; t < t1; ++t) gather_.select(t - t0).copy_from(at_step(t));
+    return gather_.reshape({int64_t{n} * def_N_, w});
+}
+
+TensorView Decoder::states(int l, int t0, int t1) {
+    if (L == 1) return def_h_all_.slice(t0, t1).reshape({int64_t{t1 - t0} * def_N_, H});  // contiguous
+    return gather_steps(t0, t1, [&](int t) { return def_h_all_.select(t).select(l); });
+}
+
+void Decoder::flush_cells(int t0, int t1) {
+    const int N = def_N_, GH = gate_size();
+    const int64_t M = int64_t{t1 - t0} * N;  // rows of the chunk; buffer rows [0, M)
     {
-        // x0 = [e ; f], gi = x0 W_ihᵀ + …  =>  d_e += d_gi W_e   (W_e = W_ih[:, :E], all steps at once)
+        // x0 = [e ; f], gi = x0 W_ihᵀ + …  =>  d_e += d_gi W_e   (W_e = W_ih[:, :E])
         const RNNCellParams& p = cell == CellType::gru ? gru[0].params : lstm[0].params;
-        const int GH = gate_size();
         gemm_raw(false, false, static_cast<int>(M), E, GH, 1.0f, d_gi_all_[0].data(), GH, p.weight_ih.data(), E + feed_,
-                 1.0f, d_emb.data(), E);
+                 1.0f, def_d_emb_.select(t0).data(), E);
     }
     for (int l = 0; l < L; ++l) {
         RNNCellParams& p = cell == CellType::gru ? gru[l].params : lstm[l].params;
         RNNCellParams& g = cell == CellType::gru ? gru[l].grad : lstm[l].grad;
-        const int GH = d_gi_all_[l].dim(2);
         // gi = x W_ihᵀ + b_ih  =>  grad.W_ih += Σ_t d_gi[t]ᵀ x[t];  grad.b_ih += Σ_t Σ_rows d_gi[t]
-        cell_project_input_backward(p, g, d_gi_all_[l].reshape({M, GH}), x_of(l), TensorView());
+        const TensorView x = gather_steps(t0, t1, [&](int t) {
+            return l == 0 ? def_steps_[t].x0.view() : def_steps_[t].layer_in[l].view();
+        });
+        cell_project_input_backward(p, g, d_gi_all_[l].slice(0, t1 - t0).reshape({M, GH}), x, TensorView());
         // gh = h W_hhᵀ + b_hh  =>  grad.W_hh += Σ_t d_gh[t]ᵀ s^l_{t-1}   (LSTM: d_gh = d_gi)
         const Tensor& d_gh = cell == CellType::gru ? d_gh_all_[l] : d_gi_all_[l];
-        cell_add_recurrent_backward(p, g, d_gh.reshape({M, GH}), states(l, 0), TensorView());
+        cell_add_recurrent_backward(p, g, d_gh.slice(0, t1 - t0).reshape({M, GH}), states(l, t0, t1), TensorView());
     }
-    // s̃ = tanh(W_c [s; c])  =>  grad.W_c += Σ_t d_z[t]ᵀ [s_t; c_t]
-    if (kind == DecoderKind::luong)
-        combine.backward(d_z_all_.reshape({M, H}),
-                         split_grad_ ? comb_all_.reshape({M, H + C})
-                                     : gather([&](int t) { return steps[t].combine_in.view(); }),
-                         TensorView());
+    // s̃ = tanh(W_c [s; c])  =>  grad.W_c += Σ_t d_z[t]ᵀ [s_t; c_t]   (split outputs: finish_backward)
+    if (kind == DecoderKind::luong && !split_)
+        combine.backward(d_z_all_.slice(0, t1 - t0).reshape({M, H}),
+                         gather_steps(t0, t1, [&](int t) { return def_steps_[t].combine_in.view(); }), TensorView());
+}
+
+void Decoder::flush_attention(int t0, int t1) {
+    // attention query q_t = s_{t-1} (timing before) or s_t (after), top layer:
+    //   grad.W_q += Σ_t d_u[t]ᵀ q_t;  grad.W_p += Σ_t d_pre[t]ᵀ q_t
+    const int64_t M = int64_t{t1 - t0} * def_N_;
+    const TensorView d_u = d_u_all_.empty() ? TensorView() : d_u_all_.slice(0, t1 - t0).reshape({M, d_u_all_.dim(2)});
+    const TensorView d_pre =
+        d_pre_all_.empty() ? TensorView() : d_pre_all_.slice(0, t1 - t0).reshape({M, d_pre_all_.dim(2)});
+    const int q0 = before_ ? 0 : 1;
+    def_attn_->query_weights_backward(d_u, d_pre, states(L - 1, t0 + q0, t1 + q0));
+}
+
+void Decoder::finish_backward() {
+    if (!batch_weight_grads) return;
+    NZ_CHECK(deferred_, "decoder finish_backward without begin_backward");
+    // split outputs: grad.W_c += d_zᵀ [s; c] over all T·N rows (the chunks flushed everything else)
+    if (split_grad_) {
+        const int64_t M = int64_t{def_T_} * def_N_;
+        combine.backward(d_z_seq_.reshape({M, H}), comb_all_.reshape({M, H + C}), TensorView());
+    }
     split_grad_ = false;
-    // attention query q_t = s_{t-1} (timing before) or s_t (after), top layer
-    if (attention.has_query_weights()) {
-        const TensorView d_u = d_u_all_.empty() ? TensorView() : d_u_all_.reshape({M, d_u_all_.dim(2)});
-        const TensorView d_pre = d_pre_all_.empty() ? TensorView() : d_pre_all_.reshape({M, d_pre_all_.dim(2)});
-        attention.query_weights_backward(d_u, d_pre, states(L - 1, before_ ? 0 : 1));
-    }
+    deferred_ = false;
+    def_steps_ = {};
+    def_h_all_ = def_d_emb_ = TensorView();
+    def_attn_ = nullptr;
 }
 
 void Decoder::set_split_outputs(bool on) {
@@ -359,28 +387,26 @@ void Decoder::outputs_backward(TensorView d_out, TensorView out, TensorView h_al
     NZ_CHECK_SHAPE(out, {T, N, H});
     NZ_CHECK_SHAPE(d_s, {T, N, H});
     NZ_CHECK_SHAPE(comb_all_, {T, N, H + C});
-    // s̃ = tanh(z), z = W_c [s; c]  =>  d_z = d_s̃ ⊙ (1 − s̃²);  d_[s; c] = d_z W_c (one GEMM; grad.W_c in finish_backward)
-    tanh_backward(d_out, out, d_z_all_);
-    d_cat_all_.resize({T, N, H + C});
-    gemm(d_z_all_.reshape({M, H}), false, combine.params.weight, false, d_cat_all_.reshape({M, H + C}), 1.0f, 1.0f);
-    // per step, in the order the interleaved backward uses (t = T−1 … 0): d_s_t = d_cat[:, :H] + d_query
+    // s̃ = tanh(z), z = W_c [s; c]  =>  d_z = d_s̃ ⊙ (1 − s̃²);  d_s = d_z W_c[:, :H], d_c = d_z W_c[:, H:]
+    // (one GEMM each over all T·N rows; grad.W_c in finish_backward)
+    d_z_seq_.resize({T, N, H}, false);
+    tanh_backward(d_out, out, d_z_seq_);
+    d_ctx_seq_.resize({T, N, C}, false);
+    const float* Wc = combine.params.weight.data();
+    gemm_raw(false, false, static_cast<int>(M), H, H, 1.0f, d_z_seq_.data(), H, Wc, H + C, 0.0f, d_s.data(), H);
+    gemm_raw(false, false, static_cast<int>(M), C, H, 1.0f, d_z_seq_.data(), H, Wc + H, H + C, 0.0f, d_ctx_seq_.data(), C);
+    // attention per step, in the order the interleaved backward uses (t = T−1 … 0): d_s_t += d_query
     AttentionQueryGrad qg;
     const bool defer_attn = attention.has_query_weights();
     for (int t = T - 1; t >= 0; --t) {
-        const TensorView ds = d_s.select(t), dcat = d_cat_all_.select(t);
-        for (int n = 0; n < N; ++n)
-            std::memcpy(ds.data() + static_cast<int64_t>(n) * H, dcat.data() + static_cast<int64_t>(n) * (H + C),
-                        sizeof(float) * H);
-        d_ctx_.resize({N, C}, false);
-        for (int n = 0; n < N; ++n)
-            std::memcpy(d_ctx_.data() + static_cast<int64_t>(n) * C,
-                        dcat.data() + static_cast<int64_t>(n) * (H + C) + H, sizeof(float) * C);
         if (defer_attn) {
-            if (!d_u_all_.empty()) qg.d_u = d_u_all_.select(t);
-            if (!d_pre_all_.empty()) qg.d_pre = d_pre_all_.select(t);
+            if (!d_u_all_.empty()) qg.d_u = d_u_all_.select(t % chunk_);
+            if (!d_pre_all_.empty()) qg.d_pre = d_pre_all_.select(t % chunk_);
         }
-        attention.backward(d_ctx_, h_all.select(t + 1).select(L - 1), src.keys, src.enc_out, src.lengths,
-                           steps[t].attention, ds, d_keys, d_enc_out, defer_attn ? &qg : nullptr);
+        attention.backward(d_ctx_seq_.select(t), h_all.select(t + 1).select(L - 1), src.keys, src.enc_out,
+                           src.lengths, steps[t].attention, d_s.select(t), d_keys, d_enc_out,
+                           defer_attn ? &qg : nullptr);
+        if (defer_attn && t % chunk_ == 0) flush_attention(t, std::min(T, t + chunk_));
     }
     split_grad_ = true;
 }

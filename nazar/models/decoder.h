@@ -34,6 +34,7 @@
 #include "nazar/nn/lstm_cell.h"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -118,23 +119,23 @@ public:
                        TensorView d_enc_out,      // (N, S, C)  +=
                        TensorView d_keys);        // (N, S, K)  +=
 
-    // Whole-sequence backward (the training step). Between begin_backward(T, N) and
-    // finish_backward, step_backward(t) does only the per-step data gradients the recurrence
-    // needs (d_x, d_h_prev, d_query, ...) and stores the step's pre-activation gradients (cell
-    // gates, Luong's combine, the attention's query side) in (T, N, ·) buffers; finish_backward
-    // then does each of those weight gradients as ONE GEMM with K = T·N rows, and each bias
-    // gradient as one row sum. Same terms as the per-step sums, in another order (float
-    // rounding only; padded steps contribute exact zeros either way). Every t in [0, T) must be
-    // stepped back once in between. The deep output's weights stay per step.
+    // Whole-sequence backward (the training step). Between begin_backward and finish_backward,
+    // step_backward(t) does only the per-step data gradients the recurrence needs (d_x,
+    // d_h_prev, d_query, ...) and stores the step's pre-activation gradients (cell gates,
+    // Luong's combine, the attention's query side) in chunk buffers of ≈ chunk_rows rows; when a
+    // chunk of steps is complete (steps go T−1 … 0), each weight gradient of the chunk is ONE
+    // GEMM with K = chunk·N rows, each bias one row sum, and layer 0's d_emb += d_gi W_e one
+    // GEMM too. Same terms as the per-step sums, in another order (float rounding only; padded
+    // steps contribute exact zeros either way). Every t in [0, T) must be stepped back once in
+    // between. The deep output's weights stay per step.
     // With batch_weight_grads false (test hook) begin/finish do nothing and step_backward
     // accumulates every gradient per step, as it does outside begin/finish.
-    void begin_backward(int T, int N, const Attention& attention);
-    // Also adds the embedding gradient of layer 0's input for all steps as one GEMM:
-    // d_emb += d_gi W_e (step_backward then leaves d_emb's layer-0 term to it).
-    void finish_backward(std::span<const DecoderStepCache> steps,  // [T] what step_forward wrote
-                         TensorView h_all,                          // (T+1, L, N, H) s_0 … s_T
-                         Attention& attention,
-                         TensorView d_emb);                         // (T, N, E) +=
+    int chunk_rows = 512;  // rows per chunk (≈; whole steps, at least one)
+    void begin_backward(std::span<const DecoderStepCache> steps,  // [T] what step_forward wrote (kept)
+                        TensorView h_all,                          // (T+1, L, N, H) s_0 … s_T (kept)
+                        Attention& attention,                      // (kept)
+                        TensorView d_emb);                         // (T, N, E) += (kept)
+    void finish_backward();
     bool batch_weight_grads = true;
 
     // Luong without input feeding, attention after the step (query s_t): the recurrence does
@@ -179,16 +180,24 @@ private:
     Tensor d_ctx_, d_x0_, d_layer_, d_pre_, d_cat_, tmp_;
     // deferred weight gradients (begin_backward .. finish_backward)
     bool deferred_ = false;
-    int def_T_ = 0, def_N_ = 0;
-    std::vector<Tensor> d_gi_all_, d_gh_all_;  // [L] (T, N, G·H) gate gradients (LSTM: d_gi_all_ only)
-    Tensor d_z_all_;                           // (T, N, H)  Luong combine: d (W_c [s; c])
-    Tensor d_u_all_, d_pre_all_;               // (T, N, A), (T, N, P)  attention query side
-    Tensor gather_;                            // (T, N, w)  per-step inputs made contiguous
+    int def_T_ = 0, def_N_ = 0, chunk_ = 1;    // chunk_: steps per flush
+    std::span<const DecoderStepCache> def_steps_;
+    TensorView def_h_all_, def_d_emb_;
+    Attention* def_attn_ = nullptr;
+    std::vector<Tensor> d_gi_all_, d_gh_all_;  // [L] (chunk, N, G·H) gate gradients (LSTM: d_gi_all_ only)
+    Tensor d_z_all_;                           // (chunk, N, H)  Luong combine: d (W_c [s; c])
+    Tensor d_u_all_, d_pre_all_;               // (chunk, N, A), (chunk, N, P)  attention query side
+    Tensor gather_;                            // (chunk, N, w)  per-step inputs made contiguous
+    void flush_cells(int t0, int t1);          // weight gradients (and d_emb rows) of steps [t0, t1)
+    void flush_attention(int t0, int t1);      // W_q / W_p gradients of steps [t0, t1)
+    TensorView gather_steps(int t0, int t1, const std::function<TensorView(int)>& at_step);  // (n·N, w)
+    TensorView states(int l, int t0, int t1);  // s^l_t, t in [t0, t1), as ((t1−t0)·N, H)
     // split outputs (can_split_outputs)
     bool split_ = false;       // step_forward / step_backward: cells only
     bool split_grad_ = false;  // outputs_backward ran: W_c's input is comb_all_
     Tensor comb_all_;          // (T, N, H + C)  [s_t ; c_t] of every step
-    Tensor d_cat_all_;         // (T, N, H + C)
+    Tensor d_z_seq_;           // (T, N, H)      d (W_c [s; c]) of every step
+    Tensor d_ctx_seq_;         // (T, N, C)      d c_t from the combine
 };
 
 }  // namespace nazar

@@ -171,7 +171,8 @@ void Seq2Seq::backward_batch(const Batch& batch) {
     if (feeding) d_feed0_.resize({B, H}, false);
     // d_h_[cur] = d loss / d h_all[t+1] (the carry from later steps), d_h_[nxt] receives d / d h_all[t]
     int cur = 0;
-    decoder.begin_backward(T, B, attention);  // weight gradients once per batch (K = T·B)
+    // weight gradients in chunks of ≈ 512 rows (K = chunk·B), not per step (K = B)
+    decoder.begin_backward(std::span<const DecoderStepCache>(steps_.data(), T), h_all_, attention, d_emb_);
     if (split_) {  // d s_t of the outputs (combine + attention) of every step; then the cells alone
         d_s_all_.resize({T, B, H}, false);
         decoder.outputs_backward(d_out_, out_, h_all_, src_, attention,
@@ -194,7 +195,7 @@ void Seq2Seq::backward_batch(const Batch& batch) {
         cur = nxt;
     }
     decoder.set_split_outputs(false);
-    decoder.finish_backward(std::span<const DecoderStepCache>(steps_.data(), T), h_all_, attention, d_emb_);
+    decoder.finish_backward();
     decoder.embedding.backward(d_emb_, inputs_);
     // d_h_[cur] = d loss / d s_0 (c_0 = 0 is a constant)
     d_enc_final_.h.resize(enc_cache_.final.h.shape());

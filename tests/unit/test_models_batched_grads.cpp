@@ -1,6 +1,7 @@
 // The decoder's batched weight gradients (Decoder::begin_backward / finish_backward: one GEMM
-// with K = T·B rows per weight after the time loop) against the per-step accumulation
-// (Decoder::batch_weight_grads = false: every step adds its K = B product into grad).
+// with K = chunk·B rows per weight and chunk of steps) against the per-step accumulation
+// (Decoder::batch_weight_grads = false: every step adds its K = B product into grad), for
+// several chunk sizes (Decoder::chunk_rows: the weight gradients are flushed per chunk of steps).
 //
 // Both runs start from the same seed, see the same batch and draw the same dropout masks and
 // scheduled-sampling choices (same Rng seed), so every gradient is the same sum of the same
@@ -33,9 +34,10 @@ Batch batch4() {
     return make_batch({{5, 6, 7, 8}, {9, 5}, {4, 4, 6}, {7}}, {{5, 6, 7, 8, 9}, {8}, {6, 6, 4}, {9, 9}});
 }
 
-void expect_same_grads(const ModelConfig& cfg, float sampling, const std::string& what) {
-    SCOPED_TRACE(what + (sampling > 0 ? " (scheduled sampling)" : ""));
+void expect_same_grads_chunked(const ModelConfig& cfg, float sampling, int chunk_rows, const std::string& what) {
+    SCOPED_TRACE(what + (sampling > 0 ? " (scheduled sampling)" : "") + ", chunk rows " + std::to_string(chunk_rows));
     Seq2Seq batched(cfg, 5), per_step(cfg, 5);
+    batched.decoder.chunk_rows = chunk_rows;
     per_step.decoder.batch_weight_grads = false;
     ParamList pb = batched.parameters(), ps = per_step.parameters();
     ASSERT_EQ(pb.size(), ps.size());
@@ -63,6 +65,12 @@ void expect_same_grads(const ModelConfig& cfg, float sampling, const std::string
             EXPECT_TRUE(any) << pb[i].name;
         }
     }
+}
+
+// B = 4, T = 6: chunk rows 4, 8, 12, 20, 512 give chunks of 1, 2, 3, 5 (a partial last
+// chunk [5, 6)) and 6 steps (one chunk).
+void expect_same_grads(const ModelConfig& cfg, float sampling, const std::string& what) {
+    for (int rows : {4, 8, 12, 20, 512}) expect_same_grads_chunked(cfg, sampling, rows, what);
 }
 
 TEST(BatchedDecoderGrads, EveryDecoderKindCellAndFeeding) {
@@ -107,6 +115,13 @@ TEST(BatchedDecoderGrads, EveryDecoderKindCellAndFeeding) {
             expect_same_grads(c, sampling, "luong additive, timing after, 2 layers");
         }
     }
+}
+
+TEST(BatchedDecoderGrads, BadChunkRowsIsAnError) {
+    Seq2Seq m(tiny_config(), 5);
+    m.decoder.chunk_rows = 0;
+    Rng rng(1);
+    EXPECT_THROW(m.train_step(batch4(), {.grad_scale = 1.0f}, rng), Error);
 }
 
 }  // namespace
