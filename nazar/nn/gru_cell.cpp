@@ -152,6 +152,32 @@ void gates_forward(TensorView gi, TensorView h, TensorView gates, TensorView gh_
     });
 }
 
+// One active row of gates_backward. The restrict-qualified pointers (gates_backward's checks
+// rule out aliasing between a row's inputs and outputs) let GCC vectorise the loop; without them
+// it ran scalar, about 4% of small-config training samples. Same arithmetic per element.
+static void gates_backward_row(const float* __restrict dy, const float* __restrict hp, const float* __restrict r,
+                               const float* __restrict z, const float* __restrict n, const float* __restrict ghn,
+                               float* __restrict dh, float* __restrict dgi, float* __restrict dgh, int H) {
+    for (int j = 0; j < H; ++j) {
+        // h' = (1 − z) n + z h   =>  d_n = d_h' (1 − z),  d_z = d_h' (h − n),  d_h += d_h' z
+        const float dn = dy[j] * (1.0f - z[j]);
+        const float dz = dy[j] * (hp[j] - n[j]);
+        dh[j] += dy[j] * z[j];
+        // n = tanh(a_n), a_n = gi_n + r gh_n  =>  d_a_n = d_n (1 − n²);  d_r = d_a_n gh_n
+        const float da_n = dn * (1.0f - n[j] * n[j]);
+        const float dr = da_n * ghn[j];
+        // r, z = σ(a)  =>  d_a = d σ (1 − σ)
+        const float da_r = dr * r[j] * (1.0f - r[j]);
+        const float da_z = dz * z[j] * (1.0f - z[j]);
+        dgi[j] = da_r;
+        dgi[H + j] = da_z;
+        dgi[2 * H + j] = da_n;
+        dgh[j] = da_r;
+        dgh[H + j] = da_z;
+        dgh[2 * H + j] = da_n * r[j];  // gh_n enters through r ⊙ gh_n
+    }
+}
+
 void gates_backward(TensorView d_h_new, TensorView h, TensorView gates, TensorView gh_n, TensorView d_gi,
                     TensorView d_gh, TensorView d_h, StepMask mask) {
     const int N = h.dim(0), H = h.dim(1);
@@ -162,6 +188,7 @@ void gates_backward(TensorView d_h_new, TensorView h, TensorView gates, TensorVi
     NZ_CHECK_SHAPE(d_gh, {N, 3 * H});
     NZ_CHECK_SHAPE(d_h, {N, H});
     NZ_CHECK(d_h.data() != d_h_new.data(), "gru::gates_backward: d_h must not alias d_h_new");
+    NZ_CHECK(d_gi.data() != d_gh.data(), "gru::gates_backward: d_gi must not alias d_gh");
     NZ_CHECK(mask.lengths.empty() || static_cast<int>(mask.lengths.size()) == N,
              "gru::gates_backward: {} lengths for {} rows", mask.lengths.size(), N);
     // rows are independent: split over the pool (a step of 64 rows x 512 units is ~30 µs)
@@ -183,24 +210,7 @@ void gates_backward(TensorView d_h_new, TensorView h, TensorView gates, TensorVi
             const float* n = r + 2 * H;
             const float* hp = h.data() + o1;
             const float* ghn = gh_n.data() + o1;
-            for (int j = 0; j < H; ++j) {
-                // h' = (1 − z) n + z h   =>  d_n = d_h' (1 − z),  d_z = d_h' (h − n),  d_h += d_h' z
-                const float dn = dy[j] * (1.0f - z[j]);
-                const float dz = dy[j] * (hp[j] - n[j]);
-                dh[j] += dy[j] * z[j];
-                // n = tanh(a_n), a_n = gi_n + r gh_n  =>  d_a_n = d_n (1 − n²);  d_r = d_a_n gh_n
-                const float da_n = dn * (1.0f - n[j] * n[j]);
-                const float dr = da_n * ghn[j];
-                // r, z = σ(a)  =>  d_a = d σ (1 − σ)
-                const float da_r = dr * r[j] * (1.0f - r[j]);
-                const float da_z = dz * z[j] * (1.0f - z[j]);
-                dgi[j] = da_r;
-                dgi[H + j] = da_z;
-                dgi[2 * H + j] = da_n;
-                dgh[j] = da_r;
-                dgh[H + j] = da_z;
-                dgh[2 * H + j] = da_n * r[j];  // gh_n enters through r ⊙ gh_n
-            }
+            gates_backward_row(dy, hp, r, z, n, ghn, dh, dgi, dgh, H);
         }
     });
 }
