@@ -147,6 +147,38 @@ TEST(AttentionGlobal, FusedAdditiveKernelMatchesNaive) {
     EXPECT_TRUE(close_abs(e, e_ref, 2e-5));
 }
 
+// The 16-lane AVX-512 kernels (chosen at run time) must give exactly the 8-lane AVX2 results,
+// forward and backward: the same IEEE operations per lane and the same summation order. A
+// covers 16-blocks + an 8-block + a scalar tail (283), whole 16-blocks (256), 8 lanes only, and
+// a tail only. Inputs reach |x| up to 6 so both tanh branches (|x| < 0.625 and above) run. On a
+// CPU without AVX-512 both runs take the 8-lane path and the test is trivially true.
+TEST(AttentionGlobal, AdditiveKernelsAvx512MatchAvx2Bitwise) {
+    Rng rng(15);
+    for (const int A : {283, 256, 8, 5}) {
+        const int n = 6;
+        Tensor u = random_tensor(rng, {A}, -3, 3), k = random_tensor(rng, {n, A}, -3, 3);
+        Tensor v = random_tensor(rng, {A}), d_e = random_tensor(rng, {n});
+        struct Out {
+            Tensor e, d_u, d_k, d_v;
+        };
+        const auto run = [&](bool avx512) {
+            attn::set_additive_avx512(avx512);
+            Out o{Tensor({n}), Tensor({A}), Tensor({n, A}), Tensor({A})};
+            Tensor tmp({A});
+            attn::additive_scores(u.data(), k.data(), v.data(), n, A, tmp.data(), o.e.data());
+            attn::additive_scores_backward(u.data(), k.data(), v.data(), d_e.data(), n, A, tmp.data(), o.d_u.data(),
+                                           o.d_k.data(), o.d_v.data());
+            return o;
+        };
+        const Out a = run(false), b = run(true);
+        attn::set_additive_avx512(true);
+        EXPECT_EQ(max_abs_diff(a.e, b.e), 0.0f) << "A = " << A;
+        EXPECT_EQ(max_abs_diff(a.d_u, b.d_u), 0.0f) << "A = " << A;
+        EXPECT_EQ(max_abs_diff(a.d_k, b.d_k), 0.0f) << "A = " << A;
+        EXPECT_EQ(max_abs_diff(a.d_v, b.d_v), 0.0f) << "A = " << A;
+    }
+}
+
 TEST(AttentionGlobal, KeysAreOneGemmOverAllPositions) {
     Rng rng(6);
     Attention att({.score = ScoreKind::concat, .query_size = 3, .context_size = 5, .attention_size = 4}, rng);
