@@ -29,8 +29,12 @@ std::atomic<GemmThreading> g_threading{[] {
     return e && std::strcmp(e, "blas") == 0 ? GemmThreading::blas : GemmThreading::pool;
 }()};
 std::atomic<int> g_blas_threads{1};
-// Below this many flops one thread does the whole product (waking the pool costs ~10 µs).
-constexpr double kSplitFlops = 4e6;
+// Below this many flops one thread does the whole product (waking a sleeping pool costs ~10 µs;
+// between a step's jobs the workers are usually still spinning, so splitting pays much lower).
+// 1.5e6 rather than 4e6 splits the small config's encoder steps (32 x 384 x 128, 3.1 MFLOP) and
+// batch-1 decoder products: small training +5-7% per CPU-second and wall, greedy batch 1 +27%;
+// 7.5e5 and 3e5 measured the same as 1.5e6, 16e6 20-25% slower (quiet 2-core machine).
+constexpr double kSplitFlops = 1.5e6;
 constexpr int kBlock = 16;  // split points are multiples of the kernels' register blocking
 // C = alpha A Bᵀ + beta C with at most kSmallM rows (decoding: one row per sentence or beam) is
 // done by our own kernel: OpenBLAS packs all of B (e.g. the 8000 x 512 generator, 16 MB) on
