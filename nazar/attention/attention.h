@@ -171,6 +171,29 @@ public:
                                 TensorView d_pre,   // (M, P)  local-p; else ignored
                                 TensorView query);  // (M, H)  the queries forward saw
 
+    // All T steps at once, for callers that run the attention after the whole recurrence (Luong
+    // without input feeding, teacher forcing): global dot/general only (can_batch_steps). Per
+    // sentence b the scores of every step are one GEMM, R_b = Q_b K_bᵀ (T × S_b), and the
+    // contexts another, C_b = α_b h_b; softmax per row. The same results as T forward() calls
+    // up to float rounding; every caches[t] is filled exactly as forward() fills it (backward()
+    // and backward_steps() accept either).
+    bool can_batch_steps() const;
+    void forward_steps(TensorView queries,             // (T, B, H)  s_1 .. s_T
+                       const AttentionKeys& keys,      // (B, S, K)
+                       TensorView enc_out,             // (B, S, C)
+                       std::span<const int> lengths,   // (B)
+                       TensorView contexts,            // (T, B, C)  out (overwritten)
+                       std::span<AttentionStepCache* const> caches) const;  // [T] out
+    void backward_steps(TensorView d_contexts,           // (T, B, C)
+                        TensorView queries,              // (T, B, H)
+                        const AttentionKeys& keys,
+                        TensorView enc_out,              // (B, S, C)
+                        std::span<const int> lengths,    // (B)
+                        std::span<const AttentionStepCache* const> caches,  // [T] from forward(_steps)
+                        TensorView d_queries,            // (T, B, H)  +=
+                        TensorView d_keys,               // (B, S, K)  +=  (dot: unused, may be empty)
+                        TensorView d_enc_out);           // (B, S, C)  +=
+
     AttentionConfig cfg;
     AttentionParams params;
     AttentionParams grad;  // same shapes as params, zero-initialised
@@ -185,6 +208,9 @@ private:
         Tensor d_scale;  // (B)     per-sentence d scale (learned)
         Tensor d_pos;    // (B)     d p_t (local-p)
         Tensor d_pre;    // (B, P)  local-p predictor
+        Tensor seq_r;    // (T, B, S)  forward_steps: raw scores; backward_steps: probs
+        Tensor seq_p;    // (T, B, S)  forward_steps: probs;      backward_steps: d probs, then s·d scores
+        Tensor seq_s;    // (T, B, S)  backward_steps: raw scores (learned scale)
     };
     mutable Scratch scratch_;
 };

@@ -363,7 +363,21 @@ void Decoder::outputs_forward(TensorView h_all, const EncodedSource& src, const 
     NZ_CHECK_SHAPE(out, {T, N, H});
     NZ_CHECK(static_cast<int>(steps.size()) >= T, "decoder outputs_forward: {} step caches for T = {}", steps.size(), T);
     comb_all_.resize({T, N, H + C}, false);
-    for (int t = 0; t < T; ++t) {
+    if (attention.can_batch_steps()) {
+        // global dot/general: every step's scores and contexts as per-sentence GEMMs
+        const TensorView q = top_states(h_all);
+        ctx_seq_.resize({T, N, C}, false);
+        att_ptrs_.resize(T);
+        for (int t = 0; t < T; ++t) att_ptrs_[t] = &steps[t].attention;
+        attention.forward_steps(q, src.keys, src.enc_out, src.lengths, ctx_seq_, att_ptrs_);
+        for (int t = 0; t < T; ++t) {
+            steps[t].context.resize({N, C}, false);
+            steps[t].context.copy_from(ctx_seq_.select(t));
+            copy_cols_in(q.select(t), comb_all_.select(t).data(), H + C);
+            copy_cols_in(ctx_seq_.select(t), comb_all_.select(t).data() + H, H + C);
+        }
+    }
+    for (int t = 0; t < T && !attention.can_batch_steps(); ++t) {
         // c_t = attn(query = s_t);  comb[t] = [s_t ; c_t]
         const TensorView s = h_all.select(t + 1).select(L - 1);
         DecoderStepCache& cache = steps[t];
@@ -396,6 +410,14 @@ void Decoder::outputs_backward(TensorView d_out, TensorView out, TensorView h_al
     gemm_raw(false, false, static_cast<int>(M), H, H, 1.0f, d_z_seq_.data(), H, Wc, H + C, 0.0f, d_s.data(), H);
     gemm_raw(false, false, static_cast<int>(M), C, H, 1.0f, d_z_seq_.data(), H, Wc + H, H + C, 0.0f, d_ctx_seq_.data(), C);
     // attention per step, in the order the interleaved backward uses (t = T−1 … 0): d_s_t += d_query
+    if (attention.can_batch_steps()) {  // no query-side weights: nothing deferred
+        std::vector<const AttentionStepCache*> caches(T);
+        for (int t = 0; t < T; ++t) caches[t] = &steps[t].attention;
+        attention.backward_steps(d_ctx_seq_, top_states(h_all), src.keys, src.enc_out, src.lengths, caches, d_s,
+                                 d_keys, d_enc_out);
+        split_grad_ = true;
+        return;
+    }
     AttentionQueryGrad qg;
     const bool defer_attn = attention.has_query_weights();
     for (int t = T - 1; t >= 0; --t) {
@@ -409,6 +431,15 @@ void Decoder::outputs_backward(TensorView d_out, TensorView out, TensorView h_al
         if (defer_attn && t % chunk_ == 0) flush_attention(t, std::min(T, t + chunk_));
     }
     split_grad_ = true;
+}
+
+TensorView Decoder::top_states(TensorView h_all) {
+    const int T = h_all.dim(0) - 1, N = h_all.dim(2);
+    NZ_CHECK_SHAPE(h_all, {T + 1, L, N, H});
+    if (L == 1) return TensorView(h_all.data() + int64_t{N} * H, Shape{T, N, H});
+    q_seq_.resize({T, N, H}, false);
+    for (int t = 0; t < T; ++t) q_seq_.select(t).copy_from(h_all.select(t + 1).select(L - 1));
+    return q_seq_;
 }
 
 void Decoder::collect(const std::string& prefix, ParamList& out) {

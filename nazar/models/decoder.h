@@ -198,6 +198,10 @@ private:
     Tensor comb_all_;          // (T, N, H + C)  [s_t ; c_t] of every step
     Tensor d_z_seq_;           // (T, N, H)      d (W_c [s; c]) of every step
     Tensor d_ctx_seq_;         // (T, N, C)      d c_t from the combine
+    Tensor q_seq_;             // (T, N, H)      s_t of the top layer, gathered when L > 1
+    Tensor ctx_seq_;           // (T, N, C)      c_t of every step (Attention::forward_steps)
+    std::vector<AttentionStepCache*> att_ptrs_;  // [T] the steps' attention caches (forward_steps)
+    TensorView top_states(TensorView h_all);  // (T, N, H) s_1 .. s_T of layer L−1 (a view when L = 1)
 };
 
 }  // namespace nazar

@@ -89,6 +89,18 @@ TEST(BatchedDecoderGrads, EveryDecoderKindCellAndFeeding) {
             expect_same_grads(c, sampling, "bahdanau deep output");
         }
         expect_same_grads(tiny_config(DecoderKind::luong, ScoreKind::general), sampling, "luong general");
+        {  // global dot/general without feeding: Attention::forward_steps / backward_steps (per sentence GEMMs)
+            auto c = tiny_config(DecoderKind::luong, ScoreKind::dot);
+            c.decoder.hidden_size = 6;  // dot needs H = C = 3 + 3
+            c.attention.scale = ScaleMode::learned;
+            expect_same_grads(c, sampling, "luong dot, learned scale");
+        }
+        {
+            auto c = tiny_config(DecoderKind::luong, ScoreKind::general);
+            c.decoder.num_layers = 2;
+            c.attention.scale = ScaleMode::inv_sqrt;
+            expect_same_grads(c, sampling, "luong scaled general, 2 layers");
+        }
         {
             auto c = tiny_config(DecoderKind::luong, ScoreKind::general);
             c.decoder.input_feeding = true;
