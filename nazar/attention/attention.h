@@ -172,11 +172,13 @@ public:
                                 TensorView query);  // (M, H)  the queries forward saw
 
     // All T steps at once, for callers that run the attention after the whole recurrence (Luong
-    // without input feeding, teacher forcing): global dot/general only (can_batch_steps). Per
-    // sentence b the scores of every step are one GEMM, R_b = Q_b K_bᵀ (T × S_b), and the
-    // contexts another, C_b = α_b h_b; softmax per row. The same results as T forward() calls
-    // up to float rounding; every caches[t] is filled exactly as forward() fills it (backward()
-    // and backward_steps() accept either).
+    // without input feeding, teacher forcing): dot/general scores, any locality (can_batch_steps).
+    // Global: per sentence b the scores of every step are one GEMM, R_b = Q_b K_bᵀ (T × S_b), and
+    // the contexts another, C_b = α_b h_b; softmax per row. Local: the local-p predictor of all
+    // T·B rows is one GEMM each way (its W_p gradient included), the windows stay per row, all rows
+    // in one parallel loop. The same results as T forward() calls up to float rounding; every
+    // caches[t] is filled exactly as forward() fills it (backward() and backward_steps() accept
+    // either). backward_steps adds grad.W_p itself (nothing is deferred).
     bool can_batch_steps() const;
     void forward_steps(TensorView queries,             // (T, B, H)  s_1 .. s_T
                        const AttentionKeys& keys,      // (B, S, K)
@@ -211,7 +213,19 @@ private:
         Tensor seq_r;    // (T, B, S)  forward_steps: raw scores; backward_steps: probs
         Tensor seq_p;    // (T, B, S)  forward_steps: probs;      backward_steps: d probs, then s·d scores
         Tensor seq_s;    // (T, B, S)  backward_steps: raw scores (learned scale)
+        Tensor seq_hid;  // (T·B, P)   local-p hidden of every row
+        Tensor seq_sig;  // (T·B)      local-p sigmoid
+        Tensor seq_pos;  // (T·B)      p_t (local), then d p_t (backward)
+        Tensor seq_pre;  // (T·B, P)   local-p d pre
+        std::vector<int> seq_len, seq_start, seq_count;  // (T·B)
     };
+    void forward_steps_local(TensorView queries, const float* kdata, int K, TensorView enc_out,
+                             std::span<const int> lengths, TensorView contexts,
+                             std::span<AttentionStepCache* const> caches) const;
+    void backward_steps_local(TensorView d_contexts, TensorView queries, const float* kdata, float* dkdata, int K,
+                              TensorView enc_out, std::span<const int> lengths,
+                              std::span<const AttentionStepCache* const> caches, TensorView d_queries,
+                              TensorView d_enc_out);
     mutable Scratch scratch_;
 };
 

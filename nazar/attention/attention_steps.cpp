@@ -9,6 +9,8 @@
 // zero d_context for them makes their backward contribution exactly zero.
 #include "nazar/attention/attention.h"
 
+#include "nazar/attention/local.h"
+#include "nazar/attention/luong.h"
 #include "nazar/attention/vec.h"
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
@@ -31,13 +33,13 @@ float step_score_scale(const AttentionConfig& cfg, const AttentionParams& p) {
 }  // namespace
 
 bool Attention::can_batch_steps() const {
-    return (cfg.score == ScoreKind::dot || cfg.score == ScoreKind::general) && cfg.local == LocalMode::global;
+    return cfg.score == ScoreKind::dot || cfg.score == ScoreKind::general;
 }
 
 void Attention::forward_steps(TensorView queries, const AttentionKeys& keys, TensorView enc_out,
                               std::span<const int> lengths, TensorView contexts,
                               std::span<AttentionStepCache* const> caches) const {
-    NZ_CHECK(can_batch_steps(), "attention forward_steps needs global dot/general, got {}", describe(cfg));
+    NZ_CHECK(can_batch_steps(), "attention forward_steps needs dot/general, got {}", describe(cfg));
     NZ_CHECK(queries.ndim() == 3, "attention forward_steps: queries must be (T, B, H), got {}", queries.shape().str());
     const int T = queries.dim(0), B = queries.dim(1), S = enc_out.dim(1);
     const int H = cfg.query_size, C = cfg.context_size;
@@ -53,6 +55,10 @@ void Attention::forward_steps(TensorView queries, const AttentionKeys& keys, Ten
         NZ_CHECK(0 <= lengths[b] && lengths[b] <= S, "attention: length {} of sentence {} outside [0, S={}]",
                  lengths[b], b, S);
     const float* kdata = dotk ? enc_out.data() : keys.keys.data();
+    if (cfg.local != LocalMode::global) {
+        forward_steps_local(queries, kdata, K, enc_out, lengths, contexts, caches);
+        return;
+    }
     const float s = step_score_scale(cfg, params);
     Scratch& sc = scratch_;
     sc.seq_r.resize({T, B, S}, false);
@@ -104,7 +110,7 @@ void Attention::backward_steps(TensorView d_contexts, TensorView queries, const 
                                TensorView enc_out, std::span<const int> lengths,
                                std::span<const AttentionStepCache* const> caches, TensorView d_queries, TensorView d_keys,
                                TensorView d_enc_out) {
-    NZ_CHECK(can_batch_steps(), "attention backward_steps needs global dot/general, got {}", describe(cfg));
+    NZ_CHECK(can_batch_steps(), "attention backward_steps needs dot/general, got {}", describe(cfg));
     NZ_CHECK(queries.ndim() == 3, "attention backward_steps: queries must be (T, B, H), got {}", queries.shape().str());
     const int T = queries.dim(0), B = queries.dim(1), S = enc_out.dim(1);
     const int H = cfg.query_size, C = cfg.context_size;
@@ -121,6 +127,12 @@ void Attention::backward_steps(TensorView d_contexts, TensorView queries, const 
     }
     NZ_CHECK(static_cast<int>(lengths.size()) == B, "attention: {} lengths for a batch of {}", lengths.size(), B);
     NZ_CHECK(static_cast<int>(caches.size()) >= T, "attention backward_steps: {} caches for T = {}", caches.size(), T);
+    if (cfg.local != LocalMode::global) {
+        backward_steps_local(d_contexts, queries, dotk ? enc_out.data() : keys.keys.data(),
+                             dotk ? d_enc_out.data() : d_keys.data(), K, enc_out, lengths, caches, d_queries,
+                             d_enc_out);
+        return;
+    }
     const bool learned = cfg.scale == ScaleMode::learned;
     Scratch& sc = scratch_;
     sc.seq_r.resize({T, B, S}, false);
@@ -165,6 +177,162 @@ void Attention::backward_steps(TensorView d_contexts, TensorView queries, const 
     });
     if (learned)
         for (int b = 0; b < B; ++b) grad.scale[0] += sc.d_scale[b];
+}
+
+// Local (Luong §3.2, local.h), all T·B rows r = t·B + b at once: the predictor as one GEMM
+// (predict_positions over T·B rows), then per row the window's scores, softmax, Gaussian and
+// context exactly as forward() computes them.
+void Attention::forward_steps_local(TensorView queries, const float* kdata, int K, TensorView enc_out,
+                                    std::span<const int> lengths, TensorView contexts,
+                                    std::span<AttentionStepCache* const> caches) const {
+    const int T = queries.dim(0), B = queries.dim(1), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
+    const int W = window_width(S), D = cfg.window, P = cfg.position_size;
+    const int64_t M = int64_t{T} * B;
+    const bool predictive = cfg.local == LocalMode::predictive;
+    Scratch& sc = scratch_;
+    sc.seq_r.resize({T, B, W}, false);  // raw scores
+    sc.seq_p.resize({T, B, W}, false);  // probs
+    sc.seq_s.resize({T, B, W}, false);  // weights
+    sc.seq_pos.resize({M}, false);
+    sc.seq_start.assign(M, 0);
+    sc.seq_count.assign(M, 0);
+    if (predictive) {
+        sc.seq_len.resize(M);
+        for (int64_t r = 0; r < M; ++r) sc.seq_len[r] = lengths[r % B];
+        sc.seq_hid.resize({M, P}, false);
+        sc.seq_sig.resize({M}, false);
+        attn::predict_positions(queries.reshape({M, H}), params.W_p, params.v_p, sc.seq_len, sc.seq_hid, sc.seq_sig,
+                                sc.seq_pos);
+    }
+    const float s = step_score_scale(cfg, params);
+    const float sigma = 0.5f * static_cast<float>(D);
+    parallel_for(M, 4, [&](int64_t r0, int64_t r1) {
+        for (int64_t row = r0; row < r1; ++row) {
+            const int t = static_cast<int>(row / B), b = static_cast<int>(row % B);
+            const attn::Window w = predictive ? attn::predictive_window(sc.seq_pos[row], lengths[b], D)
+                                              : attn::monotonic_window(t, lengths[b], D, sc.seq_pos[row]);
+            const int n = w.count, st = w.start;
+            sc.seq_start[row] = st;
+            sc.seq_count[row] = n;
+            float* r = sc.seq_r.data() + row * W;
+            float* pr = sc.seq_p.data() + row * W;
+            float* wt = sc.seq_s.data() + row * W;
+            // e_j = s q · k_j over the window; probs = softmax over it (nothing outside: exactly 0)
+            attn::bilinear_scores(queries.data() + row * H, kdata + (int64_t{b} * S + st) * K, n, K, r);
+            std::fill(r + n, r + W, 0.0f);
+            for (int j = 0; j < n; ++j) pr[j] = s * r[j];
+            kernels::softmax_row(pr, n, pr);
+            std::fill(pr + n, pr + W, 0.0f);
+            // local-p: α_j = probs_j exp(-(i - p_t)² / 2σ²)
+            if (predictive) {
+                attn::gaussian(sc.seq_pos[row], st, n, sigma, wt);
+                for (int j = 0; j < n; ++j) wt[j] *= pr[j];
+                std::fill(wt + n, wt + W, 0.0f);
+            } else {
+                std::copy(pr, pr + W, wt);
+            }
+            // c = Σ_j α_j h_{st+j}
+            float* cb = contexts.data() + row * C;
+            std::fill(cb, cb + C, 0.0f);
+            for (int j = 0; j < n; ++j) kernels::axpy(C, wt[j], enc_out.data() + (int64_t{b} * S + st + j) * C, cb);
+        }
+    });
+    for (int t = 0; t < T; ++t) {
+        AttentionStepCache& c = *caches[t];
+        c.scores.resize({B, W}, false);
+        c.probs.resize({B, W}, false);
+        c.weights.resize({B, W}, false);
+        c.scores.copy_from(sc.seq_r.select(t));
+        c.probs.copy_from(sc.seq_p.select(t));
+        c.weights.copy_from(sc.seq_s.select(t));
+        c.position.resize({B}, false);
+        c.position.copy_from(sc.seq_pos.slice(int64_t{t} * B, int64_t{t + 1} * B));
+        if (predictive) {
+            c.pos_hidden.resize({B, P}, false);
+            c.pos_hidden.copy_from(sc.seq_hid.slice(int64_t{t} * B, int64_t{t + 1} * B));
+            c.pos_sigmoid.resize({B}, false);
+            c.pos_sigmoid.copy_from(sc.seq_sig.slice(int64_t{t} * B, int64_t{t + 1} * B));
+        }
+        c.start.assign(sc.seq_start.begin() + int64_t{t} * B, sc.seq_start.begin() + int64_t{t + 1} * B);
+        c.count.assign(sc.seq_count.begin() + int64_t{t} * B, sc.seq_count.begin() + int64_t{t + 1} * B);
+        c.score_evals = 0;
+        for (int b = 0; b < B; ++b) c.score_evals += c.count[b];
+    }
+}
+
+// backward()'s per-row math (attention.cpp), rows of one sentence on one thread (they share its
+// d_enc_out / d_keys rows), steps in the oracle's order t = T−1 … 0; then the local-p predictor's
+// backward over all T·B rows: d_query += d_pre W_p, grad.W_p += d_preᵀ Q (one GEMM each).
+void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, const float* kdata, float* dkdata,
+                                     int K, TensorView enc_out, std::span<const int> lengths,
+                                     std::span<const AttentionStepCache* const> caches, TensorView d_queries,
+                                     TensorView d_enc_out) {
+    const int T = queries.dim(0), B = queries.dim(1), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
+    const int W = window_width(S), P = cfg.position_size;
+    const int64_t M = int64_t{T} * B;
+    const bool predictive = cfg.local == LocalMode::predictive, learned = cfg.scale == ScaleMode::learned;
+    for (int t = 0; t < T; ++t) NZ_CHECK_SHAPE(caches[t]->weights, {B, W});
+    Scratch& sc = scratch_;
+    sc.seq_r.resize({T, B, W}, false);  // d weights, then d probs / d scores
+    sc.seq_pos.resize({M}, true);       // d p_t
+    sc.d_scale.resize({B}, true);
+    const float s = step_score_scale(cfg, params);
+    const float sigma = 0.5f * static_cast<float>(cfg.window), inv_var = 1.0f / (sigma * sigma);
+    parallel_for(B, 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) {
+            float dscale = 0.0f;
+            for (int t = T - 1; t >= 0; --t) {
+                const AttentionStepCache& cache = *caches[t];
+                const int64_t row = int64_t{t} * B + b;
+                const int n = cache.count[b], st = cache.start[b];
+                const float* wt = cache.weights.data() + b * W;
+                const float* pr = cache.probs.data() + b * W;
+                const float* dc = d_contexts.data() + row * C;
+                float* dw = sc.seq_r.data() + row * W;
+                // c = Σ_j α_j h_j  =>  d_α_j = d_c · h_j;  d_h_j += α_j d_c
+                for (int j = 0; j < n; ++j) {
+                    const int64_t er = (b * S + st + j) * C;
+                    dw[j] = attn::dot8(dc, enc_out.data() + er, C);
+                    kernels::axpy(C, wt[j], dc, d_enc_out.data() + er);
+                }
+                // local-p: α_j = pr_j g_j  =>  d_pr_j = d_α_j g_j;  d_p += Σ_j d_α_j pr_j g_j (i-p)/σ²
+                if (predictive) {
+                    const float p = cache.position[b];
+                    float dp = 0;
+                    for (int j = 0; j < n; ++j) {
+                        const float d = static_cast<float>(st + j) - p;
+                        const float g = std::exp(-0.5f * d * d * inv_var);
+                        dp += dw[j] * pr[j] * g * d * inv_var;
+                        dw[j] *= g;
+                    }
+                    sc.seq_pos[row] = dp;
+                }
+                // pr = softmax(e)  =>  d_e = pr ⊙ (d_pr − Σ_j pr_j d_pr_j);  e = s r, r = q · k
+                const float sum = attn::dot8(pr, dw, n);
+                for (int j = 0; j < n; ++j) dw[j] = pr[j] * (dw[j] - sum);
+                if (learned) dscale += attn::dot8(dw, cache.scores.data() + b * W, n);
+                attn::bilinear_scores_backward(queries.data() + row * H, kdata + (b * S + st) * K, dw, n, K, s,
+                                               d_queries.data() + row * H, dkdata + (b * S + st) * K);
+            }
+            sc.d_scale[b] = dscale;
+        }
+    });
+    if (learned)
+        for (int b = 0; b < B; ++b) grad.scale[0] += sc.d_scale[b];
+    if (predictive) {
+        sc.seq_len.resize(M);
+        for (int64_t r = 0; r < M; ++r) sc.seq_len[r] = lengths[r % B];
+        sc.seq_hid.resize({M, P}, false);
+        sc.seq_sig.resize({M}, false);
+        for (int t = 0; t < T; ++t) {
+            sc.seq_hid.slice(int64_t{t} * B, int64_t{t + 1} * B).copy_from(caches[t]->pos_hidden);
+            sc.seq_sig.slice(int64_t{t} * B, int64_t{t + 1} * B).copy_from(caches[t]->pos_sigmoid);
+        }
+        sc.seq_pre.resize({M, P}, false);
+        attn::predict_positions_backward(sc.seq_pos, queries.reshape({M, H}), params.W_p, params.v_p, sc.seq_len,
+                                         sc.seq_hid, sc.seq_sig, sc.seq_pre, d_queries.reshape({M, H}), grad.W_p,
+                                         grad.v_p);
+    }
 }
 
 }  // namespace nazar

@@ -1,7 +1,8 @@
-// Attention::forward_steps / backward_steps (all decoder steps at once, per-sentence GEMMs)
-// against T calls of forward() / backward(), the per-step oracle: every score kind and scale
-// they accept, padded sources (one of length 0), T = 1, 3 and 11 (the small-M and the blocked
-// GEMM paths). Tolerances: both sides compute the same float32 sums of ≤ max(S, T, C) = 11
+// Attention::forward_steps / backward_steps (all decoder steps at once: per-sentence GEMMs for
+// global attention, the local-p predictor over all T·B rows) against T calls of forward() /
+// backward(), the per-step oracle: every score kind, scale and locality they accept (local-m,
+// local-p with D = 1 and 2, windows clipped at both ends), padded sources (one of length 0),
+// T = 1, 3 and 11 (the small-M and the blocked GEMM paths). Tolerances: both sides compute the same float32 sums of ≤ max(S, T, C) = 11
 // products of O(1) terms, grouped differently by the GEMM: a few ulps of the values' scale, so
 // 1e-5 absolute on O(1) outputs. Padding is exact: weights 0 past S_b, in both paths.
 #include "nazar/attention/attention.h"
@@ -9,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -21,14 +24,19 @@ struct Case {
     ScoreKind score;
     ScaleMode scale;
     int H;
+    LocalMode local = LocalMode::global;
+    int D = 1;
 };
 
 void check_case(const Case& k, int T) {
-    SCOPED_TRACE(std::string(to_string(k.score)) + " " + to_string(k.scale) + ", T = " + std::to_string(T));
+    SCOPED_TRACE(std::string(to_string(k.score)) + " " + to_string(k.scale) + " " + to_string(k.local) +
+                 " D = " + std::to_string(k.D) + ", T = " + std::to_string(T));
     const int B = 4, S = 5, C = 6, H = k.H;
     const std::vector<int> len{5, 2, 0, 4};
     Rng rng(7);
-    Attention a({.score = k.score, .scale = k.scale, .query_size = H, .context_size = C}, rng);
+    Attention a({.score = k.score, .scale = k.scale, .local = k.local, .window = k.D, .query_size = H,
+                 .context_size = C, .position_size = 3},
+                rng);
     Attention ref = a;  // same parameters: the oracle
     Tensor enc = random_tensor(rng, {B, S, C});
     Tensor q = random_tensor(rng, {T, B, H});
@@ -51,8 +59,15 @@ void check_case(const Case& k, int T) {
         EXPECT_EQ(cs[t].start, cr[t].start);
         EXPECT_EQ(cs[t].count, cr[t].count);
         EXPECT_EQ(cs[t].score_evals, cr[t].score_evals);
+        if (k.local != LocalMode::global) EXPECT_LE(max_abs_diff(cs[t].position, cr[t].position), 1e-5) << t;
+        if (k.local == LocalMode::predictive) {
+            EXPECT_LE(max_abs_diff(cs[t].pos_hidden, cr[t].pos_hidden), 1e-6) << t;
+            EXPECT_LE(max_abs_diff(cs[t].pos_sigmoid, cr[t].pos_sigmoid), 1e-6) << t;
+        }
+        const int W = cs[t].weights.dim(1);  // padding and columns past the window: exactly 0
         for (int b = 0; b < B; ++b)
-            for (int i = len[b]; i < S; ++i) EXPECT_EQ(cs[t].weights.at(b, i), 0.0f) << b << " " << i;
+            for (int j = 0; j < W; ++j)
+                if (j >= cs[t].count[b] || cs[t].start[b] + j >= len[b]) EXPECT_EQ(cs[t].weights.at(b, j), 0.0f);
     }
 
     // backward (accumulating: start from non-zero gradients on both sides)
@@ -69,6 +84,13 @@ void check_case(const Case& k, int T) {
     EXPECT_LE(max_abs_diff(de, de_ref), 1e-5);
     if (K) EXPECT_LE(max_abs_diff(dk, dk_ref), 1e-5);
     if (k.scale == ScaleMode::learned) EXPECT_NEAR(a.grad.scale[0], ref.grad.scale[0], 1e-5);
+    if (k.local == LocalMode::predictive) {
+        EXPECT_LE(max_abs_diff(a.grad.W_p, ref.grad.W_p), 1e-5);
+        EXPECT_LE(max_abs_diff(a.grad.v_p, ref.grad.v_p), 1e-5);
+        float any = 0;  // not vacuous: the predictor does get gradient
+        for (int64_t i = 0; i < ref.grad.W_p.numel(); ++i) any = std::max(any, std::fabs(ref.grad.W_p[i]));
+        EXPECT_GT(any, 0.0f);
+    }
 }
 
 }  // namespace
@@ -78,12 +100,17 @@ TEST(AttentionSteps, MatchesPerStepForwardAndBackward) {
                           {ScoreKind::general, ScaleMode::inv_sqrt, 7},
                           {ScoreKind::general, ScaleMode::learned, 3},
                           {ScoreKind::dot, ScaleMode::none, 6},
-                          {ScoreKind::dot, ScaleMode::learned, 6}};
+                          {ScoreKind::dot, ScaleMode::learned, 6},
+                          {ScoreKind::general, ScaleMode::none, 5, LocalMode::predictive, 1},
+                          {ScoreKind::general, ScaleMode::learned, 4, LocalMode::predictive, 2},
+                          {ScoreKind::dot, ScaleMode::inv_sqrt, 6, LocalMode::predictive, 2},
+                          {ScoreKind::general, ScaleMode::none, 5, LocalMode::monotonic, 1},
+                          {ScoreKind::dot, ScaleMode::learned, 6, LocalMode::monotonic, 2}};
     for (const Case& k : cases)
         for (int T : {1, 3, 11}) check_case(k, T);
 }
 
-TEST(AttentionSteps, OnlyGlobalDotAndGeneral) {
+TEST(AttentionSteps, OnlyDotAndGeneral) {
     Rng rng(1);
     Attention add({.score = ScoreKind::additive, .query_size = 3, .context_size = 4, .attention_size = 2}, rng);
     Attention lp({.score = ScoreKind::general, .local = LocalMode::predictive, .window = 1, .query_size = 3,
@@ -91,7 +118,7 @@ TEST(AttentionSteps, OnlyGlobalDotAndGeneral) {
                  rng);
     Attention gen({.score = ScoreKind::general, .query_size = 3, .context_size = 4}, rng);
     EXPECT_FALSE(add.can_batch_steps());
-    EXPECT_FALSE(lp.can_batch_steps());
+    EXPECT_TRUE(lp.can_batch_steps());
     EXPECT_TRUE(gen.can_batch_steps());
     Tensor enc({1, 2, 4}), q({2, 1, 3}), ctx({2, 1, 4});
     AttentionKeys keys;
