@@ -175,10 +175,11 @@ public:
     // without input feeding, teacher forcing): dot/general scores, any locality (can_batch_steps).
     // Global: per sentence b the scores of every step are one GEMM, R_b = Q_b K_bᵀ (T × S_b), and
     // the contexts another, C_b = α_b h_b; softmax per row. Local: the local-p predictor of all
-    // T·B rows is one GEMM each way (its W_p gradient included), the windows stay per row, all rows
-    // in one parallel loop. The same results as T forward() calls up to float rounding; every
-    // caches[t] is filled exactly as forward() fills it (backward() and backward_steps() accept
-    // either). backward_steps adds grad.W_p itself (nothing is deferred).
+    // T·B rows is one GEMM each way (its W_p gradient included), the windows stay per row; a
+    // sentence with S_b <= 2W runs its scores and contexts as dense per-sentence GEMMs with the
+    // weights zero outside each row's window, a longer one row by row (O(D) per row). The same
+    // results as T forward() calls up to float rounding; every caches[t] is filled exactly as
+    // forward() fills it (backward() and backward_steps() accept either). backward_steps adds grad.W_p itself (nothing is deferred).
     bool can_batch_steps() const;
     void forward_steps(TensorView queries,             // (T, B, H)  s_1 .. s_T
                        const AttentionKeys& keys,      // (B, S, K)
@@ -217,6 +218,8 @@ private:
         Tensor seq_sig;  // (T·B)      local-p sigmoid
         Tensor seq_pos;  // (T·B)      p_t (local), then d p_t (backward)
         Tensor seq_pre;  // (T·B, P)   local-p d pre
+        Tensor seq_dr;   // (T, B, S)  local, dense sentences: raw scores; backward: d_A, then s·d_e
+        Tensor seq_da;   // (T, B, S)  local, dense sentences: weights A (zero outside the window)
         std::vector<int> seq_len, seq_start, seq_count;  // (T·B)
     };
     void forward_steps_local(TensorView queries, const float* kdata, int K, TensorView enc_out,

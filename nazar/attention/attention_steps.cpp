@@ -180,8 +180,16 @@ void Attention::backward_steps(TensorView d_contexts, TensorView queries, const 
 }
 
 // Local (Luong §3.2, local.h), all T·B rows r = t·B + b at once: the predictor as one GEMM
-// (predict_positions over T·B rows), then per row the window's scores, softmax, Gaussian and
-// context exactly as forward() computes them.
+// (predict_positions over T·B rows), the windows per row; then per sentence b either
+//   dense (S_b <= 2W: at most twice the window's work, at GEMM speed): R_b = Q_b K_bᵀ over all
+//     S_b columns (one GEMM), each row's window taken from it; softmax and Gaussian per row; the
+//     weights scattered into a dense T × S_b matrix A_b (zero outside the window) and C_b = A_b h_b
+//     (one GEMM);
+//   or per row (long sources: O(D) per row, never O(S)): scores, context as forward() does.
+namespace {
+bool dense_local(int S_b, int W) { return S_b <= 2 * W; }
+}  // namespace
+
 void Attention::forward_steps_local(TensorView queries, const float* kdata, int K, TensorView enc_out,
                                     std::span<const int> lengths, TensorView contexts,
                                     std::span<AttentionStepCache* const> caches) const {
@@ -193,6 +201,8 @@ void Attention::forward_steps_local(TensorView queries, const float* kdata, int 
     sc.seq_r.resize({T, B, W}, false);  // raw scores
     sc.seq_p.resize({T, B, W}, false);  // probs
     sc.seq_s.resize({T, B, W}, false);  // weights
+    sc.seq_dr.resize({T, B, S}, false);  // dense raw scores (dense sentences)
+    sc.seq_da.resize({T, B, S}, false);  // dense weights (dense sentences)
     sc.seq_pos.resize({M}, false);
     sc.seq_start.assign(M, 0);
     sc.seq_count.assign(M, 0);
@@ -204,37 +214,61 @@ void Attention::forward_steps_local(TensorView queries, const float* kdata, int 
         attn::predict_positions(queries.reshape({M, H}), params.W_p, params.v_p, sc.seq_len, sc.seq_hid, sc.seq_sig,
                                 sc.seq_pos);
     }
+    for (int64_t row = 0; row < M; ++row) {
+        const int t = static_cast<int>(row / B), b = static_cast<int>(row % B);
+        const attn::Window w = predictive ? attn::predictive_window(sc.seq_pos[row], lengths[b], D)
+                                          : attn::monotonic_window(t, lengths[b], D, sc.seq_pos[row]);
+        sc.seq_start[row] = w.start;
+        sc.seq_count[row] = w.count;
+    }
     const float s = step_score_scale(cfg, params);
     const float sigma = 0.5f * static_cast<float>(D);
-    parallel_for(M, 4, [&](int64_t r0, int64_t r1) {
-        for (int64_t row = r0; row < r1; ++row) {
-            const int t = static_cast<int>(row / B), b = static_cast<int>(row % B);
-            const attn::Window w = predictive ? attn::predictive_window(sc.seq_pos[row], lengths[b], D)
-                                              : attn::monotonic_window(t, lengths[b], D, sc.seq_pos[row]);
-            const int n = w.count, st = w.start;
-            sc.seq_start[row] = st;
-            sc.seq_count[row] = n;
-            float* r = sc.seq_r.data() + row * W;
-            float* pr = sc.seq_p.data() + row * W;
-            float* wt = sc.seq_s.data() + row * W;
-            // e_j = s q · k_j over the window; probs = softmax over it (nothing outside: exactly 0)
-            attn::bilinear_scores(queries.data() + row * H, kdata + (int64_t{b} * S + st) * K, n, K, r);
-            std::fill(r + n, r + W, 0.0f);
-            for (int j = 0; j < n; ++j) pr[j] = s * r[j];
-            kernels::softmax_row(pr, n, pr);
-            std::fill(pr + n, pr + W, 0.0f);
-            // local-p: α_j = probs_j exp(-(i - p_t)² / 2σ²)
-            if (predictive) {
-                attn::gaussian(sc.seq_pos[row], st, n, sigma, wt);
-                for (int j = 0; j < n; ++j) wt[j] *= pr[j];
-                std::fill(wt + n, wt + W, 0.0f);
-            } else {
-                std::copy(pr, pr + W, wt);
+    const int64_t ldq = int64_t{B} * H, lds = int64_t{B} * S, ldc = int64_t{B} * C;
+    parallel_for(B, 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) {
+            const int Sb = lengths[b];
+            const bool dense = dense_local(Sb, W);
+            const float* kb = kdata + b * S * K;
+            if (dense)  // R_b = Q_b K_bᵀ over all S_b columns
+                gemm_raw(false, true, T, Sb, K, 1.0f, queries.data() + b * H, static_cast<int>(ldq), kb, K, 0.0f,
+                         sc.seq_dr.data() + b * S, static_cast<int>(lds));
+            for (int t = 0; t < T; ++t) {
+                const int64_t row = int64_t{t} * B + b;
+                const int n = sc.seq_count[row], st = sc.seq_start[row];
+                float* r = sc.seq_r.data() + row * W;
+                float* pr = sc.seq_p.data() + row * W;
+                float* wt = sc.seq_s.data() + row * W;
+                // e_j = s q · k_j over the window; probs = softmax over it (nothing outside: exactly 0)
+                if (dense)
+                    std::copy_n(sc.seq_dr.data() + t * lds + b * S + st, n, r);
+                else
+                    attn::bilinear_scores(queries.data() + row * H, kb + int64_t{st} * K, n, K, r);
+                std::fill(r + n, r + W, 0.0f);
+                for (int j = 0; j < n; ++j) pr[j] = s * r[j];
+                kernels::softmax_row(pr, n, pr);
+                std::fill(pr + n, pr + W, 0.0f);
+                // local-p: α_j = probs_j exp(-(i - p_t)² / 2σ²)
+                if (predictive) {
+                    attn::gaussian(sc.seq_pos[row], st, n, sigma, wt);
+                    for (int j = 0; j < n; ++j) wt[j] *= pr[j];
+                    std::fill(wt + n, wt + W, 0.0f);
+                } else {
+                    std::copy(pr, pr + W, wt);
+                }
+                if (dense) {  // row t of A_b
+                    float* a = sc.seq_da.data() + t * lds + b * S;
+                    std::fill(a, a + Sb, 0.0f);
+                    std::copy_n(wt, n, a + st);
+                    continue;
+                }
+                // c = Σ_j α_j h_{st+j}
+                float* cb = contexts.data() + row * C;
+                std::fill(cb, cb + C, 0.0f);
+                for (int j = 0; j < n; ++j) kernels::axpy(C, wt[j], enc_out.data() + (b * S + st + j) * C, cb);
             }
-            // c = Σ_j α_j h_{st+j}
-            float* cb = contexts.data() + row * C;
-            std::fill(cb, cb + C, 0.0f);
-            for (int j = 0; j < n; ++j) kernels::axpy(C, wt[j], enc_out.data() + (int64_t{b} * S + st + j) * C, cb);
+            if (dense)  // C_b = A_b h_b  (S_b = 0: K = 0, the contexts are zeroed)
+                gemm_raw(false, false, T, C, Sb, 1.0f, sc.seq_da.data() + b * S, static_cast<int>(lds),
+                         enc_out.data() + b * S * C, C, 0.0f, contexts.data() + b * C, static_cast<int>(ldc));
         }
     });
     for (int t = 0; t < T; ++t) {
@@ -261,8 +295,12 @@ void Attention::forward_steps_local(TensorView queries, const float* kdata, int 
 }
 
 // backward()'s per-row math (attention.cpp), rows of one sentence on one thread (they share its
-// d_enc_out / d_keys rows), steps in the oracle's order t = T−1 … 0; then the local-p predictor's
-// backward over all T·B rows: d_query += d_pre W_p, grad.W_p += d_preᵀ Q (one GEMM each).
+// d_enc_out / d_keys rows). Dense sentences (as in forward), A_b / G_b zero outside the windows:
+//   C_b = A_b h_b        =>  d_A_b = d_C_b h_bᵀ;  d_h_b += A_bᵀ d_C_b          (GEMMs)
+//   per row: the window's d_α from d_A_b, the Gaussian and softmax backward → G_b row (= s d_e)
+//   e = s Q_b K_bᵀ       =>  d_Q_b += G_b K_b;    d_K_b += G_bᵀ Q_b            (GEMMs)
+// Per-row sentences: the same per row, steps in the oracle's order t = T−1 … 0. Then the local-p
+// predictor's backward over all T·B rows: d_query += d_pre W_p, grad.W_p += d_preᵀ Q (one GEMM each).
 void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, const float* kdata, float* dkdata,
                                      int K, TensorView enc_out, std::span<const int> lengths,
                                      std::span<const AttentionStepCache* const> caches, TensorView d_queries,
@@ -273,13 +311,33 @@ void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, 
     const bool predictive = cfg.local == LocalMode::predictive, learned = cfg.scale == ScaleMode::learned;
     for (int t = 0; t < T; ++t) NZ_CHECK_SHAPE(caches[t]->weights, {B, W});
     Scratch& sc = scratch_;
-    sc.seq_r.resize({T, B, W}, false);  // d weights, then d probs / d scores
-    sc.seq_pos.resize({M}, true);       // d p_t
+    sc.seq_r.resize({T, B, W}, false);   // d weights, then d probs / d scores
+    sc.seq_dr.resize({T, B, S}, false);  // dense d_A, then G (dense sentences)
+    sc.seq_da.resize({T, B, S}, false);  // dense A (dense sentences)
+    sc.seq_pos.resize({M}, true);        // d p_t
     sc.d_scale.resize({B}, true);
     const float s = step_score_scale(cfg, params);
     const float sigma = 0.5f * static_cast<float>(cfg.window), inv_var = 1.0f / (sigma * sigma);
+    const int64_t ldq = int64_t{B} * H, lds = int64_t{B} * S, ldc = int64_t{B} * C;
     parallel_for(B, 1, [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0; b < b1; ++b) {
+            const int Sb = lengths[b];
+            const bool dense = dense_local(Sb, W) && Sb > 0;
+            float* dA = sc.seq_dr.data() + b * S;
+            float* A = sc.seq_da.data() + b * S;
+            const float* hb = enc_out.data() + b * S * C;
+            if (dense) {
+                for (int t = 0; t < T; ++t) {  // A_b from the caches' window weights
+                    const AttentionStepCache& cache = *caches[t];
+                    float* a = A + t * lds;
+                    std::fill(a, a + Sb, 0.0f);
+                    std::copy_n(cache.weights.data() + b * W, cache.count[b], a + cache.start[b]);
+                }
+                gemm_raw(false, true, T, Sb, C, 1.0f, d_contexts.data() + b * C, static_cast<int>(ldc), hb, C, 0.0f,
+                         dA, static_cast<int>(lds));
+                gemm_raw(true, false, Sb, C, T, 1.0f, A, static_cast<int>(lds), d_contexts.data() + b * C,
+                         static_cast<int>(ldc), 1.0f, d_enc_out.data() + b * S * C, C);
+            }
             float dscale = 0.0f;
             for (int t = T - 1; t >= 0; --t) {
                 const AttentionStepCache& cache = *caches[t];
@@ -290,10 +348,14 @@ void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, 
                 const float* dc = d_contexts.data() + row * C;
                 float* dw = sc.seq_r.data() + row * W;
                 // c = Σ_j α_j h_j  =>  d_α_j = d_c · h_j;  d_h_j += α_j d_c
-                for (int j = 0; j < n; ++j) {
-                    const int64_t er = (b * S + st + j) * C;
-                    dw[j] = attn::dot8(dc, enc_out.data() + er, C);
-                    kernels::axpy(C, wt[j], dc, d_enc_out.data() + er);
+                if (dense) {
+                    std::copy_n(dA + t * lds + st, n, dw);
+                } else {
+                    for (int j = 0; j < n; ++j) {
+                        const int64_t er = (b * S + st + j) * C;
+                        dw[j] = attn::dot8(dc, enc_out.data() + er, C);
+                        kernels::axpy(C, wt[j], dc, d_enc_out.data() + er);
+                    }
                 }
                 // local-p: α_j = pr_j g_j  =>  d_pr_j = d_α_j g_j;  d_p += Σ_j d_α_j pr_j g_j (i-p)/σ²
                 if (predictive) {
@@ -311,10 +373,22 @@ void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, 
                 const float sum = attn::dot8(pr, dw, n);
                 for (int j = 0; j < n; ++j) dw[j] = pr[j] * (dw[j] - sum);
                 if (learned) dscale += attn::dot8(dw, cache.scores.data() + b * W, n);
+                if (dense) {  // row t of G_b = s d_e, zero outside the window
+                    float* g = dA + t * lds;
+                    std::fill(g, g + Sb, 0.0f);
+                    for (int j = 0; j < n; ++j) g[st + j] = s * dw[j];
+                    continue;
+                }
                 attn::bilinear_scores_backward(queries.data() + row * H, kdata + (b * S + st) * K, dw, n, K, s,
                                                d_queries.data() + row * H, dkdata + (b * S + st) * K);
             }
             sc.d_scale[b] = dscale;
+            if (dense) {
+                gemm_raw(false, false, T, K, Sb, 1.0f, dA, static_cast<int>(lds), kdata + b * S * K, K, 1.0f,
+                         d_queries.data() + b * H, static_cast<int>(ldq));
+                gemm_raw(true, false, Sb, K, T, 1.0f, dA, static_cast<int>(lds), queries.data() + b * H,
+                         static_cast<int>(ldq), 1.0f, dkdata + b * S * K, K);
+            }
         }
     });
     if (learned)

@@ -2,9 +2,11 @@
 // global attention, the local-p predictor over all T·B rows) against T calls of forward() /
 // backward(), the per-step oracle: every score kind, scale and locality they accept (local-m,
 // local-p with D = 1 and 2, windows clipped at both ends), padded sources (one of length 0),
-// T = 1, 3 and 11 (the small-M and the blocked GEMM paths). Tolerances: both sides compute the same float32 sums of ≤ max(S, T, C) = 11
-// products of O(1) terms, grouped differently by the GEMM: a few ulps of the values' scale, so
-// 1e-5 absolute on O(1) outputs. Padding is exact: weights 0 past S_b, in both paths.
+// T = 1, 3 and 11 (the small-M and the blocked GEMM paths), S = 5 and 9 (local: with D = 1 the
+// sentences of length 9 and 8 take the row-by-row path, S_b > 2W = 6, the others the dense one).
+// Tolerances: both sides compute the same float32 sums of ≤ max(S, T, C) = 11 products of O(1)
+// terms, grouped differently by the GEMM: a few ulps of the values' scale, so 1e-5 absolute on
+// O(1) outputs. Padding is exact: weights 0 past S_b, in both paths.
 #include "nazar/attention/attention.h"
 #include "tests/common/test_util.h"
 
@@ -28,11 +30,12 @@ struct Case {
     int D = 1;
 };
 
-void check_case(const Case& k, int T) {
+void check_case(const Case& k, int T, int S) {
     SCOPED_TRACE(std::string(to_string(k.score)) + " " + to_string(k.scale) + " " + to_string(k.local) +
-                 " D = " + std::to_string(k.D) + ", T = " + std::to_string(T));
-    const int B = 4, S = 5, C = 6, H = k.H;
-    const std::vector<int> len{5, 2, 0, 4};
+                 " D = " + std::to_string(k.D) + ", T = " + std::to_string(T) +
+                 ", S = " + std::to_string(S));
+    const int B = 4, C = 6, H = k.H;
+    const std::vector<int> len{S, 2, 0, S - 1};
     Rng rng(7);
     Attention a({.score = k.score, .scale = k.scale, .local = k.local, .window = k.D, .query_size = H,
                  .context_size = C, .position_size = 3},
@@ -107,7 +110,8 @@ TEST(AttentionSteps, MatchesPerStepForwardAndBackward) {
                           {ScoreKind::general, ScaleMode::none, 5, LocalMode::monotonic, 1},
                           {ScoreKind::dot, ScaleMode::learned, 6, LocalMode::monotonic, 2}};
     for (const Case& k : cases)
-        for (int T : {1, 3, 11}) check_case(k, T);
+        for (int T : {1, 3, 11})
+            for (int S : {5, 9}) check_case(k, T, S);
 }
 
 TEST(AttentionSteps, OnlyDotAndGeneral) {
