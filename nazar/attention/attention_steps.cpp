@@ -195,14 +195,15 @@ void Attention::forward_steps_local(TensorView queries, const float* kdata, int 
                                     std::span<AttentionStepCache* const> caches) const {
     const int T = queries.dim(0), B = queries.dim(1), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
     const int W = window_width(S), D = cfg.window, P = cfg.position_size;
+    const int Sd = std::min(S, 2 * W);  // columns of the dense buffers: a dense sentence has S_b <= 2W
     const int64_t M = int64_t{T} * B;
     const bool predictive = cfg.local == LocalMode::predictive;
     Scratch& sc = scratch_;
     sc.seq_r.resize({T, B, W}, false);  // raw scores
     sc.seq_p.resize({T, B, W}, false);  // probs
     sc.seq_s.resize({T, B, W}, false);  // weights
-    sc.seq_dr.resize({T, B, S}, false);  // dense raw scores (dense sentences)
-    sc.seq_da.resize({T, B, S}, false);  // dense weights (dense sentences)
+    sc.seq_dr.resize({T, B, Sd}, false);  // dense raw scores (dense sentences)
+    sc.seq_da.resize({T, B, Sd}, false);  // dense weights (dense sentences)
     sc.seq_pos.resize({M}, false);
     sc.seq_start.assign(M, 0);
     sc.seq_count.assign(M, 0);
@@ -223,7 +224,7 @@ void Attention::forward_steps_local(TensorView queries, const float* kdata, int 
     }
     const float s = step_score_scale(cfg, params);
     const float sigma = 0.5f * static_cast<float>(D);
-    const int64_t ldq = int64_t{B} * H, lds = int64_t{B} * S, ldc = int64_t{B} * C;
+    const int64_t ldq = int64_t{B} * H, ldd = int64_t{B} * Sd, ldc = int64_t{B} * C;
     parallel_for(B, 1, [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0; b < b1; ++b) {
             const int Sb = lengths[b];
@@ -231,7 +232,7 @@ void Attention::forward_steps_local(TensorView queries, const float* kdata, int 
             const float* kb = kdata + b * S * K;
             if (dense)  // R_b = Q_b K_bᵀ over all S_b columns
                 gemm_raw(false, true, T, Sb, K, 1.0f, queries.data() + b * H, static_cast<int>(ldq), kb, K, 0.0f,
-                         sc.seq_dr.data() + b * S, static_cast<int>(lds));
+                         sc.seq_dr.data() + b * Sd, static_cast<int>(ldd));
             for (int t = 0; t < T; ++t) {
                 const int64_t row = int64_t{t} * B + b;
                 const int n = sc.seq_count[row], st = sc.seq_start[row];
@@ -240,7 +241,7 @@ void Attention::forward_steps_local(TensorView queries, const float* kdata, int 
                 float* wt = sc.seq_s.data() + row * W;
                 // e_j = s q · k_j over the window; probs = softmax over it (nothing outside: exactly 0)
                 if (dense)
-                    std::copy_n(sc.seq_dr.data() + t * lds + b * S + st, n, r);
+                    std::copy_n(sc.seq_dr.data() + t * ldd + b * Sd + st, n, r);
                 else
                     attn::bilinear_scores(queries.data() + row * H, kb + int64_t{st} * K, n, K, r);
                 std::fill(r + n, r + W, 0.0f);
@@ -256,7 +257,7 @@ void Attention::forward_steps_local(TensorView queries, const float* kdata, int 
                     std::copy(pr, pr + W, wt);
                 }
                 if (dense) {  // row t of A_b
-                    float* a = sc.seq_da.data() + t * lds + b * S;
+                    float* a = sc.seq_da.data() + t * ldd + b * Sd;
                     std::fill(a, a + Sb, 0.0f);
                     std::copy_n(wt, n, a + st);
                     continue;
@@ -267,7 +268,7 @@ void Attention::forward_steps_local(TensorView queries, const float* kdata, int 
                 for (int j = 0; j < n; ++j) kernels::axpy(C, wt[j], enc_out.data() + (b * S + st + j) * C, cb);
             }
             if (dense)  // C_b = A_b h_b  (S_b = 0: K = 0, the contexts are zeroed)
-                gemm_raw(false, false, T, C, Sb, 1.0f, sc.seq_da.data() + b * S, static_cast<int>(lds),
+                gemm_raw(false, false, T, C, Sb, 1.0f, sc.seq_da.data() + b * Sd, static_cast<int>(ldd),
                          enc_out.data() + b * S * C, C, 0.0f, contexts.data() + b * C, static_cast<int>(ldc));
         }
     });
@@ -307,35 +308,36 @@ void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, 
                                      TensorView d_enc_out) {
     const int T = queries.dim(0), B = queries.dim(1), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
     const int W = window_width(S), P = cfg.position_size;
+    const int Sd = std::min(S, 2 * W);  // columns of the dense buffers (as in forward)
     const int64_t M = int64_t{T} * B;
     const bool predictive = cfg.local == LocalMode::predictive, learned = cfg.scale == ScaleMode::learned;
     for (int t = 0; t < T; ++t) NZ_CHECK_SHAPE(caches[t]->weights, {B, W});
     Scratch& sc = scratch_;
     sc.seq_r.resize({T, B, W}, false);   // d weights, then d probs / d scores
-    sc.seq_dr.resize({T, B, S}, false);  // dense d_A, then G (dense sentences)
-    sc.seq_da.resize({T, B, S}, false);  // dense A (dense sentences)
+    sc.seq_dr.resize({T, B, Sd}, false);  // dense d_A, then G (dense sentences)
+    sc.seq_da.resize({T, B, Sd}, false);  // dense A (dense sentences)
     sc.seq_pos.resize({M}, true);        // d p_t
     sc.d_scale.resize({B}, true);
     const float s = step_score_scale(cfg, params);
     const float sigma = 0.5f * static_cast<float>(cfg.window), inv_var = 1.0f / (sigma * sigma);
-    const int64_t ldq = int64_t{B} * H, lds = int64_t{B} * S, ldc = int64_t{B} * C;
+    const int64_t ldq = int64_t{B} * H, ldd = int64_t{B} * Sd, ldc = int64_t{B} * C;
     parallel_for(B, 1, [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0; b < b1; ++b) {
             const int Sb = lengths[b];
             const bool dense = dense_local(Sb, W) && Sb > 0;
-            float* dA = sc.seq_dr.data() + b * S;
-            float* A = sc.seq_da.data() + b * S;
+            float* dA = sc.seq_dr.data() + b * Sd;
+            float* A = sc.seq_da.data() + b * Sd;
             const float* hb = enc_out.data() + b * S * C;
             if (dense) {
                 for (int t = 0; t < T; ++t) {  // A_b from the caches' window weights
                     const AttentionStepCache& cache = *caches[t];
-                    float* a = A + t * lds;
+                    float* a = A + t * ldd;
                     std::fill(a, a + Sb, 0.0f);
                     std::copy_n(cache.weights.data() + b * W, cache.count[b], a + cache.start[b]);
                 }
                 gemm_raw(false, true, T, Sb, C, 1.0f, d_contexts.data() + b * C, static_cast<int>(ldc), hb, C, 0.0f,
-                         dA, static_cast<int>(lds));
-                gemm_raw(true, false, Sb, C, T, 1.0f, A, static_cast<int>(lds), d_contexts.data() + b * C,
+                         dA, static_cast<int>(ldd));
+                gemm_raw(true, false, Sb, C, T, 1.0f, A, static_cast<int>(ldd), d_contexts.data() + b * C,
                          static_cast<int>(ldc), 1.0f, d_enc_out.data() + b * S * C, C);
             }
             float dscale = 0.0f;
@@ -349,7 +351,7 @@ void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, 
                 float* dw = sc.seq_r.data() + row * W;
                 // c = Σ_j α_j h_j  =>  d_α_j = d_c · h_j;  d_h_j += α_j d_c
                 if (dense) {
-                    std::copy_n(dA + t * lds + st, n, dw);
+                    std::copy_n(dA + t * ldd + st, n, dw);
                 } else {
                     for (int j = 0; j < n; ++j) {
                         const int64_t er = (b * S + st + j) * C;
@@ -374,7 +376,7 @@ void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, 
                 for (int j = 0; j < n; ++j) dw[j] = pr[j] * (dw[j] - sum);
                 if (learned) dscale += attn::dot8(dw, cache.scores.data() + b * W, n);
                 if (dense) {  // row t of G_b = s d_e, zero outside the window
-                    float* g = dA + t * lds;
+                    float* g = dA + t * ldd;
                     std::fill(g, g + Sb, 0.0f);
                     for (int j = 0; j < n; ++j) g[st + j] = s * dw[j];
                     continue;
@@ -384,9 +386,9 @@ void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, 
             }
             sc.d_scale[b] = dscale;
             if (dense) {
-                gemm_raw(false, false, T, K, Sb, 1.0f, dA, static_cast<int>(lds), kdata + b * S * K, K, 1.0f,
+                gemm_raw(false, false, T, K, Sb, 1.0f, dA, static_cast<int>(ldd), kdata + b * S * K, K, 1.0f,
                          d_queries.data() + b * H, static_cast<int>(ldq));
-                gemm_raw(true, false, Sb, K, T, 1.0f, dA, static_cast<int>(lds), queries.data() + b * H,
+                gemm_raw(true, false, Sb, K, T, 1.0f, dA, static_cast<int>(ldd), queries.data() + b * H,
                          static_cast<int>(ldq), 1.0f, dkdata + b * S * K, K);
             }
         }

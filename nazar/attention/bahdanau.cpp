@@ -134,7 +134,10 @@ NZ_AVX512 float add_tanh_dot512(const float* u, const float* k, const float* v, 
 #undef NZ_AVX512
 #pragma GCC diagnostic pop
 
-bool cpu_has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"); }
+bool cpu_has_avx512() {
+    __builtin_cpu_init();  // called from a static initializer: do not rely on libgcc's constructor order
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+}
 #else
 bool cpu_has_avx512() { return false; }
 #endif

@@ -30,8 +30,11 @@ Window monotonic_window(int t, int S_b, int D, float& p_t) {
 
 Window predictive_window(float p_t, int S_b, int D) {
     if (S_b <= 0) return {0, 0};
-    const int c = std::min(static_cast<int>(std::floor(p_t + 0.5f)), S_b - 1);
-    return window_around(std::max(c, 0), S_b, D);
+    // Clamp in float before converting: p_t is NaN when the predictor's weights are (the
+    // trainer then skips the update), and a NaN or huge float converted to int is undefined.
+    const float r = std::floor(p_t + 0.5f);
+    const int c = !(r > 0.0f) ? 0 : (r >= static_cast<float>(S_b - 1) ? S_b - 1 : static_cast<int>(r));
+    return window_around(c, S_b, D);
 }
 
 void gaussian(float p, int start, int count, float sigma, float* g) {

@@ -5,6 +5,7 @@
 #include "tests/common/test_util.h"
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 using namespace nazar;
@@ -52,6 +53,22 @@ TEST(LocalWindow, PredictiveRoundsHalfUpAndClampsTheCentre) {
     const attn::Window w = attn::predictive_window(9.9f, 10, 1);  // round -> 10, clamp -> 9
     EXPECT_EQ(w.start, 8);
     EXPECT_EQ(w.count, 2);
+}
+
+// p_t is NaN when the predictor's weights are (a bad update the trainer will skip) and can be
+// huge in float; the centre is clamped before any float -> int conversion (UBSan checks it).
+TEST(LocalWindow, PredictiveCentreOfNanOrHugePositionsIsClamped) {
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (const float p : {nan, -inf, -1e30f, -0.7f}) {
+        const attn::Window w = attn::predictive_window(p, 10, 1);  // centre 0
+        EXPECT_EQ(w.start, 0) << p;
+        EXPECT_EQ(w.count, 2) << p;
+    }
+    for (const float p : {inf, 1e30f, 3e9f}) {
+        const attn::Window w = attn::predictive_window(p, 10, 1);  // centre 9
+        EXPECT_EQ(w.start, 8) << p;
+        EXPECT_EQ(w.count, 2) << p;
+    }
 }
 
 TEST(LocalAttention, MonotonicWeightsAreTheWindowSoftmax) {
