@@ -226,20 +226,10 @@ void Attention::backward(TensorView d_context, TensorView query, const Attention
             }
             // local-p: α_j = pr_j g_j, g_j = exp(-(i-p)²/2σ²), dg_j/dp = g_j (i-p)/σ²
             //   =>  d_pr_j = d_α_j g_j;  d_p += Σ_j d_α_j pr_j g_j (i-p)/σ²
-            if (cfg.local == LocalMode::predictive) {
-                const float p = cache.position[b];
-                float dp = 0;
-                for (int j = 0; j < n; ++j) {
-                    const float d = static_cast<float>(st + j) - p;
-                    const float g = std::exp(-0.5f * d * d * inv_var);
-                    dp += dw[j] * pr[j] * g * d * inv_var;
-                    dw[j] *= g;
-                }
-                sc.d_pos[b] = dp;
-            }
+            if (cfg.local == LocalMode::predictive)
+                sc.d_pos[b] = attn::gaussian_backward(cache.position[b], st, n, inv_var, pr, dw);
             // pr = softmax(e)  =>  d_e = pr ⊙ (d_pr − Σ_j pr_j d_pr_j)
-            const float sum = attn::dot8(pr, dw, n);
-            for (int j = 0; j < n; ++j) de[j] = pr[j] * (dw[j] - sum);
+            attn::window_softmax_backward(pr, dw, n, de);
             const float* kb = kdata + (b * S + st) * K;
             float* dkb = dkdata + (b * S + st) * K;
             if (additive) {

@@ -360,20 +360,9 @@ void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, 
                     }
                 }
                 // local-p: α_j = pr_j g_j  =>  d_pr_j = d_α_j g_j;  d_p += Σ_j d_α_j pr_j g_j (i-p)/σ²
-                if (predictive) {
-                    const float p = cache.position[b];
-                    float dp = 0;
-                    for (int j = 0; j < n; ++j) {
-                        const float d = static_cast<float>(st + j) - p;
-                        const float g = std::exp(-0.5f * d * d * inv_var);
-                        dp += dw[j] * pr[j] * g * d * inv_var;
-                        dw[j] *= g;
-                    }
-                    sc.seq_pos[row] = dp;
-                }
+                if (predictive) sc.seq_pos[row] = attn::gaussian_backward(cache.position[b], st, n, inv_var, pr, dw);
                 // pr = softmax(e)  =>  d_e = pr ⊙ (d_pr − Σ_j pr_j d_pr_j);  e = s r, r = q · k
-                const float sum = attn::dot8(pr, dw, n);
-                for (int j = 0; j < n; ++j) dw[j] = pr[j] * (dw[j] - sum);
+                attn::window_softmax_backward(pr, dw, n, dw);
                 if (learned) dscale += attn::dot8(dw, cache.scores.data() + b * W, n);
                 if (dense) {  // row t of G_b = s d_e, zero outside the window
                     float* g = dA + t * ldd;

@@ -1,6 +1,8 @@
 // Local attention windows and the local-p position predictor (see local.h for the semantics).
 #include "nazar/attention/local.h"
 
+#include "nazar/attention/vec.h"
+
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 
@@ -43,6 +45,22 @@ void gaussian(float p, int start, int count, float sigma, float* g) {
         const float d = static_cast<float>(start + j) - p;
         g[j] = std::exp(-d * d * inv);
     }
+}
+
+float gaussian_backward(float p, int start, int count, float inv_var, const float* probs, float* d_w) {
+    float dp = 0;
+    for (int j = 0; j < count; ++j) {
+        const float d = static_cast<float>(start + j) - p;
+        const float g = std::exp(-0.5f * d * d * inv_var);
+        dp += d_w[j] * probs[j] * g * d * inv_var;
+        d_w[j] *= g;
+    }
+    return dp;
+}
+
+void window_softmax_backward(const float* probs, const float* d_pr, int count, float* d_e) {
+    const float sum = dot8(probs, d_pr, count);
+    for (int j = 0; j < count; ++j) d_e[j] = probs[j] * (d_pr[j] - sum);
 }
 
 void predict_positions(TensorView query, TensorView W_p, TensorView v_p, std::span<const int> lengths,

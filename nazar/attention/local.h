@@ -38,6 +38,15 @@ Window predictive_window(float p_t, int S_b, int D);
 // g[j] = exp(-(start + j - p)² / (2σ²)),  j in [0, count)
 void gaussian(float p, int start, int count, float sigma, float* g);
 
+// Backward of local-p's weights α_j = pr_j g_j over one window (g_j = exp(-(start+j-p)²/2σ²),
+// inv_var = 1/σ²): d_pr_j = d_α_j g_j (written over d_w in place); returns
+// d_p = Σ_j d_α_j pr_j g_j (start+j-p)/σ².
+float gaussian_backward(float p, int start, int count, float inv_var,
+                        const float* probs,  // (count)  pr
+                        float* d_w);         // (count)  d_α in, d_pr out
+// Softmax backward over one window: d_e = pr ⊙ (d_pr − Σ_j pr_j d_pr_j); d_e may alias d_pr.
+void window_softmax_backward(const float* probs, const float* d_pr, int count, float* d_e);
+
 // local-p predictor, batched (one GEMM each way):
 //   hidden = tanh(query W_pᵀ)  sig = sigmoid(hidden v_pᵀ)  p[b] = S_b · sig[b]
 void predict_positions(TensorView query,              // (B, H)
