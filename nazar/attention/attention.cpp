@@ -54,16 +54,14 @@ Attention::Attention(AttentionConfig c, Rng& rng) : cfg(c) {
 
 int Attention::window_width(int S) const { return cfg.local == LocalMode::global ? S : 2 * cfg.window + 1; }
 
-namespace {
-float score_scale(const AttentionConfig& cfg, const AttentionParams& p) {
+float Attention::score_scale() const {
     switch (cfg.scale) {
         case ScaleMode::none: return 1.0f;
         case ScaleMode::inv_sqrt: return 1.0f / std::sqrt(static_cast<float>(cfg.context_size));
-        case ScaleMode::learned: return p.scale[0];
+        case ScaleMode::learned: return params.scale[0];
     }
     return 1.0f;
 }
-}  // namespace
 
 // keys = enc_out W_kᵀ: one GEMM over all B·S positions
 void Attention::precompute(TensorView enc_out, AttentionKeys& out) const {
@@ -139,7 +137,7 @@ void Attention::forward(TensorView query, const AttentionKeys& keys, TensorView 
     cache.score_evals = 0;
     for (int b = 0; b < B; ++b) cache.score_evals += cache.count[b];
 
-    const float s = score_scale(cfg, params);
+    const float s = score_scale();
     const float sigma = 0.5f * static_cast<float>(D);
     parallel_for(B, 4, [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0; b < b1; ++b) {
@@ -207,7 +205,7 @@ void Attention::backward(TensorView d_context, TensorView query, const Attention
     }
     sc.d_scale.resize({B}, true);
     sc.d_pos.resize({B}, true);
-    const float s = score_scale(cfg, params);
+    const float s = score_scale();
     const float sigma = 0.5f * static_cast<float>(cfg.window), inv_var = 1.0f / (sigma * sigma);
 
     parallel_for(B, 4, [&](int64_t b0, int64_t b1) {

@@ -139,6 +139,7 @@ public:
     explicit Attention(AttentionConfig cfg, Rng& rng);  // validates cfg; initialises params
 
     int window_width(int S) const;  // W: S (global) or 2D+1 (local)
+    float score_scale() const;      // s of the dot/general score: 1, 1/√C or the learned scale
 
     void precompute(TensorView enc_out,        // (B, S, C)
                     AttentionKeys& out) const;  // keys (B, S, K), resized

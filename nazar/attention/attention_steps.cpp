@@ -21,16 +21,6 @@
 
 namespace nazar {
 
-namespace {
-float step_score_scale(const AttentionConfig& cfg, const AttentionParams& p) {
-    switch (cfg.scale) {
-        case ScaleMode::none: return 1.0f;
-        case ScaleMode::inv_sqrt: return 1.0f / std::sqrt(static_cast<float>(cfg.context_size));
-        case ScaleMode::learned: return p.scale[0];
-    }
-    return 1.0f;
-}
-}  // namespace
 
 bool Attention::can_batch_steps() const {
     return cfg.score == ScoreKind::dot || cfg.score == ScoreKind::general;
@@ -59,7 +49,7 @@ void Attention::forward_steps(TensorView queries, const AttentionKeys& keys, Ten
         forward_steps_local(queries, kdata, K, enc_out, lengths, contexts, caches);
         return;
     }
-    const float s = step_score_scale(cfg, params);
+    const float s = score_scale();
     Scratch& sc = scratch_;
     sc.seq_r.resize({T, B, S}, false);
     sc.seq_p.resize({T, B, S}, false);
@@ -146,7 +136,7 @@ void Attention::backward_steps(TensorView d_contexts, TensorView queries, const 
     sc.d_scale.resize({B}, true);
     const float* kdata = dotk ? enc_out.data() : keys.keys.data();
     float* dkdata = dotk ? d_enc_out.data() : d_keys.data();
-    const float s = step_score_scale(cfg, params);
+    const float s = score_scale();
     const int64_t ldq = int64_t{B} * H, lds = int64_t{B} * S, ldc = int64_t{B} * C;
     parallel_for(B, 1, [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0; b < b1; ++b) {
@@ -222,7 +212,7 @@ void Attention::forward_steps_local(TensorView queries, const float* kdata, int 
         sc.seq_start[row] = w.start;
         sc.seq_count[row] = w.count;
     }
-    const float s = step_score_scale(cfg, params);
+    const float s = score_scale();
     const float sigma = 0.5f * static_cast<float>(D);
     const int64_t ldq = int64_t{B} * H, ldd = int64_t{B} * Sd, ldc = int64_t{B} * C;
     parallel_for(B, 1, [&](int64_t b0, int64_t b1) {
@@ -318,7 +308,7 @@ void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, 
     sc.seq_da.resize({T, B, Sd}, false);  // dense A (dense sentences)
     sc.seq_pos.resize({M}, true);        // d p_t
     sc.d_scale.resize({B}, true);
-    const float s = step_score_scale(cfg, params);
+    const float s = score_scale();
     const float sigma = 0.5f * static_cast<float>(cfg.window), inv_var = 1.0f / (sigma * sigma);
     const int64_t ldq = int64_t{B} * H, ldd = int64_t{B} * Sd, ldc = int64_t{B} * C;
     parallel_for(B, 1, [&](int64_t b0, int64_t b1) {

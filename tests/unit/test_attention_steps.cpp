@@ -62,7 +62,7 @@ void check_case(const Case& k, int T, int S) {
         EXPECT_EQ(cs[t].start, cr[t].start);
         EXPECT_EQ(cs[t].count, cr[t].count);
         EXPECT_EQ(cs[t].score_evals, cr[t].score_evals);
-        if (k.local != LocalMode::global) EXPECT_LE(max_abs_diff(cs[t].position, cr[t].position), 1e-5) << t;
+        if (k.local != LocalMode::global) { EXPECT_LE(max_abs_diff(cs[t].position, cr[t].position), 1e-5) << t; }
         if (k.local == LocalMode::predictive) {
             EXPECT_LE(max_abs_diff(cs[t].pos_hidden, cr[t].pos_hidden), 1e-6) << t;
             EXPECT_LE(max_abs_diff(cs[t].pos_sigmoid, cr[t].pos_sigmoid), 1e-6) << t;
@@ -70,7 +70,7 @@ void check_case(const Case& k, int T, int S) {
         const int W = cs[t].weights.dim(1);  // padding and columns past the window: exactly 0
         for (int b = 0; b < B; ++b)
             for (int j = 0; j < W; ++j)
-                if (j >= cs[t].count[b] || cs[t].start[b] + j >= len[b]) EXPECT_EQ(cs[t].weights.at(b, j), 0.0f);
+                if (j >= cs[t].count[b] || cs[t].start[b] + j >= len[b]) { EXPECT_EQ(cs[t].weights.at(b, j), 0.0f); }
     }
 
     // backward (accumulating: start from non-zero gradients on both sides)
@@ -85,8 +85,8 @@ void check_case(const Case& k, int T, int S) {
         ref.backward(d_ctx.select(t), q.select(t), keys, enc, len, cr[t], dq_ref.select(t), dk_ref, de_ref);
     EXPECT_LE(max_abs_diff(dq, dq_ref), 1e-5);
     EXPECT_LE(max_abs_diff(de, de_ref), 1e-5);
-    if (K) EXPECT_LE(max_abs_diff(dk, dk_ref), 1e-5);
-    if (k.scale == ScaleMode::learned) EXPECT_NEAR(a.grad.scale[0], ref.grad.scale[0], 1e-5);
+    if (K) { EXPECT_LE(max_abs_diff(dk, dk_ref), 1e-5); }
+    if (k.scale == ScaleMode::learned) { EXPECT_NEAR(a.grad.scale[0], ref.grad.scale[0], 1e-5); }
     if (k.local == LocalMode::predictive) {
         EXPECT_LE(max_abs_diff(a.grad.W_p, ref.grad.W_p), 1e-5);
         EXPECT_LE(max_abs_diff(a.grad.v_p, ref.grad.v_p), 1e-5);
