@@ -167,6 +167,9 @@ json bench_gemm_rates(const Preset& p, int size) {
         {"encoder recurrent h W_hh^T", false, true, B, 3 * p.enc_hidden, p.enc_hidden},
         {"decoder input [e;c] W_ih^T (per step)", false, true, B, 3 * H, E + C},
         {"decoder recurrent h W_hh^T", false, true, B, 3 * H, H},
+        // what the steps run: x (W^T) with W^T made once per batch (blas.h gemm_xwt), and d_h = d_a W
+        {"decoder recurrent h (W_hh^T), per-batch W^T", false, false, B, 3 * H, H},
+        {"decoder recurrent d_h = d_a W_hh", false, false, B, H, 3 * H},
         {"attention keys (B*S rows)", false, true, B * S, H, C},
     };
     json rows = json::array();

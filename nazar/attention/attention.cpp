@@ -64,9 +64,13 @@ float Attention::score_scale() const {
 }
 
 // keys = enc_out W_kᵀ: one GEMM over all B·S positions
-void Attention::precompute(TensorView enc_out, AttentionKeys& out) const {
+void Attention::precompute(TensorView enc_out, AttentionKeys& out, int step_rows) const {
     NZ_CHECK(enc_out.ndim() == 3 && enc_out.dim(2) == cfg.context_size,
              "attention: enc_out must be (B, S, C={}), got {}", cfg.context_size, enc_out.shape().str());
+    if (is_additive(cfg.score) && step_rows > kSmallGemmRows)
+        refresh_weight_t(out.query_t, params.W_q);
+    else
+        out.query_t.reset();
     if (cfg.score == ScoreKind::dot) {
         out.keys = Tensor(Shape{0});
         return;
@@ -110,7 +114,8 @@ void Attention::forward(TensorView query, const AttentionKeys& keys, TensorView 
     // additive: u = q W_qᵀ, the only per-step GEMM of the score
     if (is_additive(cfg.score)) {
         cache.query_proj.resize({B, A}, false);
-        gemm(query, false, params.W_q, true, cache.query_proj);
+        gemm_xwt(B, A, H, 1.0f, query.data(), H, params.W_q.data(), H, weight_t_rows(keys.query_t), 0.0f,
+                 cache.query_proj.data(), A);
         scratch_.tmp.resize({B, A}, false);
     } else {
         cache.scores.resize({B, W}, false);

@@ -32,6 +32,7 @@
 // No biases (the SPEC equations have none). Shape letters: B S H C A D, P = position size d_p.
 #pragma once
 
+#include "nazar/core/blas.h"
 #include "nazar/core/rng.h"
 #include "nazar/core/tensor.h"
 
@@ -109,6 +110,7 @@ struct AttentionParams {
 struct AttentionKeys {
     Tensor keys;  // (B, S, K)  W_k h[b,i]; K = A (additive/concat), H (general). Shape (0) for dot:
                   //            dot scores read enc_out directly.
+    WeightT query_t;  // (H, A)  W_qᵀ (additive/concat) for steps of many rows (blas.h), else empty
 };
 
 // Written by forward, read by backward; one per decoder step (the decoder keeps T of them).
@@ -141,8 +143,11 @@ public:
     int window_width(int S) const;  // W: S (global) or 2D+1 (local)
     float score_scale() const;      // s of the dot/general score: 1, 1/√C or the learned scale
 
+    // step_rows: rows of the decoder steps that will read these keys (W_qᵀ is made for them
+    // when that pays, blas.h). The keys capture the weights: precompute again after changing them.
     void precompute(TensorView enc_out,        // (B, S, C)
-                    AttentionKeys& out) const;  // keys (B, S, K), resized
+                    AttentionKeys& out,        // keys (B, S, K), resized
+                    int step_rows = 0) const;
     void precompute_backward(TensorView enc_out,  // (B, S, C)
                              TensorView d_keys,   // (B, S, K)   sum over all steps (empty: dot)
                              TensorView d_enc_out);  // (B, S, C)  +=, also += grad.W_k

@@ -9,6 +9,7 @@
 
 #include "nazar/core/tensor.h"
 
+#include <memory>
 #include <string>
 
 namespace nazar {
@@ -43,6 +44,31 @@ GemmThreading gemm_threading();
 // AVX-512 path on (if supported) or off; returns whether it is on. Default: on if supported,
 // off when NAZAR_SMALL_GEMM=avx2 is in the environment.
 bool set_small_gemm_avx512(bool on);
+
+// Products of many steps against one weight W (N x K): x Wᵀ, once per step of a recurrence.
+// OpenBLAS re-packs W on every call; instead Wᵀ (K x N) is made once per batch by
+// refresh_weight_t and the step product runs as the NN product x (Wᵀ) on nazar's own AVX-512
+// kernel (gemm_nn512.h), which reads its B in place. Where that kernel cannot run (no AVX-512,
+// NAZAR_NN512=0) refresh_weight_t leaves wt empty and gemm_xwt is the plain NT gemm.
+// wt is a snapshot: it must be refreshed whenever W changes (per batch: the callers refresh it
+// where they compute the batch's attention keys, which capture the weights the same way).
+using WeightT = std::shared_ptr<Tensor>;
+// Products of at most this many rows (decoding at batch 1) use the small-M kernel, which reads
+// W directly: a transposed copy only pays for more rows.
+inline constexpr int kSmallGemmRows = 8;
+// wt = W[:, k0 : k0 + K]ᵀ of W (N rows, leading dimension ldw); reuses wt's memory when it
+// is the only owner.
+void refresh_weight_t(WeightT& wt, const float* w, int N, int K, int ldw);
+void refresh_weight_t(WeightT& wt, TensorView w);  // all of W (N x K)
+// C (M x N) = alpha A (M x K) Wᵀ + beta C, through wt = Wᵀ (K x N, leading dimension N: rows
+// k0.. of a refresh_weight_t result for a column block of W) when it is given and
+// M > kSmallGemmRows; else the NT product against W (N x K, ldw).
+void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const float* W, int ldw,
+              const float* wt, float beta, float* C, int ldc);
+// wt->data() + offset, or null when wt is empty.
+inline const float* weight_t_rows(const WeightT& wt, int64_t offset = 0) {
+    return wt ? wt->data() + offset : nullptr;
+}
 
 // Sets the BLAS thread count. Use nazar::set_num_threads (threads.h), which also sizes our pool.
 void blas_set_num_threads(int n);

@@ -177,7 +177,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
     }
 
     EncodedSource enc, rows_enc;
-    model.encode(src, lengths, S, enc);
+    model.encode(src, lengths, S, enc, K);
     DecoderState state, next_state;
     model.init_state(enc, state);
     const EncodedSource* cur = &enc;

@@ -58,6 +58,21 @@ Decoder::Decoder(const ModelConfig& cfg, Rng& rng)
     }
 }
 
+void Decoder::prepare_steps(EncodedSource& src, int step_rows) const {
+    src.wih_t.resize(L);
+    src.whh_t.resize(L);
+    for (int l = 0; l < L; ++l) {
+        const RNNCellParams& p = cell == CellType::gru ? gru[l].params : lstm[l].params;
+        if (step_rows > kSmallGemmRows) {
+            refresh_weight_t(src.wih_t[l], p.weight_ih);
+            refresh_weight_t(src.whh_t[l], p.weight_hh);
+        } else {
+            src.wih_t[l].reset();
+            src.whh_t[l].reset();
+        }
+    }
+}
+
 void Decoder::step_forward(int t, TensorView emb, TensorView h_prev, TensorView c_prev, TensorView feed_prev,
                            const EncodedSource& src, const Attention& attention, TensorView h_new, TensorView c_new,
                            TensorView out, DecoderStepCache& cache, Rng& rng, Mode mode, TensorView gi0) {
@@ -86,6 +101,10 @@ void Decoder::step_forward(int t, TensorView emb, TensorView h_prev, TensorView 
         cache.gru.resize(L);
         cache.lstm.resize(L);
     }
+    // W_ihᵀ and W_hhᵀ of layer l for this batch (prepare_steps), or null
+    const auto wt = [&](const std::vector<WeightT>& v, int l, int64_t offset = 0) {
+        return static_cast<int>(v.size()) == L ? weight_t_rows(v[l], offset) : nullptr;
+    };
     for (int l = 0; l < L; ++l) {
         TensorView x = cache.x0;
         if (l > 0) {
@@ -98,18 +117,19 @@ void Decoder::step_forward(int t, TensorView emb, TensorView h_prev, TensorView 
             const int GH = gate_size();
             NZ_CHECK_SHAPE(gi0, {N, GH});
             const RNNCellParams& p = cell == CellType::gru ? gru[0].params : lstm[0].params;
-            if (feed_ > 0)
-                gemm_raw(false, true, N, GH, feed_, 1.0f, cache.x0.data() + E, I0, p.weight_ih.data() + E, I0, 1.0f,
-                         gi0.data(), GH);
+            if (feed_ > 0)  // rows E.. of W_ihᵀ are W_fᵀ
+                gemm_xwt(N, GH, feed_, 1.0f, cache.x0.data() + E, I0, p.weight_ih.data() + E, I0,
+                         wt(src.wih_t, 0, int64_t{E} * GH), 1.0f, gi0.data(), GH);
             if (cell == CellType::gru)
-                gru[0].forward_projected(gi0, h_prev.select(0), h_new.select(0), cache.gru[0]);
+                gru[0].forward_projected(gi0, h_prev.select(0), h_new.select(0), cache.gru[0], {}, wt(src.whh_t, 0));
             else
                 lstm[0].forward_projected(gi0, h_prev.select(0), c_prev.select(0), h_new.select(0), c_new.select(0),
-                                          cache.lstm[0]);
+                                          cache.lstm[0], {}, wt(src.whh_t, 0));
         } else if (cell == CellType::gru) {
-            gru[l].forward(x, h_prev.select(l), h_new.select(l), cache.gru[l]);
+            gru[l].forward(x, h_prev.select(l), h_new.select(l), cache.gru[l], {}, wt(src.wih_t, l), wt(src.whh_t, l));
         } else {
-            lstm[l].forward(x, h_prev.select(l), c_prev.select(l), h_new.select(l), c_new.select(l), cache.lstm[l]);
+            lstm[l].forward(x, h_prev.select(l), c_prev.select(l), h_new.select(l), c_new.select(l), cache.lstm[l], {},
+                            wt(src.wih_t, l), wt(src.whh_t, l));
         }
     }
     if (split_) return;  // attention and combine: outputs_forward, all steps at once

@@ -25,6 +25,7 @@
 #pragma once
 
 #include "nazar/attention/attention.h"
+#include "nazar/core/blas.h"
 #include "nazar/core/params.h"
 #include "nazar/models/config.h"
 #include "nazar/nn/dropout.h"
@@ -47,6 +48,10 @@ struct EncodedSource {
     Tensor enc_out;            // (N, S, C)
     AttentionKeys keys;        // (N, S, K)
     Tensor init_h;             // (L, N, H) the bridge's initial decoder state s_0 (step API)
+    // The decoder's per-step weights transposed for this batch (Decoder::prepare_steps; blas.h):
+    // [L] W_ihᵀ, W_hhᵀ of each layer, empty when the steps have too few rows to gain from them.
+    // Shared, not copied, by Seq2Seq::select_rows.
+    std::vector<WeightT> wih_t, whh_t;
 };
 
 // Everything one step's backward needs; the training loop keeps T of them, inference one.
@@ -74,6 +79,10 @@ public:
     // receive them after (must not alias h_prev/c_prev in train mode; may alias in eval mode).
     // feed_prev: s̃_{t-1} with input feeding (N, H), else empty. out: o_t (N, d_out); for luong
     // it is s̃_t (the next step's feed_prev). c_prev/c_new: LSTM only (empty views for GRU).
+    // Makes src.wih_t / whh_t from the current weights when the steps will have more than
+    // kSmallGemmRows rows (`step_rows`), clears them otherwise. Call once per batch, after any
+    // change to the weights (as for the attention keys).
+    void prepare_steps(EncodedSource& src, int step_rows) const;
     void step_forward(int t,
                       TensorView emb,            // (N, E)     e_t
                       TensorView h_prev,         // (L, N, H)

@@ -103,7 +103,8 @@ void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, M
     src_.lengths.assign(batch.src_lengths.begin(), batch.src_lengths.end());
     src_.enc_out.resize({B, S, C}, false);
     encoder.forward(batch.src, batch.src_lengths, src_.enc_out, enc_cache_, rng, mode);
-    attention.precompute(src_.enc_out, src_.keys);
+    attention.precompute(src_.enc_out, src_.keys, B);
+    decoder.prepare_steps(src_, B);
     h_all_.resize({T + 1, L, B, H}, false);
     if (lstm) {
         c_all_.resize({T + 1, L, B, H}, false);
@@ -258,7 +259,8 @@ void Seq2Seq::score(const Batch& batch, std::span<double> out) {
 
 // ---- incremental decoding ----
 
-void Seq2Seq::encode(std::span<const int32_t> src, std::span<const int> lengths, int S, EncodedSource& out) {
+void Seq2Seq::encode(std::span<const int32_t> src, std::span<const int> lengths, int S, EncodedSource& out,
+                     int rows_per_sentence) {
     const int N = static_cast<int>(lengths.size());
     NZ_CHECK(N > 0 && static_cast<int64_t>(src.size()) == int64_t{N} * S, "encode: {} ids for {} sentences of {}",
              src.size(), N, S);
@@ -268,7 +270,9 @@ void Seq2Seq::encode(std::span<const int32_t> src, std::span<const int> lengths,
     out.lengths.assign(lengths.begin(), lengths.end());
     out.enc_out.resize({N, S, encoder.output_size()}, false);
     encoder.forward(src, lengths, out.enc_out, step_enc_cache_, unused, Mode::eval);
-    attention.precompute(out.enc_out, out.keys);
+    const int step_rows = N * std::max(1, rows_per_sentence);
+    attention.precompute(out.enc_out, out.keys, step_rows);
+    decoder.prepare_steps(out, step_rows);
     out.init_h.resize({decoder.L, N, decoder.H}, false);
     bridge.forward(out.enc_out, step_enc_cache_.final, lengths, out.init_h, bridge_cache_);
 }
@@ -284,6 +288,9 @@ void Seq2Seq::select_rows(const EncodedSource& in, std::span<const int> rows, En
     }
     gather(in.enc_out, 0, rows, out.enc_out);
     gather(in.keys.keys, 0, rows, out.keys.keys);  // dot: (0) stays (0)
+    out.keys.query_t = in.keys.query_t;           // per-batch transposed weights: shared
+    out.wih_t = in.wih_t;
+    out.whh_t = in.whh_t;
     gather(in.init_h, 1, rows, out.init_h);
 }
 

@@ -85,7 +85,10 @@ public:
     // ---- incremental decoding (eval mode) ----
     // src (N·S) row-major, lengths (N) in [0, S]. S = 0 (every source empty) is allowed:
     // enc_out (N, 0, C), attention rows of width 0, context 0 (as for any empty sentence).
-    void encode(std::span<const int32_t> src, std::span<const int> lengths, int S, EncodedSource& out);
+    // rows_per_sentence: decoder rows per sentence in the steps that follow (the beam size), so
+    // that the per-step weights are transposed for the batch only when that pays (blas.h).
+    void encode(std::span<const int32_t> src, std::span<const int> lengths, int S, EncodedSource& out,
+                int rows_per_sentence = 1);
     // out row n = in row rows[n] (any N'; repeats allowed): expand sentences to beams.
     void select_rows(const EncodedSource& in, std::span<const int> rows, EncodedSource& out) const;
     // The bridge's initial state for every row of `src`; t = 0, feed = 0.

@@ -50,19 +50,17 @@ static void fill_rows(TensorView m, TensorView bias) {  // m (R, C) rows = bias 
     for (int r = 0; r < R; ++r) std::copy_n(bias.data(), C, m.data() + static_cast<int64_t>(r) * C);
 }
 
-void cell_project_input(const RNNCellParams& p, TensorView x, TensorView gi) {
+void cell_project_input(const RNNCellParams& p, TensorView x, TensorView gi, const float* wih_t) {
     const int GH = p.weight_ih.dim(0), I = p.weight_ih.dim(1);
     check_rows(x, I, "cell_project_input x");
     check_rows(gi, GH, "cell_project_input gi");
     const TensorView xm = x.as_matrix(), gm = gi.as_matrix();
     NZ_CHECK(xm.dim(0) == gm.dim(0), "cell_project_input: {} rows of x but {} of gi", xm.dim(0), gm.dim(0));
     if (xm.dim(0) == 0) return;
-    if (absent(p.bias_ih)) {
-        gemm(xm, false, p.weight_ih, true, gm, 1.0f, 0.0f);
-    } else {
-        fill_rows(gm, p.bias_ih);
-        gemm(xm, false, p.weight_ih, true, gm, 1.0f, 1.0f);  // gi = x W_ihᵀ + b_ih
-    }
+    const bool bias = !absent(p.bias_ih);
+    if (bias) fill_rows(gm, p.bias_ih);
+    gemm_xwt(xm.dim(0), GH, I, 1.0f, xm.data(), I, p.weight_ih.data(), I, wih_t, bias ? 1.0f : 0.0f, gm.data(),
+             GH);  // gi = x W_ihᵀ (+ b_ih)
 }
 
 void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad, TensorView d_gi, TensorView x,
@@ -84,14 +82,14 @@ void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad, Te
     }
 }
 
-void cell_add_recurrent(const RNNCellParams& p, TensorView h, TensorView a) {
+void cell_add_recurrent(const RNNCellParams& p, TensorView h, TensorView a, const float* whh_t) {
     const int GH = p.weight_hh.dim(0), H = p.weight_hh.dim(1);
     NZ_CHECK(h.ndim() == 2 && h.dim(1) == H && a.ndim() == 2 && a.dim(1) == GH && a.dim(0) == h.dim(0),
              "cell_add_recurrent: h {} and a {} do not fit weight_hh {}", h.shape().str(), a.shape().str(),
              p.weight_hh.shape().str());
     if (h.dim(0) == 0) return;
     if (!absent(p.bias_hh)) kernels::add_bias_rows(a, p.bias_hh);
-    gemm(h, false, p.weight_hh, true, a, 1.0f, 1.0f);  // a += h W_hhᵀ
+    gemm_xwt(h.dim(0), GH, H, 1.0f, h.data(), H, p.weight_hh.data(), H, whh_t, 1.0f, a.data(), GH);  // a += h W_hhᵀ
 }
 
 void cell_add_recurrent_backward(const RNNCellParams& p, RNNCellParams& grad, TensorView d_a, TensorView h,
@@ -229,14 +227,14 @@ void GRUCell::project_input_backward(TensorView d_gi, TensorView x, TensorView d
 }
 
 void GRUCell::forward_projected(TensorView gi, TensorView h, TensorView h_new, GRUStepCache& cache,
-                                StepMask mask) const {
+                                StepMask mask, const float* whh_t) const {
     const int H = cfg.hidden_size;
     NZ_CHECK(h.ndim() == 2 && h.dim(1) == H, "GRUCell: h {} needs (N, {})", h.shape().str(), H);
     const int N = h.dim(0);
     NZ_CHECK_SHAPE(gi, {N, 3 * H});
     cache.gates.resize({N, 3 * H});  // zeroed: gh = 0 + b_hh + h W_hhᵀ
     cache.gh_n.resize({N, H}, false);
-    cell_add_recurrent(params, h, cache.gates);
+    cell_add_recurrent(params, h, cache.gates, whh_t);
     gru::gates_forward(gi, h, cache.gates, cache.gh_n, h_new, mask);
 }
 
@@ -251,13 +249,14 @@ void GRUCell::backward_projected(TensorView d_h_new, TensorView h, const GRUStep
     cell_add_recurrent_backward(params, grad, d_gh_, h, d_h);
 }
 
-void GRUCell::forward(TensorView x, TensorView h, TensorView h_new, GRUStepCache& cache, StepMask mask) const {
+void GRUCell::forward(TensorView x, TensorView h, TensorView h_new, GRUStepCache& cache, StepMask mask,
+                      const float* wih_t, const float* whh_t) const {
     NZ_CHECK(x.ndim() == 2 && x.dim(1) == cfg.input_size && h.ndim() == 2 && x.dim(0) == h.dim(0),
              "GRUCell::forward: x {} and h {} do not fit input_size {}", x.shape().str(), h.shape().str(),
              cfg.input_size);
     cache.gi.resize({x.dim(0), 3 * cfg.hidden_size}, false);
-    cell_project_input(params, x, cache.gi);
-    forward_projected(cache.gi, h, h_new, cache, mask);
+    cell_project_input(params, x, cache.gi, wih_t);
+    forward_projected(cache.gi, h, h_new, cache, mask, whh_t);
 }
 
 void GRUCell::backward(TensorView d_h_new, TensorView x, TensorView h, const GRUStepCache& cache, TensorView d_x,

@@ -53,17 +53,20 @@ RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, b
 // The affine parts every cell and the RNN share (G·H = rows of the weights):
 //   gi = x W_ihᵀ + b_ih   for M rows at once (M = N for one step, T·B for a whole layer).
 void cell_project_input(const RNNCellParams& p,
-                        TensorView x,    // (M, I) or (..., I)
-                        TensorView gi);  // (M, G·H) or (..., G·H); overwritten
+                        TensorView x,                    // (M, I) or (..., I)
+                        TensorView gi,                   // (M, G·H) or (..., G·H); overwritten
+                        const float* wih_t = nullptr);   // W_ihᵀ of this batch (blas.h) or null
 //   d_x += d_gi W_ih;  grad.weight_ih += d_giᵀ x;  grad.bias_ih += Σ_rows d_gi.
 void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad,
                                  TensorView d_gi,  // (M, G·H)
                                  TensorView x,     // (M, I)
                                  TensorView d_x);  // (M, I) +=; empty view = not needed
 //   a += b_hh, then a += h W_hhᵀ   (GRU passes a = 0 to get gh; LSTM passes a = gi).
+// whh_t: W_hhᵀ made for this batch (refresh_weight_t, blas.h), or null.
 void cell_add_recurrent(const RNNCellParams& p,
                         TensorView h,   // (N, H)
-                        TensorView a);  // (N, G·H) +=
+                        TensorView a,   // (N, G·H) +=
+                        const float* whh_t = nullptr);
 //   d_h += d_a W_hh;  grad.weight_hh += d_aᵀ h;  grad.bias_hh += Σ_rows d_a.
 void cell_add_recurrent_backward(const RNNCellParams& p, RNNCellParams& grad,
                                  TensorView d_a,  // (N, G·H)
@@ -139,7 +142,8 @@ public:
                            TensorView h_new,       // (N, H)   out; may alias h only if the
                                                    //          caller does not need h for backward
                            GRUStepCache& cache,    // out
-                           StepMask mask = {}) const;
+                           StepMask mask = {},
+                           const float* whh_t = nullptr) const;  // W_hhᵀ of this batch (blas.h) or null
     // d_gi += ∂/∂gi;  d_h += ∂/∂h;  grad.weight_hh += d_ghᵀ h;  grad.bias_hh += Σ d_gh.
     void backward_projected(TensorView d_h_new,          // (N, H)
                             TensorView h,                // (N, H)  same tensor forward saw
@@ -153,7 +157,9 @@ public:
                  TensorView h,          // (N, H)
                  TensorView h_new,      // (N, H) out
                  GRUStepCache& cache,   // out
-                 StepMask mask = {}) const;
+                 StepMask mask = {},
+                 const float* wih_t = nullptr,         // W_ihᵀ, W_hhᵀ of this batch (blas.h) or null
+                 const float* whh_t = nullptr) const;
     // d_x += ∂/∂x;  d_h += ∂/∂h;  grad += all four parameter gradients.
     void backward(TensorView d_h_new,        // (N, H)
                   TensorView x,              // (N, I)

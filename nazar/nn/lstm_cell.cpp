@@ -126,7 +126,7 @@ void LSTMCell::project_input_backward(TensorView d_gi, TensorView x, TensorView 
 }
 
 void LSTMCell::forward_projected(TensorView gi, TensorView h, TensorView c, TensorView h_new, TensorView c_new,
-                                 LSTMStepCache& cache, StepMask mask) const {
+                                 LSTMStepCache& cache, StepMask mask, const float* whh_t) const {
     const int H = cfg.hidden_size;
     NZ_CHECK(h.ndim() == 2 && h.dim(1) == H, "LSTMCell: h {} needs (N, {})", h.shape().str(), H);
     const int N = h.dim(0);
@@ -134,7 +134,7 @@ void LSTMCell::forward_projected(TensorView gi, TensorView h, TensorView c, Tens
     cache.gates.resize({N, 4 * H}, false);
     cache.tanh_c.resize({N, H}, false);
     cache.gates.copy_from(gi);
-    cell_add_recurrent(params, h, cache.gates);  // a = gi + b_hh + h W_hhᵀ (the RNN's order)
+    cell_add_recurrent(params, h, cache.gates, whh_t);  // a = gi + b_hh + h W_hhᵀ (the RNN's order)
     lstm::gates_forward(h, c, cache.gates, cache.tanh_c, h_new, c_new, mask);
 }
 
@@ -150,7 +150,7 @@ void LSTMCell::backward_projected(TensorView d_h_new, TensorView d_c_new, Tensor
 }
 
 void LSTMCell::forward(TensorView x, TensorView h, TensorView c, TensorView h_new, TensorView c_new,
-                       LSTMStepCache& cache, StepMask mask) const {
+                       LSTMStepCache& cache, StepMask mask, const float* wih_t, const float* whh_t) const {
     NZ_CHECK(x.ndim() == 2 && x.dim(1) == cfg.input_size && h.ndim() == 2 && x.dim(0) == h.dim(0),
              "LSTMCell::forward: x {} and h {} do not fit input_size {}", x.shape().str(), h.shape().str(),
              cfg.input_size);
@@ -158,8 +158,8 @@ void LSTMCell::forward(TensorView x, TensorView h, TensorView c, TensorView h_ne
     NZ_CHECK_SHAPE(h, {N, H});
     cache.gates.resize({N, 4 * H}, false);
     cache.tanh_c.resize({N, H}, false);
-    cell_project_input(params, x, cache.gates);  // a = x W_ihᵀ + b_ih
-    cell_add_recurrent(params, h, cache.gates);  //   + b_hh + h W_hhᵀ
+    cell_project_input(params, x, cache.gates, wih_t);  // a = x W_ihᵀ + b_ih
+    cell_add_recurrent(params, h, cache.gates, whh_t);  //   + b_hh + h W_hhᵀ
     lstm::gates_forward(h, c, cache.gates, cache.tanh_c, h_new, c_new, mask);
 }
 

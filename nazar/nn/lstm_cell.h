@@ -84,7 +84,8 @@ public:
                            TensorView h_new,     // (N, H)   out
                            TensorView c_new,     // (N, H)   out
                            LSTMStepCache& cache, // out
-                           StepMask mask = {}) const;
+                           StepMask mask = {},
+                           const float* whh_t = nullptr) const;  // W_hhᵀ of this batch (blas.h) or null
     // d_gi += ∂/∂gi;  d_h, d_c += ∂/∂h, ∂/∂c;  grad.weight_hh += d_aᵀ h;  grad.bias_hh += Σ d_a.
     void backward_projected(TensorView d_h_new,         // (N, H)
                             TensorView d_c_new,         // (N, H)  empty view = zero
@@ -103,7 +104,9 @@ public:
                  TensorView h_new,       // (N, H) out
                  TensorView c_new,       // (N, H) out
                  LSTMStepCache& cache,   // out
-                 StepMask mask = {}) const;
+                 StepMask mask = {},
+                 const float* wih_t = nullptr,          // W_ihᵀ, W_hhᵀ of this batch (blas.h) or null
+                 const float* whh_t = nullptr) const;
     // d_x, d_h, d_c += their gradients;  grad += all four parameter gradients.
     void backward(TensorView d_h_new,         // (N, H)
                   TensorView d_c_new,         // (N, H)  empty view = zero

@@ -139,12 +139,16 @@ void RNN::forward(TensorView x, std::span<const int> lengths, const RNNState& in
                 cell_project_input(P, X, dc.gi);  // gi for all steps (one GEMM)
                 dc.gates.zero();                  // gh starts from 0 (+ b_hh + h W_hhᵀ per step)
             }
+            if (B > kSmallGemmRows)
+                refresh_weight_t(dc.whh_t, P.weight_hh);
+            else
+                dc.whh_t.reset();
             for (int s = 0; s < T; ++s) {
                 const int t = fwd ? s : T - 1 - s;
                 const int prev = fwd ? t : t + 1, next = fwd ? t + 1 : t;
                 const StepMask mask{len, t};
                 const TensorView a = dc.gates.select(t), hp = dc.h.select(prev), hn = dc.h.select(next);
-                cell_add_recurrent(P, hp, a);
+                cell_add_recurrent(P, hp, a, weight_t_rows(dc.whh_t));
                 if (lstm)
                     lstm::gates_forward(hp, dc.c.select(prev), a, dc.tanh_c.select(t), hn, dc.c.select(next), mask);
                 else

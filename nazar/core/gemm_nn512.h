@@ -1,0 +1,33 @@
+// Internal to blas.cpp (and its tests and benchmarks): nazar's own AVX-512 kernel for
+// C = alpha A B + beta C with A (M x K) and B (K x N) both row-major and untransposed, for the
+// per-step products of the recurrences (M = the batch's rows, 16..256; B = a weight matrix).
+//
+// Why: OpenBLAS copies ("packs") all of B into its own panel layout on every call. A step of the
+// standard model multiplies 64 rows by a 1536 x 512 weight, so the 3 MB copy is paid for 64 rows
+// of work, every step: 12% of a training step's samples were OpenBLAS's copy routines. Here B
+// needs no copy: its rows are already what the kernel reads, a 32-column strip k = 0..K-1 of
+// 128-byte pieces (one strip of a K block stays in L1 while every row block of A passes over it).
+// A forward product against Wᵀ becomes this NN product once per batch by keeping Wᵀ (see
+// blas.h, gemm_weight_t).
+//
+// Each C entry is accumulated in k order within K blocks of kKc, blocks added in order: the
+// result depends on the thread count only through which columns each thread owns, never on it.
+#pragma once
+
+#include <cstdint>
+
+namespace nazar::detail {
+
+// True when the CPU (and OS) support AVX-512F and the kernel is switched on (default; off when
+// NAZAR_NN512=0 is in the environment: OpenBLAS then does every product, for comparison).
+bool nn512_available();
+// Switches the kernel on (where the CPU supports it) or off; returns nn512_available().
+// For tests and benchmarks: weights transposed while it was on stay usable (gemm_xwt).
+bool set_nn512(bool on);
+
+// Columns [n0, n1) of C (M x N, ldc) = alpha A (M x K, lda) B (K x N, ldb) + beta C.
+// Requires nn512_available(). Single-threaded; callers split columns in multiples of 32.
+void gemm_nn512(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+                float beta, float* C, int ldc);
+
+}  // namespace nazar::detail

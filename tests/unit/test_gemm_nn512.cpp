@@ -1,0 +1,222 @@
+// nazar's own NN kernel (nazar/core/gemm_nn512.h) and the per-batch transposed weights built on
+// it (refresh_weight_t / gemm_xwt, blas.h): the kernel against the naive oracle over row counts
+// that exercise every tile height and the 64-block recursion, column tails of the 32-wide
+// strips, K around the 256 block, padded leading dimensions, alpha/beta (beta = 0 must not read
+// C); column ranges leave the rest of C alone; gemm_xwt through Wᵀ equals the NT product; and a
+// whole model computes the same loss, gradients and decoding log-probabilities with the kernel
+// on and off. Where the CPU lacks AVX-512 the kernel tests are skipped and the model test
+// compares OpenBLAS with itself.
+#include "nazar/core/blas.h"
+#include "nazar/core/gemm_nn512.h"
+#include "nazar/core/threads.h"
+#include "nazar/models/seq2seq.h"
+#include "tests/common/test_util.h"
+#include "tests/common/tiny_models.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace nazar {
+namespace {
+
+// float sums of K <= 600 products in [-1, 1] against a double oracle (as test_blas_threading)
+constexpr double kTol = 1e-4;
+
+struct Mats {
+    int M, N, K, lda, ldb, ldc;
+    std::vector<float> A, B, C;
+};
+
+Mats random_mats(int M, int N, int K, uint64_t seed) {
+    Rng rng(seed);
+    Mats m{M, N, K, K + 3, N + 5, N + 2, {}, {}, {}};
+    m.A.resize(static_cast<std::size_t>(M) * m.lda);
+    m.B.resize(static_cast<std::size_t>(K) * m.ldb);
+    m.C.resize(static_cast<std::size_t>(M) * m.ldc);
+    for (auto* v : {&m.A, &m.B, &m.C})
+        for (float& x : *v) x = rng.uniform(-1, 1);
+    return m;
+}
+
+double rel_err(const std::vector<float>& got, const std::vector<float>& want) {
+    double worst = 0, scale = 1e-30;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        if (std::isnan(got[i]) != std::isnan(want[i])) return std::numeric_limits<double>::infinity();
+        if (std::isnan(want[i])) continue;
+        worst = std::max(worst, static_cast<double>(std::abs(got[i] - want[i])));
+        scale = std::max(scale, static_cast<double>(std::abs(want[i])));
+    }
+    return worst / scale;
+}
+
+class Nn512 : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!detail::set_nn512(true)) GTEST_SKIP() << "no AVX-512 on this CPU";
+    }
+    void TearDown() override { detail::set_nn512(true); }
+};
+
+TEST_F(Nn512, KernelMatchesTheOracle) {
+    int cases = 0;
+    for (int M : {1, 2, 5, 8, 12, 13, 23, 25, 64, 100})
+        for (int N : {1, 15, 16, 17, 31, 32, 33, 100})
+            for (int K : {1, 7, 255, 256, 257, 600}) {
+                if (M * N * K > 2'000'000) continue;
+                for (const auto& [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, 2.0f}}) {
+                    Mats m = random_mats(M, N, K, static_cast<uint64_t>(M * 1000 + N * 10 + K));
+                    std::vector<float> want = m.C;
+                    detail::gemm_nn512(M, 0, N, K, alpha, m.A.data(), m.lda, m.B.data(), m.ldb, beta, m.C.data(),
+                                       m.ldc);
+                    gemm_naive(false, false, M, N, K, alpha, m.A.data(), m.lda, m.B.data(), m.ldb, beta, want.data(),
+                               m.ldc);
+                    ASSERT_LE(rel_err(m.C, want), kTol) << "M " << M << " N " << N << " K " << K << " beta " << beta;
+                    ++cases;
+                }
+            }
+    EXPECT_GT(cases, 500);
+}
+
+TEST_F(Nn512, ManyRowsRecurseAndBetaZeroIgnoresC) {
+    // 64 tiles of 12 rows are one pass; 800 rows take a second. beta = 0: NaN in C is overwritten.
+    Mats m = random_mats(800, 40, 70, 3);
+    std::fill(m.C.begin(), m.C.end(), std::numeric_limits<float>::quiet_NaN());
+    std::vector<float> want(m.C.size(), 0.0f);
+    detail::gemm_nn512(800, 0, 40, 70, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.0f, m.C.data(), m.ldc);
+    gemm_naive(false, false, 800, 40, 70, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.0f, want.data(), m.ldc);
+    for (int i = 0; i < 800; ++i)  // the padding columns of each row are not part of C
+        for (int j = 40; j < m.ldc; ++j) m.C[static_cast<std::size_t>(i) * m.ldc + j] = want[i * m.ldc + j];
+    EXPECT_LE(rel_err(m.C, want), kTol);
+}
+
+TEST_F(Nn512, ColumnRangeLeavesTheRestOfC) {
+    Mats m = random_mats(20, 100, 50, 4);
+    const std::vector<float> before = m.C;
+    std::vector<float> want = m.C;
+    detail::gemm_nn512(20, 32, 75, 50, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 1.0f, m.C.data(), m.ldc);
+    gemm_naive(false, false, 20, 43, 50, 1.0f, m.A.data(), m.lda, m.B.data() + 32, m.ldb, 1.0f, want.data() + 32,
+               m.ldc);
+    EXPECT_LE(rel_err(m.C, want), kTol);
+    for (int i = 0; i < 20; ++i)
+        for (int j = 0; j < m.ldc; ++j)
+            if (j < 32 || j >= 75) {
+                EXPECT_EQ(m.C[i * m.ldc + j], before[i * m.ldc + j]) << i << "," << j;
+            }
+}
+
+TEST_F(Nn512, GemmRawRoutesNnProductsForEveryThreadCount) {
+    for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        for (const auto& [M, N, K] : {std::tuple{9, 300, 200}, std::tuple{64, 1536, 512}, std::tuple{333, 77, 129}}) {
+            Mats m = random_mats(M, N, K, 9);
+            std::vector<float> want = m.C;
+            gemm_raw(false, false, M, N, K, 0.5f, m.A.data(), m.lda, m.B.data(), m.ldb, 1.0f, m.C.data(), m.ldc);
+            gemm_naive(false, false, M, N, K, 0.5f, m.A.data(), m.lda, m.B.data(), m.ldb, 1.0f, want.data(), m.ldc);
+            EXPECT_LE(rel_err(m.C, want), kTol) << threads << " threads, M " << M;
+        }
+    }
+    set_num_threads(0);
+}
+
+TEST_F(Nn512, TransposedWeightGivesTheNtProduct) {
+    Rng rng(21);
+    const Tensor W = test::random_tensor(rng, {150, 90});  // (N, K)
+    WeightT wt;
+    refresh_weight_t(wt, W);
+    ASSERT_TRUE(wt);
+    EXPECT_EQ(wt->shape(), Shape({90, 150}));
+    for (int i = 0; i < 150; ++i)
+        for (int k = 0; k < 90; ++k) ASSERT_EQ(wt->at(k, i), W.at(i, k));
+    for (int M : {1, 8, 9, 40}) {  // <= 8 rows: the NT path; more: through Wᵀ
+        const Tensor x = test::random_tensor(rng, {M, 90});
+        Tensor got = test::random_tensor(rng, {M, 150});
+        Tensor want = got;
+        gemm_xwt(M, 150, 90, 1.0f, x.data(), 90, W.data(), 90, wt->data(), 1.0f, got.data(), 150);
+        gemm_naive(false, true, M, 150, 90, 1.0f, x.data(), 90, W.data(), 90, 1.0f, want.data(), 150);
+        EXPECT_LE(max_abs_diff(got, want), 1e-4) << "M " << M;
+    }
+    // A column block W[:, 30:90]: rows 30.. of Wᵀ.
+    const Tensor x = test::random_tensor(rng, {20, 60});
+    Tensor got({20, 150}), want({20, 150});
+    gemm_xwt(20, 150, 60, 1.0f, x.data(), 60, W.data() + 30, 90, weight_t_rows(wt, 30 * 150), 0.0f, got.data(), 150);
+    gemm_naive(false, true, 20, 150, 60, 1.0f, x.data(), 60, W.data() + 30, 90, 0.0f, want.data(), 150);
+    EXPECT_LE(max_abs_diff(got, want), 1e-4);
+    // Refreshing reuses the memory of a sole owner and never writes into a shared copy.
+    const float* mem = wt->data();
+    refresh_weight_t(wt, W);
+    EXPECT_EQ(wt->data(), mem);
+    const WeightT shared = wt;
+    const Tensor W2 = test::random_tensor(rng, {150, 90});
+    refresh_weight_t(wt, W2);
+    EXPECT_NE(wt.get(), shared.get());
+    EXPECT_EQ(shared->at(3, 7), W.at(7, 3));
+    EXPECT_EQ(wt->at(3, 7), W2.at(7, 3));
+    // Off: nothing is made and gemm_xwt is the NT product.
+    detail::set_nn512(false);
+    refresh_weight_t(wt, W);
+    EXPECT_FALSE(wt);
+}
+
+// Everything a model computes with transposed step weights and the NN kernel matches the same
+// model on OpenBLAS alone: a 12-sentence batch (steps of 12 rows > kSmallGemmRows), for GRU and
+// LSTM, one and two decoder layers, Bahdanau, Luong with input feeding, and local-p.
+TEST(WeightT, ModelMatchesWithTheKernelOnAndOff) {
+    std::vector<ModelConfig> configs;
+    configs.push_back(test::tiny_config());
+    auto feed = test::tiny_config(DecoderKind::luong, ScoreKind::general);
+    feed.decoder.input_feeding = true;
+    feed.decoder.num_layers = 2;
+    feed.decoder.cell = CellType::lstm;
+    configs.push_back(feed);
+    auto lp = test::tiny_config(DecoderKind::luong, ScoreKind::general);
+    lp.attention.local = LocalMode::predictive;
+    lp.attention.window = 1;
+    lp.encoder.cell = CellType::lstm;
+    configs.push_back(lp);
+    std::vector<std::vector<int32_t>> srcs, tgts;
+    Rng data(7);
+    for (int i = 0; i < 12; ++i) {
+        std::vector<int32_t> s(1 + i % 5), t(1 + (i * 3) % 4);
+        for (auto& x : s) x = 4 + static_cast<int32_t>(data.uniform(0, 5.99f));
+        for (auto& x : t) x = 4 + static_cast<int32_t>(data.uniform(0, 5.99f));
+        srcs.push_back(s);
+        tgts.push_back(t);
+    }
+    const Batch b = test::make_batch(srcs, tgts);
+    for (const ModelConfig& c : configs) {
+        std::vector<std::vector<float>> grads[2];
+        double loss[2];
+        std::vector<float> step_lp[2];
+        for (int on = 0; on < 2; ++on) {
+            detail::set_nn512(on == 1);
+            Seq2Seq m(c, 5);
+            Rng rng(3);
+            loss[on] = m.train_step(b, TrainOptions{}, rng).loss;
+            for (const auto& p : m.parameters())
+                grads[on].emplace_back(p.grad->data(), p.grad->data() + p.grad->numel());
+            EncodedSource enc, wide;
+            m.encode(b.src, b.src_lengths, b.S, enc, 2);  // 24 step rows
+            std::vector<int> rows;
+            for (int r = 0; r < 2 * b.B; ++r) rows.push_back(r / 2);
+            m.select_rows(enc, rows, wide);
+            DecoderState st;
+            m.init_state(wide, st);
+            Tensor lp({2 * b.B, 10});
+            for (int t = 0; t < 3; ++t) {
+                m.step(std::vector<int32_t>(2 * b.B, t == 0 ? 2 : 5 + t), wide, st, lp, {});
+                step_lp[on].insert(step_lp[on].end(), lp.data(), lp.data() + lp.numel());
+            }
+        }
+        detail::set_nn512(true);
+        EXPECT_NEAR(loss[0], loss[1], 1e-5 * std::abs(loss[0]));
+        ASSERT_EQ(grads[0].size(), grads[1].size());
+        for (std::size_t i = 0; i < grads[0].size(); ++i) EXPECT_LE(rel_err(grads[1][i], grads[0][i]), 1e-4) << i;
+        EXPECT_LE(rel_err(step_lp[1], step_lp[0]), 1e-5);
+    }
+}
+
+}  // namespace
+}  // namespace nazar
