@@ -5,9 +5,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
 
 #if NAZAR_BLAS_OPENBLAS
 #include <cblas.h>
@@ -53,6 +59,25 @@ inline float dot_tail(const float* x, const float* w, int k0, int K) {
 }
 
 #ifdef NZ_BLAS_AVX2
+// dst (8 rows, ldd) = src (8 rows, lds)ᵀ for an 8 x 8 tile.
+inline void transpose8x8(const float* src, int64_t lds, float* dst, int64_t ldd) {
+    __m256 r[8], u[8];
+    for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+    for (int i = 0; i < 8; i += 2) {
+        u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4)
+        for (int j = 0; j < 2; ++j) {
+            r[i + 2 * j] = _mm256_shuffle_ps(u[i + j], u[i + j + 2], _MM_SHUFFLE(1, 0, 1, 0));
+            r[i + 2 * j + 1] = _mm256_shuffle_ps(u[i + j], u[i + j + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        }
+    for (int i = 0; i < 4; ++i) {
+        _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+        _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+    }
+}
+
 inline float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -281,8 +306,66 @@ void gemm_naive(bool ta, bool tb, int M, int N, int K, float alpha, const float*
         }
 }
 
+namespace {
+void gemm_dispatch(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
+                   int ldb, float beta, float* C, int ldc);
+
+// NAZAR_GEMM_PROFILE=1: every gemm_raw call is timed and tallied by (transposes, M, N, K); at
+// exit the 40 shapes that took longest are printed to stderr with calls, time, share and
+// GFLOP/s (docs/performance.md). Off (the default) it costs one test of a pointer per call.
+class GemmProfile {
+public:
+    void add(bool ta, bool tb, int M, int N, int K, double seconds) {
+        std::lock_guard lk(m_);
+        auto& e = t_[{ta, tb, M, N, K}];
+        ++e.calls;
+        e.seconds += seconds;
+    }
+    ~GemmProfile() {
+        double total = 0;
+        std::vector<std::pair<double, std::string>> rows;
+        for (const auto& [k, e] : t_) total += e.seconds;
+        for (const auto& [k, e] : t_) {
+            const auto& [ta, tb, M, N, K] = k;
+            rows.emplace_back(e.seconds, fmt::format("{:9.1f} ms {:5.1f}% {:8} calls  {}{} M {:5} N {:5} K {:5} {:7.1f} "
+                                                     "GFLOP/s",
+                                                     1e3 * e.seconds, 100 * e.seconds / total, e.calls,
+                                                     ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K,
+                                                     2e-9 * M * N * K * static_cast<double>(e.calls) / e.seconds));
+        }
+        std::sort(rows.rbegin(), rows.rend());
+        std::fprintf(stderr, "gemm profile: %.1f ms in %zu shapes\n", 1e3 * total, rows.size());
+        for (std::size_t i = 0; i < rows.size() && i < 40; ++i) std::fprintf(stderr, "%s\n", rows[i].second.c_str());
+    }
+
+private:
+    struct Entry {
+        int64_t calls = 0;
+        double seconds = 0;
+    };
+    std::mutex m_;
+    std::map<std::tuple<bool, bool, int, int, int>, Entry> t_;
+};
+std::unique_ptr<GemmProfile> g_profile{[]() -> GemmProfile* {
+    const char* e = std::getenv("NAZAR_GEMM_PROFILE");
+    return e && std::strcmp(e, "1") == 0 ? new GemmProfile : nullptr;
+}()};
+}  // namespace
+
 void gemm_raw(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
               int ldb, float beta, float* C, int ldc) {
+    if (!g_profile) {
+        gemm_dispatch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    gemm_dispatch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    g_profile->add(ta, tb, M, N, K, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+namespace {
+void gemm_dispatch(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
+                   int ldb, float beta, float* C, int ldc) {
     if (M == 0 || N == 0) return;
     if (K == 0) {  // C = beta C; BLAS would do this too, but some builds read A/B anyway
         for (int i = 0; i < M; ++i)
@@ -343,6 +426,8 @@ void gemm_raw(bool ta, bool tb, int M, int N, int K, float alpha, const float* A
 #endif
 }
 
+}  // namespace
+
 void gemv_raw(bool ta, int M, int N, float alpha, const float* A, int lda, const float* x, float beta, float* y) {
 #if NAZAR_BLAS_OPENBLAS
     cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, M, N, alpha, A, lda, x, 1, beta, y, 1);
@@ -361,15 +446,25 @@ void refresh_weight_t(WeightT& wt, const float* w, int N, int K, int ldw) {
     if (!wt || wt.use_count() > 1) wt = std::make_shared<Tensor>(Shape{K, N});
     wt->resize({K, N}, false);
     float* t = wt->data();
-    // 32 x 32 blocks: both sides stay within a few pages; columns of blocks over the pool.
-    constexpr int kB = 32;
-    parallel_for((N + kB - 1) / kB, 4, [&](int64_t b0, int64_t b1) {
-        for (int n0 = static_cast<int>(b0) * kB; n0 < std::min<int64_t>(N, b1 * kB); n0 += kB)
-            for (int k0 = 0; k0 < K; k0 += kB)
-                for (int n = n0; n < std::min(N, n0 + kB); ++n) {
-                    const float* src = w + static_cast<int64_t>(n) * ldw;
-                    for (int k = k0; k < std::min(K, k0 + kB); ++k) t[static_cast<int64_t>(k) * N + n] = src[k];
-                }
+    // 8 x 8 tiles transposed in registers (AVX2), rows of tiles over the pool; scalar edges.
+    const int N8 = N & ~7, K8 = K & ~7;
+    parallel_for((N + 7) / 8, 8, [&](int64_t b0, int64_t b1) {
+        for (int n0 = static_cast<int>(b0) * 8; n0 < std::min<int64_t>(N, b1 * 8); n0 += 8) {
+            const float* src = w + static_cast<int64_t>(n0) * ldw;
+            if (n0 < N8) {
+#ifdef NZ_BLAS_AVX2
+                for (int k0 = 0; k0 < K8; k0 += 8) transpose8x8(src + k0, ldw, t + static_cast<int64_t>(k0) * N + n0, N);
+#else
+                for (int k0 = 0; k0 < K8; ++k0)
+                    for (int i = 0; i < 8; ++i) t[static_cast<int64_t>(k0) * N + n0 + i] = src[int64_t{i} * ldw + k0];
+#endif
+                for (int k = K8; k < K; ++k)
+                    for (int i = 0; i < 8; ++i) t[static_cast<int64_t>(k) * N + n0 + i] = src[int64_t{i} * ldw + k];
+            } else {
+                for (int n = n0; n < N; ++n)
+                    for (int k = 0; k < K; ++k) t[static_cast<int64_t>(k) * N + n] = w[static_cast<int64_t>(n) * ldw + k];
+            }
+        }
     });
 }
 
