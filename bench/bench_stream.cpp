@@ -11,7 +11,6 @@
 
 #include <immintrin.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>

@@ -322,6 +322,7 @@ public:
         e.seconds += seconds;
     }
     ~GemmProfile() {
+        std::lock_guard lk(m_);
         double total = 0;
         std::vector<std::pair<double, std::string>> rows;
         for (const auto& [k, e] : t_) total += e.seconds;
@@ -329,9 +330,11 @@ public:
             const auto& [ta, tb, M, N, K] = k;
             rows.emplace_back(e.seconds, fmt::format("{:9.1f} ms {:5.1f}% {:8} calls  {}{} M {:5} N {:5} K {:5} {:7.1f} "
                                                      "GFLOP/s",
-                                                     1e3 * e.seconds, 100 * e.seconds / total, e.calls,
-                                                     ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K,
-                                                     2e-9 * M * N * K * static_cast<double>(e.calls) / e.seconds));
+                                                     1e3 * e.seconds, total > 0 ? 100 * e.seconds / total : 0.0,
+                                                     e.calls, ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K,
+                                                     e.seconds > 0 ? 2e-9 * M * N * K *
+                                                                         static_cast<double>(e.calls) / e.seconds
+                                                                   : 0.0));
         }
         std::sort(rows.rbegin(), rows.rend());
         std::fprintf(stderr, "gemm profile: %.1f ms in %zu shapes\n", 1e3 * total, rows.size());
@@ -439,7 +442,12 @@ void gemv_raw(bool ta, int M, int N, float alpha, const float* A, int lda, const
 }
 
 void refresh_weight_t(WeightT& wt, const float* w, int N, int K, int ldw) {
-    if (!detail::nn512_available() || N == 0 || K == 0) {
+#if NAZAR_BLAS_OPENBLAS
+    const bool used = detail::nn512_available();
+#else
+    const bool used = false;  // the naive build multiplies with loops either way
+#endif
+    if (!used || N == 0 || K == 0) {  // nothing would read it
         wt.reset();
         return;
     }

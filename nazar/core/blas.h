@@ -56,8 +56,9 @@ using WeightT = std::shared_ptr<Tensor>;
 // Products of at most this many rows (decoding at batch 1) use the small-M kernel, which reads
 // W directly: a transposed copy only pays for more rows.
 inline constexpr int kSmallGemmRows = 8;
-// wt = W[:, k0 : k0 + K]ᵀ of W (N rows, leading dimension ldw); reuses wt's memory when it
-// is the only owner.
+// wt = Wᵀ (K x N) of W (N x K, leading dimension ldw: a column block of a wider matrix is
+// allowed); reuses wt's memory when it is the only owner, never writes into a shared copy.
+// Leaves wt empty where the NN kernel cannot run (then nothing would read it).
 void refresh_weight_t(WeightT& wt, const float* w, int N, int K, int ldw);
 void refresh_weight_t(WeightT& wt, TensorView w);  // all of W (N x K)
 // C (M x N) = alpha A (M x K) Wᵀ + beta C, through wt = Wᵀ (K x N, leading dimension N: rows

@@ -26,19 +26,20 @@ constexpr int kKc = 256;  // K block: a 256 x 32 strip of B is 32 KB and stays i
 
 // Rows [0, MR) of A (from A, lda) times the strip B[k0..k0+kc) x [n, n+32) (masks m0, m1 for a
 // short last strip) into C: C = alpha acc + beta C on the first K block, C += alpha acc after.
+// pf: the strip to prefetch meanwhile (pf_rows rows of one or, with pf_wide, two cache lines).
 template <int MR>
 __attribute__((target("avx512f"))) void tile(int kc, const float* A, int lda, const float* B, int ldb, float* C,
                                              int ldc, float alpha, float beta, __mmask16 m0, __mmask16 m1,
-                                             const float* pf) {
+                                             const float* pf, int pf_rows, bool pf_wide) {
     __m512 c0[MR], c1[MR];
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) c0[r] = c1[r] = _mm512_setzero_ps();
     const bool full = m0 == 0xFFFF && m1 == 0xFFFF;
     for (int k = 0; k < kc; ++k) {
         const float* b = B + static_cast<int64_t>(k) * ldb;
-        if (pf) {
+        if (k < pf_rows) {
             _mm_prefetch(reinterpret_cast<const char*>(pf + static_cast<int64_t>(k) * ldb), _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char*>(pf + static_cast<int64_t>(k) * ldb + 16), _MM_HINT_T0);
+            if (pf_wide) _mm_prefetch(reinterpret_cast<const char*>(pf + static_cast<int64_t>(k) * ldb + 16), _MM_HINT_T0);
         }
         const __m512 b0 = full ? _mm512_loadu_ps(b) : _mm512_maskz_loadu_ps(m0, b);
         const __m512 b1 = full ? _mm512_loadu_ps(b + 16) : _mm512_maskz_loadu_ps(m1, b + 16);
@@ -66,7 +67,7 @@ __attribute__((target("avx512f"))) void tile(int kc, const float* A, int lda, co
 #pragma GCC diagnostic pop
 
 using TileFn = void (*)(int, const float*, int, const float*, int, float*, int, float, float, __mmask16, __mmask16,
-                        const float*);
+                        const float*, int, bool);
 constexpr TileFn kTiles[kMr + 1] = {nullptr,  tile<1>, tile<2>, tile<3>,  tile<4>,  tile<5>, tile<6>,
                                     tile<7>,  tile<8>, tile<9>, tile<10>, tile<11>, tile<12>};
 
@@ -93,6 +94,14 @@ bool set_nn512(bool on) {
 
 void gemm_nn512(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* B, int ldb,
                 float beta, float* C, int ldc) {
+    if (K == 0 || alpha == 0.0f) {  // C = beta C, A and B unread (as BLAS)
+        for (int i = 0; i < M; ++i)
+            for (int j = n0; j < n1; ++j) {
+                float& c = C[static_cast<int64_t>(i) * ldc + j];
+                c = beta == 0.0f ? 0.0f : beta * c;
+            }
+        return;
+    }
     // Rows in blocks of 12, the last ones balanced (64 = 12·4 + 8 + 8, not 12·5 + 4): a tile of
     // 4 rows still loads the whole strip of B for a third of the work.
     int blocks[64], nb = 0;
@@ -111,14 +120,19 @@ void gemm_nn512(int M, int n0, int n1, int K, float alpha, const float* A, int l
             // The first row block prefetches the next strip (or the next K block's first strip):
             // B's rows are 128-byte pieces a row length apart, which the hardware prefetcher
             // follows too slowly when B comes from memory.
-            const float* next = n + kNr < n1 ? b + kNr
-                                : k0 + kKc < K ? B + static_cast<int64_t>(k0 + kKc) * ldb + n0
-                                               : nullptr;
+            const float* next = nullptr;
+            int next_rows = 0, next_cols = 0;
+            if (n + kNr < n1) {
+                next = b + kNr, next_rows = kc, next_cols = n1 - n - kNr;
+            } else if (k0 + kKc < K) {
+                next = B + static_cast<int64_t>(k0 + kKc) * ldb + n0;
+                next_rows = std::min(kKc, K - k0 - kKc), next_cols = n1 - n0;
+            }
             int m = 0;
             for (int i = 0; i < nb; m += blocks[i++])
                 kTiles[blocks[i]](kc, A + static_cast<int64_t>(m) * lda + k0, lda, b, ldb,
                                   C + static_cast<int64_t>(m) * ldc + n, ldc, alpha, b_here, mk0, mk1,
-                                  i == 0 ? next : nullptr);
+                                  next, i == 0 ? next_rows : 0, next_cols > 16);
         }
     }
     int done = 0;

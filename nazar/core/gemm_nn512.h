@@ -8,7 +8,7 @@
 // needs no copy: its rows are already what the kernel reads, a 32-column strip k = 0..K-1 of
 // 128-byte pieces (one strip of a K block stays in L1 while every row block of A passes over it).
 // A forward product against Wᵀ becomes this NN product once per batch by keeping Wᵀ (see
-// blas.h, gemm_weight_t).
+// blas.h, refresh_weight_t / gemm_xwt).
 //
 // Each C entry is accumulated in k order within K blocks of kKc, blocks added in order: the
 // result depends on the thread count only through which columns each thread owns, never on it.

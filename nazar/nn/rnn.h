@@ -71,7 +71,7 @@ struct RNNDirectionCache {
     Tensor tanh_c{Shape{0}};  // (T, B, H)   LSTM only: tanh(c')
     Tensor h{Shape{0}};       // (T+1, B, H)
     Tensor c{Shape{0}};       // (T+1, B, H) LSTM only
-    WeightT whh_t;            // W_hhᵀ for this forward's steps (blas.h; empty below 2 rows or without AVX-512)
+    WeightT whh_t;            // W_hhᵀ for this forward's steps (blas.h; empty at <= kSmallGemmRows rows or without AVX-512)
 };
 
 // Everything backward needs; owned by the caller, reused across batches (resize keeps memory).

@@ -55,9 +55,11 @@ double rel_err(const std::vector<float>& got, const std::vector<float>& want) {
 class Nn512 : public ::testing::Test {
 protected:
     void SetUp() override {
+        was_on_ = detail::nn512_available();
         if (!detail::set_nn512(true)) GTEST_SKIP() << "no AVX-512 on this CPU";
     }
-    void TearDown() override { detail::set_nn512(true); }
+    void TearDown() override { detail::set_nn512(was_on_); }
+    bool was_on_ = false;
 };
 
 TEST_F(Nn512, KernelMatchesTheOracle) {
@@ -93,18 +95,33 @@ TEST_F(Nn512, ManyRowsRecurseAndBetaZeroIgnoresC) {
 }
 
 TEST_F(Nn512, ColumnRangeLeavesTheRestOfC) {
-    Mats m = random_mats(20, 100, 50, 4);
+    for (const auto& [c0, c1] : {std::pair{32, 75}, std::pair{5, 70}, std::pair{37, 38}}) {
+        Mats m = random_mats(20, 100, 300, 4);  // K = 300: two K blocks, the second short
+        const std::vector<float> before = m.C;
+        std::vector<float> want = m.C;
+        detail::gemm_nn512(20, c0, c1, 300, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 1.0f, m.C.data(), m.ldc);
+        gemm_naive(false, false, 20, c1 - c0, 300, 1.0f, m.A.data(), m.lda, m.B.data() + c0, m.ldb, 1.0f,
+                   want.data() + c0, m.ldc);
+        EXPECT_LE(rel_err(m.C, want), kTol) << c0 << ".." << c1;
+        for (int i = 0; i < 20; ++i)
+            for (int j = 0; j < m.ldc; ++j)
+                if (j < c0 || j >= c1) {
+                    EXPECT_EQ(m.C[i * m.ldc + j], before[i * m.ldc + j]) << i << "," << j;
+                }
+    }
+}
+
+TEST_F(Nn512, ZeroKOrAlphaIsBetaC) {
+    // As BLAS: C = beta C, and A and B are not read (NaN there must not leak into C).
+    Mats m = random_mats(13, 40, 20, 6);
+    std::fill(m.A.begin(), m.A.end(), std::numeric_limits<float>::quiet_NaN());
     const std::vector<float> before = m.C;
-    std::vector<float> want = m.C;
-    detail::gemm_nn512(20, 32, 75, 50, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 1.0f, m.C.data(), m.ldc);
-    gemm_naive(false, false, 20, 43, 50, 1.0f, m.A.data(), m.lda, m.B.data() + 32, m.ldb, 1.0f, want.data() + 32,
-               m.ldc);
-    EXPECT_LE(rel_err(m.C, want), kTol);
-    for (int i = 0; i < 20; ++i)
-        for (int j = 0; j < m.ldc; ++j)
-            if (j < 32 || j >= 75) {
-                EXPECT_EQ(m.C[i * m.ldc + j], before[i * m.ldc + j]) << i << "," << j;
-            }
+    detail::gemm_nn512(13, 0, 40, 20, 0.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.5f, m.C.data(), m.ldc);
+    for (int i = 0; i < 13; ++i)
+        for (int j = 0; j < 40; ++j) ASSERT_EQ(m.C[i * m.ldc + j], 0.5f * before[i * m.ldc + j]);
+    detail::gemm_nn512(13, 0, 40, 0, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.0f, m.C.data(), m.ldc);
+    for (int i = 0; i < 13; ++i)
+        for (int j = 0; j < 40; ++j) ASSERT_EQ(m.C[i * m.ldc + j], 0.0f);
 }
 
 TEST_F(Nn512, GemmRawRoutesNnProductsForEveryThreadCount) {
@@ -116,6 +133,14 @@ TEST_F(Nn512, GemmRawRoutesNnProductsForEveryThreadCount) {
             gemm_raw(false, false, M, N, K, 0.5f, m.A.data(), m.lda, m.B.data(), m.ldb, 1.0f, m.C.data(), m.ldc);
             gemm_naive(false, false, M, N, K, 0.5f, m.A.data(), m.lda, m.B.data(), m.ldb, 1.0f, want.data(), m.ldc);
             EXPECT_LE(rel_err(m.C, want), kTol) << threads << " threads, M " << M;
+            // beta = 0 over the pool: NaN in C is overwritten, never read
+            std::fill(m.C.begin(), m.C.end(), std::numeric_limits<float>::quiet_NaN());
+            std::fill(want.begin(), want.end(), 0.0f);
+            gemm_raw(false, false, M, N, K, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.0f, m.C.data(), m.ldc);
+            gemm_naive(false, false, M, N, K, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.0f, want.data(), m.ldc);
+            for (int i = 0; i < M; ++i)
+                for (int j = N; j < m.ldc; ++j) m.C[static_cast<std::size_t>(i) * m.ldc + j] = 0.0f;  // not C
+            EXPECT_LE(rel_err(m.C, want), kTol) << threads << " threads, M " << M << ", beta 0";
         }
     }
     set_num_threads(0);
@@ -144,12 +169,15 @@ TEST_F(Nn512, TransposedWeightGivesTheNtProduct) {
     gemm_xwt(20, 150, 60, 1.0f, x.data(), 60, W.data() + 30, 90, weight_t_rows(wt, 30 * 150), 0.0f, got.data(), 150);
     gemm_naive(false, true, 20, 150, 60, 1.0f, x.data(), 60, W.data() + 30, 90, 0.0f, want.data(), 150);
     EXPECT_LE(max_abs_diff(got, want), 1e-4);
-    // Refreshing reuses the memory of a sole owner and never writes into a shared copy.
+    // Refreshing rewrites the memory of a sole owner and never writes into a shared copy.
     const float* mem = wt->data();
-    refresh_weight_t(wt, W);
-    EXPECT_EQ(wt->data(), mem);
-    const WeightT shared = wt;
     const Tensor W2 = test::random_tensor(rng, {150, 90});
+    refresh_weight_t(wt, W2);
+    EXPECT_EQ(wt->data(), mem);
+    EXPECT_EQ(wt->at(3, 7), W2.at(7, 3));
+    EXPECT_EQ(wt->at(89, 149), W2.at(149, 89));
+    refresh_weight_t(wt, W);
+    const WeightT shared = wt;
     refresh_weight_t(wt, W2);
     EXPECT_NE(wt.get(), shared.get());
     EXPECT_EQ(shared->at(3, 7), W.at(7, 3));
@@ -186,32 +214,41 @@ TEST(WeightT, ModelMatchesWithTheKernelOnAndOff) {
         tgts.push_back(t);
     }
     const Batch b = test::make_batch(srcs, tgts);
+    const bool was_on = detail::nn512_available();
     for (const ModelConfig& c : configs) {
+        // Two training steps and two encodings on the same objects with the weights changed in
+        // between: the per-batch copies must follow the weights (a stale Wᵀ would differ).
         std::vector<std::vector<float>> grads[2];
-        double loss[2];
+        std::vector<double> loss[2];
         std::vector<float> step_lp[2];
         for (int on = 0; on < 2; ++on) {
             detail::set_nn512(on == 1);
             Seq2Seq m(c, 5);
             Rng rng(3);
-            loss[on] = m.train_step(b, TrainOptions{}, rng).loss;
-            for (const auto& p : m.parameters())
-                grads[on].emplace_back(p.grad->data(), p.grad->data() + p.grad->numel());
             EncodedSource enc, wide;
-            m.encode(b.src, b.src_lengths, b.S, enc, 2);  // 24 step rows
             std::vector<int> rows;
             for (int r = 0; r < 2 * b.B; ++r) rows.push_back(r / 2);
-            m.select_rows(enc, rows, wide);
-            DecoderState st;
-            m.init_state(wide, st);
-            Tensor lp({2 * b.B, 10});
-            for (int t = 0; t < 3; ++t) {
-                m.step(std::vector<int32_t>(2 * b.B, t == 0 ? 2 : 5 + t), wide, st, lp, {});
-                step_lp[on].insert(step_lp[on].end(), lp.data(), lp.data() + lp.numel());
+            for (int round = 0; round < 2; ++round) {
+                zero_grads(m.parameters());
+                loss[on].push_back(m.train_step(b, TrainOptions{}, rng).loss);
+                for (const auto& p : m.parameters())
+                    grads[on].emplace_back(p.grad->data(), p.grad->data() + p.grad->numel());
+                m.encode(b.src, b.src_lengths, b.S, enc, 2);  // 24 step rows
+                m.select_rows(enc, rows, wide);
+                DecoderState st;
+                m.init_state(wide, st);
+                Tensor lp({2 * b.B, 10});
+                for (int t = 0; t < 3; ++t) {
+                    m.step(std::vector<int32_t>(2 * b.B, t == 0 ? 2 : 5 + t), wide, st, lp, {});
+                    step_lp[on].insert(step_lp[on].end(), lp.data(), lp.data() + lp.numel());
+                }
+                for (const auto& p : m.parameters())  // a plain gradient step, the same for on and off
+                    for (int64_t i = 0; i < p.value->numel(); ++i) p.value->data()[i] -= 0.5f * p.grad->data()[i];
             }
         }
-        detail::set_nn512(true);
-        EXPECT_NEAR(loss[0], loss[1], 1e-5 * std::abs(loss[0]));
+        detail::set_nn512(was_on);
+        for (int round = 0; round < 2; ++round)
+            EXPECT_NEAR(loss[0][round], loss[1][round], 1e-5 * std::abs(loss[0][round])) << "round " << round;
         ASSERT_EQ(grads[0].size(), grads[1].size());
         for (std::size_t i = 0; i < grads[0].size(); ++i) EXPECT_LE(rel_err(grads[1][i], grads[0][i]), 1e-4) << i;
         EXPECT_LE(rel_err(step_lp[1], step_lp[0]), 1e-5);
