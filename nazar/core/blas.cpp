@@ -315,9 +315,9 @@ void gemm_dispatch(bool ta, bool tb, int M, int N, int K, float alpha, const flo
 // GFLOP/s (docs/performance.md). Off (the default) it costs one test of a pointer per call.
 class GemmProfile {
 public:
-    void add(bool ta, bool tb, int M, int N, int K, double seconds) {
+    void add(bool ta, bool tb, int M, int N, int K, double seconds, bool packed = false) {
         std::lock_guard lk(m_);
-        auto& e = t_[{ta, tb, M, N, K}];
+        auto& e = t_[{ta, tb, M, N, K, packed}];
         ++e.calls;
         e.seconds += seconds;
     }
@@ -327,14 +327,15 @@ public:
         std::vector<std::pair<double, std::string>> rows;
         for (const auto& [k, e] : t_) total += e.seconds;
         for (const auto& [k, e] : t_) {
-            const auto& [ta, tb, M, N, K] = k;
+            const auto& [ta, tb, M, N, K, packed] = k;
             rows.emplace_back(e.seconds, fmt::format("{:9.1f} ms {:5.1f}% {:8} calls  {}{} M {:5} N {:5} K {:5} {:7.1f} "
-                                                     "GFLOP/s",
+                                                     "GFLOP/s{}",
                                                      1e3 * e.seconds, total > 0 ? 100 * e.seconds / total : 0.0,
                                                      e.calls, ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K,
                                                      e.seconds > 0 ? 2e-9 * M * N * K *
                                                                          static_cast<double>(e.calls) / e.seconds
-                                                                   : 0.0));
+                                                                   : 0.0,
+                                                     packed ? "  (x Wᵀ through the packed per-batch Wᵀ)" : ""));
         }
         std::sort(rows.rbegin(), rows.rend());
         std::fprintf(stderr, "gemm profile: %.1f ms in %zu shapes\n", 1e3 * total, rows.size());
@@ -347,7 +348,7 @@ private:
         double seconds = 0;
     };
     std::mutex m_;
-    std::map<std::tuple<bool, bool, int, int, int>, Entry> t_;
+    std::map<std::tuple<bool, bool, int, int, int, bool>, Entry> t_;
 };
 std::unique_ptr<GemmProfile> g_profile{[]() -> GemmProfile* {
     const char* e = std::getenv("NAZAR_GEMM_PROFILE");
@@ -451,29 +452,38 @@ void refresh_weight_t(WeightT& wt, const float* w, int N, int K, int ldw) {
         wt.reset();
         return;
     }
-    if (!wt || wt.use_count() > 1) wt = std::make_shared<Tensor>(Shape{K, N});
-    wt->resize({K, N}, false);
+    const int strips = (N + 31) / 32;
+    if (!wt || wt.use_count() > 1) wt = std::make_shared<Tensor>(Shape{strips, K, 32});
+    wt->resize({strips, K, 32}, false);
     float* t = wt->data();
-    // 8 x 8 tiles transposed in registers (AVX2), rows of tiles over the pool; scalar edges.
+    // element (k, n) of Wᵀ, i.e. W[n][k], lives at t[(n / 32) · 32 K + 32 k + n % 32]
+    const auto at = [&](int k, int n) -> float& {
+        return t[static_cast<int64_t>(n / 32) * K * 32 + static_cast<int64_t>(k) * 32 + n % 32];
+    };
+    // 8 x 8 tiles transposed in registers (AVX2), groups of 8 rows of W over the pool; scalar
+    // edges; the padding columns of the last strip are zero.
     const int N8 = N & ~7, K8 = K & ~7;
     parallel_for((N + 7) / 8, 8, [&](int64_t b0, int64_t b1) {
         for (int n0 = static_cast<int>(b0) * 8; n0 < std::min<int64_t>(N, b1 * 8); n0 += 8) {
             const float* src = w + static_cast<int64_t>(n0) * ldw;
             if (n0 < N8) {
 #ifdef NZ_BLAS_AVX2
-                for (int k0 = 0; k0 < K8; k0 += 8) transpose8x8(src + k0, ldw, t + static_cast<int64_t>(k0) * N + n0, N);
+                for (int k0 = 0; k0 < K8; k0 += 8) transpose8x8(src + k0, ldw, &at(k0, n0), 32);
 #else
                 for (int k0 = 0; k0 < K8; ++k0)
-                    for (int i = 0; i < 8; ++i) t[static_cast<int64_t>(k0) * N + n0 + i] = src[int64_t{i} * ldw + k0];
+                    for (int i = 0; i < 8; ++i) at(k0, n0 + i) = src[int64_t{i} * ldw + k0];
 #endif
                 for (int k = K8; k < K; ++k)
-                    for (int i = 0; i < 8; ++i) t[static_cast<int64_t>(k) * N + n0 + i] = src[int64_t{i} * ldw + k];
+                    for (int i = 0; i < 8; ++i) at(k, n0 + i) = src[int64_t{i} * ldw + k];
             } else {
                 for (int n = n0; n < N; ++n)
-                    for (int k = 0; k < K; ++k) t[static_cast<int64_t>(k) * N + n] = w[static_cast<int64_t>(n) * ldw + k];
+                    for (int k = 0; k < K; ++k) at(k, n) = w[static_cast<int64_t>(n) * ldw + k];
             }
         }
     });
+    if (N % 32 != 0)
+        for (int k = 0; k < K; ++k)
+            for (int n = N; n < strips * 32; ++n) at(k, n) = 0.0f;
 }
 
 void refresh_weight_t(WeightT& wt, TensorView w) {
@@ -481,13 +491,25 @@ void refresh_weight_t(WeightT& wt, TensorView w) {
     refresh_weight_t(wt, w.data(), w.dim(0), w.dim(1), w.dim(1));
 }
 
-void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const float* W, int ldw, const float* wt,
+void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const float* W, int ldw, WeightTRows wt,
               float beta, float* C, int ldc) {
-    if (wt && M > kSmallM) {
-        gemm_raw(false, false, M, N, K, alpha, A, lda, wt, N, beta, C, ldc);
-    } else {
+    if (!wt || M <= kSmallM || M > kNn512Rows || !detail::nn512_available()) {
         gemm_raw(false, true, M, N, K, alpha, A, lda, W, ldw, beta, C, ldc);
+        return;
     }
+    const auto t0 = g_profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const auto cols = [&](int c0, int c1) {
+        detail::gemm_nn512_packed(M, c0, c1, K, alpha, A, lda, wt.data, wt.strip_stride, beta, C, ldc);
+    };
+    if (num_threads() < 2 || 2.0 * M * N * K < kSplitFlops)
+        cols(0, N);
+    else
+        parallel_for((N + 31) / 32, 1, [&](int64_t u0, int64_t u1) {
+            cols(static_cast<int>(u0) * 32, std::min(N, static_cast<int>(u1) * 32));
+        });
+    if (g_profile)
+        g_profile->add(false, true, M, N, K,
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), true);
 }
 
 std::string blas_description() {

@@ -47,29 +47,35 @@ bool set_small_gemm_avx512(bool on);
 
 // Products of many steps against one weight W (N x K): x Wᵀ, once per step of a recurrence.
 // OpenBLAS re-packs W on every call; instead Wᵀ (K x N) is made once per batch by
-// refresh_weight_t and the step product runs as the NN product x (Wᵀ) on nazar's own AVX-512
-// kernel (gemm_nn512.h), which reads its B in place. Where that kernel cannot run (no AVX-512,
-// NAZAR_NN512=0) refresh_weight_t leaves wt empty and gemm_xwt is the plain NT gemm.
-// wt is a snapshot: it must be refreshed whenever W changes (per batch: the callers refresh it
-// where they compute the batch's attention keys, which capture the weights the same way).
-using WeightT = std::shared_ptr<Tensor>;
+// refresh_weight_t, strip-packed (gemm_nn512.h: 32-column strips, each K rows of 32 floats),
+// and the step product runs on nazar's own AVX-512 kernel. Where that kernel cannot run (no
+// AVX-512, NAZAR_NN512=0, the naive BLAS build) refresh_weight_t leaves wt empty and gemm_xwt
+// is the plain NT gemm. wt is a snapshot: it must be refreshed whenever W changes (per batch:
+// the callers refresh it where they compute the batch's attention keys, which capture the
+// weights the same way).
+using WeightT = std::shared_ptr<Tensor>;  // shape (ceil(N / 32), K, 32)
 // Products of at most this many rows (decoding at batch 1) use the small-M kernel, which reads
 // W directly: a transposed copy only pays for more rows.
 inline constexpr int kSmallGemmRows = 8;
-// wt = Wᵀ (K x N) of W (N x K, leading dimension ldw: a column block of a wider matrix is
-// allowed); reuses wt's memory when it is the only owner, never writes into a shared copy.
-// Leaves wt empty where the NN kernel cannot run (then nothing would read it).
+// wt = Wᵀ of W (N x K, leading dimension ldw: a column block of a wider matrix is allowed),
+// strip-packed; reuses wt's memory when it is the only owner, never writes into a shared copy.
 void refresh_weight_t(WeightT& wt, const float* w, int N, int K, int ldw);
 void refresh_weight_t(WeightT& wt, TensorView w);  // all of W (N x K)
-// C (M x N) = alpha A (M x K) Wᵀ + beta C, through wt = Wᵀ (K x N, leading dimension N: rows
-// k0.. of a refresh_weight_t result for a column block of W) when it is given and
-// M > kSmallGemmRows; else the NT product against W (N x K, ldw).
-void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const float* W, int ldw,
-              const float* wt, float beta, float* C, int ldc);
-// wt->data() + offset, or null when wt is empty.
-inline const float* weight_t_rows(const WeightT& wt, int64_t offset = 0) {
-    return wt ? wt->data() + offset : nullptr;
+// Rows k0.. of a packed Wᵀ (the columns k0.. of W), or nothing.
+struct WeightTRows {
+    const float* data = nullptr;  // strip 0, row k0
+    int64_t strip_stride = 0;     // floats from one strip to the next (32 · K of the whole)
+    explicit operator bool() const { return data != nullptr; }
+};
+inline WeightTRows weight_t_rows(const WeightT& wt, int k0 = 0) {
+    if (!wt) return {};
+    return {wt->data() + int64_t{k0} * 32, int64_t{wt->dim(1)} * 32};
 }
+// C (M x N) = alpha A (M x K) Wᵀ + beta C: through wt (rows k0 .. k0 + K of a packed Wᵀ whose
+// W has N rows) when it is given and kSmallGemmRows < M <= 512; else the NT product against
+// W (N x K, ldw).
+void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const float* W, int ldw,
+              WeightTRows wt, float beta, float* C, int ldc);
 
 // Sets the BLAS thread count. Use nazar::set_num_threads (threads.h), which also sizes our pool.
 void blas_set_num_threads(int n);

@@ -92,8 +92,13 @@ bool set_nn512(bool on) {
     return g_on.load();
 }
 
-void gemm_nn512(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* B, int ldb,
-                float beta, float* C, int ldc) {
+namespace {
+
+// Columns [n0, n1) of C: Bs points at column n0's strip, row k of a strip is ldb floats after
+// row k - 1, and the strip of columns n0 + 32 s starts strip_stride floats after Bs's.
+// In place: Bs = B + n0, strip_stride = 32. Strip-packed: ldb = 32, strip_stride = 32 K.
+void run(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* Bs, int ldb,
+         int64_t strip_stride, float beta, float* C, int ldc) {
     if (K == 0 || alpha == 0.0f) {  // C = beta C, A and B unread (as BLAS)
         for (int i = 0; i < M; ++i)
             for (int j = n0; j < n1; ++j) {
@@ -116,16 +121,16 @@ void gemm_nn512(int M, int n0, int n1, int K, float alpha, const float* A, int l
         const float b_here = k0 == 0 ? beta : 1.0f;
         for (int n = n0; n < n1; n += kNr) {
             const __mmask16 mk0 = lanes(n1 - n), mk1 = lanes(n1 - n - 16);
-            const float* b = B + static_cast<int64_t>(k0) * ldb + n;
+            const float* b = Bs + (n - n0) / kNr * strip_stride + static_cast<int64_t>(k0) * ldb;
             // The first row block prefetches the next strip (or the next K block's first strip):
-            // B's rows are 128-byte pieces a row length apart, which the hardware prefetcher
-            // follows too slowly when B comes from memory.
+            // in place, B's rows are 128-byte pieces a row length apart (a page apart for a 1536-
+            // column B), which the hardware prefetcher does not follow when B comes from memory.
             const float* next = nullptr;
             int next_rows = 0, next_cols = 0;
             if (n + kNr < n1) {
-                next = b + kNr, next_rows = kc, next_cols = n1 - n - kNr;
+                next = b + strip_stride, next_rows = kc, next_cols = n1 - n - kNr;
             } else if (k0 + kKc < K) {
-                next = B + static_cast<int64_t>(k0 + kKc) * ldb + n0;
+                next = Bs + static_cast<int64_t>(k0 + kKc) * ldb;
                 next_rows = std::min(kKc, K - k0 - kKc), next_cols = n1 - n0;
             }
             int m = 0;
@@ -138,8 +143,20 @@ void gemm_nn512(int M, int n0, int n1, int K, float alpha, const float* A, int l
     int done = 0;
     for (int i = 0; i < nb; ++i) done += blocks[i];
     if (done < M)
-        gemm_nn512(M - done, n0, n1, K, alpha, A + static_cast<int64_t>(done) * lda, lda, B, ldb, beta,
-                   C + static_cast<int64_t>(done) * ldc, ldc);
+        run(M - done, n0, n1, K, alpha, A + static_cast<int64_t>(done) * lda, lda, Bs, ldb, strip_stride, beta,
+            C + static_cast<int64_t>(done) * ldc, ldc);
+}
+
+}  // namespace
+
+void gemm_nn512(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+                float beta, float* C, int ldc) {
+    run(M, n0, n1, K, alpha, A, lda, B + n0, ldb, kNr, beta, C, ldc);
+}
+
+void gemm_nn512_packed(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* Bp,
+                       int64_t strip_stride, float beta, float* C, int ldc) {
+    run(M, n0, n1, K, alpha, A, lda, Bp + n0 / kNr * strip_stride, kNr, strip_stride, beta, C, ldc);
 }
 
 #else
@@ -147,6 +164,7 @@ void gemm_nn512(int M, int n0, int n1, int K, float alpha, const float* A, int l
 bool nn512_available() { return false; }
 bool set_nn512(bool) { return false; }
 void gemm_nn512(int, int, int, int, float, const float*, int, const float*, int, float, float*, int) {}
+void gemm_nn512_packed(int, int, int, int, float, const float*, int, const float*, int64_t, float, float*, int) {}
 
 #endif
 

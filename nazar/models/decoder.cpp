@@ -102,8 +102,8 @@ void Decoder::step_forward(int t, TensorView emb, TensorView h_prev, TensorView 
         cache.lstm.resize(L);
     }
     // W_ihᵀ and W_hhᵀ of layer l for this batch (prepare_steps), or null
-    const auto wt = [&](const std::vector<WeightT>& v, int l, int64_t offset = 0) {
-        return static_cast<int>(v.size()) == L ? weight_t_rows(v[l], offset) : nullptr;
+    const auto wt = [&](const std::vector<WeightT>& v, int l, int k0 = 0) {
+        return static_cast<int>(v.size()) == L ? weight_t_rows(v[l], k0) : WeightTRows{};
     };
     for (int l = 0; l < L; ++l) {
         TensorView x = cache.x0;
@@ -119,7 +119,7 @@ void Decoder::step_forward(int t, TensorView emb, TensorView h_prev, TensorView 
             const RNNCellParams& p = cell == CellType::gru ? gru[0].params : lstm[0].params;
             if (feed_ > 0)  // rows E.. of W_ihᵀ are W_fᵀ
                 gemm_xwt(N, GH, feed_, 1.0f, cache.x0.data() + E, I0, p.weight_ih.data() + E, I0,
-                         wt(src.wih_t, 0, int64_t{E} * GH), 1.0f, gi0.data(), GH);
+                         wt(src.wih_t, 0, E), 1.0f, gi0.data(), GH);
             if (cell == CellType::gru)
                 gru[0].forward_projected(gi0, h_prev.select(0), h_new.select(0), cache.gru[0], {}, wt(src.whh_t, 0));
             else

@@ -50,7 +50,7 @@ static void fill_rows(TensorView m, TensorView bias) {  // m (R, C) rows = bias 
     for (int r = 0; r < R; ++r) std::copy_n(bias.data(), C, m.data() + static_cast<int64_t>(r) * C);
 }
 
-void cell_project_input(const RNNCellParams& p, TensorView x, TensorView gi, const float* wih_t) {
+void cell_project_input(const RNNCellParams& p, TensorView x, TensorView gi, WeightTRows wih_t) {
     const int GH = p.weight_ih.dim(0), I = p.weight_ih.dim(1);
     check_rows(x, I, "cell_project_input x");
     check_rows(gi, GH, "cell_project_input gi");
@@ -82,7 +82,7 @@ void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad, Te
     }
 }
 
-void cell_add_recurrent(const RNNCellParams& p, TensorView h, TensorView a, const float* whh_t) {
+void cell_add_recurrent(const RNNCellParams& p, TensorView h, TensorView a, WeightTRows whh_t) {
     const int GH = p.weight_hh.dim(0), H = p.weight_hh.dim(1);
     NZ_CHECK(h.ndim() == 2 && h.dim(1) == H && a.ndim() == 2 && a.dim(1) == GH && a.dim(0) == h.dim(0),
              "cell_add_recurrent: h {} and a {} do not fit weight_hh {}", h.shape().str(), a.shape().str(),
@@ -227,7 +227,7 @@ void GRUCell::project_input_backward(TensorView d_gi, TensorView x, TensorView d
 }
 
 void GRUCell::forward_projected(TensorView gi, TensorView h, TensorView h_new, GRUStepCache& cache,
-                                StepMask mask, const float* whh_t) const {
+                                StepMask mask, WeightTRows whh_t) const {
     const int H = cfg.hidden_size;
     NZ_CHECK(h.ndim() == 2 && h.dim(1) == H, "GRUCell: h {} needs (N, {})", h.shape().str(), H);
     const int N = h.dim(0);
@@ -250,7 +250,7 @@ void GRUCell::backward_projected(TensorView d_h_new, TensorView h, const GRUStep
 }
 
 void GRUCell::forward(TensorView x, TensorView h, TensorView h_new, GRUStepCache& cache, StepMask mask,
-                      const float* wih_t, const float* whh_t) const {
+                      WeightTRows wih_t, WeightTRows whh_t) const {
     NZ_CHECK(x.ndim() == 2 && x.dim(1) == cfg.input_size && h.ndim() == 2 && x.dim(0) == h.dim(0),
              "GRUCell::forward: x {} and h {} do not fit input_size {}", x.shape().str(), h.shape().str(),
              cfg.input_size);

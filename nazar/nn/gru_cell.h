@@ -22,6 +22,7 @@
 // Math: docs/derivations/gru.md.
 #pragma once
 
+#include "nazar/core/blas.h"
 #include "nazar/core/rng.h"
 #include "nazar/core/tensor.h"
 
@@ -55,7 +56,7 @@ RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, b
 void cell_project_input(const RNNCellParams& p,
                         TensorView x,                    // (M, I) or (..., I)
                         TensorView gi,                   // (M, G·H) or (..., G·H); overwritten
-                        const float* wih_t = nullptr);   // W_ihᵀ of this batch (blas.h) or null
+                        WeightTRows wih_t = {});   // W_ihᵀ of this batch (blas.h) or none
 //   d_x += d_gi W_ih;  grad.weight_ih += d_giᵀ x;  grad.bias_ih += Σ_rows d_gi.
 void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad,
                                  TensorView d_gi,  // (M, G·H)
@@ -66,7 +67,7 @@ void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad,
 void cell_add_recurrent(const RNNCellParams& p,
                         TensorView h,   // (N, H)
                         TensorView a,   // (N, G·H) +=
-                        const float* whh_t = nullptr);
+                        WeightTRows whh_t = {});
 //   d_h += d_a W_hh;  grad.weight_hh += d_aᵀ h;  grad.bias_hh += Σ_rows d_a.
 void cell_add_recurrent_backward(const RNNCellParams& p, RNNCellParams& grad,
                                  TensorView d_a,  // (N, G·H)
@@ -143,7 +144,7 @@ public:
                                                    //          caller does not need h for backward
                            GRUStepCache& cache,    // out
                            StepMask mask = {},
-                           const float* whh_t = nullptr) const;  // W_hhᵀ of this batch (blas.h) or null
+                           WeightTRows whh_t = {}) const;  // W_hhᵀ of this batch (blas.h) or none
     // d_gi += ∂/∂gi;  d_h += ∂/∂h;  grad.weight_hh += d_ghᵀ h;  grad.bias_hh += Σ d_gh.
     void backward_projected(TensorView d_h_new,          // (N, H)
                             TensorView h,                // (N, H)  same tensor forward saw
@@ -158,8 +159,8 @@ public:
                  TensorView h_new,      // (N, H) out
                  GRUStepCache& cache,   // out
                  StepMask mask = {},
-                 const float* wih_t = nullptr,         // W_ihᵀ, W_hhᵀ of this batch (blas.h) or null
-                 const float* whh_t = nullptr) const;
+                 WeightTRows wih_t = {},         // W_ihᵀ, W_hhᵀ of this batch (blas.h) or none
+                 WeightTRows whh_t = {}) const;
     // d_x += ∂/∂x;  d_h += ∂/∂h;  grad += all four parameter gradients.
     void backward(TensorView d_h_new,        // (N, H)
                   TensorView x,              // (N, I)

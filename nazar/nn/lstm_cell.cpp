@@ -126,7 +126,7 @@ void LSTMCell::project_input_backward(TensorView d_gi, TensorView x, TensorView 
 }
 
 void LSTMCell::forward_projected(TensorView gi, TensorView h, TensorView c, TensorView h_new, TensorView c_new,
-                                 LSTMStepCache& cache, StepMask mask, const float* whh_t) const {
+                                 LSTMStepCache& cache, StepMask mask, WeightTRows whh_t) const {
     const int H = cfg.hidden_size;
     NZ_CHECK(h.ndim() == 2 && h.dim(1) == H, "LSTMCell: h {} needs (N, {})", h.shape().str(), H);
     const int N = h.dim(0);
@@ -150,7 +150,7 @@ void LSTMCell::backward_projected(TensorView d_h_new, TensorView d_c_new, Tensor
 }
 
 void LSTMCell::forward(TensorView x, TensorView h, TensorView c, TensorView h_new, TensorView c_new,
-                       LSTMStepCache& cache, StepMask mask, const float* wih_t, const float* whh_t) const {
+                       LSTMStepCache& cache, StepMask mask, WeightTRows wih_t, WeightTRows whh_t) const {
     NZ_CHECK(x.ndim() == 2 && x.dim(1) == cfg.input_size && h.ndim() == 2 && x.dim(0) == h.dim(0),
              "LSTMCell::forward: x {} and h {} do not fit input_size {}", x.shape().str(), h.shape().str(),
              cfg.input_size);

@@ -85,7 +85,7 @@ public:
                            TensorView c_new,     // (N, H)   out
                            LSTMStepCache& cache, // out
                            StepMask mask = {},
-                           const float* whh_t = nullptr) const;  // W_hhᵀ of this batch (blas.h) or null
+                           WeightTRows whh_t = {}) const;  // W_hhᵀ of this batch (blas.h) or none
     // d_gi += ∂/∂gi;  d_h, d_c += ∂/∂h, ∂/∂c;  grad.weight_hh += d_aᵀ h;  grad.bias_hh += Σ d_a.
     void backward_projected(TensorView d_h_new,         // (N, H)
                             TensorView d_c_new,         // (N, H)  empty view = zero
@@ -105,8 +105,8 @@ public:
                  TensorView c_new,       // (N, H) out
                  LSTMStepCache& cache,   // out
                  StepMask mask = {},
-                 const float* wih_t = nullptr,          // W_ihᵀ, W_hhᵀ of this batch (blas.h) or null
-                 const float* whh_t = nullptr) const;
+                 WeightTRows wih_t = {},          // W_ihᵀ, W_hhᵀ of this batch (blas.h) or none
+                 WeightTRows whh_t = {}) const;
     // d_x, d_h, d_c += their gradients;  grad += all four parameter gradients.
     void backward(TensorView d_h_new,         // (N, H)
                   TensorView d_c_new,         // (N, H)  empty view = zero

@@ -146,27 +146,54 @@ TEST_F(Nn512, GemmRawRoutesNnProductsForEveryThreadCount) {
     set_num_threads(0);
 }
 
+// Element (k, n) of a strip-packed Wᵀ (blas.h): W[n][k].
+float packed_at(const WeightT& wt, int k, int n) { return wt->at(n / 32, k, n % 32); }
+
+TEST_F(Nn512, PackedBIsBitIdenticalToInPlace) {
+    // Same tiles, same k order: only where B's rows are read from differs.
+    for (const auto& [M, N, K] : {std::tuple{64, 1536, 512}, std::tuple{13, 100, 300}, std::tuple{25, 33, 7}}) {
+        Rng rng(static_cast<uint64_t>(M + N + K));
+        const Tensor W = test::random_tensor(rng, {N, K}), x = test::random_tensor(rng, {M, K});
+        Tensor Wt({K, N});
+        for (int n = 0; n < N; ++n)
+            for (int k = 0; k < K; ++k) Wt.at(k, n) = W.at(n, k);
+        WeightT wt;
+        refresh_weight_t(wt, W);
+        const WeightTRows rows = weight_t_rows(wt);
+        for (const auto& [c0, c1] : {std::pair{0, N}, std::pair{32, N}, std::pair{0, std::min(N, 32)}}) {
+            Tensor a = test::random_tensor(rng, {M, N});
+            Tensor b = a;
+            detail::gemm_nn512(M, c0, c1, K, 0.5f, x.data(), K, Wt.data(), N, 1.5f, a.data(), N);
+            detail::gemm_nn512_packed(M, c0, c1, K, 0.5f, x.data(), K, rows.data, rows.strip_stride, 1.5f, b.data(),
+                                      N);
+            EXPECT_EQ(max_abs_diff(a, b), 0.0) << M << "x" << N << "x" << K << " columns " << c0 << ".." << c1;
+        }
+    }
+}
+
 TEST_F(Nn512, TransposedWeightGivesTheNtProduct) {
     Rng rng(21);
     const Tensor W = test::random_tensor(rng, {150, 90});  // (N, K)
     WeightT wt;
     refresh_weight_t(wt, W);
     ASSERT_TRUE(wt);
-    EXPECT_EQ(wt->shape(), Shape({90, 150}));
+    EXPECT_EQ(wt->shape(), Shape({5, 90, 32}));  // ceil(150 / 32) strips of 90 rows of 32
     for (int i = 0; i < 150; ++i)
-        for (int k = 0; k < 90; ++k) ASSERT_EQ(wt->at(k, i), W.at(i, k));
-    for (int M : {1, 8, 9, 40}) {  // <= 8 rows: the NT path; more: through Wᵀ
+        for (int k = 0; k < 90; ++k) ASSERT_EQ(packed_at(wt, k, i), W.at(i, k));
+    for (int i = 150; i < 160; ++i)
+        for (int k = 0; k < 90; ++k) ASSERT_EQ(packed_at(wt, k, i), 0.0f);  // the last strip's padding
+    for (int M : {1, 8, 9, 40, 600}) {  // <= 8 rows and > 512: the NT path; between: through Wᵀ
         const Tensor x = test::random_tensor(rng, {M, 90});
         Tensor got = test::random_tensor(rng, {M, 150});
         Tensor want = got;
-        gemm_xwt(M, 150, 90, 1.0f, x.data(), 90, W.data(), 90, wt->data(), 1.0f, got.data(), 150);
+        gemm_xwt(M, 150, 90, 1.0f, x.data(), 90, W.data(), 90, weight_t_rows(wt), 1.0f, got.data(), 150);
         gemm_naive(false, true, M, 150, 90, 1.0f, x.data(), 90, W.data(), 90, 1.0f, want.data(), 150);
         EXPECT_LE(max_abs_diff(got, want), 1e-4) << "M " << M;
     }
     // A column block W[:, 30:90]: rows 30.. of Wᵀ.
     const Tensor x = test::random_tensor(rng, {20, 60});
     Tensor got({20, 150}), want({20, 150});
-    gemm_xwt(20, 150, 60, 1.0f, x.data(), 60, W.data() + 30, 90, weight_t_rows(wt, 30 * 150), 0.0f, got.data(), 150);
+    gemm_xwt(20, 150, 60, 1.0f, x.data(), 60, W.data() + 30, 90, weight_t_rows(wt, 30), 0.0f, got.data(), 150);
     gemm_naive(false, true, 20, 150, 60, 1.0f, x.data(), 60, W.data() + 30, 90, 0.0f, want.data(), 150);
     EXPECT_LE(max_abs_diff(got, want), 1e-4);
     // Refreshing rewrites the memory of a sole owner and never writes into a shared copy.
@@ -174,14 +201,14 @@ TEST_F(Nn512, TransposedWeightGivesTheNtProduct) {
     const Tensor W2 = test::random_tensor(rng, {150, 90});
     refresh_weight_t(wt, W2);
     EXPECT_EQ(wt->data(), mem);
-    EXPECT_EQ(wt->at(3, 7), W2.at(7, 3));
-    EXPECT_EQ(wt->at(89, 149), W2.at(149, 89));
+    EXPECT_EQ(packed_at(wt, 3, 7), W2.at(7, 3));
+    EXPECT_EQ(packed_at(wt, 89, 149), W2.at(149, 89));
     refresh_weight_t(wt, W);
     const WeightT shared = wt;
     refresh_weight_t(wt, W2);
     EXPECT_NE(wt.get(), shared.get());
-    EXPECT_EQ(shared->at(3, 7), W.at(7, 3));
-    EXPECT_EQ(wt->at(3, 7), W2.at(7, 3));
+    EXPECT_EQ(packed_at(shared, 3, 7), W.at(7, 3));
+    EXPECT_EQ(packed_at(wt, 3, 7), W2.at(7, 3));
     // Off: nothing is made and gemm_xwt is the NT product.
     detail::set_nn512(false);
     refresh_weight_t(wt, W);
