@@ -76,10 +76,37 @@ void shapes(benchmark::internal::Benchmark* b) {
         b->Args({64, 1536, 512, 1, mode});      // decoder recurrent
         b->Args({1, 8000, 512, 1, mode});       // greedy decoding, batch 1: generator
         b->Args({5, 8000, 512, 1, mode});       // beam 5, batch 1: generator
+        b->Args({5, 1536, 768, 1, mode});       // beam 5, batch 1: decoder input [e; c]
+        b->Args({5, 1536, 512, 1, mode});       // beam 5, batch 1: decoder recurrent
     }
+}
+
+// The four weight products of one beam-5 decoding step at batch 1 (standard Bahdanau: the
+// attention query 512x512, the GRU input [e; c] 1536x768 and recurrent 1536x512, the 8000x512
+// generator), back to back in the step's order, so each weight is streamed after the others as
+// in the decoder: the floor of a step's time when nothing but these products cost anything
+// (docs/performance.md, "Roofline of the decoding targets"). Counter: us per step.
+void BM_beam1_step_products(benchmark::State& st) {
+    set_num_threads(0);
+    validate(5, 1536, 768, true);
+    Rng rng(2);
+    Tensor gen({8000, 512}), wih({1536, 768}), whh({1536, 512}), wq({512, 512});
+    Tensor s({5, 512}), x0({5, 768}), logits({5, 8000}), gi({5, 1536}), gh({5, 1536}), u({5, 512});
+    for (Tensor* t : {&gen, &wih, &whh, &wq, &s, &x0}) rng.fill_uniform(*t, -1, 1);
+    for (auto _ : st) {
+        gemm(s, false, wq, true, u);
+        gemm(x0, false, wih, true, gi);
+        gemm(s, false, whh, true, gh);
+        gemm(s, false, gen, true, logits);
+        benchmark::DoNotOptimize(logits.data());
+    }
+    const double bytes = 4.0 * (gen.numel() + wih.numel() + whh.numel() + wq.numel());
+    st.counters["weights GB/s"] =
+        benchmark::Counter(bytes * static_cast<double>(st.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
 }  // namespace
 
 BENCHMARK(BM_gemm)->Apply(shapes)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_beam1_step_products)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();
