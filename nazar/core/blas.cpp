@@ -310,6 +310,18 @@ namespace {
 void gemm_dispatch(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
                    int ldb, float beta, float* C, int ldc);
 
+// cols(c0, c1) for columns [c0, c1) of an M x N x K product on nazar's NN kernel: all of them
+// on this thread below kSplitFlops (or with one thread), else 32-column strips over the pool.
+template <class F> void by_strips(int M, int N, int K, F&& cols) {
+    if (num_threads() < 2 || 2.0 * M * N * K < kSplitFlops) {
+        cols(0, N);
+        return;
+    }
+    parallel_for((N + 31) / 32, 1, [&](int64_t u0, int64_t u1) {
+        cols(static_cast<int>(u0) * 32, std::min(N, static_cast<int>(u1) * 32));
+    });
+}
+
 // NAZAR_GEMM_PROFILE=1: every gemm_raw call is timed and tallied by (transposes, M, N, K); at
 // exit the 40 shapes that took longest are printed to stderr with calls, time, share and
 // GFLOP/s (docs/performance.md). Off (the default) it costs one test of a pointer per call.
@@ -399,13 +411,8 @@ void gemm_dispatch(bool ta, bool tb, int M, int N, int K, float alpha, const flo
     // OpenBLAS's cache blocking of A wins (2240 x 512 x 512: 439 vs 356 GFLOP/s, 2048^3: 451 vs
     // 395); at 256 rows ours does (256 x 512 x 8000: 450 vs 362; 64-row steps 390-440 vs 250-310).
     if (!ta && !tb && M <= kNn512Rows && detail::nn512_available()) {
-        if (threads < 2 || 2.0 * M * N * K < kSplitFlops) {
-            detail::gemm_nn512(M, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-            return;
-        }
-        parallel_for((N + 31) / 32, 1, [&](int64_t u0, int64_t u1) {
-            detail::gemm_nn512(M, static_cast<int>(u0) * 32, std::min(N, static_cast<int>(u1) * 32), K, alpha, A,
-                               lda, B, ldb, beta, C, ldc);
+        by_strips(M, N, K, [&](int c0, int c1) {
+            detail::gemm_nn512(M, c0, c1, K, alpha, A, lda, B, ldb, beta, C, ldc);
         });
         return;
     }
@@ -498,15 +505,9 @@ void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const f
         return;
     }
     const auto t0 = g_profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    const auto cols = [&](int c0, int c1) {
+    by_strips(M, N, K, [&](int c0, int c1) {
         detail::gemm_nn512_packed(M, c0, c1, K, alpha, A, lda, wt.data, wt.strip_stride, beta, C, ldc);
-    };
-    if (num_threads() < 2 || 2.0 * M * N * K < kSplitFlops)
-        cols(0, N);
-    else
-        parallel_for((N + 31) / 32, 1, [&](int64_t u0, int64_t u1) {
-            cols(static_cast<int>(u0) * 32, std::min(N, static_cast<int>(u1) * 32));
-        });
+    });
     if (g_profile)
         g_profile->add(false, true, M, N, K,
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), true);
