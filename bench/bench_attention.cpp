@@ -31,7 +31,8 @@ struct Mech {
 };
 
 std::vector<Mech> mechanisms() {
-    const AttentionConfig add{.score = ScoreKind::additive, .query_size = kH, .context_size = kC, .attention_size = kA};
+    const AttentionConfig add{
+        .score = ScoreKind::additive, .query_size = kH, .context_size = kC, .attention_size = kA};
     const AttentionConfig gen{.score = ScoreKind::general, .query_size = kH, .context_size = kC};
     AttentionConfig dot = gen, cat = add, sgen = gen, lm = gen, lp = gen, lpa = add;
     dot.score = ScoreKind::dot;
@@ -40,8 +41,8 @@ std::vector<Mech> mechanisms() {
     lm.local = LocalMode::monotonic;
     lp.local = lpa.local = LocalMode::predictive;
     lm.window = lp.window = lpa.window = kD;
-    return {{"bahdanau", add}, {"dot", dot},        {"general", gen},        {"concat", cat},
-            {"scaled-general", sgen}, {"local-m", lm}, {"local-p", lp}, {"local-p-additive", lpa}};
+    return {{"bahdanau", add},        {"dot", dot},    {"general", gen}, {"concat", cat},
+            {"scaled-general", sgen}, {"local-m", lm}, {"local-p", lp},  {"local-p-additive", lpa}};
 }
 
 struct Inputs {
@@ -55,7 +56,8 @@ Inputs make_inputs() {
     rng.fill_uniform(in.q, -1, 1);
     rng.fill_uniform(in.h, -1, 1);
     rng.fill_uniform(in.d_ctx, -1, 1);
-    for (int b = 0; b < kB; ++b) in.len[b] = b % 4 == 0 ? kS : 5 + static_cast<int>(rng.below(kS - 5));
+    for (int b = 0; b < kB; ++b)
+        in.len[b] = b % 4 == 0 ? kS : 5 + static_cast<int>(rng.below(kS - 5));
     return in;
 }
 
@@ -143,7 +145,8 @@ int main(int argc, char** argv) {
     bool ok = true;
     for (const auto& m : mechs) {
         const double err = validate(m, in);
-        std::printf("validate %-18s max |nazar - naive| = %.2e %s\n", m.name.c_str(), err, err < 1e-4 ? "ok" : "FAILED");
+        std::printf("validate %-18s max |nazar - naive| = %.2e %s\n", m.name.c_str(), err,
+                    err < 1e-4 ? "ok" : "FAILED");
         ok = ok && err < 1e-4;
     }
     if (!ok) return 1;
@@ -151,11 +154,13 @@ int main(int argc, char** argv) {
     auto tune = [](benchmark::internal::Benchmark* b) {
         b->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true)->MinTime(0.05);
     };
-    tune(benchmark::RegisterBenchmark("forward_keys_per_step/bahdanau", bm_keys_per_step, mechs[0], in));
+    tune(benchmark::RegisterBenchmark("forward_keys_per_step/bahdanau", bm_keys_per_step, mechs[0],
+                                      in));
     for (const auto& m : mechs) {
         tune(benchmark::RegisterBenchmark(("precompute/" + m.name).c_str(), bm_precompute, m, in));
         tune(benchmark::RegisterBenchmark(("forward/" + m.name).c_str(), bm_step, m, in, false));
-        tune(benchmark::RegisterBenchmark(("forward_backward/" + m.name).c_str(), bm_step, m, in, true));
+        tune(benchmark::RegisterBenchmark(("forward_backward/" + m.name).c_str(), bm_step, m, in,
+                                          true));
     }
     benchmark::Initialize(&argc, argv);
     benchmark::RunSpecifiedBenchmarks();

@@ -46,7 +46,8 @@ struct Generator {
     Rng rng{2024};
 
     Generator() {
-        const char* syllables[] = {"ka", "lo", "mi", "ré", "tu", "za", "pe", "no", "fi", "çu", "da", "si", "vo", "ën"};
+        const char* syllables[] = {"ka", "lo", "mi", "ré", "tu", "za", "pe",
+                                   "no", "fi", "çu", "da", "si", "vo", "ën"};
         double total = 0;
         for (int i = 0; i < 30000; ++i) {
             std::string w;
@@ -118,7 +119,8 @@ void validate() {
     for (const Tokenizer& tok : {Tokenizer::word(), Tokenizer::character()}) {
         Vocab sv, tv;
         LoadSummary s;
-        const Corpus c = load_corpus_building_vocabs({.tsv = path}, tok, tok, {}, {.print_summary = false}, sv, tv, &s);
+        const Corpus c = load_corpus_building_vocabs({.tsv = path}, tok, tok, {},
+                                                     {.print_summary = false}, sv, tv, &s);
         Generator again;
         bool ok = c.size() == 2000 && s.kept == 2000;
         for (int64_t i = 0; ok && i < c.size(); ++i) {
@@ -126,7 +128,8 @@ void validate() {
             ok = sv.decode(c.src(i), tok) == src && tv.decode(c.tgt(i), tok) == tgt;
         }
         if (!ok) {
-            std::fprintf(stderr, "bench_data: validation failed for %s tokenizer\n", std::string(to_string(tok.kind())).c_str());
+            std::fprintf(stderr, "bench_data: validation failed for %s tokenizer\n",
+                         std::string(to_string(tok.kind())).c_str());
             std::exit(1);
         }
     }
@@ -149,26 +152,31 @@ void measure(TokenizerKind kind, const std::string& spm_proto) {
         const double cpu0 = cpu_seconds();
         Vocab sv, tv;
         LoadSummary s;
-        const Corpus c = load_corpus_building_vocabs({.tsv = kPath}, tok, tok, {}, {.print_summary = false}, sv, tv, &s);
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const Corpus c = load_corpus_building_vocabs({.tsv = kPath}, tok, tok, {},
+                                                     {.print_summary = false}, sv, tv, &s);
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const double cpu = cpu_seconds() - cpu0;
         const int64_t after = status_kb("VmRSS:"), peak = status_kb("VmHWM:");
         const double tokens = static_cast<double>(c.src_tokens() + c.tgt_tokens());
-        std::printf("bench_data: tokenizer=%s pairs=%lld tokens=%.0f seconds=%.2f cpu_seconds=%.2f "
-                    "pairs_per_s=%.0f pairs_per_cpu_s=%.0f rss_bytes_per_token=%.2f peak_bytes_per_token=%.2f "
-                    "corpus_bytes_per_token=%.2f vocab=%d/%d\n",
-                    std::string(to_string(kind)).c_str(), static_cast<long long>(c.size()), tokens, seconds, cpu,
-                    static_cast<double>(c.size()) / seconds, static_cast<double>(c.size()) / cpu,
-                    1024.0 * static_cast<double>(after - before) / tokens,
-                    1024.0 * static_cast<double>(peak - before) / tokens,
-                    static_cast<double>(c.memory_bytes()) / tokens, sv.size(), tv.size());
+        std::printf(
+            "bench_data: tokenizer=%s pairs=%lld tokens=%.0f seconds=%.2f cpu_seconds=%.2f "
+            "pairs_per_s=%.0f pairs_per_cpu_s=%.0f rss_bytes_per_token=%.2f "
+            "peak_bytes_per_token=%.2f "
+            "corpus_bytes_per_token=%.2f vocab=%d/%d\n",
+            std::string(to_string(kind)).c_str(), static_cast<long long>(c.size()), tokens, seconds,
+            cpu, static_cast<double>(c.size()) / seconds, static_cast<double>(c.size()) / cpu,
+            1024.0 * static_cast<double>(after - before) / tokens,
+            1024.0 * static_cast<double>(peak - before) / tokens,
+            static_cast<double>(c.memory_bytes()) / tokens, sv.size(), tv.size());
         std::fflush(stdout);
         std::_Exit(0);
     }
     int status = 0;
     waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        std::fprintf(stderr, "bench_data: %s measurement failed\n", std::string(to_string(kind)).c_str());
+        std::fprintf(stderr, "bench_data: %s measurement failed\n",
+                     std::string(to_string(kind)).c_str());
         std::exit(1);
     }
 }
@@ -227,7 +235,8 @@ int main(int argc, char** argv) {
     }
     std::printf("bench_data: spm training on 100000 sentences, vocab 8000: %.1f s\n",
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    for (TokenizerKind kind : {TokenizerKind::word, TokenizerKind::character, TokenizerKind::spm}) measure(kind, spm_proto);
+    for (TokenizerKind kind : {TokenizerKind::word, TokenizerKind::character, TokenizerKind::spm})
+        measure(kind, spm_proto);
     std::remove(kPath);
 
     benchmark::Initialize(&argc, argv);

@@ -36,16 +36,23 @@ struct Problem {
         c.src_vocab_size = kV;
         c.tgt_vocab_size = kV;
         c.embedding_size = 256;
-        c.encoder = {.cell = CellType::gru, .hidden_size = 256, .num_layers = 1, .bidirectional = true, .dropout = 0};
+        c.encoder = {.cell = CellType::gru,
+                     .hidden_size = 256,
+                     .num_layers = 1,
+                     .bidirectional = true,
+                     .dropout = 0};
         c.decoder.kind = DecoderKind::bahdanau;
         c.decoder.hidden_size = 512;
         c.attention.score = ScoreKind::additive;
         c.attention.attention_size = 512;
         model = std::make_unique<Seq2Seq>(c, 2024);
         Rng rng(7);
-        for (int i = 0; i < kMaxB * kS; ++i) src.push_back(4 + static_cast<int32_t>(rng.below(kV - 4)));
+        for (int i = 0; i < kMaxB * kS; ++i)
+            src.push_back(4 + static_cast<int32_t>(rng.below(kV - 4)));
     }
-    std::span<const int32_t> batch_src(int B) const { return std::span(src).first(static_cast<std::size_t>(B) * kS); }
+    std::span<const int32_t> batch_src(int B) const {
+        return std::span(src).first(static_cast<std::size_t>(B) * kS);
+    }
     std::span<const int> batch_lengths(int B) const { return std::span(lengths).first(B); }
 };
 
@@ -55,7 +62,10 @@ Problem& problem() {
 }
 
 const GreedyOptions kGreedy{.max_length_ratio = 0, .max_length_extra = kLen, .max_length = kLen};
-const BeamOptions kBeam{.beam_size = 5, .max_length_ratio = 0, .max_length_extra = kLen, .max_length = kLen,
+const BeamOptions kBeam{.beam_size = 5,
+                        .max_length_ratio = 0,
+                        .max_length_extra = kLen,
+                        .max_length = kLen,
                         .min_length = kLen + 1};
 
 bool validate() {
@@ -82,15 +92,18 @@ bool validate() {
         prev = y;
     }
     const double err = std::abs(sum - b5[0][0].log_prob) / std::max(1.0, std::abs(sum));
-    fmt::print("validate decode V={} E=256 C=512 H=512 A=512 S={}: beam 1 == greedy on {}/{} sentences; "
-               "beam-5 log p vs step replay rel err {:.1e} (tol 1e-4); beam-5 length {}\n",
-               kV, kS, same, kMaxB, err, b5[0][0].tokens.size());
+    fmt::print(
+        "validate decode V={} E=256 C=512 H=512 A=512 S={}: beam 1 == greedy on {}/{} sentences; "
+        "beam-5 log p vs step replay rel err {:.1e} (tol 1e-4); beam-5 length {}\n",
+        kV, kS, same, kMaxB, err, b5[0][0].tokens.size());
     return same == kMaxB && err < 1e-4 && static_cast<int>(b5[0][0].tokens.size()) == kLen;
 }
 
 void report(benchmark::State& state, int B, int64_t tokens) {
-    state.counters["sentences/s"] = benchmark::Counter(static_cast<double>(B), benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
+    state.counters["sentences/s"] =
+        benchmark::Counter(static_cast<double>(B), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["tokens/s"] =
+        benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
 }
 
 void BM_greedy(benchmark::State& state) {
@@ -125,7 +138,8 @@ BENCHMARK(BM_beam5)->Arg(64)->Iterations(2)->Unit(benchmark::kMillisecond)->UseR
 int main(int argc, char** argv) {
     fmt::print("{}, {} threads\n", blas_description(), num_threads());
     if (!validate()) {
-        fmt::print("VALIDATION FAILED: beam search disagrees with greedy decoding / the step API\n");
+        fmt::print(
+            "VALIDATION FAILED: beam search disagrees with greedy decoding / the step API\n");
         return 1;
     }
     benchmark::Initialize(&argc, argv);

@@ -30,7 +30,8 @@ const Corpus& corpus() {
     static const Corpus c = [] {
         Rng rng(2002);
         std::vector<std::string> vocab;
-        for (int i = 0; i < 5000; ++i) vocab.push_back(fmt::format("w{}{}", i, i % 7 == 0 ? "," : ""));
+        for (int i = 0; i < 5000; ++i)
+            vocab.push_back(fmt::format("w{}{}", i, i % 7 == 0 ? "," : ""));
         Corpus out;
         out.refs.resize(1);
         const int n = 100000;
@@ -61,8 +62,10 @@ BleuStats naive_bleu_stats(const Corpus& c, std::size_t segments) {
         const auto ht = split_whitespace(h), rt = split_whitespace(r);
         for (int n = 1; n <= 4; ++n) {
             std::map<std::vector<std::string_view>, int64_t> hc, rc;
-            for (std::size_t k = 0; k + n <= ht.size(); ++k) ++hc[{ht.begin() + k, ht.begin() + k + n}];
-            for (std::size_t k = 0; k + n <= rt.size(); ++k) ++rc[{rt.begin() + k, rt.begin() + k + n}];
+            for (std::size_t k = 0; k + n <= ht.size(); ++k)
+                ++hc[{ht.begin() + k, ht.begin() + k + n}];
+            for (std::size_t k = 0; k + n <= rt.size(); ++k)
+                ++rc[{rt.begin() + k, rt.begin() + k + n}];
             for (const auto& [g, cnt] : hc) {
                 st.correct[n - 1] += std::min(cnt, rc.count(g) ? rc.at(g) : int64_t{0});
                 st.total[n - 1] += cnt;
@@ -90,19 +93,22 @@ void validate() {
 void BM_CorpusBleu100k(benchmark::State& state) {
     const Corpus& c = corpus();
     for (auto _ : state) benchmark::DoNotOptimize(corpus_bleu(c.hyps, c.refs).score);
-    state.counters["segments/s"] = benchmark::Counter(static_cast<double>(c.hyps.size()), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["segments/s"] = benchmark::Counter(
+        static_cast<double>(c.hyps.size()), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_CorpusChrf100k(benchmark::State& state) {
     const Corpus& c = corpus();
     for (auto _ : state) benchmark::DoNotOptimize(corpus_chrf(c.hyps, c.refs).score);
-    state.counters["segments/s"] = benchmark::Counter(static_cast<double>(c.hyps.size()), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["segments/s"] = benchmark::Counter(
+        static_cast<double>(c.hyps.size()), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_CorpusWer100k(benchmark::State& state) {
     const Corpus& c = corpus();
     for (auto _ : state) benchmark::DoNotOptimize(corpus_wer(c.hyps, c.refs).score);
-    state.counters["segments/s"] = benchmark::Counter(static_cast<double>(c.hyps.size()), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["segments/s"] = benchmark::Counter(
+        static_cast<double>(c.hyps.size()), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 BENCHMARK(BM_CorpusBleu100k)->Unit(benchmark::kMillisecond)->UseRealTime();

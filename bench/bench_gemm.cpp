@@ -1,7 +1,8 @@
-// nazar::gemm on the square peak shape and on the standard model's own shapes (docs/performance.md),
-// for both threadings (GemmThreading::pool: OpenBLAS single-threaded, blocks over nazar's pool;
-// ::blas: OpenBLAS's own pthreads), and the small-M kernel of decoding (M = 1 and 5 rows against the
-// 8000 x 512 generator). Every shape is validated against gemm_naive before timing (exit 1 on a
+// nazar::gemm on the square peak shape and on the standard model's own shapes
+// (docs/performance.md), for both threadings (GemmThreading::pool: OpenBLAS single-threaded, blocks
+// over nazar's pool;
+// ::blas: OpenBLAS's own pthreads), and the small-M kernel of decoding (M = 1 and 5 rows against
+// the 8000 x 512 generator). Every shape is validated against gemm_naive before timing (exit 1 on a
 // mismatch). Counters: GFLOP/s (wall) and GFLOP per CPU-second (process CPU time, meaningful on a
 // shared machine). Arguments: M, N, K, transpose-B, threading (0 pool, 1 blas).
 #include "nazar/core/blas.h"
@@ -38,15 +39,18 @@ void validate(int M, int N, int K, bool tb) {
     std::vector<float> ref(static_cast<std::size_t>(rows) * N);
     gemm_naive(false, tb, rows, N, K, 1.0f, a.data(), K, b.data(), tb ? K : N, 0.0f, ref.data(), N);
     double worst = 0;
-    for (int i = 0; i < rows * N; ++i) worst = std::max(worst, std::abs(static_cast<double>(c[i]) - ref[i]));
+    for (int i = 0; i < rows * N; ++i)
+        worst = std::max(worst, std::abs(static_cast<double>(c[i]) - ref[i]));
     if (worst > 1e-4 * K) {
-        std::fprintf(stderr, "bench_gemm: %dx%dx%d tb=%d differs from the oracle by %g\n", M, N, K, tb, worst);
+        std::fprintf(stderr, "bench_gemm: %dx%dx%d tb=%d differs from the oracle by %g\n", M, N, K,
+                     tb, worst);
         std::exit(1);
     }
 }
 
 void BM_gemm(benchmark::State& st) {
-    const int M = static_cast<int>(st.range(0)), N = static_cast<int>(st.range(1)), K = static_cast<int>(st.range(2));
+    const int M = static_cast<int>(st.range(0)), N = static_cast<int>(st.range(1)),
+              K = static_cast<int>(st.range(2));
     const bool tb = st.range(3) != 0;
     set_gemm_threading(st.range(4) ? GemmThreading::blas : GemmThreading::pool);
     set_num_threads(0);
@@ -69,15 +73,15 @@ void BM_gemm(benchmark::State& st) {
 
 void shapes(benchmark::internal::Benchmark* b) {
     for (int mode : {0, 1}) {
-        b->Args({1024, 1024, 1024, 0, mode});   // square (peak; `nazar bench gemm` uses 2048)
-        b->Args({256, 8000, 512, 1, mode});     // generator logits, one 256-row chunk
-        b->Args({2240, 768, 256, 1, mode});     // encoder input projection, B·S rows
-        b->Args({64, 1536, 768, 1, mode});      // decoder input [e; c] per step
-        b->Args({64, 1536, 512, 1, mode});      // decoder recurrent
-        b->Args({1, 8000, 512, 1, mode});       // greedy decoding, batch 1: generator
-        b->Args({5, 8000, 512, 1, mode});       // beam 5, batch 1: generator
-        b->Args({5, 1536, 768, 1, mode});       // beam 5, batch 1: decoder input [e; c]
-        b->Args({5, 1536, 512, 1, mode});       // beam 5, batch 1: decoder recurrent
+        b->Args({1024, 1024, 1024, 0, mode});  // square (peak; `nazar bench gemm` uses 2048)
+        b->Args({256, 8000, 512, 1, mode});    // generator logits, one 256-row chunk
+        b->Args({2240, 768, 256, 1, mode});    // encoder input projection, B·S rows
+        b->Args({64, 1536, 768, 1, mode});     // decoder input [e; c] per step
+        b->Args({64, 1536, 512, 1, mode});     // decoder recurrent
+        b->Args({1, 8000, 512, 1, mode});      // greedy decoding, batch 1: generator
+        b->Args({5, 8000, 512, 1, mode});      // beam 5, batch 1: generator
+        b->Args({5, 1536, 768, 1, mode});      // beam 5, batch 1: decoder input [e; c]
+        b->Args({5, 1536, 512, 1, mode});      // beam 5, batch 1: decoder recurrent
     }
 }
 
@@ -101,8 +105,8 @@ void BM_beam1_step_products(benchmark::State& st) {
         benchmark::DoNotOptimize(logits.data());
     }
     const double bytes = 4.0 * (gen.numel() + wih.numel() + whh.numel() + wq.numel());
-    st.counters["weights GB/s"] =
-        benchmark::Counter(bytes * static_cast<double>(st.iterations()) / 1e9, benchmark::Counter::kIsRate);
+    st.counters["weights GB/s"] = benchmark::Counter(
+        bytes * static_cast<double>(st.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // I = 256, H = 512, unidirectional, all sentences full length (so the FLOP count is exact).
 // Before timing, the forward output and final state of two sentences of the same batch are
 // validated against a naive float64 GRU (plain loops, libm σ/tanh); exits 1 on a mismatch.
-// Counter GFLOP (shown as a rate, GFLOP/s) over the GEMMs (forward 2·B·T·3H·(I + H), backward twice that).
+// Counter GFLOP (shown as a rate, GFLOP/s) over the GEMMs (forward 2·B·T·3H·(I + H), backward twice
+// that).
 #include "nazar/core/blas.h"
 #include "nazar/core/rng.h"
 #include "nazar/core/threads.h"
@@ -23,7 +24,8 @@ constexpr int kB = 64, kT = 30, kI = 256, kH = 512;
 struct Problem {
     Rng rng{2024};
     RNN rnn{RNN::Config{.cell = CellType::gru, .input_size = kI, .hidden_size = kH}, rng};
-    Tensor x{Shape{kB, kT, kI}}, out{Shape{kB, kT, kH}}, d_out{Shape{kB, kT, kH}}, d_x{Shape{kB, kT, kI}};
+    Tensor x{Shape{kB, kT, kI}}, out{Shape{kB, kT, kH}}, d_out{Shape{kB, kT, kH}},
+        d_x{Shape{kB, kT, kI}};
     std::vector<int> lengths = std::vector<int>(kB, kT);
     RNNState final, d_init;
     RNNCache cache;
@@ -56,7 +58,8 @@ double naive_error(const Problem& p, int b) {
                 for (int k = 0; k < kI; ++k) a[g] += double(P.weight_ih.at(row, k)) * x[k];
                 for (int k = 0; k < kH; ++k) u[g] += double(P.weight_hh.at(row, k)) * h[k];
             }
-            const double r = 1 / (1 + std::exp(-(a[0] + u[0]))), z = 1 / (1 + std::exp(-(a[1] + u[1])));
+            const double r = 1 / (1 + std::exp(-(a[0] + u[0]))),
+                         z = 1 / (1 + std::exp(-(a[1] + u[1])));
             const double n = std::tanh(a[2] + r * u[2]);
             hn[j] = (1 - z) * n + z * h[j];
         }
@@ -78,12 +81,16 @@ bool validate() {
     for (const int b : {0, kB - 1}) worst = std::max(worst, naive_error(p, b));
     bool finite = true;
     for (int64_t i = 0; i < p.d_x.numel(); ++i) finite = finite && std::isfinite(p.d_x[i]);
-    fmt::print("validate gru B={} T={} I={} H={}: forward vs naive float64 rel err {:.2e} (tol 1e-4), d_x {}\n",
-               kB, kT, kI, kH, worst, finite ? "finite" : "NOT FINITE");
+    fmt::print(
+        "validate gru B={} T={} I={} H={}: forward vs naive float64 rel err {:.2e} (tol 1e-4), d_x "
+        "{}\n",
+        kB, kT, kI, kH, worst, finite ? "finite" : "NOT FINITE");
     return worst < 1e-4 && finite;
 }
 
-double gemm_flops_forward() { return 2.0 * kB * kT * 3.0 * kH * (kI + kH); }
+double gemm_flops_forward() {
+    return 2.0 * kB * kT * 3.0 * kH * (kI + kH);
+}
 
 void BM_gru_forward(benchmark::State& state) {
     Problem& p = problem();
@@ -91,8 +98,8 @@ void BM_gru_forward(benchmark::State& state) {
         p.forward();
         benchmark::DoNotOptimize(p.out.data());
     }
-    state.counters["GFLOP"] =
-        benchmark::Counter(gemm_flops_forward() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GFLOP"] = benchmark::Counter(gemm_flops_forward() * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_gru_forward_backward(benchmark::State& state) {
@@ -103,13 +110,17 @@ void BM_gru_forward_backward(benchmark::State& state) {
         p.backward();
         benchmark::DoNotOptimize(p.d_x.data());
     }
-    state.counters["GFLOP"] =
-        benchmark::Counter(3 * gemm_flops_forward() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GFLOP"] = benchmark::Counter(3 * gemm_flops_forward() * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 
 }  // namespace
 
-BENCHMARK(BM_gru_forward)->Unit(benchmark::kMillisecond)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(BM_gru_forward)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 BENCHMARK(BM_gru_forward_backward)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()

@@ -84,16 +84,19 @@ bool validate() {
     const double loss = u.run(p, scale, ux, uw, ub);
     // Both are float32 with different summation orders over V = 8000: 1e-4 is ~100 ulps of slack.
     const double e_loss = std::abs(s.loss - loss) / loss;
-    const double e_x = max_rel_error(fx, ux), e_w = max_rel_error(fw, uw), e_b = max_rel_error(fb, ub);
-    fmt::print("validate softmax_xent N={} H={} V={} tokens={}: loss {:.6f} vs {:.6f} (rel {:.2e}), "
-               "d_X {:.2e}, d_W {:.2e}, d_b {:.2e}\n",
-               kN, kH, kV, s.tokens, s.loss, loss, e_loss, e_x, e_w, e_b);
+    const double e_x = max_rel_error(fx, ux), e_w = max_rel_error(fw, uw),
+                 e_b = max_rel_error(fb, ub);
+    fmt::print(
+        "validate softmax_xent N={} H={} V={} tokens={}: loss {:.6f} vs {:.6f} (rel {:.2e}), "
+        "d_X {:.2e}, d_W {:.2e}, d_b {:.2e}\n",
+        kN, kH, kV, s.tokens, s.loss, loss, e_loss, e_x, e_w, e_b);
     return e_loss < 1e-4 && e_x < 1e-4 && e_w < 1e-4 && e_b < 1e-4 && s.tokens == p.tokens();
 }
 
 void set_counters(benchmark::State& state, double logit_mb) {
     const double flops = 6.0 * static_cast<double>(problem().tokens()) * kH * kV;
-    state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GFLOP/s"] =
+        benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
     state.counters["scratch_MB"] = logit_mb;
 }
 
@@ -144,7 +147,8 @@ BENCHMARK(BM_unfused)
 int main(int argc, char** argv) {
     fmt::print("{}, {} threads\n", blas_description(), num_threads());
     if (!validate()) {
-        fmt::print("VALIDATION FAILED: fused softmax_xent disagrees with the unfused composition\n");
+        fmt::print(
+            "VALIDATION FAILED: fused softmax_xent disagrees with the unfused composition\n");
         return 1;
     }
     benchmark::Initialize(&argc, argv);

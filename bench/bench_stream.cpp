@@ -54,7 +54,8 @@ void BM_read(benchmark::State& st) {
     set_num_threads(0);
     const int64_t n = st.range(0) * (1 << 20) / 4;
     std::vector<float> buf(static_cast<std::size_t>(n));
-    for (int64_t i = 0; i < n; ++i) buf[static_cast<std::size_t>(i)] = 1.0f / static_cast<float>(1 + i % 7);
+    for (int64_t i = 0; i < n; ++i)
+        buf[static_cast<std::size_t>(i)] = 1.0f / static_cast<float>(1 + i % 7);
     double want = 0;
     for (float v : buf) want += v;
     const float got = pooled_sum(buf);
@@ -72,6 +73,7 @@ void BM_read(benchmark::State& st) {
 }  // namespace
 
 // 1 MB: L2; 8, 16, 25 MB: L3 (25 MB = the weights of one beam-5 decoding step); 256 MB: memory.
-BENCHMARK(BM_read)->Arg(1)->Arg(8)->Arg(16)->Arg(25)->Arg(256)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_read)->Arg(1)->Arg(8)->Arg(16)->Arg(25)->Arg(256)->UseRealTime()->Unit(
+    benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

@@ -27,12 +27,13 @@ Preset preset(const std::string& name) {
 }
 
 ModelConfig model_config(const Preset& p, const std::string& attention) {
-    json j = {{"src_vocab_size", p.src_vocab},
-              {"tgt_vocab_size", p.tgt_vocab},
-              {"embedding_size", p.emb},
-              {"encoder", {{"cell", "gru"}, {"hidden_size", p.enc_hidden}, {"bidirectional", true}}},
-              {"decoder", {{"cell", "gru"}, {"hidden_size", p.dec_hidden}}},
-              {"attention", {{"attention_size", p.att}}}};
+    json j = {
+        {"src_vocab_size", p.src_vocab},
+        {"tgt_vocab_size", p.tgt_vocab},
+        {"embedding_size", p.emb},
+        {"encoder", {{"cell", "gru"}, {"hidden_size", p.enc_hidden}, {"bidirectional", true}}},
+        {"decoder", {{"cell", "gru"}, {"hidden_size", p.dec_hidden}}},
+        {"attention", {{"attention_size", p.att}}}};
     if (attention == "bahdanau") {
         j["decoder"]["kind"] = "bahdanau";
         j["attention"]["score"] = "additive";
@@ -42,7 +43,8 @@ ModelConfig model_config(const Preset& p, const std::string& attention) {
         if (attention == "general-feed") j["decoder"]["input_feeding"] = true;
         if (attention == "local-p") j["attention"]["local"] = "local-p";
     } else {
-        throw UsageError(fmt::format("unknown attention '{}' (bahdanau, general, general-feed, local-p)", attention));
+        throw UsageError(fmt::format(
+            "unknown attention '{}' (bahdanau, general, general-feed, local-p)", attention));
     }
     return model_config_from_json(j);
 }
@@ -74,7 +76,8 @@ void Stopwatch::start() {
 }
 
 Timing Stopwatch::stop() const {
-    return {std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count(), cpu_seconds() - cpu0_};
+    return {std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count(),
+            cpu_seconds() - cpu0_};
 }
 
 double peak_rss_mb() {
@@ -94,7 +97,8 @@ double train_flops(const ModelConfig& cfg, const Batch& b) {
     const double E = cfg.embedding_size, Hs = cfg.encoder.hidden_size, H = cfg.decoder.hidden_size;
     const double V = cfg.tgt_vocab_size, G = cfg.encoder.cell == CellType::gru ? 3 : 4;
     const double Gd = cfg.decoder.cell == CellType::gru ? 3 : 4;
-    const double dirs = cfg.encoder.bidirectional ? 2 : 1, C = dirs * Hs, D = generator_input_size(cfg);
+    const double dirs = cfg.encoder.bidirectional ? 2 : 1, C = dirs * Hs,
+                 D = generator_input_size(cfg);
     const AttentionConfig ac = attention_config(cfg);
     const double A = ac.attention_size, P = ac.position_size;
     const bool additive = ac.score == ScoreKind::additive || ac.score == ScoreKind::concat;
@@ -106,13 +110,14 @@ double train_flops(const ModelConfig& cfg, const Batch& b) {
         // encoder: input projection + recurrence per direction; keys once per batch
         fwd += Sb * dirs * (E * G * Hs + Hs * G * Hs);
         fwd += Sb * C * (ac.score == ScoreKind::dot ? 0 : (additive ? A : H));
-        const double n = ac.local == LocalMode::global ? Sb : std::min<double>(2 * ac.window + 1, Sb);
-        double step = (E + F) * Gd * H + H * Gd * H;                   // decoder cell
-        step += additive ? H * A + n * A : n * H;                      // query / scores
-        if (ac.local == LocalMode::predictive) step += H * P + P;      // position predictor
-        step += n * C;                                                 // context
-        if (luong) step += (H + C) * H;                                // combine W_c
-        step += D * V;                                                 // generator
+        const double n =
+            ac.local == LocalMode::global ? Sb : std::min<double>(2 * ac.window + 1, Sb);
+        double step = (E + F) * Gd * H + H * Gd * H;               // decoder cell
+        step += additive ? H * A + n * A : n * H;                  // query / scores
+        if (ac.local == LocalMode::predictive) step += H * P + P;  // position predictor
+        step += n * C;                                             // context
+        if (luong) step += (H + C) * H;                            // combine W_c
+        step += D * V;                                             // generator
         fwd += Tb * step;
     }
     return 2.0 * 3.0 * fwd;
@@ -162,8 +167,10 @@ json bench_gemm_rates(const Preset& p, int size) {
     json j;
     j["what"] = "gemm";
     const auto [peak, peak_cpu] = time_gemm(false, false, size, size, size, 1.5);
-    j["peak"] = {{"M", size}, {"N", size}, {"K", size}, {"gflops", peak}, {"gflops_per_cpu_s", peak_cpu}};
-    const int B = p.batch, S = 35, H = p.dec_hidden, C = 2 * p.enc_hidden, V = p.tgt_vocab, E = p.emb;
+    j["peak"] = {
+        {"M", size}, {"N", size}, {"K", size}, {"gflops", peak}, {"gflops_per_cpu_s", peak_cpu}};
+    const int B = p.batch, S = 35, H = p.dec_hidden, C = 2 * p.enc_hidden, V = p.tgt_vocab,
+              E = p.emb;
     struct Shape {
         const char* name;
         bool ta, tb;
@@ -178,7 +185,8 @@ json bench_gemm_rates(const Preset& p, int size) {
         {"encoder recurrent h W_hh^T", false, true, B, 3 * p.enc_hidden, p.enc_hidden},
         {"decoder input [e;c] W_ih^T (per step)", false, true, B, 3 * H, E + C},
         {"decoder recurrent h W_hh^T", false, true, B, 3 * H, H},
-        // what the steps run: x (W^T) with W^T made once per batch (blas.h gemm_xwt), and d_h = d_a W
+        // what the steps run: x (W^T) with W^T made once per batch (blas.h gemm_xwt), and d_h = d_a
+        // W
         {"decoder recurrent h W_hh^T, per-batch packed W^T", false, true, B, 3 * H, H, true},
         {"decoder recurrent d_h = d_a W_hh", false, false, B, H, 3 * H},
         {"attention keys (B*S rows)", false, true, B * S, H, C},
@@ -186,7 +194,12 @@ json bench_gemm_rates(const Preset& p, int size) {
     json rows = json::array();
     for (const Shape& s : shapes) {
         const auto [g, gc] = time_gemm(s.ta, s.tb, s.M, s.N, s.K, 0.6, s.weight_t);
-        rows.push_back({{"name", s.name}, {"M", s.M}, {"N", s.N}, {"K", s.K}, {"gflops", g}, {"gflops_per_cpu_s", gc}});
+        rows.push_back({{"name", s.name},
+                        {"M", s.M},
+                        {"N", s.N},
+                        {"K", s.K},
+                        {"gflops", g},
+                        {"gflops_per_cpu_s", gc}});
     }
     j["shapes"] = rows;
     return j;
@@ -200,7 +213,8 @@ json bench_local_scaling(const Preset& p, const std::vector<int>& lengths, int s
         for (int S : lengths) {
             Rng rng(static_cast<uint64_t>(seed), 17);
             std::vector<int32_t> src(static_cast<std::size_t>(N) * S);
-            for (auto& x : src) x = 4 + static_cast<int32_t>(rng.below(static_cast<uint64_t>(p.src_vocab - 4)));
+            for (auto& x : src)
+                x = 4 + static_cast<int32_t>(rng.below(static_cast<uint64_t>(p.src_vocab - 4)));
             const std::vector<int> len(N, S);
             EncodedSource enc;
             model.encode(src, len, S, enc);
@@ -221,8 +235,11 @@ json bench_local_scaling(const Preset& p, const std::vector<int>& lengths, int s
             for (int t = 0; t < steps * 10; ++t)
                 model.attention.forward(q, enc.keys, enc.enc_out, enc.lengths, t, ctx, cache);
             const Timing attn = sw.stop();
-            rows.push_back({{"attention", att}, {"S", S}, {"rows", N},
-                            {"step_ms", 1e3 * full.wall / steps}, {"step_cpu_ms", 1e3 * full.cpu / steps},
+            rows.push_back({{"attention", att},
+                            {"S", S},
+                            {"rows", N},
+                            {"step_ms", 1e3 * full.wall / steps},
+                            {"step_cpu_ms", 1e3 * full.cpu / steps},
                             {"attention_ms", 1e3 * attn.wall / (steps * 10)},
                             {"attention_cpu_ms", 1e3 * attn.cpu / (steps * 10)}});
         }
@@ -230,7 +247,8 @@ json bench_local_scaling(const Preset& p, const std::vector<int>& lengths, int s
     return {{"what", "local"}, {"preset", p.name}, {"rows", rows}};
 }
 
-json bench_epoch_scaling(const Preset& p, const std::vector<int>& corpus, int seed, int min_len, int max_len) {
+json bench_epoch_scaling(const Preset& p, const std::vector<int>& corpus, int seed, int min_len,
+                         int max_len) {
     json rows = json::array();
     for (int n : corpus) {
         const ModelConfig cfg = model_config(p, "bahdanau");
@@ -242,7 +260,8 @@ json bench_epoch_scaling(const Preset& p, const std::vector<int>& corpus, int se
         std::vector<Batch> batches;
         for (int i = 0; i < n; i += p.batch) {
             const int e = std::min(n, i + p.batch);
-            batches.push_back(batch_from_ids(std::span(src.data() + i, e - i), std::span(tgt.data() + i, e - i)));
+            batches.push_back(
+                batch_from_ids(std::span(src.data() + i, e - i), std::span(tgt.data() + i, e - i)));
         }
         int64_t tokens = 0;
         model.train_step(batches[0], {}, rng);  // warm-up (first-touch allocations), not timed
@@ -254,8 +273,12 @@ json bench_epoch_scaling(const Preset& p, const std::vector<int>& corpus, int se
             opt.step();
         }
         const Timing t = sw.stop();
-        rows.push_back({{"pairs", n}, {"target_tokens", tokens}, {"epoch_s", t.wall}, {"epoch_cpu_s", t.cpu},
-                        {"ms_per_pair", 1e3 * t.wall / n}, {"cpu_ms_per_pair", 1e3 * t.cpu / n}});
+        rows.push_back({{"pairs", n},
+                        {"target_tokens", tokens},
+                        {"epoch_s", t.wall},
+                        {"epoch_cpu_s", t.cpu},
+                        {"ms_per_pair", 1e3 * t.wall / n},
+                        {"cpu_ms_per_pair", 1e3 * t.cpu / n}});
     }
     return {{"what", "epoch"}, {"preset", p.name}, {"rows", rows}};
 }

@@ -52,7 +52,7 @@ double train_flops(const ModelConfig& cfg, const Batch& b);
 
 nlohmann::json bench_gemm_rates(const Preset& p, int size);
 nlohmann::json bench_local_scaling(const Preset& p, const std::vector<int>& lengths, int seed);
-nlohmann::json bench_epoch_scaling(const Preset& p, const std::vector<int>& corpus, int seed, int min_len,
-                                   int max_len);
+nlohmann::json bench_epoch_scaling(const Preset& p, const std::vector<int>& corpus, int seed,
+                                   int min_len, int max_len);
 
 }  // namespace nazar::cli

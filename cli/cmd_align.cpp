@@ -33,7 +33,8 @@ int run_align(const AlignArgs& a) {
     if (a.threads >= 0) set_num_threads(a.threads);
     const CorpusFiles files = pair_files(a.src, a.tgt, a.tsv);
     const AlignmentFormat format = parse_alignment_format(a.alignment);
-    if (format == AlignmentFormat::none) throw UsageError("--alignment must be hard or soft for align");
+    if (format == AlignmentFormat::none)
+        throw UsageError("--alignment must be hard or soft for align");
     const TextModel tm = load_text_model(a.model, "align");
     Seq2Seq& model = *tm.loaded.model;
     const int32_t pad = model.config().special_ids.pad;
@@ -45,7 +46,8 @@ int run_align(const AlignArgs& a) {
         std::vector<int32_t> ids(src.size() * static_cast<std::size_t>(S), pad);
         std::vector<int> lengths;
         for (std::size_t b = 0; b < src.size(); ++b) {
-            std::copy(src[b].begin(), src[b].end(), ids.begin() + static_cast<std::ptrdiff_t>(b * S));
+            std::copy(src[b].begin(), src[b].end(),
+                      ids.begin() + static_cast<std::ptrdiff_t>(b * S));
             lengths.push_back(static_cast<int>(src[b].size()));
         }
         const auto res = forced_alignment(model, ids, lengths, S, tgt);
@@ -66,22 +68,29 @@ int run_align(const AlignArgs& a) {
 
 void setup_align(CLI::App& app, std::function<int()>& run) {
     auto a = std::make_shared<AlignArgs>();
-    app.add_option("--model", a->model, "Model file (model.safetensors or a checkpoint)")->required();
+    app.add_option("--model", a->model, "Model file (model.safetensors or a checkpoint)")
+        ->required();
     app.add_option("--src", a->src, "Source sentences, one per line ('-' = stdin)");
     app.add_option("--tgt", a->tgt, "Target sentences, line-aligned with --src");
-    app.add_option("--tsv", a->tsv, "Pairs as source<TAB>target, instead of --src/--tgt ('-' = stdin)");
+    app.add_option("--tsv", a->tsv,
+                   "Pairs as source<TAB>target, instead of --src/--tgt ('-' = stdin)");
     app.add_option("--alignment", a->alignment, "hard (Pharaoh i-j) or soft (JSON matrix)")
-        ->check(CLI::IsMember({"hard", "soft"}))->capture_default_str();
-    app.add_option("--batch", a->batch, "Sentence pairs per batch")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+        ->check(CLI::IsMember({"hard", "soft"}))
+        ->capture_default_str();
+    app.add_option("--batch", a->batch, "Sentence pairs per batch")
+        ->check(CLI::Range(1, 1 << 16))
+        ->capture_default_str();
     app.add_flag("--scores", a->scores, "Prefix each line with log p(target | source) and ' ||| '");
-    app.add_option("--threads", a->threads, "Threads (overrides the global --threads; 0 = all cores)")
+    app.add_option("--threads", a->threads,
+                   "Threads (overrides the global --threads; 0 = all cores)")
         ->check(CLI::NonNegativeNumber);
     run = [a] { return run_align(*a); };
 }
 
 }  // namespace
 
-NZ_REGISTER_COMMAND(align, "Word alignments of given sentence pairs from the model's attention (forced decoding)",
-                    setup_align);
+NZ_REGISTER_COMMAND(
+    align, "Word alignments of given sentence pairs from the model's attention (forced decoding)",
+    setup_align);
 
 }  // namespace nazar::cli

@@ -45,7 +45,8 @@ std::vector<std::string> read_lines(const std::string& path) {
     return lines;
 }
 
-viz::Heatmap to_heatmap(const std::string& source, const Translation& tr, const std::string& caption) {
+viz::Heatmap to_heatmap(const std::string& source, const Translation& tr,
+                        const std::string& caption) {
     const TranslationHypothesis& h = tr.hypotheses.at(0);
     viz::Heatmap m;
     m.source = tr.source_tokens;
@@ -57,7 +58,8 @@ viz::Heatmap to_heatmap(const std::string& source, const Translation& tr, const 
     m.weights.zero();
     if (h.attention.ndim() == 2)  // rows may be wider than S_b (padding columns are 0)
         for (int t = 0; t < T && t < h.attention.dim(0); ++t)
-            for (int i = 0; i < S && i < h.attention.dim(1); ++i) m.weights.at(t, i) = h.attention.at(t, i);
+            for (int i = 0; i < S && i < h.attention.dim(1); ++i)
+                m.weights.at(t, i) = h.attention.at(t, i);
     m.source_text = source;
     m.target_text = h.text;
     m.caption = caption;
@@ -68,28 +70,34 @@ int run_attention(const AttentionArgs& a) {
     set_num_threads(a.threads);
     const bool color = viz::use_color(viz::parse_color_mode(a.color), fileno(stdout));
     const std::vector<std::string> lines = read_lines(a.input);
-    if (lines.empty()) throw UsageError("attention: no input sentences (give them on stdin or with --input)");
+    if (lines.empty())
+        throw UsageError("attention: no input sentences (give them on stdin or with --input)");
     if (!a.svg.empty() && (a.sentence < 1 || a.sentence > static_cast<int>(lines.size())))
-        throw UsageError(fmt::format("attention: --sentence {} is not in 1..{} (the number of input sentences)",
-                                     a.sentence, lines.size()));
+        throw UsageError(
+            fmt::format("attention: --sentence {} is not in 1..{} (the number of input sentences)",
+                        a.sentence, lines.size()));
     Translator tr(a.model);
     TranslationOptions opt;
     opt.beam_size = a.beam;
     opt.batch_size = a.batch;
     opt.attention = true;
     const std::vector<Translation> out = tr.translate(lines, opt);
-    const std::string caption = fmt::format("{} · {}", a.model, a.beam == 1 ? "greedy" : fmt::format("beam {}", a.beam));
+    const std::string caption =
+        fmt::format("{} · {}", a.model, a.beam == 1 ? "greedy" : fmt::format("beam {}", a.beam));
     std::vector<viz::Heatmap> maps;
     maps.reserve(out.size());
-    for (std::size_t k = 0; k < out.size(); ++k) maps.push_back(to_heatmap(lines[k], out[k], caption));
+    for (std::size_t k = 0; k < out.size(); ++k)
+        maps.push_back(to_heatmap(lines[k], out[k], caption));
     if (!a.no_terminal) {
         for (std::size_t k = 0; k < maps.size(); ++k) {
             fmt::print("{}{} -> {}\n", k ? "\n" : "", maps[k].source_text, maps[k].target_text);
-            fmt::print("{}", viz::render_terminal(maps[k], {.color = color, .legend = k + 1 == maps.size()}));
+            fmt::print("{}", viz::render_terminal(
+                                 maps[k], {.color = color, .legend = k + 1 == maps.size()}));
         }
         std::fflush(stdout);
     }
-    if (!a.svg.empty()) atomic_write_file(a.svg, viz::render_svg(maps[static_cast<std::size_t>(a.sentence - 1)]));
+    if (!a.svg.empty())
+        atomic_write_file(a.svg, viz::render_svg(maps[static_cast<std::size_t>(a.sentence - 1)]));
     if (!a.html.empty()) {
         viz::HtmlOptions ho;
         ho.title = a.title.empty() ? "nazar attention: " + a.model : a.title;
@@ -103,20 +111,29 @@ void setup_attention(CLI::App& app, std::function<int()>& run) {
     app.add_option("--model,-m", a->model, "Model file (.safetensors)")->required();
     app.add_option("--input,-i", a->input, "Sentences, one per line (default: stdin)");
     app.add_option("--svg", a->svg, "Write the heatmap of one sentence (--sentence) as SVG");
-    app.add_option("--sentence", a->sentence, "Which input sentence --svg draws (1-based)")->capture_default_str();
+    app.add_option("--sentence", a->sentence, "Which input sentence --svg draws (1-based)")
+        ->capture_default_str();
     app.add_option("--html", a->html, "Write a self-contained HTML report of every sentence");
     app.add_option("--title", a->title, "Title of the HTML report");
-    app.add_option("--color", a->color, "auto | always | never (auto: colour on a TTY unless NO_COLOR is set)")
+    app.add_option("--color", a->color,
+                   "auto | always | never (auto: colour on a TTY unless NO_COLOR is set)")
         ->capture_default_str();
-    app.add_option("--beam", a->beam, "Beam size (1 = greedy)")->check(CLI::Range(1, 1000))->capture_default_str();
-    app.add_option("--batch", a->batch, "Sentences per decoder batch")->check(CLI::Range(1, 1 << 16))->capture_default_str();
-    app.add_option("--threads", a->threads, "Threads (0 = all cores)")->check(CLI::Range(0, 1024))->capture_default_str();
+    app.add_option("--beam", a->beam, "Beam size (1 = greedy)")
+        ->check(CLI::Range(1, 1000))
+        ->capture_default_str();
+    app.add_option("--batch", a->batch, "Sentences per decoder batch")
+        ->check(CLI::Range(1, 1 << 16))
+        ->capture_default_str();
+    app.add_option("--threads", a->threads, "Threads (0 = all cores)")
+        ->check(CLI::Range(0, 1024))
+        ->capture_default_str();
     app.add_flag("--no-terminal", a->no_terminal, "Do not draw heatmaps on stdout (files only)");
     run = [a] { return run_attention(*a); };
 }
 
 }  // namespace
 
-NZ_REGISTER_COMMAND(attention, "Attention heatmaps (terminal, SVG, HTML) for sentences on stdin", setup_attention);
+NZ_REGISTER_COMMAND(attention, "Attention heatmaps (terminal, SVG, HTML) for sentences on stdin",
+                    setup_attention);
 
 }  // namespace nazar::cli

@@ -10,8 +10,8 @@
 // [--min-len, --max-len], ids uniform over the non-special vocabulary. --dump-batches writes
 // them (JSON) and --save-init the initial model, so bench/compare/torch_bench.py trains the
 // same model from the same weights on the same batches. --json prints one JSON object.
-#include "cli/command.h"
 #include "cli/bench_util.h"
+#include "cli/command.h"
 #include "nazar/core/blas.h"
 #include "nazar/core/threads.h"
 #include "nazar/decode/beam_search.h"
@@ -36,7 +36,8 @@ using nlohmann::json;
 
 struct BenchArgs {
     std::string what, preset = "standard", attention = "bahdanau", save_init, dump_batches;
-    int threads = 0, steps = 10, warmup = 2, batches = 8, batch = 0, beam = 5, sentences = 64, max_length = 40;
+    int threads = 0, steps = 10, warmup = 2, batches = 8, batch = 0, beam = 5, sentences = 64,
+        max_length = 40;
     int min_len = 15, max_len = 35, size = 2048, seed = 1, chunk_rows = 256;
     std::vector<int> lengths{50, 100, 200, 400, 800}, corpus{640, 1280, 2560};
     bool json_out = false;
@@ -52,15 +53,16 @@ json bench_train(const BenchArgs& a) {
     std::vector<Batch> batches;
     std::vector<std::vector<std::vector<int32_t>>> srcs, tgts;
     for (int i = 0; i < a.batches; ++i) {
-        auto [src, tgt] = synthetic_pairs(data_rng, a.batch > 0 ? a.batch : p.batch, p.src_vocab, p.tgt_vocab,
-                                          a.min_len, a.max_len);
+        auto [src, tgt] = synthetic_pairs(data_rng, a.batch > 0 ? a.batch : p.batch, p.src_vocab,
+                                          p.tgt_vocab, a.min_len, a.max_len);
         batches.push_back(batch_from_ids(src, tgt));
         srcs.push_back(std::move(src));
         tgts.push_back(std::move(tgt));
     }
     if (!a.dump_batches.empty()) {
         json j = json::array();
-        for (std::size_t i = 0; i < srcs.size(); ++i) j.push_back({{"src", srcs[i]}, {"tgt", tgts[i]}});
+        for (std::size_t i = 0; i < srcs.size(); ++i)
+            j.push_back({{"src", srcs[i]}, {"tgt", tgts[i]}});
         std::ofstream(a.dump_batches) << j.dump();
     }
     ParamList params = model.parameters();
@@ -115,7 +117,8 @@ json bench_decode(const BenchArgs& a) {
         model = std::make_unique<Seq2Seq>(cfg, static_cast<uint64_t>(a.seed));
     }
     Rng data_rng(static_cast<uint64_t>(a.seed), 13);
-    auto [src, tgt] = synthetic_pairs(data_rng, a.sentences, p.src_vocab, p.tgt_vocab, a.min_len, a.max_len);
+    auto [src, tgt] =
+        synthetic_pairs(data_rng, a.sentences, p.src_vocab, p.tgt_vocab, a.min_len, a.max_len);
     if (!a.dump_batches.empty()) std::ofstream(a.dump_batches) << json(src).dump();
     const int batch = a.batch > 0 ? a.batch : 1;
     int64_t out_tokens = 0;
@@ -125,14 +128,16 @@ json bench_decode(const BenchArgs& a) {
             const std::span<const std::vector<int32_t>> part(src.data() + i, end - i);
             const Batch b = batch_from_ids(part, {});
             if (a.beam <= 1) {
-                const auto out = greedy_decode(*model, b.src, b.src_lengths, b.S, {.max_length = a.max_length});
+                const auto out =
+                    greedy_decode(*model, b.src, b.src_lengths, b.S, {.max_length = a.max_length});
                 if (timed)
                     for (const auto& r : out) out_tokens += static_cast<int64_t>(r.tokens.size());
             } else {
                 const auto out = beam_search(*model, b.src, b.src_lengths, b.S,
                                              {.beam_size = a.beam, .max_length = a.max_length});
                 if (timed)
-                    for (const auto& r : out) out_tokens += static_cast<int64_t>(r[0].tokens.size());
+                    for (const auto& r : out)
+                        out_tokens += static_cast<int64_t>(r[0].tokens.size());
             }
             if (!timed) break;  // warm-up: one batch
         }
@@ -142,9 +147,15 @@ json bench_decode(const BenchArgs& a) {
     sw.start();
     run(true);
     const Timing t = sw.stop();
-    return {{"what", "decode"},        {"preset", a.preset},       {"attention", a.attention},
-            {"beam", a.beam},          {"batch", batch},           {"sentences", src.size()},
-            {"output_tokens", out_tokens}, {"wall_s", t.wall},     {"cpu_s", t.cpu},
+    return {{"what", "decode"},
+            {"preset", a.preset},
+            {"attention", a.attention},
+            {"beam", a.beam},
+            {"batch", batch},
+            {"sentences", src.size()},
+            {"output_tokens", out_tokens},
+            {"wall_s", t.wall},
+            {"cpu_s", t.cpu},
             {"sentences_per_s", static_cast<double>(src.size()) / t.wall},
             {"peak_rss_mb", peak_rss_mb()}};
 }
@@ -154,27 +165,34 @@ void setup_bench(CLI::App& app, std::function<int()>& run) {
     app.add_option("what", a->what, "train | decode | gemm | local | epoch")
         ->required()
         ->check(CLI::IsMember({"train", "decode", "gemm", "local", "epoch"}));
-    app.add_option("--preset", a->preset, "standard (V 8000, E 256, bi-GRU 256+256, GRU 512, A 512, B 64) | small "
-                                          "(V 1000, E 128, bi-GRU 128+128, GRU 256, A 256, B 32)")
+    app.add_option("--preset", a->preset,
+                   "standard (V 8000, E 256, bi-GRU 256+256, GRU 512, A 512, B 64) | small "
+                   "(V 1000, E 128, bi-GRU 128+128, GRU 256, A 256, B 32)")
         ->check(CLI::IsMember({"standard", "small"}))
         ->capture_default_str();
     app.add_option("--attention", a->attention, "bahdanau | general | general-feed | local-p")
         ->check(CLI::IsMember({"bahdanau", "general", "general-feed", "local-p"}))
         ->capture_default_str();
-    app.add_option("--threads", a->threads, "Threads for BLAS and nazar's loops (0 = all cores)")->capture_default_str();
+    app.add_option("--threads", a->threads, "Threads for BLAS and nazar's loops (0 = all cores)")
+        ->capture_default_str();
     app.add_option("--steps", a->steps, "train: timed steps")->capture_default_str();
     app.add_option("--warmup", a->warmup, "train: untimed steps first")->capture_default_str();
-    app.add_option("--batches", a->batches, "train: distinct synthetic batches (cycled)")->capture_default_str();
-    app.add_option("--batch", a->batch, "Sentences per batch (0 = the preset's; decode: 1)")->capture_default_str();
+    app.add_option("--batches", a->batches, "train: distinct synthetic batches (cycled)")
+        ->capture_default_str();
+    app.add_option("--batch", a->batch, "Sentences per batch (0 = the preset's; decode: 1)")
+        ->capture_default_str();
     app.add_option("--beam", a->beam, "decode: beam size (1 = greedy)")->capture_default_str();
     app.add_option("--sentences", a->sentences, "decode: sentences timed")->capture_default_str();
-    app.add_option("--max-length", a->max_length, "decode: output length cap")->capture_default_str();
+    app.add_option("--max-length", a->max_length, "decode: output length cap")
+        ->capture_default_str();
     app.add_option("--min-len", a->min_len, "Shortest synthetic sentence")->capture_default_str();
     app.add_option("--max-len", a->max_len, "Longest synthetic sentence")->capture_default_str();
-    app.add_option("--size", a->size, "gemm: square size of the peak measurement")->capture_default_str();
+    app.add_option("--size", a->size, "gemm: square size of the peak measurement")
+        ->capture_default_str();
     app.add_option("--lengths", a->lengths, "local: source lengths")->delimiter(',');
     app.add_option("--corpus", a->corpus, "epoch: corpus sizes (sentence pairs)")->delimiter(',');
-    app.add_option("--chunk-rows", a->chunk_rows, "train: output-layer rows per fused chunk (SoftmaxXent)")
+    app.add_option("--chunk-rows", a->chunk_rows,
+                   "train: output-layer rows per fused chunk (SoftmaxXent)")
         ->capture_default_str();
     app.add_option("--seed", a->seed, "Weights and data seed")->capture_default_str();
     app.add_option("--save-init", a->save_init, "Write the initial model file here (for PyTorch)");
@@ -183,11 +201,16 @@ void setup_bench(CLI::App& app, std::function<int()>& run) {
     run = [a] {
         set_num_threads(a->threads);
         json j;
-        if (a->what == "train") j = bench_train(*a);
-        else if (a->what == "decode") j = bench_decode(*a);
-        else if (a->what == "gemm") j = bench_gemm_rates(preset(a->preset), a->size);
-        else if (a->what == "local") j = bench_local_scaling(preset(a->preset), a->lengths, a->seed);
-        else j = bench_epoch_scaling(preset(a->preset), a->corpus, a->seed, a->min_len, a->max_len);
+        if (a->what == "train")
+            j = bench_train(*a);
+        else if (a->what == "decode")
+            j = bench_decode(*a);
+        else if (a->what == "gemm")
+            j = bench_gemm_rates(preset(a->preset), a->size);
+        else if (a->what == "local")
+            j = bench_local_scaling(preset(a->preset), a->lengths, a->seed);
+        else
+            j = bench_epoch_scaling(preset(a->preset), a->corpus, a->seed, a->min_len, a->max_len);
         j["blas"] = blas_description();
         j["threads"] = num_threads();
         j["load_avg"] = load_average();
@@ -201,6 +224,7 @@ void setup_bench(CLI::App& app, std::function<int()>& run) {
 
 }  // namespace
 
-NZ_REGISTER_COMMAND(bench, "Throughput of training and decoding on a stated configuration", setup_bench);
+NZ_REGISTER_COMMAND(bench, "Throughput of training and decoding on a stated configuration",
+                    setup_bench);
 
 }  // namespace nazar::cli

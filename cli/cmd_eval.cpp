@@ -48,14 +48,17 @@ struct EvalOptions {
     bool chrf_eps_smoothing = false;
 };
 
-// Lines of a file ("-" = stdin): split on '\n', a trailing '\r' dropped, no line after a final '\n'.
+// Lines of a file ("-" = stdin): split on '\n', a trailing '\r' dropped, no line after a final
+// '\n'.
 std::vector<std::string> read_lines(const std::string& path, std::string_view what) {
     std::string text;
     if (path == "-") {
         text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     } else {
         std::ifstream in(path, std::ios::binary);
-        if (!in) throw UsageError(fmt::format("cannot open {} '{}': {}", what, path, std::strerror(errno)));
+        if (!in)
+            throw UsageError(
+                fmt::format("cannot open {} '{}': {}", what, path, std::strerror(errno)));
         std::ostringstream ss;
         ss << in.rdbuf();
         text = std::move(ss).str();
@@ -73,13 +76,16 @@ std::vector<std::string> read_lines(const std::string& path, std::string_view wh
     return lines;
 }
 
-std::string display(const std::string& path) { return path == "-" ? std::string("<stdin>") : path; }
+std::string display(const std::string& path) {
+    return path == "-" ? std::string("<stdin>") : path;
+}
 
-void check_count(const std::string& hyp_path, std::size_t hyp_n, std::string_view what, const std::string& path,
-                 std::size_t n) {
+void check_count(const std::string& hyp_path, std::size_t hyp_n, std::string_view what,
+                 const std::string& path, std::size_t n) {
     if (n != hyp_n)
-        throw UsageError(fmt::format("line-count mismatch: hypothesis file '{}' has {} lines but {} '{}' has {} lines",
-                                     display(hyp_path), hyp_n, what, display(path), n));
+        throw UsageError(fmt::format(
+            "line-count mismatch: hypothesis file '{}' has {} lines but {} '{}' has {} lines",
+            display(hyp_path), hyp_n, what, display(path), n));
 }
 
 void emit(const EvalOptions& o, double score, const std::string& line, const std::string& signature,
@@ -99,9 +105,11 @@ void emit(const EvalOptions& o, double score, const std::string& line, const std
 
 int run_eval(const EvalOptions& o) {
     if (!o.possible.empty() && o.metric != "aer")
-        throw UsageError(fmt::format("--possible is only used with --metric aer (got --metric {})", o.metric));
+        throw UsageError(
+            fmt::format("--possible is only used with --metric aer (got --metric {})", o.metric));
     if (o.metric == "aer" && o.refs.size() != 1)
-        throw UsageError(fmt::format("--metric aer takes exactly one --ref (the gold alignments), got {}", o.refs.size()));
+        throw UsageError(fmt::format(
+            "--metric aer takes exactly one --ref (the gold alignments), got {}", o.refs.size()));
     int stdin_users = (o.hyp == "-");
     for (const auto& r : o.refs) stdin_users += (r == "-");
     if (stdin_users > 1) throw UsageError("only one of --hyp / --ref may read stdin ('-')");
@@ -109,8 +117,10 @@ int run_eval(const EvalOptions& o) {
     const std::vector<std::string> hyps = read_lines(o.hyp, "hypothesis file");
     std::vector<std::vector<std::string>> refs;
     for (const auto& path : o.refs) {
-        refs.push_back(read_lines(path, o.metric == "aer" ? "gold alignment file" : "reference file"));
-        check_count(o.hyp, hyps.size(), o.metric == "aer" ? "gold alignment file" : "reference file", path,
+        refs.push_back(
+            read_lines(path, o.metric == "aer" ? "gold alignment file" : "reference file"));
+        check_count(o.hyp, hyps.size(),
+                    o.metric == "aer" ? "gold alignment file" : "reference file", path,
                     refs.back().size());
     }
 
@@ -122,8 +132,14 @@ int run_eval(const EvalOptions& o) {
         if (o.smooth_value >= 0) opt.smooth_value = o.smooth_value;
         const BleuScore s = corpus_bleu(hyps, refs, opt);
         emit(o, s.score, s.format(), s.signature,
-             {{"name", "BLEU"}, {"counts", s.counts}, {"totals", s.totals}, {"precisions", s.precisions},
-              {"bp", s.bp}, {"ratio", s.ratio}, {"hyp_len", s.hyp_len}, {"ref_len", s.ref_len}});
+             {{"name", "BLEU"},
+              {"counts", s.counts},
+              {"totals", s.totals},
+              {"precisions", s.precisions},
+              {"bp", s.bp},
+              {"ratio", s.ratio},
+              {"hyp_len", s.hyp_len},
+              {"ref_len", s.ref_len}});
     } else if (o.metric == "chrf") {
         const ChrfOptions opt{.char_order = o.chrf_char_order,
                               .word_order = o.chrf_word_order,
@@ -134,29 +150,43 @@ int run_eval(const EvalOptions& o) {
         const ChrfScore s = corpus_chrf(hyps, refs, opt);
         emit(o, s.score, s.format(), s.signature, {{"name", s.name()}});
     } else if (o.metric == "wer" || o.metric == "cer" || o.metric == "per") {
-        const ErrorMetric m = o.metric == "wer" ? ErrorMetric::wer : o.metric == "cer" ? ErrorMetric::cer : ErrorMetric::per;
+        const ErrorMetric m = o.metric == "wer"   ? ErrorMetric::wer
+                              : o.metric == "cer" ? ErrorMetric::cer
+                                                  : ErrorMetric::per;
         const ErrorRate s = corpus_error_rate(hyps, refs, m);
         emit(o, s.score, s.format(), "",
-             {{"name", s.name()}, {"errors", s.errors}, {"substitutions", s.substitutions},
-              {"deletions", s.deletions}, {"insertions", s.insertions}, {"hyp_len", s.hyp_len},
-              {"ref_len", s.ref_len}, {"segments", s.segments}});
+             {{"name", s.name()},
+              {"errors", s.errors},
+              {"substitutions", s.substitutions},
+              {"deletions", s.deletions},
+              {"insertions", s.insertions},
+              {"hyp_len", s.hyp_len},
+              {"ref_len", s.ref_len},
+              {"segments", s.segments}});
     } else if (o.metric == "exact") {
         const ExactMatch s = exact_match(hyps, refs);
-        emit(o, s.score, s.format(), "", {{"name", "Exact"}, {"correct", s.correct}, {"segments", s.segments}});
+        emit(o, s.score, s.format(), "",
+             {{"name", "Exact"}, {"correct", s.correct}, {"segments", s.segments}});
     } else {  // aer
         std::vector<std::string> possible;
         if (!o.possible.empty()) {
             possible = read_lines(o.possible, "possible-links file");
             if (possible.size() != refs[0].size())
-                throw UsageError(fmt::format("line-count mismatch: gold alignment file '{}' has {} lines but "
-                                             "possible-links file '{}' has {} lines",
-                                             display(o.refs[0]), refs[0].size(), display(o.possible), possible.size()));
+                throw UsageError(fmt::format(
+                    "line-count mismatch: gold alignment file '{}' has {} lines but "
+                    "possible-links file '{}' has {} lines",
+                    display(o.refs[0]), refs[0].size(), display(o.possible), possible.size()));
         }
         const AerScore s = corpus_aer(hyps, refs[0], possible);
         emit(o, s.score, s.format(), "",
-             {{"name", "AER"}, {"precision", s.precision}, {"recall", s.recall}, {"hyp_links", s.hyp_links},
-              {"sure_links", s.sure_links}, {"possible_links", s.possible_links},
-              {"hyp_and_sure", s.hyp_and_sure}, {"hyp_and_possible", s.hyp_and_possible},
+             {{"name", "AER"},
+              {"precision", s.precision},
+              {"recall", s.recall},
+              {"hyp_links", s.hyp_links},
+              {"sure_links", s.sure_links},
+              {"possible_links", s.possible_links},
+              {"hyp_and_sure", s.hyp_and_sure},
+              {"hyp_and_possible", s.hyp_and_possible},
               {"segments", s.segments}});
     }
     return 0;
@@ -167,11 +197,14 @@ void setup_eval(CLI::App& app, std::function<int()>& run) {
     app.add_option("--metric,-m", o->metric, "Metric")
         ->check(CLI::IsMember({"bleu", "chrf", "wer", "cer", "per", "exact", "aer"}))
         ->capture_default_str();
-    app.add_option("--ref,-r", o->refs, "Reference file (repeat for several references); gold alignments for aer")
+    app.add_option("--ref,-r", o->refs,
+                   "Reference file (repeat for several references); gold alignments for aer")
         ->required()
         ->take_all();
-    app.add_option("--hyp,-i", o->hyp, "Hypothesis file, one segment per line ('-' = stdin)")->capture_default_str();
-    app.add_option("--possible", o->possible, "aer: file of possible gold links, one line per gold line");
+    app.add_option("--hyp,-i", o->hyp, "Hypothesis file, one segment per line ('-' = stdin)")
+        ->capture_default_str();
+    app.add_option("--possible", o->possible,
+                   "aer: file of possible gold links, one line per gold line");
     app.add_flag("--json", o->json, "Print one JSON object with the score and its breakdown");
     app.add_flag("--score-only,-b", o->score_only, "Print only the score");
     app.add_option("--tokenize", o->tokenize, "bleu: tokenizer")
@@ -180,7 +213,8 @@ void setup_eval(CLI::App& app, std::function<int()>& run) {
     app.add_option("--smooth-method", o->smooth_method, "bleu: smoothing")
         ->check(CLI::IsMember({"exp", "floor", "add-k", "none"}))
         ->capture_default_str();
-    app.add_option("--smooth-value", o->smooth_value, "bleu: value for floor (default 0.1) / add-k (default 1)")
+    app.add_option("--smooth-value", o->smooth_value,
+                   "bleu: value for floor (default 0.1) / add-k (default 1)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--max-ngram-order", o->max_ngram_order, "bleu: highest n-gram order")
         ->check(CLI::PositiveNumber)
@@ -192,15 +226,20 @@ void setup_eval(CLI::App& app, std::function<int()>& run) {
     app.add_option("--chrf-word-order", o->chrf_word_order, "chrf: word n-gram order (2 = chrF++)")
         ->check(CLI::NonNegativeNumber)
         ->capture_default_str();
-    app.add_option("--chrf-beta", o->chrf_beta, "chrf: recall weight beta")->check(CLI::NonNegativeNumber)->capture_default_str();
-    app.add_flag("--chrf-whitespace", o->chrf_whitespace, "chrf: keep whitespace in character n-grams");
-    app.add_flag("--chrf-eps-smoothing", o->chrf_eps_smoothing, "chrf: chrF++.py-style epsilon smoothing");
+    app.add_option("--chrf-beta", o->chrf_beta, "chrf: recall weight beta")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    app.add_flag("--chrf-whitespace", o->chrf_whitespace,
+                 "chrf: keep whitespace in character n-grams");
+    app.add_flag("--chrf-eps-smoothing", o->chrf_eps_smoothing,
+                 "chrf: chrF++.py-style epsilon smoothing");
     run = [o] { return run_eval(*o); };
 }
 
 }  // namespace
 
-NZ_REGISTER_COMMAND(eval, "Score hypotheses against references: BLEU, chrF, WER, CER, PER, exact match, AER",
-                    setup_eval);
+NZ_REGISTER_COMMAND(
+    eval, "Score hypotheses against references: BLEU, chrF, WER, CER, PER, exact match, AER",
+    setup_eval);
 
 }  // namespace nazar::cli

@@ -40,7 +40,8 @@ std::string vec(TensorView v, int n) {
 // One real attention step (B = 1) whose scores are the given ones: q selects the first entry of
 // W_k h_i (general) or of h_i (dot), and that entry is set to the score.
 void example(const char* title, ScoreKind kind, int H, int C, const std::vector<float>& scores,
-             const std::vector<const char*>& words, const std::vector<const char*>& notes, bool shapes) {
+             const std::vector<const char*>& words, const std::vector<const char*>& notes,
+             bool shapes) {
     const int S = static_cast<int>(scores.size());
     Rng rng(2015);
     Attention att({.score = kind, .query_size = H, .context_size = C}, rng);
@@ -60,15 +61,16 @@ void example(const char* title, ScoreKind kind, int H, int C, const std::vector<
     att.forward(q, keys, h, len, 0, ctx, cache);
 
     fmt::print("{}\n", title);
-    fmt::print("  {:<4} {:<6} {:>7} {:>10} {:>12}   h_i (first entries)\n", "i", "token", "score", "weight α",
-               "notes print");
+    fmt::print("  {:<4} {:<6} {:>7} {:>10} {:>12}   h_i (first entries)\n", "i", "token", "score",
+               "weight α", "notes print");
     float sum = 0;
     for (int i = 0; i < S; ++i) {
         sum += cache.weights[i];
-        fmt::print("  {:<4} {:<6} {:>7.2f} {:>10.4f} {:>12}   {}\n", i, words[i], cache.scores[i], cache.weights[i],
-                   notes[i], vec(h.select(0).select(i), 3));
+        fmt::print("  {:<4} {:<6} {:>7.2f} {:>10.4f} {:>12}   {}\n", i, words[i], cache.scores[i],
+                   cache.weights[i], notes[i], vec(h.select(0).select(i), 3));
     }
-    fmt::print("  Σ α = {:.4f};  context c = Σ_i α_i h_i = {}  ({} entries)\n", sum, vec(ctx, 4), ctx.dim(1));
+    fmt::print("  Σ α = {:.4f};  context c = Σ_i α_i h_i = {}  ({} entries)\n", sum, vec(ctx, 4),
+               ctx.dim(1));
     if (!shapes) return;
     // Luong's attentional state s̃ = tanh(W_c [s; c]) (decoder side), with a seeded W_c
     Tensor sc({1, H + C}), Wc({H, H + C}), st({1, H});
@@ -78,8 +80,11 @@ void example(const char* title, ScoreKind kind, int H, int C, const std::vector<
     rng.fill_uniform(Wc, -bound, bound);
     gemm(sc, false, Wc, true, st);
     kernels::tanh(st.data(), st.data(), H);
-    fmt::print("  shapes: s_t {}, h_i {}, W_a (key.weight) {}x{}, c_t {}, [s_t; c_t] {}, W_c {}x{}, s̃_t {}\n", H, C,
-               att.params.W_k.dim(0), att.params.W_k.dim(1), ctx.dim(1), sc.dim(1), Wc.dim(0), Wc.dim(1), st.dim(1));
+    fmt::print(
+        "  shapes: s_t {}, h_i {}, W_a (key.weight) {}x{}, c_t {}, [s_t; c_t] {}, W_c {}x{}, s̃_t "
+        "{}\n",
+        H, C, att.params.W_k.dim(0), att.params.W_k.dim(1), ctx.dim(1), sc.dim(1), Wc.dim(0),
+        Wc.dim(1), st.dim(1));
     fmt::print("  s̃_t = tanh(W_c [s_t; c_t]) = {}\n", vec(st, 4));
 }
 
@@ -120,7 +125,9 @@ double measure_us(const Row& r, int B, int S) {
             gemm(sc, false, Wc, true, st);
             kernels::tanh(st.data(), st.data(), st.numel());
         }
-        times.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        times.push_back(
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                .count());
     }
     std::sort(times.begin(), times.end());
     return times[times.size() / 2];
@@ -128,7 +135,8 @@ double measure_us(const Row& r, int B, int S) {
 
 void cost_table(const ExplainOptions& o) {
     const int S = o.src_len, H = o.dec_dim, C = o.enc_dim, A = o.att_dim, D = o.window;
-    const AttentionConfig add{.score = ScoreKind::additive, .query_size = H, .context_size = C, .attention_size = A};
+    const AttentionConfig add{
+        .score = ScoreKind::additive, .query_size = H, .context_size = C, .attention_size = A};
     AttentionConfig gen{.score = ScoreKind::general, .query_size = H, .context_size = C};
     AttentionConfig dot = gen, cat = add, lm = gen, lp = gen;
     dot.score = ScoreKind::dot;
@@ -145,20 +153,28 @@ void cost_table(const ExplainOptions& o) {
                           {fmt::format("local-p general (D={})", D), lp, true}};
 
     fmt::print("\nSPEC §9 — cost of one decoder step for one sentence, in multiply-adds\n");
-    fmt::print("  S={} (source length), d_s=H={}, d_h=C={}, d_a=A={}, local D={} (local-p predictor P=H)\n", S, H,
-               C, A, D);
-    fmt::print("  keys: once per batch; score = query projection + scores; W_c: Luong's tanh(W_c [s; c])\n");
+    fmt::print(
+        "  S={} (source length), d_s=H={}, d_h=C={}, d_a=A={}, local D={} (local-p predictor "
+        "P=H)\n",
+        S, H, C, A, D);
+    fmt::print(
+        "  keys: once per batch; score = query projection + scores; W_c: Luong's tanh(W_c [s; "
+        "c])\n");
     const int64_t floats = static_cast<int64_t>(o.batch) * S * std::max({C, A, H});
     const bool measure = !o.no_measure && floats <= (int64_t{1} << 26);  // keys of <= 256 MB
     if (!o.no_measure && !measure)
-        fmt::print("  (timing skipped: a batch of {} at these sizes needs {} floats of keys)\n", o.batch, floats);
+        fmt::print("  (timing skipped: a batch of {} at these sizes needs {} floats of keys)\n",
+                   o.batch, floats);
     if (measure)
-        fmt::print("  µs: measured on this machine, median of 15 steps for a batch of {}: nazar's attention forward,\n"
-                   "  plus Luong's W_c combine for the Luong rows (the notes' row also recomputes the keys)\n",
-                   o.batch);
+        fmt::print(
+            "  µs: measured on this machine, median of 15 steps for a batch of {}: nazar's "
+            "attention forward,\n"
+            "  plus Luong's W_c combine for the Luong rows (the notes' row also recomputes the "
+            "keys)\n",
+            o.batch);
     fmt::print("\n");
-    fmt::print("  {:<34}{:>9}{:>9}{:>9}{:>9}{:>9}{:>11}{:>10}", "mechanism", "keys", "score", "context", "W_c",
-               "total", "attn par", "+W_c par");
+    fmt::print("  {:<34}{:>9}{:>9}{:>9}{:>9}{:>9}{:>11}{:>10}", "mechanism", "keys", "score",
+               "context", "W_c", "total", "attn par", "+W_c par");
     fmt::print("{}\n", measure ? fmt::format("{:>12}", fmt::format("µs B={}", o.batch)) : "");
     for (const Row& r : rows) {
         const bool dot_ok = r.cfg.score != ScoreKind::dot || H == C;
@@ -166,62 +182,87 @@ void cost_table(const ExplainOptions& o) {
         int64_t keys = c.keys, score = c.query + c.scores;
         if (r.keys_per_step) {  // per position: W_a s + U_a h_i + v_a·tanh, as the notes count
             keys = 0;
-            score = static_cast<int64_t>(S) * (static_cast<int64_t>(A) * H + static_cast<int64_t>(A) * C + A);
+            score = static_cast<int64_t>(S) *
+                    (static_cast<int64_t>(A) * H + static_cast<int64_t>(A) * C + A);
         }
         const int64_t wc = r.luong ? static_cast<int64_t>(H) * (H + C) : 0;
         const int64_t total = score + c.context + wc;
         std::string t = "";
-        if (measure) t = dot_ok ? fmt::format("{:>12.1f}", measure_us(r, o.batch, S)) : fmt::format("{:>12}", "-");
+        if (measure)
+            t = dot_ok ? fmt::format("{:>12.1f}", measure_us(r, o.batch, S))
+                       : fmt::format("{:>12}", "-");
         if (!dot_ok) {
             fmt::print("  {:<34}  needs H == C (got H={}, C={}): use general\n", r.name, H, C);
             continue;
         }
-        fmt::print("  {:<34}{:>9}{:>9}{:>9}{:>9}{:>9}{:>11}{:>10}{}\n", r.name, keys ? human(keys) : "-",
-                   human(score), human(c.context), wc ? human(wc) : "-", human(total), human(c.params),
-                   human(c.params + wc), t);
+        fmt::print("  {:<34}{:>9}{:>9}{:>9}{:>9}{:>9}{:>11}{:>10}{}\n", r.name,
+                   keys ? human(keys) : "-", human(score), human(c.context), wc ? human(wc) : "-",
+                   human(total), human(c.params), human(c.params + wc), t);
     }
     const AttentionCost ca = attention_cost(add, S), cg = attention_cost(gen, S);
-    fmt::print("\n  SPEC §9 figures: U_a H = S·A·C = {} ({}); W_a H = S·H·C = {} ({});\n", ca.keys, human(ca.keys),
-               cg.keys, human(cg.keys));
-    fmt::print("  Bahdanau per step with keys once = W_a s + S·A add/tanh + S·A v = {} ({}, context not counted);\n",
-               ca.query + ca.scores, human(ca.query + ca.scores));
-    fmt::print("  Luong general per step = S·H scores + S·C context + W_c {}x{} = {} ({}).\n", H, H + C,
-               cg.scores + cg.context + static_cast<int64_t>(H) * (H + C),
+    fmt::print("\n  SPEC §9 figures: U_a H = S·A·C = {} ({}); W_a H = S·H·C = {} ({});\n", ca.keys,
+               human(ca.keys), cg.keys, human(cg.keys));
+    fmt::print(
+        "  Bahdanau per step with keys once = W_a s + S·A add/tanh + S·A v = {} ({}, context not "
+        "counted);\n",
+        ca.query + ca.scores, human(ca.query + ca.scores));
+    fmt::print("  Luong general per step = S·H scores + S·C context + W_c {}x{} = {} ({}).\n", H,
+               H + C, cg.scores + cg.context + static_cast<int64_t>(H) * (H + C),
                human(cg.scores + cg.context + static_cast<int64_t>(H) * (H + C)));
-    const double notes = static_cast<double>(S) * (static_cast<double>(A) * H + static_cast<double>(A) * C + A) + ca.context;
+    const double notes =
+        static_cast<double>(S) * (static_cast<double>(A) * H + static_cast<double>(A) * C + A) +
+        ca.context;
     const double bahdanau = static_cast<double>(ca.query + ca.scores + ca.context);
-    const double luong = static_cast<double>(cg.scores + cg.context) + static_cast<double>(H) * (H + C);
-    fmt::print("  The notes' \"Luong is 20x faster\" recomputes U_a h_i every step: {} / {} = {:.1f}x here.\n",
-               human(notes), human(luong), notes / luong);
-    fmt::print("  With keys computed once, as nazar does for every score, Bahdanau's step costs {} vs Luong's {}\n"
-               "  ({:.2f}x; Luong's W_c combine is {:.0f}% of its step).\n",
-               human(bahdanau), human(luong), bahdanau / luong, 100.0 * H * (H + C) / luong);
+    const double luong =
+        static_cast<double>(cg.scores + cg.context) + static_cast<double>(H) * (H + C);
+    fmt::print(
+        "  The notes' \"Luong is 20x faster\" recomputes U_a h_i every step: {} / {} = {:.1f}x "
+        "here.\n",
+        human(notes), human(luong), notes / luong);
+    fmt::print(
+        "  With keys computed once, as nazar does for every score, Bahdanau's step costs {} vs "
+        "Luong's {}\n"
+        "  ({:.2f}x; Luong's W_c combine is {:.0f}% of its step).\n",
+        human(bahdanau), human(luong), bahdanau / luong, 100.0 * H * (H + C) / luong);
 }
 
 void examples() {
-    fmt::print("SPEC §10 — worked examples through nazar's attention code (scores -> masked softmax -> context)\n");
-    fmt::print("The scores are the notes' values; q = e_1 makes each score the first entry of (W_a) h_i.\n\n");
-    example("Example 1 (Bahdanau step, 'The cat sat' -> 'chat'; dot path, d = 4):", ScoreKind::dot, 4, 4,
-            {0.5f, 2.1f, 0.3f}, {"The", "cat", "sat"}, {"0.12", "0.79", "0.09"}, false);
-    fmt::print("  (the notes' 0.12/0.79/0.09 do not come from these scores; position 1 gets 0.7314)\n\n");
+    fmt::print(
+        "SPEC §10 — worked examples through nazar's attention code (scores -> masked softmax -> "
+        "context)\n");
+    fmt::print(
+        "The scores are the notes' values; q = e_1 makes each score the first entry of (W_a) "
+        "h_i.\n\n");
+    example("Example 1 (Bahdanau step, 'The cat sat' -> 'chat'; dot path, d = 4):", ScoreKind::dot,
+            4, 4, {0.5f, 2.1f, 0.3f}, {"The", "cat", "sat"}, {"0.12", "0.79", "0.09"}, false);
+    fmt::print(
+        "  (the notes' 0.12/0.79/0.09 do not come from these scores; position 1 gets 0.7314)\n\n");
     example("Example 2 (Luong general, d_s = 256, d_h = 512, S = 5):", ScoreKind::general, 256, 512,
-            {1.2f, 3.5f, 0.8f, 2.1f, 0.5f}, {"x0", "x1", "x2", "x3", "x4"}, {"-", "0.64", "-", "-", "-"}, true);
-    fmt::print("  (the notes print 0.64 for position 1 — their 'position 2', 1-based; the softmax gives 0.6831)\n");
+            {1.2f, 3.5f, 0.8f, 2.1f, 0.5f}, {"x0", "x1", "x2", "x3", "x4"},
+            {"-", "0.64", "-", "-", "-"}, true);
+    fmt::print(
+        "  (the notes print 0.64 for position 1 — their 'position 2', 1-based; the softmax gives "
+        "0.6831)\n");
 }
 
 // SPEC §3/§4 on a whole (tiny) model: every number of one decoder step, checked against the model.
 void model_steps() {
-    fmt::print("\nThe same four steps inside a model (nazar/demo/explain.h): a tiny seq2seq whose weights are\n"
-               "printed, one decoder step computed by hand and compared with Seq2Seq::step.\n\n");
+    fmt::print(
+        "\nThe same four steps inside a model (nazar/demo/explain.h): a tiny seq2seq whose weights "
+        "are\n"
+        "printed, one decoder step computed by hand and compared with Seq2Seq::step.\n\n");
     for (DecoderKind k : {DecoderKind::bahdanau, DecoderKind::luong}) {
         const demo::StepWalkthrough w = demo::explain_model_step(k);
         fmt::print("{}\n", w.text);
         NZ_CHECK(w.max_weight_diff < 1e-4 && w.max_logp_diff < 1e-4,
-                 "explain: the by-hand step disagrees with the model (|Δα| {}, |Δ log p| {})", w.max_weight_diff,
-                 w.max_logp_diff);
+                 "explain: the by-hand step disagrees with the model (|Δα| {}, |Δ log p| {})",
+                 w.max_weight_diff, w.max_logp_diff);
     }
-    fmt::print("Timing is the difference: Bahdanau scores with s_{{t-1}} and feeds c_t INTO the RNN step; Luong "
-               "runs the RNN\nfirst, scores with s_t and combines afterwards (s̃ = tanh(W_c [s_t; c_t])).\n");
+    fmt::print(
+        "Timing is the difference: Bahdanau scores with s_{{t-1}} and feeds c_t INTO the RNN step; "
+        "Luong "
+        "runs the RNN\nfirst, scores with s_t and combines afterwards (s̃ = tanh(W_c [s_t; "
+        "c_t])).\n");
 }
 
 void run_explain(const ExplainOptions& o) {
@@ -234,17 +275,31 @@ void run_explain(const ExplainOptions& o) {
 void setup_explain(CLI::App& app, std::function<int()>& run) {
     auto o = std::make_shared<ExplainOptions>();
     app.add_option("topic", o->topic,
-                   "all | examples (SPEC §10 softmax examples) | model (one decoder step of a tiny Bahdanau and "
+                   "all | examples (SPEC §10 softmax examples) | model (one decoder step of a tiny "
+                   "Bahdanau and "
                    "Luong model, by hand vs the code) | cost (SPEC §9 counts with measured times)")
         ->check(CLI::IsMember({"all", "examples", "model", "cost"}))
         ->capture_default_str();
-    app.add_option("--src-len", o->src_len, "Source length S")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_option("--dec-dim", o->dec_dim, "Decoder state size d_s (H)")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_option("--enc-dim", o->enc_dim, "Encoder output size d_h (C)")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_option("--att-dim", o->att_dim, "Additive attention size d_a (A)")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_option("--window", o->window, "Local attention half-window D")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_option("--batch", o->batch, "Batch size for the measured times")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_flag("--no-measure", o->no_measure, "Print the counts only, without timing each mechanism");
+    app.add_option("--src-len", o->src_len, "Source length S")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--dec-dim", o->dec_dim, "Decoder state size d_s (H)")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--enc-dim", o->enc_dim, "Encoder output size d_h (C)")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--att-dim", o->att_dim, "Additive attention size d_a (A)")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--window", o->window, "Local attention half-window D")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--batch", o->batch, "Batch size for the measured times")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    app.add_flag("--no-measure", o->no_measure,
+                 "Print the counts only, without timing each mechanism");
     run = [o] {
         run_explain(*o);
         return 0;
@@ -253,6 +308,8 @@ void setup_explain(CLI::App& app, std::function<int()>& run) {
 
 }  // namespace
 
-NZ_REGISTER_COMMAND(explain, "Worked examples and the attention cost model of SPEC.md, computed live", setup_explain);
+NZ_REGISTER_COMMAND(explain,
+                    "Worked examples and the attention cost model of SPEC.md, computed live",
+                    setup_explain);
 
 }  // namespace nazar::cli

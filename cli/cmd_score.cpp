@@ -45,20 +45,27 @@ int run_score(const ScoreArgs& a) {
 
 void setup_score(CLI::App& app, std::function<int()>& run) {
     auto a = std::make_shared<ScoreArgs>();
-    app.add_option("--model", a->model, "Model file (model.safetensors or a checkpoint)")->required();
+    app.add_option("--model", a->model, "Model file (model.safetensors or a checkpoint)")
+        ->required();
     app.add_option("--src", a->src, "Source sentences, one per line ('-' = stdin)");
     app.add_option("--tgt", a->tgt, "Target sentences, line-aligned with --src");
-    app.add_option("--tsv", a->tsv, "Pairs as source<TAB>target, instead of --src/--tgt ('-' = stdin)");
-    app.add_option("--batch", a->batch, "Sentences per batch")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_option("--digits", a->digits, "Digits after the decimal point")->check(CLI::Range(6, 17))
+    app.add_option("--tsv", a->tsv,
+                   "Pairs as source<TAB>target, instead of --src/--tgt ('-' = stdin)");
+    app.add_option("--batch", a->batch, "Sentences per batch")
+        ->check(CLI::Range(1, 1 << 20))
         ->capture_default_str();
-    app.add_flag("--skip-bad-lines", a->skip_bad_lines, "Skip malformed lines instead of stopping (they get no score)");
+    app.add_option("--digits", a->digits, "Digits after the decimal point")
+        ->check(CLI::Range(6, 17))
+        ->capture_default_str();
+    app.add_flag("--skip-bad-lines", a->skip_bad_lines,
+                 "Skip malformed lines instead of stopping (they get no score)");
     run = [a] { return run_score(*a); };
 }
 
 }  // namespace
 
-NZ_REGISTER_COMMAND(score, "Log-probability of each target given its source (forced decoding), one per line",
-                    setup_score);
+NZ_REGISTER_COMMAND(
+    score, "Log-probability of each target given its source (forced decoding), one per line",
+    setup_score);
 
 }  // namespace nazar::cli

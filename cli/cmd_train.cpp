@@ -28,7 +28,9 @@ namespace {
 // signal kills at once (SA_RESETHAND restores the default action).
 std::atomic<bool> g_interrupt{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
-extern "C" void on_signal(int) { g_interrupt.store(true); }
+extern "C" void on_signal(int) {
+    g_interrupt.store(true);
+}
 
 void install_signal_handlers() {
     struct sigaction sa {};
@@ -60,15 +62,19 @@ void apply_extras(const std::vector<std::string>& extras, TrainConfig& cfg) {
         const ConfigKey* k = find_config_key(arg);
         if (!k) {
             const std::string s = suggest_key(arg);
-            throw UsageError(fmt::format("unknown option {}{}", arg,
-                                         s.empty() ? std::string()
-                                                   : fmt::format(" (did you mean {}?)", flag_name(*find_config_key(s)))));
+            throw UsageError(fmt::format(
+                "unknown option {}{}", arg,
+                s.empty() ? std::string()
+                          : fmt::format(" (did you mean {}?)", flag_name(*find_config_key(s)))));
         }
         if (!has_value) {
             const bool next_is_value = i + 1 < extras.size() && extras[i + 1].rfind("--", 0) != 0;
-            if (next_is_value) value = extras[++i];
-            else if (k->type == KeyType::boolean) value = "true";
-            else throw UsageError(fmt::format("{} needs a value", flag_name(*k)));
+            if (next_is_value)
+                value = extras[++i];
+            else if (k->type == KeyType::boolean)
+                value = "true";
+            else
+                throw UsageError(fmt::format("{} needs a value", flag_name(*k)));
         }
         set_config_value(cfg, k->key, value, flag_name(*k));
     }
@@ -95,7 +101,8 @@ int run_train(CLI::App& app, TrainArgs& a) {
         // Unless told otherwise, keep writing next to the checkpoint (the stored save_dir may be
         // relative to another directory, or the run may have been moved).
         if (std::find(changed.begin(), changed.end(), "save_dir") == changed.end())
-            cfg.save_dir = std::filesystem::path(resolve_checkpoint(a.resume)).parent_path().string();
+            cfg.save_dir =
+                std::filesystem::path(resolve_checkpoint(a.resume)).parent_path().string();
         if (cfg.save_dir.empty()) cfg.save_dir = ".";
     }
     if (cfg.threads > 0) set_num_threads(cfg.threads);
@@ -112,9 +119,11 @@ int run_train(CLI::App& app, TrainArgs& a) {
 
 void setup_train(CLI::App& app, std::function<int()>& run) {
     auto a = std::make_shared<TrainArgs>();
-    app.add_option("--config", a->config, "YAML file of training options (flags below override it)");
+    app.add_option("--config", a->config,
+                   "YAML file of training options (flags below override it)");
     app.add_option("--resume", a->resume,
-                   "Continue from a checkpoint file, or DIR/last.safetensors; the result equals an uninterrupted run");
+                   "Continue from a checkpoint file, or DIR/last.safetensors; the result equals an "
+                   "uninterrupted run");
     app.allow_extras();  // unknown flags get a did-you-mean suggestion (apply_extras)
     for (const ConfigKey& k : config_keys()) {
         CLI::Option* o = app.add_option(flag_name(k))->description(describe_key(k));
@@ -129,15 +138,18 @@ void setup_train(CLI::App& app, std::function<int()>& run) {
         a->options.emplace_back(&k, o);
     }
     app.footer(
-        "Every option is also a YAML key (the flag without '--', '-' as '_'), flat or under data:, model:, "
-        "training:.\nExample: nazar train --train data.tsv --dev dev.tsv --tokenizer char --hidden-size 64 "
+        "Every option is also a YAML key (the flag without '--', '-' as '_'), flat or under data:, "
+        "model:, "
+        "training:.\nExample: nazar train --train data.tsv --dev dev.tsv --tokenizer char "
+        "--hidden-size 64 "
         "--max-steps 2000");
     run = [&app, a] { return run_train(app, *a); };
 }
 
 }  // namespace
 
-NZ_REGISTER_COMMAND(train, "Train a model (every config key is also a flag; --resume continues exactly)",
+NZ_REGISTER_COMMAND(train,
+                    "Train a model (every config key is also a flag; --resume continues exactly)",
                     setup_train);
 
 }  // namespace nazar::cli

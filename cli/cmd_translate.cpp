@@ -14,11 +14,11 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace nazar::cli {
@@ -62,7 +62,8 @@ int run_translate(TranslateArgs& a) {
     const bool nbest_format = a.scores || a.opt.n_best > 1;
     // Options are checked before the model loads, so a typo fails fast.
     if (a.opt.n_best > a.opt.beam_size)
-        throw UsageError(fmt::format("--n-best {} exceeds --beam {}", a.opt.n_best, a.opt.beam_size));
+        throw UsageError(
+            fmt::format("--n-best {} exceeds --beam {}", a.opt.n_best, a.opt.beam_size));
 
     const Translator translator(a.model);
     LineReader reader(a.input);
@@ -78,7 +79,8 @@ int run_translate(TranslateArgs& a) {
     bool more = true;
     while (more) {
         lines.clear();
-        while (static_cast<int>(lines.size()) < chunk && (more = reader.next(line))) lines.emplace_back(line);
+        while (static_cast<int>(lines.size()) < chunk && (more = reader.next(line)))
+            lines.emplace_back(line);
         if (lines.empty()) break;
         std::vector<Translation> res;
         try {
@@ -86,17 +88,22 @@ int run_translate(TranslateArgs& a) {
         } catch (const UsageError&) {
             throw;
         } catch (const Error& e) {  // name the input line, not the index within the chunk
-            throw Error(fmt::format("{} (input '{}', lines {}-{})", e.what(), a.input, done + 1, done + lines.size()));
+            throw Error(fmt::format("{} (input '{}', lines {}-{})", e.what(), a.input, done + 1,
+                                    done + lines.size()));
         }
         std::string text;
         for (std::size_t i = 0; i < res.size(); ++i) {
             for (const TranslationHypothesis& h : res[i].hypotheses) {
-                if (nbest_format) fmt::format_to(std::back_inserter(text), "{} ||| ", done + static_cast<int64_t>(i));
+                if (nbest_format)
+                    fmt::format_to(std::back_inserter(text), "{} ||| ",
+                                   done + static_cast<int64_t>(i));
                 text += h.text;
                 if (nbest_format) fmt::format_to(std::back_inserter(text), " ||| {:.6f}", h.score);
-                if (format == AlignmentFormat::hard) text += " ||| " + format_hard_alignment(h.alignment);
+                if (format == AlignmentFormat::hard)
+                    text += " ||| " + format_hard_alignment(h.alignment);
                 if (format == AlignmentFormat::soft)
-                    text += " ||| " + format_soft_alignment(h.attention, static_cast<int>(h.tokens.size()));
+                    text += " ||| " +
+                            format_soft_alignment(h.attention, static_cast<int>(h.tokens.size()));
                 text += '\n';
                 if (!nbest_format) break;
             }
@@ -105,9 +112,10 @@ int run_translate(TranslateArgs& a) {
         std::fflush(out.f);
         done += static_cast<int64_t>(lines.size());
         if (progress) {
-            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            std::fprintf(stderr, "\rtranslated %lld sentences, %.1f sentences/s", static_cast<long long>(done),
-                         s > 0 ? static_cast<double>(done) / s : 0.0);
+            const double s =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            std::fprintf(stderr, "\rtranslated %lld sentences, %.1f sentences/s",
+                         static_cast<long long>(done), s > 0 ? static_cast<double>(done) / s : 0.0);
         }
     }
     if (progress && done > 0) std::fprintf(stderr, "\n");
@@ -117,38 +125,59 @@ int run_translate(TranslateArgs& a) {
 void setup_translate(CLI::App& app, std::function<int()>& run) {
     auto a = std::make_shared<TranslateArgs>();
     auto& o = a->opt;
-    app.add_option("--model", a->model, "Model file (model.safetensors or a checkpoint)")->required();
-    app.add_option("--input", a->input, "Sentences, one per line ('-' = stdin; gzip is detected)")->capture_default_str();
+    app.add_option("--model", a->model, "Model file (model.safetensors or a checkpoint)")
+        ->required();
+    app.add_option("--input", a->input, "Sentences, one per line ('-' = stdin; gzip is detected)")
+        ->capture_default_str();
     app.add_option("--output", a->output, "Where to write ('-' = stdout)")->capture_default_str();
-    app.add_option("--beam", o.beam_size, "Beam size K (1 = greedy)")->check(CLI::Range(1, 1024))->capture_default_str();
+    app.add_option("--beam", o.beam_size, "Beam size K (1 = greedy)")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
     app.add_option("--n-best", o.n_best, "Hypotheses per sentence (n-best format when > 1)")
-        ->check(CLI::Range(1, 1024))->capture_default_str();
-    app.add_flag("--scores", a->scores, "Use the n-best format 'i ||| translation ||| score' even for one hypothesis");
-    app.add_option("--alignment", a->alignment, "Append alignments: none, hard (Pharaoh i-j) or soft (JSON matrix)")
-        ->check(CLI::IsMember({"none", "hard", "soft"}))->capture_default_str();
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    app.add_flag("--scores", a->scores,
+                 "Use the n-best format 'i ||| translation ||| score' even for one hypothesis");
+    app.add_option("--alignment", a->alignment,
+                   "Append alignments: none, hard (Pharaoh i-j) or soft (JSON matrix)")
+        ->check(CLI::IsMember({"none", "hard", "soft"}))
+        ->capture_default_str();
     app.add_flag("--replace-unk", o.replace_unk, "Replace <unk> by the most-attended source token");
     app.add_option("--dict", a->dict, "Dictionary 'source<TAB>target' for --replace-unk");
-    app.add_option("--batch", o.batch_size, "Sentences per decoder batch")->check(CLI::Range(1, 1 << 16))
+    app.add_option("--batch", o.batch_size, "Sentences per decoder batch")
+        ->check(CLI::Range(1, 1 << 16))
         ->capture_default_str();
-    app.add_option("--chunk", a->chunk, "Lines read (and sorted by length) at a time")->check(CLI::Range(1, 1 << 24))
+    app.add_option("--chunk", a->chunk, "Lines read (and sorted by length) at a time")
+        ->check(CLI::Range(1, 1 << 24))
         ->capture_default_str();
-    app.add_option("--length-penalty", o.length_penalty, "GNMT length normalisation alpha (0 = none)")
-        ->check(CLI::NonNegativeNumber)->capture_default_str();
-    app.add_option("--coverage-penalty", o.coverage_penalty, "GNMT coverage penalty beta (0 = none)")
-        ->check(CLI::NonNegativeNumber)->capture_default_str();
-    app.add_option("--max-length-ratio", o.max_length_ratio, "Output length limit: ratio * source length + extra")
-        ->check(CLI::NonNegativeNumber)->capture_default_str();
-    app.add_option("--max-length-extra", o.max_length_extra, "Added to ratio * source length")->capture_default_str();
-    app.add_option("--max-length", o.max_length, "Absolute output length limit")->check(CLI::Range(1, 1 << 20))
+    app.add_option("--length-penalty", o.length_penalty,
+                   "GNMT length normalisation alpha (0 = none)")
+        ->check(CLI::NonNegativeNumber)
         ->capture_default_str();
-    app.add_flag("--progress", a->progress, "Progress line on stderr (default: when stderr is a terminal)");
-    app.add_option("--threads", a->threads, "Threads (overrides the global --threads; 0 = all cores)")
+    app.add_option("--coverage-penalty", o.coverage_penalty,
+                   "GNMT coverage penalty beta (0 = none)")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    app.add_option("--max-length-ratio", o.max_length_ratio,
+                   "Output length limit: ratio * source length + extra")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    app.add_option("--max-length-extra", o.max_length_extra, "Added to ratio * source length")
+        ->capture_default_str();
+    app.add_option("--max-length", o.max_length, "Absolute output length limit")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    app.add_flag("--progress", a->progress,
+                 "Progress line on stderr (default: when stderr is a terminal)");
+    app.add_option("--threads", a->threads,
+                   "Threads (overrides the global --threads; 0 = all cores)")
         ->check(CLI::NonNegativeNumber);
     run = [a] { return run_translate(*a); };
 }
 
 }  // namespace
 
-NZ_REGISTER_COMMAND(translate, "Translate sentences (beam search), one per line, stdin to stdout", setup_translate);
+NZ_REGISTER_COMMAND(translate, "Translate sentences (beam search), one per line, stdin to stdout",
+                    setup_translate);
 
 }  // namespace nazar::cli

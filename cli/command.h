@@ -27,7 +27,9 @@ struct Command {
 std::vector<Command>& commands();
 
 struct Registrar {
-    Registrar(const char* name, const char* help, CommandSetup setup) { commands().push_back({name, help, setup}); }
+    Registrar(const char* name, const char* help, CommandSetup setup) {
+        commands().push_back({name, help, setup});
+    }
 };
 
 }  // namespace nazar::cli

@@ -18,7 +18,8 @@ std::vector<Command>& commands() {
 
 int main(int argc, char** argv) {
     using namespace nazar::cli;
-    CLI::App app{"nazar — attention-based RNN sequence-to-sequence models (Bahdanau, Luong, local)"};
+    CLI::App app{
+        "nazar — attention-based RNN sequence-to-sequence models (Bahdanau, Luong, local)"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "nazar 0.1.0");
     int threads = 0;
@@ -48,8 +49,9 @@ int main(int argc, char** argv) {
             if (subs[i]->parsed()) return runs[i] ? runs[i]() : 0;
     } catch (const nazar::UsageError& e) {
         std::fprintf(stderr, "nazar: error: %s\n", e.what());
-        std::fprintf(stderr, "---> HINT: run 'nazar %s --help' for the options\n",
-                     app.get_subcommands().empty() ? "" : app.get_subcommands()[0]->get_name().c_str());
+        std::fprintf(
+            stderr, "---> HINT: run 'nazar %s --help' for the options\n",
+            app.get_subcommands().empty() ? "" : app.get_subcommands()[0]->get_name().c_str());
         return 2;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "nazar: error: %s\n", e.what());

@@ -12,15 +12,17 @@ TextModel load_text_model(const std::string& path, const char* purpose) {
     auto meta = [&](const char* key) -> const std::string& {
         const auto it = m.metadata.find(key);
         if (it == m.metadata.end())
-            throw Error(fmt::format("'{}' lacks metadata '{}' (vocabularies and tokenizers are needed to {} text)",
-                                    path, key, purpose));
+            throw Error(fmt::format(
+                "'{}' lacks metadata '{}' (vocabularies and tokenizers are needed to {} text)",
+                path, key, purpose));
         return it->second;
     };
     Tokenizer src_tok = Tokenizer::from_string(meta(kSrcTokenizerKey));
     Tokenizer tgt_tok = Tokenizer::from_string(meta(kTgtTokenizerKey));
     Vocab src_vocab = Vocab::from_json(meta(kSrcVocabKey));
     Vocab tgt_vocab = Vocab::from_json(meta(kTgtVocabKey));
-    return {std::move(m), std::move(src_tok), std::move(tgt_tok), std::move(src_vocab), std::move(tgt_vocab)};
+    return {std::move(m), std::move(src_tok), std::move(tgt_tok), std::move(src_vocab),
+            std::move(tgt_vocab)};
 }
 
 CorpusFiles pair_files(const std::string& src, const std::string& tgt, const std::string& tsv) {

@@ -2,9 +2,9 @@
 
 #include "nazar/core/threads.h"
 
+#include <unistd.h>
 #include <cstring>
 #include <fstream>
-#include <unistd.h>
 
 namespace nazar::fuzz {
 

@@ -20,14 +20,16 @@ namespace {
 
 void check_round_trip(const SafeTensors& st) {
     std::string bytes;
-    if (!fuzz::expect_error_or_ok([&] { bytes = serialize_safetensors(st); })) return;  // e.g. non-UTF-8 name
+    if (!fuzz::expect_error_or_ok([&] { bytes = serialize_safetensors(st); }))
+        return;                                                       // e.g. non-UTF-8 name
     const SafeTensors back = parse_safetensors(bytes, "round trip");  // must not throw
     if (back.metadata != st.metadata) fuzz::fail("metadata changed in a round trip");
     if (back.names() != st.names()) fuzz::fail("tensor names changed in a round trip");
     for (const auto& [name, t] : st.tensors()) {
         const Tensor& u = back.get(name);
         if (u.shape() != t.shape()) fuzz::fail("shape of '" + name + "' changed in a round trip");
-        if (t.numel() && std::memcmp(u.data(), t.data(), static_cast<std::size_t>(t.numel()) * 4) != 0)
+        if (t.numel() &&
+            std::memcmp(u.data(), t.data(), static_cast<std::size_t>(t.numel()) * 4) != 0)
             fuzz::fail("values of '" + name + "' changed in a round trip");
     }
 }
@@ -36,7 +38,8 @@ void check_round_trip(const SafeTensors& st) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     SafeTensors st;
-    if (!fuzz::expect_error_or_ok([&] { st = parse_safetensors(fuzz::as_text(data, size), "fuzz.safetensors"); }))
+    if (!fuzz::expect_error_or_ok(
+            [&] { st = parse_safetensors(fuzz::as_text(data, size), "fuzz.safetensors"); }))
         return 0;
     check_round_trip(st);
 
@@ -47,8 +50,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
 
     // The metadata strings a model file carries (model_file.h keys).
     for (const char* key : {kSrcVocabKey, kTgtVocabKey})
-        if (st.has_meta(key)) fuzz::expect_error_or_ok([&] { (void)Vocab::from_json(st.meta(key)); });
+        if (st.has_meta(key))
+            fuzz::expect_error_or_ok([&] { (void)Vocab::from_json(st.meta(key)); });
     for (const char* key : {kSrcTokenizerKey, kTgtTokenizerKey})
-        if (st.has_meta(key)) fuzz::expect_error_or_ok([&] { (void)Tokenizer::from_string(st.meta(key)); });
+        if (st.has_meta(key))
+            fuzz::expect_error_or_ok([&] { (void)Tokenizer::from_string(st.meta(key)); });
     return 0;
 }

@@ -33,33 +33,36 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     if (size == 0) return 0;
     const std::string_view text = fuzz::as_text(data + 1, size - 1);
     switch (data[0] % 4) {
-    case 0: {
-        Tokenizer tok;
-        if (fuzz::expect_error_or_ok([&] { tok = Tokenizer::from_string(text); }))
-            fuzz::expect_error_or_ok([&] { exercise(tok); });
-        break;
-    }
-    case 1: {
-        Tokenizer tok;
-        if (fuzz::expect_error_or_ok([&] { tok = Tokenizer::spm_from_proto(std::string(text)); }))
-            fuzz::expect_error_or_ok([&] { exercise(tok); });
-        break;
-    }
-    case 2: {
-        std::string bytes;
-        if (fuzz::expect_error_or_ok([&] { bytes = base64_decode(text); }) && base64_encode(bytes) != text)
-            // Only canonical text needs to round-trip: padding bits may differ.
-            if (base64_decode(base64_encode(bytes)) != bytes) fuzz::fail("base64 round trip");
-        break;
-    }
-    default: {
-        Vocab v;
-        if (fuzz::expect_error_or_ok([&] { v = Vocab::from_json(text); })) {
-            const Vocab back = Vocab::from_json(v.to_json());  // must not throw
-            if (back.to_json() != v.to_json() || back.size() != v.size()) fuzz::fail("vocab round trip");
+        case 0: {
+            Tokenizer tok;
+            if (fuzz::expect_error_or_ok([&] { tok = Tokenizer::from_string(text); }))
+                fuzz::expect_error_or_ok([&] { exercise(tok); });
+            break;
         }
-        break;
-    }
+        case 1: {
+            Tokenizer tok;
+            if (fuzz::expect_error_or_ok(
+                    [&] { tok = Tokenizer::spm_from_proto(std::string(text)); }))
+                fuzz::expect_error_or_ok([&] { exercise(tok); });
+            break;
+        }
+        case 2: {
+            std::string bytes;
+            if (fuzz::expect_error_or_ok([&] { bytes = base64_decode(text); }) &&
+                base64_encode(bytes) != text)
+                // Only canonical text needs to round-trip: padding bits may differ.
+                if (base64_decode(base64_encode(bytes)) != bytes) fuzz::fail("base64 round trip");
+            break;
+        }
+        default: {
+            Vocab v;
+            if (fuzz::expect_error_or_ok([&] { v = Vocab::from_json(text); })) {
+                const Vocab back = Vocab::from_json(v.to_json());  // must not throw
+                if (back.to_json() != v.to_json() || back.size() != v.size())
+                    fuzz::fail("vocab round trip");
+            }
+            break;
+        }
     }
     return 0;
 }

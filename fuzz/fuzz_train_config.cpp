@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     }
 
     TrainConfig stored;
-    if (fuzz::expect_error_or_ok([&] { stored = config_from_json(text, "fuzz.json"); })) check_train_round_trip(stored);
+    if (fuzz::expect_error_or_ok([&] { stored = config_from_json(text, "fuzz.json"); }))
+        check_train_round_trip(stored);
 
     ModelConfig mc;
     if (fuzz::expect_error_or_ok([&] { mc = model_config_from_string(text); })) {

@@ -52,24 +52,26 @@ int main() {
     openblas_set_num_threads(1);
     std::printf("# %s; oneDNN %d.%d.%d (OMP_NUM_THREADS=1 expected)\n", openblas_get_corename(),
                 dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch);
-    std::printf("%-50s %17s %15s %7s %9s\n", "shape (M x N x K)", "OpenBLAS GF/cpu-s", "oneDNN GF/cpu-s",
-                "ratio", "max diff");
+    std::printf("%-50s %17s %15s %7s %9s\n", "shape (M x N x K)", "OpenBLAS GF/cpu-s",
+                "oneDNN GF/cpu-s", "ratio", "max diff");
     std::mt19937 gen(1);
     std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
     int bad = 0;
     for (const Shape& s : kShapes) {
-        std::vector<float> a(static_cast<std::size_t>(s.M) * s.K), b(static_cast<std::size_t>(s.K) * s.N);
+        std::vector<float> a(static_cast<std::size_t>(s.M) * s.K),
+            b(static_cast<std::size_t>(s.K) * s.N);
         std::vector<float> c1(static_cast<std::size_t>(s.M) * s.N), c2(c1.size());
         for (float& x : a) x = uni(gen);
         for (float& x : b) x = uni(gen);
         const int lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N;
         const auto openblas = [&] {
-            cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans, s.tb ? CblasTrans : CblasNoTrans, s.M, s.N,
-                        s.K, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c1.data(), s.N);
+            cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans,
+                        s.tb ? CblasTrans : CblasNoTrans, s.M, s.N, s.K, 1.0f, a.data(), lda,
+                        b.data(), ldb, 0.0f, c1.data(), s.N);
         };
         const auto onednn = [&] {
-            dnnl_sgemm(s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', s.M, s.N, s.K, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
-                       c2.data(), s.N);
+            dnnl_sgemm(s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', s.M, s.N, s.K, 1.0f, a.data(), lda,
+                       b.data(), ldb, 0.0f, c2.data(), s.N);
         };
         const double flops = 2.0 * s.M * s.N * s.K;
         const int reps = std::max(3, static_cast<int>(3e9 / flops));
@@ -85,13 +87,15 @@ int main() {
             t_onednn = std::min(t_onednn, (cpu_now() - t0) / reps);
         }
         double diff = 0;
-        for (std::size_t i = 0; i < c1.size(); ++i) diff = std::max(diff, std::fabs(double{c1[i]} - c2[i]));
+        for (std::size_t i = 0; i < c1.size(); ++i)
+            diff = std::max(diff, std::fabs(double{c1[i]} - c2[i]));
         if (diff > 1e-4 * s.K) ++bad;
         char label[96];
         std::snprintf(label, sizeof label, "%s (%dx%dx%d)", s.name, s.M, s.N, s.K);
-        std::printf("%-50s %17.1f %15.1f %6.2fx %9.1e\n", label, flops / t_openblas / 1e9, flops / t_onednn / 1e9,
-                    t_openblas / t_onednn, diff);
+        std::printf("%-50s %17.1f %15.1f %6.2fx %9.1e\n", label, flops / t_openblas / 1e9,
+                    flops / t_onednn / 1e9, t_openblas / t_onednn, diff);
     }
-    if (bad) std::fprintf(stderr, "blas_backends: %d shape(s) differ between the two libraries\n", bad);
+    if (bad)
+        std::fprintf(stderr, "blas_backends: %d shape(s) differ between the two libraries\n", bad);
     return bad ? 1 : 0;
 }

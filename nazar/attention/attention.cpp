@@ -17,7 +17,9 @@
 namespace nazar {
 
 namespace {
-bool is_additive(ScoreKind k) { return k == ScoreKind::additive || k == ScoreKind::concat; }
+bool is_additive(ScoreKind k) {
+    return k == ScoreKind::additive || k == ScoreKind::concat;
+}
 
 void init_linear(Tensor& w, Rng& rng) {  // PyTorch nn.Linear: U(-1/sqrt(in), 1/sqrt(in))
     const float bound = 1.0f / std::sqrt(static_cast<float>(w.dim(1)));
@@ -40,7 +42,8 @@ Attention::Attention(AttentionConfig c, Rng& rng) : cfg(c) {
     } else if (cfg.score == ScoreKind::general) {
         params.W_k = Tensor({H, C});
     }
-    if (cfg.scale == ScaleMode::learned) params.scale = Tensor::from({1}, std::vector<float>{1.0f / std::sqrt(float(C))});
+    if (cfg.scale == ScaleMode::learned)
+        params.scale = Tensor::from({1}, std::vector<float>{1.0f / std::sqrt(float(C))});
     if (cfg.local == LocalMode::predictive) {
         params.W_p = Tensor({P, H});
         params.v_p = Tensor({1, P});
@@ -52,13 +55,18 @@ Attention::Attention(AttentionConfig c, Rng& rng) : cfg(c) {
     grad.visit([](const std::string&, Tensor& t) { t.zero(); });
 }
 
-int Attention::window_width(int S) const { return cfg.local == LocalMode::global ? S : 2 * cfg.window + 1; }
+int Attention::window_width(int S) const {
+    return cfg.local == LocalMode::global ? S : 2 * cfg.window + 1;
+}
 
 float Attention::score_scale() const {
     switch (cfg.scale) {
-        case ScaleMode::none: return 1.0f;
-        case ScaleMode::inv_sqrt: return 1.0f / std::sqrt(static_cast<float>(cfg.context_size));
-        case ScaleMode::learned: return params.scale[0];
+        case ScaleMode::none:
+            return 1.0f;
+        case ScaleMode::inv_sqrt:
+            return 1.0f / std::sqrt(static_cast<float>(cfg.context_size));
+        case ScaleMode::learned:
+            return params.scale[0];
     }
     return 1.0f;
 }
@@ -66,7 +74,8 @@ float Attention::score_scale() const {
 // keys = enc_out W_kᵀ: one GEMM over all B·S positions
 void Attention::precompute(TensorView enc_out, AttentionKeys& out, int step_rows) const {
     NZ_CHECK(enc_out.ndim() == 3 && enc_out.dim(2) == cfg.context_size,
-             "attention: enc_out must be (B, S, C={}), got {}", cfg.context_size, enc_out.shape().str());
+             "attention: enc_out must be (B, S, C={}), got {}", cfg.context_size,
+             enc_out.shape().str());
     if (is_additive(cfg.score) && step_rows > kSmallGemmRows)
         refresh_weight_t(out.query_t, params.W_q);
     else
@@ -93,16 +102,18 @@ void Attention::precompute_backward(TensorView enc_out, TensorView d_keys, Tenso
 }
 
 void Attention::forward(TensorView query, const AttentionKeys& keys, TensorView enc_out,
-                        std::span<const int> lengths, int t, TensorView context, AttentionStepCache& cache) const {
+                        std::span<const int> lengths, int t, TensorView context,
+                        AttentionStepCache& cache) const {
     const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
     const int A = cfg.attention_size, W = window_width(S), D = cfg.window;
     NZ_CHECK_SHAPE(query, {B, H});
     NZ_CHECK_SHAPE(enc_out, {B, S, C});
     NZ_CHECK_SHAPE(context, {B, C});
-    NZ_CHECK(static_cast<int>(lengths.size()) == B, "attention: {} lengths for a batch of {}", lengths.size(), B);
+    NZ_CHECK(static_cast<int>(lengths.size()) == B, "attention: {} lengths for a batch of {}",
+             lengths.size(), B);
     for (int b = 0; b < B; ++b)
-        NZ_CHECK(0 <= lengths[b] && lengths[b] <= S, "attention: length {} of sentence {} outside [0, S={}]",
-                 lengths[b], b, S);
+        NZ_CHECK(0 <= lengths[b] && lengths[b] <= S,
+                 "attention: length {} of sentence {} outside [0, S={}]", lengths[b], b, S);
     const int K = cfg.score == ScoreKind::dot ? C : (is_additive(cfg.score) ? A : H);
     if (cfg.score != ScoreKind::dot) NZ_CHECK_SHAPE(keys.keys, {B, S, K});
     const float* kdata = cfg.score == ScoreKind::dot ? enc_out.data() : keys.keys.data();
@@ -114,8 +125,8 @@ void Attention::forward(TensorView query, const AttentionKeys& keys, TensorView 
     // additive: u = q W_qᵀ, the only per-step GEMM of the score
     if (is_additive(cfg.score)) {
         cache.query_proj.resize({B, A}, false);
-        gemm_xwt(B, A, H, 1.0f, query.data(), H, params.W_q.data(), H, weight_t_rows(keys.query_t), 0.0f,
-                 cache.query_proj.data(), A);
+        gemm_xwt(B, A, H, 1.0f, query.data(), H, params.W_q.data(), H, weight_t_rows(keys.query_t),
+                 0.0f, cache.query_proj.data(), A);
         scratch_.tmp.resize({B, A}, false);
     } else {
         cache.scores.resize({B, W}, false);
@@ -128,8 +139,8 @@ void Attention::forward(TensorView query, const AttentionKeys& keys, TensorView 
         if (cfg.local == LocalMode::predictive) {
             cache.pos_hidden.resize({B, cfg.position_size}, false);
             cache.pos_sigmoid.resize({B}, false);
-            attn::predict_positions(query, params.W_p, params.v_p, lengths, cache.pos_hidden, cache.pos_sigmoid,
-                                    cache.position);
+            attn::predict_positions(query, params.W_p, params.v_p, lengths, cache.pos_hidden,
+                                    cache.pos_sigmoid, cache.position);
         }
         for (int b = 0; b < B; ++b) {
             const attn::Window w = cfg.local == LocalMode::monotonic
@@ -174,14 +185,16 @@ void Attention::forward(TensorView query, const AttentionKeys& keys, TensorView 
             // c = Σ_j α_j h_{st+j}
             float* cb = context.data() + b * C;
             std::fill(cb, cb + C, 0.0f);
-            for (int j = 0; j < n; ++j) kernels::axpy(C, wt[j], enc_out.data() + (b * S + st + j) * C, cb);
+            for (int j = 0; j < n; ++j)
+                kernels::axpy(C, wt[j], enc_out.data() + (b * S + st + j) * C, cb);
         }
     });
 }
 
-void Attention::backward(TensorView d_context, TensorView query, const AttentionKeys& keys, TensorView enc_out,
-                         std::span<const int> lengths, const AttentionStepCache& cache, TensorView d_query,
-                         TensorView d_keys, TensorView d_enc_out, const AttentionQueryGrad* deferred) {
+void Attention::backward(TensorView d_context, TensorView query, const AttentionKeys& keys,
+                         TensorView enc_out, std::span<const int> lengths,
+                         const AttentionStepCache& cache, TensorView d_query, TensorView d_keys,
+                         TensorView d_enc_out, const AttentionQueryGrad* deferred) {
     const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
     const int A = cfg.attention_size, W = window_width(S);
     NZ_CHECK_SHAPE(d_context, {B, C});
@@ -190,7 +203,8 @@ void Attention::backward(TensorView d_context, TensorView query, const Attention
     NZ_CHECK_SHAPE(d_query, {B, H});
     NZ_CHECK_SHAPE(d_enc_out, {B, S, C});
     NZ_CHECK_SHAPE(cache.weights, {B, W});
-    NZ_CHECK(static_cast<int>(lengths.size()) == B, "attention: {} lengths for a batch of {}", lengths.size(), B);
+    NZ_CHECK(static_cast<int>(lengths.size()) == B, "attention: {} lengths for a batch of {}",
+             lengths.size(), B);
     const bool additive = is_additive(cfg.score), dotk = cfg.score == ScoreKind::dot;
     const int K = dotk ? C : (additive ? A : H);
     if (!dotk) {
@@ -236,13 +250,15 @@ void Attention::backward(TensorView d_context, TensorView query, const Attention
             const float* kb = kdata + (b * S + st) * K;
             float* dkb = dkdata + (b * S + st) * K;
             if (additive) {
-                attn::additive_scores_backward(cache.query_proj.data() + b * A, kb, params.v_a.data(), de, n, A,
-                                               sc.tmp.data() + b * A, sc.d_u.data() + b * A, dkb,
-                                               sc.d_v.data() + b * A);
+                attn::additive_scores_backward(cache.query_proj.data() + b * A, kb,
+                                               params.v_a.data(), de, n, A, sc.tmp.data() + b * A,
+                                               sc.d_u.data() + b * A, dkb, sc.d_v.data() + b * A);
             } else {
                 // e = s r  =>  d_s += Σ_j d_e_j r_j;  r = q · k  (luong.h)
-                if (cfg.scale == ScaleMode::learned) sc.d_scale[b] = attn::dot8(de, cache.scores.data() + b * W, n);
-                attn::bilinear_scores_backward(query.data() + b * H, kb, de, n, K, s, d_query.data() + b * H, dkb);
+                if (cfg.scale == ScaleMode::learned)
+                    sc.d_scale[b] = attn::dot8(de, cache.scores.data() + b * W, n);
+                attn::bilinear_scores_backward(query.data() + b * H, kb, de, n, K, s,
+                                               d_query.data() + b * H, dkb);
             }
         }
     });
@@ -262,8 +278,8 @@ void Attention::backward(TensorView d_context, TensorView query, const Attention
         for (int b = 0; b < B; ++b) grad.scale[0] += sc.d_scale[b];
     if (cfg.local == LocalMode::predictive) {
         sc.d_pre.resize({B, cfg.position_size}, false);
-        attn::predict_positions_backward(sc.d_pos, query, params.W_p, params.v_p, lengths, cache.pos_hidden,
-                                         cache.pos_sigmoid, sc.d_pre, d_query,
+        attn::predict_positions_backward(sc.d_pos, query, params.W_p, params.v_p, lengths,
+                                         cache.pos_hidden, cache.pos_sigmoid, sc.d_pre, d_query,
                                          deferred ? TensorView() : grad.W_p.view(), grad.v_p);
         if (deferred) {
             NZ_CHECK_SHAPE(deferred->d_pre, {B, cfg.position_size});

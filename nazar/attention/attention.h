@@ -46,17 +46,17 @@ namespace nazar {
 
 enum class ScoreKind { additive, dot, general, concat };  // additive = Bahdanau; concat = same math
 enum class ScaleMode { none, inv_sqrt, learned };         // dot/general only
-enum class LocalMode { global, monotonic, predictive };  // global, local-m, local-p
+enum class LocalMode { global, monotonic, predictive };   // global, local-m, local-p
 
 struct AttentionConfig {
     ScoreKind score = ScoreKind::additive;
     ScaleMode scale = ScaleMode::none;
     LocalMode local = LocalMode::global;
-    int window = 10;          // D: local half-window (>= 1); the window has up to 2D+1 positions
-    int query_size = 0;       // H: decoder state size (d_s)
-    int context_size = 0;     // C: encoder output size (d_h)
-    int attention_size = 0;   // A: additive/concat hidden size (d_a); unused by dot/general
-    int position_size = 0;    // P: local-p predictor size (d_p); 0 means P = H
+    int window = 10;         // D: local half-window (>= 1); the window has up to 2D+1 positions
+    int query_size = 0;      // H: decoder state size (d_s)
+    int context_size = 0;    // C: encoder output size (d_h)
+    int attention_size = 0;  // A: additive/concat hidden size (d_a); unused by dot/general
+    int position_size = 0;   // P: local-p predictor size (d_p); 0 means P = H
 };
 
 // Strings used by the CLI and configs. parse_* throw UsageError listing the accepted names.
@@ -96,7 +96,8 @@ struct AttentionParams {
     Tensor v_p;    // (1, P)  local-p predictor                        "position_v.weight"
 
     // Absent parameters are (0)-shaped tensors (numel 0); collect_params() skips them.
-    template <class F> void visit(F&& f) {
+    template <class F>
+    void visit(F&& f) {
         f("query.weight", W_q);
         f("key.weight", W_k);
         f("v.weight", v_a);
@@ -125,7 +126,8 @@ struct AttentionStepCache {
     Tensor pos_sigmoid;      // (B)     sigmoid(v_p · pos_hidden) (local-p)
     std::vector<int> start;  // (B)     first source position of the row's window (0 global)
     std::vector<int> count;  // (B)     window length after clipping (S_b global)
-    int64_t score_evals = 0; // scores e[b,i] evaluated by this step (instrumentation: O(B·D) local)
+    int64_t score_evals =
+        0;  // scores e[b,i] evaluated by this step (instrumentation: O(B·D) local)
 };
 
 // The query side's pre-activation gradients of one step, for callers that batch the query-side
@@ -145,11 +147,11 @@ public:
 
     // step_rows: rows of the decoder steps that will read these keys (W_qᵀ is made for them
     // when that pays, blas.h). The keys capture the weights: precompute again after changing them.
-    void precompute(TensorView enc_out,        // (B, S, C)
-                    AttentionKeys& out,        // keys (B, S, K), resized
+    void precompute(TensorView enc_out,  // (B, S, C)
+                    AttentionKeys& out,  // keys (B, S, K), resized
                     int step_rows = 0) const;
-    void precompute_backward(TensorView enc_out,  // (B, S, C)
-                             TensorView d_keys,   // (B, S, K)   sum over all steps (empty: dot)
+    void precompute_backward(TensorView enc_out,     // (B, S, C)
+                             TensorView d_keys,      // (B, S, K)   sum over all steps (empty: dot)
                              TensorView d_enc_out);  // (B, S, C)  +=, also += grad.W_k
 
     // t: 0-based decoder step; local-m centres its window on min(t, S_b - 1).
@@ -158,21 +160,22 @@ public:
                  TensorView enc_out,            // (B, S, C)   h
                  std::span<const int> lengths,  // (B)         S_b, 0 <= S_b <= S
                  int t,
-                 TensorView context,            // (B, C)      out: c (overwritten)
+                 TensorView context,  // (B, C)      out: c (overwritten)
                  AttentionStepCache& cache) const;
-    void backward(TensorView d_context,           // (B, C)
-                  TensorView query,               // (B, H)     same tensors forward saw
-                  const AttentionKeys& keys,
-                  TensorView enc_out,             // (B, S, C)
-                  std::span<const int> lengths,   // (B)
-                  const AttentionStepCache& cache,
-                  TensorView d_query,             // (B, H)     +=
-                  TensorView d_keys,              // (B, S, K)  +=  (dot: unused, may be empty)
-                  TensorView d_enc_out,           // (B, S, C)  +=  context term (and dot scores)
-                  const AttentionQueryGrad* deferred = nullptr);  // given: W_q / W_p gradients deferred
+    void backward(
+        TensorView d_context,  // (B, C)
+        TensorView query,      // (B, H)     same tensors forward saw
+        const AttentionKeys& keys,
+        TensorView enc_out,            // (B, S, C)
+        std::span<const int> lengths,  // (B)
+        const AttentionStepCache& cache,
+        TensorView d_query,    // (B, H)     +=
+        TensorView d_keys,     // (B, S, K)  +=  (dot: unused, may be empty)
+        TensorView d_enc_out,  // (B, S, C)  +=  context term (and dot scores)
+        const AttentionQueryGrad* deferred = nullptr);  // given: W_q / W_p gradients deferred
     // The deferred query-side weight gradients of M = T·B step rows at once:
     //   grad.W_q += d_uᵀ q (additive/concat);  grad.W_p += d_preᵀ q (local-p). Others: nothing.
-    bool has_query_weights() const;  // additive/concat or local-p
+    bool has_query_weights() const;                 // additive/concat or local-p
     void query_weights_backward(TensorView d_u,     // (M, A)  additive/concat; else ignored
                                 TensorView d_pre,   // (M, P)  local-p; else ignored
                                 TensorView query);  // (M, H)  the queries forward saw
@@ -185,23 +188,25 @@ public:
     // sentence with S_b <= 2W runs its scores and contexts as dense per-sentence GEMMs with the
     // weights zero outside each row's window, a longer one row by row (O(D) per row). The same
     // results as T forward() calls up to float rounding; every caches[t] is filled exactly as
-    // forward() fills it (backward() and backward_steps() accept either). backward_steps adds grad.W_p itself (nothing is deferred).
+    // forward() fills it (backward() and backward_steps() accept either). backward_steps adds
+    // grad.W_p itself (nothing is deferred).
     bool can_batch_steps() const;
-    void forward_steps(TensorView queries,             // (T, B, H)  s_1 .. s_T
-                       const AttentionKeys& keys,      // (B, S, K)
-                       TensorView enc_out,             // (B, S, C)
-                       std::span<const int> lengths,   // (B)
-                       TensorView contexts,            // (T, B, C)  out (overwritten)
+    void forward_steps(TensorView queries,            // (T, B, H)  s_1 .. s_T
+                       const AttentionKeys& keys,     // (B, S, K)
+                       TensorView enc_out,            // (B, S, C)
+                       std::span<const int> lengths,  // (B)
+                       TensorView contexts,           // (T, B, C)  out (overwritten)
                        std::span<AttentionStepCache* const> caches) const;  // [T] out
-    void backward_steps(TensorView d_contexts,           // (T, B, C)
-                        TensorView queries,              // (T, B, H)
-                        const AttentionKeys& keys,
-                        TensorView enc_out,              // (B, S, C)
-                        std::span<const int> lengths,    // (B)
-                        std::span<const AttentionStepCache* const> caches,  // [T] from forward(_steps)
-                        TensorView d_queries,            // (T, B, H)  +=
-                        TensorView d_keys,               // (B, S, K)  +=  (dot: unused, may be empty)
-                        TensorView d_enc_out);           // (B, S, C)  +=
+    void backward_steps(
+        TensorView d_contexts,  // (T, B, C)
+        TensorView queries,     // (T, B, H)
+        const AttentionKeys& keys,
+        TensorView enc_out,                                 // (B, S, C)
+        std::span<const int> lengths,                       // (B)
+        std::span<const AttentionStepCache* const> caches,  // [T] from forward(_steps)
+        TensorView d_queries,                               // (T, B, H)  +=
+        TensorView d_keys,      // (B, S, K)  +=  (dot: unused, may be empty)
+        TensorView d_enc_out);  // (B, S, C)  +=
 
     AttentionConfig cfg;
     AttentionParams params;
@@ -218,23 +223,25 @@ private:
         Tensor d_pos;    // (B)     d p_t (local-p)
         Tensor d_pre;    // (B, P)  local-p predictor
         Tensor seq_r;    // (T, B, S)  forward_steps: raw scores; backward_steps: probs
-        Tensor seq_p;    // (T, B, S)  forward_steps: probs;      backward_steps: d probs, then s·d scores
+        Tensor seq_p;    // (T, B, S)  forward_steps: probs;      backward_steps: d probs, then s·d
+                         // scores
         Tensor seq_s;    // (T, B, S)  backward_steps: raw scores (learned scale)
         Tensor seq_hid;  // (T·B, P)   local-p hidden of every row
         Tensor seq_sig;  // (T·B)      local-p sigmoid
         Tensor seq_pos;  // (T·B)      p_t (local), then d p_t (backward)
         Tensor seq_pre;  // (T·B, P)   local-p d pre
-        Tensor seq_dr;   // (T, B, S)  local, dense sentences: raw scores; backward: d_A, then s·d_e
-        Tensor seq_da;   // (T, B, S)  local, dense sentences: weights A (zero outside the window)
+        Tensor seq_dr;  // (T, B, S)  local, dense sentences: raw scores; backward: d_A, then s·d_e
+        Tensor seq_da;  // (T, B, S)  local, dense sentences: weights A (zero outside the window)
         std::vector<int> seq_len, seq_start, seq_count;  // (T·B)
     };
     void forward_steps_local(TensorView queries, const float* kdata, int K, TensorView enc_out,
                              std::span<const int> lengths, TensorView contexts,
                              std::span<AttentionStepCache* const> caches) const;
-    void backward_steps_local(TensorView d_contexts, TensorView queries, const float* kdata, float* dkdata, int K,
-                              TensorView enc_out, std::span<const int> lengths,
-                              std::span<const AttentionStepCache* const> caches, TensorView d_queries,
-                              TensorView d_enc_out);
+    void backward_steps_local(TensorView d_contexts, TensorView queries, const float* kdata,
+                              float* dkdata, int K, TensorView enc_out,
+                              std::span<const int> lengths,
+                              std::span<const AttentionStepCache* const> caches,
+                              TensorView d_queries, TensorView d_enc_out);
     mutable Scratch scratch_;
 };
 

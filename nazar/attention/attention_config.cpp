@@ -19,47 +19,60 @@ ScoreKind parse_score_kind(std::string_view s) {
     if (s == "dot") return ScoreKind::dot;
     if (s == "general") return ScoreKind::general;
     if (s == "concat") return ScoreKind::concat;
-    throw UsageError(fmt::format("unknown attention score '{}' (expected bahdanau, additive, dot, general or concat)", s));
+    throw UsageError(fmt::format(
+        "unknown attention score '{}' (expected bahdanau, additive, dot, general or concat)", s));
 }
 
 ScaleMode parse_scale_mode(std::string_view s) {
     if (s == "none") return ScaleMode::none;
     if (s == "sqrt") return ScaleMode::inv_sqrt;
     if (s == "learned") return ScaleMode::learned;
-    throw UsageError(fmt::format("unknown attention scale '{}' (expected none, sqrt or learned)", s));
+    throw UsageError(
+        fmt::format("unknown attention scale '{}' (expected none, sqrt or learned)", s));
 }
 
 LocalMode parse_local_mode(std::string_view s) {
     if (s == "global") return LocalMode::global;
     if (s == "local-m") return LocalMode::monotonic;
     if (s == "local-p") return LocalMode::predictive;
-    throw UsageError(fmt::format("unknown attention locality '{}' (expected global, local-m or local-p)", s));
+    throw UsageError(
+        fmt::format("unknown attention locality '{}' (expected global, local-m or local-p)", s));
 }
 
 const char* to_string(ScoreKind k) {
     switch (k) {
-        case ScoreKind::additive: return "additive";
-        case ScoreKind::dot: return "dot";
-        case ScoreKind::general: return "general";
-        case ScoreKind::concat: return "concat";
+        case ScoreKind::additive:
+            return "additive";
+        case ScoreKind::dot:
+            return "dot";
+        case ScoreKind::general:
+            return "general";
+        case ScoreKind::concat:
+            return "concat";
     }
     return "?";
 }
 
 const char* to_string(ScaleMode m) {
     switch (m) {
-        case ScaleMode::none: return "none";
-        case ScaleMode::inv_sqrt: return "sqrt";
-        case ScaleMode::learned: return "learned";
+        case ScaleMode::none:
+            return "none";
+        case ScaleMode::inv_sqrt:
+            return "sqrt";
+        case ScaleMode::learned:
+            return "learned";
     }
     return "?";
 }
 
 const char* to_string(LocalMode m) {
     switch (m) {
-        case LocalMode::global: return "global";
-        case LocalMode::monotonic: return "local-m";
-        case LocalMode::predictive: return "local-p";
+        case LocalMode::global:
+            return "global";
+        case LocalMode::monotonic:
+            return "local-m";
+        case LocalMode::predictive:
+            return "local-p";
     }
     return "?";
 }
@@ -70,12 +83,14 @@ void apply_attention_name(std::string_view name, AttentionConfig& cfg) {
     } else if (name == "scaled-dot" || name == "scaled-general") {
         cfg.score = parse_score_kind(name.substr(7));
         cfg.scale = ScaleMode::inv_sqrt;
-    } else if (name == "bahdanau" || name == "additive" || name == "dot" || name == "general" || name == "concat") {
+    } else if (name == "bahdanau" || name == "additive" || name == "dot" || name == "general" ||
+               name == "concat") {
         cfg.score = parse_score_kind(name);
     } else {
-        throw UsageError(fmt::format("unknown attention '{}' (expected bahdanau, dot, general, concat, scaled-dot, "
-                                     "scaled-general, global, local-m or local-p)",
-                                     name));
+        throw UsageError(fmt::format(
+            "unknown attention '{}' (expected bahdanau, dot, general, concat, scaled-dot, "
+            "scaled-general, global, local-m or local-p)",
+            name));
     }
 }
 
@@ -86,7 +101,8 @@ std::string describe(const AttentionConfig& cfg) {
     s += to_string(cfg.score);
     if (cfg.local != LocalMode::global) s += fmt::format(" D={}", cfg.window);
     s += fmt::format(" (H={}, C={}", cfg.query_size, cfg.context_size);
-    if (cfg.score == ScoreKind::additive || cfg.score == ScoreKind::concat) s += fmt::format(", A={}", cfg.attention_size);
+    if (cfg.score == ScoreKind::additive || cfg.score == ScoreKind::concat)
+        s += fmt::format(", A={}", cfg.attention_size);
     if (cfg.local == LocalMode::predictive)
         s += fmt::format(", P={}", cfg.position_size > 0 ? cfg.position_size : cfg.query_size);
     return s + ")";
@@ -97,18 +113,23 @@ void validate(const AttentionConfig& cfg) {
     usage_check(H > 0, "attention: query size H (decoder state) must be positive, got {}", H);
     usage_check(C > 0, "attention: context size C (encoder output) must be positive, got {}", C);
     usage_check(cfg.score != ScoreKind::dot || H == C,
-                "dot attention needs the decoder state size H to equal the encoder output size C, got H={} and "
-                "C={}; use the 'general' score (a learned {}x{} W_a maps one onto the other) or make the sizes equal",
+                "dot attention needs the decoder state size H to equal the encoder output size C, "
+                "got H={} and "
+                "C={}; use the 'general' score (a learned {}x{} W_a maps one onto the other) or "
+                "make the sizes equal",
                 H, C, H, C);
     const bool additive = cfg.score == ScoreKind::additive || cfg.score == ScoreKind::concat;
-    usage_check(!additive || cfg.attention_size > 0, "{} attention needs an attention size A > 0, got {}",
-                to_string(cfg.score), cfg.attention_size);
+    usage_check(!additive || cfg.attention_size > 0,
+                "{} attention needs an attention size A > 0, got {}", to_string(cfg.score),
+                cfg.attention_size);
     usage_check(!additive || cfg.scale == ScaleMode::none,
-                "attention scale '{}' applies to dot and general scores only, not to {}", to_string(cfg.scale),
-                to_string(cfg.score));
-    usage_check(cfg.local == LocalMode::global || cfg.window >= 1, "{} attention needs a half-window D >= 1, got {}",
-                to_string(cfg.local), cfg.window);
-    usage_check(cfg.position_size >= 0, "local-p position size must be >= 0 (0 = H), got {}", cfg.position_size);
+                "attention scale '{}' applies to dot and general scores only, not to {}",
+                to_string(cfg.scale), to_string(cfg.score));
+    usage_check(cfg.local == LocalMode::global || cfg.window >= 1,
+                "{} attention needs a half-window D >= 1, got {}", to_string(cfg.local),
+                cfg.window);
+    usage_check(cfg.position_size >= 0, "local-p position size must be >= 0 (0 = H), got {}",
+                cfg.position_size);
 }
 
 AttentionCost attention_cost(const AttentionConfig& cfg, int S) {

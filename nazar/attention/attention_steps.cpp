@@ -21,7 +21,6 @@
 
 namespace nazar {
 
-
 bool Attention::can_batch_steps() const {
     return cfg.score == ScoreKind::dot || cfg.score == ScoreKind::general;
 }
@@ -30,7 +29,8 @@ void Attention::forward_steps(TensorView queries, const AttentionKeys& keys, Ten
                               std::span<const int> lengths, TensorView contexts,
                               std::span<AttentionStepCache* const> caches) const {
     NZ_CHECK(can_batch_steps(), "attention forward_steps needs dot/general, got {}", describe(cfg));
-    NZ_CHECK(queries.ndim() == 3, "attention forward_steps: queries must be (T, B, H), got {}", queries.shape().str());
+    NZ_CHECK(queries.ndim() == 3, "attention forward_steps: queries must be (T, B, H), got {}",
+             queries.shape().str());
     const int T = queries.dim(0), B = queries.dim(1), S = enc_out.dim(1);
     const int H = cfg.query_size, C = cfg.context_size;
     const bool dotk = cfg.score == ScoreKind::dot;
@@ -39,11 +39,13 @@ void Attention::forward_steps(TensorView queries, const AttentionKeys& keys, Ten
     NZ_CHECK_SHAPE(enc_out, {B, S, C});
     NZ_CHECK_SHAPE(contexts, {T, B, C});
     if (!dotk) NZ_CHECK_SHAPE(keys.keys, {B, S, K});
-    NZ_CHECK(static_cast<int>(lengths.size()) == B, "attention: {} lengths for a batch of {}", lengths.size(), B);
-    NZ_CHECK(static_cast<int>(caches.size()) >= T, "attention forward_steps: {} caches for T = {}", caches.size(), T);
+    NZ_CHECK(static_cast<int>(lengths.size()) == B, "attention: {} lengths for a batch of {}",
+             lengths.size(), B);
+    NZ_CHECK(static_cast<int>(caches.size()) >= T, "attention forward_steps: {} caches for T = {}",
+             caches.size(), T);
     for (int b = 0; b < B; ++b)
-        NZ_CHECK(0 <= lengths[b] && lengths[b] <= S, "attention: length {} of sentence {} outside [0, S={}]",
-                 lengths[b], b, S);
+        NZ_CHECK(0 <= lengths[b] && lengths[b] <= S,
+                 "attention: length {} of sentence {} outside [0, S={}]", lengths[b], b, S);
     const float* kdata = dotk ? enc_out.data() : keys.keys.data();
     if (cfg.local != LocalMode::global) {
         forward_steps_local(queries, kdata, K, enc_out, lengths, contexts, caches);
@@ -61,8 +63,8 @@ void Attention::forward_steps(TensorView queries, const AttentionKeys& keys, Ten
             float* R = sc.seq_r.data() + b * S;
             float* P = sc.seq_p.data() + b * S;
             // R_b = Q_b K_bᵀ  (e = s r)
-            gemm_raw(false, true, T, n, K, 1.0f, queries.data() + b * H, static_cast<int>(ldq), kdata + b * S * K, K,
-                     0.0f, R, static_cast<int>(lds));
+            gemm_raw(false, true, T, n, K, 1.0f, queries.data() + b * H, static_cast<int>(ldq),
+                     kdata + b * S * K, K, 0.0f, R, static_cast<int>(lds));
             for (int t = 0; t < T; ++t) {
                 float* r = R + t * lds;
                 float* pr = P + t * lds;
@@ -72,8 +74,9 @@ void Attention::forward_steps(TensorView queries, const AttentionKeys& keys, Ten
                 std::fill(pr + n, pr + S, 0.0f);
             }
             // C_b = P_b h_b  (n = 0: K = 0, the contexts are zeroed)
-            gemm_raw(false, false, T, C, n, 1.0f, P, static_cast<int>(lds), enc_out.data() + b * S * C, C, 0.0f,
-                     contexts.data() + b * C, static_cast<int>(ldc));
+            gemm_raw(false, false, T, C, n, 1.0f, P, static_cast<int>(lds),
+                     enc_out.data() + b * S * C, C, 0.0f, contexts.data() + b * C,
+                     static_cast<int>(ldc));
         }
     });
     int64_t evals = 0;
@@ -98,10 +101,12 @@ void Attention::forward_steps(TensorView queries, const AttentionKeys& keys, Ten
 //   e = s Q_b K_bᵀ      =>  d_Q_b += G K_b;                d_K_b += Gᵀ Q_b   (dot: K_b = h_b)
 void Attention::backward_steps(TensorView d_contexts, TensorView queries, const AttentionKeys& keys,
                                TensorView enc_out, std::span<const int> lengths,
-                               std::span<const AttentionStepCache* const> caches, TensorView d_queries, TensorView d_keys,
-                               TensorView d_enc_out) {
-    NZ_CHECK(can_batch_steps(), "attention backward_steps needs dot/general, got {}", describe(cfg));
-    NZ_CHECK(queries.ndim() == 3, "attention backward_steps: queries must be (T, B, H), got {}", queries.shape().str());
+                               std::span<const AttentionStepCache* const> caches,
+                               TensorView d_queries, TensorView d_keys, TensorView d_enc_out) {
+    NZ_CHECK(can_batch_steps(), "attention backward_steps needs dot/general, got {}",
+             describe(cfg));
+    NZ_CHECK(queries.ndim() == 3, "attention backward_steps: queries must be (T, B, H), got {}",
+             queries.shape().str());
     const int T = queries.dim(0), B = queries.dim(1), S = enc_out.dim(1);
     const int H = cfg.query_size, C = cfg.context_size;
     const bool dotk = cfg.score == ScoreKind::dot;
@@ -115,12 +120,14 @@ void Attention::backward_steps(TensorView d_contexts, TensorView queries, const 
         NZ_CHECK_SHAPE(keys.keys, {B, S, K});
         NZ_CHECK_SHAPE(d_keys, {B, S, K});
     }
-    NZ_CHECK(static_cast<int>(lengths.size()) == B, "attention: {} lengths for a batch of {}", lengths.size(), B);
-    NZ_CHECK(static_cast<int>(caches.size()) >= T, "attention backward_steps: {} caches for T = {}", caches.size(), T);
+    NZ_CHECK(static_cast<int>(lengths.size()) == B, "attention: {} lengths for a batch of {}",
+             lengths.size(), B);
+    NZ_CHECK(static_cast<int>(caches.size()) >= T, "attention backward_steps: {} caches for T = {}",
+             caches.size(), T);
     if (cfg.local != LocalMode::global) {
         backward_steps_local(d_contexts, queries, dotk ? enc_out.data() : keys.keys.data(),
-                             dotk ? d_enc_out.data() : d_keys.data(), K, enc_out, lengths, caches, d_queries,
-                             d_enc_out);
+                             dotk ? d_enc_out.data() : d_keys.data(), K, enc_out, lengths, caches,
+                             d_queries, d_enc_out);
         return;
     }
     const bool learned = cfg.scale == ScaleMode::learned;
@@ -146,9 +153,10 @@ void Attention::backward_steps(TensorView d_contexts, TensorView queries, const 
             float* G = sc.seq_p.data() + b * S;
             const float* dC = d_contexts.data() + b * C;
             const float* h = enc_out.data() + b * S * C;
-            gemm_raw(false, true, T, n, C, 1.0f, dC, static_cast<int>(ldc), h, C, 0.0f, G, static_cast<int>(lds));
-            gemm_raw(true, false, n, C, T, 1.0f, P, static_cast<int>(lds), dC, static_cast<int>(ldc), 1.0f,
-                     d_enc_out.data() + b * S * C, C);
+            gemm_raw(false, true, T, n, C, 1.0f, dC, static_cast<int>(ldc), h, C, 0.0f, G,
+                     static_cast<int>(lds));
+            gemm_raw(true, false, n, C, T, 1.0f, P, static_cast<int>(lds), dC,
+                     static_cast<int>(ldc), 1.0f, d_enc_out.data() + b * S * C, C);
             float dscale = 0.0f;
             for (int t = 0; t < T; ++t) {
                 const float* pr = P + t * lds;
@@ -159,8 +167,8 @@ void Attention::backward_steps(TensorView d_contexts, TensorView queries, const 
                 for (int j = 0; j < n; ++j) g[j] *= s;
             }
             sc.d_scale[b] = dscale;
-            gemm_raw(false, false, T, K, n, 1.0f, G, static_cast<int>(lds), kdata + b * S * K, K, 1.0f,
-                     d_queries.data() + b * H, static_cast<int>(ldq));
+            gemm_raw(false, false, T, K, n, 1.0f, G, static_cast<int>(lds), kdata + b * S * K, K,
+                     1.0f, d_queries.data() + b * H, static_cast<int>(ldq));
             gemm_raw(true, false, n, K, T, 1.0f, G, static_cast<int>(lds), queries.data() + b * H,
                      static_cast<int>(ldq), 1.0f, dkdata + b * S * K, K);
         }
@@ -177,21 +185,26 @@ void Attention::backward_steps(TensorView d_contexts, TensorView queries, const 
 //     (one GEMM);
 //   or per row (long sources: O(D) per row, never O(S)): scores, context as forward() does.
 namespace {
-bool dense_local(int S_b, int W) { return S_b <= 2 * W; }
+bool dense_local(int S_b, int W) {
+    return S_b <= 2 * W;
+}
 }  // namespace
 
-void Attention::forward_steps_local(TensorView queries, const float* kdata, int K, TensorView enc_out,
-                                    std::span<const int> lengths, TensorView contexts,
+void Attention::forward_steps_local(TensorView queries, const float* kdata, int K,
+                                    TensorView enc_out, std::span<const int> lengths,
+                                    TensorView contexts,
                                     std::span<AttentionStepCache* const> caches) const {
-    const int T = queries.dim(0), B = queries.dim(1), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
+    const int T = queries.dim(0), B = queries.dim(1), S = enc_out.dim(1), H = cfg.query_size,
+              C = cfg.context_size;
     const int W = window_width(S), D = cfg.window, P = cfg.position_size;
-    const int Sd = std::min(S, 2 * W);  // columns of the dense buffers: a dense sentence has S_b <= 2W
+    const int Sd =
+        std::min(S, 2 * W);  // columns of the dense buffers: a dense sentence has S_b <= 2W
     const int64_t M = int64_t{T} * B;
     const bool predictive = cfg.local == LocalMode::predictive;
     Scratch& sc = scratch_;
-    sc.seq_r.resize({T, B, W}, false);  // raw scores
-    sc.seq_p.resize({T, B, W}, false);  // probs
-    sc.seq_s.resize({T, B, W}, false);  // weights
+    sc.seq_r.resize({T, B, W}, false);    // raw scores
+    sc.seq_p.resize({T, B, W}, false);    // probs
+    sc.seq_s.resize({T, B, W}, false);    // weights
     sc.seq_dr.resize({T, B, Sd}, false);  // dense raw scores (dense sentences)
     sc.seq_da.resize({T, B, Sd}, false);  // dense weights (dense sentences)
     sc.seq_pos.resize({M}, false);
@@ -202,13 +215,14 @@ void Attention::forward_steps_local(TensorView queries, const float* kdata, int 
         for (int64_t r = 0; r < M; ++r) sc.seq_len[r] = lengths[r % B];
         sc.seq_hid.resize({M, P}, false);
         sc.seq_sig.resize({M}, false);
-        attn::predict_positions(queries.reshape({M, H}), params.W_p, params.v_p, sc.seq_len, sc.seq_hid, sc.seq_sig,
-                                sc.seq_pos);
+        attn::predict_positions(queries.reshape({M, H}), params.W_p, params.v_p, sc.seq_len,
+                                sc.seq_hid, sc.seq_sig, sc.seq_pos);
     }
     for (int64_t row = 0; row < M; ++row) {
         const int t = static_cast<int>(row / B), b = static_cast<int>(row % B);
-        const attn::Window w = predictive ? attn::predictive_window(sc.seq_pos[row], lengths[b], D)
-                                          : attn::monotonic_window(t, lengths[b], D, sc.seq_pos[row]);
+        const attn::Window w = predictive
+                                   ? attn::predictive_window(sc.seq_pos[row], lengths[b], D)
+                                   : attn::monotonic_window(t, lengths[b], D, sc.seq_pos[row]);
         sc.seq_start[row] = w.start;
         sc.seq_count[row] = w.count;
     }
@@ -221,15 +235,16 @@ void Attention::forward_steps_local(TensorView queries, const float* kdata, int 
             const bool dense = dense_local(Sb, W);
             const float* kb = kdata + b * S * K;
             if (dense)  // R_b = Q_b K_bᵀ over all S_b columns
-                gemm_raw(false, true, T, Sb, K, 1.0f, queries.data() + b * H, static_cast<int>(ldq), kb, K, 0.0f,
-                         sc.seq_dr.data() + b * Sd, static_cast<int>(ldd));
+                gemm_raw(false, true, T, Sb, K, 1.0f, queries.data() + b * H, static_cast<int>(ldq),
+                         kb, K, 0.0f, sc.seq_dr.data() + b * Sd, static_cast<int>(ldd));
             for (int t = 0; t < T; ++t) {
                 const int64_t row = int64_t{t} * B + b;
                 const int n = sc.seq_count[row], st = sc.seq_start[row];
                 float* r = sc.seq_r.data() + row * W;
                 float* pr = sc.seq_p.data() + row * W;
                 float* wt = sc.seq_s.data() + row * W;
-                // e_j = s q · k_j over the window; probs = softmax over it (nothing outside: exactly 0)
+                // e_j = s q · k_j over the window; probs = softmax over it (nothing outside:
+                // exactly 0)
                 if (dense)
                     std::copy_n(sc.seq_dr.data() + t * ldd + b * Sd + st, n, r);
                 else
@@ -255,11 +270,13 @@ void Attention::forward_steps_local(TensorView queries, const float* kdata, int 
                 // c = Σ_j α_j h_{st+j}
                 float* cb = contexts.data() + row * C;
                 std::fill(cb, cb + C, 0.0f);
-                for (int j = 0; j < n; ++j) kernels::axpy(C, wt[j], enc_out.data() + (b * S + st + j) * C, cb);
+                for (int j = 0; j < n; ++j)
+                    kernels::axpy(C, wt[j], enc_out.data() + (b * S + st + j) * C, cb);
             }
             if (dense)  // C_b = A_b h_b  (S_b = 0: K = 0, the contexts are zeroed)
-                gemm_raw(false, false, T, C, Sb, 1.0f, sc.seq_da.data() + b * Sd, static_cast<int>(ldd),
-                         enc_out.data() + b * S * C, C, 0.0f, contexts.data() + b * C, static_cast<int>(ldc));
+                gemm_raw(false, false, T, C, Sb, 1.0f, sc.seq_da.data() + b * Sd,
+                         static_cast<int>(ldd), enc_out.data() + b * S * C, C, 0.0f,
+                         contexts.data() + b * C, static_cast<int>(ldc));
         }
     });
     for (int t = 0; t < T; ++t) {
@@ -278,8 +295,10 @@ void Attention::forward_steps_local(TensorView queries, const float* kdata, int 
             c.pos_sigmoid.resize({B}, false);
             c.pos_sigmoid.copy_from(sc.seq_sig.slice(int64_t{t} * B, int64_t{t + 1} * B));
         }
-        c.start.assign(sc.seq_start.begin() + int64_t{t} * B, sc.seq_start.begin() + int64_t{t + 1} * B);
-        c.count.assign(sc.seq_count.begin() + int64_t{t} * B, sc.seq_count.begin() + int64_t{t + 1} * B);
+        c.start.assign(sc.seq_start.begin() + int64_t{t} * B,
+                       sc.seq_start.begin() + int64_t{t + 1} * B);
+        c.count.assign(sc.seq_count.begin() + int64_t{t} * B,
+                       sc.seq_count.begin() + int64_t{t + 1} * B);
         c.score_evals = 0;
         for (int b = 0; b < B; ++b) c.score_evals += c.count[b];
     }
@@ -291,22 +310,26 @@ void Attention::forward_steps_local(TensorView queries, const float* kdata, int 
 //   per row: the window's d_α from d_A_b, the Gaussian and softmax backward → G_b row (= s d_e)
 //   e = s Q_b K_bᵀ       =>  d_Q_b += G_b K_b;    d_K_b += G_bᵀ Q_b            (GEMMs)
 // Per-row sentences: the same per row, steps in the oracle's order t = T−1 … 0. Then the local-p
-// predictor's backward over all T·B rows: d_query += d_pre W_p, grad.W_p += d_preᵀ Q (one GEMM each).
-void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, const float* kdata, float* dkdata,
-                                     int K, TensorView enc_out, std::span<const int> lengths,
-                                     std::span<const AttentionStepCache* const> caches, TensorView d_queries,
-                                     TensorView d_enc_out) {
-    const int T = queries.dim(0), B = queries.dim(1), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
+// predictor's backward over all T·B rows: d_query += d_pre W_p, grad.W_p += d_preᵀ Q (one GEMM
+// each).
+void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, const float* kdata,
+                                     float* dkdata, int K, TensorView enc_out,
+                                     std::span<const int> lengths,
+                                     std::span<const AttentionStepCache* const> caches,
+                                     TensorView d_queries, TensorView d_enc_out) {
+    const int T = queries.dim(0), B = queries.dim(1), S = enc_out.dim(1), H = cfg.query_size,
+              C = cfg.context_size;
     const int W = window_width(S), P = cfg.position_size;
     const int Sd = std::min(S, 2 * W);  // columns of the dense buffers (as in forward)
     const int64_t M = int64_t{T} * B;
-    const bool predictive = cfg.local == LocalMode::predictive, learned = cfg.scale == ScaleMode::learned;
+    const bool predictive = cfg.local == LocalMode::predictive,
+               learned = cfg.scale == ScaleMode::learned;
     for (int t = 0; t < T; ++t) NZ_CHECK_SHAPE(caches[t]->weights, {B, W});
     Scratch& sc = scratch_;
-    sc.seq_r.resize({T, B, W}, false);   // d weights, then d probs / d scores
+    sc.seq_r.resize({T, B, W}, false);    // d weights, then d probs / d scores
     sc.seq_dr.resize({T, B, Sd}, false);  // dense d_A, then G (dense sentences)
     sc.seq_da.resize({T, B, Sd}, false);  // dense A (dense sentences)
-    sc.seq_pos.resize({M}, true);        // d p_t
+    sc.seq_pos.resize({M}, true);         // d p_t
     sc.d_scale.resize({B}, true);
     const float s = score_scale();
     const float sigma = 0.5f * static_cast<float>(cfg.window), inv_var = 1.0f / (sigma * sigma);
@@ -325,10 +348,11 @@ void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, 
                     std::fill(a, a + Sb, 0.0f);
                     std::copy_n(cache.weights.data() + b * W, cache.count[b], a + cache.start[b]);
                 }
-                gemm_raw(false, true, T, Sb, C, 1.0f, d_contexts.data() + b * C, static_cast<int>(ldc), hb, C, 0.0f,
-                         dA, static_cast<int>(ldd));
-                gemm_raw(true, false, Sb, C, T, 1.0f, A, static_cast<int>(ldd), d_contexts.data() + b * C,
-                         static_cast<int>(ldc), 1.0f, d_enc_out.data() + b * S * C, C);
+                gemm_raw(false, true, T, Sb, C, 1.0f, d_contexts.data() + b * C,
+                         static_cast<int>(ldc), hb, C, 0.0f, dA, static_cast<int>(ldd));
+                gemm_raw(true, false, Sb, C, T, 1.0f, A, static_cast<int>(ldd),
+                         d_contexts.data() + b * C, static_cast<int>(ldc), 1.0f,
+                         d_enc_out.data() + b * S * C, C);
             }
             float dscale = 0.0f;
             for (int t = T - 1; t >= 0; --t) {
@@ -349,8 +373,11 @@ void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, 
                         kernels::axpy(C, wt[j], dc, d_enc_out.data() + er);
                     }
                 }
-                // local-p: α_j = pr_j g_j  =>  d_pr_j = d_α_j g_j;  d_p += Σ_j d_α_j pr_j g_j (i-p)/σ²
-                if (predictive) sc.seq_pos[row] = attn::gaussian_backward(cache.position[b], st, n, inv_var, pr, dw);
+                // local-p: α_j = pr_j g_j  =>  d_pr_j = d_α_j g_j;  d_p += Σ_j d_α_j pr_j g_j
+                // (i-p)/σ²
+                if (predictive)
+                    sc.seq_pos[row] =
+                        attn::gaussian_backward(cache.position[b], st, n, inv_var, pr, dw);
                 // pr = softmax(e)  =>  d_e = pr ⊙ (d_pr − Σ_j pr_j d_pr_j);  e = s r, r = q · k
                 attn::window_softmax_backward(pr, dw, n, dw);
                 if (learned) dscale += attn::dot8(dw, cache.scores.data() + b * W, n);
@@ -360,15 +387,17 @@ void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, 
                     for (int j = 0; j < n; ++j) g[st + j] = s * dw[j];
                     continue;
                 }
-                attn::bilinear_scores_backward(queries.data() + row * H, kdata + (b * S + st) * K, dw, n, K, s,
-                                               d_queries.data() + row * H, dkdata + (b * S + st) * K);
+                attn::bilinear_scores_backward(queries.data() + row * H, kdata + (b * S + st) * K,
+                                               dw, n, K, s, d_queries.data() + row * H,
+                                               dkdata + (b * S + st) * K);
             }
             sc.d_scale[b] = dscale;
             if (dense) {
-                gemm_raw(false, false, T, K, Sb, 1.0f, dA, static_cast<int>(ldd), kdata + b * S * K, K, 1.0f,
-                         d_queries.data() + b * H, static_cast<int>(ldq));
-                gemm_raw(true, false, Sb, K, T, 1.0f, dA, static_cast<int>(ldd), queries.data() + b * H,
-                         static_cast<int>(ldq), 1.0f, dkdata + b * S * K, K);
+                gemm_raw(false, false, T, K, Sb, 1.0f, dA, static_cast<int>(ldd), kdata + b * S * K,
+                         K, 1.0f, d_queries.data() + b * H, static_cast<int>(ldq));
+                gemm_raw(true, false, Sb, K, T, 1.0f, dA, static_cast<int>(ldd),
+                         queries.data() + b * H, static_cast<int>(ldq), 1.0f, dkdata + b * S * K,
+                         K);
             }
         }
     });
@@ -384,9 +413,9 @@ void Attention::backward_steps_local(TensorView d_contexts, TensorView queries, 
             sc.seq_sig.slice(int64_t{t} * B, int64_t{t + 1} * B).copy_from(caches[t]->pos_sigmoid);
         }
         sc.seq_pre.resize({M, P}, false);
-        attn::predict_positions_backward(sc.seq_pos, queries.reshape({M, H}), params.W_p, params.v_p, sc.seq_len,
-                                         sc.seq_hid, sc.seq_sig, sc.seq_pre, d_queries.reshape({M, H}), grad.W_p,
-                                         grad.v_p);
+        attn::predict_positions_backward(sc.seq_pos, queries.reshape({M, H}), params.W_p,
+                                         params.v_p, sc.seq_len, sc.seq_hid, sc.seq_sig, sc.seq_pre,
+                                         d_queries.reshape({M, H}), grad.W_p, grad.v_p);
     }
 }
 

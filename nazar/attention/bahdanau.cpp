@@ -26,7 +26,8 @@ namespace {
 
 #ifdef NZ_ATTN_AVX2
 inline __m256 exp8(__m256 x) {  // x in [-20, 20] here (2|x| clamped to 20)
-    const __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+    const __m256 n = _mm256_floor_ps(
+        _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
     r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
     __m256 p = _mm256_set1_ps(1.9875691500e-4f);
@@ -36,7 +37,8 @@ inline __m256 exp8(__m256 x) {  // x in [-20, 20] here (2|x| clamped to 20)
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
     p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    const __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
@@ -50,9 +52,11 @@ inline __m256 tanh8(__m256 x) {
     p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(1.33314422036e-1f));
     p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-3.33332819422e-1f));
     const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, z), x, x);
-    const __m256 e = exp8(_mm256_min_ps(_mm256_add_ps(ax, ax), _mm256_set1_ps(20.0f)));  // tanh(10) = 1 in float
-    const __m256 big_abs = _mm256_sub_ps(_mm256_set1_ps(1.0f),
-                                         _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, _mm256_set1_ps(1.0f))));
+    const __m256 e =
+        exp8(_mm256_min_ps(_mm256_add_ps(ax, ax), _mm256_set1_ps(20.0f)));  // tanh(10) = 1 in float
+    const __m256 big_abs =
+        _mm256_sub_ps(_mm256_set1_ps(1.0f),
+                      _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, _mm256_set1_ps(1.0f))));
     const __m256 big = _mm256_or_ps(big_abs, _mm256_and_ps(sign, x));
     return _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
 }
@@ -73,8 +77,9 @@ inline float hsum8(__m256 v) {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define NZ_AVX512 __attribute__((target("avx512f,avx512dq")))
 NZ_AVX512 inline __m512 exp16(__m512 x) {
-    const __m512 n = _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
-                                          _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m512 n = _mm512_roundscale_ps(
+        _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
+        _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
     r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
     __m512 p = _mm512_set1_ps(1.9875691500e-4f);
@@ -84,7 +89,8 @@ NZ_AVX512 inline __m512 exp16(__m512 x) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
     p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    const __m512i e =
+        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
     return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
 }
 
@@ -99,10 +105,12 @@ NZ_AVX512 inline __m512 tanh16(__m512 x) {
     p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-3.33332819422e-1f));
     const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, z), x, x);
     const __m512 e = exp16(_mm512_min_ps(_mm512_add_ps(ax, ax), _mm512_set1_ps(20.0f)));
-    const __m512 big_abs = _mm512_sub_ps(_mm512_set1_ps(1.0f),
-                                         _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
+    const __m512 big_abs =
+        _mm512_sub_ps(_mm512_set1_ps(1.0f),
+                      _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
     const __m512 big = _mm512_or_ps(big_abs, _mm512_and_ps(sign, x));
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.625f), _CMP_LT_OQ), big, small);
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.625f), _CMP_LT_OQ), big,
+                                small);
 }
 
 // add_tanh / add_tanh_dot below with 16 lanes; the dot keeps the 8-lane accumulator and its
@@ -110,9 +118,11 @@ NZ_AVX512 inline __m512 tanh16(__m512 x) {
 NZ_AVX512 void add_tanh512(const float* u, const float* k, int A, float* z) {
     int a = 0;
     for (; a + 16 <= A; a += 16)
-        _mm512_storeu_ps(z + a, tanh16(_mm512_add_ps(_mm512_loadu_ps(u + a), _mm512_loadu_ps(k + a))));
+        _mm512_storeu_ps(z + a,
+                         tanh16(_mm512_add_ps(_mm512_loadu_ps(u + a), _mm512_loadu_ps(k + a))));
     for (; a + 8 <= A; a += 8)
-        _mm256_storeu_ps(z + a, tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))));
+        _mm256_storeu_ps(z + a,
+                         tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))));
     for (; a < A; ++a) z[a] = kernels::tanh1(u[a] + k[a]);
 }
 
@@ -126,7 +136,8 @@ NZ_AVX512 float add_tanh_dot512(const float* u, const float* k, const float* v, 
     }
     for (; a + 8 <= A; a += 8)
         acc = _mm256_fmadd_ps(_mm256_loadu_ps(v + a),
-                              tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))), acc);
+                              tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))),
+                              acc);
     float s = hsum8(acc);
     for (; a < A; ++a) s += v[a] * kernels::tanh1(u[a] + k[a]);
     return s;
@@ -135,11 +146,14 @@ NZ_AVX512 float add_tanh_dot512(const float* u, const float* k, const float* v, 
 #pragma GCC diagnostic pop
 
 bool cpu_has_avx512() {
-    __builtin_cpu_init();  // called from a static initializer: do not rely on libgcc's constructor order
+    __builtin_cpu_init();  // called from a static initializer: do not rely on libgcc's constructor
+                           // order
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
 }
 #else
-bool cpu_has_avx512() { return false; }
+bool cpu_has_avx512() {
+    return false;
+}
 #endif
 
 // NAZAR_ATTN_AVX512=0 keeps the 8-lane path (for comparison; results are the same).
@@ -154,7 +168,8 @@ inline void add_tanh(const float* u, const float* k, int A, float* z) {
 #ifdef NZ_ATTN_AVX2
     if (g_avx512.load(std::memory_order_relaxed)) return add_tanh512(u, k, A, z);
     for (; a + 8 <= A; a += 8)
-        _mm256_storeu_ps(z + a, tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))));
+        _mm256_storeu_ps(z + a,
+                         tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))));
 #endif
     for (; a < A; ++a) z[a] = kernels::tanh1(u[a] + k[a]);
 }
@@ -167,7 +182,8 @@ inline float add_tanh_dot(const float* u, const float* k, const float* v, int A,
     int a = 0;
     for (; a + 8 <= A; a += 8)
         acc = _mm256_fmadd_ps(_mm256_loadu_ps(v + a),
-                              tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))), acc);
+                              tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))),
+                              acc);
     float s = hsum8(acc);
     for (; a < A; ++a) s += v[a] * kernels::tanh1(u[a] + k[a]);
     return s;
@@ -180,13 +196,15 @@ inline float add_tanh_dot(const float* u, const float* k, const float* v, int A,
 
 }  // namespace
 
-void additive_scores(const float* u, const float* keys, const float* v, int n, int A, float* tmp, float* e) {
-    for (int j = 0; j < n; ++j) e[j] = add_tanh_dot(u, keys + static_cast<int64_t>(j) * A, v, A, tmp);
+void additive_scores(const float* u, const float* keys, const float* v, int n, int A, float* tmp,
+                     float* e) {
+    for (int j = 0; j < n; ++j)
+        e[j] = add_tanh_dot(u, keys + static_cast<int64_t>(j) * A, v, A, tmp);
 }
 
 // z = tanh(u + k_j);  d_v += d_e_j z;  d_pre = d_e_j v ⊙ (1 - z²);  d_u += d_pre;  d_k_j += d_pre
-void additive_scores_backward(const float* u, const float* keys, const float* v, const float* d_e, int n, int A,
-                              float* tmp, float* d_u, float* d_keys, float* d_v) {
+void additive_scores_backward(const float* u, const float* keys, const float* v, const float* d_e,
+                              int n, int A, float* tmp, float* d_u, float* d_keys, float* d_v) {
     for (int j = 0; j < n; ++j) {
         const float g = d_e[j];
         if (g == 0.0f) continue;
@@ -213,7 +231,8 @@ void additive_scores(const float* u, const float* keys, const float* v, int n, i
     for (int j = 0; j < n; ++j) {
         double s = 0;
         for (int a = 0; a < A; ++a)
-            s += static_cast<double>(v[a]) * std::tanh(static_cast<double>(u[a]) + keys[static_cast<int64_t>(j) * A + a]);
+            s += static_cast<double>(v[a]) *
+                 std::tanh(static_cast<double>(u[a]) + keys[static_cast<int64_t>(j) * A + a]);
         e[j] = static_cast<float>(s);
     }
 }

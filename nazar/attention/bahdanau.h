@@ -20,8 +20,8 @@ void additive_scores(const float* u,     // (A)
                      const float* keys,  // (n, A)
                      const float* v,     // (A)
                      int n, int A,
-                     float* tmp,         // (A) scratch
-                     float* e);          // (n) out
+                     float* tmp,  // (A) scratch
+                     float* e);   // (n) out
 
 // Backward of additive_scores for upstream d_e (n).
 void additive_scores_backward(const float* u,     // (A)
@@ -29,10 +29,10 @@ void additive_scores_backward(const float* u,     // (A)
                               const float* v,     // (A)
                               const float* d_e,   // (n)
                               int n, int A,
-                              float* tmp,         // (A) scratch
-                              float* d_u,         // (A)     +=
-                              float* d_keys,      // (n, A)  +=
-                              float* d_v);        // (A)     +=
+                              float* tmp,     // (A) scratch
+                              float* d_u,     // (A)     +=
+                              float* d_keys,  // (n, A)  +=
+                              float* d_v);    // (A)     +=
 
 // The fused kernels use 16-lane AVX-512 where the CPU has it (unless NAZAR_ATTN_AVX512=0),
 // else 8-lane AVX2; both give bit-identical results. set_additive_avx512(false) forces the

@@ -15,7 +15,8 @@ Window window_around(int c, int S_b, int D) {
     if (S_b <= 0) return {0, 0};
     const int lo = std::max(0, c - D);
     const int hi = std::min(S_b - 1, c + D);
-    NZ_CHECK(lo <= hi, "local window: centre {} with D={} misses the sentence [0, {}]", c, D, S_b - 1);
+    NZ_CHECK(lo <= hi, "local window: centre {} with D={} misses the sentence [0, {}]", c, D,
+             S_b - 1);
     return {lo, hi - lo + 1};
 }
 
@@ -35,7 +36,8 @@ Window predictive_window(float p_t, int S_b, int D) {
     // Clamp in float before converting: p_t is NaN when the predictor's weights are (the
     // trainer then skips the update), and a NaN or huge float converted to int is undefined.
     const float r = std::floor(p_t + 0.5f);
-    const int c = !(r > 0.0f) ? 0 : (r >= static_cast<float>(S_b - 1) ? S_b - 1 : static_cast<int>(r));
+    const int c =
+        !(r > 0.0f) ? 0 : (r >= static_cast<float>(S_b - 1) ? S_b - 1 : static_cast<int>(r));
     return window_around(c, S_b, D);
 }
 
@@ -47,7 +49,8 @@ void gaussian(float p, int start, int count, float sigma, float* g) {
     }
 }
 
-float gaussian_backward(float p, int start, int count, float inv_var, const float* probs, float* d_w) {
+float gaussian_backward(float p, int start, int count, float inv_var, const float* probs,
+                        float* d_w) {
     float dp = 0;
     for (int j = 0; j < count; ++j) {
         const float d = static_cast<float>(start + j) - p;
@@ -63,15 +66,17 @@ void window_softmax_backward(const float* probs, const float* d_pr, int count, f
     for (int j = 0; j < count; ++j) d_e[j] = probs[j] * (d_pr[j] - sum);
 }
 
-void predict_positions(TensorView query, TensorView W_p, TensorView v_p, std::span<const int> lengths,
-                       TensorView hidden, TensorView sig, TensorView p) {
+void predict_positions(TensorView query, TensorView W_p, TensorView v_p,
+                       std::span<const int> lengths, TensorView hidden, TensorView sig,
+                       TensorView p) {
     const int B = query.dim(0), H = query.dim(1), P = W_p.dim(0);
     NZ_CHECK_SHAPE(W_p, {P, H});
     NZ_CHECK_SHAPE(v_p, {1, P});
     NZ_CHECK_SHAPE(hidden, {B, P});
     NZ_CHECK_SHAPE(sig, {B});
     NZ_CHECK_SHAPE(p, {B});
-    NZ_CHECK(static_cast<int>(lengths.size()) == B, "local-p: {} lengths for a batch of {}", lengths.size(), B);
+    NZ_CHECK(static_cast<int>(lengths.size()) == B, "local-p: {} lengths for a batch of {}",
+             lengths.size(), B);
     // hidden = tanh(query W_pᵀ)
     gemm(query, false, W_p, true, hidden);
     kernels::tanh(hidden.data(), hidden.data(), hidden.numel());
@@ -85,13 +90,15 @@ void predict_positions(TensorView query, TensorView W_p, TensorView v_p, std::sp
 }
 
 void predict_positions_backward(TensorView d_p, TensorView query, TensorView W_p, TensorView v_p,
-                                std::span<const int> lengths, TensorView hidden, TensorView sig, TensorView d_pre,
-                                TensorView d_query, TensorView d_W_p, TensorView d_v_p) {
+                                std::span<const int> lengths, TensorView hidden, TensorView sig,
+                                TensorView d_pre, TensorView d_query, TensorView d_W_p,
+                                TensorView d_v_p) {
     const int B = query.dim(0), H = query.dim(1), P = W_p.dim(0);
     NZ_CHECK_SHAPE(d_p, {B});
     NZ_CHECK_SHAPE(d_pre, {B, P});
     NZ_CHECK_SHAPE(d_query, {B, H});
-    const bool weight = d_W_p.data() != nullptr && d_W_p.numel() > 0;  // empty: the caller batches it
+    const bool weight =
+        d_W_p.data() != nullptr && d_W_p.numel() > 0;  // empty: the caller batches it
     if (weight) NZ_CHECK_SHAPE(d_W_p, {P, H});
     NZ_CHECK_SHAPE(d_v_p, {1, P});
     for (int b = 0; b < B; ++b) {
@@ -112,9 +119,10 @@ void predict_positions_backward(TensorView d_p, TensorView query, TensorView W_p
 
 void scatter_window(TensorView weights, std::span<const int> start, TensorView out) {
     const int B = weights.dim(0), W = weights.dim(1), S = out.dim(1);
-    NZ_CHECK(out.ndim() == 2 && out.dim(0) == B, "scatter_window: out {} for weights {}", out.shape().str(),
-             weights.shape().str());
-    NZ_CHECK(static_cast<int>(start.size()) == B, "scatter_window: {} starts for {} rows", start.size(), B);
+    NZ_CHECK(out.ndim() == 2 && out.dim(0) == B, "scatter_window: out {} for weights {}",
+             out.shape().str(), weights.shape().str());
+    NZ_CHECK(static_cast<int>(start.size()) == B, "scatter_window: {} starts for {} rows",
+             start.size(), B);
     out.zero();
     for (int b = 0; b < B; ++b)
         for (int j = 0; j < W && start[b] + j < S; ++j) out.at(b, start[b] + j) = weights.at(b, j);

@@ -58,17 +58,18 @@ void predict_positions(TensorView query,              // (B, H)
                        TensorView p);                 // (B)     out
 // Backward from d_p (B): d_u = d_p · S_b · sig (1 - sig);  d_v_p += Σ_b d_u hidden[b];
 // d_pre = d_u v_p ⊙ (1 - hidden²);  d_W_p += d_preᵀ query;  d_query += d_pre W_p.
-void predict_positions_backward(TensorView d_p,                // (B)
-                                TensorView query,              // (B, H)
-                                TensorView W_p,                // (P, H)
-                                TensorView v_p,                // (1, P)
-                                std::span<const int> lengths,  // (B)
-                                TensorView hidden,             // (B, P)  from forward
-                                TensorView sig,                // (B)     from forward
-                                TensorView d_pre,              // (B, P)  written (the caller may batch d_W_p from it)
-                                TensorView d_query,            // (B, H)  +=
-                                TensorView d_W_p,              // (P, H)  +=  (empty view: not computed)
-                                TensorView d_v_p);             // (1, P)  +=
+void predict_positions_backward(
+    TensorView d_p,                // (B)
+    TensorView query,              // (B, H)
+    TensorView W_p,                // (P, H)
+    TensorView v_p,                // (1, P)
+    std::span<const int> lengths,  // (B)
+    TensorView hidden,             // (B, P)  from forward
+    TensorView sig,                // (B)     from forward
+    TensorView d_pre,              // (B, P)  written (the caller may batch d_W_p from it)
+    TensorView d_query,            // (B, H)  +=
+    TensorView d_W_p,              // (P, H)  +=  (empty view: not computed)
+    TensorView d_v_p);             // (1, P)  +=
 
 // out[b, start[b] + j] = weights[b, j] for j < W with start[b] + j < S; zero elsewhere.
 void scatter_window(TensorView weights,          // (B, W)

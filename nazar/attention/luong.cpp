@@ -14,8 +14,8 @@ void bilinear_scores(const float* q, const float* keys, int n, int K, float* r) 
 }
 
 // e_j = s q·k_j  =>  d_q += s Σ_j d_e_j k_j,  d_k_j += s d_e_j q
-void bilinear_scores_backward(const float* q, const float* keys, const float* d_e, int n, int K, float s, float* d_q,
-                              float* d_keys) {
+void bilinear_scores_backward(const float* q, const float* keys, const float* d_e, int n, int K,
+                              float s, float* d_q, float* d_keys) {
     for (int j = 0; j < n; ++j) {
         const float g = s * d_e[j];
         if (g == 0.0f) continue;

@@ -20,14 +20,14 @@ namespace nazar::attn {
 void bilinear_scores(const float* q,     // (K)
                      const float* keys,  // (n, K)
                      int n, int K,
-                     float* r);          // (n) out
+                     float* r);  // (n) out
 
 // d_q += s Σ_j d_e[j] keys[j];  d_keys[j] += s d_e[j] q
 void bilinear_scores_backward(const float* q,     // (K)
                               const float* keys,  // (n, K)
                               const float* d_e,   // (n)
                               int n, int K, float s,
-                              float* d_q,         // (K)     +=
-                              float* d_keys);     // (n, K)  +=
+                              float* d_q,      // (K)     +=
+                              float* d_keys);  // (n, K)  +=
 
 }  // namespace nazar::attn

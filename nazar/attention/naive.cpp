@@ -36,10 +36,12 @@ double score(const Attention& att, const float* q, const float* h) {
 }
 }  // namespace
 
-void attention_forward(const Attention& att, TensorView query, TensorView enc_out, std::span<const int> lengths,
-                       int t, TensorView weights, TensorView context) {
+void attention_forward(const Attention& att, TensorView query, TensorView enc_out,
+                       std::span<const int> lengths, int t, TensorView weights,
+                       TensorView context) {
     const AttentionConfig& cfg = att.cfg;
-    const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size, D = cfg.window;
+    const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size,
+              D = cfg.window;
     NZ_CHECK_SHAPE(weights, {B, S});
     NZ_CHECK_SHAPE(context, {B, C});
     for (int b = 0; b < B; ++b) {
@@ -52,7 +54,8 @@ void attention_forward(const Attention& att, TensorView query, TensorView enc_ou
             double u = 0;
             for (int i = 0; i < att.params.W_p.dim(0); ++i) {
                 double pre = 0;
-                for (int k = 0; k < H; ++k) pre += static_cast<double>(att.params.W_p.at(i, k)) * q[k];
+                for (int k = 0; k < H; ++k)
+                    pre += static_cast<double>(att.params.W_p.at(i, k)) * q[k];
                 u += att.params.v_p[i] * std::tanh(pre);
             }
             p = Sb / (1 + std::exp(-u));
@@ -65,12 +68,14 @@ void attention_forward(const Attention& att, TensorView query, TensorView enc_ou
         std::vector<double> a(S, 0.0);
         double mx = -1e300, sum = 0;
         for (int i = lo; i <= hi; ++i)
-            mx = std::max(mx, a[i] = score(att, q, enc_out.data() + (static_cast<int64_t>(b) * S + i) * C));
+            mx = std::max(
+                mx, a[i] = score(att, q, enc_out.data() + (static_cast<int64_t>(b) * S + i) * C));
         for (int i = lo; i <= hi; ++i) sum += (a[i] = std::exp(a[i] - mx));
         const double sigma = D / 2.0;
         for (int i = lo; i <= hi; ++i) {
             a[i] /= sum;
-            if (cfg.local == LocalMode::predictive) a[i] *= std::exp(-(i - p) * (i - p) / (2 * sigma * sigma));
+            if (cfg.local == LocalMode::predictive)
+                a[i] *= std::exp(-(i - p) * (i - p) / (2 * sigma * sigma));
         }
         for (int i = 0; i < S; ++i) weights.at(b, i) = static_cast<float>(a[i]);
         for (int k = 0; k < C; ++k) {

@@ -13,7 +13,7 @@ void attention_forward(const Attention& att,
                        TensorView enc_out,            // (B, S, C)
                        std::span<const int> lengths,  // (B)
                        int t,
-                       TensorView weights,            // (B, S)  out: α at source positions
-                       TensorView context);           // (B, C)  out
+                       TensorView weights,   // (B, S)  out: α at source positions
+                       TensorView context);  // (B, C)  out
 
 }  // namespace nazar::attn::naive

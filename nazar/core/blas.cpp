@@ -91,8 +91,8 @@ inline float hsum8(__m256 v) {
 // 16, ... in order, reduced by hsum8 and added to its scalar tail: the same operations in the
 // same order as before, so results are bit-identical whatever the blocking (and M).
 template <int MB, int J>
-void abt_block(int m0, int n, int n_next, int K, float alpha, const float* A, int lda, const float* B, int ldb,
-               float beta, float* C, int ldc) {
+void abt_block(int m0, int n, int n_next, int K, float alpha, const float* A, int lda,
+               const float* B, int ldb, float beta, float* C, int ldc) {
     const int K8 = K & ~7;
     __m256 acc[MB][J];
     for (int i = 0; i < MB; ++i)
@@ -106,7 +106,9 @@ void abt_block(int m0, int n, int n_next, int K, float alpha, const float* A, in
     for (int k = 0; k < K8; k += 8) {
         if (prefetch && (k & 15) == 0)
             for (int j = 0; j < J && n + 12 + j < n_next; ++j)
-                _mm_prefetch(reinterpret_cast<const char*>(w[j] + 12 * static_cast<int64_t>(ldb) + k), _MM_HINT_T0);
+                _mm_prefetch(
+                    reinterpret_cast<const char*>(w[j] + 12 * static_cast<int64_t>(ldb) + k),
+                    _MM_HINT_T0);
         __m256 wv[J];
         for (int j = 0; j < J; ++j) wv[j] = _mm256_loadu_ps(w[j] + k);
         for (int i = 0; i < MB; ++i) {
@@ -122,7 +124,6 @@ void abt_block(int m0, int n, int n_next, int K, float alpha, const float* A, in
         }
 }
 
-
 // The same blocks with AVX-512 where the CPU has it (chosen at run time; the build's baseline
 // stays x86-64-v3): a zmm register holds two rows of B side by side ([B_j chunk | B_j+1 chunk])
 // against a row chunk of A broadcast to both halves, so each 8-float half is exactly the
@@ -136,9 +137,10 @@ void abt_block(int m0, int n, int n_next, int K, float alpha, const float* A, in
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 template <int MB>
-__attribute__((target("avx512f,avx512dq"))) void abt_block512(int m0, int n, int n_next, int K, float alpha,
-                                                               const float* A, int lda, const float* B, int ldb,
-                                                               float beta, float* C, int ldc) {
+__attribute__((target("avx512f,avx512dq"))) void abt_block512(int m0, int n, int n_next, int K,
+                                                              float alpha, const float* A, int lda,
+                                                              const float* B, int ldb, float beta,
+                                                              float* C, int ldc) {
     constexpr int P = 4;
     const int K8 = K & ~7;
     __m512 acc[MB][P];
@@ -156,7 +158,9 @@ __attribute__((target("avx512f,avx512dq"))) void abt_block512(int m0, int n, int
     for (int k = 0; k < K8; k += 8) {
         if (prefetch && (k & 15) == 0)
             for (int j = 0; j < 2 * P && n + 2 * P + j < n_next; ++j)
-                _mm_prefetch(reinterpret_cast<const char*>(w[j] + static_cast<int64_t>(2 * P) * ldb + k), _MM_HINT_T0);
+                _mm_prefetch(
+                    reinterpret_cast<const char*>(w[j] + static_cast<int64_t>(2 * P) * ldb + k),
+                    _MM_HINT_T0);
         __m512 wv[P];
         for (int p = 0; p < P; ++p)
             wv[p] = _mm512_insertf32x8(_mm512_zextps256_ps512(_mm256_loadu_ps(w[2 * p] + k)),
@@ -170,7 +174,8 @@ __attribute__((target("avx512f,avx512dq"))) void abt_block512(int m0, int n, int
         for (int p = 0; p < P; ++p)
             for (int h = 0; h < 2; ++h) {
                 const int j = 2 * p + h;
-                const __m256 half = h == 0 ? _mm512_castps512_ps256(acc[i][p]) : _mm512_extractf32x8_ps(acc[i][p], 1);
+                const __m256 half = h == 0 ? _mm512_castps512_ps256(acc[i][p])
+                                           : _mm512_extractf32x8_ps(acc[i][p], 1);
                 float& c = C[static_cast<int64_t>(m0 + i) * ldc + n + j];
                 const float v = hsum8(half) + dot_tail(x[i], w[j], K8, K);
                 c = alpha * v + (beta == 0.0f ? 0.0f : beta * c);
@@ -192,8 +197,8 @@ std::atomic<bool> g_small_avx512{[] {
 #endif  // NZ_BLAS_AVX2
 
 // rows [n0, n1) of C (M x N, ldc) = alpha A (M x K, lda) Bᵀ (B: N x K, ldb) + beta C
-void small_m_abt(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* B, int ldb,
-                 float beta, float* C, int ldc) {
+void small_m_abt(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* B,
+                 int ldb, float beta, float* C, int ldc) {
     int n = n0;
 #ifdef NZ_BLAS_AVX2
     // (MB, J) blocks, MB·J + J + 1 <= 16 ymm registers: M = 1: 1x4, 2: 2x4, 3: 3x3, 4: 4x3,
@@ -201,11 +206,21 @@ void small_m_abt(int M, int n0, int n1, int K, float alpha, const float* A, int 
     // every J), so each group of 12 rows of B is read from memory once and from L1 after.
     const auto block = [&](int m0, int mb, int nn) {
         switch (mb) {
-            case 1: abt_block<1, 4>(m0, nn, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); return 4;
-            case 2: abt_block<2, 4>(m0, nn, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); return 4;
-            case 3: abt_block<3, 3>(m0, nn, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); return 3;
-            case 4: abt_block<4, 3>(m0, nn, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); return 3;
-            default: abt_block<5, 2>(m0, nn, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); return 2;
+            case 1:
+                abt_block<1, 4>(m0, nn, n1, K, alpha, A, lda, B, ldb, beta, C, ldc);
+                return 4;
+            case 2:
+                abt_block<2, 4>(m0, nn, n1, K, alpha, A, lda, B, ldb, beta, C, ldc);
+                return 4;
+            case 3:
+                abt_block<3, 3>(m0, nn, n1, K, alpha, A, lda, B, ldb, beta, C, ldc);
+                return 3;
+            case 4:
+                abt_block<4, 3>(m0, nn, n1, K, alpha, A, lda, B, ldb, beta, C, ldc);
+                return 3;
+            default:
+                abt_block<5, 2>(m0, nn, n1, K, alpha, A, lda, B, ldb, beta, C, ldc);
+                return 2;
         }
     };
     int mbs[2] = {M, 0};
@@ -216,17 +231,28 @@ void small_m_abt(int M, int n0, int n1, int K, float alpha, const float* A, int 
     if (g_small_avx512.load(std::memory_order_relaxed))
         for (; n + 8 <= n1; n += 8)
             for (int i = 0, m0 = 0; i < 2 && mbs[i] > 0; m0 += mbs[i], ++i) switch (mbs[i]) {
-                    case 1: abt_block512<1>(m0, n, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
-                    case 2: abt_block512<2>(m0, n, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
-                    case 3: abt_block512<3>(m0, n, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
-                    case 4: abt_block512<4>(m0, n, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
-                    default: abt_block512<5>(m0, n, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
+                    case 1:
+                        abt_block512<1>(m0, n, n1, K, alpha, A, lda, B, ldb, beta, C, ldc);
+                        break;
+                    case 2:
+                        abt_block512<2>(m0, n, n1, K, alpha, A, lda, B, ldb, beta, C, ldc);
+                        break;
+                    case 3:
+                        abt_block512<3>(m0, n, n1, K, alpha, A, lda, B, ldb, beta, C, ldc);
+                        break;
+                    case 4:
+                        abt_block512<4>(m0, n, n1, K, alpha, A, lda, B, ldb, beta, C, ldc);
+                        break;
+                    default:
+                        abt_block512<5>(m0, n, n1, K, alpha, A, lda, B, ldb, beta, C, ldc);
+                        break;
                 }
 #endif
     for (; n + 12 <= n1; n += 12)
         for (int i = 0, m0 = 0; i < 2 && mbs[i] > 0; m0 += mbs[i], ++i)
             for (int nn = n; nn < n + 12;) nn += block(m0, mbs[i], nn);
-    // The rest: the vector loop on the rows the former 4-row loop covered, scalar after (as before).
+    // The rest: the vector loop on the rows the former 4-row loop covered, scalar after (as
+    // before).
     const int n4 = n0 + ((n1 - n0) & ~3);
     for (; n < n4; ++n)
         for (int m = 0; m < M; ++m) {
@@ -234,7 +260,8 @@ void small_m_abt(int M, int n0, int n1, int K, float alpha, const float* A, int 
             const float* w = B + static_cast<int64_t>(n) * ldb;
             const int K8 = K & ~7;
             __m256 acc = _mm256_setzero_ps();
-            for (int k = 0; k < K8; k += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(w + k), acc);
+            for (int k = 0; k < K8; k += 8)
+                acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(w + k), acc);
             float& c = C[static_cast<int64_t>(m) * ldc + n];
             c = alpha * (hsum8(acc) + dot_tail(x, w, K8, K)) + (beta == 0.0f ? 0.0f : beta * c);
         }
@@ -242,7 +269,8 @@ void small_m_abt(int M, int n0, int n1, int K, float alpha, const float* A, int 
     for (; n < n1; ++n)
         for (int m = 0; m < M; ++m) {
             float& c = C[static_cast<int64_t>(m) * ldc + n];
-            const float v = dot_tail(A + static_cast<int64_t>(m) * lda, B + static_cast<int64_t>(n) * ldb, 0, K);
+            const float v = dot_tail(A + static_cast<int64_t>(m) * lda,
+                                     B + static_cast<int64_t>(n) * ldb, 0, K);
             c = alpha * v + (beta == 0.0f ? 0.0f : beta * c);
         }
 }
@@ -263,7 +291,9 @@ void set_gemm_threading(GemmThreading t) {
     blas_set_num_threads(g_blas_threads.load());
 }
 
-GemmThreading gemm_threading() { return g_threading.load(); }
+GemmThreading gemm_threading() {
+    return g_threading.load();
+}
 
 namespace {
 void check_matrix(const char* what, TensorView v) {
@@ -278,21 +308,25 @@ void gemm(TensorView a, bool ta, TensorView b, bool tb, TensorView c, float alph
     const int M = ta ? a.dim(1) : a.dim(0), K = ta ? a.dim(0) : a.dim(1);
     const int Kb = tb ? b.dim(1) : b.dim(0), N = tb ? b.dim(0) : b.dim(1);
     NZ_CHECK(K == Kb && c.dim(0) == M && c.dim(1) == N,
-             "gemm: op(A) {}x{} times op(B) {}x{} into C {} (A {}{}, B {}{})", M, K, Kb, N, c.shape().str(),
-             a.shape().str(), ta ? "ᵀ" : "", b.shape().str(), tb ? "ᵀ" : "");
-    gemm_raw(ta, tb, M, N, K, alpha, a.data(), a.dim(1), b.data(), b.dim(1), beta, c.data(), c.dim(1));
+             "gemm: op(A) {}x{} times op(B) {}x{} into C {} (A {}{}, B {}{})", M, K, Kb, N,
+             c.shape().str(), a.shape().str(), ta ? "ᵀ" : "", b.shape().str(), tb ? "ᵀ" : "");
+    gemm_raw(ta, tb, M, N, K, alpha, a.data(), a.dim(1), b.data(), b.dim(1), beta, c.data(),
+             c.dim(1));
 }
 
-void gemm_batched(TensorView a, bool ta, TensorView b, bool tb, TensorView c, float alpha, float beta) {
-    NZ_CHECK(a.ndim() == 3 && b.ndim() == 3 && c.ndim() == 3, "gemm_batched: 3-D views expected, got {} {} {}",
-             a.shape().str(), b.shape().str(), c.shape().str());
+void gemm_batched(TensorView a, bool ta, TensorView b, bool tb, TensorView c, float alpha,
+                  float beta) {
+    NZ_CHECK(a.ndim() == 3 && b.ndim() == 3 && c.ndim() == 3,
+             "gemm_batched: 3-D views expected, got {} {} {}", a.shape().str(), b.shape().str(),
+             c.shape().str());
     const int n = a.dim(0);
-    NZ_CHECK(b.dim(0) == n && c.dim(0) == n, "gemm_batched: batch sizes {} {} {}", n, b.dim(0), c.dim(0));
+    NZ_CHECK(b.dim(0) == n && c.dim(0) == n, "gemm_batched: batch sizes {} {} {}", n, b.dim(0),
+             c.dim(0));
     for (int i = 0; i < n; ++i) gemm(a.select(i), ta, b.select(i), tb, c.select(i), alpha, beta);
 }
 
-void gemm_naive(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
-                int ldb, float beta, float* C, int ldc) {
+void gemm_naive(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+                const float* B, int ldb, float beta, float* C, int ldc) {
     for (int i = 0; i < M; ++i)
         for (int j = 0; j < N; ++j) {
             double acc = 0;
@@ -302,17 +336,19 @@ void gemm_naive(bool ta, bool tb, int M, int N, int K, float alpha, const float*
                 acc += static_cast<double>(av) * bv;
             }
             float& cv = C[i * ldc + j];
-            cv = static_cast<float>(alpha * acc + (beta == 0.0f ? 0.0 : static_cast<double>(beta) * cv));
+            cv = static_cast<float>(alpha * acc +
+                                    (beta == 0.0f ? 0.0 : static_cast<double>(beta) * cv));
         }
 }
 
 namespace {
-void gemm_dispatch(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
-                   int ldb, float beta, float* C, int ldc);
+void gemm_dispatch(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+                   const float* B, int ldb, float beta, float* C, int ldc);
 
 // cols(c0, c1) for columns [c0, c1) of an M x N x K product on nazar's NN kernel: all of them
 // on this thread below kSplitFlops (or with one thread), else 32-column strips over the pool.
-template <class F> void by_strips(int M, int N, int K, F&& cols) {
+template <class F>
+void by_strips(int M, int N, int K, F&& cols) {
     if (num_threads() < 2 || 2.0 * M * N * K < kSplitFlops) {
         cols(0, N);
         return;
@@ -340,18 +376,21 @@ public:
         for (const auto& [k, e] : t_) total += e.seconds;
         for (const auto& [k, e] : t_) {
             const auto& [ta, tb, M, N, K, packed] = k;
-            rows.emplace_back(e.seconds, fmt::format("{:9.1f} ms {:5.1f}% {:8} calls  {}{} M {:5} N {:5} K {:5} {:7.1f} "
-                                                     "GFLOP/s{}",
-                                                     1e3 * e.seconds, total > 0 ? 100 * e.seconds / total : 0.0,
-                                                     e.calls, ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K,
-                                                     e.seconds > 0 ? 2e-9 * M * N * K *
-                                                                         static_cast<double>(e.calls) / e.seconds
-                                                                   : 0.0,
-                                                     packed ? "  (x Wᵀ through the packed per-batch Wᵀ)" : ""));
+            rows.emplace_back(
+                e.seconds,
+                fmt::format("{:9.1f} ms {:5.1f}% {:8} calls  {}{} M {:5} N {:5} K {:5} {:7.1f} "
+                            "GFLOP/s{}",
+                            1e3 * e.seconds, total > 0 ? 100 * e.seconds / total : 0.0, e.calls,
+                            ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K,
+                            e.seconds > 0
+                                ? 2e-9 * M * N * K * static_cast<double>(e.calls) / e.seconds
+                                : 0.0,
+                            packed ? "  (x Wᵀ through the packed per-batch Wᵀ)" : ""));
         }
         std::sort(rows.rbegin(), rows.rend());
         std::fprintf(stderr, "gemm profile: %.1f ms in %zu shapes\n", 1e3 * total, rows.size());
-        for (std::size_t i = 0; i < rows.size() && i < 40; ++i) std::fprintf(stderr, "%s\n", rows[i].second.c_str());
+        for (std::size_t i = 0; i < rows.size() && i < 40; ++i)
+            std::fprintf(stderr, "%s\n", rows[i].second.c_str());
     }
 
 private:
@@ -368,32 +407,35 @@ std::unique_ptr<GemmProfile> g_profile{[]() -> GemmProfile* {
 }()};
 }  // namespace
 
-void gemm_raw(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
-              int ldb, float beta, float* C, int ldc) {
+void gemm_raw(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+              const float* B, int ldb, float beta, float* C, int ldc) {
     if (!g_profile) {
         gemm_dispatch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     const auto t0 = std::chrono::steady_clock::now();
     gemm_dispatch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    g_profile->add(ta, tb, M, N, K, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    g_profile->add(ta, tb, M, N, K,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
 namespace {
-void gemm_dispatch(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
-                   int ldb, float beta, float* C, int ldc) {
+void gemm_dispatch(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+                   const float* B, int ldb, float beta, float* C, int ldc) {
     if (M == 0 || N == 0) return;
     if (K == 0) {  // C = beta C; BLAS would do this too, but some builds read A/B anyway
         for (int i = 0; i < M; ++i)
-            for (int j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+            for (int j = 0; j < N; ++j)
+                C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
         return;
     }
 #if NAZAR_BLAS_OPENBLAS
     const auto one = [&](int m0, int m1, int n0, int n1) {
         const float* a = ta ? A + m0 : A + static_cast<int64_t>(m0) * lda;
         const float* b = tb ? B + static_cast<int64_t>(n0) * ldb : B + n0;
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m1 - m0, n1 - n0,
-                    K, alpha, a, lda, b, ldb, beta, C + static_cast<int64_t>(m0) * ldc + n0, ldc);
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta,
+                    C + static_cast<int64_t>(m0) * ldc + n0, ldc);
     };
     const int threads = num_threads();
     if (!ta && tb && M <= kSmallM) {
@@ -402,8 +444,9 @@ void gemm_dispatch(bool ta, bool tb, int M, int N, int K, float alpha, const flo
             return;
         }
         parallel_for((N + kBlock - 1) / kBlock, 1, [&](int64_t u0, int64_t u1) {
-            small_m_abt(M, static_cast<int>(u0) * kBlock, std::min(N, static_cast<int>(u1) * kBlock), K, alpha, A,
-                        lda, B, ldb, beta, C, ldc);
+            small_m_abt(M, static_cast<int>(u0) * kBlock,
+                        std::min(N, static_cast<int>(u1) * kBlock), K, alpha, A, lda, B, ldb, beta,
+                        C, ldc);
         });
         return;
     }
@@ -426,7 +469,8 @@ void gemm_dispatch(bool ta, bool tb, int M, int N, int K, float alpha, const flo
     const bool by_cols = N >= M;
     const int len = by_cols ? N : M, units = (len + kBlock - 1) / kBlock;
     parallel_for(units, 1, [&](int64_t u0, int64_t u1) {
-        const int b0 = static_cast<int>(u0) * kBlock, b1 = std::min(len, static_cast<int>(u1) * kBlock);
+        const int b0 = static_cast<int>(u0) * kBlock,
+                  b1 = std::min(len, static_cast<int>(u1) * kBlock);
         if (by_cols)
             one(0, M, b0, b1);
         else
@@ -439,9 +483,11 @@ void gemm_dispatch(bool ta, bool tb, int M, int N, int K, float alpha, const flo
 
 }  // namespace
 
-void gemv_raw(bool ta, int M, int N, float alpha, const float* A, int lda, const float* x, float beta, float* y) {
+void gemv_raw(bool ta, int M, int N, float alpha, const float* A, int lda, const float* x,
+              float beta, float* y) {
 #if NAZAR_BLAS_OPENBLAS
-    cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, M, N, alpha, A, lda, x, 1, beta, y, 1);
+    cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, M, N, alpha, A, lda, x, 1, beta, y,
+                1);
 #else
     // op(A) x as a gemm with one column: y (rows x 1)
     const int rows = ta ? N : M, inner = ta ? M : N;
@@ -498,27 +544,31 @@ void refresh_weight_t(WeightT& wt, TensorView w) {
     refresh_weight_t(wt, w.data(), w.dim(0), w.dim(1), w.dim(1));
 }
 
-void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const float* W, int ldw, WeightTRows wt,
-              float beta, float* C, int ldc) {
+void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const float* W, int ldw,
+              WeightTRows wt, float beta, float* C, int ldc) {
     if (!wt || M <= kSmallM || M > kNn512Rows || !detail::nn512_available()) {
         gemm_raw(false, true, M, N, K, alpha, A, lda, W, ldw, beta, C, ldc);
         return;
     }
-    const auto t0 = g_profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const auto t0 =
+        g_profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     by_strips(M, N, K, [&](int c0, int c1) {
-        detail::gemm_nn512_packed(M, c0, c1, K, alpha, A, lda, wt.data, wt.strip_stride, beta, C, ldc);
+        detail::gemm_nn512_packed(M, c0, c1, K, alpha, A, lda, wt.data, wt.strip_stride, beta, C,
+                                  ldc);
     });
     if (g_profile)
         g_profile->add(false, true, M, N, K,
-                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), true);
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                       true);
 }
 
 std::string blas_description() {
 #if NAZAR_BLAS_OPENBLAS
-    return fmt::format("OpenBLAS {} [{}], {} thread(s){}{}", openblas_get_config(), openblas_get_corename(),
-                       openblas_get_num_threads(),
-                       g_threading.load() == GemmThreading::pool ? ", large products split over nazar's pool" : "",
-                       detail::nn512_available() ? ", NN products on nazar's AVX-512 kernel" : "");
+    return fmt::format(
+        "OpenBLAS {} [{}], {} thread(s){}{}", openblas_get_config(), openblas_get_corename(),
+        openblas_get_num_threads(),
+        g_threading.load() == GemmThreading::pool ? ", large products split over nazar's pool" : "",
+        detail::nn512_available() ? ", NN products on nazar's AVX-512 kernel" : "");
 #else
     return "naive loops (NAZAR_BLAS=Naive)";
 #endif

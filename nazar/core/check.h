@@ -8,8 +8,8 @@
 // end a line; TSV-related messages stay readable); bytes >= 0x80 (UTF-8) are kept.
 //
 //   NZ_CHECK(beam_size > 0, "beam_size must be positive, got {}", beam_size);  // always on
-//   NZ_CHECK_SHAPE(enc_out, {B, S, C});  // "luong.cpp:88 enc_out: expected (4, 7, 512), got (4, 7, 256)"
-//   NZ_DCHECK(idx < V);                   // debug builds only; for inner loops
+//   NZ_CHECK_SHAPE(enc_out, {B, S, C});  // "luong.cpp:88 enc_out: expected (4, 7, 512), got (4, 7,
+//   256)" NZ_DCHECK(idx < V);                   // debug builds only; for inner loops
 #pragma once
 
 #include <fmt/format.h>
@@ -42,10 +42,10 @@ const char* basename(const char* path);
 
 }  // namespace nazar
 
-#define NZ_CHECK(cond, ...)                                                                   \
-    do {                                                                                      \
-        if (!(cond)) [[unlikely]]                                                             \
-            ::nazar::detail::throw_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__));     \
+#define NZ_CHECK(cond, ...)                                                               \
+    do {                                                                                  \
+        if (!(cond)) [[unlikely]]                                                         \
+            ::nazar::detail::throw_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__)); \
     } while (0)
 
 #define NZ_FAIL(...) ::nazar::detail::throw_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__))

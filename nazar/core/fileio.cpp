@@ -2,19 +2,21 @@
 
 #include "nazar/core/check.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
 #include <string>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace nazar {
 
 namespace {
 
-std::string errno_str(int err) { return std::strerror(err); }
+std::string errno_str(int err) {
+    return std::strerror(err);
+}
 
 // Directory part of `path` ("." when there is none), for the temp file and the dir fsync.
 std::string dir_of(const std::string& path) {
@@ -48,7 +50,8 @@ void atomic_write_file(const std::string& path, std::string_view bytes) {
     tmp.fd = ::mkstemp(templ.data());
     if (tmp.fd < 0) {
         const int err = errno;
-        NZ_FAIL("cannot write '{}': creating a temporary file in '{}' failed: {}", path, dir, errno_str(err));
+        NZ_FAIL("cannot write '{}': creating a temporary file in '{}' failed: {}", path, dir,
+                errno_str(err));
     }
     tmp.name = templ;
     // mkstemp creates mode 0600; give the file the usual permissions (0666 & ~umask).
@@ -81,7 +84,8 @@ void atomic_write_file(const std::string& path, std::string_view bytes) {
     }
     if (::rename(tmp.name.c_str(), path.c_str()) != 0) {
         const int err = errno;
-        NZ_FAIL("cannot write '{}': renaming the temporary file over it failed: {}", path, errno_str(err));
+        NZ_FAIL("cannot write '{}': renaming the temporary file over it failed: {}", path,
+                errno_str(err));
     }
     tmp.keep = true;  // it is `path` now
 
@@ -92,8 +96,9 @@ void atomic_write_file(const std::string& path, std::string_view bytes) {
         const int rc = ::fsync(dfd);
         const int err = errno;
         ::close(dfd);
-        NZ_CHECK(rc == 0 || err == EINVAL || err == EBADF, "cannot write '{}': fsync of directory '{}' failed: {}",
-                 path, dir, errno_str(err));
+        NZ_CHECK(rc == 0 || err == EINVAL || err == EBADF,
+                 "cannot write '{}': fsync of directory '{}' failed: {}", path, dir,
+                 errno_str(err));
     }
 }
 

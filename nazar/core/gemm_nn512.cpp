@@ -15,9 +15,11 @@ namespace nazar::detail {
 #ifdef NZ_NN512
 namespace {
 
-constexpr int kNr = 32;   // columns per tile: two zmm registers
-constexpr int kMr = 12;   // rows per tile: 2 x 12 = 24 accumulators, 2 B loads + 12 broadcasts feed 24 FMAs
-constexpr int kKc = 256;  // K block: a 256 x 32 strip of B is 32 KB and stays in L1 across A's row blocks
+constexpr int kNr = 32;  // columns per tile: two zmm registers
+constexpr int kMr =
+    12;  // rows per tile: 2 x 12 = 24 accumulators, 2 B loads + 12 broadcasts feed 24 FMAs
+constexpr int kKc =
+    256;  // K block: a 256 x 32 strip of B is 32 KB and stays in L1 across A's row blocks
 
 // GCC 12's AVX-512 intrinsic headers initialise their "undefined" vectors from themselves,
 // which -Wmaybe-uninitialized reports once inlined: a false positive.
@@ -28,9 +30,10 @@ constexpr int kKc = 256;  // K block: a 256 x 32 strip of B is 32 KB and stays i
 // short last strip) into C: C = alpha acc + beta C on the first K block, C += alpha acc after.
 // pf: the strip to prefetch meanwhile (pf_rows rows of one or, with pf_wide, two cache lines).
 template <int MR>
-__attribute__((target("avx512f"))) void tile(int kc, const float* A, int lda, const float* B, int ldb, float* C,
-                                             int ldc, float alpha, float beta, __mmask16 m0, __mmask16 m1,
-                                             const float* pf, int pf_rows, bool pf_wide) {
+__attribute__((target("avx512f"))) void tile(int kc, const float* A, int lda, const float* B,
+                                             int ldb, float* C, int ldc, float alpha, float beta,
+                                             __mmask16 m0, __mmask16 m1, const float* pf,
+                                             int pf_rows, bool pf_wide) {
     __m512 c0[MR], c1[MR];
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) c0[r] = c1[r] = _mm512_setzero_ps();
@@ -38,8 +41,11 @@ __attribute__((target("avx512f"))) void tile(int kc, const float* A, int lda, co
     for (int k = 0; k < kc; ++k) {
         const float* b = B + static_cast<int64_t>(k) * ldb;
         if (k < pf_rows) {
-            _mm_prefetch(reinterpret_cast<const char*>(pf + static_cast<int64_t>(k) * ldb), _MM_HINT_T0);
-            if (pf_wide) _mm_prefetch(reinterpret_cast<const char*>(pf + static_cast<int64_t>(k) * ldb + 16), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(pf + static_cast<int64_t>(k) * ldb),
+                         _MM_HINT_T0);
+            if (pf_wide)
+                _mm_prefetch(reinterpret_cast<const char*>(pf + static_cast<int64_t>(k) * ldb + 16),
+                             _MM_HINT_T0);
         }
         const __m512 b0 = full ? _mm512_loadu_ps(b) : _mm512_maskz_loadu_ps(m0, b);
         const __m512 b1 = full ? _mm512_loadu_ps(b + 16) : _mm512_maskz_loadu_ps(m1, b + 16);
@@ -66,12 +72,14 @@ __attribute__((target("avx512f"))) void tile(int kc, const float* A, int lda, co
 
 #pragma GCC diagnostic pop
 
-using TileFn = void (*)(int, const float*, int, const float*, int, float*, int, float, float, __mmask16, __mmask16,
-                        const float*, int, bool);
-constexpr TileFn kTiles[kMr + 1] = {nullptr,  tile<1>, tile<2>, tile<3>,  tile<4>,  tile<5>, tile<6>,
-                                    tile<7>,  tile<8>, tile<9>, tile<10>, tile<11>, tile<12>};
+using TileFn = void (*)(int, const float*, int, const float*, int, float*, int, float, float,
+                        __mmask16, __mmask16, const float*, int, bool);
+constexpr TileFn kTiles[kMr + 1] = {nullptr, tile<1>, tile<2>, tile<3>,  tile<4>,  tile<5>, tile<6>,
+                                    tile<7>, tile<8>, tile<9>, tile<10>, tile<11>, tile<12>};
 
-__mmask16 lanes(int n) { return n >= 16 ? 0xFFFF : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1u); }
+__mmask16 lanes(int n) {
+    return n >= 16 ? 0xFFFF : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1u);
+}
 
 bool cpu_has_avx512f() {
     __builtin_cpu_init();
@@ -85,7 +93,9 @@ std::atomic<bool> g_on{[] {
 
 }  // namespace
 
-bool nn512_available() { return g_on.load(std::memory_order_relaxed); }
+bool nn512_available() {
+    return g_on.load(std::memory_order_relaxed);
+}
 
 bool set_nn512(bool on) {
     g_on.store(on && cpu_has_avx512f());
@@ -97,8 +107,8 @@ namespace {
 // Columns [n0, n1) of C: Bs points at column n0's strip, row k of a strip is ldb floats after
 // row k - 1, and the strip of columns n0 + 32 s starts strip_stride floats after Bs's.
 // In place: Bs = B + n0, strip_stride = 32. Strip-packed: ldb = 32, strip_stride = 32 K.
-void run(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* Bs, int ldb,
-         int64_t strip_stride, float beta, float* C, int ldc) {
+void run(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* Bs,
+         int ldb, int64_t strip_stride, float beta, float* C, int ldc) {
     if (K == 0 || alpha == 0.0f) {  // C = beta C, A and B unread (as BLAS)
         for (int i = 0; i < M; ++i)
             for (int j = n0; j < n1; ++j) {
@@ -136,35 +146,41 @@ void run(int M, int n0, int n1, int K, float alpha, const float* A, int lda, con
             int m = 0;
             for (int i = 0; i < nb; m += blocks[i++])
                 kTiles[blocks[i]](kc, A + static_cast<int64_t>(m) * lda + k0, lda, b, ldb,
-                                  C + static_cast<int64_t>(m) * ldc + n, ldc, alpha, b_here, mk0, mk1,
-                                  next, i == 0 ? next_rows : 0, next_cols > 16);
+                                  C + static_cast<int64_t>(m) * ldc + n, ldc, alpha, b_here, mk0,
+                                  mk1, next, i == 0 ? next_rows : 0, next_cols > 16);
         }
     }
     int done = 0;
     for (int i = 0; i < nb; ++i) done += blocks[i];
     if (done < M)
-        run(M - done, n0, n1, K, alpha, A + static_cast<int64_t>(done) * lda, lda, Bs, ldb, strip_stride, beta,
-            C + static_cast<int64_t>(done) * ldc, ldc);
+        run(M - done, n0, n1, K, alpha, A + static_cast<int64_t>(done) * lda, lda, Bs, ldb,
+            strip_stride, beta, C + static_cast<int64_t>(done) * ldc, ldc);
 }
 
 }  // namespace
 
-void gemm_nn512(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* B, int ldb,
-                float beta, float* C, int ldc) {
+void gemm_nn512(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* B,
+                int ldb, float beta, float* C, int ldc) {
     run(M, n0, n1, K, alpha, A, lda, B + n0, ldb, kNr, beta, C, ldc);
 }
 
-void gemm_nn512_packed(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* Bp,
-                       int64_t strip_stride, float beta, float* C, int ldc) {
+void gemm_nn512_packed(int M, int n0, int n1, int K, float alpha, const float* A, int lda,
+                       const float* Bp, int64_t strip_stride, float beta, float* C, int ldc) {
     run(M, n0, n1, K, alpha, A, lda, Bp + n0 / kNr * strip_stride, kNr, strip_stride, beta, C, ldc);
 }
 
 #else
 
-bool nn512_available() { return false; }
-bool set_nn512(bool) { return false; }
-void gemm_nn512(int, int, int, int, float, const float*, int, const float*, int, float, float*, int) {}
-void gemm_nn512_packed(int, int, int, int, float, const float*, int, const float*, int64_t, float, float*, int) {}
+bool nn512_available() {
+    return false;
+}
+bool set_nn512(bool) {
+    return false;
+}
+void gemm_nn512(int, int, int, int, float, const float*, int, const float*, int, float, float*,
+                int) {}
+void gemm_nn512_packed(int, int, int, int, float, const float*, int, const float*, int64_t, float,
+                       float*, int) {}
 
 #endif
 

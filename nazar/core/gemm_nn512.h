@@ -27,8 +27,8 @@ bool set_nn512(bool on);
 
 // Columns [n0, n1) of C (M x N, ldc) = alpha A (M x K, lda) B (K x N, ldb) + beta C.
 // Requires nn512_available(). Single-threaded; callers split columns in multiples of 32.
-void gemm_nn512(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* B, int ldb,
-                float beta, float* C, int ldc);
+void gemm_nn512(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* B,
+                int ldb, float beta, float* C, int ldc);
 
 // The same with B (K x N) strip-packed: strip s (columns 32 s .. 32 s + 31, zero past N) is
 // rows of 32 floats, strips strip_stride floats apart (32 K for a whole packed matrix; rows
@@ -36,7 +36,7 @@ void gemm_nn512(int M, int n0, int n1, int K, float alpha, const float* A, int l
 // contiguous 4 KB-per-32-rows stream, which the hardware prefetcher follows; in place, a
 // 1536-column B puts every 128-byte row piece of a strip on a different page. n0 must be a
 // multiple of 32. The arithmetic is the same as gemm_nn512's (bit-identical results).
-void gemm_nn512_packed(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* Bp,
-                       int64_t strip_stride, float beta, float* C, int ldc);
+void gemm_nn512_packed(int M, int n0, int n1, int K, float alpha, const float* A, int lda,
+                       const float* Bp, int64_t strip_stride, float beta, float* C, int ldc);
 
 }  // namespace nazar::detail

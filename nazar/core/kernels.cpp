@@ -45,11 +45,19 @@ static inline float tanh_inline(float x) {
     return x != x ? x : y;
 }
 
-static inline float sigmoid_inline(float x) { return 1.0f / (1.0f + exp_inline(-x)); }
+static inline float sigmoid_inline(float x) {
+    return 1.0f / (1.0f + exp_inline(-x));
+}
 
-float exp1(float x) { return exp_inline(x); }
-float tanh1(float x) { return tanh_inline(x); }
-float sigmoid1(float x) { return sigmoid_inline(x); }
+float exp1(float x) {
+    return exp_inline(x);
+}
+float tanh1(float x) {
+    return tanh_inline(x);
+}
+float sigmoid1(float x) {
+    return sigmoid_inline(x);
+}
 
 void exp(const float* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = exp_inline(x[i]);
@@ -79,7 +87,8 @@ void add_bias_rows(TensorView out, TensorView bias) {
 void sum_rows_into(TensorView d_out, TensorView d_bias) {
     const TensorView m = d_out.as_matrix();
     const int R = m.dim(0), N = m.dim(1);
-    NZ_CHECK(d_bias.numel() == N, "sum_rows_into: d_bias {} for rows of {}", d_bias.shape().str(), N);
+    NZ_CHECK(d_bias.numel() == N, "sum_rows_into: d_bias {} for rows of {}", d_bias.shape().str(),
+             N);
     float* b = d_bias.data();
     for (int r = 0; r < R; ++r) {
         const float* o = m.data() + static_cast<int64_t>(r) * N;
@@ -125,11 +134,11 @@ float logsumexp_row(const float* x, int n) {
 }
 
 void masked_softmax(TensorView x, std::span<const int> len, TensorView out) {
-    NZ_CHECK(x.ndim() == 2 && out.shape() == x.shape(), "masked_softmax: x {} out {}", x.shape().str(),
-             out.shape().str());
+    NZ_CHECK(x.ndim() == 2 && out.shape() == x.shape(), "masked_softmax: x {} out {}",
+             x.shape().str(), out.shape().str());
     const int R = x.dim(0), S = x.dim(1);
-    NZ_CHECK(len.empty() || static_cast<int>(len.size()) == R, "masked_softmax: {} lengths for {} rows",
-             len.size(), R);
+    NZ_CHECK(len.empty() || static_cast<int>(len.size()) == R,
+             "masked_softmax: {} lengths for {} rows", len.size(), R);
     for (int r = 0; r < R; ++r) {
         const int n = len.empty() ? S : len[r];
         NZ_CHECK(0 <= n && n <= S, "masked_softmax: length {} outside [0, {}] in row {}", n, S, r);
@@ -141,8 +150,9 @@ void masked_softmax(TensorView x, std::span<const int> len, TensorView out) {
 }
 
 void softmax_backward(TensorView a, TensorView d_a, TensorView d_x, bool accumulate) {
-    NZ_CHECK(a.shape() == d_a.shape() && a.shape() == d_x.shape(), "softmax_backward: a {} d_a {} d_x {}",
-             a.shape().str(), d_a.shape().str(), d_x.shape().str());
+    NZ_CHECK(a.shape() == d_a.shape() && a.shape() == d_x.shape(),
+             "softmax_backward: a {} d_a {} d_x {}", a.shape().str(), d_a.shape().str(),
+             d_x.shape().str());
     const TensorView am = a.as_matrix();
     const int R = am.dim(0), S = am.dim(1);
     for (int r = 0; r < R; ++r) {
@@ -159,7 +169,8 @@ void softmax_backward(TensorView a, TensorView d_a, TensorView d_x, bool accumul
 }
 
 void log_softmax(TensorView x, TensorView out) {
-    NZ_CHECK(out.shape() == x.shape(), "log_softmax: x {} out {}", x.shape().str(), out.shape().str());
+    NZ_CHECK(out.shape() == x.shape(), "log_softmax: x {} out {}", x.shape().str(),
+             out.shape().str());
     const TensorView m = x.as_matrix();
     const int R = m.dim(0), V = m.dim(1);
     for (int r = 0; r < R; ++r) {

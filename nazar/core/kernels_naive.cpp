@@ -13,7 +13,8 @@ void tanh(const float* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
 }
 void sigmoid(const float* x, float* y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x[i]))));
+    for (int64_t i = 0; i < n; ++i)
+        y[i] = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x[i]))));
 }
 
 void masked_softmax(TensorView x, std::span<const int> len, TensorView out) {
@@ -23,7 +24,8 @@ void masked_softmax(TensorView x, std::span<const int> len, TensorView out) {
         double mx = -std::numeric_limits<double>::infinity(), sum = 0;
         for (int s = 0; s < n; ++s) mx = std::max(mx, static_cast<double>(x.at(r, s)));
         for (int s = 0; s < n; ++s) sum += std::exp(x.at(r, s) - mx);
-        for (int s = 0; s < S; ++s) out.at(r, s) = s < n ? static_cast<float>(std::exp(x.at(r, s) - mx) / sum) : 0.0f;
+        for (int s = 0; s < S; ++s)
+            out.at(r, s) = s < n ? static_cast<float>(std::exp(x.at(r, s) - mx) / sum) : 0.0f;
     }
 }
 

@@ -32,13 +32,15 @@ template <class P>
 void collect_params(P& params, P& grad, const std::string& prefix, ParamList& out) {
     std::vector<std::pair<std::string, Tensor*>> values;
     std::vector<Tensor*> grads;
-    params.visit([&](const std::string& name, Tensor& t) { values.emplace_back(prefix + name, &t); });
+    params.visit(
+        [&](const std::string& name, Tensor& t) { values.emplace_back(prefix + name, &t); });
     grad.visit([&](const std::string&, Tensor& t) { grads.push_back(&t); });
-    NZ_CHECK(values.size() == grads.size(), "collect_params: {} values but {} grads under '{}'", values.size(),
-             grads.size(), prefix);
+    NZ_CHECK(values.size() == grads.size(), "collect_params: {} values but {} grads under '{}'",
+             values.size(), grads.size(), prefix);
     for (std::size_t i = 0; i < values.size(); ++i) {
         if (values[i].second->numel() == 0) continue;
-        if (!(grads[i]->shape() == values[i].second->shape())) grads[i]->resize(values[i].second->shape());
+        if (!(grads[i]->shape() == values[i].second->shape()))
+            grads[i]->resize(values[i].second->shape());
         out.push_back({values[i].first, values[i].second, grads[i]});
     }
 }

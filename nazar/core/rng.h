@@ -26,7 +26,9 @@ public:
     }
 
     // Child generator for `stream`; deterministic in (this generator's seed/stream, k).
-    Rng split(uint64_t k) const { return Rng(seed_ ^ (stream_ * 0x94D049BB133111EBull), (stream_ << 20) + k + 1); }
+    Rng split(uint64_t k) const {
+        return Rng(seed_ ^ (stream_ * 0x94D049BB133111EBull), (stream_ << 20) + k + 1);
+    }
 
     uint64_t next_u64() {
         const uint64_t result = rotl(s_[1] * 5, 7) * 9;
@@ -59,7 +61,8 @@ public:
     }
     float normal() {  // Box-Muller, one value per call (no hidden cached state)
         const double u1 = 1.0 - uniform_double(), u2 = uniform_double();
-        return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+        return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) *
+                                  std::cos(6.283185307179586 * u2));
     }
     bool bernoulli(float p) { return uniform() < p; }
 

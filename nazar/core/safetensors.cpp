@@ -14,7 +14,8 @@
 #include <set>
 #include <utility>
 
-static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian; add byte swaps");
+static_assert(std::endian::native == std::endian::little,
+              "safetensors data is little-endian; add byte swaps");
 
 namespace nazar {
 
@@ -44,29 +45,35 @@ DType parse_dtype(const std::string& src, const std::string& name, const std::st
     if (s == "F64") return DType::f64;
     if (s == "I64") return DType::i64;
     if (s == "I32") return DType::i32;
-    static const std::set<std::string> known = {"BOOL", "U8",  "I8",  "U16",    "I16",    "U32",
+    static const std::set<std::string> known = {"BOOL", "U8",  "I8",   "U16",     "I16",    "U32",
                                                 "U64",  "F16", "BF16", "F8_E4M3", "F8_E5M2"};
     if (known.count(s))
-        NZ_FAIL("'{}': tensor '{}' has dtype {}, which nazar does not load (F32, F64, I64, I32 only)", src,
-                printable(name), s);
+        NZ_FAIL(
+            "'{}': tensor '{}' has dtype {}, which nazar does not load (F32, F64, I64, I32 only)",
+            src, printable(name), s);
     NZ_FAIL("'{}': tensor '{}' has unknown dtype '{}'", src, printable(name), printable(s));
 }
 
-std::size_t dtype_size(DType d) { return (d == DType::f64 || d == DType::i64) ? 8 : 4; }
+std::size_t dtype_size(DType d) {
+    return (d == DType::f64 || d == DType::i64) ? 8 : 4;
+}
 
-uint64_t read_u64(const json& v, const std::string& src, const std::string& name, const char* what) {
-    NZ_CHECK(v.is_number_integer() && !(v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0),
-             "'{}': tensor '{}': {} must be non-negative integers, got {}", src, printable(name), what,
-             printable(v.dump()));
+uint64_t read_u64(const json& v, const std::string& src, const std::string& name,
+                  const char* what) {
+    NZ_CHECK(v.is_number_integer() &&
+                 !(v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0),
+             "'{}': tensor '{}': {} must be non-negative integers, got {}", src, printable(name),
+             what, printable(v.dump()));
     return v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
 }
 
 Entry parse_entry(const std::string& src, const std::string& name, const json& e) {
     NZ_CHECK(!name.empty(), "'{}': empty tensor name", src);
-    NZ_CHECK(e.is_object(), "'{}': entry '{}' must be an object, got {}", src, printable(name), e.type_name());
+    NZ_CHECK(e.is_object(), "'{}': entry '{}' must be an object, got {}", src, printable(name),
+             e.type_name());
     for (const auto& [k, v] : e.items())
-        NZ_CHECK(k == "dtype" || k == "shape" || k == "data_offsets", "'{}': tensor '{}' has unexpected key '{}'",
-                 src, printable(name), printable(k));
+        NZ_CHECK(k == "dtype" || k == "shape" || k == "data_offsets",
+                 "'{}': tensor '{}' has unexpected key '{}'", src, printable(name), printable(k));
     NZ_CHECK(e.contains("dtype") && e.contains("shape") && e.contains("data_offsets"),
              "'{}': tensor '{}' needs dtype, shape and data_offsets", src, printable(name));
     const json& dt = e["dtype"];
@@ -75,21 +82,22 @@ Entry parse_entry(const std::string& src, const std::string& name, const json& e
 
     const json& shape = e["shape"];
     NZ_CHECK(shape.is_array(), "'{}': tensor '{}': shape must be an array", src, printable(name));
-    NZ_CHECK(shape.size() <= static_cast<std::size_t>(kMaxDims), "'{}': tensor '{}' has {} dimensions, nazar supports {}",
-             src, printable(name), shape.size(), kMaxDims);
+    NZ_CHECK(shape.size() <= static_cast<std::size_t>(kMaxDims),
+             "'{}': tensor '{}' has {} dimensions, nazar supports {}", src, printable(name),
+             shape.size(), kMaxDims);
     for (const auto& d : shape) {
         const uint64_t v = read_u64(d, src, name, "shape entries");
-        NZ_CHECK(v <= static_cast<uint64_t>(INT32_MAX), "'{}': tensor '{}': dimension {} too large", src,
-                 printable(name), v);
+        NZ_CHECK(v <= static_cast<uint64_t>(INT32_MAX), "'{}': tensor '{}': dimension {} too large",
+                 src, printable(name), v);
         out.shape.push_back(static_cast<int64_t>(v));
     }
     const json& off = e["data_offsets"];
-    NZ_CHECK(off.is_array() && off.size() == 2, "'{}': tensor '{}': data_offsets must be [begin, end]", src,
-             printable(name));
+    NZ_CHECK(off.is_array() && off.size() == 2,
+             "'{}': tensor '{}': data_offsets must be [begin, end]", src, printable(name));
     out.begin = read_u64(off[0], src, name, "data_offsets");
     out.end = read_u64(off[1], src, name, "data_offsets");
-    NZ_CHECK(out.begin <= out.end, "'{}': tensor '{}': data_offsets [{}, {}] are reversed", src, printable(name),
-             out.begin, out.end);
+    NZ_CHECK(out.begin <= out.end, "'{}': tensor '{}': data_offsets [{}, {}] are reversed", src,
+             printable(name), out.begin, out.end);
 
     // numel * size == end - begin, without overflow (dims are <= INT32_MAX, but 4 of them are not).
     uint64_t bytes = dtype_size(out.dtype);
@@ -97,9 +105,9 @@ Entry parse_entry(const std::string& src, const std::string& name, const json& e
         NZ_CHECK(!__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes),
                  "'{}': tensor '{}': shape overflows", src, printable(name));
     NZ_CHECK(bytes == out.end - out.begin,
-             "'{}': tensor '{}': shape {} x {} bytes = {} bytes but data_offsets [{}, {}] hold {}", src,
-             printable(name), printable(e["shape"].dump()), dtype_size(out.dtype), bytes, out.begin, out.end,
-             out.end - out.begin);
+             "'{}': tensor '{}': shape {} x {} bytes = {} bytes but data_offsets [{}, {}] hold {}",
+             src, printable(name), printable(e["shape"].dump()), dtype_size(out.dtype), bytes,
+             out.begin, out.end, out.end - out.begin);
     return out;
 }
 
@@ -108,8 +116,9 @@ template <class I>
 float int_to_float(I v, const std::string& src, const std::string& name, int64_t i) {
     const float f = static_cast<float>(v);
     const bool exact = std::fabs(f) < 0x1p63f && static_cast<int64_t>(f) == static_cast<int64_t>(v);
-    NZ_CHECK(exact, "'{}': tensor '{}': integer {} at index {} is not exactly representable as float32", src,
-             printable(name), static_cast<int64_t>(v), i);
+    NZ_CHECK(exact,
+             "'{}': tensor '{}': integer {} at index {} is not exactly representable as float32",
+             src, printable(name), static_cast<int64_t>(v), i);
     return f;
 }
 
@@ -119,32 +128,33 @@ Tensor decode(const Entry& e, const char* data, const std::string& src) {
     const char* p = data + e.begin;
     float* out = t.data();
     switch (e.dtype) {
-    case DType::f32:
-        if (n) std::memcpy(out, p, static_cast<std::size_t>(n) * 4);
-        break;
-    case DType::f64:
-        for (int64_t i = 0; i < n; ++i) {
-            double v;
-            std::memcpy(&v, p + i * 8, 8);
-            out[i] = static_cast<float>(v);
-            NZ_CHECK(!std::isfinite(v) || std::isfinite(out[i]),
-                     "'{}': tensor '{}': F64 value {} at index {} is outside float32 range", src, printable(e.name), v, i);
-        }
-        break;
-    case DType::i64:
-        for (int64_t i = 0; i < n; ++i) {
-            int64_t v;
-            std::memcpy(&v, p + i * 8, 8);
-            out[i] = int_to_float(v, src, e.name, i);
-        }
-        break;
-    case DType::i32:
-        for (int64_t i = 0; i < n; ++i) {
-            int32_t v;
-            std::memcpy(&v, p + i * 4, 4);
-            out[i] = int_to_float(v, src, e.name, i);
-        }
-        break;
+        case DType::f32:
+            if (n) std::memcpy(out, p, static_cast<std::size_t>(n) * 4);
+            break;
+        case DType::f64:
+            for (int64_t i = 0; i < n; ++i) {
+                double v;
+                std::memcpy(&v, p + i * 8, 8);
+                out[i] = static_cast<float>(v);
+                NZ_CHECK(!std::isfinite(v) || std::isfinite(out[i]),
+                         "'{}': tensor '{}': F64 value {} at index {} is outside float32 range",
+                         src, printable(e.name), v, i);
+            }
+            break;
+        case DType::i64:
+            for (int64_t i = 0; i < n; ++i) {
+                int64_t v;
+                std::memcpy(&v, p + i * 8, 8);
+                out[i] = int_to_float(v, src, e.name, i);
+            }
+            break;
+        case DType::i32:
+            for (int64_t i = 0; i < n; ++i) {
+                int32_t v;
+                std::memcpy(&v, p + i * 4, 4);
+                out[i] = int_to_float(v, src, e.name, i);
+            }
+            break;
     }
     return t;
 }
@@ -153,12 +163,17 @@ Tensor decode(const Entry& e, const char* data, const std::string& src) {
 
 // ---- SafeTensors ------------------------------------------------------------------------
 
-void SafeTensors::set(const std::string& name, TensorView value) { tensors_.insert_or_assign(name, Tensor::clone(value)); }
-void SafeTensors::set(const std::string& name, Tensor&& value) { tensors_.insert_or_assign(name, std::move(value)); }
+void SafeTensors::set(const std::string& name, TensorView value) {
+    tensors_.insert_or_assign(name, Tensor::clone(value));
+}
+void SafeTensors::set(const std::string& name, Tensor&& value) {
+    tensors_.insert_or_assign(name, std::move(value));
+}
 
 const Tensor& SafeTensors::get(const std::string& name) const {
     const auto it = tensors_.find(name);
-    NZ_CHECK(it != tensors_.end(), "'{}': no tensor named '{}' ({} tensors)", source, name, tensors_.size());
+    NZ_CHECK(it != tensors_.end(), "'{}': no tensor named '{}' ({} tensors)", source, name,
+             tensors_.size());
     return it->second;
 }
 Tensor& SafeTensors::get(const std::string& name) {
@@ -167,8 +182,8 @@ Tensor& SafeTensors::get(const std::string& name) {
 
 const Tensor& SafeTensors::get(const std::string& name, const Shape& expected) const {
     const Tensor& t = get(name);
-    NZ_CHECK(t.shape() == expected, "'{}': tensor '{}' has shape {}, expected {}", source, name, t.shape().str(),
-             expected.str());
+    NZ_CHECK(t.shape() == expected, "'{}': tensor '{}' has shape {}, expected {}", source, name,
+             t.shape().str(), expected.str());
     return t;
 }
 
@@ -197,22 +212,27 @@ void SafeTensors::get_params(const ParamList& params) const {
 
 SafeTensors parse_safetensors(std::string_view bytes, const std::string& source) {
     const std::string& src = source;
-    NZ_CHECK(bytes.size() >= 8, "'{}': not a safetensors file: {} bytes, shorter than the 8-byte header length", src,
+    NZ_CHECK(bytes.size() >= 8,
+             "'{}': not a safetensors file: {} bytes, shorter than the 8-byte header length", src,
              bytes.size());
     uint64_t n = 0;
     std::memcpy(&n, bytes.data(), 8);
     NZ_CHECK(n <= kSafetensorsMaxHeader, "'{}': header length {} exceeds the {} byte limit", src, n,
              kSafetensorsMaxHeader);
-    NZ_CHECK(n <= bytes.size() - 8, "'{}': header length {} exceeds the file size {}", src, n, bytes.size());
+    NZ_CHECK(n <= bytes.size() - 8, "'{}': header length {} exceeds the file size {}", src, n,
+             bytes.size());
     const std::string_view header = bytes.substr(8, n);
-    NZ_CHECK(!header.empty() && header[0] == '{', "'{}': header must be a JSON object starting with '{{'", src);
+    NZ_CHECK(!header.empty() && header[0] == '{',
+             "'{}': header must be a JSON object starting with '{{'", src);
 
     // Duplicate keys: nlohmann silently keeps the last; track the keys of every open object.
     std::vector<std::set<std::string>> open;
     std::string duplicate;
     json::parser_callback_t cb = [&](int, json::parse_event_t ev, json& parsed) {
-        if (ev == json::parse_event_t::object_start) open.emplace_back();
-        else if (ev == json::parse_event_t::object_end && !open.empty()) open.pop_back();
+        if (ev == json::parse_event_t::object_start)
+            open.emplace_back();
+        else if (ev == json::parse_event_t::object_end && !open.empty())
+            open.pop_back();
         else if (ev == json::parse_event_t::key && !open.empty() && duplicate.empty() &&
                  !open.back().insert(parsed.get<std::string>()).second)
             duplicate = parsed.get<std::string>();
@@ -224,7 +244,8 @@ SafeTensors parse_safetensors(std::string_view bytes, const std::string& source)
     } catch (const json::exception& e) {
         NZ_FAIL("'{}': invalid JSON header: {}", src, printable(e.what(), 200));
     }
-    NZ_CHECK(duplicate.empty(), "'{}': duplicate key '{}' in the header", src, printable(duplicate));
+    NZ_CHECK(duplicate.empty(), "'{}': duplicate key '{}' in the header", src,
+             printable(duplicate));
     NZ_CHECK(h.is_object(), "'{}': header must be a JSON object", src);
 
     SafeTensors st;
@@ -234,8 +255,8 @@ SafeTensors parse_safetensors(std::string_view bytes, const std::string& source)
         if (k == "__metadata__") {
             NZ_CHECK(v.is_object(), "'{}': __metadata__ must be an object of strings", src);
             for (const auto& [mk, mv] : v.items()) {
-                NZ_CHECK(mv.is_string(), "'{}': __metadata__ entry '{}' must be a string, got {}", src, printable(mk),
-                         mv.type_name());
+                NZ_CHECK(mv.is_string(), "'{}': __metadata__ entry '{}' must be a string, got {}",
+                         src, printable(mk), mv.type_name());
                 st.metadata[mk] = mv.get<std::string>();
             }
             continue;
@@ -245,19 +266,24 @@ SafeTensors parse_safetensors(std::string_view bytes, const std::string& source)
 
     // The tensors must tile the data buffer exactly, as upstream requires.
     const uint64_t data_len = bytes.size() - 8 - n;
-    std::sort(entries.begin(), entries.end(),
-              [](const Entry& a, const Entry& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+        return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
+    });
     uint64_t pos = 0;
     for (const auto& e : entries) {
-        NZ_CHECK(e.end <= data_len, "'{}': tensor '{}': data_offsets [{}, {}] beyond the {} data bytes", src,
+        NZ_CHECK(e.end <= data_len,
+                 "'{}': tensor '{}': data_offsets [{}, {}] beyond the {} data bytes", src,
                  printable(e.name), e.begin, e.end, data_len);
-        NZ_CHECK(e.begin >= pos, "'{}': tensor '{}': data_offsets [{}, {}] overlap the previous tensor (ends at {})",
-                 src, printable(e.name), e.begin, e.end, pos);
-        NZ_CHECK(e.begin == pos, "'{}': tensor '{}': gap in the data buffer between {} and {}", src, printable(e.name),
-                 pos, e.begin);
+        NZ_CHECK(
+            e.begin >= pos,
+            "'{}': tensor '{}': data_offsets [{}, {}] overlap the previous tensor (ends at {})",
+            src, printable(e.name), e.begin, e.end, pos);
+        NZ_CHECK(e.begin == pos, "'{}': tensor '{}': gap in the data buffer between {} and {}", src,
+                 printable(e.name), pos, e.begin);
         pos = e.end;
     }
-    NZ_CHECK(pos == data_len, "'{}': data buffer has {} bytes but tensors cover {}", src, data_len, pos);
+    NZ_CHECK(pos == data_len, "'{}': data buffer has {} bytes but tensors cover {}", src, data_len,
+             pos);
 
     const char* data = bytes.data() + 8 + n;
     for (const auto& e : entries) st.set(e.name, decode(e, data, src));
@@ -268,7 +294,8 @@ std::string serialize_safetensors(const SafeTensors& st) {
     json h = json::object();
     uint64_t pos = 0;
     for (const auto& [name, t] : st.tensors()) {
-        NZ_CHECK(!name.empty() && name != "__metadata__", "safetensors: invalid tensor name '{}'", name);
+        NZ_CHECK(!name.empty() && name != "__metadata__", "safetensors: invalid tensor name '{}'",
+                 name);
         json shape = json::array();
         for (int64_t d : t.shape().dims()) shape.push_back(d);
         const uint64_t bytes = static_cast<uint64_t>(t.numel()) * 4;
@@ -290,11 +317,14 @@ std::string serialize_safetensors(const SafeTensors& st) {
     out.append(reinterpret_cast<const char*>(&n), 8);
     out += header;
     for (const auto& [name, t] : st.tensors())
-        out.append(reinterpret_cast<const char*>(t.data()), static_cast<std::size_t>(t.numel()) * 4);
+        out.append(reinterpret_cast<const char*>(t.data()),
+                   static_cast<std::size_t>(t.numel()) * 4);
     return out;
 }
 
-SafeTensors load_safetensors(const std::string& path) { return parse_safetensors(read_file(path), path); }
+SafeTensors load_safetensors(const std::string& path) {
+    return parse_safetensors(read_file(path), path);
+}
 
 void save_safetensors(const std::string& path, const SafeTensors& st) {
     atomic_write_file(path, serialize_safetensors(st));

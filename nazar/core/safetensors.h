@@ -45,7 +45,8 @@ public:
     // Throws nazar::Error naming the tensor and the source (file) when absent.
     const Tensor& get(const std::string& name) const;
     Tensor& get(const std::string& name);
-    // get() plus a shape check: "'x.safetensors': tensor 'weight' has shape (3, 4), expected (4, 3)"
+    // get() plus a shape check: "'x.safetensors': tensor 'weight' has shape (3, 4), expected (4,
+    // 3)"
     const Tensor& get(const std::string& name, const Shape& expected) const;
     void erase(const std::string& name) { tensors_.erase(name); }
     std::vector<std::string> names() const;  // sorted
@@ -76,7 +77,7 @@ SafeTensors parse_safetensors(std::string_view bytes, const std::string& source 
 // The file image (F32 tensors, header padded to 8 bytes). Deterministic.
 std::string serialize_safetensors(const SafeTensors& st);
 
-SafeTensors load_safetensors(const std::string& path);                // read_file + parse
+SafeTensors load_safetensors(const std::string& path);                  // read_file + parse
 void save_safetensors(const std::string& path, const SafeTensors& st);  // serialize + atomic write
 
 }  // namespace nazar

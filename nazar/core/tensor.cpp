@@ -10,11 +10,12 @@ namespace nazar {
 
 // ---- Shape -------------------------------------------------------------------------------
 
-Shape::Shape(std::initializer_list<int64_t> dims) : Shape(std::span<const int64_t>(dims.begin(), dims.size())) {}
+Shape::Shape(std::initializer_list<int64_t> dims)
+    : Shape(std::span<const int64_t>(dims.begin(), dims.size())) {}
 
 Shape::Shape(std::span<const int64_t> dims) {
-    NZ_CHECK(dims.size() <= static_cast<std::size_t>(kMaxDims), "tensors have at most {} dimensions, got {}",
-             kMaxDims, dims.size());
+    NZ_CHECK(dims.size() <= static_cast<std::size_t>(kMaxDims),
+             "tensors have at most {} dimensions, got {}", kMaxDims, dims.size());
     n_ = static_cast<int>(dims.size());
     for (int i = 0; i < n_; ++i) {
         NZ_CHECK(dims[i] >= 0, "negative dimension {} in shape", dims[i]);
@@ -42,7 +43,8 @@ std::string Shape::str() const {
 }
 
 namespace detail {
-void shape_mismatch(const char* file, int line, const char* name, const Shape& want, const Shape& got) {
+void shape_mismatch(const char* file, int line, const char* name, const Shape& want,
+                    const Shape& got) {
     throw_error(file, line, fmt::format("{}: expected {}, got {}", name, want.str(), got.str()));
 }
 }  // namespace detail
@@ -51,14 +53,17 @@ void shape_mismatch(const char* file, int line, const char* name, const Shape& w
 
 float* aligned_alloc_floats(int64_t n) {
     if (n == 0) return nullptr;
-    std::size_t bytes = (static_cast<std::size_t>(n) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
+    std::size_t bytes =
+        (static_cast<std::size_t>(n) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
     void* p = std::aligned_alloc(kAlignment, bytes);
     if (!p) NZ_FAIL("out of memory allocating {} floats ({:.1f} MiB)", n, bytes / 1048576.0);
     std::memset(p, 0, bytes);
     return static_cast<float*>(p);
 }
 
-void aligned_free(float* p) { std::free(p); }
+void aligned_free(float* p) {
+    std::free(p);
+}
 
 // ---- TensorView --------------------------------------------------------------------------
 
@@ -71,7 +76,8 @@ float& TensorView::at(int64_t i, int64_t j) const {
     return data_[i * shape_[1] + j];
 }
 float& TensorView::at(int64_t i, int64_t j, int64_t k) const {
-    NZ_DCHECK(ndim() == 3 && i >= 0 && i < shape_[0] && j >= 0 && j < shape_[1] && k >= 0 && k < shape_[2]);
+    NZ_DCHECK(ndim() == 3 && i >= 0 && i < shape_[0] && j >= 0 && j < shape_[1] && k >= 0 &&
+              k < shape_[2]);
     return data_[(i * shape_[1] + j) * shape_[2] + k];
 }
 float& TensorView::at(int64_t i, int64_t j, int64_t k, int64_t l) const {
@@ -90,7 +96,8 @@ TensorView TensorView::slice(int64_t begin, int64_t end) const {
 }
 
 TensorView TensorView::select(int64_t i) const {
-    NZ_CHECK(ndim() >= 1 && 0 <= i && i < shape_[0], "select {} out of range for shape {}", i, shape_.str());
+    NZ_CHECK(ndim() >= 1 && 0 <= i && i < shape_[0], "select {} out of range for shape {}", i,
+             shape_.str());
     auto d = shape_.dims();
     Shape s(d.subspan(1));
     return {data_ + i * s.numel(), s};
@@ -110,21 +117,27 @@ TensorView TensorView::as_matrix() const {
 void TensorView::zero() const {
     if (numel()) std::memset(data_, 0, static_cast<std::size_t>(numel()) * sizeof(float));
 }
-void TensorView::fill(float value) const { std::fill_n(data_, numel(), value); }
+void TensorView::fill(float value) const {
+    std::fill_n(data_, numel(), value);
+}
 void TensorView::copy_from(TensorView src) const {
     NZ_CHECK(src.numel() == numel(), "copy_from: {} into {}", src.shape().str(), shape_.str());
-    if (numel() && src.data() != data_) std::memmove(data_, src.data(), static_cast<std::size_t>(numel()) * sizeof(float));
+    if (numel() && src.data() != data_)
+        std::memmove(data_, src.data(), static_cast<std::size_t>(numel()) * sizeof(float));
 }
 
 // ---- Tensor ------------------------------------------------------------------------------
 
-void Tensor::Free::operator()(float* p) const { aligned_free(p); }
+void Tensor::Free::operator()(float* p) const {
+    aligned_free(p);
+}
 
-Tensor::Tensor(Shape shape) : data_(aligned_alloc_floats(shape.numel())), capacity_(shape.numel()), shape_(shape) {}
+Tensor::Tensor(Shape shape)
+    : data_(aligned_alloc_floats(shape.numel())), capacity_(shape.numel()), shape_(shape) {}
 
 Tensor Tensor::from(Shape shape, std::span<const float> values) {
-    NZ_CHECK(static_cast<int64_t>(values.size()) == shape.numel(), "Tensor::from: {} values for shape {}",
-             values.size(), shape.str());
+    NZ_CHECK(static_cast<int64_t>(values.size()) == shape.numel(),
+             "Tensor::from: {} values for shape {}", values.size(), shape.str());
     Tensor t(shape);
     std::copy(values.begin(), values.end(), t.data());
     return t;
@@ -136,7 +149,9 @@ Tensor Tensor::clone(TensorView v) {
     return t;
 }
 
-Tensor::Tensor(const Tensor& o) : Tensor(o.shape_) { copy_from(o.view()); }
+Tensor::Tensor(const Tensor& o) : Tensor(o.shape_) {
+    copy_from(o.view());
+}
 
 Tensor& Tensor::operator=(const Tensor& o) {
     if (this != &o) {
@@ -170,7 +185,8 @@ Arena::~Arena() {
 
 TensorView Arena::alloc(Shape shape) {
     const std::size_t bytes =
-        (static_cast<std::size_t>(shape.numel()) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
+        (static_cast<std::size_t>(shape.numel()) * sizeof(float) + kAlignment - 1) / kAlignment *
+        kAlignment;
     Chunk* c = &chunks_.back();
     if (offset_ + bytes > c->bytes) {
         const std::size_t size = std::max(bytes, c->bytes * 2);
@@ -222,7 +238,8 @@ double max_abs_diff(TensorView a, TensorView b) {
 
 double max_rel_error(TensorView a, TensorView b) {
     double scale = 0;
-    for (int64_t i = 0; i < b.numel(); ++i) scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+    for (int64_t i = 0; i < b.numel(); ++i)
+        scale = std::max(scale, std::abs(static_cast<double>(b[i])));
     return max_abs_diff(a, b) / std::max(scale, 1e-30);
 }
 

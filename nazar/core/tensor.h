@@ -107,7 +107,10 @@ public:
     bool empty() const { return numel() == 0; }
     std::span<float> span() const { return view().span(); }
     float& operator[](int64_t i) const { return data_.get()[i]; }
-    template <class... I> float& at(I... i) const { return view().at(static_cast<int64_t>(i)...); }
+    template <class... I>
+    float& at(I... i) const {
+        return view().at(static_cast<int64_t>(i)...);
+    }
     TensorView slice(int64_t b, int64_t e) const { return view().slice(b, e); }
     TensorView select(int64_t i) const { return view().select(i); }
     TensorView reshape(Shape s) const { return view().reshape(s); }
@@ -134,8 +137,8 @@ public:
     Arena(const Arena&) = delete;
     Arena& operator=(const Arena&) = delete;
 
-    TensorView alloc(Shape shape);   // contents unspecified
-    TensorView zeros(Shape shape);   // zero-filled
+    TensorView alloc(Shape shape);  // contents unspecified
+    TensorView zeros(Shape shape);  // zero-filled
     void reset();
     std::size_t used() const { return used_; }
     std::size_t capacity() const;
@@ -165,10 +168,11 @@ namespace detail {
 
 }  // namespace nazar
 
-// NZ_CHECK_SHAPE(enc_out, {B, S, C}) -> "luong.cpp:88 enc_out: expected (4, 7, 512), got (4, 7, 256)"
-#define NZ_CHECK_SHAPE(view, ...)                                                            \
-    do {                                                                                     \
-        const ::nazar::Shape nz_want_ = ::nazar::Shape __VA_ARGS__;                          \
-        if (!((view).shape() == nz_want_)) [[unlikely]]                                      \
+// NZ_CHECK_SHAPE(enc_out, {B, S, C}) -> "luong.cpp:88 enc_out: expected (4, 7, 512), got (4, 7,
+// 256)"
+#define NZ_CHECK_SHAPE(view, ...)                                                                 \
+    do {                                                                                          \
+        const ::nazar::Shape nz_want_ = ::nazar::Shape __VA_ARGS__;                               \
+        if (!((view).shape() == nz_want_)) [[unlikely]]                                           \
             ::nazar::detail::shape_mismatch(__FILE__, __LINE__, #view, nz_want_, (view).shape()); \
     } while (0)

@@ -79,8 +79,10 @@ private:
         }
     }
 
-    template <class F> static void spin_until(F&& done) {
-        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
+    template <class F>
+    static void spin_until(F&& done) {
+        const auto until =
+            std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
         for (;;) {
             for (int i = 0; i < 16; ++i) {
                 if (done()) return;
@@ -119,7 +121,7 @@ private:
     std::vector<std::thread> workers_;
     static constexpr int kSpinMicros = 20;
     bool stop_ = false;
-    int sleepers_ = 0;                   // workers waiting on cv_ (guarded by m_)
+    int sleepers_ = 0;  // workers waiting on cv_ (guarded by m_)
     std::atomic<uint64_t> generation_{0};
     const std::function<void(int64_t, int64_t)>* body_ = nullptr;
     int64_t n_ = 0, chunks_ = 0;
@@ -131,7 +133,9 @@ private:
 
 thread_local bool Pool::t_inside = false;
 
-int default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+int default_threads() {
+    return std::max(1u, std::thread::hardware_concurrency());
+}
 
 Pool& pool() {
     static Pool p;
@@ -153,7 +157,9 @@ void set_num_threads(int n) {
     blas_set_num_threads(n);
 }
 
-int num_threads() { return pool().size(); }
+int num_threads() {
+    return pool().size();
+}
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
     if (n <= 0) return;

@@ -8,19 +8,25 @@
 
 namespace nazar {
 
-int64_t Batch::src_tokens() const { return std::accumulate(src_lengths.begin(), src_lengths.end(), int64_t{0}); }
-int64_t Batch::tgt_tokens() const { return std::accumulate(tgt_lengths.begin(), tgt_lengths.end(), int64_t{0}); }
+int64_t Batch::src_tokens() const {
+    return std::accumulate(src_lengths.begin(), src_lengths.end(), int64_t{0});
+}
+int64_t Batch::tgt_tokens() const {
+    return std::accumulate(tgt_lengths.begin(), tgt_lengths.end(), int64_t{0});
+}
 
 void PaddingStats::add(const Batch& b) {
     positions += static_cast<int64_t>(b.B) * (b.S + b.T);
     real += b.src_tokens() + b.tgt_tokens();
 }
 
-Batcher::Batcher(const Corpus& corpus, const BatchOptions& options) : corpus_(corpus), options_(options) {
+Batcher::Batcher(const Corpus& corpus, const BatchOptions& options)
+    : corpus_(corpus), options_(options) {
     NZ_CHECK((options.batch_tokens > 0) != (options.batch_size > 0),
              "set exactly one of batch_tokens and batch_size (got batch_tokens={}, batch_size={})",
              options.batch_tokens, options.batch_size);
-    NZ_CHECK(options.bucket_width >= 0, "bucket_width must be >= 0 (0 = automatic), got {}", options.bucket_width);
+    NZ_CHECK(options.bucket_width >= 0, "bucket_width must be >= 0 (0 = automatic), got {}",
+             options.bucket_width);
     NZ_CHECK(corpus.size() > 0, "cannot batch an empty corpus");
     if (options.bucket && options.bucket_width > 0) width_ = options.bucket_width;
     if (options.bucket && options.bucket_width == 0) {
@@ -47,7 +53,8 @@ void Batcher::order(Rng* rng) {
     std::iota(order_.begin(), order_.end(), int64_t{0});
     if (rng)
         for (int64_t i = N - 1; i > 0; --i)
-            std::swap(order_[i], order_[static_cast<int64_t>(rng->below(static_cast<uint64_t>(i + 1)))]);
+            std::swap(order_[i],
+                      order_[static_cast<int64_t>(rng->below(static_cast<uint64_t>(i + 1)))]);
     if (width_ == 0) return;
     const int w = width_;
     std::stable_sort(order_.begin(), order_.end(), [this, w](int64_t a, int64_t b) {
@@ -104,15 +111,17 @@ void Batcher::plan(int64_t epoch) {
     cut();
     if (options_.shuffle)
         for (int64_t k = num_batches() - 1; k > 0; --k)
-            std::swap(bounds_[k], bounds_[static_cast<int64_t>(rng.below(static_cast<uint64_t>(k + 1)))]);
+            std::swap(bounds_[k],
+                      bounds_[static_cast<int64_t>(rng.below(static_cast<uint64_t>(k + 1)))]);
     pos_ = {epoch, 0};
 }
 
 void Batcher::set_position(const BatchPosition& pos) {
-    NZ_CHECK(pos.epoch >= 0 && pos.batch >= 0, "invalid batch position (epoch {}, batch {})", pos.epoch, pos.batch);
+    NZ_CHECK(pos.epoch >= 0 && pos.batch >= 0, "invalid batch position (epoch {}, batch {})",
+             pos.epoch, pos.batch);
     if (pos.epoch != pos_.epoch) plan(pos.epoch);
-    NZ_CHECK(pos.batch <= num_batches(), "batch position {} past the {} batches of epoch {}", pos.batch,
-             num_batches(), pos.epoch);
+    NZ_CHECK(pos.batch <= num_batches(), "batch position {} past the {} batches of epoch {}",
+             pos.batch, num_batches(), pos.epoch);
     pos_ = pos;
 }
 

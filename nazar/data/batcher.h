@@ -41,12 +41,12 @@ struct BatchOptions {
 
 struct Batch {
     int B = 0, S = 0, T = 0;
-    std::vector<int32_t> src;       // (B, S)
-    std::vector<int> src_lengths;   // (B)
-    std::vector<int32_t> tgt_in;    // (B, T)
-    std::vector<int32_t> tgt_out;   // (B, T)
-    std::vector<int> tgt_lengths;   // (B)   target length + 1 (the </s>)
-    std::vector<int64_t> index;     // (B)   pair index in the corpus
+    std::vector<int32_t> src;      // (B, S)
+    std::vector<int> src_lengths;  // (B)
+    std::vector<int32_t> tgt_in;   // (B, T)
+    std::vector<int32_t> tgt_out;  // (B, T)
+    std::vector<int> tgt_lengths;  // (B)   target length + 1 (the </s>)
+    std::vector<int64_t> index;    // (B)   pair index in the corpus
 
     int64_t src_tokens() const;  // real (non-pad) positions
     int64_t tgt_tokens() const;
@@ -74,7 +74,7 @@ public:
     // The k-th batch of the current epoch's plan, without moving the position.
     void make_batch(int64_t k, Batch& out) const;
     int bucket_width() const { return width_; }  // the band in use (0 without bucketing)
-    double planned_padding() const;               // padding fraction of this epoch's plan
+    double planned_padding() const;              // padding fraction of this epoch's plan
 
 private:
     void plan(int64_t epoch);
@@ -89,14 +89,16 @@ private:
     struct Range {
         int64_t begin, end;
     };
-    std::vector<Range> bounds_;   // batch k = order_[bounds_[k].begin, bounds_[k].end)
+    std::vector<Range> bounds_;  // batch k = order_[bounds_[k].begin, bounds_[k].end)
 };
 
 // Fraction of padding positions in a set of batches: pad / (B*S + B*T) summed over batches.
 struct PaddingStats {
     int64_t positions = 0, real = 0;
     void add(const Batch& b);
-    double padding_fraction() const { return positions ? 1.0 - static_cast<double>(real) / positions : 0.0; }
+    double padding_fraction() const {
+        return positions ? 1.0 - static_cast<double>(real) / positions : 0.0;
+    }
 };
 
 }  // namespace nazar

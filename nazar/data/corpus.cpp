@@ -33,7 +33,8 @@ std::string LoadSummary::str() const {
     add(too_long, fmt::format("too long (> {} tokens)", max_length));
     add(ratio, fmt::format("length ratio > {:g}", max_length_ratio));
     add(duplicate, duplicate == 1 ? "duplicate" : "duplicates");
-    std::string text = fmt::format("{}: {} pairs read, {} kept; dropped: ", name, thousands(read), thousands(kept));
+    std::string text = fmt::format("{}: {} pairs read, {} kept; dropped: ", name, thousands(read),
+                                   thousands(kept));
     if (reasons.empty()) return text + "none";
     for (std::size_t i = 0; i < reasons.size(); ++i) text += (i ? ", " : "") + reasons[i];
     return text;
@@ -77,14 +78,16 @@ struct SideMap {
     const Vocab* vocab = nullptr;     // fixed
     PieceCounter* counter = nullptr;  // building
     int64_t* unk = nullptr;
-    std::vector<int32_t> spm_table{};  // SentencePiece id -> vocabulary id (spm with a fixed vocabulary)
+    std::vector<int32_t>
+        spm_table{};  // SentencePiece id -> vocabulary id (spm with a fixed vocabulary)
 
     void prepare() {
         if (counter || tokenizer->kind() != TokenizerKind::spm) return;
         std::vector<bool> special;
         const auto pieces = tokenizer->spm_pieces(&special);
         spm_table.resize(pieces.size());
-        for (std::size_t i = 0; i < pieces.size(); ++i) spm_table[i] = special[i] ? Vocab::unk : vocab->id(pieces[i]);
+        for (std::size_t i = 0; i < pieces.size(); ++i)
+            spm_table[i] = special[i] ? Vocab::unk : vocab->id(pieces[i]);
     }
 
     struct Work {
@@ -103,7 +106,9 @@ struct SideMap {
         tokenizer->encode(text, w.pieces);
         if (!counter) vocab->encode(w.pieces, w.ids);
     }
-    int64_t length(const Work& w) const { return static_cast<int64_t>(counter ? w.pieces.size() : w.ids.size()); }
+    int64_t length(const Work& w) const {
+        return static_cast<int64_t>(counter ? w.pieces.size() : w.ids.size());
+    }
     // Serial stage. Returns whether any id is <unk>.
     bool finish(Work& w) const {
         if (counter) {
@@ -121,7 +126,10 @@ struct PairHash {
     const Corpus* corpus;
     std::size_t operator()(int64_t i) const {
         uint64_t h = 0x9E3779B97F4A7C15ull;
-        auto mix = [&h](uint64_t v) { h = (h ^ v) * 0xBF58476D1CE4E5B9ull; h ^= h >> 31; };
+        auto mix = [&h](uint64_t v) {
+            h = (h ^ v) * 0xBF58476D1CE4E5B9ull;
+            h ^= h >> 31;
+        };
         for (int32_t id : corpus->src(i)) mix(static_cast<uint32_t>(id));
         mix(0xFFFFFFFFull + 1);  // side separator
         for (int32_t id : corpus->tgt(i)) mix(static_cast<uint32_t>(id));
@@ -131,7 +139,8 @@ struct PairHash {
 struct PairEqual {
     const Corpus* corpus;
     bool operator()(int64_t a, int64_t b) const {
-        const auto sa = corpus->src(a), sb = corpus->src(b), ta = corpus->tgt(a), tb = corpus->tgt(b);
+        const auto sa = corpus->src(a), sb = corpus->src(b), ta = corpus->tgt(a),
+                   tb = corpus->tgt(b);
         return std::equal(sa.begin(), sa.end(), sb.begin(), sb.end()) &&
                std::equal(ta.begin(), ta.end(), tb.begin(), tb.end());
     }
@@ -151,7 +160,8 @@ Corpus load(const CorpusFiles& files, SideMap& src_map, SideMap& tgt_map, const 
 
     Corpus corpus;
     PairReader reader(files, o.skip_bad_lines);
-    std::unordered_set<int64_t, PairHash, PairEqual> seen(1024, PairHash{&corpus}, PairEqual{&corpus});
+    std::unordered_set<int64_t, PairHash, PairEqual> seen(1024, PairHash{&corpus},
+                                                          PairEqual{&corpus});
     // Pairs go through in blocks: tokenized in parallel (the expensive part), then filtered,
     // interned and stored in order, so the result does not depend on the thread count.
     constexpr int kBlock = 4096;
@@ -188,7 +198,8 @@ Corpus load(const CorpusFiles& files, SideMap& src_map, SideMap& tgt_map, const 
                 continue;
             }
             if (!empty && f.max_length_ratio > 0.f &&
-                static_cast<double>(std::max(ns, nt)) > f.max_length_ratio * static_cast<double>(std::min(ns, nt))) {
+                static_cast<double>(std::max(ns, nt)) >
+                    f.max_length_ratio * static_cast<double>(std::min(ns, nt))) {
                 ++s.ratio;
                 continue;
             }
@@ -211,10 +222,12 @@ Corpus load(const CorpusFiles& files, SideMap& src_map, SideMap& tgt_map, const 
     s.kept = corpus.size();
     s.src_tokens = corpus.src_tokens();
     s.tgt_tokens = corpus.tgt_tokens();
-    NZ_CHECK(s.read == s.kept + s.dropped(), "pair accounting broken: read {} != kept {} + dropped {}", s.read,
-             s.kept, s.dropped());
+    NZ_CHECK(s.read == s.kept + s.dropped(),
+             "pair accounting broken: read {} != kept {} + dropped {}", s.read, s.kept,
+             s.dropped());
     if (s.read == 0) throw Error(fmt::format("{}: empty corpus (no lines)", s.name));
-    if (s.kept == 0) throw Error(fmt::format("{}: no pairs left after filtering ({})", s.name, s.str()));
+    if (s.kept == 0)
+        throw Error(fmt::format("{}: no pairs left after filtering ({})", s.name, s.str()));
     corpus.shrink_to_fit();
 #ifdef __GLIBC__
     malloc_trim(0);  // hand the growth copies of the id arrays back to the system
@@ -237,9 +250,9 @@ void apply_remap(std::vector<int32_t>& ids, const std::vector<int32_t>& remap, i
 
 }  // namespace
 
-Corpus load_corpus(const CorpusFiles& files, const Tokenizer& src_tokenizer, const Tokenizer& tgt_tokenizer,
-                   const Vocab& src_vocab, const Vocab& tgt_vocab, const LoadOptions& options,
-                   LoadSummary* summary) {
+Corpus load_corpus(const CorpusFiles& files, const Tokenizer& src_tokenizer,
+                   const Tokenizer& tgt_tokenizer, const Vocab& src_vocab, const Vocab& tgt_vocab,
+                   const LoadOptions& options, LoadSummary* summary) {
     LoadSummary s;
     SideMap src{.tokenizer = &src_tokenizer, .vocab = &src_vocab, .unk = &s.src_unk};
     SideMap tgt{.tokenizer = &tgt_tokenizer, .vocab = &tgt_vocab, .unk = &s.tgt_unk};
@@ -255,10 +268,11 @@ Corpus load_corpus_building_vocabs(const CorpusFiles& files, const Tokenizer& sr
     const bool src_spm = src_tokenizer.kind() == TokenizerKind::spm;
     const bool tgt_spm = tgt_tokenizer.kind() == TokenizerKind::spm;
     if (build.shared) {
-        NZ_CHECK(src_tokenizer.kind() == tgt_tokenizer.kind() &&
-                     (!src_spm || src_tokenizer.spm_model_proto() == tgt_tokenizer.spm_model_proto()),
-                 "a shared vocabulary needs the same tokenizer on both sides (got {} and {})",
-                 to_string(src_tokenizer.kind()), to_string(tgt_tokenizer.kind()));
+        NZ_CHECK(
+            src_tokenizer.kind() == tgt_tokenizer.kind() &&
+                (!src_spm || src_tokenizer.spm_model_proto() == tgt_tokenizer.spm_model_proto()),
+            "a shared vocabulary needs the same tokenizer on both sides (got {} and {})",
+            to_string(src_tokenizer.kind()), to_string(tgt_tokenizer.kind()));
     }
     LoadSummary s;
     PieceCounter src_counter, tgt_counter;
@@ -267,8 +281,14 @@ Corpus load_corpus_building_vocabs(const CorpusFiles& files, const Tokenizer& sr
     if (tgt_spm) tgt_vocab = build.shared ? src_vocab : Vocab::from_spm(tgt_tokenizer);
     SideMap src{.tokenizer = &src_tokenizer, .unk = &s.src_unk};
     SideMap tgt{.tokenizer = &tgt_tokenizer, .unk = &s.tgt_unk};
-    if (src_spm) src.vocab = &src_vocab; else src.counter = &src_counter;
-    if (tgt_spm) tgt.vocab = &tgt_vocab; else tgt.counter = &tgt_counter_used;
+    if (src_spm)
+        src.vocab = &src_vocab;
+    else
+        src.counter = &src_counter;
+    if (tgt_spm)
+        tgt.vocab = &tgt_vocab;
+    else
+        tgt.counter = &tgt_counter_used;
     Corpus corpus = load(files, src, tgt, options, s);
 
     std::vector<int32_t> remap;

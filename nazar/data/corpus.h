@@ -41,12 +41,12 @@ struct LoadOptions {
 };
 
 struct LoadSummary {
-    std::string name;         // "train.tsv"
-    int64_t read = 0;         // lines (pairs) read, bad ones included
+    std::string name;  // "train.tsv"
+    int64_t read = 0;  // lines (pairs) read, bad ones included
     int64_t kept = 0;
-    BadLines bad;             // skipped lines (skip_bad_lines)
+    BadLines bad;  // skipped lines (skip_bad_lines)
     int64_t empty = 0, too_long = 0, ratio = 0, duplicate = 0;
-    int max_length = 0;       // the limits in force, for the text
+    int max_length = 0;  // the limits in force, for the text
     float max_length_ratio = 0.f;
     int64_t src_tokens = 0, tgt_tokens = 0;  // in kept pairs
     int64_t src_unk = 0, tgt_unk = 0;        // pieces that became <unk>
@@ -66,8 +66,12 @@ public:
     int64_t size() const { return static_cast<int64_t>(src_.offsets.size()) - 1; }
     std::span<const int32_t> src(int64_t i) const { return tokens(src_, i); }
     std::span<const int32_t> tgt(int64_t i) const { return tokens(tgt_, i); }
-    int src_length(int64_t i) const { return static_cast<int>(src_.offsets[i + 1] - src_.offsets[i]); }
-    int tgt_length(int64_t i) const { return static_cast<int>(tgt_.offsets[i + 1] - tgt_.offsets[i]); }
+    int src_length(int64_t i) const {
+        return static_cast<int>(src_.offsets[i + 1] - src_.offsets[i]);
+    }
+    int tgt_length(int64_t i) const {
+        return static_cast<int>(tgt_.offsets[i + 1] - tgt_.offsets[i]);
+    }
     int64_t src_tokens() const { return static_cast<int64_t>(src_.ids.size()); }
     int64_t tgt_tokens() const { return static_cast<int64_t>(tgt_.ids.size()); }
 
@@ -80,15 +84,16 @@ public:
 
 private:
     static std::span<const int32_t> tokens(const Side& s, int64_t i) {
-        return {s.ids.data() + s.offsets[i], static_cast<std::size_t>(s.offsets[i + 1] - s.offsets[i])};
+        return {s.ids.data() + s.offsets[i],
+                static_cast<std::size_t>(s.offsets[i + 1] - s.offsets[i])};
     }
     Side src_, tgt_;
 };
 
 // Fixed vocabularies (dev/test sets, a trained model's data): unknown pieces become <unk>.
-Corpus load_corpus(const CorpusFiles& files, const Tokenizer& src_tokenizer, const Tokenizer& tgt_tokenizer,
-                   const Vocab& src_vocab, const Vocab& tgt_vocab, const LoadOptions& options,
-                   LoadSummary* summary = nullptr);
+Corpus load_corpus(const CorpusFiles& files, const Tokenizer& src_tokenizer,
+                   const Tokenizer& tgt_tokenizer, const Vocab& src_vocab, const Vocab& tgt_vocab,
+                   const LoadOptions& options, LoadSummary* summary = nullptr);
 
 // Training: builds the vocabularies from the kept pairs (char/word tokenizers; an spm side
 // takes its model's vocabulary). `shared`: one vocabulary from both sides, returned in both.

@@ -24,9 +24,10 @@ struct TokenizerOptions {
 };
 
 struct DataOptions {
-    TokenizerOptions src_tokenizer{}, tgt_tokenizer{};  // with shared_vocab, src_tokenizer serves both
+    TokenizerOptions src_tokenizer{},
+        tgt_tokenizer{};  // with shared_vocab, src_tokenizer serves both
     bool shared_vocab = false;
-    VocabOptions src_vocab{}, tgt_vocab{};           // with shared_vocab, src_vocab serves both
+    VocabOptions src_vocab{}, tgt_vocab{};  // with shared_vocab, src_vocab serves both
     LoadOptions load{};
 };
 
@@ -44,7 +45,7 @@ Tokenizer make_tokenizer(const TokenizerOptions& options, const CorpusFiles& fil
                          bool skip_bad_lines);
 
 // A line to ids for translate: UTF-8 checked (error names `where`), tokenized, mapped (no </s>).
-std::vector<int32_t> encode_line(std::string_view line, const Tokenizer& tokenizer, const Vocab& vocab,
-                                 std::string_view where = "input");
+std::vector<int32_t> encode_line(std::string_view line, const Tokenizer& tokenizer,
+                                 const Vocab& vocab, std::string_view where = "input");
 
 }  // namespace nazar

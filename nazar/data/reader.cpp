@@ -5,10 +5,10 @@
 
 #include <zlib.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <unistd.h>
 
 namespace nazar {
 
@@ -16,7 +16,9 @@ namespace {
 
 constexpr std::size_t kChunk = std::size_t{1} << 20;
 
-std::string display_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+std::string display_name(const std::string& path) {
+    return path == "-" ? "<stdin>" : path;
+}
 
 }  // namespace
 
@@ -59,8 +61,9 @@ bool LineReader::fill() {
     if (n < 0 || (zerr != Z_OK && zerr != Z_BUF_ERROR) || (n == 0 && zerr == Z_BUF_ERROR)) {
         // Z_BUF_ERROR at the end means the gzip stream stopped early.
         const std::string reason = zerr == Z_ERRNO ? std::strerror(errno)
-                                   : zerr == Z_BUF_ERROR ? "truncated gzip file (unexpected end of file)"
-                                                        : zmsg;
+                                   : zerr == Z_BUF_ERROR
+                                       ? "truncated gzip file (unexpected end of file)"
+                                       : zmsg;
         throw Error(fmt::format("{}:{}: read error: {}", display_name(path_), line_ + 1, reason));
     }
     if (n == 0) {
@@ -74,7 +77,8 @@ bool LineReader::fill() {
 bool LineReader::next(std::string_view& line) {
     std::size_t scan = begin_;
     for (;;) {
-        const char* nl = static_cast<const char*>(std::memchr(buf_.data() + scan, '\n', end_ - scan));
+        const char* nl =
+            static_cast<const char*>(std::memchr(buf_.data() + scan, '\n', end_ - scan));
         std::size_t stop;
         if (nl) {
             stop = static_cast<std::size_t>(nl - buf_.data());
@@ -113,9 +117,10 @@ std::string CorpusFiles::name() const {
 namespace {
 
 const std::string& first_path(const CorpusFiles& f) {
-    NZ_CHECK(f.tsv.empty() != (f.src.empty() && f.tgt.empty()),
-             "give either a TSV file or a source and a target file (got tsv='{}', src='{}', tgt='{}')",
-             f.tsv, f.src, f.tgt);
+    NZ_CHECK(
+        f.tsv.empty() != (f.src.empty() && f.tgt.empty()),
+        "give either a TSV file or a source and a target file (got tsv='{}', src='{}', tgt='{}')",
+        f.tsv, f.src, f.tgt);
     NZ_CHECK(!f.tsv.empty() || (!f.src.empty() && !f.tgt.empty()),
              "two-file corpus needs both files (src='{}', tgt='{}')", f.src, f.tgt);
     return f.tsv.empty() ? f.src : f.tsv;
@@ -135,7 +140,8 @@ bool PairReader::bad_line(const std::string& message, int64_t BadLines::*counter
     return false;
 }
 
-bool PairReader::check_utf8(std::string_view text, const LineReader& reader, int64_t BadLines::*counter) {
+bool PairReader::check_utf8(std::string_view text, const LineReader& reader,
+                            int64_t BadLines::*counter) {
     const std::size_t at = utf8::find_invalid(text);
     if (at == utf8::npos) return true;
     return bad_line(fmt::format("{}:{}: invalid UTF-8 at byte {} of the line (0x{:02x})",
@@ -156,11 +162,14 @@ bool PairReader::next(RawPair& pair) {
             // whichever column it is in.
             if (!check_utf8(a, first_, &BadLines::invalid_utf8)) continue;
             const std::size_t tab = a.find('\t');
-            const std::size_t tabs = tab == std::string_view::npos ? 0 : 1 + std::count(a.begin() + tab + 1, a.end(), '\t');
+            const std::size_t tabs = tab == std::string_view::npos
+                                         ? 0
+                                         : 1 + std::count(a.begin() + tab + 1, a.end(), '\t');
             if (tabs != 1) {
-                bad_line(fmt::format("{}:{}: expected exactly one tab (source<TAB>target), found {}",
-                                     display_name(first_.path()), pair.line, tabs),
-                         &BadLines::wrong_tabs);
+                bad_line(
+                    fmt::format("{}:{}: expected exactly one tab (source<TAB>target), found {}",
+                                display_name(first_.path()), pair.line, tabs),
+                    &BadLines::wrong_tabs);
                 continue;
             }
             pair.src = a.substr(0, tab);

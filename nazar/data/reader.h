@@ -54,7 +54,7 @@ struct CorpusFiles {
 
 // Counts of skipped lines (only with skip_bad_lines; otherwise the first one throws).
 struct BadLines {
-    int64_t wrong_tabs = 0;    // TSV line without exactly one tab
+    int64_t wrong_tabs = 0;  // TSV line without exactly one tab
     int64_t invalid_utf8 = 0;
     std::vector<std::string> examples;  // "file:line: problem" of the first few
 
@@ -84,7 +84,7 @@ private:
 
     CorpusFiles files_;
     bool skip_;
-    LineReader first_;   // the TSV file, or the source file
+    LineReader first_;                    // the TSV file, or the source file
     std::unique_ptr<LineReader> second_;  // the target file, for two files
     int64_t lines_ = 0;
     BadLines bad_;

@@ -3,9 +3,9 @@
 #include "nazar/core/check.h"
 #include "nazar/data/utf8.h"
 
-#include <nlohmann/json.hpp>
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
+#include <nlohmann/json.hpp>
 
 #include <array>
 #include <unordered_map>
@@ -20,9 +20,12 @@ namespace nazar {
 
 std::string_view to_string(TokenizerKind kind) {
     switch (kind) {
-        case TokenizerKind::character: return "char";
-        case TokenizerKind::word: return "word";
-        case TokenizerKind::spm: return "spm";
+        case TokenizerKind::character:
+            return "char";
+        case TokenizerKind::word:
+            return "word";
+        case TokenizerKind::spm:
+            return "spm";
     }
     return "?";
 }
@@ -47,13 +50,15 @@ Tokenizer Tokenizer::character() {
     return t;
 }
 
-Tokenizer Tokenizer::word() { return Tokenizer(); }
+Tokenizer Tokenizer::word() {
+    return Tokenizer();
+}
 
 Tokenizer Tokenizer::spm_from_proto(std::string serialized_model_proto) {
     auto sp = std::make_shared<sentencepiece::SentencePieceProcessor>();
     const auto status = sp->LoadFromSerializedProto(serialized_model_proto);
-    NZ_CHECK(status.ok(), "cannot load SentencePiece model ({} bytes): {}", serialized_model_proto.size(),
-             status.ToString());
+    NZ_CHECK(status.ok(), "cannot load SentencePiece model ({} bytes): {}",
+             serialized_model_proto.size(), status.ToString());
     Tokenizer t;
     t.kind_ = TokenizerKind::spm;
     t.spm_proto_ = std::move(serialized_model_proto);
@@ -64,7 +69,9 @@ Tokenizer Tokenizer::spm_from_proto(std::string serialized_model_proto) {
 Tokenizer Tokenizer::spm_from_file(const std::string& path) {
     sentencepiece::SentencePieceProcessor sp;
     const auto status = sp.Load(path);
-    if (!status.ok()) throw Error(fmt::format("{}: cannot load SentencePiece model: {}", path, status.ToString()));
+    if (!status.ok())
+        throw Error(
+            fmt::format("{}: cannot load SentencePiece model: {}", path, status.ToString()));
     return spm_from_proto(sp.serialized_model_proto());
 }
 
@@ -74,7 +81,9 @@ namespace {
 // and rethrown after training instead of unwinding through SentencePiece.
 class CallbackIterator : public sentencepiece::SentenceIterator {
 public:
-    explicit CallbackIterator(const std::function<bool(std::string&)>& next) : next_(next) { Next(); }
+    explicit CallbackIterator(const std::function<bool(std::string&)>& next) : next_(next) {
+        Next();
+    }
     bool done() const override { return done_; }
     void Next() override {
         try {
@@ -86,7 +95,8 @@ public:
     }
     const std::string& value() const override { return value_; }
     sentencepiece::util::Status status() const override {
-        return error_ ? sentencepiece::util::Status(sentencepiece::util::StatusCode::kInternal, "reader error")
+        return error_ ? sentencepiece::util::Status(sentencepiece::util::StatusCode::kInternal,
+                                                    "reader error")
                       : sentencepiece::util::Status();
     }
     std::exception_ptr error() const { return error_; }
@@ -100,8 +110,10 @@ private:
 
 }  // namespace
 
-Tokenizer Tokenizer::train_spm(const std::function<bool(std::string&)>& next, const SpmTrainOptions& o) {
-    NZ_CHECK(o.vocab_size >= 8, "SentencePiece vocab_size must be at least 8, got {}", o.vocab_size);
+Tokenizer Tokenizer::train_spm(const std::function<bool(std::string&)>& next,
+                               const SpmTrainOptions& o) {
+    NZ_CHECK(o.vocab_size >= 8, "SentencePiece vocab_size must be at least 8, got {}",
+             o.vocab_size);
     NZ_CHECK(o.character_coverage > 0 && o.character_coverage <= 1,
              "character_coverage must be in (0, 1], got {}", o.character_coverage);
     // Identity normalisation and kept whitespace make decode(encode(s)) == s.
@@ -121,7 +133,7 @@ Tokenizer Tokenizer::train_spm(const std::function<bool(std::string&)>& next, co
     };
     const int old_level = sentencepiece::logging::GetMinLogLevel();
     sentencepiece::logging::SetMinLogLevel(2);  // errors only; training otherwise logs a page
-    sentencepiece::SetRandomGeneratorSeed(1);  // deterministic sampling of the input sentences
+    sentencepiece::SetRandomGeneratorSeed(1);   // deterministic sampling of the input sentences
     CallbackIterator it(next);
     std::string proto;
     const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &proto);
@@ -165,7 +177,8 @@ void Tokenizer::encode(std::string_view text, Pieces& out) const {
 }
 
 void Tokenizer::encode_spm_ids(std::string_view text, std::vector<int>& ids) const {
-    NZ_CHECK(kind_ == TokenizerKind::spm, "encode_spm_ids() on a {} tokenizer", nazar::to_string(kind_));
+    NZ_CHECK(kind_ == TokenizerKind::spm, "encode_spm_ids() on a {} tokenizer",
+             nazar::to_string(kind_));
     const auto status = spm_->Encode(text, &ids);
     NZ_CHECK(status.ok(), "SentencePiece encode failed: {}", status.ToString());
 }
@@ -204,7 +217,8 @@ std::string Tokenizer::decode(const std::vector<std::string>& pieces) const {
 }
 
 std::vector<std::string> Tokenizer::spm_pieces(std::vector<bool>* is_special) const {
-    NZ_CHECK(kind_ == TokenizerKind::spm, "spm_pieces() on a {} tokenizer", nazar::to_string(kind_));
+    NZ_CHECK(kind_ == TokenizerKind::spm, "spm_pieces() on a {} tokenizer",
+             nazar::to_string(kind_));
     const int n = spm_->GetPieceSize();
     std::vector<std::string> pieces(n);
     if (is_special) is_special->assign(n, false);
@@ -264,7 +278,8 @@ std::string base64_encode(std::string_view bytes) {
     out.reserve((bytes.size() + 2) / 3 * 4);
     std::size_t i = 0;
     for (; i + 3 <= bytes.size(); i += 3) {
-        const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+        const uint32_t v =
+            (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
         for (int k = 3; k >= 0; --k) out += kB64[(v >> (6 * k)) & 63];
     }
     const std::size_t rest = bytes.size() - i;

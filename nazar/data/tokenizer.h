@@ -33,14 +33,14 @@ namespace nazar {
 enum class TokenizerKind { character, word, spm };
 enum class SpmModelType { unigram, bpe };
 
-std::string_view to_string(TokenizerKind kind);     // "char", "word", "spm"
+std::string_view to_string(TokenizerKind kind);             // "char", "word", "spm"
 TokenizerKind parse_tokenizer_kind(std::string_view name);  // throws UsageError
 
 struct SpmTrainOptions {
-    int vocab_size = 8000;            // including SentencePiece's <unk>, <s>, </s>
+    int vocab_size = 8000;  // including SentencePiece's <unk>, <s>, </s>
     SpmModelType model_type = SpmModelType::unigram;
     float character_coverage = 1.0f;  // 1.0: every character of the training text gets a piece
-    bool byte_fallback = true;        // unseen characters become byte pieces (needs vocab_size > ~260)
+    bool byte_fallback = true;  // unseen characters become byte pieces (needs vocab_size > ~260)
     int64_t input_sentence_size = 2'000'000;  // SentencePiece samples this many sentences at most
     int num_threads = 1;
 };
@@ -61,7 +61,8 @@ public:
     static Tokenizer spm_from_file(const std::string& path);
     static Tokenizer spm_from_proto(std::string serialized_model_proto);
     // Trains a model on the sentences `next` yields (it returns false at the end).
-    static Tokenizer train_spm(const std::function<bool(std::string&)>& next, const SpmTrainOptions& options);
+    static Tokenizer train_spm(const std::function<bool(std::string&)>& next,
+                               const SpmTrainOptions& options);
 
     ~Tokenizer();
     Tokenizer(const Tokenizer& o);

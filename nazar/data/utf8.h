@@ -16,7 +16,9 @@ inline constexpr std::size_t npos = std::string_view::npos;
 
 // Offset of the first byte that does not start a valid sequence, or npos when `s` is valid.
 std::size_t find_invalid(std::string_view s);
-inline bool is_valid(std::string_view s) { return find_invalid(s) == npos; }
+inline bool is_valid(std::string_view s) {
+    return find_invalid(s) == npos;
+}
 
 // Byte length of the (valid) sequence starting with lead byte `c`: 1..4.
 inline int sequence_length(unsigned char c) {
@@ -35,6 +37,8 @@ std::size_t length(std::string_view s);
 // The word tokenizer's separators: ASCII space, tab, LF, VT, FF, CR. Other Unicode spaces
 // (U+00A0 no-break space, U+202F narrow no-break space, common in French) are NOT separators:
 // they are part of words, so detokenisation never turns them into plain spaces.
-inline bool is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+inline bool is_space(char c) {
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
 
 }  // namespace nazar::utf8

@@ -28,10 +28,11 @@ void Vocab::index() {
     }
 }
 
-Vocab Vocab::build(const PieceCounter& counter, const VocabOptions& o, std::vector<int32_t>* remap) {
+Vocab Vocab::build(const PieceCounter& counter, const VocabOptions& o,
+                   std::vector<int32_t>* remap) {
     NZ_CHECK(o.max_size == 0 || o.max_size > kNumSpecials,
-             "vocabulary max_size must be 0 (no limit) or more than {} (the specials), got {}", kNumSpecials,
-             o.max_size);
+             "vocabulary max_size must be 0 (no limit) or more than {} (the specials), got {}",
+             kNumSpecials, o.max_size);
     NZ_CHECK(o.min_freq >= 1, "vocabulary min_freq must be at least 1, got {}", o.min_freq);
     const auto& counts = counter.counts();
     const auto& pieces = counter.pieces();
@@ -49,7 +50,8 @@ Vocab Vocab::build(const PieceCounter& counter, const VocabOptions& o, std::vect
     v.index();
     if (remap) {
         remap->assign(counter.size(), unk);
-        for (std::size_t k = 0; k < order.size(); ++k) (*remap)[order[k]] = static_cast<int32_t>(k) + kNumSpecials;
+        for (std::size_t k = 0; k < order.size(); ++k)
+            (*remap)[order[k]] = static_cast<int32_t>(k) + kNumSpecials;
     }
     return v;
 }
@@ -114,15 +116,17 @@ Vocab Vocab::from_json(std::string_view json) try {
              "vocabulary metadata has no \"pieces\" array");
     if (j.contains("specials")) {
         const auto specials = j["specials"].get<std::vector<std::string>>();
-        NZ_CHECK(specials.size() == kNumSpecials && std::equal(specials.begin(), specials.end(),
-                                                               std::begin(kSpecialNames)),
-                 "vocabulary specials must be <pad> <unk> <s> </s>, got {} entries", specials.size());
+        NZ_CHECK(specials.size() == kNumSpecials &&
+                     std::equal(specials.begin(), specials.end(), std::begin(kSpecialNames)),
+                 "vocabulary specials must be <pad> <unk> <s> </s>, got {} entries",
+                 specials.size());
     }
     Vocab v;
     v.pieces_ = j["pieces"].get<std::vector<std::string>>();
     v.index();
     return v;
-} catch (const nlohmann::json::type_error& e) {  // "pieces"/"specials" that are not lists of strings
+} catch (
+    const nlohmann::json::type_error& e) {  // "pieces"/"specials" that are not lists of strings
     throw Error(fmt::format("vocabulary metadata: {}", e.what()));
 }
 

@@ -52,7 +52,8 @@ class Vocab {
 public:
     static constexpr int32_t pad = 0, unk = 1, bos = 2, eos = 3;
     static constexpr int32_t kNumSpecials = 4;
-    static constexpr std::string_view kSpecialNames[kNumSpecials] = {"<pad>", "<unk>", "<s>", "</s>"};
+    static constexpr std::string_view kSpecialNames[kNumSpecials] = {"<pad>", "<unk>", "<s>",
+                                                                     "</s>"};
 
     Vocab() = default;  // the specials only
     // From counted pieces; `remap` (if given) receives the final id of every provisional id.

@@ -20,10 +20,11 @@ AlignmentFormat parse_alignment_format(std::string_view name) {
 
 namespace {
 void check_rows(TensorView attention, int n_tgt, const char* what) {
-    NZ_CHECK(attention.ndim() == 2 || attention.numel() == 0, "{}: attention must be (n, S_b), got {} dims", what,
-             attention.ndim());
+    NZ_CHECK(attention.ndim() == 2 || attention.numel() == 0,
+             "{}: attention must be (n, S_b), got {} dims", what, attention.ndim());
     const int n = attention.ndim() == 2 ? attention.dim(0) : 0;
-    NZ_CHECK(n_tgt >= 0 && n_tgt <= n, "{}: {} target tokens but {} attention rows", what, n_tgt, n);
+    NZ_CHECK(n_tgt >= 0 && n_tgt <= n, "{}: {} target tokens but {} attention rows", what, n_tgt,
+             n);
 }
 }  // namespace
 
@@ -34,7 +35,8 @@ std::vector<AlignmentLink> hard_alignment(TensorView attention, int n_tgt) {
     if (S == 0) return links;
     for (int j = 0; j < n_tgt; ++j) {
         const float* row = attention.data() + static_cast<int64_t>(j) * S;
-        links.push_back({static_cast<int>(std::max_element(row, row + S) - row), j});  // first maximum
+        links.push_back(
+            {static_cast<int>(std::max_element(row, row + S) - row), j});  // first maximum
     }
     return links;
 }
@@ -54,7 +56,8 @@ std::string format_soft_alignment(TensorView attention, int n_tgt) {
     std::string out = "[";
     for (int j = 0; j < n_tgt; ++j) {
         out += j ? ",[" : "[";
-        for (int i = 0; i < S; ++i) fmt::format_to(std::back_inserter(out), "{}{:.6g}", i ? "," : "", attention.at(j, i));
+        for (int i = 0; i < S; ++i)
+            fmt::format_to(std::back_inserter(out), "{}{:.6g}", i ? "," : "", attention.at(j, i));
         out += ']';
     }
     out += ']';
@@ -68,27 +71,30 @@ UnkDictionary load_unk_dictionary(const std::string& path) {
     while (reader.next(line)) {
         if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
         const auto tab = line.find('\t');
-        NZ_CHECK(tab != std::string_view::npos, "{}:{}: expected 'source<TAB>target', got '{}'", path,
-                 reader.line_number(), line);
-        dict.emplace(std::string(line.substr(0, tab)), std::string(line.substr(tab + 1)));  // first wins
+        NZ_CHECK(tab != std::string_view::npos, "{}:{}: expected 'source<TAB>target', got '{}'",
+                 path, reader.line_number(), line);
+        dict.emplace(std::string(line.substr(0, tab)),
+                     std::string(line.substr(tab + 1)));  // first wins
     }
     return dict;
 }
 
-std::vector<std::string> output_pieces(std::span<const int32_t> tokens, TensorView attention, const Vocab& tgt_vocab,
-                                       int32_t eos, int32_t unk, bool replace_unk,
-                                       std::span<const std::string> src_pieces, const UnkDictionary* dictionary) {
+std::vector<std::string> output_pieces(std::span<const int32_t> tokens, TensorView attention,
+                                       const Vocab& tgt_vocab, int32_t eos, int32_t unk,
+                                       bool replace_unk, std::span<const std::string> src_pieces,
+                                       const UnkDictionary* dictionary) {
     std::vector<std::string> out;
     const int S = attention.ndim() == 2 ? attention.dim(1) : 0;
     if (replace_unk)
-        NZ_CHECK(static_cast<int>(src_pieces.size()) == S, "replace-unk: {} source pieces but attention over {}",
-                 src_pieces.size(), S);
+        NZ_CHECK(static_cast<int>(src_pieces.size()) == S,
+                 "replace-unk: {} source pieces but attention over {}", src_pieces.size(), S);
     for (std::size_t j = 0; j < tokens.size() && tokens[j] != eos; ++j) {
         if (tokens[j] != unk || !replace_unk || S == 0) {
             out.emplace_back(tgt_vocab.piece(tokens[j]));
             continue;
         }
-        NZ_CHECK(static_cast<int>(j) < attention.dim(0), "replace-unk: token {} has no attention row", j);
+        NZ_CHECK(static_cast<int>(j) < attention.dim(0),
+                 "replace-unk: token {} has no attention row", j);
         const float* row = attention.data() + static_cast<int64_t>(j) * S;
         const std::string& src = src_pieces[std::max_element(row, row + S) - row];
         const auto it = dictionary ? dictionary->find(src) : UnkDictionary::const_iterator{};
@@ -101,7 +107,8 @@ std::vector<ForcedAlignment> forced_alignment(Seq2Seq& model, std::span<const in
                                               std::span<const int> lengths, int S,
                                               std::span<const std::vector<int32_t>> targets) {
     const int B = static_cast<int>(lengths.size());
-    NZ_CHECK(static_cast<int>(targets.size()) == B, "forced_alignment: {} sources but {} targets", B, targets.size());
+    NZ_CHECK(static_cast<int>(targets.size()) == B, "forced_alignment: {} sources but {} targets",
+             B, targets.size());
     const int V = model.config().tgt_vocab_size;
     const auto& sp = model.config().special_ids;
     std::vector<ForcedAlignment> out(B);

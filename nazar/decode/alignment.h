@@ -26,7 +26,8 @@
 namespace nazar {
 
 enum class AlignmentFormat { none, hard, soft };
-AlignmentFormat parse_alignment_format(std::string_view name);  // "none" | "hard" | "soft"; UsageError
+AlignmentFormat parse_alignment_format(
+    std::string_view name);  // "none" | "hard" | "soft"; UsageError
 
 // Links for target rows j < n_tgt of attention (n, S_b), n_tgt <= n; none when S_b == 0.
 std::vector<AlignmentLink> hard_alignment(TensorView attention, int n_tgt);
@@ -46,7 +47,7 @@ std::vector<std::string> output_pieces(std::span<const int32_t> tokens, TensorVi
                                        const UnkDictionary* dictionary);
 
 struct ForcedAlignment {
-    Tensor attention;  // (T_b + 1, S_b) one row per target token, then the row of </s>
+    Tensor attention;     // (T_b + 1, S_b) one row per target token, then the row of </s>
     double log_prob = 0;  // log p(target </s> | source), as Seq2Seq::score
 };
 

@@ -21,27 +21,33 @@
 namespace nazar {
 
 void validate(const BeamOptions& o) {
-    if (o.beam_size < 1) throw UsageError(fmt::format("beam size must be >= 1, got {}", o.beam_size));
+    if (o.beam_size < 1)
+        throw UsageError(fmt::format("beam size must be >= 1, got {}", o.beam_size));
     if (o.n_best < 1 || o.n_best > o.beam_size)
-        throw UsageError(fmt::format("n-best must be in [1, beam size {}], got {}", o.beam_size, o.n_best));
-    if (!(o.length_penalty >= 0)) throw UsageError(fmt::format("length penalty must be >= 0, got {}", o.length_penalty));
+        throw UsageError(
+            fmt::format("n-best must be in [1, beam size {}], got {}", o.beam_size, o.n_best));
+    if (!(o.length_penalty >= 0))
+        throw UsageError(fmt::format("length penalty must be >= 0, got {}", o.length_penalty));
     if (!(o.coverage_penalty >= 0))
         throw UsageError(fmt::format("coverage penalty must be >= 0, got {}", o.coverage_penalty));
     if (!(o.max_length_ratio >= 0))
         throw UsageError(fmt::format("max length ratio must be >= 0, got {}", o.max_length_ratio));
-    if (o.max_length < 1) throw UsageError(fmt::format("max length must be >= 1, got {}", o.max_length));
-    if (o.min_length < 0) throw UsageError(fmt::format("min length must be >= 0, got {}", o.min_length));
+    if (o.max_length < 1)
+        throw UsageError(fmt::format("max length must be >= 1, got {}", o.max_length));
+    if (o.min_length < 0)
+        throw UsageError(fmt::format("min length must be >= 0, got {}", o.min_length));
 }
 
 int max_output_length(int S_b, float max_length_ratio, int max_length_extra, int max_length) {
-    const int m = static_cast<int>(std::floor(max_length_ratio * static_cast<float>(S_b))) + max_length_extra;
+    const int m =
+        static_cast<int>(std::floor(max_length_ratio * static_cast<float>(S_b))) + max_length_extra;
     return std::min(max_length, std::max(1, m));
 }
 
 namespace {
 
 struct Node {
-    int parent;     // node index, -1 = the empty prefix
+    int parent;  // node index, -1 = the empty prefix
     int32_t token;
 };
 
@@ -83,13 +89,16 @@ struct Sentence {
         const int n = length(node);
         Tensor a({n, S_b});
         for (int t = n - 1; t >= 0; --t, node = nodes[node].parent)
-            if (S_b > 0) std::memcpy(a.data() + static_cast<int64_t>(t) * S_b, &attn[static_cast<std::size_t>(node) * S_b],
-                                     sizeof(float) * S_b);
+            if (S_b > 0)
+                std::memcpy(a.data() + static_cast<int64_t>(t) * S_b,
+                            &attn[static_cast<std::size_t>(node) * S_b], sizeof(float) * S_b);
         return a;
     }
     void finish(int node, double log_prob, bool finished, const BeamOptions& o) {
         const Tensor a = path_attention(node);
-        done.push_back({node, log_prob, ranking_score(log_prob, a, o.length_penalty, o.coverage_penalty), finished});
+        done.push_back({node, log_prob,
+                        ranking_score(log_prob, a, o.length_penalty, o.coverage_penalty),
+                        finished});
     }
     // True when the n_best best finished scores cannot be beaten by any descendant of `live`.
     bool settled(const BeamOptions& o) const {
@@ -117,8 +126,8 @@ struct Sentence {
 // against a float threshold t <= T − base (minus a margin that covers the float and double
 // roundings: lp[y] < t implies base + lp[y] < T); only entries at or above t (and NaN) take
 // the exact double comparison, so the kept set and order are exactly the full scan's.
-void offer_row(const float* lp, int V, double base, int rank, int w, std::span<const int32_t> forbid,
-               std::vector<Candidate>& best) {
+void offer_row(const float* lp, int V, double base, int rank, int w,
+               std::span<const int32_t> forbid, std::vector<Candidate>& best) {
     const auto threshold = [&]() -> float {
         if (static_cast<int>(best.size()) < w) return -std::numeric_limits<float>::infinity();
         const double d = best.back().total - base;  // NaN (−inf − −inf) compares false: exact path
@@ -155,7 +164,8 @@ void offer_row(const float* lp, int V, double base, int rank, int w, std::span<c
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const int32_t> src,
-                                                 std::span<const int> lengths, int S, const BeamOptions& o) {
+                                                 std::span<const int> lengths, int S,
+                                                 const BeamOptions& o) {
     validate(o);
     const int B = static_cast<int>(lengths.size());
     NZ_CHECK(static_cast<int64_t>(src.size()) == static_cast<int64_t>(B) * S,
@@ -167,7 +177,8 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
 
     std::vector<Sentence> sent(B);
     for (int b = 0; b < B; ++b) {
-        NZ_CHECK(lengths[b] >= 0 && lengths[b] <= S, "beam_search: lengths[{}] = {} outside [0, {}]", b, lengths[b], S);
+        NZ_CHECK(lengths[b] >= 0 && lengths[b] <= S,
+                 "beam_search: lengths[{}] = {} outside [0, {}]", b, lengths[b], S);
         Sentence& s = sent[b];
         s.b = b;
         s.S_b = lengths[b];
@@ -185,7 +196,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
     std::iota(row_sentence.begin(), row_sentence.end(), 0);
     std::vector<int32_t> prev(B, sp.bos);
     Tensor log_probs({static_cast<int64_t>(B) * K, V}), attn({static_cast<int64_t>(B) * K, S});
-    std::vector<Candidate> cands;               // scratch, reused every step
+    std::vector<Candidate> cands;  // scratch, reused every step
     std::vector<int> live, live_rows;
     std::vector<double> live_lp;
 
@@ -200,10 +211,12 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
             Sentence& s = sent[row_sentence[row0]];
             const int n_live = static_cast<int>(s.live.size());  // rows [row0, row0 + n_live)
             const int w = K - static_cast<int>(s.done.size());
-            const std::array<int32_t, 3> forbid = {sp.pad, sp.bos, s.steps + 1 < o.min_length ? sp.eos : -1};
+            const std::array<int32_t, 3> forbid = {sp.pad, sp.bos,
+                                                   s.steps + 1 < o.min_length ? sp.eos : -1};
             cands.clear();
             for (int k = 0; k < n_live; ++k)
-                offer_row(lp_view.data() + static_cast<int64_t>(row0 + k) * V, V, s.live_lp[k], k, w, forbid, cands);
+                offer_row(lp_view.data() + static_cast<int64_t>(row0 + k) * V, V, s.live_lp[k], k,
+                          w, forbid, cands);
             live.clear();
             live_lp.clear();
             live_rows.clear();
@@ -224,11 +237,13 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
             s.live_lp.assign(live_lp.begin(), live_lp.end());
             ++s.steps;
             row0 += n_live;
-            bool stop = s.live.empty() || static_cast<int>(s.done.size()) >= K || s.steps >= s.limit ||
-                        (o.early_stop && s.settled(o));
+            bool stop = s.live.empty() || static_cast<int>(s.done.size()) >= K ||
+                        s.steps >= s.limit || (o.early_stop && s.settled(o));
             if (stop) {
-                if (static_cast<int>(s.done.size()) < K)  // cut at the limit (or settled): live ones count too
-                    for (std::size_t k = 0; k < s.live.size(); ++k) s.finish(s.live[k], s.live_lp[k], false, o);
+                if (static_cast<int>(s.done.size()) <
+                    K)  // cut at the limit (or settled): live ones count too
+                    for (std::size_t k = 0; k < s.live.size(); ++k)
+                        s.finish(s.live[k], s.live_lp[k], false, o);
                 s.live.clear();
                 s.live_lp.clear();
                 s.active = false;
@@ -242,7 +257,8 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
         }
         if (next_row_sentence.empty()) break;
         bool identity = static_cast<int>(parents.size()) == N;
-        for (std::size_t k = 0; identity && k < parents.size(); ++k) identity = parents[k] == static_cast<int>(k);
+        for (std::size_t k = 0; identity && k < parents.size(); ++k)
+            identity = parents[k] == static_cast<int>(k);
         if (!identity) {
             model.select_state(state, parents, next_state);
             std::swap(state, next_state);
@@ -257,7 +273,8 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
     for (int b = 0; b < B; ++b) {
         Sentence& s = sent[b];
         // stable: finished in the order they finished, then the unfinished in rank order
-        std::stable_sort(s.done.begin(), s.done.end(), [](const Done& x, const Done& y) { return x.score > y.score; });
+        std::stable_sort(s.done.begin(), s.done.end(),
+                         [](const Done& x, const Done& y) { return x.score > y.score; });
         const int n = std::min<int>(o.n_best, static_cast<int>(s.done.size()));
         for (int k = 0; k < n; ++k) {
             const Done& d = s.done[k];
@@ -268,7 +285,8 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
             h.attention = s.path_attention(d.node);
             h.tokens.resize(s.length(d.node));
             int node = d.node;
-            for (int t = static_cast<int>(h.tokens.size()) - 1; t >= 0; --t, node = s.nodes[node].parent)
+            for (int t = static_cast<int>(h.tokens.size()) - 1; t >= 0;
+                 --t, node = s.nodes[node].parent)
                 h.tokens[t] = s.nodes[node].token;
             results[b].push_back(std::move(h));
         }
@@ -276,8 +294,9 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
     return results;
 }
 
-std::vector<std::vector<Hypothesis>> beam_search_sorted(Seq2Seq& model, std::span<const std::vector<int32_t>> sentences,
-                                                        const BeamOptions& options, int batch_size) {
+std::vector<std::vector<Hypothesis>> beam_search_sorted(
+    Seq2Seq& model, std::span<const std::vector<int32_t>> sentences, const BeamOptions& options,
+    int batch_size) {
     NZ_CHECK(batch_size >= 1, "beam_search_sorted: batch_size must be >= 1, got {}", batch_size);
     const int n = static_cast<int>(sentences.size());
     std::vector<int> order(n);

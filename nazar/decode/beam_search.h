@@ -4,8 +4,8 @@
 // Per sentence, with K = beam_size and F = hypotheses finished so far:
 //   every live hypothesis is expanded by every token except <pad> and <s> (never emitted: their
 //   log-probabilities count as −inf; a hypothesis's log p stays the model's own, unrenormalised
-//   Σ log p of its tokens, so it equals Seq2Seq::score of the output); the best K − F candidates by total
-//   log p(y_≤t | x) are kept (ties: lower live rank, then lower token id). A kept candidate
+//   Σ log p of its tokens, so it equals Seq2Seq::score of the output); the best K − F candidates by
+//   total log p(y_≤t | x) are kept (ties: lower live rank, then lower token id). A kept candidate
 //   ending in </s> is finished; the others stay live, in rank order. The sentence is done when
 //   K hypotheses are finished, none is live, at its maximum length
 //     max_len_b = min(max_length, max(1, floor(max_length_ratio · S_b) + max_length_extra))
@@ -60,8 +60,8 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
 
 // Sentences of any lengths (no <s>/</s>): sorted by length (longest first, stable), decoded in
 // batches of at most batch_size, returned in input order.
-std::vector<std::vector<Hypothesis>> beam_search_sorted(Seq2Seq& model,
-                                                        std::span<const std::vector<int32_t>> sentences,
-                                                        const BeamOptions& options = {}, int batch_size = 32);
+std::vector<std::vector<Hypothesis>> beam_search_sorted(
+    Seq2Seq& model, std::span<const std::vector<int32_t>> sentences,
+    const BeamOptions& options = {}, int batch_size = 32);
 
 }  // namespace nazar

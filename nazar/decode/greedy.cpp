@@ -52,10 +52,13 @@ int best_token(const float* lp, int V, int32_t pad, int32_t bos) {
 
 }  // namespace
 
-std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t> src, std::span<const int> lengths,
-                                        int S, const GreedyOptions& options) {
-    NZ_CHECK(options.max_length >= 1, "greedy: max_length must be >= 1, got {}", options.max_length);
-    NZ_CHECK(options.max_length_ratio >= 0, "greedy: max_length_ratio must be >= 0, got {}", options.max_length_ratio);
+std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t> src,
+                                        std::span<const int> lengths, int S,
+                                        const GreedyOptions& options) {
+    NZ_CHECK(options.max_length >= 1, "greedy: max_length must be >= 1, got {}",
+             options.max_length);
+    NZ_CHECK(options.max_length_ratio >= 0, "greedy: max_length_ratio must be >= 0, got {}",
+             options.max_length_ratio);
     const int B = static_cast<int>(lengths.size());
     const int V = model.config().tgt_vocab_size;
     const auto& sp = model.config().special_ids;
@@ -63,7 +66,8 @@ std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t>
     std::vector<int> max_len(B);
     int longest = 0;
     for (int b = 0; b < B; ++b) {
-        const int m = static_cast<int>(std::floor(options.max_length_ratio * static_cast<float>(lengths[b]))) +
+        const int m = static_cast<int>(
+                          std::floor(options.max_length_ratio * static_cast<float>(lengths[b]))) +
                       options.max_length_extra;
         max_len[b] = std::min(options.max_length, std::max(1, m));
         longest = std::max(longest, max_len[b]);

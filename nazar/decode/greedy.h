@@ -1,6 +1,7 @@
 // Batched greedy decoding (SPEC.md §8) on the Seq2Seq step API.
 //
-//   y_0 = <s>;  y_t = argmax_{v ∉ {<pad>, <s>}} log p(v | y_<t, x)   for every sentence of the batch at once.
+//   y_0 = <s>;  y_t = argmax_{v ∉ {<pad>, <s>}} log p(v | y_<t, x)   for every sentence of the
+//   batch at once.
 // <pad> and <s> are never emitted (their log-probabilities count as −inf in the argmax); the
 // score is the model's own (unrenormalised) Σ log p of the emitted tokens, so it equals
 // Seq2Seq::score of the output.

@@ -16,7 +16,8 @@ double length_penalty(int n, float alpha) {
 
 double coverage_penalty(TensorView attention, float beta) {
     if (beta == 0.0f || attention.numel() == 0) return 0.0;
-    NZ_CHECK(attention.ndim() == 2, "coverage_penalty: attention must be (n, S_b), got {} dims", attention.ndim());
+    NZ_CHECK(attention.ndim() == 2, "coverage_penalty: attention must be (n, S_b), got {} dims",
+             attention.ndim());
     const int n = static_cast<int>(attention.dim(0)), S = static_cast<int>(attention.dim(1));
     std::vector<double> cov(S, 0.0);
     for (int t = 0; t < n; ++t)

@@ -46,22 +46,27 @@ const std::string& require_meta(const std::map<std::string, std::string>& meta, 
                                 const std::string& path) {
     const auto it = meta.find(key);
     if (it == meta.end())
-        throw Error(fmt::format("'{}' lacks metadata '{}' (vocabularies and tokenizers are needed to translate text)",
-                                path, key));
+        throw Error(fmt::format(
+            "'{}' lacks metadata '{}' (vocabularies and tokenizers are needed to translate text)",
+            path, key));
     return it->second;
 }
 }  // namespace
 
-Translator::Translator(const std::string& model_path, const TranslatorConfig& config) : impl_(std::make_unique<Impl>()) {
-    if (config.replicas < 1) throw UsageError(fmt::format("replicas must be >= 1, got {}", config.replicas));
+Translator::Translator(const std::string& model_path, const TranslatorConfig& config)
+    : impl_(std::make_unique<Impl>()) {
+    if (config.replicas < 1)
+        throw UsageError(fmt::format("replicas must be >= 1, got {}", config.replicas));
     Impl& d = *impl_;
     d.path = model_path;
     const SafeTensors st = load_safetensors(model_path);  // read once, every replica built from it
     for (int r = 0; r < config.replicas; ++r) {
         LoadedModel m = model_from_safetensors(st);
         if (r == 0) {
-            d.src_tok = Tokenizer::from_string(require_meta(m.metadata, kSrcTokenizerKey, model_path));
-            d.tgt_tok = Tokenizer::from_string(require_meta(m.metadata, kTgtTokenizerKey, model_path));
+            d.src_tok =
+                Tokenizer::from_string(require_meta(m.metadata, kSrcTokenizerKey, model_path));
+            d.tgt_tok =
+                Tokenizer::from_string(require_meta(m.metadata, kTgtTokenizerKey, model_path));
             d.src_vocab = Vocab::from_json(require_meta(m.metadata, kSrcVocabKey, model_path));
             d.tgt_vocab = Vocab::from_json(require_meta(m.metadata, kTgtVocabKey, model_path));
             d.special = m.model->config().special_ids;
@@ -73,8 +78,12 @@ Translator::Translator(const std::string& model_path, const TranslatorConfig& co
 
 Translator::~Translator() = default;
 
-int Translator::replicas() const { return static_cast<int>(impl_->models.size()); }
-const std::string& Translator::model_path() const { return impl_->path; }
+int Translator::replicas() const {
+    return static_cast<int>(impl_->models.size());
+}
+const std::string& Translator::model_path() const {
+    return impl_->path;
+}
 
 std::vector<Translation> Translator::translate(std::span<const std::string> sentences,
                                                const TranslationOptions& o) const {
@@ -86,7 +95,8 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
                            .max_length_extra = o.max_length_extra,
                            .max_length = o.max_length};
     validate(beam);
-    if (o.batch_size < 1) throw UsageError(fmt::format("batch size must be >= 1, got {}", o.batch_size));
+    if (o.batch_size < 1)
+        throw UsageError(fmt::format("batch size must be >= 1, got {}", o.batch_size));
     const Impl& d = *impl_;
     const int n = static_cast<int>(sentences.size());
     std::vector<Translation> out(n);
@@ -115,7 +125,8 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
     for (int i = 0; i < n; ++i) {
         for (Hypothesis& h : hyps[i]) {
             // The output is the tokens before </s> without <pad>/<s> (as Vocab::decode reads ids;
-            // the search never emits those, so this only guards); alignments and attention keep the same rows.
+            // the search never emits those, so this only guards); alignments and attention keep the
+            // same rows.
             std::vector<int32_t> kept;
             std::vector<int> rows;
             for (std::size_t j = 0; j < h.tokens.size(); ++j) {
@@ -127,15 +138,17 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
             }
             const int S_b = h.attention.dim(1);
             Tensor attention({static_cast<int64_t>(rows.size()), S_b});
-            for (std::size_t r = 0; r < rows.size(); ++r) attention.select(r).copy_from(h.attention.select(rows[r]));
+            for (std::size_t r = 0; r < rows.size(); ++r)
+                attention.select(r).copy_from(h.attention.select(rows[r]));
             TranslationHypothesis t;
-            t.tokens = output_pieces(kept, attention, d.tgt_vocab, d.special.eos, d.special.unk, o.replace_unk,
-                                     out[i].source_tokens, o.dictionary);
+            t.tokens = output_pieces(kept, attention, d.tgt_vocab, d.special.eos, d.special.unk,
+                                     o.replace_unk, out[i].source_tokens, o.dictionary);
             t.text = d.tgt_tok.decode(t.tokens);
             t.score = h.score;
             t.log_prob = h.log_prob;
             t.finished = h.finished;
-            if (o.alignments) t.alignment = hard_alignment(attention, static_cast<int>(t.tokens.size()));
+            if (o.alignments)
+                t.alignment = hard_alignment(attention, static_cast<int>(t.tokens.size()));
             if (o.attention) t.attention = std::move(attention);
             out[i].hypotheses.push_back(std::move(t));
         }

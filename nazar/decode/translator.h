@@ -1,8 +1,8 @@
 // The application API: load a model file once, translate batches of strings.
 //
 //   nazar::Translator tr("model.safetensors", {.replicas = 4});
-//   auto out = tr.translate({"ein kleiner Test"}, {.beam_size = 5, .n_best = 2, .alignments = true});
-//   out[0].hypotheses[0].text, .score, .alignment (Pharaoh links)
+//   auto out = tr.translate({"ein kleiner Test"}, {.beam_size = 5, .n_best = 2, .alignments =
+//   true}); out[0].hypotheses[0].text, .score, .alignment (Pharaoh links)
 //
 // Thread safety: translate() may be called from any number of threads at once. A Seq2Seq keeps
 // scratch buffers and is not thread-safe, so the Translator holds a pool of `replicas`
@@ -33,32 +33,32 @@ struct TranslatorConfig {
 
 struct TranslationOptions {
     int beam_size = 5;
-    int n_best = 1;                        // in [1, beam_size]
-    float length_penalty = 0.6f;           // GNMT α
-    float coverage_penalty = 0.0f;         // GNMT β
-    float max_length_ratio = 2.0f;         // output length <= min(max_length, ratio · S + extra)
+    int n_best = 1;                 // in [1, beam_size]
+    float length_penalty = 0.6f;    // GNMT α
+    float coverage_penalty = 0.0f;  // GNMT β
+    float max_length_ratio = 2.0f;  // output length <= min(max_length, ratio · S + extra)
     int max_length_extra = 5;
     int max_length = 512;
-    int batch_size = 32;                   // sentences per decoder batch
-    bool alignments = false;               // fill Hypothesis::alignment (hard links)
-    bool attention = false;                // keep the attention matrices
-    bool replace_unk = false;              // copy the most-attended source token for <unk>
+    int batch_size = 32;                        // sentences per decoder batch
+    bool alignments = false;                    // fill Hypothesis::alignment (hard links)
+    bool attention = false;                     // keep the attention matrices
+    bool replace_unk = false;                   // copy the most-attended source token for <unk>
     const UnkDictionary* dictionary = nullptr;  // optional translations for replace_unk
 };
 
 struct TranslationHypothesis {
-    std::string text;                    // detokenised output (without </s>)
-    std::vector<std::string> tokens;     // output pieces (after unk replacement), without </s>
-                                         // (<pad>/<s> are never emitted: beam_search.h)
-    double score = 0;                    // log p / lp + cp (what the list is sorted by)
-    double log_prob = 0;                 // log p(Y | X), Y including </s> when finished
-    bool finished = true;                // false: cut at the maximum length
+    std::string text;                      // detokenised output (without </s>)
+    std::vector<std::string> tokens;       // output pieces (after unk replacement), without </s>
+                                           // (<pad>/<s> are never emitted: beam_search.h)
+    double score = 0;                      // log p / lp + cp (what the list is sorted by)
+    double log_prob = 0;                   // log p(Y | X), Y including </s> when finished
+    bool finished = true;                  // false: cut at the maximum length
     std::vector<AlignmentLink> alignment;  // hard links (src token, tgt token), when asked
-    Tensor attention;                    // (n, S) rows of `tokens`, then of </s> when finished; when asked
+    Tensor attention;  // (n, S) rows of `tokens`, then of </s> when finished; when asked
 };
 
 struct Translation {
-    std::vector<std::string> source_tokens;       // the source pieces the model read
+    std::vector<std::string> source_tokens;         // the source pieces the model read
     std::vector<TranslationHypothesis> hypotheses;  // best first, at most n_best
 };
 

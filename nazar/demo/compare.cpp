@@ -15,7 +15,8 @@ std::vector<int> compare_buckets(Task task, int max_length) {
     return e;
 }
 
-CompareRow compare_one(Task task, const std::string& mechanism, const TaskData& data, const CompareConfig& cfg) {
+CompareRow compare_one(Task task, const std::string& mechanism, const TaskData& data,
+                       const CompareConfig& cfg) {
     DemoConfig dc;
     dc.task = task;
     dc.attention = mechanism;
@@ -23,8 +24,8 @@ CompareRow compare_one(Task task, const std::string& mechanism, const TaskData& 
     dc.max_seconds = cfg.seconds;
     dc.max_length = cfg.reversal_max_length;
     dc.seed = cfg.seed;
-    dc.stop_exact = 101;              // same budget for every row: never stop early
-    dc.valid_interval = cfg.steps;    // one validation, at the end (dev set is not used for stopping)
+    dc.stop_exact = 101;            // same budget for every row: never stop early
+    dc.valid_interval = cfg.steps;  // one validation, at the end (dev set is not used for stopping)
     DemoModel m = build_demo_model(dc, data);
     const TrainReport tr = train_demo(m, dc, data);
     const EvalReport ev = evaluate(m, data.test);
@@ -35,7 +36,8 @@ CompareRow compare_one(Task task, const std::string& mechanism, const TaskData& 
     ParamList att;
     collect_params(m.model->attention.params, m.model->attention.grad, "attention.", att);
     row.attention_parameters = count_params(att);
-    if (m.model->config().decoder.kind == DecoderKind::luong)  // W_c belongs to the decoder but is Luong's
+    if (m.model->config().decoder.kind ==
+        DecoderKind::luong)  // W_c belongs to the decoder but is Luong's
         row.attention_parameters += m.model->decoder.combine.params.weight.numel();
     row.steps = tr.steps;
     row.train_ms_per_step = tr.ms_per_step;
@@ -47,15 +49,19 @@ CompareRow compare_one(Task task, const std::string& mechanism, const TaskData& 
 
 std::string format_compare_table(const std::vector<CompareRow>& rows) {
     if (rows.empty()) return "";
-    std::string o = fmt::format("  {:<10}{:>9}{:>10}{:>7}{:>10}{:>11}{:>8}  exact by source length", "mechanism",
-                                "params", "attn+W_c", "steps", "train ms", "decode µs", "exact");
+    std::string o =
+        fmt::format("  {:<10}{:>9}{:>10}{:>7}{:>10}{:>11}{:>8}  exact by source length",
+                    "mechanism", "params", "attn+W_c", "steps", "train ms", "decode µs", "exact");
     o += "\n  " + std::string(67, ' ');
-    for (const auto& b : rows[0].buckets) o += fmt::format("{:>9}", fmt::format("{}-{}", b.lo, b.hi - 1));
+    for (const auto& b : rows[0].buckets)
+        o += fmt::format("{:>9}", fmt::format("{}-{}", b.lo, b.hi - 1));
     o += "\n";
     for (const CompareRow& r : rows) {
-        o += fmt::format("  {:<10}{:>9}{:>10}{:>7}{:>10.2f}{:>11.0f}{:>7.1f}%  ", r.mechanism, r.parameters,
-                         r.attention_parameters, r.steps, r.train_ms_per_step, r.decode_us_per_step, r.exact);
-        for (const auto& b : r.buckets) o += b.n ? fmt::format("{:>8.1f}%", b.exact) : fmt::format("{:>9}", "-");
+        o += fmt::format("  {:<10}{:>9}{:>10}{:>7}{:>10.2f}{:>11.0f}{:>7.1f}%  ", r.mechanism,
+                         r.parameters, r.attention_parameters, r.steps, r.train_ms_per_step,
+                         r.decode_us_per_step, r.exact);
+        for (const auto& b : r.buckets)
+            o += b.n ? fmt::format("{:>8.1f}%", b.exact) : fmt::format("{:>9}", "-");
         o += "\n";
     }
     o += "  n per bucket:" + std::string(54, ' ');
@@ -65,15 +71,22 @@ std::string format_compare_table(const std::vector<CompareRow>& rows) {
 
 std::vector<CompareRow> run_compare(const CompareConfig& cfg, std::FILE* out) {
     std::vector<CompareRow> all;
-    fmt::print(out, "nazar demo --compare: every mechanism, same data, same seed, {} training steps of 64 pairs{} "
-                    "({} threads)\n",
-               cfg.steps, cfg.seconds > 0 ? fmt::format(" (at most {} s each)", cfg.seconds) : "", num_threads());
-    fmt::print(out, "train ms: per step (forward + backward + Adam); decode µs: per batched greedy step (100 "
-                    "sentences); attn+W_c: attention parameters plus Luong's combine W_c\n");
+    fmt::print(out,
+               "nazar demo --compare: every mechanism, same data, same seed, {} training steps of "
+               "64 pairs{} "
+               "({} threads)\n",
+               cfg.steps, cfg.seconds > 0 ? fmt::format(" (at most {} s each)", cfg.seconds) : "",
+               num_threads());
+    fmt::print(
+        out,
+        "train ms: per step (forward + backward + Adam); decode µs: per batched greedy step (100 "
+        "sentences); attn+W_c: attention parameters plus Luong's combine W_c\n");
     for (const std::string& name : cfg.tasks) {
         const Task task = parse_task(name);
-        const TaskData data = make_task(task, cfg.n_train, 200, cfg.n_test, cfg.seed, cfg.reversal_max_length);
-        fmt::print(out, "\ntask {}: {} training pairs, {} held-out\n", name, data.train.size(), data.test.size());
+        const TaskData data =
+            make_task(task, cfg.n_train, 200, cfg.n_test, cfg.seed, cfg.reversal_max_length);
+        fmt::print(out, "\ntask {}: {} training pairs, {} held-out\n", name, data.train.size(),
+                   data.test.size());
         std::fflush(out);
         std::vector<CompareRow> rows;
         for (const std::string& mech : cfg.mechanisms) {

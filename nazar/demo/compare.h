@@ -20,8 +20,8 @@ namespace nazar::demo {
 struct CompareConfig {
     std::vector<std::string> tasks{"dates", "reversal"};
     std::vector<std::string> mechanisms{"bahdanau", "dot", "general", "concat", "local-p"};
-    int steps = 2000;          // training steps per model (at most)
-    double seconds = 60;       // training-time cap per model (0 = none): about 12 minutes in all
+    int steps = 2000;     // training steps per model (at most)
+    double seconds = 60;  // training-time cap per model (0 = none): about 12 minutes in all
     int n_train = 20000, n_test = 600;
     int reversal_max_length = 100;
     uint64_t seed = 1;
@@ -38,7 +38,8 @@ struct CompareRow {
 // Source-length bucket edges used for a task's table.
 std::vector<int> compare_buckets(Task task, int max_length);
 // Trains and evaluates one row.
-CompareRow compare_one(Task task, const std::string& mechanism, const TaskData& data, const CompareConfig& cfg);
+CompareRow compare_one(Task task, const std::string& mechanism, const TaskData& data,
+                       const CompareConfig& cfg);
 // Runs every task x mechanism, printing each task's table to `out` as its rows complete.
 std::vector<CompareRow> run_compare(const CompareConfig& cfg, std::FILE* out);
 std::string format_compare_table(const std::vector<CompareRow>& rows);  // rows of one task

@@ -19,21 +19,26 @@ namespace nazar::demo {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
-std::vector<std::string> pieces_of(const Tokenizer& tok, std::string_view text) { return tok.encode(text); }
+std::vector<std::string> pieces_of(const Tokenizer& tok, std::string_view text) {
+    return tok.encode(text);
+}
 }  // namespace
 
 const std::vector<std::string>& demo_attention_names() {
-    static const std::vector<std::string> names{"bahdanau", "dot", "general", "concat", "local-m", "local-p"};
+    static const std::vector<std::string> names{"bahdanau", "dot",     "general",
+                                                "concat",   "local-m", "local-p"};
     return names;
 }
 
 ModelConfig demo_model_config(const DemoConfig& cfg, int src_vocab_size, int tgt_vocab_size) {
     const auto& names = demo_attention_names();
     if (std::find(names.begin(), names.end(), cfg.attention) == names.end())
-        throw UsageError(fmt::format("demo: unknown attention '{}' (expected one of {})", cfg.attention,
-                                     fmt::join(names, ", ")));
+        throw UsageError(fmt::format("demo: unknown attention '{}' (expected one of {})",
+                                     cfg.attention, fmt::join(names, ", ")));
     ModelConfig m;
     m.src_vocab_size = src_vocab_size;
     m.tgt_vocab_size = tgt_vocab_size;
@@ -89,21 +94,23 @@ DemoModel build_demo_model(const DemoConfig& cfg, const TaskData& data) {
         }
     m.src_vocab = Vocab::from_pieces(std::vector<std::string>(src.begin(), src.end()));
     m.tgt_vocab = Vocab::from_pieces(std::vector<std::string>(tgt.begin(), tgt.end()));
-    m.model = std::make_unique<Seq2Seq>(demo_model_config(cfg, m.src_vocab.size(), m.tgt_vocab.size()), cfg.seed);
+    m.model = std::make_unique<Seq2Seq>(
+        demo_model_config(cfg, m.src_vocab.size(), m.tgt_vocab.size()), cfg.seed);
     return m;
 }
 
 TrainReport train_demo(DemoModel& m, const DemoConfig& cfg, const TaskData& data,
                        const std::function<void(const TrainProgress&)>& on_progress) {
     NZ_CHECK(!data.train.empty(), "train_demo: no training pairs");
-    NZ_CHECK(cfg.batch_size >= 1 && cfg.max_steps >= 0, "train_demo: batch_size {} / max_steps {}", cfg.batch_size,
-             cfg.max_steps);
+    NZ_CHECK(cfg.batch_size >= 1 && cfg.max_steps >= 0, "train_demo: batch_size {} / max_steps {}",
+             cfg.batch_size, cfg.max_steps);
     Seq2Seq& model = *m.model;
     ParamList params = model.parameters();
     Optimizer optim = Optimizer::adam(params, {.lr = cfg.lr});
     Rng rng(cfg.seed, 0xd370);
     const int n = static_cast<int>(data.train.size());
-    std::vector<std::vector<int32_t>> src(static_cast<std::size_t>(n)), tgt(static_cast<std::size_t>(n));
+    std::vector<std::vector<int32_t>> src(static_cast<std::size_t>(n)),
+        tgt(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) {
         src[i] = m.encode_source(data.train[i].source);
         tgt[i] = m.encode_target(data.train[i].target);
@@ -124,7 +131,8 @@ TrainReport train_demo(DemoModel& m, const DemoConfig& cfg, const TaskData& data
             if (pos == n) {  // new epoch: Fisher-Yates from the seed and the epoch
                 std::iota(order.begin(), order.end(), 0);
                 Rng er = rng.split(static_cast<uint64_t>(epoch++));
-                for (int i = n - 1; i > 0; --i) std::swap(order[i], order[er.below(static_cast<uint64_t>(i) + 1)]);
+                for (int i = n - 1; i > 0; --i)
+                    std::swap(order[i], order[er.below(static_cast<uint64_t>(i) + 1)]);
                 pos = 0;
             }
             bs.push_back(src[order[pos]]);
@@ -143,9 +151,12 @@ TrainReport train_demo(DemoModel& m, const DemoConfig& cfg, const TaskData& data
         rep.steps = step;
         rep.seconds = since(t0) - valid_time;
         const bool out_of_time = cfg.max_seconds > 0 && rep.seconds >= cfg.max_seconds;
-        const bool validate = step % cfg.valid_interval == 0 || step == cfg.max_steps || out_of_time;
+        const bool validate =
+            step % cfg.valid_interval == 0 || step == cfg.max_steps || out_of_time;
         if (!validate) continue;
-        TrainProgress pr{.step = step, .seconds = rep.seconds, .loss = window_tokens ? window_loss / window_tokens : 0,
+        TrainProgress pr{.step = step,
+                         .seconds = rep.seconds,
+                         .loss = window_tokens ? window_loss / window_tokens : 0,
                          .lr = lr};
         rep.final_loss = pr.loss;
         window_loss = 0;
@@ -178,7 +189,8 @@ EvalReport evaluate(DemoModel& m, std::span<const Example> examples, int batch_s
     for (int i = 0; i < n; ++i) ids[i] = m.encode_source(examples[i].source);
     std::vector<int> order(static_cast<std::size_t>(n));
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return ids[a].size() < ids[b].size(); });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return ids[a].size() < ids[b].size(); });
     int correct = 0;
     const auto t0 = Clock::now();
     for (int b0 = 0; b0 < n; b0 += batch_size) {
@@ -233,9 +245,11 @@ std::vector<BucketAccuracy> accuracy_by_length(const EvalReport& r, std::span<co
     return out;
 }
 
-double date_alignment_accuracy(const EvalReport& r, std::span<const Example> examples, int64_t* checked) {
-    NZ_CHECK(r.decoded.size() == examples.size(), "date_alignment_accuracy: {} results for {} examples",
-             r.decoded.size(), examples.size());
+double date_alignment_accuracy(const EvalReport& r, std::span<const Example> examples,
+                               int64_t* checked) {
+    NZ_CHECK(r.decoded.size() == examples.size(),
+             "date_alignment_accuracy: {} results for {} examples", r.decoded.size(),
+             examples.size());
     int64_t total = 0, hit = 0;
     for (std::size_t i = 0; i < examples.size(); ++i) {
         const Decoded& d = r.decoded[i];

@@ -36,21 +36,22 @@ struct DemoConfig {
     Task task = Task::dates;
     std::string attention = "bahdanau";
     int n_train = 20000, n_dev = 400, n_test = 1000;
-    int max_length = 100;        // reversal: longest source
+    int max_length = 100;  // reversal: longest source
     int embedding_size = 32;
-    int hidden_size = 64;        // encoder, per direction; decoder H = 2 · hidden_size
-    int window = 10;             // local D
+    int hidden_size = 64;  // encoder, per direction; decoder H = 2 · hidden_size
+    int window = 10;       // local D
     int batch_size = 64;
     int max_steps = 6000;
-    double max_seconds = 0;      // training-time budget; 0 = none
+    double max_seconds = 0;  // training-time budget; 0 = none
     double lr = 4e-3;
     double clip = 5.0;
     int valid_interval = 250;
-    double stop_exact = 99.5;    // stop when dev exact match (percent) reaches this
+    double stop_exact = 99.5;  // stop when dev exact match (percent) reaches this
     uint64_t seed = 1;
 };
 
-const std::vector<std::string>& demo_attention_names();  // bahdanau dot general concat local-m local-p
+const std::vector<std::string>&
+demo_attention_names();  // bahdanau dot general concat local-m local-p
 ModelConfig demo_model_config(const DemoConfig& cfg, int src_vocab_size, int tgt_vocab_size);
 
 struct DemoModel {
@@ -73,10 +74,10 @@ struct TrainProgress {
 };
 struct TrainReport {
     int steps = 0;
-    double seconds = 0;           // training time (validation excluded)
+    double seconds = 0;  // training time (validation excluded)
     double ms_per_step = 0;
     double final_loss = 0;
-    double dev_exact = 0;         // the last validation
+    double dev_exact = 0;  // the last validation
     int64_t parameters = 0;
     bool stopped_by_time = false;
 };
@@ -86,8 +87,9 @@ TrainReport train_demo(DemoModel& m, const DemoConfig& cfg, const TaskData& data
 struct Decoded {
     std::string source, reference, hypothesis;
     std::vector<std::string> source_pieces;  // S_b
-    std::vector<std::string> output_pieces;  // n: emitted pieces, the final "</s>" included when finished
-    Tensor attention;                        // (n, S_b)
+    std::vector<std::string>
+        output_pieces;  // n: emitted pieces, the final "</s>" included when finished
+    Tensor attention;   // (n, S_b)
     bool correct = false;
 };
 struct EvalReport {
@@ -110,6 +112,7 @@ std::vector<BucketAccuracy> accuracy_by_length(const EvalReport& r, std::span<co
 // Dates: the share (percent) of month and day output characters (ISO positions 5, 6, 8, 9) whose
 // hard alignment (argmax of the attention row, lowest index on ties) lies inside the source span
 // that spells the month / day, over the correctly translated examples. `checked` gets the count.
-double date_alignment_accuracy(const EvalReport& r, std::span<const Example> examples, int64_t* checked = nullptr);
+double date_alignment_accuracy(const EvalReport& r, std::span<const Example> examples,
+                               int64_t* checked = nullptr);
 
 }  // namespace nazar::demo

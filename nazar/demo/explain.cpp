@@ -47,7 +47,8 @@ std::vector<double> softmax(const std::vector<double>& e) {
 
 StepWalkthrough explain_model_step(DecoderKind kind) {
     const bool bahdanau = kind == DecoderKind::bahdanau;
-    const std::vector<std::string> src_words{"The", "cat", "sat"}, tgt_words{"Le", "chat", "s'est", "assis"};
+    const std::vector<std::string> src_words{"The", "cat", "sat"},
+        tgt_words{"Le", "chat", "s'est", "assis"};
     const Vocab sv = Vocab::from_pieces(src_words), tv = Vocab::from_pieces(tgt_words);
     ModelConfig cfg;
     cfg.src_vocab_size = sv.size();
@@ -68,28 +69,34 @@ StepWalkthrough explain_model_step(DecoderKind kind) {
     model.init_state(enc, st);
     Tensor lp({1, V}), att({1, S});
     const std::vector<int32_t> bos{Vocab::bos}, le{tv.id("Le")};
-    model.step(bos, enc, st, lp, att);  // step 0 emits the first word; teacher forcing feeds "Le" next
+    model.step(bos, enc, st, lp,
+               att);  // step 0 emits the first word; teacher forcing feeds "Le" next
     const std::vector<double> s_prev = row(st.h.select(0), 0);
-    model.step(le, enc, st, lp, att);  // step 1: the step the notes' example 1 walks through ("chat")
+    model.step(le, enc, st, lp,
+               att);  // step 1: the step the notes' example 1 walks through ("chat")
     const std::vector<double> s_new = row(st.h.select(0), 0);
 
     StepWalkthrough w;
     std::string& o = w.text;
-    o += fmt::format("{} — one decoder step of a tiny model, by hand and by nazar's code\n",
-                     bahdanau ? "Bahdanau (additive score, attention BEFORE the RNN step, query s_{t-1})"
-                              : "Luong general (bilinear score, attention AFTER the RNN step, query s_t)");
-    o += "  source \"The cat sat\" (3 word tokens), output so far \"Le\": the notes' example 1 step, which predicts word 2.\n";
-    o += fmt::format("  sizes: E = 3, encoder 2 per direction -> C = d_h = 4, H = d_s = 4{}; seeded weights "
-                     "(Rng 2015), untrained.\n",
-                     bahdanau ? ", A = d_a = 3" : "");
+    o += fmt::format(
+        "{} — one decoder step of a tiny model, by hand and by nazar's code\n",
+        bahdanau ? "Bahdanau (additive score, attention BEFORE the RNN step, query s_{t-1})"
+                 : "Luong general (bilinear score, attention AFTER the RNN step, query s_t)");
+    o += "  source \"The cat sat\" (3 word tokens), output so far \"Le\": the notes' example 1 "
+         "step, which predicts word 2.\n";
+    o += fmt::format(
+        "  sizes: E = 3, encoder 2 per direction -> C = d_h = 4, H = d_s = 4{}; seeded weights "
+        "(Rng 2015), untrained.\n",
+        bahdanau ? ", A = d_a = 3" : "");
     const AttentionParams& P = model.attention.params;
     o += "  weights:\n";
     if (bahdanau) {
-        o += matrix("W_a = attention.query.weight", P.W_q) + matrix("U_a = attention.key.weight", P.W_k) +
+        o += matrix("W_a = attention.query.weight", P.W_q) +
+             matrix("U_a = attention.key.weight", P.W_k) +
              matrix("v_a = attention.v.weight", P.v_a);
     } else {
-        o += matrix("W_a = attention.key.weight", P.W_k) + matrix("W_c = decoder.combine.weight",
-                                                                     model.decoder.combine.params.weight);
+        o += matrix("W_a = attention.key.weight", P.W_k) +
+             matrix("W_c = decoder.combine.weight", model.decoder.combine.params.weight);
     }
     o += "  encoder states h_i (Seq2Seq::encode):\n";
     std::vector<std::vector<double>> h(S);
@@ -99,7 +106,10 @@ StepWalkthrough explain_model_step(DecoderKind kind) {
     }
     std::vector<double> e(S), q = bahdanau ? s_prev : s_new;
     if (bahdanau) {
-        o += fmt::format("  query: s_1 = {} (the decoder state after \"Le\"; Bahdanau looks BEFORE updating it)\n", vec(q));
+        o += fmt::format(
+            "  query: s_1 = {} (the decoder state after \"Le\"; Bahdanau looks BEFORE updating "
+            "it)\n",
+            vec(q));
         const std::vector<double> u = matvec(P.W_q, q);
         o += fmt::format("  W_a s_1 = {}   (per step)\n", vec(u));
         o += "  1. scores e_2i = v_a · tanh(W_a s_1 + U_a h_i)   (U_a h_i: once per sentence)\n";
@@ -129,8 +139,10 @@ StepWalkthrough explain_model_step(DecoderKind kind) {
     o += fmt::format("  3. context c_2 = Σ_i α_2i h_i = {}\n", vec(c));
     std::vector<double> out_in;
     if (bahdanau) {
-        o += fmt::format("  4. RNN with the context fed in: s_2 = GRU([Emb(\"Le\"); c_2], s_1) = {}   (nazar's GRU)\n",
-                         vec(s_new));
+        o += fmt::format(
+            "  4. RNN with the context fed in: s_2 = GRU([Emb(\"Le\"); c_2], s_1) = {}   (nazar's "
+            "GRU)\n",
+            vec(s_new));
         out_in = s_new;
         o += "     output p(y_2) = softmax(W_o s_2 + b_o)\n";
     } else {
@@ -151,12 +163,15 @@ StepWalkthrough explain_model_step(DecoderKind kind) {
     o += "     most likely next tokens (untrained, so not yet \"chat\"):";
     for (int k = 0; k < 3; ++k) o += fmt::format("  {} {:.4f}", tv.piece(order[k]), p[order[k]]);
     o += "\n";
-    for (int i = 0; i < S; ++i) w.max_weight_diff = std::max(w.max_weight_diff, std::abs(alpha[i] - att.at(0, i)));
+    for (int i = 0; i < S; ++i)
+        w.max_weight_diff = std::max(w.max_weight_diff, std::abs(alpha[i] - att.at(0, i)));
     for (int v = 0; v < V; ++v)
-        w.max_logp_diff = std::max(w.max_logp_diff, std::abs(std::log(p[v]) - static_cast<double>(lp.at(0, v))));
-    o += fmt::format("  check against Seq2Seq::step (the code that trains and translates): max |Δα| = {:.1e}, "
-                     "max |Δ log p| = {:.1e}\n",
-                     w.max_weight_diff, w.max_logp_diff);
+        w.max_logp_diff =
+            std::max(w.max_logp_diff, std::abs(std::log(p[v]) - static_cast<double>(lp.at(0, v))));
+    o += fmt::format(
+        "  check against Seq2Seq::step (the code that trains and translates): max |Δα| = {:.1e}, "
+        "max |Δ log p| = {:.1e}\n",
+        w.max_weight_diff, w.max_logp_diff);
     return w;
 }
 

@@ -14,9 +14,9 @@
 namespace nazar::demo {
 
 struct StepWalkthrough {
-    std::string text;          // the printed walk-through
+    std::string text;            // the printed walk-through
     double max_weight_diff = 0;  // |α by hand − α of Seq2Seq::step|, max over positions
-    double max_logp_diff = 0;    // |log p by hand − log p of Seq2Seq::step|, max over the vocabulary
+    double max_logp_diff = 0;  // |log p by hand − log p of Seq2Seq::step|, max over the vocabulary
 };
 
 // kind: bahdanau (additive score, attention before the RNN step) or luong (general score, after).

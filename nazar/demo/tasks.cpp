@@ -16,9 +16,13 @@ Task parse_task(std::string_view name) {
     throw UsageError(fmt::format("unknown task '{}' (expected dates or reversal)", name));
 }
 
-const char* to_string(Task task) { return task == Task::dates ? "dates" : "reversal"; }
+const char* to_string(Task task) {
+    return task == Task::dates ? "dates" : "reversal";
+}
 
-bool is_leap_year(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+bool is_leap_year(int y) {
+    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
 
 int days_in_month(int y, int m) {
     NZ_CHECK(m >= 1 && m <= 12, "days_in_month: month {} is not in 1..12", m);
@@ -37,7 +41,9 @@ int weekday(int y, int m, int d) {
     return static_cast<int>(((days % 7) + 7 + 3) % 7);
 }
 
-std::string iso_date(int y, int m, int d) { return fmt::format("{:04d}-{:02d}-{:02d}", y, m, d); }
+std::string iso_date(int y, int m, int d) {
+    return fmt::format("{:04d}-{:02d}-{:02d}", y, m, d);
+}
 
 int count_code_points(std::string_view s) {
     int n = 0;
@@ -52,24 +58,28 @@ using Names7 = std::array<const char*, 7>;  // Monday first
 
 const Names12 kEnMonths = {"January", "February", "March",     "April",   "May",      "June",
                            "July",    "August",   "September", "October", "November", "December"};
-const Names7 kEnDays = {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"};
+const Names7 kEnDays = {"Monday", "Tuesday",  "Wednesday", "Thursday",
+                        "Friday", "Saturday", "Sunday"};
 const Names12 kFrMonths = {"janvier", "février", "mars",      "avril",   "mai",      "juin",
                            "juillet", "août",    "septembre", "octobre", "novembre", "décembre"};
 const Names7 kFrDays = {"lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche"};
 const Names12 kDeMonths = {"Januar", "Februar", "März",      "April",   "Mai",      "Juni",
                            "Juli",   "August",  "September", "Oktober", "November", "Dezember"};
-const Names7 kDeDays = {"Montag", "Dienstag", "Mittwoch", "Donnerstag", "Freitag", "Samstag", "Sonntag"};
+const Names7 kDeDays = {"Montag",  "Dienstag", "Mittwoch", "Donnerstag",
+                        "Freitag", "Samstag",  "Sonntag"};
 const Names12 kEsMonths = {"enero", "febrero", "marzo",      "abril",   "mayo",      "junio",
                            "julio", "agosto",  "septiembre", "octubre", "noviembre", "diciembre"};
 const Names7 kEsDays = {"lunes", "martes", "miércoles", "jueves", "viernes", "sábado", "domingo"};
 const Names12 kItMonths = {"gennaio", "febbraio", "marzo",     "aprile",  "maggio",   "giugno",
                            "luglio",  "agosto",   "settembre", "ottobre", "novembre", "dicembre"};
-const Names7 kItDays = {"lunedì", "martedì", "mercoledì", "giovedì", "venerdì", "sabato", "domenica"};
+const Names7 kItDays = {"lunedì",  "martedì", "mercoledì", "giovedì",
+                        "venerdì", "sabato",  "domenica"};
 const Names12 kPtMonths = {"janeiro", "fevereiro", "março",    "abril",   "maio",     "junho",
                            "julho",   "agosto",    "setembro", "outubro", "novembro", "dezembro"};
 const Names12 kNlMonths = {"januari", "februari", "maart",     "april",   "mei",      "juni",
                            "juli",    "augustus", "september", "oktober", "november", "december"};
-const Names7 kNlDays = {"maandag", "dinsdag", "woensdag", "donderdag", "vrijdag", "zaterdag", "zondag"};
+const Names7 kNlDays = {"maandag", "dinsdag",  "woensdag", "donderdag",
+                        "vrijdag", "zaterdag", "zondag"};
 
 // Appends text and records the code-point spans of the fields.
 struct Builder {
@@ -94,7 +104,9 @@ std::string lower(std::string s) {
     for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
 }
-std::string abbrev(const char* month) { return std::string(month, 3); }
+std::string abbrev(const char* month) {
+    return std::string(month, 3);
+}
 const char* ordinal(int d) {
     if (d % 100 >= 11 && d % 100 <= 13) return "th";
     return d % 10 == 1 ? "st" : d % 10 == 2 ? "nd" : d % 10 == 3 ? "rd" : "th";
@@ -105,10 +117,13 @@ constexpr std::array<int, 3> kShortYearFormats = {6, 9, 15};
 
 }  // namespace
 
-int num_date_formats() { return kNumFormats; }
+int num_date_formats() {
+    return kNumFormats;
+}
 
 bool format_has_short_year(int f) {
-    return std::find(kShortYearFormats.begin(), kShortYearFormats.end(), f) != kShortYearFormats.end();
+    return std::find(kShortYearFormats.begin(), kShortYearFormats.end(), f) !=
+           kShortYearFormats.end();
 }
 
 Example format_date(int f, int y, int m, int d) {
@@ -116,46 +131,107 @@ Example format_date(int f, int y, int m, int d) {
     NZ_CHECK(y >= 1900 && y <= 2099 && m >= 1 && m <= 12 && d >= 1 && d <= days_in_month(y, m),
              "format_date: {}-{}-{} is not a date in 1900..2099", y, m, d);
     NZ_CHECK(!format_has_short_year(f) || (y >= 1950 && y <= 2049),
-             "format_date: format {} writes a two-digit year, which reads as 1950..2049 (got {})", f, y);
+             "format_date: format {} writes a two-digit year, which reads as 1950..2049 (got {})",
+             f, y);
     Builder b;
     Example& e = b.ex;
     const int wd = weekday(y, m, d), mi = m - 1;
-    const std::string dd = fmt::format("{:02d}", d), mm = fmt::format("{:02d}", m), yy = fmt::format("{:02d}", y % 100);
+    const std::string dd = fmt::format("{:02d}", d), mm = fmt::format("{:02d}", m),
+                      yy = fmt::format("{:02d}", y % 100);
     const std::string ds = std::to_string(d), ms = std::to_string(m), yyyy = std::to_string(y);
     auto day = [&](const std::string& s) { b.field(s, e.day); };
     auto month = [&](const std::string& s) { b.field(s, e.month); };
     auto year = [&](const std::string& s) { b.field(s, e.year); };
     auto t = [&](std::string_view s) { b.text(s); };
     switch (f) {
-        case 0: t(kEnDays[wd]), t(", "), day(ds), t(" "), month(kEnMonths[mi]), t(" "), year(yyyy); break;
-        case 1: day(ds), t(" "), month(kEnMonths[mi]), t(" "), year(yyyy); break;
-        case 2: month(kEnMonths[mi]), t(" "), day(ds), t(", "), year(yyyy); break;
-        case 3: month(kEnMonths[mi]), t(" "), day(ds), t(ordinal(d)), t(", "), year(yyyy); break;
-        case 4: t(kEnDays[wd]), t(", "), month(kEnMonths[mi]), t(" "), day(ds), t(", "), year(yyyy); break;
-        case 5: day(ds), t(" "), month(abbrev(kEnMonths[mi])), t(" "), year(yyyy); break;
-        case 6: day(dd), t(" "), month(abbrev(kEnMonths[mi])), t(" "), year(yy); break;
-        case 7: day(ds), t(" "), month(upper(kEnMonths[mi])), t(" "), year(yyyy); break;
-        case 8: day(ds), t(" "), month(lower(kEnMonths[mi])), t(" "), year(yyyy); break;
-        case 9: day(dd), t("/"), month(mm), t("/"), year(yy); break;
-        case 10: day(ds), t("/"), month(ms), t("/"), year(yyyy); break;
-        case 11: day(dd), t("."), month(mm), t("."), year(yyyy); break;
-        case 12: year(yyyy), t("-"), month(mm), t("-"), day(dd); break;
-        case 13: day(dd), t("-"), month(mm), t("-"), year(yyyy); break;
-        case 14: year(yyyy), t("/"), month(mm), t("/"), day(dd); break;
-        case 15: day(dd), t("."), month(mm), t("."), year(yy); break;
-        case 16: t(kFrDays[wd]), t(" "), day(ds), t(d == 1 ? "er " : " "), month(kFrMonths[mi]), t(" "), year(yyyy); break;
-        case 17: day(ds), t(d == 1 ? "er " : " "), month(kFrMonths[mi]), t(" "), year(yyyy); break;
-        case 18: t("le "), day(ds), t(" "), month(kFrMonths[mi]), t(" "), year(yyyy); break;
-        case 19: t(kDeDays[wd]), t(", "), day(ds), t(". "), month(kDeMonths[mi]), t(" "), year(yyyy); break;
-        case 20: day(ds), t(". "), month(kDeMonths[mi]), t(" "), year(yyyy); break;
-        case 21: day(ds), t(" de "), month(kEsMonths[mi]), t(" de "), year(yyyy); break;
-        case 22: t(kEsDays[wd]), t(", "), day(ds), t(" de "), month(kEsMonths[mi]), t(" de "), year(yyyy); break;
-        case 23: day(ds), t(" "), month(kItMonths[mi]), t(" "), year(yyyy); break;
-        case 24: t(kItDays[wd]), t(" "), day(ds), t(" "), month(kItMonths[mi]), t(" "), year(yyyy); break;
-        case 25: day(ds), t(" de "), month(kPtMonths[mi]), t(" de "), year(yyyy); break;
-        case 26: day(ds), t(" "), month(kNlMonths[mi]), t(" "), year(yyyy); break;
-        case 27: t(kNlDays[wd]), t(" "), day(ds), t(" "), month(kNlMonths[mi]), t(" "), year(yyyy); break;
-        default: NZ_FAIL("format_date: unhandled format {}", f);
+        case 0:
+            t(kEnDays[wd]), t(", "), day(ds), t(" "), month(kEnMonths[mi]), t(" "), year(yyyy);
+            break;
+        case 1:
+            day(ds), t(" "), month(kEnMonths[mi]), t(" "), year(yyyy);
+            break;
+        case 2:
+            month(kEnMonths[mi]), t(" "), day(ds), t(", "), year(yyyy);
+            break;
+        case 3:
+            month(kEnMonths[mi]), t(" "), day(ds), t(ordinal(d)), t(", "), year(yyyy);
+            break;
+        case 4:
+            t(kEnDays[wd]), t(", "), month(kEnMonths[mi]), t(" "), day(ds), t(", "), year(yyyy);
+            break;
+        case 5:
+            day(ds), t(" "), month(abbrev(kEnMonths[mi])), t(" "), year(yyyy);
+            break;
+        case 6:
+            day(dd), t(" "), month(abbrev(kEnMonths[mi])), t(" "), year(yy);
+            break;
+        case 7:
+            day(ds), t(" "), month(upper(kEnMonths[mi])), t(" "), year(yyyy);
+            break;
+        case 8:
+            day(ds), t(" "), month(lower(kEnMonths[mi])), t(" "), year(yyyy);
+            break;
+        case 9:
+            day(dd), t("/"), month(mm), t("/"), year(yy);
+            break;
+        case 10:
+            day(ds), t("/"), month(ms), t("/"), year(yyyy);
+            break;
+        case 11:
+            day(dd), t("."), month(mm), t("."), year(yyyy);
+            break;
+        case 12:
+            year(yyyy), t("-"), month(mm), t("-"), day(dd);
+            break;
+        case 13:
+            day(dd), t("-"), month(mm), t("-"), year(yyyy);
+            break;
+        case 14:
+            year(yyyy), t("/"), month(mm), t("/"), day(dd);
+            break;
+        case 15:
+            day(dd), t("."), month(mm), t("."), year(yy);
+            break;
+        case 16:
+            t(kFrDays[wd]), t(" "), day(ds), t(d == 1 ? "er " : " "), month(kFrMonths[mi]), t(" "),
+                year(yyyy);
+            break;
+        case 17:
+            day(ds), t(d == 1 ? "er " : " "), month(kFrMonths[mi]), t(" "), year(yyyy);
+            break;
+        case 18:
+            t("le "), day(ds), t(" "), month(kFrMonths[mi]), t(" "), year(yyyy);
+            break;
+        case 19:
+            t(kDeDays[wd]), t(", "), day(ds), t(". "), month(kDeMonths[mi]), t(" "), year(yyyy);
+            break;
+        case 20:
+            day(ds), t(". "), month(kDeMonths[mi]), t(" "), year(yyyy);
+            break;
+        case 21:
+            day(ds), t(" de "), month(kEsMonths[mi]), t(" de "), year(yyyy);
+            break;
+        case 22:
+            t(kEsDays[wd]), t(", "), day(ds), t(" de "), month(kEsMonths[mi]), t(" de "),
+                year(yyyy);
+            break;
+        case 23:
+            day(ds), t(" "), month(kItMonths[mi]), t(" "), year(yyyy);
+            break;
+        case 24:
+            t(kItDays[wd]), t(" "), day(ds), t(" "), month(kItMonths[mi]), t(" "), year(yyyy);
+            break;
+        case 25:
+            day(ds), t(" de "), month(kPtMonths[mi]), t(" de "), year(yyyy);
+            break;
+        case 26:
+            day(ds), t(" "), month(kNlMonths[mi]), t(" "), year(yyyy);
+            break;
+        case 27:
+            t(kNlDays[wd]), t(" "), day(ds), t(" "), month(kNlMonths[mi]), t(" "), year(yyyy);
+            break;
+        default:
+            NZ_FAIL("format_date: unhandled format {}", f);
     }
     e.target = iso_date(y, m, d);
     return std::move(b.ex);
@@ -163,7 +239,8 @@ Example format_date(int f, int y, int m, int d) {
 
 Example random_date(Rng& rng) {
     const int f = static_cast<int>(rng.below(kNumFormats));
-    const int y = format_has_short_year(f) ? 1950 + static_cast<int>(rng.below(100)) : 1900 + static_cast<int>(rng.below(200));
+    const int y = format_has_short_year(f) ? 1950 + static_cast<int>(rng.below(100))
+                                           : 1900 + static_cast<int>(rng.below(200));
     const int m = 1 + static_cast<int>(rng.below(12));
     const int d = 1 + static_cast<int>(rng.below(static_cast<uint64_t>(days_in_month(y, m))));
     return format_date(f, y, m, d);
@@ -180,8 +257,8 @@ Example random_reversal(Rng& rng, int max_length) {
 }
 
 TaskData make_task(Task task, int n_train, int n_dev, int n_test, uint64_t seed, int max_length) {
-    NZ_CHECK(n_train >= 0 && n_dev >= 0 && n_test >= 0, "make_task: negative sizes {} / {} / {}", n_train, n_dev,
-             n_test);
+    NZ_CHECK(n_train >= 0 && n_dev >= 0 && n_test >= 0, "make_task: negative sizes {} / {} / {}",
+             n_train, n_dev, n_test);
     Rng rng(seed, 0x7a5c);
     std::unordered_set<std::string> seen;
     TaskData data;
@@ -190,7 +267,8 @@ TaskData make_task(Task task, int n_train, int n_dev, int n_test, uint64_t seed,
         out.reserve(static_cast<std::size_t>(n));
         int64_t tries = 0;
         while (static_cast<int>(out.size()) < n) {
-            NZ_CHECK(++tries < 100LL * n + 1000, "make_task: cannot draw {} distinct {} examples", n, to_string(task));
+            NZ_CHECK(++tries < 100LL * n + 1000, "make_task: cannot draw {} distinct {} examples",
+                     n, to_string(task));
             Example e = task == Task::dates ? random_date(rng) : random_reversal(rng, max_length);
             if (seen.insert(e.source).second) out.push_back(std::move(e));
         }

@@ -43,8 +43,8 @@ struct Example {
 
 // Civil-calendar helpers (exposed for tests).
 bool is_leap_year(int year);
-int days_in_month(int year, int month);         // month 1..12
-int weekday(int year, int month, int day);      // 0 = Monday .. 6 = Sunday
+int days_in_month(int year, int month);              // month 1..12
+int weekday(int year, int month, int day);           // 0 = Monday .. 6 = Sunday
 std::string iso_date(int year, int month, int day);  // "1979-05-03"
 int count_code_points(std::string_view utf8);
 
@@ -63,6 +63,7 @@ struct TaskData {
 };
 // n_train / n_dev / n_test distinct examples (a source never repeats across or within the sets).
 // max_length: reversal only (dates ignore it).
-TaskData make_task(Task task, int n_train, int n_dev, int n_test, uint64_t seed, int max_length = 100);
+TaskData make_task(Task task, int n_train, int n_dev, int n_test, uint64_t seed,
+                   int max_length = 100);
 
 }  // namespace nazar::demo

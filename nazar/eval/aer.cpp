@@ -26,10 +26,12 @@ ParsedLink parse_link(std::string_view tok, std::string_view what, std::size_t l
         const char* end_tgt = tok.data() + tok.size();
         auto [p1, e1] = std::from_chars(tok.data(), end_src, src);
         auto [p2, e2] = std::from_chars(end_src + 1, end_tgt, tgt);
-        ok = e1 == std::errc{} && p1 == end_src && e2 == std::errc{} && p2 == end_tgt && src >= 0 && tgt >= 0;
+        ok = e1 == std::errc{} && p1 == end_src && e2 == std::errc{} && p2 == end_tgt && src >= 0 &&
+             tgt >= 0;
     }
-    NZ_CHECK(ok, "{} line {}: bad alignment link '{}' (expected i-j or i?j with non-negative integers)", what,
-             line_no, tok);
+    NZ_CHECK(ok,
+             "{} line {}: bad alignment link '{}' (expected i-j or i?j with non-negative integers)",
+             what, line_no, tok);
     return {{src, tgt}, tok[sep] == '?'};
 }
 
@@ -38,12 +40,16 @@ void sort_unique(std::vector<AlignmentLink>& v) {
     v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
-int64_t intersection_size(const std::vector<AlignmentLink>& a, const std::vector<AlignmentLink>& b) {
+int64_t intersection_size(const std::vector<AlignmentLink>& a,
+                          const std::vector<AlignmentLink>& b) {
     int64_t n = 0;
     for (auto i = a.begin(), j = b.begin(); i != a.end() && j != b.end();) {
-        if (*i < *j) ++i;
-        else if (*j < *i) ++j;
-        else ++n, ++i, ++j;
+        if (*i < *j)
+            ++i;
+        else if (*j < *i)
+            ++j;
+        else
+            ++n, ++i, ++j;
     }
     return n;
 }
@@ -54,7 +60,9 @@ std::vector<AlignmentLink> parse_hard_alignment(std::string_view line, std::size
     std::vector<AlignmentLink> out;
     for (const auto tok : split_whitespace(line)) {
         const ParsedLink p = parse_link(tok, "hypothesis alignment", line_no);
-        NZ_CHECK(!p.possible, "hypothesis alignment line {}: '{}' is a possible link; hypotheses must be hard i-j links",
+        NZ_CHECK(!p.possible,
+                 "hypothesis alignment line {}: '{}' is a possible link; hypotheses must be hard "
+                 "i-j links",
                  line_no, tok);
         out.push_back(p.link);
     }
@@ -62,7 +70,8 @@ std::vector<AlignmentLink> parse_hard_alignment(std::string_view line, std::size
     return out;
 }
 
-GoldAlignment parse_gold_alignment(std::string_view line, std::string_view possible_line, std::size_t line_no) {
+GoldAlignment parse_gold_alignment(std::string_view line, std::string_view possible_line,
+                                   std::size_t line_no) {
     GoldAlignment g;
     for (const auto tok : split_whitespace(line)) {
         const ParsedLink p = parse_link(tok, "gold alignment", line_no);
@@ -78,14 +87,17 @@ GoldAlignment parse_gold_alignment(std::string_view line, std::string_view possi
 
 AerScore corpus_aer(std::span<const std::string> hyp, std::span<const std::string> gold,
                     std::span<const std::string> possible) {
-    NZ_CHECK(hyp.size() == gold.size(), "line-count mismatch: {} hypothesis alignments but {} gold alignments",
-             hyp.size(), gold.size());
+    NZ_CHECK(hyp.size() == gold.size(),
+             "line-count mismatch: {} hypothesis alignments but {} gold alignments", hyp.size(),
+             gold.size());
     NZ_CHECK(possible.empty() || possible.size() == gold.size(),
-             "line-count mismatch: {} gold alignments but {} lines of possible links", gold.size(), possible.size());
+             "line-count mismatch: {} gold alignments but {} lines of possible links", gold.size(),
+             possible.size());
     AerScore out;
     for (std::size_t i = 0; i < hyp.size(); ++i) {
         const auto a = parse_hard_alignment(hyp[i], i + 1);
-        const auto g = parse_gold_alignment(gold[i], possible.empty() ? std::string_view{} : possible[i], i + 1);
+        const auto g = parse_gold_alignment(
+            gold[i], possible.empty() ? std::string_view{} : possible[i], i + 1);
         out.hyp_links += static_cast<int64_t>(a.size());
         out.sure_links += static_cast<int64_t>(g.sure.size());
         out.possible_links += static_cast<int64_t>(g.possible.size());
@@ -104,8 +116,10 @@ AerScore corpus_aer(std::span<const std::string> hyp, std::span<const std::strin
 }
 
 std::string AerScore::format() const {
-    return fmt::format("AER = {:.2f} (precision = {:.2f} recall = {:.2f} |A| = {} |S| = {} |P| = {} segments = {})",
-                       score, precision, recall, hyp_links, sure_links, possible_links, segments);
+    return fmt::format(
+        "AER = {:.2f} (precision = {:.2f} recall = {:.2f} |A| = {} |S| = {} |P| = {} segments = "
+        "{})",
+        score, precision, recall, hyp_links, sure_links, possible_links, segments);
 }
 
 }  // namespace nazar

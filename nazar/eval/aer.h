@@ -37,9 +37,9 @@ GoldAlignment parse_gold_alignment(std::string_view line, std::string_view possi
                                    std::size_t line_no = 0);
 
 struct AerScore {
-    double score = 0;      // AER, percent
-    double precision = 0;  // percent
-    double recall = 0;     // percent
+    double score = 0;              // AER, percent
+    double precision = 0;          // percent
+    double recall = 0;             // percent
     int64_t hyp_links = 0;         // |A|
     int64_t sure_links = 0;        // |S|
     int64_t possible_links = 0;    // |P|

@@ -22,8 +22,8 @@ void segment_stats(std::span<const std::string> hyps, RefStreams refs, const Ble
     NgramMatcher matcher;
     NgramCounts counts;
     std::vector<std::string_view> ref_lines;
-    std::vector<std::string> texts;                     // tokenized hyp, then refs
-    std::vector<std::vector<std::string_view>> words;   // their tokens
+    std::vector<std::string> texts;                    // tokenized hyp, then refs
+    std::vector<std::vector<std::string_view>> words;  // their tokens
     std::vector<std::vector<uint32_t>> ids;
     std::vector<std::span<const uint32_t>> ref_ids;
     for (std::size_t i = begin; i < end; ++i) {
@@ -54,7 +54,8 @@ void segment_stats(std::span<const std::string> hyps, RefStreams refs, const Ble
         int64_t best = -1, best_diff = -1;
         for (std::size_t s = 1; s < S; ++s) {
             const int64_t r = static_cast<int64_t>(words[s].size()), diff = std::llabs(c - r);
-            if (best_diff < 0 || diff < best_diff || (diff == best_diff && r < best)) best = r, best_diff = diff;
+            if (best_diff < 0 || diff < best_diff || (diff == best_diff && r < best))
+                best = r, best_diff = diff;
         }
         out.hyp_len += c;
         out.ref_len += best;
@@ -62,13 +63,17 @@ void segment_stats(std::span<const std::string> hyps, RefStreams refs, const Ble
     }
 }
 
-double smooth_default(BleuSmooth s) { return s == BleuSmooth::floor ? 0.1 : s == BleuSmooth::add_k ? 1.0 : 0.0; }
+double smooth_default(BleuSmooth s) {
+    return s == BleuSmooth::floor ? 0.1 : s == BleuSmooth::add_k ? 1.0 : 0.0;
+}
 
 }  // namespace
 
 BleuStats& BleuStats::operator+=(const BleuStats& o) {
-    if (correct.size() < o.correct.size()) correct.resize(o.correct.size(), 0), total.resize(o.total.size(), 0);
-    for (std::size_t n = 0; n < o.correct.size(); ++n) correct[n] += o.correct[n], total[n] += o.total[n];
+    if (correct.size() < o.correct.size())
+        correct.resize(o.correct.size(), 0), total.resize(o.total.size(), 0);
+    for (std::size_t n = 0; n < o.correct.size(); ++n)
+        correct[n] += o.correct[n], total[n] += o.total[n];
     hyp_len += o.hyp_len;
     ref_len += o.ref_len;
     segments += o.segments;
@@ -77,19 +82,26 @@ BleuStats& BleuStats::operator+=(const BleuStats& o) {
 
 std::string_view to_string(BleuSmooth s) {
     switch (s) {
-        case BleuSmooth::exp: return "exp";
-        case BleuSmooth::floor: return "floor";
-        case BleuSmooth::add_k: return "add-k";
-        case BleuSmooth::none: return "none";
+        case BleuSmooth::exp:
+            return "exp";
+        case BleuSmooth::floor:
+            return "floor";
+        case BleuSmooth::add_k:
+            return "add-k";
+        case BleuSmooth::none:
+            return "none";
     }
     return "?";
 }
 
 std::string_view to_string(BleuTokenize t) {
     switch (t) {
-        case BleuTokenize::mteval_13a: return "13a";
-        case BleuTokenize::none: return "none";
-        case BleuTokenize::chars: return "char";
+        case BleuTokenize::mteval_13a:
+            return "13a";
+        case BleuTokenize::none:
+            return "none";
+        case BleuTokenize::chars:
+            return "char";
     }
     return "?";
 }
@@ -97,7 +109,8 @@ std::string_view to_string(BleuTokenize t) {
 BleuSmooth parse_bleu_smooth(std::string_view name) {
     for (auto s : {BleuSmooth::exp, BleuSmooth::floor, BleuSmooth::add_k, BleuSmooth::none})
         if (to_string(s) == name) return s;
-    throw UsageError(fmt::format("unknown BLEU smoothing '{}' (expected exp, floor, add-k or none)", name));
+    throw UsageError(
+        fmt::format("unknown BLEU smoothing '{}' (expected exp, floor, add-k or none)", name));
 }
 
 BleuTokenize parse_bleu_tokenize(std::string_view name) {
@@ -113,15 +126,20 @@ std::string bleu_preprocess(std::string_view line, const BleuOptions& opt) {
         line = lowered;
     }
     switch (opt.tokenize) {
-        case BleuTokenize::mteval_13a: return tokenize_13a(line);
-        case BleuTokenize::chars: return tokenize_chars(line);
-        case BleuTokenize::none: break;
+        case BleuTokenize::mteval_13a:
+            return tokenize_13a(line);
+        case BleuTokenize::chars:
+            return tokenize_chars(line);
+        case BleuTokenize::none:
+            break;
     }
     return std::string(line);
 }
 
-BleuStats corpus_bleu_stats(std::span<const std::string> hyps, RefStreams refs, const BleuOptions& opt) {
-    NZ_CHECK(opt.max_ngram_order >= 1, "max_ngram_order must be at least 1, got {}", opt.max_ngram_order);
+BleuStats corpus_bleu_stats(std::span<const std::string> hyps, RefStreams refs,
+                            const BleuOptions& opt) {
+    NZ_CHECK(opt.max_ngram_order >= 1, "max_ngram_order must be at least 1, got {}",
+             opt.max_ngram_order);
     check_ref_streams(hyps.size(), refs);
     const int N = opt.max_ngram_order;
     BleuStats total{.correct = std::vector<int64_t>(N, 0), .total = std::vector<int64_t>(N, 0)};
@@ -129,7 +147,8 @@ BleuStats corpus_bleu_stats(std::span<const std::string> hyps, RefStreams refs, 
     // Integer sums: the result does not depend on how the segments are split.
     parallel_for(static_cast<int64_t>(hyps.size()), 4096, [&](int64_t begin, int64_t end) {
         BleuStats part{.correct = std::vector<int64_t>(N, 0), .total = std::vector<int64_t>(N, 0)};
-        segment_stats(hyps, refs, opt, static_cast<std::size_t>(begin), static_cast<std::size_t>(end), part);
+        segment_stats(hyps, refs, opt, static_cast<std::size_t>(begin),
+                      static_cast<std::size_t>(end), part);
         std::lock_guard lock(mu);
         total += part;
     });
@@ -138,8 +157,9 @@ BleuStats corpus_bleu_stats(std::span<const std::string> hyps, RefStreams refs, 
 
 BleuScore bleu_from_stats(const BleuStats& stats, const BleuOptions& opt, std::string_view nrefs) {
     const int N = opt.max_ngram_order;
-    NZ_CHECK(static_cast<int>(stats.correct.size()) == N && static_cast<int>(stats.total.size()) == N,
-             "BleuStats has {} orders but max_ngram_order is {}", stats.correct.size(), N);
+    NZ_CHECK(
+        static_cast<int>(stats.correct.size()) == N && static_cast<int>(stats.total.size()) == N,
+        "BleuStats has {} orders but max_ngram_order is {}", stats.correct.size(), N);
     const double k = opt.smooth_value.value_or(smooth_default(opt.smooth_method));
     BleuScore out;
     out.counts = stats.correct;
@@ -147,14 +167,18 @@ BleuScore bleu_from_stats(const BleuStats& stats, const BleuOptions& opt, std::s
     out.precisions.assign(N, 0.0);
     out.hyp_len = stats.hyp_len;
     out.ref_len = stats.ref_len;
-    out.ratio = stats.ref_len > 0 ? static_cast<double>(stats.hyp_len) / static_cast<double>(stats.ref_len) : 0.0;
+    out.ratio = stats.ref_len > 0
+                    ? static_cast<double>(stats.hyp_len) / static_cast<double>(stats.ref_len)
+                    : 0.0;
     out.bp = stats.hyp_len >= stats.ref_len ? 1.0
-             : stats.hyp_len > 0 ? std::exp(1.0 - static_cast<double>(stats.ref_len) / static_cast<double>(stats.hyp_len))
-                                 : 0.0;
+             : stats.hyp_len > 0            ? std::exp(1.0 - static_cast<double>(stats.ref_len) /
+                                                                 static_cast<double>(stats.hyp_len))
+                                            : 0.0;
 
-    out.signature = fmt::format("nrefs:{}|case:{}|eff:{}|tok:{}|smooth:{}|version:nazar-0.1.0", nrefs,
-                                opt.lowercase ? "lc" : "mixed", opt.effective_order ? "yes" : "no",
-                                to_string(opt.tokenize), to_string(opt.smooth_method));
+    out.signature =
+        fmt::format("nrefs:{}|case:{}|eff:{}|tok:{}|smooth:{}|version:nazar-0.1.0", nrefs,
+                    opt.lowercase ? "lc" : "mixed", opt.effective_order ? "yes" : "no",
+                    to_string(opt.tokenize), to_string(opt.smooth_method));
     // No match of any order: BLEU is 0 whatever the smoothing (sacreBLEU 2.x, its issue #141).
     bool any_match = false;
     for (const int64_t c : stats.correct) any_match |= c > 0;
@@ -183,8 +207,10 @@ BleuScore bleu_from_stats(const BleuStats& stats, const BleuOptions& opt, std::s
     double log_sum = 0;
     bool zero = false;
     for (int n = 0; n < effective; ++n) {
-        if (out.precisions[n] <= 0) zero = true;
-        else log_sum += std::log(out.precisions[n]);
+        if (out.precisions[n] <= 0)
+            zero = true;
+        else
+            log_sum += std::log(out.precisions[n]);
     }
     out.score = zero ? 0.0 : out.bp * std::exp(log_sum / effective);
     return out;
@@ -195,7 +221,8 @@ BleuScore corpus_bleu(std::span<const std::string> hyps, RefStreams refs, const 
     return bleu_from_stats(stats, opt, nrefs_field(refs));
 }
 
-BleuScore sentence_bleu(std::string_view hyp, std::span<const std::string> refs, const BleuOptions& opt) {
+BleuScore sentence_bleu(std::string_view hyp, std::span<const std::string> refs,
+                        const BleuOptions& opt) {
     std::vector<std::string> h{std::string(hyp)};
     std::vector<std::vector<std::string>> streams;
     for (const auto& r : refs) streams.push_back({r});
@@ -204,9 +231,10 @@ BleuScore sentence_bleu(std::string_view hyp, std::span<const std::string> refs,
 
 std::string BleuScore::format() const {
     std::string prec;
-    for (std::size_t n = 0; n < precisions.size(); ++n) prec += fmt::format("{}{:.1f}", n ? "/" : "", precisions[n]);
-    return fmt::format("BLEU = {:.2f} {} (BP = {:.3f} ratio = {:.3f} hyp_len = {} ref_len = {})", score, prec, bp,
-                       ratio, hyp_len, ref_len);
+    for (std::size_t n = 0; n < precisions.size(); ++n)
+        prec += fmt::format("{}{:.1f}", n ? "/" : "", precisions[n]);
+    return fmt::format("BLEU = {:.2f} {} (BP = {:.3f} ratio = {:.3f} hyp_len = {} ref_len = {})",
+                       score, prec, bp, ratio, hyp_len, ref_len);
 }
 
 }  // namespace nazar

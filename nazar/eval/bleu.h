@@ -42,25 +42,26 @@ struct BleuOptions {
 struct BleuStats {
     std::vector<int64_t> correct{};  // (N)  clipped n-gram matches
     std::vector<int64_t> total{};    // (N)  hypothesis n-grams
-    int64_t hyp_len = 0;           // c
-    int64_t ref_len = 0;           // r
+    int64_t hyp_len = 0;             // c
+    int64_t ref_len = 0;             // r
     int64_t segments = 0;
 
     BleuStats& operator+=(const BleuStats& o);
 };
 
 struct BleuScore {
-    double score = 0;                 // 0..100
-    std::vector<int64_t> counts{};      // (N)  = BleuStats::correct
-    std::vector<int64_t> totals{};      // (N)  = BleuStats::total
-    std::vector<double> precisions{};   // (N)  percent, after smoothing
+    double score = 0;                  // 0..100
+    std::vector<int64_t> counts{};     // (N)  = BleuStats::correct
+    std::vector<int64_t> totals{};     // (N)  = BleuStats::total
+    std::vector<double> precisions{};  // (N)  percent, after smoothing
     double bp = 0;
-    double ratio = 0;                 // hyp_len / ref_len (0 when ref_len is 0)
+    double ratio = 0;  // hyp_len / ref_len (0 when ref_len is 0)
     int64_t hyp_len = 0;
     int64_t ref_len = 0;
-    std::string signature{};            // "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:..."
+    std::string signature{};  // "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:..."
 
-    // sacreBLEU's line: "BLEU = 48.53 82.4/50.0/45.5/37.5 (BP = 0.943 ratio = 0.944 hyp_len = 17 ref_len = 18)"
+    // sacreBLEU's line: "BLEU = 48.53 82.4/50.0/45.5/37.5 (BP = 0.943 ratio = 0.944 hyp_len = 17
+    // ref_len = 18)"
     std::string format() const;
 };
 
@@ -74,11 +75,14 @@ BleuTokenize parse_bleu_tokenize(std::string_view name);
 std::string bleu_preprocess(std::string_view line, const BleuOptions& opt);
 
 // Statistics of a whole corpus; refs as in references.h.
-BleuStats corpus_bleu_stats(std::span<const std::string> hyps, RefStreams refs, const BleuOptions& opt = {});
+BleuStats corpus_bleu_stats(std::span<const std::string> hyps, RefStreams refs,
+                            const BleuOptions& opt = {});
 // The score from (summed) statistics; `nrefs` only feeds the signature.
-BleuScore bleu_from_stats(const BleuStats& stats, const BleuOptions& opt = {}, std::string_view nrefs = "1");
+BleuScore bleu_from_stats(const BleuStats& stats, const BleuOptions& opt = {},
+                          std::string_view nrefs = "1");
 
-BleuScore corpus_bleu(std::span<const std::string> hyps, RefStreams refs, const BleuOptions& opt = {});
+BleuScore corpus_bleu(std::span<const std::string> hyps, RefStreams refs,
+                      const BleuOptions& opt = {});
 
 // One segment against its references (sacreBLEU's sentence_score); by default with
 // effective order, as sacreBLEU's sentence_bleu does.

@@ -84,7 +84,8 @@ void segment_stats(std::span<const std::string> hyps, RefStreams refs, const Chr
                 prep[s].word_ids.clear();
                 for (const auto w : prep[s].words) prep[s].word_ids.push_back(interner.id(w));
             }
-            if (s > 0) ref_chars.emplace_back(prep[s].chars), ref_words.emplace_back(prep[s].word_ids);
+            if (s > 0)
+                ref_chars.emplace_back(prep[s].chars), ref_words.emplace_back(prep[s].word_ids);
         }
         matcher.count(prep[0].chars, ref_chars, NC, chars);
         if (NW > 0) matcher.count(prep[0].word_ids, ref_words, NW, words);
@@ -124,14 +125,15 @@ ChrfStats& ChrfStats::operator+=(const ChrfStats& o) {
 
 double chrf_from_counts(std::span<const int64_t> counts, const ChrfOptions& opt) {
     const int N = opt.char_order + opt.word_order;
-    NZ_CHECK(static_cast<int>(counts.size()) == 3 * N, "chrF statistics have {} entries, expected 3 x {} orders",
-             counts.size(), N);
+    NZ_CHECK(static_cast<int>(counts.size()) == 3 * N,
+             "chrF statistics have {} entries, expected 3 x {} orders", counts.size(), N);
     constexpr double eps = 1e-16;
     const double factor = static_cast<double>(opt.beta) * opt.beta;
     double eps_score = 0, avg_p = 0, avg_r = 0;
     int effective = 0;
     for (int n = 0; n < N; ++n) {
-        const double h = static_cast<double>(counts[3 * n]), r = static_cast<double>(counts[3 * n + 1]),
+        const double h = static_cast<double>(counts[3 * n]),
+                     r = static_cast<double>(counts[3 * n + 1]),
                      m = static_cast<double>(counts[3 * n + 2]);
         const double p = h > 0 ? m / h : eps, rec = r > 0 ? m / r : eps;
         const double denom = factor * p + rec;
@@ -146,7 +148,8 @@ double chrf_from_counts(std::span<const int64_t> counts, const ChrfOptions& opt)
     return 100.0 * (1 + factor) * avg_p * avg_r / (factor * avg_p + avg_r);
 }
 
-ChrfStats corpus_chrf_stats(std::span<const std::string> hyps, RefStreams refs, const ChrfOptions& opt) {
+ChrfStats corpus_chrf_stats(std::span<const std::string> hyps, RefStreams refs,
+                            const ChrfOptions& opt) {
     check_options(opt);
     check_ref_streams(hyps.size(), refs);
     const int N = opt.char_order + opt.word_order;
@@ -154,7 +157,8 @@ ChrfStats corpus_chrf_stats(std::span<const std::string> hyps, RefStreams refs, 
     std::mutex mu;
     parallel_for(static_cast<int64_t>(hyps.size()), 2048, [&](int64_t begin, int64_t end) {
         ChrfStats part{.counts = std::vector<int64_t>(3 * N, 0)};
-        segment_stats(hyps, refs, opt, static_cast<std::size_t>(begin), static_cast<std::size_t>(end), part);
+        segment_stats(hyps, refs, opt, static_cast<std::size_t>(begin),
+                      static_cast<std::size_t>(end), part);
         std::lock_guard lock(mu);
         total += part;
     });
@@ -168,9 +172,10 @@ ChrfScore chrf_from_stats(const ChrfStats& stats, const ChrfOptions& opt, std::s
                   .char_order = opt.char_order,
                   .word_order = opt.word_order,
                   .signature = {}};
-    out.signature = fmt::format("nrefs:{}|case:{}|eff:{}|nc:{}|nw:{}|space:{}|version:nazar-0.1.0", nrefs,
-                                opt.lowercase ? "lc" : "mixed", opt.eps_smoothing ? "no" : "yes", opt.char_order,
-                                opt.word_order, opt.whitespace ? "yes" : "no");
+    out.signature =
+        fmt::format("nrefs:{}|case:{}|eff:{}|nc:{}|nw:{}|space:{}|version:nazar-0.1.0", nrefs,
+                    opt.lowercase ? "lc" : "mixed", opt.eps_smoothing ? "no" : "yes",
+                    opt.char_order, opt.word_order, opt.whitespace ? "yes" : "no");
     return out;
 }
 
@@ -179,15 +184,20 @@ ChrfScore corpus_chrf(std::span<const std::string> hyps, RefStreams refs, const 
     return chrf_from_stats(stats, opt, nrefs_field(refs));
 }
 
-ChrfScore sentence_chrf(std::string_view hyp, std::span<const std::string> refs, const ChrfOptions& opt) {
+ChrfScore sentence_chrf(std::string_view hyp, std::span<const std::string> refs,
+                        const ChrfOptions& opt) {
     std::vector<std::string> h{std::string(hyp)};
     std::vector<std::vector<std::string>> streams;
     for (const auto& r : refs) streams.push_back({r});
     return corpus_chrf(h, streams, opt);
 }
 
-std::string ChrfScore::name() const { return fmt::format("chrF{}{}", beta, std::string(word_order, '+')); }
+std::string ChrfScore::name() const {
+    return fmt::format("chrF{}{}", beta, std::string(word_order, '+'));
+}
 
-std::string ChrfScore::format() const { return fmt::format("{} = {:.2f}", name(), score); }
+std::string ChrfScore::format() const {
+    return fmt::format("{} = {:.2f}", name(), score);
+}
 
 }  // namespace nazar

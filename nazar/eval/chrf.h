@@ -55,10 +55,14 @@ struct ChrfScore {
 // The F score of a statistics vector (segment or corpus), 0..100.
 double chrf_from_counts(std::span<const int64_t> counts, const ChrfOptions& opt = {});
 
-ChrfStats corpus_chrf_stats(std::span<const std::string> hyps, RefStreams refs, const ChrfOptions& opt = {});
-ChrfScore chrf_from_stats(const ChrfStats& stats, const ChrfOptions& opt = {}, std::string_view nrefs = "1");
+ChrfStats corpus_chrf_stats(std::span<const std::string> hyps, RefStreams refs,
+                            const ChrfOptions& opt = {});
+ChrfScore chrf_from_stats(const ChrfStats& stats, const ChrfOptions& opt = {},
+                          std::string_view nrefs = "1");
 
-ChrfScore corpus_chrf(std::span<const std::string> hyps, RefStreams refs, const ChrfOptions& opt = {});
-ChrfScore sentence_chrf(std::string_view hyp, std::span<const std::string> refs, const ChrfOptions& opt = {});
+ChrfScore corpus_chrf(std::span<const std::string> hyps, RefStreams refs,
+                      const ChrfOptions& opt = {});
+ChrfScore sentence_chrf(std::string_view hyp, std::span<const std::string> refs,
+                        const ChrfOptions& opt = {});
 
 }  // namespace nazar

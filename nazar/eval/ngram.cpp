@@ -43,8 +43,8 @@ uint32_t TokenInterner::id(std::string_view token) {
             return static_cast<uint32_t>(i);
         }
         if (s.hash == h && s.token == token) return static_cast<uint32_t>(i);
-        NZ_CHECK(++probes <= mask, "TokenInterner is full ({} slots): reset() was given too few tokens",
-                 mask + 1);
+        NZ_CHECK(++probes <= mask,
+                 "TokenInterner is full ({} slots): reset() was given too few tokens", mask + 1);
     }
 }
 
@@ -55,7 +55,8 @@ uint32_t NgramMatcher::find_or_add(uint64_t key) {
         Slot& s = slots_[i];
         if (s.stamp != stamp_) {
             s = {key, stamp_, 0};
-            std::fill_n(ref_counts_.begin() + static_cast<std::ptrdiff_t>(i) * num_refs_, num_refs_, 0u);
+            std::fill_n(ref_counts_.begin() + static_cast<std::ptrdiff_t>(i) * num_refs_, num_refs_,
+                        0u);
             used_.push_back(static_cast<uint32_t>(i));
             return static_cast<uint32_t>(i);
         }
@@ -63,8 +64,9 @@ uint32_t NgramMatcher::find_or_add(uint64_t key) {
     }
 }
 
-void NgramMatcher::count(std::span<const uint32_t> hyp, std::span<const std::span<const uint32_t>> refs,
-                         int max_order, NgramCounts& out) {
+void NgramMatcher::count(std::span<const uint32_t> hyp,
+                         std::span<const std::span<const uint32_t>> refs, int max_order,
+                         NgramCounts& out) {
     NZ_CHECK(max_order >= 1, "n-gram order must be at least 1, got {}", max_order);
     const int N = max_order, R = static_cast<int>(refs.size());
     out.max_order = N;
@@ -123,7 +125,8 @@ void NgramMatcher::count(std::span<const uint32_t> hyp, std::span<const std::spa
             if (seq == 0)
                 out.hyp_total[n - 1] = static_cast<int64_t>(positions);
             else
-                out.ref_total[static_cast<std::size_t>(seq - 1) * N + (n - 1)] = static_cast<int64_t>(positions);
+                out.ref_total[static_cast<std::size_t>(seq - 1) * N + (n - 1)] =
+                    static_cast<int64_t>(positions);
         }
         if (!any) break;
         for (const uint32_t slot : used_) {

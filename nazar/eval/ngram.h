@@ -18,12 +18,12 @@ namespace nazar {
 // Counts for one segment; N = max_order, R = number of references. Index (r, n) is r * N + n,
 // with n = order - 1. c_h(g), c_r(g): how often n-gram g occurs in the hypothesis / reference r.
 struct NgramCounts {
-    int max_order = 0;                // N
-    int num_refs = 0;                 // R
-    std::vector<int64_t> hyp_total{};   // (N)     Σ_g c_h(g) = max(0, |hyp| - n + 1)
-    std::vector<int64_t> ref_total{};   // (R, N)  Σ_g c_r(g)
-    std::vector<int64_t> match{};       // (R, N)  Σ_g min(c_h(g), c_r(g))
-    std::vector<int64_t> clipped{};     // (N)     Σ_g min(c_h(g), max_r c_r(g))  (BLEU's numerator)
+    int max_order = 0;                 // N
+    int num_refs = 0;                  // R
+    std::vector<int64_t> hyp_total{};  // (N)     Σ_g c_h(g) = max(0, |hyp| - n + 1)
+    std::vector<int64_t> ref_total{};  // (R, N)  Σ_g c_r(g)
+    std::vector<int64_t> match{};      // (R, N)  Σ_g min(c_h(g), c_r(g))
+    std::vector<int64_t> clipped{};    // (N)     Σ_g min(c_h(g), max_r c_r(g))  (BLEU's numerator)
 };
 
 // Segment-local ids for string tokens: equal strings get equal ids until the next reset().

@@ -7,9 +7,12 @@ namespace nazar {
 
 namespace {
 
-bool is_cont(unsigned char b) { return (b & 0xC0) == 0x80; }
+bool is_cont(unsigned char b) {
+    return (b & 0xC0) == 0x80;
+}
 
-// Decodes the character at s[i]; returns its code point and sets `len`. Invalid -> U+DC00+byte (surrogateescape).
+// Decodes the character at s[i]; returns its code point and sets `len`. Invalid -> U+DC00+byte
+// (surrogateescape).
 char32_t decode_at(std::string_view s, std::size_t i, std::size_t& len) {
     const auto b0 = static_cast<unsigned char>(s[i]);
     const std::size_t n = s.size();
@@ -54,7 +57,9 @@ bool is_13a_punct(unsigned char c) {
     return (c >= 0x7B && c <= 0x7E) || (c >= 0x5B && c <= 0x60) || (c >= 0x20 && c <= 0x26) ||
            (c >= 0x28 && c <= 0x2B) || (c >= 0x3A && c <= 0x40) || c == '/';
 }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
 
 // First '.' or ',' at or after `from` (std::string::find_first_of calls memchr per character).
 std::size_t find_period_comma(const std::string& s, std::size_t from) {
@@ -186,7 +191,7 @@ char32_t lower_code_point(char32_t c) {
         return (c & 1) ? c : c + 1;
     if (c == 0x4C0) return 0x4CF;
     if (c >= 0x4C1 && c <= 0x4CE) return (c & 1) ? c + 1 : c;
-    if (c >= 0x531 && c <= 0x556) return c + 48;  // Armenian
+    if (c >= 0x531 && c <= 0x556) return c + 48;                       // Armenian
     if ((c >= 0x1E00 && c <= 0x1E95) || (c >= 0x1EA0 && c <= 0x1EFF))  // Latin Extended Additional
         return (c & 1) ? c : c + 1;
     if (c == 0x1E9E) return 0xDF;

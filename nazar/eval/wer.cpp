@@ -47,7 +47,8 @@ EditCounts edit_distance(std::span<const uint32_t> hyp, std::span<const uint32_t
     thread_local std::vector<Cell> prev, cur;
     prev.resize(H + 1);
     cur.resize(H + 1);
-    for (std::size_t j = 0; j <= H; ++j) prev[j] = {static_cast<uint32_t>(j), 0, 0, static_cast<uint32_t>(j)};
+    for (std::size_t j = 0; j <= H; ++j)
+        prev[j] = {static_cast<uint32_t>(j), 0, 0, static_cast<uint32_t>(j)};
     for (std::size_t r = 1; r <= R; ++r) {
         cur[0] = {static_cast<uint32_t>(r), 0, static_cast<uint32_t>(r), 0};
         for (std::size_t j = 1; j <= H; ++j) {
@@ -69,7 +70,8 @@ EditCounts edit_distance(std::span<const uint32_t> hyp, std::span<const uint32_t
     return {.substitutions = end.s, .deletions = end.d, .insertions = end.i};
 }
 
-ErrorRate corpus_error_rate(std::span<const std::string> hyps, RefStreams refs, ErrorMetric metric) {
+ErrorRate corpus_error_rate(std::span<const std::string> hyps, RefStreams refs,
+                            ErrorMetric metric) {
     check_ref_streams(hyps.size(), refs);
     ErrorRate out{.metric = metric};
     TokenInterner interner;
@@ -84,7 +86,8 @@ ErrorRate corpus_error_rate(std::span<const std::string> hyps, RefStreams refs, 
         const std::size_t S = ref_lines.size() + 1;
         if (ids.size() < S) ids.resize(S), words.resize(S);
         if (metric == ErrorMetric::cer) {
-            for (std::size_t s = 0; s < S; ++s) char_units(s == 0 ? std::string_view(hyps[i]) : ref_lines[s - 1], ids[s]);
+            for (std::size_t s = 0; s < S; ++s)
+                char_units(s == 0 ? std::string_view(hyps[i]) : ref_lines[s - 1], ids[s]);
         } else {
             std::size_t num_tokens = 0;
             for (std::size_t s = 0; s < S; ++s) {
@@ -108,8 +111,9 @@ ErrorRate corpus_error_rate(std::span<const std::string> hyps, RefStreams refs, 
         int64_t best_len = 0;
         for (std::size_t s = 1; s < S; ++s) {
             const auto ref_len = static_cast<int64_t>(ids[s].size());
-            const EditCounts e = metric == ErrorMetric::per ? bag_counts(hyp_len, ref_len, bag.match[s - 1])
-                                                            : edit_distance(ids[0], ids[s]);
+            const EditCounts e = metric == ErrorMetric::per
+                                     ? bag_counts(hyp_len, ref_len, bag.match[s - 1])
+                                     : edit_distance(ids[0], ids[s]);
             if (s == 1 || e.errors() < best.errors()) best = e, best_len = ref_len;
         }
         out.substitutions += best.substitutions;
@@ -120,7 +124,9 @@ ErrorRate corpus_error_rate(std::span<const std::string> hyps, RefStreams refs, 
         ++out.segments;
     }
     out.errors = out.substitutions + out.deletions + out.insertions;
-    out.score = out.ref_len > 0 ? 100.0 * static_cast<double>(out.errors) / static_cast<double>(out.ref_len) : 0.0;
+    out.score = out.ref_len > 0
+                    ? 100.0 * static_cast<double>(out.errors) / static_cast<double>(out.ref_len)
+                    : 0.0;
     return out;
 }
 
@@ -142,22 +148,28 @@ ExactMatch exact_match(std::span<const std::string> hyps, RefStreams refs) {
         }
         ++out.segments;
     }
-    out.score = out.segments > 0 ? 100.0 * static_cast<double>(out.correct) / static_cast<double>(out.segments) : 0.0;
+    out.score = out.segments > 0
+                    ? 100.0 * static_cast<double>(out.correct) / static_cast<double>(out.segments)
+                    : 0.0;
     return out;
 }
 
 std::string ErrorRate::name() const {
     switch (metric) {
-        case ErrorMetric::wer: return "WER";
-        case ErrorMetric::cer: return "CER";
-        case ErrorMetric::per: return "PER";
+        case ErrorMetric::wer:
+            return "WER";
+        case ErrorMetric::cer:
+            return "CER";
+        case ErrorMetric::per:
+            return "PER";
     }
     return "?";
 }
 
 std::string ErrorRate::format() const {
-    return fmt::format("{} = {:.2f} (S = {} D = {} I = {} errors = {} ref_len = {} segments = {})", name(), score,
-                       substitutions, deletions, insertions, errors, ref_len, segments);
+    return fmt::format("{} = {:.2f} (S = {} D = {} I = {} errors = {} ref_len = {} segments = {})",
+                       name(), score, substitutions, deletions, insertions, errors, ref_len,
+                       segments);
 }
 
 std::string ExactMatch::format() const {

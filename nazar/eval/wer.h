@@ -39,16 +39,16 @@ EditCounts edit_distance(std::span<const uint32_t> hyp, std::span<const uint32_t
 
 struct ErrorRate {
     ErrorMetric metric = ErrorMetric::wer;
-    double score = 0;          // percent: 100 · errors / ref_len (0 when ref_len is 0)
+    double score = 0;  // percent: 100 · errors / ref_len (0 when ref_len is 0)
     int64_t errors = 0;
     int64_t substitutions = 0;
     int64_t deletions = 0;
     int64_t insertions = 0;
     int64_t hyp_len = 0;
-    int64_t ref_len = 0;       // Σ length of the chosen references
+    int64_t ref_len = 0;  // Σ length of the chosen references
     int64_t segments = 0;
 
-    std::string name() const;    // "WER", "CER", "PER"
+    std::string name() const;  // "WER", "CER", "PER"
     // "WER = 12.50 (S = 1 D = 0 I = 1 errors = 2 ref_len = 16 segments = 2)"
     std::string format() const;
 };

@@ -21,30 +21,44 @@ void usage_check(bool ok, fmt::format_string<Args...> f, Args&&... args) {
     if (!ok) throw UsageError(fmt::format(f, std::forward<Args>(args)...));
 }
 
-bool multiplicative(ScoreKind k) { return k == ScoreKind::dot || k == ScoreKind::general; }
+bool multiplicative(ScoreKind k) {
+    return k == ScoreKind::dot || k == ScoreKind::general;
+}
 
 }  // namespace
 
-const char* to_string(DecoderKind k) { return k == DecoderKind::bahdanau ? "bahdanau" : "luong"; }
+const char* to_string(DecoderKind k) {
+    return k == DecoderKind::bahdanau ? "bahdanau" : "luong";
+}
 const char* to_string(BridgeKind k) {
     switch (k) {
-        case BridgeKind::automatic: return "auto";
-        case BridgeKind::backward_first: return "backward-first";
-        case BridgeKind::mean: return "mean";
-        case BridgeKind::last: return "last";
-        case BridgeKind::zero: return "zero";
+        case BridgeKind::automatic:
+            return "auto";
+        case BridgeKind::backward_first:
+            return "backward-first";
+        case BridgeKind::mean:
+            return "mean";
+        case BridgeKind::last:
+            return "last";
+        case BridgeKind::zero:
+            return "zero";
     }
     return "?";
 }
 const char* to_string(AttentionTiming k) {
     switch (k) {
-        case AttentionTiming::automatic: return "auto";
-        case AttentionTiming::before: return "before";
-        case AttentionTiming::after: return "after";
+        case AttentionTiming::automatic:
+            return "auto";
+        case AttentionTiming::before:
+            return "before";
+        case AttentionTiming::after:
+            return "after";
     }
     return "?";
 }
-const char* to_string(CellType k) { return k == CellType::gru ? "gru" : "lstm"; }
+const char* to_string(CellType k) {
+    return k == CellType::gru ? "gru" : "lstm";
+}
 
 DecoderKind parse_decoder_kind(std::string_view s) {
     if (s == "bahdanau") return DecoderKind::bahdanau;
@@ -57,13 +71,15 @@ BridgeKind parse_bridge_kind(std::string_view s) {
     if (s == "mean") return BridgeKind::mean;
     if (s == "last") return BridgeKind::last;
     if (s == "zero") return BridgeKind::zero;
-    throw UsageError(fmt::format("unknown bridge '{}' (expected auto, backward-first, mean, last or zero)", s));
+    throw UsageError(
+        fmt::format("unknown bridge '{}' (expected auto, backward-first, mean, last or zero)", s));
 }
 AttentionTiming parse_attention_timing(std::string_view s) {
     if (s == "auto") return AttentionTiming::automatic;
     if (s == "before") return AttentionTiming::before;
     if (s == "after") return AttentionTiming::after;
-    throw UsageError(fmt::format("unknown attention_timing '{}' (expected auto, before or after)", s));
+    throw UsageError(
+        fmt::format("unknown attention_timing '{}' (expected auto, before or after)", s));
 }
 CellType parse_cell_type(std::string_view s) {
     if (s == "gru") return CellType::gru;
@@ -77,19 +93,23 @@ int encoder_output_size(const ModelConfig& cfg) {
 
 int generator_input_size(const ModelConfig& cfg) {
     if (cfg.decoder.deep_output)
-        return cfg.decoder.deep_output_size > 0 ? cfg.decoder.deep_output_size : cfg.decoder.hidden_size;
+        return cfg.decoder.deep_output_size > 0 ? cfg.decoder.deep_output_size
+                                                : cfg.decoder.hidden_size;
     return cfg.decoder.hidden_size;
 }
 
 BridgeKind effective_bridge(const ModelConfig& cfg) {
     if (cfg.decoder.bridge != BridgeKind::automatic) return cfg.decoder.bridge;
-    return (cfg.decoder.kind == DecoderKind::bahdanau && cfg.encoder.bidirectional) ? BridgeKind::backward_first
-                                                                                    : BridgeKind::mean;
+    return (cfg.decoder.kind == DecoderKind::bahdanau && cfg.encoder.bidirectional)
+               ? BridgeKind::backward_first
+               : BridgeKind::mean;
 }
 
 AttentionTiming effective_timing(const ModelConfig& cfg) {
-    if (cfg.decoder.attention_timing != AttentionTiming::automatic) return cfg.decoder.attention_timing;
-    return cfg.decoder.kind == DecoderKind::bahdanau ? AttentionTiming::before : AttentionTiming::after;
+    if (cfg.decoder.attention_timing != AttentionTiming::automatic)
+        return cfg.decoder.attention_timing;
+    return cfg.decoder.kind == DecoderKind::bahdanau ? AttentionTiming::before
+                                                     : AttentionTiming::after;
 }
 
 AttentionConfig attention_config(const ModelConfig& cfg) {
@@ -105,37 +125,48 @@ std::vector<std::string> validate(const ModelConfig& cfg) {
     const auto& enc = cfg.encoder;
     const auto& dec = cfg.decoder;
     usage_check(cfg.src_vocab_size >= 5 && cfg.tgt_vocab_size >= 5,
-                "vocabulary sizes must be >= 5 (4 specials + 1 piece), got src_vocab_size {} and tgt_vocab_size {}",
+                "vocabulary sizes must be >= 5 (4 specials + 1 piece), got src_vocab_size {} and "
+                "tgt_vocab_size {}",
                 cfg.src_vocab_size, cfg.tgt_vocab_size);
     usage_check(cfg.embedding_size >= 1, "embedding_size must be >= 1, got {}", cfg.embedding_size);
     usage_check(enc.hidden_size >= 1 && enc.num_layers >= 1,
-                "encoder hidden_size and num_layers must be >= 1, got {} and {}", enc.hidden_size, enc.num_layers);
+                "encoder hidden_size and num_layers must be >= 1, got {} and {}", enc.hidden_size,
+                enc.num_layers);
     usage_check(dec.hidden_size >= 1 && dec.num_layers >= 1,
-                "decoder hidden_size and num_layers must be >= 1, got {} and {}", dec.hidden_size, dec.num_layers);
-    usage_check(enc.dropout >= 0 && enc.dropout < 1, "encoder dropout must be in [0, 1), got {}", enc.dropout);
-    usage_check(dec.dropout >= 0 && dec.dropout < 1, "decoder dropout must be in [0, 1), got {}", dec.dropout);
-    usage_check(dec.deep_output_size >= 0, "decoder deep_output_size must be >= 0, got {}", dec.deep_output_size);
+                "decoder hidden_size and num_layers must be >= 1, got {} and {}", dec.hidden_size,
+                dec.num_layers);
+    usage_check(enc.dropout >= 0 && enc.dropout < 1, "encoder dropout must be in [0, 1), got {}",
+                enc.dropout);
+    usage_check(dec.dropout >= 0 && dec.dropout < 1, "decoder dropout must be in [0, 1), got {}",
+                dec.dropout);
+    usage_check(dec.deep_output_size >= 0, "decoder deep_output_size must be >= 0, got {}",
+                dec.deep_output_size);
     // Upper bounds, far above any real model, so that derived sizes (C = 2·hidden, G·H, L·H,
     // H + C, 2·window + 1) stay within int: beyond them a hostile nazar.config would be
     // undefined behaviour (signed overflow) before any shape check.
     const std::pair<const char*, int> sizes[] = {
-        {"embedding_size", cfg.embedding_size},          {"encoder hidden_size", enc.hidden_size},
-        {"decoder hidden_size", dec.hidden_size},        {"decoder deep_output_size", dec.deep_output_size},
+        {"embedding_size", cfg.embedding_size},
+        {"encoder hidden_size", enc.hidden_size},
+        {"decoder hidden_size", dec.hidden_size},
+        {"decoder deep_output_size", dec.deep_output_size},
         {"attention attention_size", cfg.attention.attention_size},
-        {"attention position_size", cfg.attention.position_size}, {"attention window", cfg.attention.window}};
+        {"attention position_size", cfg.attention.position_size},
+        {"attention window", cfg.attention.window}};
     for (const auto& [name, v] : sizes)
         usage_check(v <= kMaxModelSize, "{} must be <= {}, got {}", name, kMaxModelSize, v);
     usage_check(cfg.src_vocab_size <= kMaxVocabSize && cfg.tgt_vocab_size <= kMaxVocabSize,
-                "vocabulary sizes must be <= {}, got src_vocab_size {} and tgt_vocab_size {}", kMaxVocabSize,
-                cfg.src_vocab_size, cfg.tgt_vocab_size);
+                "vocabulary sizes must be <= {}, got src_vocab_size {} and tgt_vocab_size {}",
+                kMaxVocabSize, cfg.src_vocab_size, cfg.tgt_vocab_size);
     usage_check(enc.num_layers <= kMaxLayers && dec.num_layers <= kMaxLayers,
-                "num_layers must be <= {}, got encoder {} and decoder {}", kMaxLayers, enc.num_layers,
-                dec.num_layers);
+                "num_layers must be <= {}, got encoder {} and decoder {}", kMaxLayers,
+                enc.num_layers, dec.num_layers);
     usage_check(!(dec.deep_output && dec.kind == DecoderKind::luong),
-                "deep_output is Bahdanau's output layer; the luong decoder's output is tanh(W_c [s_t; c_t]) "
+                "deep_output is Bahdanau's output layer; the luong decoder's output is tanh(W_c "
+                "[s_t; c_t]) "
                 "(set decoder kind bahdanau or deep_output false)");
     usage_check(!(dec.input_feeding && dec.kind == DecoderKind::bahdanau),
-                "input_feeding applies to the luong decoder; the bahdanau decoder always feeds c_t into its RNN");
+                "input_feeding applies to the luong decoder; the bahdanau decoder always feeds c_t "
+                "into its RNN");
     const int C = encoder_output_size(cfg), H = dec.hidden_size;
     if (cfg.attention.score == ScoreKind::dot)
         usage_check(H == C,
@@ -143,38 +174,47 @@ std::vector<std::string> validate(const ModelConfig& cfg) {
                     "use 'general' (a learned {}x{} W_a) or change the sizes",
                     H, C, H, C);
     usage_check(!(effective_bridge(cfg) == BridgeKind::backward_first && !enc.bidirectional),
-                "bridge backward-first needs a bidirectional encoder (it reads h_0 of the backward direction); "
+                "bridge backward-first needs a bidirectional encoder (it reads h_0 of the backward "
+                "direction); "
                 "use mean, last or zero");
     const int d_out = generator_input_size(cfg);
     if (cfg.tie_target_embeddings)
         usage_check(d_out == cfg.embedding_size,
-                    "tie_target_embeddings needs the generator input size ({}: {}) to equal embedding_size ({})",
-                    d_out, dec.deep_output ? "deep_output_size" : "decoder hidden_size", cfg.embedding_size);
+                    "tie_target_embeddings needs the generator input size ({}: {}) to equal "
+                    "embedding_size ({})",
+                    d_out, dec.deep_output ? "deep_output_size" : "decoder hidden_size",
+                    cfg.embedding_size);
     const auto& sp = cfg.special_ids;
     for (int id : {sp.pad, sp.unk, sp.bos, sp.eos})
         usage_check(id >= 0 && id < cfg.tgt_vocab_size && id < cfg.src_vocab_size,
-                    "special id {} is outside the vocabularies (src {}, tgt {})", id, cfg.src_vocab_size,
-                    cfg.tgt_vocab_size);
+                    "special id {} is outside the vocabularies (src {}, tgt {})", id,
+                    cfg.src_vocab_size, cfg.tgt_vocab_size);
     validate(attention_config(cfg));
 
     std::vector<std::string> warnings;
     const AttentionTiming timing = effective_timing(cfg);
     usage_check(!(dec.kind == DecoderKind::bahdanau && timing == AttentionTiming::after),
-                "attention_timing 'after' is not supported by the bahdanau decoder (its RNN input needs c_t before "
+                "attention_timing 'after' is not supported by the bahdanau decoder (its RNN input "
+                "needs c_t before "
                 "the step); use decoder kind luong for attention after the step");
     const ScoreKind score = cfg.attention.score;
     const bool unusual = (score == ScoreKind::additive && timing == AttentionTiming::after) ||
                          (multiplicative(score) && timing == AttentionTiming::before);
     if (unusual) {
         const char* which = timing == AttentionTiming::after ? "after" : "before";
-        usage_check(dec.attention_timing != AttentionTiming::automatic,
-                    "score '{}' with the {} decoder computes attention {} the RNN step, an unusual combination "
-                    "(SPEC.md §6); to run it as an ablation set decoder attention_timing: {} explicitly",
-                    to_string(score), to_string(dec.kind), which, which);
+        usage_check(
+            dec.attention_timing != AttentionTiming::automatic,
+            "score '{}' with the {} decoder computes attention {} the RNN step, an unusual "
+            "combination "
+            "(SPEC.md §6); to run it as an ablation set decoder attention_timing: {} explicitly",
+            to_string(score), to_string(dec.kind), which, which);
         warnings.push_back(fmt::format(
-            "attention score '{}' with attention_timing '{}' mixes Bahdanau's and Luong's designs (ablation). "
-            "The notes' mistake 2: with timing 'after' the query s_t is computed before the context, so s_t "
-            "already 'knows' what it will emit and attention cannot inform that choice; with 'before' a "
+            "attention score '{}' with attention_timing '{}' mixes Bahdanau's and Luong's designs "
+            "(ablation). "
+            "The notes' mistake 2: with timing 'after' the query s_t is computed before the "
+            "context, so s_t "
+            "already 'knows' what it will emit and attention cannot inform that choice; with "
+            "'before' a "
             "multiplicative score compares s_{{t-1}} with h_i although it was designed for s_t",
             to_string(score), which));
     }
@@ -232,25 +272,33 @@ namespace {
 class Reader {
 public:
     Reader(const json& j, std::string where) : j_(j), where_(std::move(where)) {
-        usage_check(j.is_object(), "model config: '{}' must be an object, got {}", where_, j.dump());
+        usage_check(j.is_object(), "model config: '{}' must be an object, got {}", where_,
+                    j.dump());
     }
-    template <class T> void get(const char* key, T& out) {
+    template <class T>
+    void get(const char* key, T& out) {
         seen_.insert(key);
         auto it = j_.find(key);
         if (it == j_.end()) return;
         try {
-            if constexpr (std::is_same_v<T, int>) {  // not a float (UB when out of range), no wrapping
-                const bool fits = it->is_number_unsigned() ? it->template get<uint64_t>() <= INT_MAX
-                                  : it->is_number_integer() && it->template get<int64_t>() >= INT_MIN &&
-                                        it->template get<int64_t>() <= INT_MAX;
-                usage_check(fits, "model config: '{}{}' must be an integer, got {}", prefix(), key, it->dump());
+            if constexpr (std::is_same_v<T,
+                                         int>) {  // not a float (UB when out of range), no wrapping
+                const bool fits = it->is_number_unsigned()
+                                      ? it->template get<uint64_t>() <= INT_MAX
+                                      : it->is_number_integer() &&
+                                            it->template get<int64_t>() >= INT_MIN &&
+                                            it->template get<int64_t>() <= INT_MAX;
+                usage_check(fits, "model config: '{}{}' must be an integer, got {}", prefix(), key,
+                            it->dump());
             }
             out = it->template get<T>();
         } catch (const json::exception&) {
-            throw UsageError(fmt::format("model config: '{}{}' has the wrong type: {}", prefix(), key, it->dump()));
+            throw UsageError(fmt::format("model config: '{}{}' has the wrong type: {}", prefix(),
+                                         key, it->dump()));
         }
     }
-    template <class E, class Parse> void get_enum(const char* key, E& out, Parse parse) {
+    template <class E, class Parse>
+    void get_enum(const char* key, E& out, Parse parse) {
         std::string s;
         bool present = j_.contains(key);
         get(key, s);
@@ -263,7 +311,8 @@ public:
     }
     void finish() const {
         for (auto it = j_.begin(); it != j_.end(); ++it)
-            usage_check(seen_.count(it.key()) != 0, "model config: unknown key '{}{}'", prefix(), it.key());
+            usage_check(seen_.count(it.key()) != 0, "model config: unknown key '{}{}'", prefix(),
+                        it.key());
     }
     std::string prefix() const { return where_.empty() ? "" : where_ + "."; }
 
@@ -329,7 +378,9 @@ ModelConfig model_config_from_json(const json& j) {
     return cfg;
 }
 
-std::string to_json_string(const ModelConfig& cfg) { return to_json(cfg).dump(); }
+std::string to_json_string(const ModelConfig& cfg) {
+    return to_json(cfg).dump();
+}
 
 ModelConfig model_config_from_string(std::string_view text) {
     json j;

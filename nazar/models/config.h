@@ -56,23 +56,23 @@ enum class AttentionTiming { automatic, before, after };
 
 struct EncoderConfig {
     CellType cell = CellType::gru;
-    int hidden_size = 256;      // per direction
+    int hidden_size = 256;  // per direction
     int num_layers = 1;
     bool bidirectional = true;
-    float dropout = 0.0f;       // between layers (train mode), as torch.nn.GRU
+    float dropout = 0.0f;  // between layers (train mode), as torch.nn.GRU
 };
 
 struct DecoderConfig {
     DecoderKind kind = DecoderKind::bahdanau;
     CellType cell = CellType::gru;
-    int hidden_size = 256;      // H = d_s
-    int num_layers = 1;         // attention reads/uses the TOP layer's state
-    float dropout = 0.0f;       // between stacked decoder layers (train mode)
+    int hidden_size = 256;  // H = d_s
+    int num_layers = 1;     // attention reads/uses the TOP layer's state
+    float dropout = 0.0f;   // between stacked decoder layers (train mode)
     BridgeKind bridge = BridgeKind::automatic;
     AttentionTiming attention_timing = AttentionTiming::automatic;
-    bool input_feeding = false; // luong only: x_t = [Emb(y_{t-1}); s̃_{t-1}], s̃_{-1} = 0
-    bool deep_output = false;   // bahdanau only: o_t = tanh(L_s s_t + L_y Emb(y_{t-1}) + L_c c_t)
-    int deep_output_size = 0;   // size of o_t with deep output; 0 = H
+    bool input_feeding = false;  // luong only: x_t = [Emb(y_{t-1}); s̃_{t-1}], s̃_{-1} = 0
+    bool deep_output = false;    // bahdanau only: o_t = tanh(L_s s_t + L_y Emb(y_{t-1}) + L_c c_t)
+    int deep_output_size = 0;    // size of o_t with deep output; 0 = H
 };
 
 struct SpecialIds {
@@ -81,15 +81,16 @@ struct SpecialIds {
 };
 
 struct ModelConfig {
-    int src_vocab_size = 0;     // V_src
-    int tgt_vocab_size = 0;     // V (= V_tgt)
-    int embedding_size = 256;   // E, source and target embeddings
+    int src_vocab_size = 0;    // V_src
+    int tgt_vocab_size = 0;    // V (= V_tgt)
+    int embedding_size = 256;  // E, source and target embeddings
     EncoderConfig encoder{};
     DecoderConfig decoder{};
     // score, scale, local, window, attention_size, position_size are read from here;
     // query_size / context_size are derived (attention_config()) and not stored in JSON.
     AttentionConfig attention{};
-    bool tie_target_embeddings = false;  // generator.weight IS decoder.embedding.weight (needs d_out == E)
+    bool tie_target_embeddings =
+        false;  // generator.weight IS decoder.embedding.weight (needs d_out == E)
     SpecialIds special_ids{};
 };
 
@@ -98,29 +99,32 @@ int encoder_output_size(const ModelConfig& cfg);   // C
 int generator_input_size(const ModelConfig& cfg);  // d_out
 BridgeKind effective_bridge(const ModelConfig& cfg);
 AttentionTiming effective_timing(const ModelConfig& cfg);
-// cfg.attention with query_size = H, context_size = C, attention_size = A, position_size = P filled.
+// cfg.attention with query_size = H, context_size = C, attention_size = A, position_size = P
+// filled.
 AttentionConfig attention_config(const ModelConfig& cfg);
 
 // Upper bounds validate() enforces (far above real models; they keep every derived size such as
 // 2·hidden, 4·H, L·H, H + C, 2·window + 1 within int).
-inline constexpr int kMaxModelSize = 1 << 20;  // embedding, hidden, attention, position, deep output, window
+inline constexpr int kMaxModelSize =
+    1 << 20;  // embedding, hidden, attention, position, deep output, window
 inline constexpr int kMaxVocabSize = 1 << 24;  // src/tgt vocabulary
 inline constexpr int kMaxLayers = 64;          // encoder/decoder num_layers
 
 // Throws UsageError (one line, naming the sizes / keys involved) on an invalid configuration:
 // sizes < 1 or above the bounds above, vocab < 5 (4 specials + 1), dropout outside [0, 1),
-// dot with H != C (names both, suggests general), tie with d_out != E (names both), backward_first with a unidirectional
-// encoder, deep_output with luong, input_feeding with bahdanau, bahdanau + after, an unusual
-// score/timing pair without an explicit attention_timing, special ids outside [0, V).
-// Returns the warnings to print (an explicitly requested unusual score/timing pair).
+// dot with H != C (names both, suggests general), tie with d_out != E (names both), backward_first
+// with a unidirectional encoder, deep_output with luong, input_feeding with bahdanau, bahdanau +
+// after, an unusual score/timing pair without an explicit attention_timing, special ids outside [0,
+// V). Returns the warnings to print (an explicitly requested unusual score/timing pair).
 std::vector<std::string> validate(const ModelConfig& cfg);
 // validate() and print each warning to stderr as "warning: ...".
 void validate_and_warn(const ModelConfig& cfg);
 
 nlohmann::json to_json(const ModelConfig& cfg);
-ModelConfig model_config_from_json(const nlohmann::json& j);  // UsageError on unknown keys / bad values
-std::string to_json_string(const ModelConfig& cfg);            // compact dump
-ModelConfig model_config_from_string(std::string_view json);   // parse errors are UsageErrors
+ModelConfig model_config_from_json(
+    const nlohmann::json& j);                        // UsageError on unknown keys / bad values
+std::string to_json_string(const ModelConfig& cfg);  // compact dump
+ModelConfig model_config_from_string(std::string_view json);  // parse errors are UsageErrors
 
 const char* to_string(DecoderKind k);      // "bahdanau", "luong"
 const char* to_string(BridgeKind k);       // "auto", "backward-first", "mean", "last", "zero"

@@ -62,16 +62,17 @@ struct DecoderStepCache {
     std::vector<GRUStepCache> gru;      // [L]  (GRU)
     std::vector<LSTMStepCache> lstm;    // [L]  (LSTM)
     AttentionStepCache attention;
-    Tensor context;                     // (N, C)      c_t
-    Tensor combine_in;                  // (N, H + C)  [s_t ; c_t] (luong)
+    Tensor context;     // (N, C)      c_t
+    Tensor combine_in;  // (N, H + C)  [s_t ; c_t] (luong)
 };
 
 class Decoder {
 public:
     Decoder() = default;
-    Decoder(const ModelConfig& cfg, Rng& rng);  // init order: embedding, rnn layers, combine/deep output
+    Decoder(const ModelConfig& cfg,
+            Rng& rng);  // init order: embedding, rnn layers, combine/deep output
 
-    int feed_size() const { return feed_; }   // F
+    int feed_size() const { return feed_; }     // F
     int output_size() const { return d_out_; }  // d_out
     bool timing_before() const { return before_; }
 
@@ -84,49 +85,48 @@ public:
     // change to the weights (as for the attention keys).
     void prepare_steps(EncodedSource& src, int step_rows) const;
     void step_forward(int t,
-                      TensorView emb,            // (N, E)     e_t
-                      TensorView h_prev,         // (L, N, H)
-                      TensorView c_prev,         // (L, N, H)  LSTM
-                      TensorView feed_prev,      // (N, H)     s̃_{t-1} (luong input feeding), else empty
+                      TensorView emb,        // (N, E)     e_t
+                      TensorView h_prev,     // (L, N, H)
+                      TensorView c_prev,     // (L, N, H)  LSTM
+                      TensorView feed_prev,  // (N, H)     s̃_{t-1} (luong input feeding), else empty
                       const EncodedSource& src,  // N rows
                       const Attention& attention,
-                      TensorView h_new,          // (L, N, H)  out
-                      TensorView c_new,          // (L, N, H)  out (LSTM)
-                      TensorView out,            // (N, d_out) out: o_t
-                      DecoderStepCache& cache,   // out
+                      TensorView h_new,         // (L, N, H)  out
+                      TensorView c_new,         // (L, N, H)  out (LSTM)
+                      TensorView out,           // (N, d_out) out: o_t
+                      DecoderStepCache& cache,  // out
                       Rng& rng, Mode mode,
-                      TensorView gi0 = {});      // (N, G·H) e_t W_eᵀ + b_ih from project_embeddings, or
-                                                 // empty (computed here); += f_t W_fᵀ in place
+                      TensorView gi0 = {});  // (N, G·H) e_t W_eᵀ + b_ih from project_embeddings, or
+                                             // empty (computed here); += f_t W_fᵀ in place
 
     // Teacher forcing (inputs known in advance): the embedding half of layer 0's input
     // projection for all T steps as one GEMM (W_ih = [W_e | W_f] column blocks):
     //   gi0[t] = e_t W_eᵀ + b_ih;  step_forward(t, ..., gi0[t]) then adds only f_t W_fᵀ.
     int gate_size() const { return (cell == CellType::gru ? 3 : 4) * H; }  // G·H
-    void project_embeddings(TensorView emb,         // (T, N, E)
+    void project_embeddings(TensorView emb,                                // (T, N, E)
                             TensorView gi0) const;  // (T, N, G·H) overwritten
 
     // Backward of step_forward. d_h_new/d_c_new: gradient w.r.t. h_new/c_new (read; the direct
     // terms of this step are added into them); d_h_prev/d_c_prev += gradient w.r.t. h_prev/c_prev.
     // d_out: gradient w.r.t. o_t (complete: the caller adds the next step's d_feed_prev first).
     void step_backward(int t,
-                       TensorView d_out,          // (N, d_out)
-                       TensorView emb,            // (N, E)     same tensors forward saw
-                       TensorView h_prev,         // (L, N, H)
-                       TensorView c_prev,         // (L, N, H)
-                       TensorView h_new,          // (L, N, H)
-                       TensorView c_new,          // (L, N, H)
-                       TensorView out,            // (N, d_out)
-                       const EncodedSource& src,
-                       Attention& attention,
+                       TensorView d_out,   // (N, d_out)
+                       TensorView emb,     // (N, E)     same tensors forward saw
+                       TensorView h_prev,  // (L, N, H)
+                       TensorView c_prev,  // (L, N, H)
+                       TensorView h_new,   // (L, N, H)
+                       TensorView c_new,   // (L, N, H)
+                       TensorView out,     // (N, d_out)
+                       const EncodedSource& src, Attention& attention,
                        const DecoderStepCache& cache,
-                       TensorView d_h_new,        // (L, N, H)  read and modified (scratch)
-                       TensorView d_c_new,        // (L, N, H)  LSTM; read and modified
-                       TensorView d_h_prev,       // (L, N, H)  +=
-                       TensorView d_c_prev,       // (L, N, H)  +=  (LSTM)
-                       TensorView d_feed_prev,    // (N, H)     += (input feeding; else empty)
-                       TensorView d_emb,          // (N, E)     +=
-                       TensorView d_enc_out,      // (N, S, C)  +=
-                       TensorView d_keys);        // (N, S, K)  +=
+                       TensorView d_h_new,      // (L, N, H)  read and modified (scratch)
+                       TensorView d_c_new,      // (L, N, H)  LSTM; read and modified
+                       TensorView d_h_prev,     // (L, N, H)  +=
+                       TensorView d_c_prev,     // (L, N, H)  +=  (LSTM)
+                       TensorView d_feed_prev,  // (N, H)     += (input feeding; else empty)
+                       TensorView d_emb,        // (N, E)     +=
+                       TensorView d_enc_out,    // (N, S, C)  +=
+                       TensorView d_keys);      // (N, S, K)  +=
 
     // Whole-sequence backward (the training step). Between begin_backward and finish_backward,
     // step_backward(t) does only the per-step data gradients the recurrence needs (d_x,
@@ -140,10 +140,11 @@ public:
     // With batch_weight_grads false (test hook) begin/finish do nothing and step_backward
     // accumulates every gradient per step, as it does outside begin/finish.
     int chunk_rows = 512;  // rows per chunk (≈; whole steps, at least one)
-    void begin_backward(std::span<const DecoderStepCache> steps,  // [T] what step_forward wrote (kept)
-                        TensorView h_all,                          // (T+1, L, N, H) s_0 … s_T (kept)
-                        Attention& attention,                      // (kept)
-                        TensorView d_emb);                         // (T, N, E) += (kept)
+    void begin_backward(
+        std::span<const DecoderStepCache> steps,  // [T] what step_forward wrote (kept)
+        TensorView h_all,                         // (T+1, L, N, H) s_0 … s_T (kept)
+        Attention& attention,                     // (kept)
+        TensorView d_emb);                        // (T, N, E) += (kept)
     void finish_backward();
     bool batch_weight_grads = true;
 
@@ -156,18 +157,18 @@ public:
     // outputs on reads its d_out argument as that d s_t and steps back only the cells.
     bool can_split_outputs() const { return kind == DecoderKind::luong && feed_ == 0 && !before_; }
     void set_split_outputs(bool on);
-    void outputs_forward(TensorView h_all,                     // (T+1, L, N, H) s_0 … s_T
+    void outputs_forward(TensorView h_all,  // (T+1, L, N, H) s_0 … s_T
                          const EncodedSource& src, const Attention& attention,
-                         std::span<DecoderStepCache> steps,    // [T] context and attention written
-                         TensorView out);                      // (T, N, H) out: s̃_t
-    void outputs_backward(TensorView d_out,                    // (T, N, H)  d s̃_t (complete)
-                          TensorView out,                      // (T, N, H)  s̃_t
-                          TensorView h_all,                    // (T+1, L, N, H)
+                         std::span<DecoderStepCache> steps,  // [T] context and attention written
+                         TensorView out);                    // (T, N, H) out: s̃_t
+    void outputs_backward(TensorView d_out,                  // (T, N, H)  d s̃_t (complete)
+                          TensorView out,                    // (T, N, H)  s̃_t
+                          TensorView h_all,                  // (T+1, L, N, H)
                           const EncodedSource& src, Attention& attention,
                           std::span<const DecoderStepCache> steps,
-                          TensorView d_s,                      // (T, N, H)  written: d s_t of the outputs
-                          TensorView d_enc_out,                // (N, S, C)  +=
-                          TensorView d_keys);                  // (N, S, K)  +=
+                          TensorView d_s,        // (T, N, H)  written: d s_t of the outputs
+                          TensorView d_enc_out,  // (N, S, C)  +=
+                          TensorView d_keys);    // (N, S, K)  +=
 
     void collect(const std::string& prefix, ParamList& out);  // prefix "decoder."
 
@@ -178,7 +179,7 @@ public:
     std::vector<GRUCell> gru;    // [L] when cell == gru
     std::vector<LSTMCell> lstm;  // [L] when cell == lstm
     Dropout dropout;
-    Linear combine;              // luong: (H + C) -> H, no bias
+    Linear combine;                              // luong: (H + C) -> H, no bias
     Linear deep_state, deep_prev, deep_context;  // bahdanau deep output, no bias
     bool deep = false;
 
@@ -189,17 +190,19 @@ private:
     Tensor d_ctx_, d_x0_, d_layer_, d_pre_, d_cat_, tmp_;
     // deferred weight gradients (begin_backward .. finish_backward)
     bool deferred_ = false;
-    int def_T_ = 0, def_N_ = 0, chunk_ = 1;    // chunk_: steps per flush
+    int def_T_ = 0, def_N_ = 0, chunk_ = 1;  // chunk_: steps per flush
     std::span<const DecoderStepCache> def_steps_;
     TensorView def_h_all_, def_d_emb_;
     Attention* def_attn_ = nullptr;
-    std::vector<Tensor> d_gi_all_, d_gh_all_;  // [L] (chunk, N, G·H) gate gradients (LSTM: d_gi_all_ only)
-    Tensor d_z_all_;                           // (chunk, N, H)  Luong combine: d (W_c [s; c])
-    Tensor d_u_all_, d_pre_all_;               // (chunk, N, A), (chunk, N, P)  attention query side
-    Tensor gather_;                            // (chunk, N, w)  per-step inputs made contiguous
-    void flush_cells(int t0, int t1);          // weight gradients (and d_emb rows) of steps [t0, t1)
-    void flush_attention(int t0, int t1);      // W_q / W_p gradients of steps [t0, t1)
-    TensorView gather_steps(int t0, int t1, const std::function<TensorView(int)>& at_step);  // (n·N, w)
+    std::vector<Tensor> d_gi_all_,
+        d_gh_all_;                     // [L] (chunk, N, G·H) gate gradients (LSTM: d_gi_all_ only)
+    Tensor d_z_all_;                   // (chunk, N, H)  Luong combine: d (W_c [s; c])
+    Tensor d_u_all_, d_pre_all_;       // (chunk, N, A), (chunk, N, P)  attention query side
+    Tensor gather_;                    // (chunk, N, w)  per-step inputs made contiguous
+    void flush_cells(int t0, int t1);  // weight gradients (and d_emb rows) of steps [t0, t1)
+    void flush_attention(int t0, int t1);  // W_q / W_p gradients of steps [t0, t1)
+    TensorView gather_steps(int t0, int t1,
+                            const std::function<TensorView(int)>& at_step);  // (n·N, w)
     TensorView states(int l, int t0, int t1);  // s^l_t, t in [t0, t1), as ((t1−t0)·N, H)
     // split outputs (can_split_outputs)
     bool split_ = false;       // step_forward / step_backward: cells only
@@ -210,7 +213,8 @@ private:
     Tensor q_seq_;             // (T, N, H)      s_t of the top layer, gathered when L > 1
     Tensor ctx_seq_;           // (T, N, C)      c_t of every step (Attention::forward_steps)
     std::vector<AttentionStepCache*> att_ptrs_;  // [T] the steps' attention caches (forward_steps)
-    TensorView top_states(TensorView h_all);  // (T, N, H) s_1 .. s_T of layer L−1 (a view when L = 1)
+    TensorView top_states(
+        TensorView h_all);  // (T, N, H) s_1 .. s_T of layer L−1 (a view when L = 1)
 };
 
 }  // namespace nazar

@@ -18,10 +18,11 @@ Encoder::Encoder(const ModelConfig& cfg, Rng& rng)
            .dropout = cfg.encoder.dropout},
           rng) {}
 
-void Encoder::forward(std::span<const int32_t> src, std::span<const int> lengths, TensorView enc_out,
-                      EncoderCache& cache, Rng& rng, Mode mode) const {
+void Encoder::forward(std::span<const int32_t> src, std::span<const int> lengths,
+                      TensorView enc_out, EncoderCache& cache, Rng& rng, Mode mode) const {
     const int B = static_cast<int>(lengths.size());
-    NZ_CHECK(B > 0 && src.size() % B == 0, "encoder: {} source ids for {} sentences", src.size(), B);
+    NZ_CHECK(B > 0 && src.size() % B == 0, "encoder: {} source ids for {} sentences", src.size(),
+             B);
     const int S = static_cast<int>(src.size()) / B, E = embedding.cfg.embedding_dim;
     NZ_CHECK_SHAPE(enc_out, {B, S, output_size()});
     cache.emb.resize({B, S, E}, false);
@@ -32,8 +33,8 @@ void Encoder::forward(std::span<const int32_t> src, std::span<const int> lengths
 
 void Encoder::backward(std::span<const int32_t> src, TensorView d_enc_out, const RNNState& d_final,
                        EncoderCache& cache) {
-    // x = Emb[src]  =>  d_Emb[src[n]] += d_x[n];   the RNN gives d_x (cache.emb is free after forward:
-    // the RNN keeps its own time-major copy of x, so its storage holds d_x here).
+    // x = Emb[src]  =>  d_Emb[src[n]] += d_x[n];   the RNN gives d_x (cache.emb is free after
+    // forward: the RNN keeps its own time-major copy of x, so its storage holds d_x here).
     cache.emb.zero();
     RNNState no_initial;
     rnn.backward(d_enc_out, d_final, cache.rnn, cache.emb, no_initial);
@@ -57,8 +58,8 @@ Bridge::Bridge(const ModelConfig& cfg, Rng& rng)
     linear = Linear({.in_features = in, .out_features = layers * hidden}, rng);
 }
 
-void Bridge::forward(TensorView enc_out, const RNNState& enc_final, std::span<const int> lengths, TensorView h0,
-                     BridgeCache& cache) const {
+void Bridge::forward(TensorView enc_out, const RNNState& enc_final, std::span<const int> lengths,
+                     TensorView h0, BridgeCache& cache) const {
     const int B = enc_out.dim(0), S = enc_out.dim(1), C = enc_out.dim(2), L = layers, H = hidden;
     NZ_CHECK_SHAPE(h0, {L, B, H});
     if (kind == BridgeKind::zero) {
@@ -67,21 +68,26 @@ void Bridge::forward(TensorView enc_out, const RNNState& enc_final, std::span<co
     }
     const int in = linear.cfg.in_features, Hn = enc_hidden_;
     cache.u.resize({B, in}, false);
-    const int top = (enc_layers_ - 1) * enc_dirs_;  // torch h_n index of the top layer's forward direction
+    const int top =
+        (enc_layers_ - 1) * enc_dirs_;  // torch h_n index of the top layer's forward direction
     for (int b = 0; b < B; ++b) {
         float* u = cache.u.data() + static_cast<int64_t>(b) * in;
         if (kind == BridgeKind::backward_first) {
-            std::memcpy(u, enc_final.h.select(top + 1).data() + static_cast<int64_t>(b) * Hn, sizeof(float) * Hn);
+            std::memcpy(u, enc_final.h.select(top + 1).data() + static_cast<int64_t>(b) * Hn,
+                        sizeof(float) * Hn);
         } else if (kind == BridgeKind::last) {
             for (int d = 0; d < enc_dirs_; ++d)
-                std::memcpy(u + d * Hn, enc_final.h.select(top + d).data() + static_cast<int64_t>(b) * Hn,
+                std::memcpy(u + d * Hn,
+                            enc_final.h.select(top + d).data() + static_cast<int64_t>(b) * Hn,
                             sizeof(float) * Hn);
         } else {  // mean over the real positions (enc_out is 0 at padding, but S_b divides)
             std::fill(u, u + C, 0.0f);
             const int Sb = lengths[b];
-            NZ_CHECK(Sb >= 0 && Sb <= S, "bridge: length {} of sentence {} outside [0, {}]", Sb, b, S);
+            NZ_CHECK(Sb >= 0 && Sb <= S, "bridge: length {} of sentence {} outside [0, {}]", Sb, b,
+                     S);
             for (int i = 0; i < Sb; ++i)
-                kernels::axpy(C, 1.0f / static_cast<float>(Sb), enc_out.data() + (static_cast<int64_t>(b) * S + i) * C, u);
+                kernels::axpy(C, 1.0f / static_cast<float>(Sb),
+                              enc_out.data() + (static_cast<int64_t>(b) * S + i) * C, u);
         }
     }
     // s0 = tanh(W u + b), then scatter (B, L·H) -> (L, B, H)
@@ -91,11 +97,13 @@ void Bridge::forward(TensorView enc_out, const RNNState& enc_final, std::span<co
     for (int l = 0; l < L; ++l)
         for (int b = 0; b < B; ++b)
             std::memcpy(h0.data() + (static_cast<int64_t>(l) * B + b) * H,
-                        cache.s0.data() + static_cast<int64_t>(b) * L * H + l * H, sizeof(float) * H);
+                        cache.s0.data() + static_cast<int64_t>(b) * L * H + l * H,
+                        sizeof(float) * H);
 }
 
-void Bridge::backward(TensorView d_h0, TensorView enc_out, const RNNState& enc_final, std::span<const int> lengths,
-                      BridgeCache& cache, TensorView d_enc_out, RNNState& d_enc_final) {
+void Bridge::backward(TensorView d_h0, TensorView enc_out, const RNNState& enc_final,
+                      std::span<const int> lengths, BridgeCache& cache, TensorView d_enc_out,
+                      RNNState& d_enc_final) {
     if (kind == BridgeKind::zero) return;
     const int B = enc_out.dim(0), S = enc_out.dim(1), C = enc_out.dim(2), L = layers, H = hidden;
     NZ_CHECK_SHAPE(d_h0, {L, B, H});
@@ -124,10 +132,12 @@ void Bridge::backward(TensorView d_h0, TensorView enc_out, const RNNState& enc_f
         } else {
             const int first = kind == BridgeKind::backward_first ? 1 : 0;
             const int count = kind == BridgeKind::backward_first ? 1 : enc_dirs_;
-            if (d_enc_final.h.ndim() == 0 || d_enc_final.h.empty()) d_enc_final.h.resize(enc_final.h.shape());
+            if (d_enc_final.h.ndim() == 0 || d_enc_final.h.empty())
+                d_enc_final.h.resize(enc_final.h.shape());
             for (int d = 0; d < count; ++d)
-                kernels::axpy(Hn, 1.0f, du + d * Hn,
-                              d_enc_final.h.select(top + first + d).data() + static_cast<int64_t>(b) * Hn);
+                kernels::axpy(
+                    Hn, 1.0f, du + d * Hn,
+                    d_enc_final.h.select(top + first + d).data() + static_cast<int64_t>(b) * Hn);
         }
     }
 }

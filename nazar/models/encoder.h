@@ -27,9 +27,9 @@
 namespace nazar {
 
 struct EncoderCache {
-    Tensor emb;       // (B, S, E)   embedded source
+    Tensor emb;  // (B, S, E)   embedded source
     RNNCache rnn;
-    RNNState final;   // h (L·dirs, B, H_enc) (+ c for LSTM): torch's h_n
+    RNNState final;  // h (L·dirs, B, H_enc) (+ c for LSTM): torch's h_n
 };
 
 class Encoder {
@@ -40,10 +40,10 @@ public:
     int output_size() const { return rnn.output_size(); }  // C
 
     // src: (B·S) ids row-major; lengths (B), each in [0, S].
-    void forward(std::span<const int32_t> src,    // (B, S)
-                 std::span<const int> lengths,    // (B)
-                 TensorView enc_out,              // (B, S, C) out
-                 EncoderCache& cache,             // out (keeps the ids' embeddings, RNN cache)
+    void forward(std::span<const int32_t> src,  // (B, S)
+                 std::span<const int> lengths,  // (B)
+                 TensorView enc_out,            // (B, S, C) out
+                 EncoderCache& cache,           // out (keeps the ids' embeddings, RNN cache)
                  Rng& rng, Mode mode) const;
     // d_final: gradient w.r.t. cache.final (empty tensors = zero).
     void backward(std::span<const int32_t> src,  // (B, S) same ids forward saw
@@ -73,18 +73,16 @@ public:
     int layers = 1, hidden = 0;          // L_dec, H
 
     // h0 (L, B, H) = initial decoder states (row-major layer-major, as DecoderState.h).
-    void forward(TensorView enc_out,               // (B, S, C)
-                 const RNNState& enc_final,        // (L_enc·dirs, B, H_enc)
-                 std::span<const int> lengths,     // (B)
-                 TensorView h0,                    // (L, B, H) out
+    void forward(TensorView enc_out,            // (B, S, C)
+                 const RNNState& enc_final,     // (L_enc·dirs, B, H_enc)
+                 std::span<const int> lengths,  // (B)
+                 TensorView h0,                 // (L, B, H) out
                  BridgeCache& cache) const;
-    void backward(TensorView d_h0,                 // (L, B, H)
-                  TensorView enc_out,              // (B, S, C)
-                  const RNNState& enc_final,
-                  std::span<const int> lengths,
-                  BridgeCache& cache,
-                  TensorView d_enc_out,            // (B, S, C) += (mean)
-                  RNNState& d_enc_final);          // h (L_enc·dirs, B, H_enc) += (backward_first, last)
+    void backward(TensorView d_h0,     // (L, B, H)
+                  TensorView enc_out,  // (B, S, C)
+                  const RNNState& enc_final, std::span<const int> lengths, BridgeCache& cache,
+                  TensorView d_enc_out,    // (B, S, C) += (mean)
+                  RNNState& d_enc_final);  // h (L_enc·dirs, B, H_enc) += (backward_first, last)
 
     void collect(const std::string& prefix, ParamList& out);  // prefix "bridge."
 

@@ -7,7 +7,8 @@
 
 namespace nazar {
 
-void model_to_safetensors(Seq2Seq& model, const std::map<std::string, std::string>& metadata, SafeTensors& out) {
+void model_to_safetensors(Seq2Seq& model, const std::map<std::string, std::string>& metadata,
+                          SafeTensors& out) {
     out.set_params(model.parameters());
     if (model.config().tie_target_embeddings) out.set("generator.weight", model.generator_weight());
     for (const auto& [k, v] : metadata) out.metadata[k] = v;
@@ -20,20 +21,23 @@ namespace {
 using ShapeFn = std::function<void(const std::string&, const Shape&)>;
 
 // torch.nn.GRU/LSTM cell parameters of one layer-direction (nn/rnn.h, nn/gru_cell.cpp).
-void rnn_cell(const ShapeFn& f, const std::string& base, const std::string& suffix, int64_t gates, int64_t in,
-              int64_t hidden) {
+void rnn_cell(const ShapeFn& f, const std::string& base, const std::string& suffix, int64_t gates,
+              int64_t in, int64_t hidden) {
     f(base + "weight_ih" + suffix, Shape{gates * hidden, in});
     f(base + "weight_hh" + suffix, Shape{gates * hidden, hidden});
     f(base + "bias_ih" + suffix, Shape{gates * hidden});
     f(base + "bias_hh" + suffix, Shape{gates * hidden});
 }
 
-int64_t gates(CellType c) { return c == CellType::gru ? 3 : 4; }
+int64_t gates(CellType c) {
+    return c == CellType::gru ? 3 : 4;
+}
 
 void check_vocab(const SafeTensors& st, const char* key, int expected, const char* what) {
     if (!st.has_meta(key)) return;
     const Vocab v = Vocab::from_json(st.meta(key));
-    NZ_CHECK(v.size() == expected, "'{}': {} vocabulary ({}) has {} entries but the model's {} embedding has {} rows",
+    NZ_CHECK(v.size() == expected,
+             "'{}': {} vocabulary ({}) has {} entries but the model's {} embedding has {} rows",
              st.source, what, key, v.size(), what, expected);
 }
 
@@ -51,8 +55,8 @@ void visit_param_shapes(const ModelConfig& cfg, const ShapeFn& f) {
     f("encoder.embedding.weight", Shape{cfg.src_vocab_size, E});
     for (int k = 0; k < cfg.encoder.num_layers; ++k)
         for (int d = 0; d < Dn; ++d)
-            rnn_cell(f, "encoder.rnn.", "_l" + std::to_string(k) + (d ? "_reverse" : ""), gates(cfg.encoder.cell),
-                     k == 0 ? E : C, Hn);
+            rnn_cell(f, "encoder.rnn.", "_l" + std::to_string(k) + (d ? "_reverse" : ""),
+                     gates(cfg.encoder.cell), k == 0 ? E : C, Hn);
     // bridge: Linear(in, L·H) unless zero
     const BridgeKind bridge = effective_bridge(cfg);
     if (bridge != BridgeKind::zero) {
@@ -65,7 +69,8 @@ void visit_param_shapes(const ModelConfig& cfg, const ShapeFn& f) {
     const bool luong = cfg.decoder.kind == DecoderKind::luong;
     const int64_t feed = luong ? (cfg.decoder.input_feeding ? H : 0) : C;
     for (int64_t l = 0; l < L; ++l)
-        rnn_cell(f, "decoder.rnn.", "_l" + std::to_string(l), gates(cfg.decoder.cell), l == 0 ? E + feed : H, H);
+        rnn_cell(f, "decoder.rnn.", "_l" + std::to_string(l), gates(cfg.decoder.cell),
+                 l == 0 ? E + feed : H, H);
     if (luong) f("decoder.combine.weight", Shape{H, H + C});
     if (cfg.decoder.deep_output) {
         f("decoder.deep_output.state.weight", Shape{d_out, H});
@@ -94,16 +99,17 @@ void visit_param_shapes(const ModelConfig& cfg, const ShapeFn& f) {
 
 std::vector<std::pair<std::string, Shape>> model_param_shapes(const ModelConfig& cfg) {
     std::vector<std::pair<std::string, Shape>> out;
-    visit_param_shapes(cfg, [&](const std::string& name, const Shape& shape) { out.emplace_back(name, shape); });
+    visit_param_shapes(
+        cfg, [&](const std::string& name, const Shape& shape) { out.emplace_back(name, shape); });
     return out;
 }
 
 LoadedModel model_from_safetensors(const SafeTensors& st) {
-    NZ_CHECK(st.has_meta(kModelFormatKey), "'{}' is not a nazar model file (no '{}' metadata)", st.source,
-             kModelFormatKey);
+    NZ_CHECK(st.has_meta(kModelFormatKey), "'{}' is not a nazar model file (no '{}' metadata)",
+             st.source, kModelFormatKey);
     NZ_CHECK(st.meta(kModelFormatKey) == kModelFormatVersion,
-             "'{}': model format version '{}' is not supported (this nazar reads version '{}')", st.source,
-             st.meta(kModelFormatKey), kModelFormatVersion);
+             "'{}': model format version '{}' is not supported (this nazar reads version '{}')",
+             st.source, st.meta(kModelFormatKey), kModelFormatVersion);
     ModelConfig cfg;
     try {
         cfg = model_config_from_string(st.meta(kModelConfigKey));
@@ -115,10 +121,11 @@ LoadedModel model_from_safetensors(const SafeTensors& st) {
     // allocated: a config with huge sizes then fails here, and a model that passes costs at most
     // twice the file's tensor bytes (values + gradients).
     visit_param_shapes(cfg, [&](const std::string& name, const Shape& shape) {
-        NZ_CHECK(st.contains(name), "'{}': tensor '{}' is missing (expected shape {})", st.source, name, shape.str());
+        NZ_CHECK(st.contains(name), "'{}': tensor '{}' is missing (expected shape {})", st.source,
+                 name, shape.str());
         const Shape& got = st.get(name).shape();
-        NZ_CHECK(got == shape, "'{}': tensor '{}' has shape {}, expected {} (from nazar.config)", st.source, name,
-                 got.str(), shape.str());
+        NZ_CHECK(got == shape, "'{}': tensor '{}' has shape {}, expected {} (from nazar.config)",
+                 st.source, name, got.str(), shape.str());
     });
     LoadedModel out;
     out.model = std::make_unique<Seq2Seq>(cfg);
@@ -126,11 +133,12 @@ LoadedModel model_from_safetensors(const SafeTensors& st) {
     std::set<std::string> expected;
     for (const auto& p : params) {
         expected.insert(p.name);
-        NZ_CHECK(st.contains(p.name), "'{}': tensor '{}' is missing (expected shape {})", st.source, p.name,
-                 p.value->shape().str());
+        NZ_CHECK(st.contains(p.name), "'{}': tensor '{}' is missing (expected shape {})", st.source,
+                 p.name, p.value->shape().str());
         const Tensor& t = st.get(p.name);
-        NZ_CHECK(t.shape() == p.value->shape(), "'{}': tensor '{}' has shape {}, expected {} (from nazar.config)",
-                 st.source, p.name, t.shape().str(), p.value->shape().str());
+        NZ_CHECK(t.shape() == p.value->shape(),
+                 "'{}': tensor '{}' has shape {}, expected {} (from nazar.config)", st.source,
+                 p.name, t.shape().str(), p.value->shape().str());
         p.value->copy_from(t);
     }
     if (cfg.tie_target_embeddings) {
@@ -139,13 +147,15 @@ LoadedModel model_from_safetensors(const SafeTensors& st) {
             const TensorView emb = out.model->decoder.embedding.params.weight;
             const Tensor& g = st.get("generator.weight", emb.shape());
             NZ_CHECK(max_abs_diff(g, emb) == 0.0,
-                     "'{}': tied model but generator.weight differs from decoder.embedding.weight", st.source);
+                     "'{}': tied model but generator.weight differs from decoder.embedding.weight",
+                     st.source);
         }
     }
     for (const auto& name : st.names()) {
         const bool state = name.rfind("optim.", 0) == 0 || name.rfind("train.", 0) == 0;
-        NZ_CHECK(state || expected.count(name), "'{}': unexpected tensor '{}' (shape {}) for this configuration",
-                 st.source, name, st.get(name).shape().str());
+        NZ_CHECK(state || expected.count(name),
+                 "'{}': unexpected tensor '{}' (shape {}) for this configuration", st.source, name,
+                 st.get(name).shape().str());
     }
     check_vocab(st, kSrcVocabKey, cfg.src_vocab_size, "source");
     check_vocab(st, kTgtVocabKey, cfg.tgt_vocab_size, "target");
@@ -153,12 +163,15 @@ LoadedModel model_from_safetensors(const SafeTensors& st) {
     return out;
 }
 
-void save_model(const std::string& path, Seq2Seq& model, const std::map<std::string, std::string>& metadata) {
+void save_model(const std::string& path, Seq2Seq& model,
+                const std::map<std::string, std::string>& metadata) {
     SafeTensors st;
     model_to_safetensors(model, metadata, st);
     save_safetensors(path, st);
 }
 
-LoadedModel load_model(const std::string& path) { return model_from_safetensors(load_safetensors(path)); }
+LoadedModel load_model(const std::string& path) {
+    return model_from_safetensors(load_safetensors(path));
+}
 
 }  // namespace nazar

@@ -36,7 +36,7 @@ namespace nazar {
 inline constexpr const char* kModelFormatKey = "nazar.format";
 inline constexpr const char* kModelFormatVersion = "1";
 inline constexpr const char* kModelConfigKey = "nazar.config";
-inline constexpr const char* kSrcVocabKey = "nazar.src_vocab";          // Vocab::to_json()
+inline constexpr const char* kSrcVocabKey = "nazar.src_vocab";  // Vocab::to_json()
 inline constexpr const char* kTgtVocabKey = "nazar.tgt_vocab";
 inline constexpr const char* kSrcTokenizerKey = "nazar.src_tokenizer";  // Tokenizer::to_string()
 inline constexpr const char* kTgtTokenizerKey = "nazar.tgt_tokenizer";
@@ -50,7 +50,8 @@ struct LoadedModel {
 // shapes from the configuration alone (nothing is allocated for the tensors). cfg must be valid
 // (validate()). f may throw to stop early: the loader does at the first tensor the file lacks,
 // so a hostile layer count (num_layers 10^9) costs as many steps as the file has tensors.
-void visit_param_shapes(const ModelConfig& cfg, const std::function<void(const std::string&, const Shape&)>& f);
+void visit_param_shapes(const ModelConfig& cfg,
+                        const std::function<void(const std::string&, const Shape&)>& f);
 // The same as a list (tests).
 std::vector<std::pair<std::string, Shape>> model_param_shapes(const ModelConfig& cfg);
 

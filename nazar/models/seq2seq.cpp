@@ -16,8 +16,12 @@ const ModelConfig& checked(const ModelConfig& cfg) {
     return cfg;
 }
 
-bool absent(TensorView v) { return v.ndim() == 0 || v.numel() == 0; }  // default views have ndim 0
-TensorView sel(const Tensor& x, int i) { return absent(x) ? TensorView() : x.select(i); }
+bool absent(TensorView v) {
+    return v.ndim() == 0 || v.numel() == 0;
+}  // default views have ndim 0
+TensorView sel(const Tensor& x, int i) {
+    return absent(x) ? TensorView() : x.select(i);
+}
 
 // out rows n = in rows rows[n] along dimension `dim` (0 or 1) of a 2-, 3- or 4-D tensor. An
 // absent tensor ((0) placeholder: GRU's c, dot's keys, no feed) stays absent; a real one with no
@@ -60,7 +64,8 @@ Seq2Seq::Seq2Seq(const ModelConfig& cfg, Rng&& rng)
       bridge(cfg, rng),
       decoder(cfg, rng),
       attention(attention_config(cfg), rng),
-      generator({.in_features = generator_input_size(cfg), .out_features = cfg.tgt_vocab_size}, rng),
+      generator({.in_features = generator_input_size(cfg), .out_features = cfg.tgt_vocab_size},
+                rng),
       cfg_(cfg) {
     if (cfg.tie_target_embeddings) {  // generator.weight IS decoder.embedding.weight
         generator.params.weight = Tensor(Shape{0});
@@ -79,7 +84,8 @@ ParamList Seq2Seq::parameters() {
 }
 
 TensorView Seq2Seq::generator_weight() const {
-    return cfg_.tie_target_embeddings ? decoder.embedding.params.weight.view() : generator.params.weight.view();
+    return cfg_.tie_target_embeddings ? decoder.embedding.params.weight.view()
+                                      : generator.params.weight.view();
 }
 
 void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, Mode mode) {
@@ -89,10 +95,14 @@ void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, M
                  static_cast<int64_t>(batch.tgt_in.size()) == int64_t{B} * T &&
                  static_cast<int64_t>(batch.tgt_out.size()) == int64_t{B} * T &&
                  static_cast<int>(batch.src_lengths.size()) == B,
-             "seq2seq: inconsistent batch: B {} S {} T {} but {} src ids, {} tgt_in, {} tgt_out, {} lengths", B, S, T,
-             batch.src.size(), batch.tgt_in.size(), batch.tgt_out.size(), batch.src_lengths.size());
-    NZ_CHECK(sampling_prob >= 0 && sampling_prob <= 1, "sampling_prob must be in [0, 1], got {}", sampling_prob);
-    const int C = encoder.output_size(), H = decoder.H, L = decoder.L, E = decoder.E, D = decoder.output_size();
+             "seq2seq: inconsistent batch: B {} S {} T {} but {} src ids, {} tgt_in, {} tgt_out, "
+             "{} lengths",
+             B, S, T, batch.src.size(), batch.tgt_in.size(), batch.tgt_out.size(),
+             batch.src_lengths.size());
+    NZ_CHECK(sampling_prob >= 0 && sampling_prob <= 1, "sampling_prob must be in [0, 1], got {}",
+             sampling_prob);
+    const int C = encoder.output_size(), H = decoder.H, L = decoder.L, E = decoder.E,
+              D = decoder.output_size();
     const int V = cfg_.tgt_vocab_size;
     const bool lstm = decoder.cell == CellType::lstm;
     const bool feeding = decoder.kind == DecoderKind::luong && decoder.feed_size() > 0;
@@ -112,7 +122,8 @@ void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, M
     } else {
         c_all_ = Tensor(Shape{0});
     }
-    bridge.forward(src_.enc_out, enc_cache_.final, batch.src_lengths, h_all_.select(0), bridge_cache_);
+    bridge.forward(src_.enc_out, enc_cache_.final, batch.src_lengths, h_all_.select(0),
+                   bridge_cache_);
     if (feeding) feed0_.resize({B, H});  // s̃_{-1} = 0
 
     // decoder over time
@@ -145,16 +156,20 @@ void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, M
             gemm(out_.select(t - 1), false, generator_weight(), true, logits_);
             kernels::add_bias_rows(logits_, generator.params.bias);
             for (int b = 0; b < B; ++b)
-                if (rng.bernoulli(sampling_prob)) in[b] = argmax_row(logits_.data() + static_cast<int64_t>(b) * V, V);
+                if (rng.bernoulli(sampling_prob))
+                    in[b] = argmax_row(logits_.data() + static_cast<int64_t>(b) * V, V);
         }
         if (sampling) decoder.embedding.forward({in, static_cast<std::size_t>(B)}, emb_.select(t));
-        const TensorView feed_prev = feeding ? (t == 0 ? feed0_.view() : out_.select(t - 1)) : TensorView();
-        decoder.step_forward(t, emb_.select(t), h_all_.select(t), sel(c_all_, t), feed_prev, src_, attention,
-                             h_all_.select(t + 1), sel(c_all_, t + 1), out_.select(t), steps_[t], rng, mode,
-                             sampling ? TensorView() : gi0_.select(t));
+        const TensorView feed_prev =
+            feeding ? (t == 0 ? feed0_.view() : out_.select(t - 1)) : TensorView();
+        decoder.step_forward(t, emb_.select(t), h_all_.select(t), sel(c_all_, t), feed_prev, src_,
+                             attention, h_all_.select(t + 1), sel(c_all_, t + 1), out_.select(t),
+                             steps_[t], rng, mode, sampling ? TensorView() : gi0_.select(t));
     }
     decoder.set_split_outputs(false);
-    if (split_) decoder.outputs_forward(h_all_, src_, attention, std::span<DecoderStepCache>(steps_.data(), T), out_);
+    if (split_)
+        decoder.outputs_forward(h_all_, src_, attention,
+                                std::span<DecoderStepCache>(steps_.data(), T), out_);
 }
 
 void Seq2Seq::backward_batch(const Batch& batch) {
@@ -170,14 +185,17 @@ void Seq2Seq::backward_batch(const Batch& batch) {
         if (lstm) d_c_[i].resize({L, B, H});
     }
     if (feeding) d_feed0_.resize({B, H}, false);
-    // d_h_[cur] = d loss / d h_all[t+1] (the carry from later steps), d_h_[nxt] receives d / d h_all[t]
+    // d_h_[cur] = d loss / d h_all[t+1] (the carry from later steps), d_h_[nxt] receives d / d
+    // h_all[t]
     int cur = 0;
     // weight gradients in chunks of ≈ 512 rows (K = chunk·B), not per step (K = B)
-    decoder.begin_backward(std::span<const DecoderStepCache>(steps_.data(), T), h_all_, attention, d_emb_);
+    decoder.begin_backward(std::span<const DecoderStepCache>(steps_.data(), T), h_all_, attention,
+                           d_emb_);
     if (split_) {  // d s_t of the outputs (combine + attention) of every step; then the cells alone
         d_s_all_.resize({T, B, H}, false);
         decoder.outputs_backward(d_out_, out_, h_all_, src_, attention,
-                                 std::span<const DecoderStepCache>(steps_.data(), T), d_s_all_, d_enc_out_, d_keys_);
+                                 std::span<const DecoderStepCache>(steps_.data(), T), d_s_all_,
+                                 d_enc_out_, d_keys_);
     }
     decoder.set_split_outputs(split_);
     for (int t = T - 1; t >= 0; --t) {
@@ -189,10 +207,11 @@ void Seq2Seq::backward_batch(const Batch& batch) {
             if (t == 0) d_feed0_.zero();
             d_feed = t > 0 ? d_out_.select(t - 1) : d_feed0_.view();  // s̃_{t-1} = o_{t-1}
         }
-        decoder.step_backward(t, split_ ? d_s_all_.select(t) : d_out_.select(t), emb_.select(t), h_all_.select(t), sel(c_all_, t),
-                              h_all_.select(t + 1), sel(c_all_, t + 1), out_.select(t), src_, attention, steps_[t],
-                              d_h_[cur], lstm ? d_c_[cur].view() : TensorView(), d_h_[nxt],
-                              lstm ? d_c_[nxt].view() : TensorView(), d_feed, d_emb_.select(t), d_enc_out_, d_keys_);
+        decoder.step_backward(
+            t, split_ ? d_s_all_.select(t) : d_out_.select(t), emb_.select(t), h_all_.select(t),
+            sel(c_all_, t), h_all_.select(t + 1), sel(c_all_, t + 1), out_.select(t), src_,
+            attention, steps_[t], d_h_[cur], lstm ? d_c_[cur].view() : TensorView(), d_h_[nxt],
+            lstm ? d_c_[nxt].view() : TensorView(), d_feed, d_emb_.select(t), d_enc_out_, d_keys_);
         cur = nxt;
     }
     decoder.set_split_outputs(false);
@@ -201,26 +220,31 @@ void Seq2Seq::backward_batch(const Batch& batch) {
     // d_h_[cur] = d loss / d s_0 (c_0 = 0 is a constant)
     d_enc_final_.h.resize(enc_cache_.final.h.shape());
     d_enc_final_.c = Tensor(Shape{0});
-    bridge.backward(d_h_[cur], src_.enc_out, enc_cache_.final, batch.src_lengths, bridge_cache_, d_enc_out_,
-                    d_enc_final_);
+    bridge.backward(d_h_[cur], src_.enc_out, enc_cache_.final, batch.src_lengths, bridge_cache_,
+                    d_enc_out_, d_enc_final_);
     attention.precompute_backward(src_.enc_out, d_keys_, d_enc_out_);
     encoder.backward(batch.src, d_enc_out_, d_enc_final_, enc_cache_);
 }
 
 LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& rng) {
     forward_batch(batch, opt.sampling_prob, rng, Mode::train);
-    const SoftmaxXentOptions xo{.ignore_index = cfg_.special_ids.pad, .label_smoothing = opt.label_smoothing,
+    const SoftmaxXentOptions xo{.ignore_index = cfg_.special_ids.pad,
+                                .label_smoothing = opt.label_smoothing,
                                 .chunk_rows = opt.chunk_rows};
-    if (!xent_ || xent_->options().label_smoothing != xo.label_smoothing || xent_->options().chunk_rows != xo.chunk_rows)
+    if (!xent_ || xent_->options().label_smoothing != xo.label_smoothing ||
+        xent_->options().chunk_rows != xo.chunk_rows)
         xent_ = std::make_unique<SoftmaxXent>(xo);
     const int T = batch.T, B = batch.B, D = decoder.output_size();
     const int64_t tokens = count_targets(targets_, xo.ignore_index);
-    const float scale = opt.grad_scale != 0 ? opt.grad_scale : (tokens > 0 ? 1.0f / static_cast<float>(tokens) : 0.0f);
+    const float scale = opt.grad_scale != 0
+                            ? opt.grad_scale
+                            : (tokens > 0 ? 1.0f / static_cast<float>(tokens) : 0.0f);
     d_out_.resize({T, B, D});
-    Tensor& d_W = cfg_.tie_target_embeddings ? decoder.embedding.grad.weight : generator.grad.weight;
-    const XentStats st = xent_->forward_backward(out_.reshape({int64_t{T} * B, D}), generator_weight(),
-                                                 generator.params.bias, targets_, scale,
-                                                 d_out_.reshape({int64_t{T} * B, D}), d_W, generator.grad.bias);
+    Tensor& d_W =
+        cfg_.tie_target_embeddings ? decoder.embedding.grad.weight : generator.grad.weight;
+    const XentStats st = xent_->forward_backward(
+        out_.reshape({int64_t{T} * B, D}), generator_weight(), generator.params.bias, targets_,
+        scale, d_out_.reshape({int64_t{T} * B, D}), d_W, generator.grad.bias);
     backward_batch(batch);
     return {st.loss, st.tokens, st.correct};
 }
@@ -228,16 +252,19 @@ LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& 
 LossStats Seq2Seq::eval_loss(const Batch& batch, float label_smoothing) {
     Rng unused(0);
     forward_batch(batch, 0.0f, unused, Mode::eval);
-    const SoftmaxXentOptions xo{.ignore_index = cfg_.special_ids.pad, .label_smoothing = label_smoothing};
-    if (!xent_ || xent_->options().label_smoothing != label_smoothing) xent_ = std::make_unique<SoftmaxXent>(xo);
+    const SoftmaxXentOptions xo{.ignore_index = cfg_.special_ids.pad,
+                                .label_smoothing = label_smoothing};
+    if (!xent_ || xent_->options().label_smoothing != label_smoothing)
+        xent_ = std::make_unique<SoftmaxXent>(xo);
     const int T = batch.T, B = batch.B, D = decoder.output_size();
-    const XentStats st =
-        xent_->forward(out_.reshape({int64_t{T} * B, D}), generator_weight(), generator.params.bias, targets_);
+    const XentStats st = xent_->forward(out_.reshape({int64_t{T} * B, D}), generator_weight(),
+                                        generator.params.bias, targets_);
     return {st.loss, st.tokens, st.correct};
 }
 
 void Seq2Seq::score(const Batch& batch, std::span<double> out) {
-    NZ_CHECK(static_cast<int>(out.size()) == batch.B, "score: {} outputs for a batch of {}", out.size(), batch.B);
+    NZ_CHECK(static_cast<int>(out.size()) == batch.B, "score: {} outputs for a batch of {}",
+             out.size(), batch.B);
     Rng unused(0);
     forward_batch(batch, 0.0f, unused, Mode::eval);
     const int B = batch.B, T = batch.T, V = cfg_.tgt_vocab_size, D = decoder.output_size();
@@ -259,11 +286,11 @@ void Seq2Seq::score(const Batch& batch, std::span<double> out) {
 
 // ---- incremental decoding ----
 
-void Seq2Seq::encode(std::span<const int32_t> src, std::span<const int> lengths, int S, EncodedSource& out,
-                     int rows_per_sentence) {
+void Seq2Seq::encode(std::span<const int32_t> src, std::span<const int> lengths, int S,
+                     EncodedSource& out, int rows_per_sentence) {
     const int N = static_cast<int>(lengths.size());
-    NZ_CHECK(N > 0 && static_cast<int64_t>(src.size()) == int64_t{N} * S, "encode: {} ids for {} sentences of {}",
-             src.size(), N, S);
+    NZ_CHECK(N > 0 && static_cast<int64_t>(src.size()) == int64_t{N} * S,
+             "encode: {} ids for {} sentences of {}", src.size(), N, S);
     Rng unused(0);
     out.N = N;
     out.S = S;
@@ -277,18 +304,20 @@ void Seq2Seq::encode(std::span<const int32_t> src, std::span<const int> lengths,
     bridge.forward(out.enc_out, step_enc_cache_.final, lengths, out.init_h, bridge_cache_);
 }
 
-void Seq2Seq::select_rows(const EncodedSource& in, std::span<const int> rows, EncodedSource& out) const {
+void Seq2Seq::select_rows(const EncodedSource& in, std::span<const int> rows,
+                          EncodedSource& out) const {
     NZ_CHECK(&in != &out, "select_rows: in and out must differ");
     out.N = static_cast<int>(rows.size());
     out.S = in.S;
     out.lengths.resize(rows.size());
     for (std::size_t n = 0; n < rows.size(); ++n) {
-        NZ_CHECK(rows[n] >= 0 && rows[n] < in.N, "select_rows: row {} outside [0, {})", rows[n], in.N);
+        NZ_CHECK(rows[n] >= 0 && rows[n] < in.N, "select_rows: row {} outside [0, {})", rows[n],
+                 in.N);
         out.lengths[n] = in.lengths[rows[n]];
     }
     gather(in.enc_out, 0, rows, out.enc_out);
     gather(in.keys.keys, 0, rows, out.keys.keys);  // dot: (0) stays (0)
-    out.keys.query_t = in.keys.query_t;           // per-batch transposed weights: shared
+    out.keys.query_t = in.keys.query_t;            // per-batch transposed weights: shared
     out.wih_t = in.wih_t;
     out.whh_t = in.whh_t;
     gather(in.init_h, 1, rows, out.init_h);
@@ -309,11 +338,11 @@ void Seq2Seq::init_state(const EncodedSource& src, DecoderState& state) {
         state.feed = Tensor(Shape{0});
 }
 
-void Seq2Seq::step(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state, TensorView log_probs,
-                   TensorView attn) {
+void Seq2Seq::step(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state,
+                   TensorView log_probs, TensorView attn) {
     const int N = static_cast<int>(prev.size());
-    NZ_CHECK(N == src.N && N == state.rows(), "step: {} tokens, {} source rows, {} state rows", N, src.N,
-             state.rows());
+    NZ_CHECK(N == src.N && N == state.rows(), "step: {} tokens, {} source rows, {} state rows", N,
+             src.N, state.rows());
     NZ_CHECK_SHAPE(log_probs, {N, cfg_.tgt_vocab_size});
     Rng unused(0);
     step_emb_.resize({N, decoder.E}, false);
@@ -321,8 +350,8 @@ void Seq2Seq::step(std::span<const int32_t> prev, const EncodedSource& src, Deco
     step_out_.resize({N, decoder.output_size()}, false);
     decoder.set_split_outputs(false);  // (a training forward that threw may have left it on)
     // eval mode: the new state may overwrite the old one in place
-    decoder.step_forward(state.t, step_emb_, state.h, state.c, state.feed, src, attention, state.h, state.c,
-                         step_out_, step_cache_, unused, Mode::eval);
+    decoder.step_forward(state.t, step_emb_, state.h, state.c, state.feed, src, attention, state.h,
+                         state.c, step_out_, step_cache_, unused, Mode::eval);
     if (!absent(state.feed)) state.feed.copy_from(step_out_);
     output_log_probs(step_out_, generator_weight(), generator.params.bias, log_probs);
     if (!absent(attn)) {
@@ -332,7 +361,8 @@ void Seq2Seq::step(std::span<const int32_t> prev, const EncodedSource& src, Deco
     ++state.t;
 }
 
-void Seq2Seq::select_state(const DecoderState& in, std::span<const int> rows, DecoderState& out) const {
+void Seq2Seq::select_state(const DecoderState& in, std::span<const int> rows,
+                           DecoderState& out) const {
     NZ_CHECK(&in != &out, "select_state: in and out must differ");
     out.t = in.t;
     gather(in.h, 1, rows, out.h);

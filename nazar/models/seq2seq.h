@@ -22,7 +22,8 @@
 //   encoder.embedding.weight, encoder.rnn.*, bridge.weight/bias (absent for zero),
 //   decoder.embedding.weight, decoder.rnn.*, decoder.combine.weight (luong),
 //   decoder.deep_output.{state,prev,context}.weight (deep output), attention.* (attention.h),
-//   generator.weight (V, d_out) (absent when tied: it IS decoder.embedding.weight), generator.bias (V).
+//   generator.weight (V, d_out) (absent when tied: it IS decoder.embedding.weight), generator.bias
+//   (V).
 // Determinism: same seed, same data, same thread count => bit-identical results.
 // Not thread-safe (scratch buffers are members); buffers are sized per batch and reused.
 #pragma once
@@ -58,10 +59,10 @@ struct LossStats {
 
 // Decoder state of N rows between steps.
 struct DecoderState {
-    int t = 0;       // steps taken (the next step's index; local-m centres on it)
-    Tensor h;        // (L, N, H)
-    Tensor c;        // (L, N, H)  LSTM only (else empty)
-    Tensor feed;     // (N, H)     luong: s̃_{t-1} (0 before the first step); else empty
+    int t = 0;    // steps taken (the next step's index; local-m centres on it)
+    Tensor h;     // (L, N, H)
+    Tensor c;     // (L, N, H)  LSTM only (else empty)
+    Tensor feed;  // (N, H)     luong: s̃_{t-1} (0 before the first step); else empty
     int rows() const { return h.ndim() == 3 ? h.dim(1) : 0; }
 };
 
@@ -87,8 +88,8 @@ public:
     // enc_out (N, 0, C), attention rows of width 0, context 0 (as for any empty sentence).
     // rows_per_sentence: decoder rows per sentence in the steps that follow (the beam size), so
     // that the per-step weights are transposed for the batch only when that pays (blas.h).
-    void encode(std::span<const int32_t> src, std::span<const int> lengths, int S, EncodedSource& out,
-                int rows_per_sentence = 1);
+    void encode(std::span<const int32_t> src, std::span<const int> lengths, int S,
+                EncodedSource& out, int rows_per_sentence = 1);
     // out row n = in row rows[n] (any N'; repeats allowed): expand sentences to beams.
     void select_rows(const EncodedSource& in, std::span<const int> rows, EncodedSource& out) const;
     // The bridge's initial state for every row of `src`; t = 0, feed = 0.
@@ -96,10 +97,9 @@ public:
     // One step: prev tokens (N) -> log-probs (N, V), attention weights (N, S) (dense, zero at
     // padding / outside local windows); state advances to t + 1 in place.
     void step(std::span<const int32_t> prev,  // (N)
-              const EncodedSource& src,
-              DecoderState& state,
-              TensorView log_probs,           // (N, V) out
-              TensorView attention);          // (N, S) out; empty view = not needed
+              const EncodedSource& src, DecoderState& state,
+              TensorView log_probs,   // (N, V) out
+              TensorView attention);  // (N, S) out; empty view = not needed
     // out row n = in row rows[n] (reorder/select beams). out must not be in.
     void select_state(const DecoderState& in, std::span<const int> rows, DecoderState& out) const;
 
@@ -114,7 +114,8 @@ public:
 
 private:
     Seq2Seq(const ModelConfig& cfg, Rng&& rng);  // cfg already validated; rng draws the init
-    // Teacher-forced (optionally sampled) forward over the batch into the step caches; O (T, B, d_out).
+    // Teacher-forced (optionally sampled) forward over the batch into the step caches; O (T, B,
+    // d_out).
     void forward_batch(const Batch& batch, float sampling_prob, Rng& rng, Mode mode);
     void backward_batch(const Batch& batch);
 
@@ -122,26 +123,26 @@ private:
     // ---- per-batch buffers (resized per batch, reused) ----
     EncoderCache enc_cache_;
     BridgeCache bridge_cache_;
-    EncodedSource src_;                       // N = B
-    std::vector<int32_t> inputs_;             // (T, B) decoder input ids actually fed
-    std::vector<int> targets_;                // (T, B) tgt_out, time-major
-    Tensor emb_;                              // (T, B, E)
-    Tensor gi0_;                              // (T, B, G·H) teacher forcing: e_t W_eᵀ + b_ih of layer 0
-    bool split_ = false;                      // this batch ran Decoder's split outputs (outputs_forward)
-    Tensor d_s_all_;                          // (T, B, H)  split: d s_t from outputs_backward
-    Tensor h_all_, c_all_;                    // (T+1, L, B, H)
-    Tensor feed0_;                            // (B, H) zeros: s̃_{-1}
-    Tensor out_;                              // (T, B, d_out)
-    std::vector<DecoderStepCache> steps_;     // [T]
+    EncodedSource src_;            // N = B
+    std::vector<int32_t> inputs_;  // (T, B) decoder input ids actually fed
+    std::vector<int> targets_;     // (T, B) tgt_out, time-major
+    Tensor emb_;                   // (T, B, E)
+    Tensor gi0_;                   // (T, B, G·H) teacher forcing: e_t W_eᵀ + b_ih of layer 0
+    bool split_ = false;           // this batch ran Decoder's split outputs (outputs_forward)
+    Tensor d_s_all_;               // (T, B, H)  split: d s_t from outputs_backward
+    Tensor h_all_, c_all_;         // (T+1, L, B, H)
+    Tensor feed0_;                 // (B, H) zeros: s̃_{-1}
+    Tensor out_;                   // (T, B, d_out)
+    std::vector<DecoderStepCache> steps_;  // [T]
     Tensor d_out_, d_emb_, d_enc_out_, d_keys_;
-    Tensor d_h_[2], d_c_[2];                  // (L, B, H) ping-pong carries
+    Tensor d_h_[2], d_c_[2];  // (L, B, H) ping-pong carries
     RNNState d_enc_final_;
-    Tensor logits_;                           // (B, V) scheduled sampling / scoring
+    Tensor logits_;  // (B, V) scheduled sampling / scoring
     std::unique_ptr<SoftmaxXent> xent_;
     // ---- step API scratch ----
-    Tensor step_emb_;                         // (N, E)
-    Tensor step_out_;                         // (N, d_out)
-    Tensor d_feed0_;                          // (B, H) sink for d s̃_{-1}
+    Tensor step_emb_;  // (N, E)
+    Tensor step_out_;  // (N, d_out)
+    Tensor d_feed0_;   // (B, H) sink for d s̃_{-1}
     DecoderStepCache step_cache_;
     EncoderCache step_enc_cache_;
 };

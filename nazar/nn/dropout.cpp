@@ -5,14 +5,18 @@ namespace nazar {
 
 // "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
 // numel 1, so empty() is false) or a (0)-shaped one.
-static bool absent(TensorView v) { return v.data() == nullptr || v.numel() == 0; }
+static bool absent(TensorView v) {
+    return v.data() == nullptr || v.numel() == 0;
+}
 
 Dropout::Dropout(Config c) : cfg(c) {
     NZ_CHECK(cfg.p >= 0.0f && cfg.p <= 1.0f, "Dropout: p must be in [0, 1], got {}", cfg.p);
 }
 
-void Dropout::forward(TensorView x, TensorView out, DropoutCache& cache, Rng& rng, Mode mode) const {
-    NZ_CHECK(out.numel() == x.numel(), "Dropout::forward: out {} vs x {}", out.shape().str(), x.shape().str());
+void Dropout::forward(TensorView x, TensorView out, DropoutCache& cache, Rng& rng,
+                      Mode mode) const {
+    NZ_CHECK(out.numel() == x.numel(), "Dropout::forward: out {} vs x {}", out.shape().str(),
+             x.shape().str());
     const int64_t n = x.numel();
     if (mode == Mode::eval || cfg.p == 0.0f) {
         cache.mask.resize({0});
@@ -28,16 +32,16 @@ void Dropout::forward(TensorView x, TensorView out, DropoutCache& cache, Rng& rn
 }
 
 void Dropout::backward(TensorView d_out, const DropoutCache& cache, TensorView d_x) const {
-    NZ_CHECK(d_x.numel() == d_out.numel(), "Dropout::backward: d_x {} vs d_out {}", d_x.shape().str(),
-             d_out.shape().str());
+    NZ_CHECK(d_x.numel() == d_out.numel(), "Dropout::backward: d_x {} vs d_out {}",
+             d_x.shape().str(), d_out.shape().str());
     const int64_t n = d_out.numel();
     // out = x ⊙ m   =>   d_x += d_out ⊙ m   (identity when no mask)
     if (absent(cache.mask)) {
         for (int64_t i = 0; i < n; ++i) d_x[i] += d_out[i];
         return;
     }
-    NZ_CHECK(cache.mask.numel() == n, "Dropout::backward: mask of {} for d_out {}", cache.mask.numel(),
-             d_out.shape().str());
+    NZ_CHECK(cache.mask.numel() == n, "Dropout::backward: mask of {} for d_out {}",
+             cache.mask.numel(), d_out.shape().str());
     const float* m = cache.mask.data();
     for (int64_t i = 0; i < n; ++i) d_x[i] += d_out[i] * m[i];
 }

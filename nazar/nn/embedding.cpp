@@ -8,9 +8,11 @@ namespace nazar {
 
 Embedding::Embedding(Config c, Rng& rng) : cfg(c) {
     NZ_CHECK(cfg.num_embeddings > 0 && cfg.embedding_dim > 0,
-             "Embedding: sizes must be positive, got V={} E={}", cfg.num_embeddings, cfg.embedding_dim);
+             "Embedding: sizes must be positive, got V={} E={}", cfg.num_embeddings,
+             cfg.embedding_dim);
     NZ_CHECK(cfg.padding_idx >= -1 && cfg.padding_idx < cfg.num_embeddings,
-             "Embedding: padding_idx {} out of range for V={}", cfg.padding_idx, cfg.num_embeddings);
+             "Embedding: padding_idx {} out of range for V={}", cfg.padding_idx,
+             cfg.num_embeddings);
     params.weight = Tensor({cfg.num_embeddings, cfg.embedding_dim});
     rng.fill_normal(params.weight, 0.0f, 1.0f);
     if (cfg.padding_idx >= 0) params.weight.select(cfg.padding_idx).zero();
@@ -20,12 +22,13 @@ Embedding::Embedding(Config c, Rng& rng) : cfg(c) {
 void Embedding::forward(std::span<const int32_t> ids, TensorView out) const {
     const int V = params.weight.dim(0), E = params.weight.dim(1);
     const int64_t N = static_cast<int64_t>(ids.size());
-    NZ_CHECK(out.numel() == N * E && out.shape()[-1] == E, "Embedding::forward: out {} for {} ids of size {}",
-             out.shape().str(), N, E);
+    NZ_CHECK(out.numel() == N * E && out.shape()[-1] == E,
+             "Embedding::forward: out {} for {} ids of size {}", out.shape().str(), N, E);
     const float* w = params.weight.data();
     for (int64_t n = 0; n < N; ++n) {
         const int32_t id = ids[n];
-        NZ_CHECK(id >= 0 && id < V, "Embedding::forward: id {} at position {} out of range [0, {})", id, n, V);
+        NZ_CHECK(id >= 0 && id < V, "Embedding::forward: id {} at position {} out of range [0, {})",
+                 id, n, V);
         std::memcpy(out.data() + n * E, w + static_cast<int64_t>(id) * E, sizeof(float) * E);
     }
 }
@@ -35,14 +38,15 @@ void Embedding::backward(TensorView d_out, std::span<const int32_t> ids) {
     const int64_t N = static_cast<int64_t>(ids.size());
     NZ_CHECK(d_out.numel() == N * E && d_out.shape()[-1] == E,
              "Embedding::backward: d_out {} for {} ids of size {}", d_out.shape().str(), N, E);
-    NZ_CHECK(grad.weight.dim(0) == V && grad.weight.dim(1) == E, "Embedding::backward: grad.weight {} vs ({}, {})",
-             grad.weight.shape().str(), V, E);
+    NZ_CHECK(grad.weight.dim(0) == V && grad.weight.dim(1) == E,
+             "Embedding::backward: grad.weight {} vs ({}, {})", grad.weight.shape().str(), V, E);
     // out[n] = W[ids[n]]   =>   d_W[ids[n]] += d_out[n]   (padding_idx excluded, as PyTorch)
     scratch_.clear();
     float* g = grad.weight.data();
     for (int64_t n = 0; n < N; ++n) {
         const int32_t id = ids[n];
-        NZ_CHECK(id >= 0 && id < V, "Embedding::backward: id {} at position {} out of range [0, {})", id, n, V);
+        NZ_CHECK(id >= 0 && id < V,
+                 "Embedding::backward: id {} at position {} out of range [0, {})", id, n, V);
         if (id == cfg.padding_idx) continue;
         float* row = g + static_cast<int64_t>(id) * E;
         const float* d = d_out.data() + n * E;
@@ -54,7 +58,8 @@ void Embedding::backward(TensorView d_out, std::span<const int32_t> ids) {
     scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
     const std::size_t old = touched_.size();
     touched_.insert(touched_.end(), scratch_.begin(), scratch_.end());
-    std::inplace_merge(touched_.begin(), touched_.begin() + static_cast<std::ptrdiff_t>(old), touched_.end());
+    std::inplace_merge(touched_.begin(), touched_.begin() + static_cast<std::ptrdiff_t>(old),
+                       touched_.end());
     touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
 }
 

@@ -23,7 +23,10 @@ namespace nazar {
 struct EmbeddingParams {
     Tensor weight{Shape{0}};  // (V, E)
 
-    template <class F> void visit(F&& f) { f("weight", weight); }
+    template <class F>
+    void visit(F&& f) {
+        f("weight", weight);
+    }
 };
 
 class Embedding {
@@ -42,8 +45,8 @@ public:
                  TensorView out) const;         // (N, E) or (..., E) with N rows; overwritten
 
     // grad.weight[ids[n]] += d_out[n] for every n (ids == padding_idx skipped); records the rows.
-    void backward(TensorView d_out,                // (N, E) or (..., E)
-                  std::span<const int32_t> ids);   // (N)   same ids forward saw
+    void backward(TensorView d_out,               // (N, E) or (..., E)
+                  std::span<const int32_t> ids);  // (N)   same ids forward saw
 
     // Rows of grad.weight written since the last zero_grad(): sorted ascending, unique.
     std::span<const int32_t> touched_rows() const { return touched_; }

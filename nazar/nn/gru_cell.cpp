@@ -16,11 +16,15 @@ constexpr int64_t kGateRows = 16;  // rows per parallel chunk of the fused gate 
 
 // "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
 // numel 1, so empty() is false) or a (0)-shaped one.
-static bool absent(TensorView v) { return v.data() == nullptr || v.numel() == 0; }
+static bool absent(TensorView v) {
+    return v.data() == nullptr || v.numel() == 0;
+}
 
-RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, bool bias, Rng* rng) {
-    NZ_CHECK(input_size > 0 && hidden_size > 0, "recurrent cell: sizes must be positive, got input {} hidden {}",
-             input_size, hidden_size);
+RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, bool bias,
+                                   Rng* rng) {
+    NZ_CHECK(input_size > 0 && hidden_size > 0,
+             "recurrent cell: sizes must be positive, got input {} hidden {}", input_size,
+             hidden_size);
     const int GH = gates * hidden_size;
     RNNCellParams p;
     p.weight_ih = Tensor({GH, input_size});
@@ -42,7 +46,8 @@ RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, b
 }
 
 static void check_rows(TensorView v, int cols, const char* what) {
-    NZ_CHECK(v.ndim() >= 1 && v.shape()[-1] == cols, "{}: {} needs last dimension {}", what, v.shape().str(), cols);
+    NZ_CHECK(v.ndim() >= 1 && v.shape()[-1] == cols, "{}: {} needs last dimension {}", what,
+             v.shape().str(), cols);
 }
 
 static void fill_rows(TensorView m, TensorView bias) {  // m (R, C) rows = bias (C)
@@ -55,64 +60,69 @@ void cell_project_input(const RNNCellParams& p, TensorView x, TensorView gi, Wei
     check_rows(x, I, "cell_project_input x");
     check_rows(gi, GH, "cell_project_input gi");
     const TensorView xm = x.as_matrix(), gm = gi.as_matrix();
-    NZ_CHECK(xm.dim(0) == gm.dim(0), "cell_project_input: {} rows of x but {} of gi", xm.dim(0), gm.dim(0));
+    NZ_CHECK(xm.dim(0) == gm.dim(0), "cell_project_input: {} rows of x but {} of gi", xm.dim(0),
+             gm.dim(0));
     if (xm.dim(0) == 0) return;
     const bool bias = !absent(p.bias_ih);
     if (bias) fill_rows(gm, p.bias_ih);
-    gemm_xwt(xm.dim(0), GH, I, 1.0f, xm.data(), I, p.weight_ih.data(), I, wih_t, bias ? 1.0f : 0.0f, gm.data(),
+    gemm_xwt(xm.dim(0), GH, I, 1.0f, xm.data(), I, p.weight_ih.data(), I, wih_t, bias ? 1.0f : 0.0f,
+             gm.data(),
              GH);  // gi = x W_ihᵀ (+ b_ih)
 }
 
-void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad, TensorView d_gi, TensorView x,
-                                 TensorView d_x) {
+void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad, TensorView d_gi,
+                                 TensorView x, TensorView d_x) {
     const int GH = p.weight_ih.dim(0), I = p.weight_ih.dim(1);
     check_rows(x, I, "cell_project_input_backward x");
     check_rows(d_gi, GH, "cell_project_input_backward d_gi");
     const TensorView xm = x.as_matrix(), dm = d_gi.as_matrix();
-    NZ_CHECK(xm.dim(0) == dm.dim(0), "cell_project_input_backward: {} rows of x but {} of d_gi", xm.dim(0),
-             dm.dim(0));
+    NZ_CHECK(xm.dim(0) == dm.dim(0), "cell_project_input_backward: {} rows of x but {} of d_gi",
+             xm.dim(0), dm.dim(0));
     if (xm.dim(0) == 0) return;
     // gi = x W_ihᵀ + b_ih   =>   d_W_ih += d_giᵀ x;  d_b_ih += Σ_rows d_gi;  d_x += d_gi W_ih
     gemm(dm, true, xm, false, grad.weight_ih, 1.0f, 1.0f);
     if (!absent(p.bias_ih)) kernels::sum_rows_into(dm, grad.bias_ih);
     if (!absent(d_x)) {
-        NZ_CHECK(d_x.shape() == x.shape(), "cell_project_input_backward: d_x {} vs x {}", d_x.shape().str(),
-                 x.shape().str());
+        NZ_CHECK(d_x.shape() == x.shape(), "cell_project_input_backward: d_x {} vs x {}",
+                 d_x.shape().str(), x.shape().str());
         gemm(dm, false, p.weight_ih, false, d_x.as_matrix(), 1.0f, 1.0f);
     }
 }
 
 void cell_add_recurrent(const RNNCellParams& p, TensorView h, TensorView a, WeightTRows whh_t) {
     const int GH = p.weight_hh.dim(0), H = p.weight_hh.dim(1);
-    NZ_CHECK(h.ndim() == 2 && h.dim(1) == H && a.ndim() == 2 && a.dim(1) == GH && a.dim(0) == h.dim(0),
-             "cell_add_recurrent: h {} and a {} do not fit weight_hh {}", h.shape().str(), a.shape().str(),
-             p.weight_hh.shape().str());
+    NZ_CHECK(
+        h.ndim() == 2 && h.dim(1) == H && a.ndim() == 2 && a.dim(1) == GH && a.dim(0) == h.dim(0),
+        "cell_add_recurrent: h {} and a {} do not fit weight_hh {}", h.shape().str(),
+        a.shape().str(), p.weight_hh.shape().str());
     if (h.dim(0) == 0) return;
     if (!absent(p.bias_hh)) kernels::add_bias_rows(a, p.bias_hh);
-    gemm_xwt(h.dim(0), GH, H, 1.0f, h.data(), H, p.weight_hh.data(), H, whh_t, 1.0f, a.data(), GH);  // a += h W_hhᵀ
+    gemm_xwt(h.dim(0), GH, H, 1.0f, h.data(), H, p.weight_hh.data(), H, whh_t, 1.0f, a.data(),
+             GH);  // a += h W_hhᵀ
 }
 
-void cell_add_recurrent_backward(const RNNCellParams& p, RNNCellParams& grad, TensorView d_a, TensorView h,
-                                 TensorView d_h) {
+void cell_add_recurrent_backward(const RNNCellParams& p, RNNCellParams& grad, TensorView d_a,
+                                 TensorView h, TensorView d_h) {
     const int GH = p.weight_hh.dim(0), H = p.weight_hh.dim(1);
     const TensorView hm = h.as_matrix(), dm = d_a.as_matrix();
     NZ_CHECK(hm.dim(1) == H && dm.dim(1) == GH && hm.dim(0) == dm.dim(0),
-             "cell_add_recurrent_backward: h {} and d_a {} do not fit weight_hh {}", h.shape().str(),
-             d_a.shape().str(), p.weight_hh.shape().str());
+             "cell_add_recurrent_backward: h {} and d_a {} do not fit weight_hh {}",
+             h.shape().str(), d_a.shape().str(), p.weight_hh.shape().str());
     if (hm.dim(0) == 0) return;
     // a += h W_hhᵀ + b_hh   =>   d_W_hh += d_aᵀ h;  d_b_hh += Σ_rows d_a;  d_h += d_a W_hh
     gemm(dm, true, hm, false, grad.weight_hh, 1.0f, 1.0f);
     if (!absent(p.bias_hh)) kernels::sum_rows_into(dm, grad.bias_hh);
     if (!absent(d_h)) {
-        NZ_CHECK(d_h.shape() == h.shape(), "cell_add_recurrent_backward: d_h {} vs h {}", d_h.shape().str(),
-                 h.shape().str());
+        NZ_CHECK(d_h.shape() == h.shape(), "cell_add_recurrent_backward: d_h {} vs h {}",
+                 d_h.shape().str(), h.shape().str());
         gemm(dm, false, p.weight_hh, false, d_h.as_matrix(), 1.0f, 1.0f);
     }
 }
 
 namespace gru {
 
-void gates_forward(TensorView gi, TensorView h, TensorView gates, TensorView gh_n, TensorView h_new, StepMask mask) {
+void gates_forward(TensorView gi, TensorView h, TensorView gates, TensorView gh_n, TensorView h_new,
+                   StepMask mask) {
     const int N = h.dim(0), H = h.dim(1);
     NZ_CHECK_SHAPE(gi, {N, 3 * H});
     NZ_CHECK_SHAPE(gates, {N, 3 * H});
@@ -124,7 +134,8 @@ void gates_forward(TensorView gi, TensorView h, TensorView gates, TensorView gh_
     parallel_for(N, kGateRows, [&](int64_t r0, int64_t r1) {
         for (int b = static_cast<int>(r0); b < static_cast<int>(r1); ++b) {
             const float* x = gi.data() + static_cast<int64_t>(b) * 3 * H;  // gi_r | gi_z | gi_n
-            float* g = gates.data() + static_cast<int64_t>(b) * 3 * H;      // gh_r | gh_z | gh_n -> r | z | n
+            float* g =
+                gates.data() + static_cast<int64_t>(b) * 3 * H;  // gh_r | gh_z | gh_n -> r | z | n
             float* ghn = gh_n.data() + static_cast<int64_t>(b) * H;
             const float* hp = h.data() + static_cast<int64_t>(b) * H;
             float* hn = h_new.data() + static_cast<int64_t>(b) * H;
@@ -153,9 +164,11 @@ void gates_forward(TensorView gi, TensorView h, TensorView gates, TensorView gh_
 // One active row of gates_backward. The restrict-qualified pointers (gates_backward's checks
 // rule out aliasing between a row's inputs and outputs) let GCC vectorise the loop; without them
 // it ran scalar, about 4% of small-config training samples. Same arithmetic per element.
-static void gates_backward_row(const float* __restrict dy, const float* __restrict hp, const float* __restrict r,
-                               const float* __restrict z, const float* __restrict n, const float* __restrict ghn,
-                               float* __restrict dh, float* __restrict dgi, float* __restrict dgh, int H) {
+static void gates_backward_row(const float* __restrict dy, const float* __restrict hp,
+                               const float* __restrict r, const float* __restrict z,
+                               const float* __restrict n, const float* __restrict ghn,
+                               float* __restrict dh, float* __restrict dgi, float* __restrict dgh,
+                               int H) {
     for (int j = 0; j < H; ++j) {
         // h' = (1 − z) n + z h   =>  d_n = d_h' (1 − z),  d_z = d_h' (h − n),  d_h += d_h' z
         const float dn = dy[j] * (1.0f - z[j]);
@@ -176,8 +189,8 @@ static void gates_backward_row(const float* __restrict dy, const float* __restri
     }
 }
 
-void gates_backward(TensorView d_h_new, TensorView h, TensorView gates, TensorView gh_n, TensorView d_gi,
-                    TensorView d_gh, TensorView d_h, StepMask mask) {
+void gates_backward(TensorView d_h_new, TensorView h, TensorView gates, TensorView gh_n,
+                    TensorView d_gi, TensorView d_gh, TensorView d_h, StepMask mask) {
     const int N = h.dim(0), H = h.dim(1);
     NZ_CHECK_SHAPE(d_h_new, {N, H});
     NZ_CHECK_SHAPE(gates, {N, 3 * H});
@@ -220,7 +233,9 @@ GRUCell::GRUCell(Config c, Rng& rng) : cfg(c) {
     grad = make_rnn_cell_params(3, cfg.input_size, cfg.hidden_size, cfg.bias, nullptr);
 }
 
-void GRUCell::project_input(TensorView x, TensorView gi) const { cell_project_input(params, x, gi); }
+void GRUCell::project_input(TensorView x, TensorView gi) const {
+    cell_project_input(params, x, gi);
+}
 
 void GRUCell::project_input_backward(TensorView d_gi, TensorView x, TensorView d_x) {
     cell_project_input_backward(params, grad, d_gi, x, d_x);
@@ -238,8 +253,8 @@ void GRUCell::forward_projected(TensorView gi, TensorView h, TensorView h_new, G
     gru::gates_forward(gi, h, cache.gates, cache.gh_n, h_new, mask);
 }
 
-void GRUCell::backward_projected(TensorView d_h_new, TensorView h, const GRUStepCache& cache, TensorView d_gi,
-                                 TensorView d_h, StepMask mask) {
+void GRUCell::backward_projected(TensorView d_h_new, TensorView h, const GRUStepCache& cache,
+                                 TensorView d_gi, TensorView d_h, StepMask mask) {
     const int N = h.dim(0), H = cfg.hidden_size;
     NZ_CHECK_SHAPE(d_gi, {N, 3 * H});
     d_gi_.resize({N, 3 * H}, false);
@@ -249,20 +264,21 @@ void GRUCell::backward_projected(TensorView d_h_new, TensorView h, const GRUStep
     cell_add_recurrent_backward(params, grad, d_gh_, h, d_h);
 }
 
-void GRUCell::forward(TensorView x, TensorView h, TensorView h_new, GRUStepCache& cache, StepMask mask,
-                      WeightTRows wih_t, WeightTRows whh_t) const {
+void GRUCell::forward(TensorView x, TensorView h, TensorView h_new, GRUStepCache& cache,
+                      StepMask mask, WeightTRows wih_t, WeightTRows whh_t) const {
     NZ_CHECK(x.ndim() == 2 && x.dim(1) == cfg.input_size && h.ndim() == 2 && x.dim(0) == h.dim(0),
-             "GRUCell::forward: x {} and h {} do not fit input_size {}", x.shape().str(), h.shape().str(),
-             cfg.input_size);
+             "GRUCell::forward: x {} and h {} do not fit input_size {}", x.shape().str(),
+             h.shape().str(), cfg.input_size);
     cache.gi.resize({x.dim(0), 3 * cfg.hidden_size}, false);
     cell_project_input(params, x, cache.gi, wih_t);
     forward_projected(cache.gi, h, h_new, cache, mask, whh_t);
 }
 
-void GRUCell::backward(TensorView d_h_new, TensorView x, TensorView h, const GRUStepCache& cache, TensorView d_x,
-                       TensorView d_h, StepMask mask) {
+void GRUCell::backward(TensorView d_h_new, TensorView x, TensorView h, const GRUStepCache& cache,
+                       TensorView d_x, TensorView d_h, StepMask mask) {
     const int N = h.dim(0), H = cfg.hidden_size;
-    NZ_CHECK(x.ndim() == 2 && x.dim(0) == N, "GRUCell::backward: x {} for h {}", x.shape().str(), h.shape().str());
+    NZ_CHECK(x.ndim() == 2 && x.dim(0) == N, "GRUCell::backward: x {} for h {}", x.shape().str(),
+             h.shape().str());
     d_gi_.resize({N, 3 * H}, false);
     d_gh_.resize({N, 3 * H}, false);
     gru::gates_backward(d_h_new, h, cache.gates, cache.gh_n, d_gi_, d_gh_, d_h, mask);
@@ -270,8 +286,9 @@ void GRUCell::backward(TensorView d_h_new, TensorView x, TensorView h, const GRU
     cell_project_input_backward(params, grad, d_gi_, x, d_x);
 }
 
-void GRUCell::backward_data(TensorView d_h_new, TensorView h, const GRUStepCache& cache, TensorView d_gi,
-                            TensorView d_gh, TensorView d_x, TensorView d_h, StepMask mask) const {
+void GRUCell::backward_data(TensorView d_h_new, TensorView h, const GRUStepCache& cache,
+                            TensorView d_gi, TensorView d_gh, TensorView d_x, TensorView d_h,
+                            StepMask mask) const {
     const int N = h.dim(0), H = cfg.hidden_size;
     NZ_CHECK_SHAPE(d_gi, {N, 3 * H});
     NZ_CHECK_SHAPE(d_gh, {N, 3 * H});

@@ -39,7 +39,8 @@ struct RNNCellParams {
     Tensor bias_ih{Shape{0}};    // (G·H), empty when the cell has no bias
     Tensor bias_hh{Shape{0}};    // (G·H), empty when the cell has no bias
 
-    template <class F> void visit(F&& f) {  // torch.nn.GRUCell / LSTMCell state_dict names
+    template <class F>
+    void visit(F&& f) {  // torch.nn.GRUCell / LSTMCell state_dict names
         f("weight_ih", weight_ih);
         f("weight_hh", weight_hh);
         f("bias_ih", bias_ih);
@@ -54,9 +55,9 @@ RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, b
 // The affine parts every cell and the RNN share (G·H = rows of the weights):
 //   gi = x W_ihᵀ + b_ih   for M rows at once (M = N for one step, T·B for a whole layer).
 void cell_project_input(const RNNCellParams& p,
-                        TensorView x,                    // (M, I) or (..., I)
-                        TensorView gi,                   // (M, G·H) or (..., G·H); overwritten
-                        WeightTRows wih_t = {});   // W_ihᵀ of this batch (blas.h) or none
+                        TensorView x,             // (M, I) or (..., I)
+                        TensorView gi,            // (M, G·H) or (..., G·H); overwritten
+                        WeightTRows wih_t = {});  // W_ihᵀ of this batch (blas.h) or none
 //   d_x += d_gi W_ih;  grad.weight_ih += d_giᵀ x;  grad.bias_ih += Σ_rows d_gi.
 void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad,
                                  TensorView d_gi,  // (M, G·H)
@@ -65,14 +66,14 @@ void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad,
 //   a += b_hh, then a += h W_hhᵀ   (GRU passes a = 0 to get gh; LSTM passes a = gi).
 // whh_t: W_hhᵀ made for this batch (refresh_weight_t, blas.h), or null.
 void cell_add_recurrent(const RNNCellParams& p,
-                        TensorView h,   // (N, H)
-                        TensorView a,   // (N, G·H) +=
+                        TensorView h,  // (N, H)
+                        TensorView a,  // (N, G·H) +=
                         WeightTRows whh_t = {});
 //   d_h += d_a W_hh;  grad.weight_hh += d_aᵀ h;  grad.bias_hh += Σ_rows d_a.
 void cell_add_recurrent_backward(const RNNCellParams& p, RNNCellParams& grad,
-                                 TensorView d_a,  // (N, G·H)
-                                 TensorView h,    // (N, H)
-                                 TensorView d_h); // (N, H) +=; empty view = not needed
+                                 TensorView d_a,   // (N, G·H)
+                                 TensorView h,     // (N, H)
+                                 TensorView d_h);  // (N, H) +=; empty view = not needed
 
 // Which rows of a step are real tokens: row b is active iff t < lengths[b].
 // Default (empty lengths) = every row active.
@@ -130,44 +131,44 @@ public:
     GRUCell(Config cfg, Rng& rng);  // U(-1/sqrt(H), 1/sqrt(H)) for all four tensors
 
     // gi = x W_ihᵀ + b_ih for any number of rows (M = N for one step, B·T for a whole sequence).
-    void project_input(TensorView x,            // (M, I) or (..., I)
-                       TensorView gi) const;    // (M, 3H) or (..., 3H); overwritten
+    void project_input(TensorView x,          // (M, I) or (..., I)
+                       TensorView gi) const;  // (M, 3H) or (..., 3H); overwritten
     // d_x += d_gi W_ih;  grad.weight_ih += d_giᵀ x;  grad.bias_ih += Σ_rows d_gi.
     void project_input_backward(TensorView d_gi,  // (M, 3H)
                                 TensorView x,     // (M, I)
                                 TensorView d_x);  // (M, I) +=; empty view = not needed
 
     // One step from a precomputed projection.
-    void forward_projected(TensorView gi,          // (N, 3H)  W_ih x + b_ih
-                           TensorView h,           // (N, H)
-                           TensorView h_new,       // (N, H)   out; may alias h only if the
-                                                   //          caller does not need h for backward
-                           GRUStepCache& cache,    // out
+    void forward_projected(TensorView gi,        // (N, 3H)  W_ih x + b_ih
+                           TensorView h,         // (N, H)
+                           TensorView h_new,     // (N, H)   out; may alias h only if the
+                                                 //          caller does not need h for backward
+                           GRUStepCache& cache,  // out
                            StepMask mask = {},
                            WeightTRows whh_t = {}) const;  // W_hhᵀ of this batch (blas.h) or none
     // d_gi += ∂/∂gi;  d_h += ∂/∂h;  grad.weight_hh += d_ghᵀ h;  grad.bias_hh += Σ d_gh.
-    void backward_projected(TensorView d_h_new,          // (N, H)
-                            TensorView h,                // (N, H)  same tensor forward saw
+    void backward_projected(TensorView d_h_new,  // (N, H)
+                            TensorView h,        // (N, H)  same tensor forward saw
                             const GRUStepCache& cache,
-                            TensorView d_gi,             // (N, 3H) +=
-                            TensorView d_h,              // (N, H)  +=
+                            TensorView d_gi,  // (N, 3H) +=
+                            TensorView d_h,   // (N, H)  +=
                             StepMask mask = {});
 
     // One step from a raw input (computes gi into cache.gi, then forward_projected).
-    void forward(TensorView x,          // (N, I)
-                 TensorView h,          // (N, H)
-                 TensorView h_new,      // (N, H) out
-                 GRUStepCache& cache,   // out
+    void forward(TensorView x,         // (N, I)
+                 TensorView h,         // (N, H)
+                 TensorView h_new,     // (N, H) out
+                 GRUStepCache& cache,  // out
                  StepMask mask = {},
-                 WeightTRows wih_t = {},         // W_ihᵀ, W_hhᵀ of this batch (blas.h) or none
+                 WeightTRows wih_t = {},  // W_ihᵀ, W_hhᵀ of this batch (blas.h) or none
                  WeightTRows whh_t = {}) const;
     // d_x += ∂/∂x;  d_h += ∂/∂h;  grad += all four parameter gradients.
-    void backward(TensorView d_h_new,        // (N, H)
-                  TensorView x,              // (N, I)
-                  TensorView h,              // (N, H)
+    void backward(TensorView d_h_new,  // (N, H)
+                  TensorView x,        // (N, I)
+                  TensorView h,        // (N, H)
                   const GRUStepCache& cache,
-                  TensorView d_x,            // (N, I) +=; empty view = not needed
-                  TensorView d_h,            // (N, H) +=
+                  TensorView d_x,  // (N, I) +=; empty view = not needed
+                  TensorView d_h,  // (N, H) +=
                   StepMask mask = {});
     // The data half of backward, for callers that batch the weight gradients over many steps
     // (the decoder: K = T·N instead of N). WRITES the step's pre-activation gradients d_gi and
@@ -175,13 +176,13 @@ public:
     // order, as backward). grad is untouched: the caller later adds
     // grad.weight_ih += Σ d_giᵀ x, grad.weight_hh += Σ d_ghᵀ h and the bias row sums
     // (cell_project_input_backward / cell_add_recurrent_backward with an empty d_x / d_h).
-    void backward_data(TensorView d_h_new,        // (N, H)
-                       TensorView h,              // (N, H)
+    void backward_data(TensorView d_h_new,  // (N, H)
+                       TensorView h,        // (N, H)
                        const GRUStepCache& cache,
-                       TensorView d_gi,           // (N, 3H) written
-                       TensorView d_gh,           // (N, 3H) written
-                       TensorView d_x,            // (N, I)  +=; empty view = not needed
-                       TensorView d_h,            // (N, H)  +=
+                       TensorView d_gi,  // (N, 3H) written
+                       TensorView d_gh,  // (N, 3H) written
+                       TensorView d_x,   // (N, I)  +=; empty view = not needed
+                       TensorView d_h,   // (N, H)  +=
                        StepMask mask = {}) const;
 
     Config cfg;
@@ -189,7 +190,8 @@ public:
     RNNCellParams grad;
 
 private:
-    Tensor d_gi_{Shape{0}}, d_gh_{Shape{0}};  // (N, 3H) scratch of backward; not state (reused between calls)
+    Tensor d_gi_{Shape{0}},
+        d_gh_{Shape{0}};  // (N, 3H) scratch of backward; not state (reused between calls)
 };
 
 }  // namespace nazar

@@ -10,11 +10,13 @@ namespace nazar {
 
 // "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
 // numel 1, so empty() is false) or a (0)-shaped one.
-static bool absent(TensorView v) { return v.data() == nullptr || v.numel() == 0; }
+static bool absent(TensorView v) {
+    return v.data() == nullptr || v.numel() == 0;
+}
 
 Linear::Linear(Config c, Rng& rng) : cfg(c) {
-    NZ_CHECK(cfg.in_features > 0 && cfg.out_features > 0, "Linear: sizes must be positive, got in={} out={}",
-             cfg.in_features, cfg.out_features);
+    NZ_CHECK(cfg.in_features > 0 && cfg.out_features > 0,
+             "Linear: sizes must be positive, got in={} out={}", cfg.in_features, cfg.out_features);
     const float bound = 1.0f / std::sqrt(static_cast<float>(cfg.in_features));
     params.weight = Tensor({cfg.out_features, cfg.in_features});
     rng.fill_uniform(params.weight, -bound, bound);
@@ -30,12 +32,12 @@ Linear::Linear(Config c, Rng& rng) : cfg(c) {
 }
 
 void Linear::forward(TensorView x, TensorView y) const {
-    NZ_CHECK(x.ndim() >= 1 && x.shape()[-1] == cfg.in_features, "Linear::forward: x {} needs last dim {}",
-             x.shape().str(), cfg.in_features);
+    NZ_CHECK(x.ndim() >= 1 && x.shape()[-1] == cfg.in_features,
+             "Linear::forward: x {} needs last dim {}", x.shape().str(), cfg.in_features);
     const TensorView xm = x.as_matrix(), ym = y.as_matrix();
     NZ_CHECK(ym.dim(1) == cfg.out_features && ym.dim(0) == xm.dim(0),
-             "Linear::forward: y {} does not match x {} and out_features {}", y.shape().str(), x.shape().str(),
-             cfg.out_features);
+             "Linear::forward: y {} does not match x {} and out_features {}", y.shape().str(),
+             x.shape().str(), cfg.out_features);
     if (xm.dim(0) == 0) return;
     // y = x Wᵀ (+ b): bias rows first, then one GEMM with beta = 1.
     if (!absent(params.bias)) {
@@ -48,15 +50,17 @@ void Linear::forward(TensorView x, TensorView y) const {
 
 void Linear::backward(TensorView d_y, TensorView x, TensorView d_x) {
     const TensorView xm = x.as_matrix(), dym = d_y.as_matrix();
-    NZ_CHECK(xm.dim(1) == cfg.in_features && dym.dim(1) == cfg.out_features && xm.dim(0) == dym.dim(0),
-             "Linear::backward: d_y {} and x {} do not match Linear({} -> {})", d_y.shape().str(),
-             x.shape().str(), cfg.in_features, cfg.out_features);
+    NZ_CHECK(
+        xm.dim(1) == cfg.in_features && dym.dim(1) == cfg.out_features && xm.dim(0) == dym.dim(0),
+        "Linear::backward: d_y {} and x {} do not match Linear({} -> {})", d_y.shape().str(),
+        x.shape().str(), cfg.in_features, cfg.out_features);
     if (xm.dim(0) == 0) return;
     // y = x Wᵀ + b   =>   d_W += d_yᵀ x;   d_b += Σ_rows d_y;   d_x += d_y W
     gemm(dym, true, xm, false, grad.weight, 1.0f, 1.0f);
     if (!absent(params.bias)) kernels::sum_rows_into(dym, grad.bias);
     if (!absent(d_x)) {
-        NZ_CHECK(d_x.numel() == x.numel() && d_x.shape()[-1] == cfg.in_features, "Linear::backward: d_x {} vs x {}", d_x.shape().str(), x.shape().str());
+        NZ_CHECK(d_x.numel() == x.numel() && d_x.shape()[-1] == cfg.in_features,
+                 "Linear::backward: d_x {} vs x {}", d_x.shape().str(), x.shape().str());
         gemm(dym, false, params.weight, false, d_x.as_matrix(), 1.0f, 1.0f);
     }
 }

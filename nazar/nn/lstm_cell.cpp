@@ -1,4 +1,5 @@
-// LSTM cell: fused gate kernels and the step API (see lstm_cell.h; math in docs/derivations/lstm.md).
+// LSTM cell: fused gate kernels and the step API (see lstm_cell.h; math in
+// docs/derivations/lstm.md).
 #include "nazar/nn/lstm_cell.h"
 
 #include "nazar/core/blas.h"
@@ -15,11 +16,13 @@ constexpr int64_t kGateRows = 16;  // rows per parallel chunk of the fused gate 
 
 // "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
 // numel 1, so empty() is false) or a (0)-shaped one.
-static bool absent(TensorView v) { return v.data() == nullptr || v.numel() == 0; }
+static bool absent(TensorView v) {
+    return v.data() == nullptr || v.numel() == 0;
+}
 namespace lstm {
 
-void gates_forward(TensorView h, TensorView c, TensorView gates, TensorView tanh_c, TensorView h_new,
-                   TensorView c_new, StepMask mask) {
+void gates_forward(TensorView h, TensorView c, TensorView gates, TensorView tanh_c,
+                   TensorView h_new, TensorView c_new, StepMask mask) {
     const int N = h.dim(0), H = h.dim(1);
     NZ_CHECK_SHAPE(c, {N, H});
     NZ_CHECK_SHAPE(gates, {N, 4 * H});
@@ -38,10 +41,10 @@ void gates_forward(TensorView h, TensorView c, TensorView gates, TensorView tanh
             float* tc = tanh_c.data() + o1;
             float* hn = h_new.data() + o1;
             float* cn = c_new.data() + o1;
-            kernels::sigmoid(g, g, 2 * H);                  // i, f
-            kernels::tanh(g + 2 * H, g + 2 * H, H);         // g
-            kernels::sigmoid(g + 3 * H, g + 3 * H, H);      // o
-            if (!mask.active(b)) {                          // state carried through padding
+            kernels::sigmoid(g, g, 2 * H);              // i, f
+            kernels::tanh(g + 2 * H, g + 2 * H, H);     // g
+            kernels::sigmoid(g + 3 * H, g + 3 * H, H);  // o
+            if (!mask.active(b)) {                      // state carried through padding
                 if (hn != hp) std::copy_n(hp, H, hn);
                 if (cn != cp) std::copy_n(cp, H, cn);
                 std::fill_n(tc, H, 0.0f);
@@ -54,13 +57,14 @@ void gates_forward(TensorView h, TensorView c, TensorView gates, TensorView tanh
             for (int j = 0; j < H; ++j) tc[j] = f[j] * cp[j] + i[j] * gg[j];  // c' = f c + i g
             for (int j = 0; j < H; ++j) cn[j] = tc[j];
             kernels::tanh(tc, tc, H);
-            for (int j = 0; j < H; ++j) hn[j] = o[j] * tc[j];                   // h' = o tanh(c')
+            for (int j = 0; j < H; ++j) hn[j] = o[j] * tc[j];  // h' = o tanh(c')
         }
     });
 }
 
-void gates_backward(TensorView d_h_new, TensorView d_c_new, TensorView c, TensorView gates, TensorView tanh_c,
-                    TensorView d_gates, TensorView d_h, TensorView d_c, StepMask mask) {
+void gates_backward(TensorView d_h_new, TensorView d_c_new, TensorView c, TensorView gates,
+                    TensorView tanh_c, TensorView d_gates, TensorView d_h, TensorView d_c,
+                    StepMask mask) {
     const int N = c.dim(0), H = c.dim(1);
     NZ_CHECK_SHAPE(d_h_new, {N, H});
     if (!absent(d_c_new)) NZ_CHECK_SHAPE(d_c_new, {N, H});
@@ -97,10 +101,12 @@ void gates_backward(TensorView d_h_new, TensorView d_c_new, TensorView c, Tensor
             const float* cp = c.data() + o1;
             const float* tc = tanh_c.data() + o1;
             for (int j = 0; j < H; ++j) {
-                // h' = o tanh(c')            =>  d_o = d_h' tanh(c');  d_c' += d_h' o (1 − tanh²(c'))
+                // h' = o tanh(c')            =>  d_o = d_h' tanh(c');  d_c' += d_h' o (1 −
+                // tanh²(c'))
                 const float dc = (has_dc ? dcn[j] : 0.0f) + dy[j] * o[j] * (1.0f - tc[j] * tc[j]);
                 const float dout = dy[j] * tc[j];
-                // c' = f c + i g            =>  d_f = d_c' c;  d_i = d_c' g;  d_g = d_c' i;  d_c += d_c' f
+                // c' = f c + i g            =>  d_f = d_c' c;  d_i = d_c' g;  d_g = d_c' i;  d_c +=
+                // d_c' f
                 dcp[j] += dc * f[j];
                 // i, f, o = σ(a), g = tanh(a)  =>  d_a = d σ (1 − σ),  d_a_g = d_g (1 − g²)
                 da[j] = dc * g[j] * i[j] * (1.0f - i[j]);
@@ -119,14 +125,17 @@ LSTMCell::LSTMCell(Config c, Rng& rng) : cfg(c) {
     grad = make_rnn_cell_params(4, cfg.input_size, cfg.hidden_size, cfg.bias, nullptr);
 }
 
-void LSTMCell::project_input(TensorView x, TensorView gi) const { cell_project_input(params, x, gi); }
+void LSTMCell::project_input(TensorView x, TensorView gi) const {
+    cell_project_input(params, x, gi);
+}
 
 void LSTMCell::project_input_backward(TensorView d_gi, TensorView x, TensorView d_x) {
     cell_project_input_backward(params, grad, d_gi, x, d_x);
 }
 
-void LSTMCell::forward_projected(TensorView gi, TensorView h, TensorView c, TensorView h_new, TensorView c_new,
-                                 LSTMStepCache& cache, StepMask mask, WeightTRows whh_t) const {
+void LSTMCell::forward_projected(TensorView gi, TensorView h, TensorView c, TensorView h_new,
+                                 TensorView c_new, LSTMStepCache& cache, StepMask mask,
+                                 WeightTRows whh_t) const {
     const int H = cfg.hidden_size;
     NZ_CHECK(h.ndim() == 2 && h.dim(1) == H, "LSTMCell: h {} needs (N, {})", h.shape().str(), H);
     const int N = h.dim(0);
@@ -138,9 +147,9 @@ void LSTMCell::forward_projected(TensorView gi, TensorView h, TensorView c, Tens
     lstm::gates_forward(h, c, cache.gates, cache.tanh_c, h_new, c_new, mask);
 }
 
-void LSTMCell::backward_projected(TensorView d_h_new, TensorView d_c_new, TensorView h, TensorView c,
-                                  const LSTMStepCache& cache, TensorView d_gi, TensorView d_h, TensorView d_c,
-                                  StepMask mask) {
+void LSTMCell::backward_projected(TensorView d_h_new, TensorView d_c_new, TensorView h,
+                                  TensorView c, const LSTMStepCache& cache, TensorView d_gi,
+                                  TensorView d_h, TensorView d_c, StepMask mask) {
     const int N = h.dim(0), H = cfg.hidden_size;
     NZ_CHECK_SHAPE(d_gi, {N, 4 * H});
     d_gates_.resize({N, 4 * H}, false);
@@ -150,10 +159,11 @@ void LSTMCell::backward_projected(TensorView d_h_new, TensorView d_c_new, Tensor
 }
 
 void LSTMCell::forward(TensorView x, TensorView h, TensorView c, TensorView h_new, TensorView c_new,
-                       LSTMStepCache& cache, StepMask mask, WeightTRows wih_t, WeightTRows whh_t) const {
+                       LSTMStepCache& cache, StepMask mask, WeightTRows wih_t,
+                       WeightTRows whh_t) const {
     NZ_CHECK(x.ndim() == 2 && x.dim(1) == cfg.input_size && h.ndim() == 2 && x.dim(0) == h.dim(0),
-             "LSTMCell::forward: x {} and h {} do not fit input_size {}", x.shape().str(), h.shape().str(),
-             cfg.input_size);
+             "LSTMCell::forward: x {} and h {} do not fit input_size {}", x.shape().str(),
+             h.shape().str(), cfg.input_size);
     const int N = h.dim(0), H = cfg.hidden_size;
     NZ_CHECK_SHAPE(h, {N, H});
     cache.gates.resize({N, 4 * H}, false);
@@ -163,18 +173,21 @@ void LSTMCell::forward(TensorView x, TensorView h, TensorView c, TensorView h_ne
     lstm::gates_forward(h, c, cache.gates, cache.tanh_c, h_new, c_new, mask);
 }
 
-void LSTMCell::backward(TensorView d_h_new, TensorView d_c_new, TensorView x, TensorView h, TensorView c,
-                        const LSTMStepCache& cache, TensorView d_x, TensorView d_h, TensorView d_c, StepMask mask) {
+void LSTMCell::backward(TensorView d_h_new, TensorView d_c_new, TensorView x, TensorView h,
+                        TensorView c, const LSTMStepCache& cache, TensorView d_x, TensorView d_h,
+                        TensorView d_c, StepMask mask) {
     const int N = h.dim(0), H = cfg.hidden_size;
-    NZ_CHECK(x.ndim() == 2 && x.dim(0) == N, "LSTMCell::backward: x {} for h {}", x.shape().str(), h.shape().str());
+    NZ_CHECK(x.ndim() == 2 && x.dim(0) == N, "LSTMCell::backward: x {} for h {}", x.shape().str(),
+             h.shape().str());
     d_gates_.resize({N, 4 * H}, false);
     lstm::gates_backward(d_h_new, d_c_new, c, cache.gates, cache.tanh_c, d_gates_, d_h, d_c, mask);
     cell_add_recurrent_backward(params, grad, d_gates_, h, d_h);
     cell_project_input_backward(params, grad, d_gates_, x, d_x);
 }
 
-void LSTMCell::backward_data(TensorView d_h_new, TensorView d_c_new, TensorView c, const LSTMStepCache& cache,
-                             TensorView d_gates, TensorView d_x, TensorView d_h, TensorView d_c, StepMask mask) const {
+void LSTMCell::backward_data(TensorView d_h_new, TensorView d_c_new, TensorView c,
+                             const LSTMStepCache& cache, TensorView d_gates, TensorView d_x,
+                             TensorView d_h, TensorView d_c, StepMask mask) const {
     const int N = c.dim(0), H = cfg.hidden_size;
     NZ_CHECK_SHAPE(d_gates, {N, 4 * H});
     lstm::gates_backward(d_h_new, d_c_new, c, cache.gates, cache.tanh_c, d_gates, d_h, d_c, mask);

@@ -70,65 +70,65 @@ public:
     LSTMCell(Config cfg, Rng& rng);  // U(-1/sqrt(H), 1/sqrt(H)) for all four tensors
 
     // gi = x W_ihᵀ + b_ih for any number of rows (M = N, or B·T for a whole sequence).
-    void project_input(TensorView x,           // (M, I) or (..., I)
-                       TensorView gi) const;   // (M, 4H) or (..., 4H); overwritten
+    void project_input(TensorView x,          // (M, I) or (..., I)
+                       TensorView gi) const;  // (M, 4H) or (..., 4H); overwritten
     // d_x += d_gi W_ih;  grad.weight_ih += d_giᵀ x;  grad.bias_ih += Σ_rows d_gi.
     void project_input_backward(TensorView d_gi,  // (M, 4H)
                                 TensorView x,     // (M, I)
                                 TensorView d_x);  // (M, I) +=; empty view = not needed
 
     // One step from a precomputed projection.
-    void forward_projected(TensorView gi,        // (N, 4H)  W_ih x + b_ih
-                           TensorView h,         // (N, H)
-                           TensorView c,         // (N, H)
-                           TensorView h_new,     // (N, H)   out
-                           TensorView c_new,     // (N, H)   out
-                           LSTMStepCache& cache, // out
+    void forward_projected(TensorView gi,         // (N, 4H)  W_ih x + b_ih
+                           TensorView h,          // (N, H)
+                           TensorView c,          // (N, H)
+                           TensorView h_new,      // (N, H)   out
+                           TensorView c_new,      // (N, H)   out
+                           LSTMStepCache& cache,  // out
                            StepMask mask = {},
                            WeightTRows whh_t = {}) const;  // W_hhᵀ of this batch (blas.h) or none
     // d_gi += ∂/∂gi;  d_h, d_c += ∂/∂h, ∂/∂c;  grad.weight_hh += d_aᵀ h;  grad.bias_hh += Σ d_a.
-    void backward_projected(TensorView d_h_new,         // (N, H)
-                            TensorView d_c_new,         // (N, H)  empty view = zero
-                            TensorView h,               // (N, H)  same tensors forward saw
-                            TensorView c,               // (N, H)
+    void backward_projected(TensorView d_h_new,  // (N, H)
+                            TensorView d_c_new,  // (N, H)  empty view = zero
+                            TensorView h,        // (N, H)  same tensors forward saw
+                            TensorView c,        // (N, H)
                             const LSTMStepCache& cache,
-                            TensorView d_gi,            // (N, 4H) +=
-                            TensorView d_h,             // (N, H)  +=
-                            TensorView d_c,             // (N, H)  +=
+                            TensorView d_gi,  // (N, 4H) +=
+                            TensorView d_h,   // (N, H)  +=
+                            TensorView d_c,   // (N, H)  +=
                             StepMask mask = {});
 
     // One step from a raw input x: a = x W_ihᵀ + h W_hhᵀ + b_ih + b_hh straight into cache.gates.
-    void forward(TensorView x,           // (N, I)
-                 TensorView h,           // (N, H)
-                 TensorView c,           // (N, H)
-                 TensorView h_new,       // (N, H) out
-                 TensorView c_new,       // (N, H) out
-                 LSTMStepCache& cache,   // out
+    void forward(TensorView x,          // (N, I)
+                 TensorView h,          // (N, H)
+                 TensorView c,          // (N, H)
+                 TensorView h_new,      // (N, H) out
+                 TensorView c_new,      // (N, H) out
+                 LSTMStepCache& cache,  // out
                  StepMask mask = {},
-                 WeightTRows wih_t = {},          // W_ihᵀ, W_hhᵀ of this batch (blas.h) or none
+                 WeightTRows wih_t = {},  // W_ihᵀ, W_hhᵀ of this batch (blas.h) or none
                  WeightTRows whh_t = {}) const;
     // d_x, d_h, d_c += their gradients;  grad += all four parameter gradients.
-    void backward(TensorView d_h_new,         // (N, H)
-                  TensorView d_c_new,         // (N, H)  empty view = zero
-                  TensorView x,               // (N, I)
-                  TensorView h,               // (N, H)
-                  TensorView c,               // (N, H)
+    void backward(TensorView d_h_new,  // (N, H)
+                  TensorView d_c_new,  // (N, H)  empty view = zero
+                  TensorView x,        // (N, I)
+                  TensorView h,        // (N, H)
+                  TensorView c,        // (N, H)
                   const LSTMStepCache& cache,
-                  TensorView d_x,             // (N, I) +=; empty view = not needed
-                  TensorView d_h,             // (N, H) +=
-                  TensorView d_c,             // (N, H) +=
+                  TensorView d_x,  // (N, I) +=; empty view = not needed
+                  TensorView d_h,  // (N, H) +=
+                  TensorView d_c,  // (N, H) +=
                   StepMask mask = {});
     // The data half of backward (see GRUCell::backward_data): WRITES d_gates (= d_gi = d_gh)
     // and ACCUMULATES d_x += d_gates W_ih, d_h += d_gates W_hh (+ masked rows' direct path),
     // d_c += ∂/∂c. grad is untouched (the caller batches the weight gradients).
-    void backward_data(TensorView d_h_new,         // (N, H)
-                       TensorView d_c_new,         // (N, H)  empty view = zero
-                       TensorView c,               // (N, H)
+    void backward_data(TensorView d_h_new,  // (N, H)
+                       TensorView d_c_new,  // (N, H)  empty view = zero
+                       TensorView c,        // (N, H)
                        const LSTMStepCache& cache,
-                       TensorView d_gates,         // (N, 4H) written
-                       TensorView d_x,             // (N, I)  +=; empty view = not needed
-                       TensorView d_h,             // (N, H)  +=
-                       TensorView d_c,             // (N, H)  +=
+                       TensorView d_gates,  // (N, 4H) written
+                       TensorView d_x,      // (N, I)  +=; empty view = not needed
+                       TensorView d_h,      // (N, H)  +=
+                       TensorView d_c,      // (N, H)  +=
                        StepMask mask = {}) const;
 
     Config cfg;

@@ -17,7 +17,9 @@ namespace nazar {
 
 // "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
 // numel 1, so empty() is false) or a (0)-shaped one.
-static bool absent(TensorView v) { return v.data() == nullptr || v.numel() == 0; }
+static bool absent(TensorView v) {
+    return v.data() == nullptr || v.numel() == 0;
+}
 
 namespace {
 
@@ -46,17 +48,21 @@ void to_batch_major(TensorView src, TensorView dst, bool add) {
 }  // namespace
 
 RNN::RNN(Config c, Rng& rng) : cfg(c) {
-    NZ_CHECK(cfg.input_size > 0 && cfg.hidden_size > 0, "RNN: sizes must be positive, got input {} hidden {}",
-             cfg.input_size, cfg.hidden_size);
+    NZ_CHECK(cfg.input_size > 0 && cfg.hidden_size > 0,
+             "RNN: sizes must be positive, got input {} hidden {}", cfg.input_size,
+             cfg.hidden_size);
     NZ_CHECK(cfg.num_layers >= 1, "RNN: num_layers must be >= 1, got {}", cfg.num_layers);
-    NZ_CHECK(cfg.dropout >= 0.0f && cfg.dropout <= 1.0f, "RNN: dropout must be in [0, 1], got {}", cfg.dropout);
+    NZ_CHECK(cfg.dropout >= 0.0f && cfg.dropout <= 1.0f, "RNN: dropout must be in [0, 1], got {}",
+             cfg.dropout);
     const int D = directions();
     params.directions = grad.directions = D;
     for (int k = 0; k < cfg.num_layers; ++k)
         for (int d = 0; d < D; ++d) {
             const int in = k == 0 ? cfg.input_size : D * cfg.hidden_size;
-            params.cells.push_back(make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias, &rng));
-            grad.cells.push_back(make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias, nullptr));
+            params.cells.push_back(
+                make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias, &rng));
+            grad.cells.push_back(
+                make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias, nullptr));
         }
 }
 
@@ -68,19 +74,20 @@ RNNState RNN::zero_state(int B) const {
     return s;
 }
 
-void RNN::forward(TensorView x, std::span<const int> lengths, const RNNState& initial, TensorView out,
-                  RNNState& final, RNNCache& cache, Rng& rng, Mode mode) const {
-    NZ_CHECK(x.ndim() == 3 && x.dim(2) == cfg.input_size, "RNN::forward: x {} needs (B, T, {})", x.shape().str(),
-             cfg.input_size);
-    const int B = x.dim(0), T = x.dim(1), H = cfg.hidden_size, D = directions(), L = cfg.num_layers, G = gates();
+void RNN::forward(TensorView x, std::span<const int> lengths, const RNNState& initial,
+                  TensorView out, RNNState& final, RNNCache& cache, Rng& rng, Mode mode) const {
+    NZ_CHECK(x.ndim() == 3 && x.dim(2) == cfg.input_size, "RNN::forward: x {} needs (B, T, {})",
+             x.shape().str(), cfg.input_size);
+    const int B = x.dim(0), T = x.dim(1), H = cfg.hidden_size, D = directions(), L = cfg.num_layers,
+              G = gates();
     const bool lstm = cfg.cell == CellType::lstm;
     NZ_CHECK_SHAPE(out, {B, T, D * H});
-    NZ_CHECK(lengths.empty() || static_cast<int>(lengths.size()) == B, "RNN::forward: {} lengths for batch {}",
-             lengths.size(), B);
+    NZ_CHECK(lengths.empty() || static_cast<int>(lengths.size()) == B,
+             "RNN::forward: {} lengths for batch {}", lengths.size(), B);
     cache.lengths.assign(B, T);
     for (int b = 0; b < static_cast<int>(lengths.size()); ++b) {
-        NZ_CHECK(lengths[b] >= 0 && lengths[b] <= T, "RNN::forward: lengths[{}] = {} outside [0, {}]", b, lengths[b],
-                 T);
+        NZ_CHECK(lengths[b] >= 0 && lengths[b] <= T,
+                 "RNN::forward: lengths[{}] = {} outside [0, {}]", b, lengths[b], T);
         cache.lengths[b] = lengths[b];
     }
     if (!absent(initial.h)) NZ_CHECK_SHAPE(initial.h, {L * D, B, H});
@@ -147,10 +154,12 @@ void RNN::forward(TensorView x, std::span<const int> lengths, const RNNState& in
                 const int t = fwd ? s : T - 1 - s;
                 const int prev = fwd ? t : t + 1, next = fwd ? t + 1 : t;
                 const StepMask mask{len, t};
-                const TensorView a = dc.gates.select(t), hp = dc.h.select(prev), hn = dc.h.select(next);
+                const TensorView a = dc.gates.select(t), hp = dc.h.select(prev),
+                                 hn = dc.h.select(next);
                 cell_add_recurrent(P, hp, a, weight_t_rows(dc.whh_t));
                 if (lstm)
-                    lstm::gates_forward(hp, dc.c.select(prev), a, dc.tanh_c.select(t), hn, dc.c.select(next), mask);
+                    lstm::gates_forward(hp, dc.c.select(prev), a, dc.tanh_c.select(t), hn,
+                                        dc.c.select(next), mask);
                 else
                     gru::gates_forward(dc.gi.select(t), hp, a, dc.gh_n.select(t), hn, mask);
                 float* y = Y.data() + static_cast<int64_t>(t) * B * D * H + d * H;
@@ -170,10 +179,12 @@ void RNN::forward(TensorView x, std::span<const int> lengths, const RNNState& in
 
 void RNN::backward(TensorView d_out, const RNNState& d_final, const RNNCache& cache, TensorView d_x,
                    RNNState& d_initial) {
-    const int B = cache.B, T = cache.T, H = cfg.hidden_size, D = directions(), L = cfg.num_layers, G = gates();
+    const int B = cache.B, T = cache.T, H = cfg.hidden_size, D = directions(), L = cfg.num_layers,
+              G = gates();
     const bool lstm = cfg.cell == CellType::lstm;
-    NZ_CHECK(static_cast<int>(cache.dirs.size()) == L * D && static_cast<int>(cache.lengths.size()) == B,
-             "RNN::backward: the cache does not come from this RNN's forward");
+    NZ_CHECK(
+        static_cast<int>(cache.dirs.size()) == L * D && static_cast<int>(cache.lengths.size()) == B,
+        "RNN::backward: the cache does not come from this RNN's forward");
     NZ_CHECK_SHAPE(d_out, {B, T, D * H});
     if (!absent(d_x)) NZ_CHECK_SHAPE(d_x, {B, T, cfg.input_size});
     if (!absent(d_final.h)) NZ_CHECK_SHAPE(d_final.h, {L * D, B, H});
@@ -207,9 +218,15 @@ void RNN::backward(TensorView d_out, const RNNState& d_final, const RNNCache& ca
             const RNNCellParams& P = params.cells[idx];
             RNNCellParams& Pg = grad.cells[idx];
             const RNNDirectionCache& dc = cache.dirs[idx];
-            if (absent(d_final.h)) d_h_.zero(); else d_h_.copy_from(d_final.h.select(idx));
+            if (absent(d_final.h))
+                d_h_.zero();
+            else
+                d_h_.copy_from(d_final.h.select(idx));
             if (lstm) {
-                if (absent(d_final.c)) d_c_.zero(); else d_c_.copy_from(d_final.c.select(idx));
+                if (absent(d_final.c))
+                    d_c_.zero();
+                else
+                    d_c_.copy_from(d_final.c.select(idx));
             }
             // Steps in reverse processing order: forward direction t = T−1 … 0, backward 0 … T−1.
             for (int s = 0; s < T; ++s) {
@@ -219,30 +236,35 @@ void RNN::backward(TensorView d_out, const RNNState& d_final, const RNNCache& ca
                 // d_h' = (from the later step) + d_out[t] of this direction
                 const float* dy = d_layer_out_.data() + static_cast<int64_t>(t) * B * D * H + d * H;
                 for (int b = 0; b < B; ++b)
-                    kernels::axpy(H, 1.0f, dy + static_cast<int64_t>(b) * D * H, d_h_.data() + static_cast<int64_t>(b) * H);
+                    kernels::axpy(H, 1.0f, dy + static_cast<int64_t>(b) * D * H,
+                                  d_h_.data() + static_cast<int64_t>(b) * H);
                 d_h_next_.zero();
                 const TensorView hp = dc.h.select(prev), dgi = d_gi_.select(t);
                 if (lstm) {
                     d_c_next_.zero();
-                    lstm::gates_backward(d_h_, d_c_, dc.c.select(prev), dc.gates.select(t), dc.tanh_c.select(t), dgi,
-                                         d_h_next_, d_c_next_, mask);
+                    lstm::gates_backward(d_h_, d_c_, dc.c.select(prev), dc.gates.select(t),
+                                         dc.tanh_c.select(t), dgi, d_h_next_, d_c_next_, mask);
                     // a = … + h W_hhᵀ   =>   d_h += d_a W_hh   (weight gradient after the loop)
                     gemm(dgi, false, P.weight_hh, false, d_h_next_, 1.0f, 1.0f);
                     std::swap(d_c_, d_c_next_);
                 } else {
                     const TensorView dgh = d_gh_.select(t);
-                    gru::gates_backward(d_h_, hp, dc.gates.select(t), dc.gh_n.select(t), dgi, dgh, d_h_next_, mask);
+                    gru::gates_backward(d_h_, hp, dc.gates.select(t), dc.gh_n.select(t), dgi, dgh,
+                                        d_h_next_, mask);
                     gemm(dgh, false, P.weight_hh, false, d_h_next_, 1.0f, 1.0f);
                 }
                 std::swap(d_h_, d_h_next_);
             }
-            if (!absent(d_initial.h)) kernels::axpy(B * H, 1.0f, d_h_.data(), d_initial.h.select(idx).data());
-            if (lstm && !absent(d_initial.c)) kernels::axpy(B * H, 1.0f, d_c_.data(), d_initial.c.select(idx).data());
+            if (!absent(d_initial.h))
+                kernels::axpy(B * H, 1.0f, d_h_.data(), d_initial.h.select(idx).data());
+            if (lstm && !absent(d_initial.c))
+                kernels::axpy(B * H, 1.0f, d_c_.data(), d_initial.c.select(idx).data());
             // d_W_hh += Σ_t d_a[t]ᵀ h_prev[t];  h_prev = h[0..T) (forward) or h[1..T] (backward)
             const TensorView h_prev = dc.h.slice(fwd ? 0 : 1, fwd ? T : T + 1);
             cell_add_recurrent_backward(P, Pg, lstm ? d_gi_ : d_gh_, h_prev, TensorView());
             // d_W_ih += d_giᵀ X;  d_b_ih += Σ d_gi;  d_X += d_gi W_ih   (one GEMM each, all steps)
-            cell_project_input_backward(P, Pg, d_gi_, X, need_d_in ? d_layer_in_.view() : TensorView());
+            cell_project_input_backward(P, Pg, d_gi_, X,
+                                        need_d_in ? d_layer_in_.view() : TensorView());
         }
         if (k > 0) {  // through the dropout between layer k−1 and k
             d_layer_out_.zero();

@@ -41,7 +41,8 @@ struct RNNParams {
     int directions = 1;                // 1 or 2
 
     // torch.nn.GRU / LSTM state_dict names, in torch's order.
-    template <class F> void visit(F&& f) {
+    template <class F>
+    void visit(F&& f) {
         for (std::size_t i = 0; i < cells.size(); ++i) {
             const std::string k = std::to_string(i / directions);
             const std::string sfx = (i % directions) ? "_reverse" : "";
@@ -65,34 +66,35 @@ struct RNNState {
 // h[0] = h_init, h[t+1] = state after time t; backward direction h[T] = h_init,
 // h[t] = state after time t (it runs t = T−1 … 0). Same for c.
 struct RNNDirectionCache {
-    Tensor gi{Shape{0}};      // (T, B, 3H)  GRU: W_ih x + b_ih (LSTM: unused, projections go to gates)
+    Tensor gi{Shape{0}};  // (T, B, 3H)  GRU: W_ih x + b_ih (LSTM: unused, projections go to gates)
     Tensor gates{Shape{0}};   // (T, B, G·H) activated gates: GRU r, z, n; LSTM i, f, g, o
     Tensor gh_n{Shape{0}};    // (T, B, H)   GRU only: W_hn h + b_hn
     Tensor tanh_c{Shape{0}};  // (T, B, H)   LSTM only: tanh(c')
     Tensor h{Shape{0}};       // (T+1, B, H)
     Tensor c{Shape{0}};       // (T+1, B, H) LSTM only
-    WeightT whh_t;            // W_hhᵀ for this forward's steps (blas.h; empty at <= kSmallGemmRows rows or without AVX-512)
+    WeightT whh_t;  // W_hhᵀ for this forward's steps (blas.h; empty at <= kSmallGemmRows rows or
+                    // without AVX-512)
 };
 
 // Everything backward needs; owned by the caller, reused across batches (resize keeps memory).
 struct RNNCache {
     int B = 0, T = 0;
     Mode mode = Mode::eval;
-    std::vector<int> lengths;              // (B)
-    std::vector<Tensor> layer_in;          // [L]  (T, B, I or dirs·H) time-major layer inputs
-                                           //      ([0] = x transposed, [k] = dropout(layer_out[k−1]))
-    std::vector<Tensor> layer_out;         // [L]  (T, B, dirs·H) time-major outputs (0 at padding)
-    std::vector<DropoutCache> dropout;     // [L]  mask applied to layer_out[k−1] (index 0 unused)
-    std::vector<RNNDirectionCache> dirs;   // [L · dirs]
+    std::vector<int> lengths;       // (B)
+    std::vector<Tensor> layer_in;   // [L]  (T, B, I or dirs·H) time-major layer inputs
+                                    //      ([0] = x transposed, [k] = dropout(layer_out[k−1]))
+    std::vector<Tensor> layer_out;  // [L]  (T, B, dirs·H) time-major outputs (0 at padding)
+    std::vector<DropoutCache> dropout;    // [L]  mask applied to layer_out[k−1] (index 0 unused)
+    std::vector<RNNDirectionCache> dirs;  // [L · dirs]
 };
 
 class RNN {
 public:
     struct Config {
         CellType cell = CellType::gru;
-        int input_size = 0;    // I
-        int hidden_size = 0;   // H
-        int num_layers = 1;    // L >= 1
+        int input_size = 0;   // I
+        int hidden_size = 0;  // H
+        int num_layers = 1;   // L >= 1
         bool bias = true;
         bool bidirectional = false;
         float dropout = 0.0f;  // between layers, train mode only
@@ -108,21 +110,21 @@ public:
 
     // lengths: each in [0, T]; empty span = every sentence has length T.
     // rng: draws dropout masks between layers in train mode (untouched otherwise).
-    void forward(TensorView x,                   // (B, T, I)
-                 std::span<const int> lengths,   // (B)
-                 const RNNState& initial,        // (L·dirs, B, H) each; empty tensors = zeros
-                 TensorView out,                 // (B, T, dirs·H) overwritten; 0 at padding
-                 RNNState& final,                // out: (L·dirs, B, H) each (resized; c only LSTM)
-                 RNNCache& cache,                // out
+    void forward(TensorView x,                  // (B, T, I)
+                 std::span<const int> lengths,  // (B)
+                 const RNNState& initial,       // (L·dirs, B, H) each; empty tensors = zeros
+                 TensorView out,                // (B, T, dirs·H) overwritten; 0 at padding
+                 RNNState& final,               // out: (L·dirs, B, H) each (resized; c only LSTM)
+                 RNNCache& cache,               // out
                  Rng& rng, Mode mode) const;
 
     // From d_out and d_final to d_x, d_initial and every parameter gradient.
     // d_out at padding positions is ignored (those outputs are constant 0).
-    void backward(TensorView d_out,              // (B, T, dirs·H)
-                  const RNNState& d_final,       // (L·dirs, B, H) each; empty tensors = zero
+    void backward(TensorView d_out,         // (B, T, dirs·H)
+                  const RNNState& d_final,  // (L·dirs, B, H) each; empty tensors = zero
                   const RNNCache& cache,
-                  TensorView d_x,                // (B, T, I) +=; empty view = not needed
-                  RNNState& d_initial);          // (L·dirs, B, H) each +=; empty = not needed
+                  TensorView d_x,        // (B, T, I) +=; empty view = not needed
+                  RNNState& d_initial);  // (L·dirs, B, H) each +=; empty = not needed
 
     Config cfg;
     RNNParams params;
@@ -132,7 +134,8 @@ private:
     // Backward scratch, sized once per batch (not state).
     Tensor d_layer_in_{Shape{0}};   // (T, B, I or dirs·H)
     Tensor d_layer_out_{Shape{0}};  // (T, B, dirs·H)
-    Tensor d_gi_{Shape{0}}, d_gh_{Shape{0}};  // (T, B, G·H)   (LSTM uses only d_gi_: there d_gi = d_gh)
+    Tensor d_gi_{Shape{0}},
+        d_gh_{Shape{0}};  // (T, B, G·H)   (LSTM uses only d_gi_: there d_gi = d_gh)
     Tensor d_h_{Shape{0}}, d_h_next_{Shape{0}}, d_c_{Shape{0}}, d_c_next_{Shape{0}};  // (B, H)
 };
 

@@ -76,7 +76,9 @@ RowResult xent_row(float* z, int V, int y, float eps, bool backward, float scale
 
 // An absent bias is an empty view. A default-constructed Tensor has shape () and numel 1 but
 // no data, so both spellings of "none" are accepted.
-bool present(TensorView t) { return t.data() != nullptr && t.numel() > 0; }
+bool present(TensorView t) {
+    return t.data() != nullptr && t.numel() > 0;
+}
 
 }  // namespace
 
@@ -87,40 +89,47 @@ int64_t count_targets(std::span<const int> targets, int ignore_index) {
 }
 
 SoftmaxXent::SoftmaxXent(SoftmaxXentOptions opt) : opt_(opt) {
-    NZ_CHECK(opt.chunk_rows > 0, "SoftmaxXent: chunk_rows must be positive, got {}", opt.chunk_rows);
+    NZ_CHECK(opt.chunk_rows > 0, "SoftmaxXent: chunk_rows must be positive, got {}",
+             opt.chunk_rows);
     NZ_CHECK(opt.label_smoothing >= 0.0f && opt.label_smoothing < 1.0f,
              "SoftmaxXent: label_smoothing must be in [0, 1), got {}", opt.label_smoothing);
 }
 
-XentStats SoftmaxXent::forward(TensorView X, TensorView W, TensorView b, std::span<const int> targets) {
+XentStats SoftmaxXent::forward(TensorView X, TensorView W, TensorView b,
+                               std::span<const int> targets) {
     return run(X, W, b, targets, false, 0.0f, {}, {}, {});
 }
 
-XentStats SoftmaxXent::forward_backward(TensorView X, TensorView W, TensorView b, std::span<const int> targets,
-                                        float grad_scale, TensorView d_X, TensorView d_W, TensorView d_b) {
+XentStats SoftmaxXent::forward_backward(TensorView X, TensorView W, TensorView b,
+                                        std::span<const int> targets, float grad_scale,
+                                        TensorView d_X, TensorView d_W, TensorView d_b) {
     return run(X, W, b, targets, true, grad_scale, d_X, d_W, d_b);
 }
 
-XentStats SoftmaxXent::run(TensorView X, TensorView W, TensorView b, std::span<const int> targets, bool backward,
-                           float grad_scale, TensorView d_X, TensorView d_W, TensorView d_b) {
-    NZ_CHECK(X.ndim() == 2 && W.ndim() == 2, "softmax_xent: X {} and W {} must be 2-D", X.shape().str(),
-             W.shape().str());
+XentStats SoftmaxXent::run(TensorView X, TensorView W, TensorView b, std::span<const int> targets,
+                           bool backward, float grad_scale, TensorView d_X, TensorView d_W,
+                           TensorView d_b) {
+    NZ_CHECK(X.ndim() == 2 && W.ndim() == 2, "softmax_xent: X {} and W {} must be 2-D",
+             X.shape().str(), W.shape().str());
     const int N = X.dim(0), H = X.dim(1), V = W.dim(0);
     NZ_CHECK_SHAPE(W, {V, H});
     const bool has_bias = present(b);
-    NZ_CHECK(!has_bias || (b.ndim() == 1 && b.numel() == V), "softmax_xent: bias {} for V = {}", b.shape().str(), V);
-    NZ_CHECK(static_cast<int64_t>(targets.size()) == N, "softmax_xent: {} targets for {} rows", targets.size(), N);
+    NZ_CHECK(!has_bias || (b.ndim() == 1 && b.numel() == V), "softmax_xent: bias {} for V = {}",
+             b.shape().str(), V);
+    NZ_CHECK(static_cast<int64_t>(targets.size()) == N, "softmax_xent: {} targets for {} rows",
+             targets.size(), N);
     if (backward) {
         NZ_CHECK_SHAPE(d_X, {N, H});
         NZ_CHECK_SHAPE(d_W, {V, H});
-        NZ_CHECK(present(d_b) == has_bias && (!has_bias || d_b.shape() == b.shape()), "softmax_xent: d_b {} for bias {}",
-                 d_b.shape().str(), b.shape().str());
+        NZ_CHECK(present(d_b) == has_bias && (!has_bias || d_b.shape() == b.shape()),
+                 "softmax_xent: d_b {} for bias {}", d_b.shape().str(), b.shape().str());
     }
     rows_.clear();
     for (int n = 0; n < N; ++n) {
         const int y = targets[n];
         if (y == opt_.ignore_index) continue;
-        NZ_CHECK(0 <= y && y < V, "softmax_xent: target {} at row {} outside [0, {}) (ignore_index {})", y, n, V,
+        NZ_CHECK(0 <= y && y < V,
+                 "softmax_xent: target {} at row {} outside [0, {}) (ignore_index {})", y, n, V,
                  opt_.ignore_index);
         rows_.push_back(n);
     }
@@ -144,7 +153,8 @@ XentStats SoftmaxXent::run(TensorView X, TensorView W, TensorView b, std::span<c
         TensorView xc = contiguous ? X.slice(rows[0], rows[0] + R) : x_chunk_.slice(0, R);
         if (!contiguous)
             for (int r = 0; r < R; ++r)
-                std::copy_n(X.data() + static_cast<int64_t>(rows[r]) * H, H, xc.data() + static_cast<int64_t>(r) * H);
+                std::copy_n(X.data() + static_cast<int64_t>(rows[r]) * H, H,
+                            xc.data() + static_cast<int64_t>(r) * H);
 
         // z = X_c Wᵀ + b
         TensorView z = logits_.slice(0, R);
@@ -154,7 +164,8 @@ XentStats SoftmaxXent::run(TensorView X, TensorView W, TensorView b, std::span<c
         // Fused log-softmax + NLL (+ smoothing) per row; z becomes d z when backward.
         parallel_for(R, 8, [&](int64_t r0, int64_t r1) {
             for (int64_t r = r0; r < r1; ++r) {
-                const RowResult rr = xent_row(z.data() + r * V, V, targets[rows[r]], eps, backward, grad_scale);
+                const RowResult rr =
+                    xent_row(z.data() + r * V, V, targets[rows[r]], eps, backward, grad_scale);
                 row_loss_[r] = rr.loss;
                 correct_[r] = rr.correct;
             }
@@ -182,13 +193,13 @@ XentStats SoftmaxXent::run(TensorView X, TensorView W, TensorView b, std::span<c
 }
 
 void output_log_probs(TensorView X, TensorView W, TensorView b, TensorView out) {
-    NZ_CHECK(X.ndim() == 2 && W.ndim() == 2, "output_log_probs: X {} and W {} must be 2-D", X.shape().str(),
-             W.shape().str());
+    NZ_CHECK(X.ndim() == 2 && W.ndim() == 2, "output_log_probs: X {} and W {} must be 2-D",
+             X.shape().str(), W.shape().str());
     const int R = X.dim(0), H = X.dim(1), V = W.dim(0);
     NZ_CHECK_SHAPE(W, {V, H});
     NZ_CHECK_SHAPE(out, {R, V});
-    NZ_CHECK(!present(b) || (b.ndim() == 1 && b.numel() == V), "output_log_probs: bias {} for V = {}",
-             b.shape().str(), V);
+    NZ_CHECK(!present(b) || (b.ndim() == 1 && b.numel() == V),
+             "output_log_probs: bias {} for V = {}", b.shape().str(), V);
     gemm(X, false, W, true, out, 1.0f, 0.0f);
     // Bias and log-softmax row by row in one parallel region (rows are independent, so the
     // result does not depend on the split). A grain of ~16K floats per piece: at V = 8000 the

@@ -25,15 +25,15 @@
 namespace nazar {
 
 struct SoftmaxXentOptions {
-    int ignore_index = -1;        // targets equal to this (the padding id) are skipped; -1: none
+    int ignore_index = -1;         // targets equal to this (the padding id) are skipped; -1: none
     float label_smoothing = 0.0f;  // ε in [0, 1)
     int chunk_rows = 256;          // rows per chunk: bounds scratch at chunk_rows × V floats
 };
 
 struct XentStats {
-    double loss = 0;     // Σ over counted rows (not divided)
-    int64_t tokens = 0;  // counted rows (targets ≠ ignore_index)
-    int64_t correct = 0; // counted rows whose target logit is the row maximum (accuracy)
+    double loss = 0;      // Σ over counted rows (not divided)
+    int64_t tokens = 0;   // counted rows (targets ≠ ignore_index)
+    int64_t correct = 0;  // counted rows whose target logit is the row maximum (accuracy)
 };
 
 // Number of targets not equal to ignore_index (checks nothing else).
@@ -44,9 +44,9 @@ public:
     explicit SoftmaxXent(SoftmaxXentOptions opt = {});
 
     // Loss only (validation): no gradients.
-    XentStats forward(TensorView X,                  // (N, H)
-                      TensorView W,                  // (V, H)  generator.weight
-                      TensorView b,                  // (V)     generator.bias (empty: none)
+    XentStats forward(TensorView X,                   // (N, H)
+                      TensorView W,                   // (V, H)  generator.weight
+                      TensorView b,                   // (V)     generator.bias (empty: none)
                       std::span<const int> targets);  // (N)     in [0, V) or ignore_index
 
     // Loss and gradients in one pass over the chunks (the logits are not kept).
@@ -57,9 +57,9 @@ public:
                                TensorView b,                  // (V) or empty
                                std::span<const int> targets,  // (N)
                                float grad_scale,
-                               TensorView d_X,                // (N, H)  +=
-                               TensorView d_W,                // (V, H)  +=
-                               TensorView d_b);               // (V)     += (empty if no bias)
+                               TensorView d_X,   // (N, H)  +=
+                               TensorView d_W,   // (V, H)  +=
+                               TensorView d_b);  // (V)     += (empty if no bias)
 
     const SoftmaxXentOptions& options() const { return opt_; }
     // Floats of logit scratch held now: min(chunk_rows, counted rows) × V, never N × V.
@@ -71,9 +71,9 @@ private:
 
     SoftmaxXentOptions opt_;
     // Scratch reused across calls (sized on first use; no allocation in steady state).
-    Tensor x_chunk_;   // (chunk, H)  gathered rows of X
-    Tensor logits_;    // (chunk, V)  logits, then d z in place
-    Tensor dx_chunk_;  // (chunk, H)  d z · W before scattering into d_X
+    Tensor x_chunk_;                // (chunk, H)  gathered rows of X
+    Tensor logits_;                 // (chunk, V)  logits, then d z in place
+    Tensor dx_chunk_;               // (chunk, H)  d z · W before scattering into d_X
     std::vector<double> row_loss_;  // (chunk)  per-row loss, summed in row order
     std::vector<int> correct_;      // (chunk)  per-row 0/1
     std::vector<int> rows_;         // indices of counted rows

@@ -19,7 +19,9 @@ namespace {
 std::string dtext(double x) {  // shortest round-trip; "inf" for the empty best
     return std::isfinite(x) ? fmt::format("{}", x) : (x > 0 ? "inf" : "-inf");
 }
-double dparse(const std::string& s) { return std::strtod(s.c_str(), nullptr); }
+double dparse(const std::string& s) {
+    return std::strtod(s.c_str(), nullptr);
+}
 
 }  // namespace
 
@@ -31,7 +33,8 @@ std::string train_state_to_json(const TrainState& s) {
     j["epoch"] = s.position.epoch;
     j["batch"] = s.position.batch;
     j["rng"] = nlohmann::json::array();
-    for (uint64_t w : s.rng) j["rng"].push_back(std::to_string(w));  // JSON numbers lose 64-bit words
+    for (uint64_t w : s.rng)
+        j["rng"].push_back(std::to_string(w));  // JSON numbers lose 64-bit words
     j["best_dev_loss"] = dtext(s.best_dev_loss);
     j["best_step"] = s.best_step;
     j["bad_validations"] = s.bad_validations;
@@ -68,13 +71,15 @@ void check_finite(const ParamList& params, const std::string& what) {
     for (const auto& p : params) {
         const float* v = p.value->data();
         for (int64_t i = 0; i < p.value->numel(); ++i)
-            NZ_CHECK(std::isfinite(v[i]), "{}: parameter '{}' holds a non-finite value ({}) at index {}; not saved",
+            NZ_CHECK(std::isfinite(v[i]),
+                     "{}: parameter '{}' holds a non-finite value ({}) at index {}; not saved",
                      what, p.name, v[i], i);
     }
 }
 
-void save_checkpoint(const std::string& path, Seq2Seq& model, const std::map<std::string, std::string>& metadata,
-                     const Optimizer& optimizer, const LrSchedule& schedule, const TrainState& state) {
+void save_checkpoint(const std::string& path, Seq2Seq& model,
+                     const std::map<std::string, std::string>& metadata, const Optimizer& optimizer,
+                     const LrSchedule& schedule, const TrainState& state) {
     check_finite(model.parameters(), path);
     SafeTensors st;
     model_to_safetensors(model, metadata, st);
@@ -88,9 +93,10 @@ void save_checkpoint(const std::string& path, Seq2Seq& model, const std::map<std
 
 std::string resolve_checkpoint(const std::string& dir_or_file) {
     std::error_code ec;
-    const std::string path = std::filesystem::is_directory(dir_or_file, ec)
-                                 ? (std::filesystem::path(dir_or_file) / "last.safetensors").string()
-                                 : dir_or_file;
+    const std::string path =
+        std::filesystem::is_directory(dir_or_file, ec)
+            ? (std::filesystem::path(dir_or_file) / "last.safetensors").string()
+            : dir_or_file;
     if (!file_exists(path)) throw UsageError(fmt::format("--resume: no checkpoint at '{}'", path));
     return path;
 }
@@ -98,11 +104,14 @@ std::string resolve_checkpoint(const std::string& dir_or_file) {
 Checkpoint load_checkpoint(const std::string& path) {
     Checkpoint c;
     c.file = load_safetensors(path);
-    NZ_CHECK(c.file.has_meta("train.state") && c.file.has_meta("train.config"),
-             "'{}' is a model file, not a training checkpoint (no train.state / train.config metadata)", path);
+    NZ_CHECK(
+        c.file.has_meta("train.state") && c.file.has_meta("train.config"),
+        "'{}' is a model file, not a training checkpoint (no train.state / train.config metadata)",
+        path);
     c.config = config_from_json(c.file.meta("train.config"), path);
     c.state = train_state_from_json(c.file.meta("train.state"), path);
-    c.threads = c.file.has_meta("train.threads") ? std::atoi(c.file.meta("train.threads").c_str()) : 0;
+    c.threads =
+        c.file.has_meta("train.threads") ? std::atoi(c.file.meta("train.threads").c_str()) : 0;
     return c;
 }
 

@@ -33,16 +33,16 @@
 namespace nazar {
 
 struct TrainState {
-    int64_t step = 0;         // updates made (= optimizer steps)
-    int64_t batches = 0;      // batches consumed, skipped updates included
-    int64_t skipped = 0;      // updates skipped for a non-finite loss or gradient
-    BatchPosition position{}; // the batcher's next batch
-    Rng::State rng{};         // training RNG (dropout, scheduled sampling)
+    int64_t step = 0;          // updates made (= optimizer steps)
+    int64_t batches = 0;       // batches consumed, skipped updates included
+    int64_t skipped = 0;       // updates skipped for a non-finite loss or gradient
+    BatchPosition position{};  // the batcher's next batch
+    Rng::State rng{};          // training RNG (dropout, scheduled sampling)
     double best_dev_loss = std::numeric_limits<double>::infinity();
     int64_t best_step = 0;
     int64_t bad_validations = 0;  // validations since the best (early stopping)
     int64_t validations = 0;
-    int64_t tgt_tokens = 0;   // target tokens trained on
+    int64_t tgt_tokens = 0;  // target tokens trained on
 
     bool operator==(const TrainState&) const = default;
 };
@@ -54,8 +54,9 @@ TrainState train_state_from_json(const std::string& json, const std::string& sou
 void check_finite(const ParamList& params, const std::string& what);
 
 // `metadata` carries the vocabularies/tokenizers (model_file.h keys) and train.config.
-void save_checkpoint(const std::string& path, Seq2Seq& model, const std::map<std::string, std::string>& metadata,
-                     const Optimizer& optimizer, const LrSchedule& schedule, const TrainState& state);
+void save_checkpoint(const std::string& path, Seq2Seq& model,
+                     const std::map<std::string, std::string>& metadata, const Optimizer& optimizer,
+                     const LrSchedule& schedule, const TrainState& state);
 
 // A directory means DIR/last.safetensors. Throws UsageError when there is no such file.
 std::string resolve_checkpoint(const std::string& dir_or_file);

@@ -21,7 +21,8 @@ std::vector<Block> grad_blocks(const ParamList& params) {
     for (const auto& p : params) {
         NZ_CHECK(p.grad != nullptr, "clip: parameter '{}' has no gradient", p.name);
         const int64_t n = p.grad->numel();
-        for (int64_t b = 0; b < n; b += kBlock) blocks.push_back({p.grad->data() + b, std::min(kBlock, n - b)});
+        for (int64_t b = 0; b < n; b += kBlock)
+            blocks.push_back({p.grad->data() + b, std::min(kBlock, n - b)});
     }
     return blocks;
 }
@@ -48,11 +49,13 @@ float norm_of(const std::vector<Block>& blocks) {
 
 }  // namespace
 
-float grad_norm(const ParamList& params) { return norm_of(grad_blocks(params)); }
+float grad_norm(const ParamList& params) {
+    return norm_of(grad_blocks(params));
+}
 
 float clip_grad_norm(const ParamList& params, float max_norm) {
-    NZ_CHECK(max_norm > 0 && std::isfinite(max_norm), "clip_grad_norm: max_norm must be positive and finite, got {}",
-             max_norm);
+    NZ_CHECK(max_norm > 0 && std::isfinite(max_norm),
+             "clip_grad_norm: max_norm must be positive and finite, got {}", max_norm);
     const std::vector<Block> blocks = grad_blocks(params);
     const float norm = norm_of(blocks);
     if (!std::isfinite(norm)) return norm;  // the caller decides; gradients untouched

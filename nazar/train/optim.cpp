@@ -2,9 +2,9 @@
 
 #include "nazar/core/threads.h"
 
+#include <fmt/format.h>
 #include <cmath>
 #include <cstdlib>
-#include <fmt/format.h>
 
 namespace nazar {
 
@@ -17,7 +17,8 @@ double parse_double(const SafeTensors& st, const std::string& key) {
     const std::string& s = st.meta(key);
     char* end = nullptr;
     const double v = std::strtod(s.c_str(), &end);
-    NZ_CHECK(!s.empty() && end == s.c_str() + s.size(), "{}: metadata '{}' = '{}' is not a number", st.source, key, s);
+    NZ_CHECK(!s.empty() && end == s.c_str() + s.size(), "{}: metadata '{}' = '{}' is not a number",
+             st.source, key, s);
     return v;
 }
 
@@ -25,8 +26,8 @@ double parse_double(const SafeTensors& st, const std::string& key) {
 // add(x, y, alpha) = x + alpha·y;  addcmul(x, a, b, value) = x + value·a·b;
 // addcdiv(x, a, b, value) = x + value·a / b. All scalars arrive already cast to float.
 
-void sgd_block(float* p, const float* g, float* buf, int64_t n, float lr, float mu, float one_minus_tau, float wd,
-               bool nesterov, bool first) {
+void sgd_block(float* p, const float* g, float* buf, int64_t n, float lr, float mu,
+               float one_minus_tau, float wd, bool nesterov, bool first) {
     for (int64_t i = 0; i < n; ++i) {
         float d = wd != 0.0f ? g[i] + wd * p[i] : g[i];
         if (buf) {
@@ -48,8 +49,8 @@ struct AdamScalars {
 
 // Branches hoisted into template parameters so that each variant is one straight vector loop.
 template <bool kDecoupled, bool kL2>
-void adam_loop(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t n,
-               const AdamScalars s) {
+void adam_loop(float* __restrict p, const float* __restrict g, float* __restrict m,
+               float* __restrict v, int64_t n, const AdamScalars s) {
     for (int64_t i = 0; i < n; ++i) {
         float pi = p[i];
         if constexpr (kDecoupled) pi = pi * s.decay;
@@ -77,9 +78,12 @@ void adam_block(float* p, const float* g, float* m, float* v, int64_t n, const A
 
 const char* optim_kind_name(OptimKind kind) {
     switch (kind) {
-        case OptimKind::sgd: return "sgd";
-        case OptimKind::adam: return "adam";
-        case OptimKind::adamw: return "adamw";
+        case OptimKind::sgd:
+            return "sgd";
+        case OptimKind::adam:
+            return "adam";
+        case OptimKind::adamw:
+            return "adamw";
     }
     return "?";
 }
@@ -91,11 +95,13 @@ OptimKind parse_optim_kind(const std::string& name) {
     throw UsageError(fmt::format("unknown optimizer '{}' (choices: sgd, adam, adamw)", name));
 }
 
-Optimizer::Optimizer(OptimKind kind, ParamList params, double lr) : kind_(kind), params_(std::move(params)) {
+Optimizer::Optimizer(OptimKind kind, ParamList params, double lr)
+    : kind_(kind), params_(std::move(params)) {
     for (const auto& p : params_) {
-        NZ_CHECK(p.value != nullptr && p.grad != nullptr, "optimizer: parameter '{}' has no value or grad", p.name);
-        NZ_CHECK(p.value->shape() == p.grad->shape(), "optimizer: '{}' value {} but grad {}", p.name,
-                 p.value->shape().str(), p.grad->shape().str());
+        NZ_CHECK(p.value != nullptr && p.grad != nullptr,
+                 "optimizer: parameter '{}' has no value or grad", p.name);
+        NZ_CHECK(p.value->shape() == p.grad->shape(), "optimizer: '{}' value {} but grad {}",
+                 p.name, p.value->shape().str(), p.grad->shape().str());
     }
     set_lr(lr);
     make_blocks();
@@ -105,8 +111,8 @@ Optimizer Optimizer::sgd(ParamList params, SgdOptions opt) {
     NZ_CHECK(opt.momentum >= 0, "sgd: momentum must be >= 0, got {}", opt.momentum);
     NZ_CHECK(opt.weight_decay >= 0, "sgd: weight_decay must be >= 0, got {}", opt.weight_decay);
     NZ_CHECK(!opt.nesterov || (opt.momentum > 0 && opt.dampening == 0),
-             "sgd: nesterov needs momentum > 0 and dampening = 0, got momentum {} dampening {}", opt.momentum,
-             opt.dampening);
+             "sgd: nesterov needs momentum > 0 and dampening = 0, got momentum {} dampening {}",
+             opt.momentum, opt.dampening);
     Optimizer o(OptimKind::sgd, std::move(params), opt.lr);
     o.sgd_ = opt;
     if (opt.momentum != 0) o.buffers_.push_back({"momentum_buffer", {}});
@@ -150,8 +156,8 @@ void Optimizer::make_blocks() {
 
 void Optimizer::step() {
     for (const auto& p : params_)
-        NZ_CHECK(p.value->shape() == p.grad->shape(), "optimizer: '{}' value {} but grad {}", p.name,
-                 p.value->shape().str(), p.grad->shape().str());
+        NZ_CHECK(p.value->shape() == p.grad->shape(), "optimizer: '{}' value {} but grad {}",
+                 p.name, p.value->shape().str(), p.grad->shape().str());
     ++step_;
     if (kind_ == OptimKind::sgd)
         step_sgd();
@@ -161,7 +167,8 @@ void Optimizer::step() {
 
 void Optimizer::step_sgd() {
     const float lr = static_cast<float>(lr_), mu = static_cast<float>(sgd_.momentum);
-    const float one_minus_tau = static_cast<float>(1.0 - sgd_.dampening), wd = static_cast<float>(sgd_.weight_decay);
+    const float one_minus_tau = static_cast<float>(1.0 - sgd_.dampening),
+                wd = static_cast<float>(sgd_.weight_decay);
     const bool first = step_ == 1, nesterov = sgd_.nesterov;
     std::vector<Tensor>* bufs = buffers_.empty() ? nullptr : &buffers_[0].t;
     parallel_for(static_cast<int64_t>(blocks_.size()), 1, [&](int64_t b0, int64_t b1) {
@@ -169,8 +176,8 @@ void Optimizer::step_sgd() {
             const Block& bl = blocks_[k];
             const ParamRef& p = params_[bl.param];
             float* buf = bufs ? (*bufs)[bl.param].data() + bl.begin : nullptr;
-            sgd_block(p.value->data() + bl.begin, p.grad->data() + bl.begin, buf, bl.end - bl.begin, lr, mu,
-                      one_minus_tau, wd, nesterov, first);
+            sgd_block(p.value->data() + bl.begin, p.grad->data() + bl.begin, buf, bl.end - bl.begin,
+                      lr, mu, one_minus_tau, wd, nesterov, first);
         }
     });
 }
@@ -195,15 +202,17 @@ void Optimizer::step_adam() {
         for (int64_t k = b0; k < b1; ++k) {
             const Block& bl = blocks_[k];
             const ParamRef& p = params_[bl.param];
-            adam_block(p.value->data() + bl.begin, p.grad->data() + bl.begin, m[bl.param].data() + bl.begin,
-                       v[bl.param].data() + bl.begin, bl.end - bl.begin, s);
+            adam_block(p.value->data() + bl.begin, p.grad->data() + bl.begin,
+                       m[bl.param].data() + bl.begin, v[bl.param].data() + bl.begin,
+                       bl.end - bl.begin, s);
         }
     });
 }
 
 void Optimizer::save_state(SafeTensors& out) const {
     for (const auto& b : buffers_)
-        for (std::size_t i = 0; i < params_.size(); ++i) out.set(kPrefix + b.name + "." + params_[i].name, b.t[i]);
+        for (std::size_t i = 0; i < params_.size(); ++i)
+            out.set(kPrefix + b.name + "." + params_[i].name, b.t[i]);
     out.metadata[kPrefix + "kind"] = optim_kind_name(kind_);
     out.metadata[kPrefix + "step"] = fmt::format("{}", step_);
     out.metadata[kPrefix + "lr"] = fmt::format("{}", lr_);  // shortest round-trip form
@@ -211,10 +220,11 @@ void Optimizer::save_state(SafeTensors& out) const {
 
 void Optimizer::load_state(const SafeTensors& in) {
     const std::string& kind = in.meta(kPrefix + "kind");
-    NZ_CHECK(kind == optim_kind_name(kind_), "{}: optimizer state is '{}', this run uses '{}'", in.source, kind,
-             optim_kind_name(kind_));
+    NZ_CHECK(kind == optim_kind_name(kind_), "{}: optimizer state is '{}', this run uses '{}'",
+             in.source, kind, optim_kind_name(kind_));
     const double step = parse_double(in, kPrefix + "step");
-    NZ_CHECK(step >= 0 && step == std::floor(step), "{}: optim.step = {} is not a step count", in.source, step);
+    NZ_CHECK(step >= 0 && step == std::floor(step), "{}: optim.step = {} is not a step count",
+             in.source, step);
     const double lr = parse_double(in, kPrefix + "lr");
     // Every "optim." tensor must be one of ours (catches renamed params and mismatched options).
     std::size_t expected = 0;
@@ -225,16 +235,20 @@ void Optimizer::load_state(const SafeTensors& in) {
         bool ours = false;
         for (const auto& b : buffers_)
             for (const auto& p : params_) ours = ours || name == kPrefix + b.name + "." + p.name;
-        NZ_CHECK(ours, "{}: optimizer state tensor '{}' matches no parameter/buffer of this {} optimizer", in.source,
-                 name, optim_kind_name(kind_));
+        NZ_CHECK(ours,
+                 "{}: optimizer state tensor '{}' matches no parameter/buffer of this {} optimizer",
+                 in.source, name, optim_kind_name(kind_));
         ++found;
     }
-    NZ_CHECK(found == expected, "{}: {} optimizer state tensors, expected {}", in.source, found, expected);
+    NZ_CHECK(found == expected, "{}: {} optimizer state tensors, expected {}", in.source, found,
+             expected);
     // Validate everything before changing anything.
     for (const auto& b : buffers_)
-        for (std::size_t i = 0; i < params_.size(); ++i) in.get(kPrefix + b.name + "." + params_[i].name, b.t[i].shape());
+        for (std::size_t i = 0; i < params_.size(); ++i)
+            in.get(kPrefix + b.name + "." + params_[i].name, b.t[i].shape());
     for (auto& b : buffers_)
-        for (std::size_t i = 0; i < params_.size(); ++i) b.t[i].copy_from(in.get(kPrefix + b.name + "." + params_[i].name));
+        for (std::size_t i = 0; i < params_.size(); ++i)
+            b.t[i].copy_from(in.get(kPrefix + b.name + "." + params_[i].name));
     step_ = static_cast<int64_t>(step);
     set_lr(lr);
 }

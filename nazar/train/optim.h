@@ -40,10 +40,11 @@ struct AdamOptions {
     double beta1 = 0.9;
     double beta2 = 0.999;
     double eps = 1e-8;
-    double weight_decay = 0.0;  // Adam: L2 added to the gradient; AdamW: decoupled (torch default 1e-2)
+    double weight_decay =
+        0.0;  // Adam: L2 added to the gradient; AdamW: decoupled (torch default 1e-2)
 };
 
-const char* optim_kind_name(OptimKind kind);    // "sgd", "adam", "adamw"
+const char* optim_kind_name(OptimKind kind);          // "sgd", "adam", "adamw"
 OptimKind parse_optim_kind(const std::string& name);  // throws UsageError naming the choices
 
 class Optimizer {
@@ -58,7 +59,7 @@ public:
     void step();
 
     double lr() const { return lr_; }
-    void set_lr(double lr);           // schedules call this before step()
+    void set_lr(double lr);                  // schedules call this before step()
     int64_t steps() const { return step_; }  // updates done so far
     OptimKind kind() const { return kind_; }
     const ParamList& params() const { return params_; }

@@ -4,8 +4,8 @@
 #include "nazar/core/check.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <cmath>
@@ -37,10 +37,10 @@ std::string format_rate(double r) {
 }
 
 std::string format_progress(const ProgressLine& p) {
-    const std::string step =
-        p.total_steps > 0 ? fmt::format("step {}/{}", p.step, p.total_steps) : fmt::format("step {}", p.step);
-    return fmt::format("{} | epoch {} | loss {:.4f} | {} tok/s | lr {:.2e} | ETA {}", step, p.epoch, p.loss,
-                       format_rate(p.tokens_per_s), p.lr, format_duration(p.eta_s));
+    const std::string step = p.total_steps > 0 ? fmt::format("step {}/{}", p.step, p.total_steps)
+                                               : fmt::format("step {}", p.step);
+    return fmt::format("{} | epoch {} | loss {:.4f} | {} tok/s | lr {:.2e} | ETA {}", step, p.epoch,
+                       p.loss, format_rate(p.tokens_per_s), p.lr, format_duration(p.eta_s));
 }
 
 Progress::Progress(ProgressMode mode, int64_t log_interval, FILE* out)
@@ -48,10 +48,12 @@ Progress::Progress(ProgressMode mode, int64_t log_interval, FILE* out)
     start_ = window_start_ = last_draw_ = Clock::now();
 }
 
-Progress::~Progress() { finish(); }
+Progress::~Progress() {
+    finish();
+}
 
-void Progress::update(int64_t step, int64_t total_steps, int64_t epoch, double loss_sum, int64_t tokens,
-                      double lr) {
+void Progress::update(int64_t step, int64_t total_steps, int64_t epoch, double loss_sum,
+                      int64_t tokens, double lr) {
     due_ = false;
     const auto now = Clock::now();
     if (start_step_ < 0) start_step_ = step - 1, start_ = window_start_;
@@ -59,8 +61,9 @@ void Progress::update(int64_t step, int64_t total_steps, int64_t epoch, double l
     window_tokens_ += tokens;
     ++window_steps_;
     const double since_draw = std::chrono::duration<double>(now - last_draw_).count();
-    const bool show = mode_ == ProgressMode::tty ? (since_draw >= 0.2 || step == total_steps)
-                                                 : (step % log_interval_ == 0 || step == total_steps);
+    const bool show = mode_ == ProgressMode::tty
+                          ? (since_draw >= 0.2 || step == total_steps)
+                          : (step % log_interval_ == 0 || step == total_steps);
     if (!show) return;
     const double window_s = std::chrono::duration<double>(now - window_start_).count();
     const double total_s = std::chrono::duration<double>(now - start_).count();
@@ -107,7 +110,8 @@ void Progress::finish() {
 MetricsLog::MetricsLog(const std::string& path) : path_(path) {
     if (path.empty()) return;
     file_ = std::fopen(path.c_str(), "a");
-    NZ_CHECK(file_ != nullptr, "metrics_log: cannot open '{}' for appending: {}", path, std::strerror(errno));
+    NZ_CHECK(file_ != nullptr, "metrics_log: cannot open '{}' for appending: {}", path,
+             std::strerror(errno));
 }
 
 MetricsLog::~MetricsLog() {
@@ -117,8 +121,9 @@ MetricsLog::~MetricsLog() {
 void MetricsLog::write(const nlohmann::json& record) {
     if (!file_) return;
     const std::string line = record.dump() + "\n";
-    NZ_CHECK(std::fwrite(line.data(), 1, line.size(), file_) == line.size() && std::fflush(file_) == 0,
-             "metrics_log: writing '{}' failed: {}", path_, std::strerror(errno));
+    NZ_CHECK(
+        std::fwrite(line.data(), 1, line.size(), file_) == line.size() && std::fflush(file_) == 0,
+        "metrics_log: writing '{}' failed: {}", path_, std::strerror(errno));
 }
 
 }  // namespace nazar

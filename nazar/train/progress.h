@@ -36,13 +36,13 @@ std::string format_duration(double seconds);
 std::string format_rate(double per_second);
 
 struct ProgressLine {
-    int64_t step = 0;        // updates done
-    int64_t total_steps = 0; // 0 = unknown
-    int64_t epoch = 0;       // 1-based epoch being trained
-    double loss = 0;         // mean per token over the window
+    int64_t step = 0;         // updates done
+    int64_t total_steps = 0;  // 0 = unknown
+    int64_t epoch = 0;        // 1-based epoch being trained
+    double loss = 0;          // mean per token over the window
     double tokens_per_s = 0;
     double lr = 0;
-    double eta_s = -1;       // < 0 = unknown
+    double eta_s = -1;  // < 0 = unknown
 };
 std::string format_progress(const ProgressLine& p);
 
@@ -52,7 +52,8 @@ public:
     ~Progress();
 
     // After every update. Accumulates loss/tokens; prints when due (see the file comment).
-    void update(int64_t step, int64_t total_steps, int64_t epoch, double loss_sum, int64_t tokens, double lr);
+    void update(int64_t step, int64_t total_steps, int64_t epoch, double loss_sum, int64_t tokens,
+                double lr);
     // A full line of its own (validation results, skipped updates, warnings).
     void message(const std::string& line);
     void finish();  // ends an in-place line with a newline
@@ -77,7 +78,7 @@ private:
 
 class MetricsLog {
 public:
-    MetricsLog() = default;  // disabled
+    MetricsLog() = default;                        // disabled
     explicit MetricsLog(const std::string& path);  // "" = disabled; appends
     ~MetricsLog();
     MetricsLog(const MetricsLog&) = delete;

@@ -1,9 +1,9 @@
 #include "nazar/train/schedule.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fmt/format.h>
 
 namespace nazar {
 
@@ -18,7 +18,8 @@ double meta_double(const SafeTensors& st, const std::string& key) {
     const std::string& s = st.meta(key);
     char* end = nullptr;
     const double v = std::strtod(s.c_str(), &end);
-    NZ_CHECK(!s.empty() && end == s.c_str() + s.size(), "{}: metadata '{}' = '{}' is not a number", st.source, key, s);
+    NZ_CHECK(!s.empty() && end == s.c_str() + s.size(), "{}: metadata '{}' = '{}' is not a number",
+             st.source, key, s);
     return v;
 }
 
@@ -46,7 +47,8 @@ double StepDecayLr::at(int64_t step, int epoch) const {
 bool PlateauLr::on_validation(double metric) {
     NZ_CHECK(std::isfinite(metric), "plateau schedule: validation metric is {}", metric);
     if (current < 0) current = lr;
-    const bool better = !seen || (maximize ? metric > best * (1 + threshold) : metric < best * (1 - threshold));
+    const bool better =
+        !seen || (maximize ? metric > best * (1 + threshold) : metric < best * (1 - threshold));
     if (better) {
         best = metric;
         seen = true;
@@ -65,16 +67,21 @@ LrSchedule::LrSchedule(Any s) : s_(std::move(s)) {
     std::visit(
         [](auto& x) {
             using T = std::decay_t<decltype(x)>;
-            NZ_CHECK(std::isfinite(x.lr) && x.lr >= 0, "lr schedule: lr must be finite and >= 0, got {}", x.lr);
+            NZ_CHECK(std::isfinite(x.lr) && x.lr >= 0,
+                     "lr schedule: lr must be finite and >= 0, got {}", x.lr);
             if constexpr (std::is_same_v<T, WarmupLr>)
-                NZ_CHECK(x.warmup_steps >= 0, "warmup: warmup_steps must be >= 0, got {}", x.warmup_steps);
+                NZ_CHECK(x.warmup_steps >= 0, "warmup: warmup_steps must be >= 0, got {}",
+                         x.warmup_steps);
             if constexpr (std::is_same_v<T, StepDecayLr>) {
-                NZ_CHECK(x.start_epoch >= 0, "step decay: start_epoch must be >= 0, got {}", x.start_epoch);
+                NZ_CHECK(x.start_epoch >= 0, "step decay: start_epoch must be >= 0, got {}",
+                         x.start_epoch);
                 NZ_CHECK(x.every >= 1, "step decay: every must be >= 1, got {}", x.every);
-                NZ_CHECK(x.factor > 0 && x.factor <= 1, "step decay: factor must be in (0, 1], got {}", x.factor);
+                NZ_CHECK(x.factor > 0 && x.factor <= 1,
+                         "step decay: factor must be in (0, 1], got {}", x.factor);
             }
             if constexpr (std::is_same_v<T, PlateauLr>) {
-                NZ_CHECK(x.factor > 0 && x.factor < 1, "plateau: factor must be in (0, 1), got {}", x.factor);
+                NZ_CHECK(x.factor > 0 && x.factor < 1, "plateau: factor must be in (0, 1), got {}",
+                         x.factor);
                 NZ_CHECK(x.patience >= 0, "plateau: patience must be >= 0, got {}", x.patience);
                 NZ_CHECK(x.min_lr >= 0, "plateau: min_lr must be >= 0, got {}", x.min_lr);
                 NZ_CHECK(x.threshold >= 0, "plateau: threshold must be >= 0, got {}", x.threshold);
@@ -100,18 +107,22 @@ std::string LrSchedule::kind() const {
 
 std::string LrSchedule::describe() const {
     struct V {
-        std::string operator()(const ConstantLr& x) const { return fmt::format("constant lr {}", x.lr); }
+        std::string operator()(const ConstantLr& x) const {
+            return fmt::format("constant lr {}", x.lr);
+        }
         std::string operator()(const WarmupLr& x) const {
-            return fmt::format("lr {} with {} warm-up steps, then {}", x.lr, x.warmup_steps,
-                               x.decay == WarmupLr::Decay::none ? "constant" : "inverse square root decay");
+            return fmt::format(
+                "lr {} with {} warm-up steps, then {}", x.lr, x.warmup_steps,
+                x.decay == WarmupLr::Decay::none ? "constant" : "inverse square root decay");
         }
         std::string operator()(const StepDecayLr& x) const {
-            return fmt::format("lr {}, times {} every {} epoch(s) from epoch {}", x.lr, x.factor, x.every,
-                               x.start_epoch + 1);
+            return fmt::format("lr {}, times {} every {} epoch(s) from epoch {}", x.lr, x.factor,
+                               x.every, x.start_epoch + 1);
         }
         std::string operator()(const PlateauLr& x) const {
-            return fmt::format("lr {}, times {} after {} validation(s) without {} (min {})", x.lr, x.factor,
-                               x.patience + 1, x.maximize ? "increase" : "decrease", x.min_lr);
+            return fmt::format("lr {}, times {} after {} validation(s) without {} (min {})", x.lr,
+                               x.factor, x.patience + 1, x.maximize ? "increase" : "decrease",
+                               x.min_lr);
         }
     };
     return std::visit(V{}, s_);
@@ -120,7 +131,8 @@ std::string LrSchedule::describe() const {
 void LrSchedule::save_state(SafeTensors& out) const {
     out.metadata["schedule.kind"] = kind();
     if (const auto* p = std::get_if<PlateauLr>(&s_)) {
-        out.metadata["schedule.current"] = fmt::format("{}", p->current);  // shortest round-trip form
+        out.metadata["schedule.current"] =
+            fmt::format("{}", p->current);  // shortest round-trip form
         out.metadata["schedule.best"] = fmt::format("{}", p->best);
         out.metadata["schedule.bad"] = fmt::format("{}", p->bad);
         out.metadata["schedule.seen"] = fmt::format("{}", p->seen ? 1 : 0);
@@ -129,12 +141,15 @@ void LrSchedule::save_state(SafeTensors& out) const {
 
 void LrSchedule::load_state(const SafeTensors& in) {
     const std::string& k = in.meta("schedule.kind");
-    NZ_CHECK(k == kind(), "{}: lr schedule state is '{}', this run uses '{}'", in.source, k, kind());
+    NZ_CHECK(k == kind(), "{}: lr schedule state is '{}', this run uses '{}'", in.source, k,
+             kind());
     if (auto* p = std::get_if<PlateauLr>(&s_)) {
-        const double current = meta_double(in, "schedule.current"), best = meta_double(in, "schedule.best");
+        const double current = meta_double(in, "schedule.current"),
+                     best = meta_double(in, "schedule.best");
         const double bad = meta_double(in, "schedule.bad");
         const std::string& seen = in.meta("schedule.seen");
-        NZ_CHECK(current >= 0 && std::isfinite(current), "{}: schedule.current = {}", in.source, current);
+        NZ_CHECK(current >= 0 && std::isfinite(current), "{}: schedule.current = {}", in.source,
+                 current);
         NZ_CHECK(bad >= 0 && bad == std::floor(bad), "{}: schedule.bad = {}", in.source, bad);
         NZ_CHECK(seen == "0" || seen == "1", "{}: schedule.seen = '{}'", in.source, seen);
         p->current = current;

@@ -11,9 +11,9 @@
 //                Luong et al. 2015 §4.1: 10 epochs, "after 5 epochs, we begin to halve the learning
 //                rate every epoch" = {.start_epoch = 5, .every = 1, .factor = 0.5}
 //   PlateauLr    torch.optim.lr_scheduler.ReduceLROnPlateau (threshold_mode 'rel', no cooldown):
-//                a metric is better when < best·(1 − threshold) (minimise) or > best·(1 + threshold)
-//                (maximise); after more than `patience` validations without improvement the lr
-//                becomes max(lr · factor, min_lr) and the count restarts.
+//                a metric is better when < best·(1 − threshold) (minimise) or > best·(1 +
+//                threshold) (maximise); after more than `patience` validations without improvement
+//                the lr becomes max(lr · factor, min_lr) and the count restarts.
 // Serialisable state (PlateauLr: current lr, best, bad count) goes into SafeTensors metadata
 // "schedule.*", so a resumed run continues exactly.
 #pragma once
@@ -41,16 +41,16 @@ struct WarmupLr {
 
 struct StepDecayLr {
     double lr = 1.0;
-    int start_epoch = 5;   // K: the first halving applies during epoch K (0-based)
-    int every = 1;         // N: then every N epochs
+    int start_epoch = 5;  // K: the first halving applies during epoch K (0-based)
+    int every = 1;        // N: then every N epochs
     double factor = 0.5;
     double at(int64_t step, int epoch) const;
 };
 
 struct PlateauLr {
-    double lr = 1.0;          // initial lr
-    double factor = 0.5;      // in (0, 1)
-    int patience = 0;         // validations without improvement tolerated before a reduction
+    double lr = 1.0;      // initial lr
+    double factor = 0.5;  // in (0, 1)
+    int patience = 0;     // validations without improvement tolerated before a reduction
     double min_lr = 0.0;
     double threshold = 1e-4;  // relative improvement needed (PyTorch's default)
     bool maximize = false;    // true for BLEU-like metrics, false for loss/perplexity
@@ -58,8 +58,8 @@ struct PlateauLr {
     // State (saved and restored).
     double current = -1;  // lr now; < 0 until first used (then = lr)
     double best = 0;
-    int bad = 0;          // validations since the last improvement
-    bool seen = false;    // a metric has been recorded
+    int bad = 0;        // validations since the last improvement
+    bool seen = false;  // a metric has been recorded
 
     double at(int64_t step, int epoch) const { return current < 0 ? lr : current; }
     bool on_validation(double metric);  // true when the lr was reduced
@@ -80,7 +80,7 @@ public:
     // Records a validation metric; true when the lr changed (only PlateauLr reacts).
     bool on_validation(double metric);
 
-    std::string kind() const;  // "constant", "warmup", "step_decay", "plateau"
+    std::string kind() const;      // "constant", "warmup", "step_decay", "plateau"
     std::string describe() const;  // one line for logs
 
     // metadata "schedule.kind" (+ PlateauLr's state); load checks the kind matches.

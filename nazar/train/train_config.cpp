@@ -6,8 +6,8 @@
 #include "nazar/data/utf8.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -26,145 +26,257 @@ std::vector<ConfigKey> make_table() {
     using K = KeyType;
     std::vector<ConfigKey> t = {
         // ---- data ----
-        {"train", "data", K::file, "", "Training pairs: a TSV file (source<TAB>target), plain or gzip", &C::train},
-        {"train_src", "data", K::file, "", "Training sources, one per line (with train_tgt, instead of train)",
-         &C::train_src},
-        {"train_tgt", "data", K::file, "", "Training targets, line-aligned with train_src", &C::train_tgt},
+        {"train", "data", K::file, "",
+         "Training pairs: a TSV file (source<TAB>target), plain or gzip", &C::train},
+        {"train_src", "data", K::file, "",
+         "Training sources, one per line (with train_tgt, instead of train)", &C::train_src},
+        {"train_tgt", "data", K::file, "", "Training targets, line-aligned with train_src",
+         &C::train_tgt},
         {"dev", "data", K::file, "", "Validation pairs (TSV); empty = no validation", &C::dev},
-        {"dev_src", "data", K::file, "", "Validation sources (with dev_tgt, instead of dev)", &C::dev_src},
-        {"dev_tgt", "data", K::file, "", "Validation targets, line-aligned with dev_src", &C::dev_tgt},
-        {"tokenizer", "data", K::choice, "word", "Tokenizer of both sides", &C::tokenizer, 0, 0, false,
+        {"dev_src", "data", K::file, "", "Validation sources (with dev_tgt, instead of dev)",
+         &C::dev_src},
+        {"dev_tgt", "data", K::file, "", "Validation targets, line-aligned with dev_src",
+         &C::dev_tgt},
+        {"tokenizer",
+         "data",
+         K::choice,
+         "word",
+         "Tokenizer of both sides",
+         &C::tokenizer,
+         0,
+         0,
+         false,
          {"char", "word", "spm"}},
-        {"spm_model", "data", K::file, "", "Existing SentencePiece .model to use (tokenizer spm); empty = train one",
-         &C::spm_model},
+        {"spm_model", "data", K::file, "",
+         "Existing SentencePiece .model to use (tokenizer spm); empty = train one", &C::spm_model},
         {"spm_vocab_size", "data", K::integer, "8000", "Size of a SentencePiece model trained here",
          &C::spm_vocab_size, 8, 1e6},
-        {"spm_model_type", "data", K::choice, "unigram", "Type of a SentencePiece model trained here",
-         &C::spm_model_type, 0, 0, false, {"unigram", "bpe"}},
-        {"vocab_size", "data", K::integer, "0", "Largest vocabulary, specials included (0 = no limit; char/word)",
-         &C::vocab_size, 0, 1e8},
-        {"min_freq", "data", K::integer, "1", "Pieces seen fewer times become <unk> (char/word)", &C::min_freq, 1,
-         1e9},
-        {"shared_vocab", "data", K::boolean, "false", "One vocabulary (and SentencePiece model) for both sides",
-         &C::shared_vocab},
-        {"max_length", "data", K::integer, "100", "Drop training pairs with a side longer than this (tokens; 0 = no limit)",
-         &C::max_length, 0, 1e6},
-        {"max_length_ratio", "data", K::real, "0", "Drop pairs whose longer/shorter side ratio exceeds this (0 = off)",
-         &C::max_length_ratio, 0, 1e6},
-        {"skip_bad_lines", "data", K::boolean, "false", "Count and skip malformed lines instead of stopping",
-         &C::skip_bad_lines},
-        {"batch_tokens", "data", K::integer, "0", "Token budget per batch, B x max(S, T) (0 = use batch_size)",
-         &C::batch_tokens, 0, 1e8},
-        {"batch_size", "data", K::integer, "32", "Sentences per batch (when batch_tokens is 0)", &C::batch_size, 1,
-         1e6},
+        {"spm_model_type",
+         "data",
+         K::choice,
+         "unigram",
+         "Type of a SentencePiece model trained here",
+         &C::spm_model_type,
+         0,
+         0,
+         false,
+         {"unigram", "bpe"}},
+        {"vocab_size", "data", K::integer, "0",
+         "Largest vocabulary, specials included (0 = no limit; char/word)", &C::vocab_size, 0, 1e8},
+        {"min_freq", "data", K::integer, "1", "Pieces seen fewer times become <unk> (char/word)",
+         &C::min_freq, 1, 1e9},
+        {"shared_vocab", "data", K::boolean, "false",
+         "One vocabulary (and SentencePiece model) for both sides", &C::shared_vocab},
+        {"max_length", "data", K::integer, "100",
+         "Drop training pairs with a side longer than this (tokens; 0 = no limit)", &C::max_length,
+         0, 1e6},
+        {"max_length_ratio", "data", K::real, "0",
+         "Drop pairs whose longer/shorter side ratio exceeds this (0 = off)", &C::max_length_ratio,
+         0, 1e6},
+        {"skip_bad_lines", "data", K::boolean, "false",
+         "Count and skip malformed lines instead of stopping", &C::skip_bad_lines},
+        {"batch_tokens", "data", K::integer, "0",
+         "Token budget per batch, B x max(S, T) (0 = use batch_size)", &C::batch_tokens, 0, 1e8},
+        {"batch_size", "data", K::integer, "32", "Sentences per batch (when batch_tokens is 0)",
+         &C::batch_size, 1, 1e6},
         // ---- model ----
-        {"cell", "model", K::choice, "gru", "Recurrent cell of encoder and decoder", &C::cell, 0, 0, false,
+        {"cell",
+         "model",
+         K::choice,
+         "gru",
+         "Recurrent cell of encoder and decoder",
+         &C::cell,
+         0,
+         0,
+         false,
          {"gru", "lstm"}},
-        {"embedding_size", "model", K::integer, "64", "Embedding size E (both sides)", &C::embedding_size, 1, 65536},
-        {"hidden_size", "model", K::integer, "128", "Encoder hidden size per direction", &C::hidden_size, 1, 65536},
-        {"decoder_hidden_size", "model", K::integer, "0", "Decoder state size d_s (0 = d_h, the encoder output size)",
-         &C::decoder_hidden_size, 0, 65536},
-        {"encoder_layers", "model", K::integer, "1", "Encoder RNN layers", &C::encoder_layers, 1, 16},
-        {"decoder_layers", "model", K::integer, "1", "Decoder RNN layers", &C::decoder_layers, 1, 16},
-        {"bidirectional", "model", K::boolean, "true", "Bidirectional encoder (d_h = 2 x hidden_size)",
-         &C::bidirectional},
-        {"dropout", "model", K::real, "0", "Dropout between stacked RNN layers (encoder and decoder)",
-         &C::dropout, 0, 1, true},
-        {"decoder", "model", K::choice, "bahdanau",
-         "Decoder: attention before the RNN step (bahdanau) or after it (luong)", &C::decoder, 0, 0, false,
+        {"embedding_size", "model", K::integer, "64", "Embedding size E (both sides)",
+         &C::embedding_size, 1, 65536},
+        {"hidden_size", "model", K::integer, "128", "Encoder hidden size per direction",
+         &C::hidden_size, 1, 65536},
+        {"decoder_hidden_size", "model", K::integer, "0",
+         "Decoder state size d_s (0 = d_h, the encoder output size)", &C::decoder_hidden_size, 0,
+         65536},
+        {"encoder_layers", "model", K::integer, "1", "Encoder RNN layers", &C::encoder_layers, 1,
+         16},
+        {"decoder_layers", "model", K::integer, "1", "Decoder RNN layers", &C::decoder_layers, 1,
+         16},
+        {"bidirectional", "model", K::boolean, "true",
+         "Bidirectional encoder (d_h = 2 x hidden_size)", &C::bidirectional},
+        {"dropout", "model", K::real, "0",
+         "Dropout between stacked RNN layers (encoder and decoder)", &C::dropout, 0, 1, true},
+        {"decoder",
+         "model",
+         K::choice,
+         "bahdanau",
+         "Decoder: attention before the RNN step (bahdanau) or after it (luong)",
+         &C::decoder,
+         0,
+         0,
+         false,
          {"bahdanau", "luong"}},
-        {"attention", "model", K::choice, "additive", "Attention score", &C::attention, 0, 0, false,
+        {"attention",
+         "model",
+         K::choice,
+         "additive",
+         "Attention score",
+         &C::attention,
+         0,
+         0,
+         false,
          {"additive", "dot", "general", "concat"}},
-        {"attention_scale", "model", K::choice, "none", "Score scaling for dot/general: none, 1/sqrt(d_h), learned",
-         &C::attention_scale, 0, 0, false, {"none", "sqrt", "learned"}},
-        {"attention_local", "model", K::choice, "global", "Global attention or Luong's local-m / local-p",
-         &C::attention_local, 0, 0, false, {"global", "local-m", "local-p"}},
-        {"attention_window", "model", K::integer, "10", "Local attention half-window D", &C::attention_window, 1,
-         1e5},
+        {"attention_scale",
+         "model",
+         K::choice,
+         "none",
+         "Score scaling for dot/general: none, 1/sqrt(d_h), learned",
+         &C::attention_scale,
+         0,
+         0,
+         false,
+         {"none", "sqrt", "learned"}},
+        {"attention_local",
+         "model",
+         K::choice,
+         "global",
+         "Global attention or Luong's local-m / local-p",
+         &C::attention_local,
+         0,
+         0,
+         false,
+         {"global", "local-m", "local-p"}},
+        {"attention_window", "model", K::integer, "10", "Local attention half-window D",
+         &C::attention_window, 1, 1e5},
         {"attention_size", "model", K::integer, "0", "additive/concat attention size d_a (0 = d_s)",
          &C::attention_size, 0, 65536},
         {"position_size", "model", K::integer, "0", "local-p position predictor size d_p (0 = d_s)",
          &C::position_size, 0, 65536},
-        {"attention_timing", "model", K::choice, "auto",
+        {"attention_timing",
+         "model",
+         K::choice,
+         "auto",
          "Query s_{t-1} before the RNN step or s_t after it (auto: the decoder's own; others warn)",
-         &C::attention_timing, 0, 0, false, {"auto", "before", "after"}},
-        {"bridge", "model", K::choice, "auto",
-         "Initial decoder state (auto: backward-first for bahdanau + bidirectional, else mean)", &C::bridge, 0, 0,
-         false, {"auto", "backward-first", "mean", "last", "zero"}},
-        {"deep_output", "model", K::boolean, "false", "Deep output layer (bahdanau; Bahdanau et al. 2015)",
-         &C::deep_output},
-        {"deep_output_size", "model", K::integer, "0", "Deep output size (0 = d_s)", &C::deep_output_size, 0,
-         65536},
+         &C::attention_timing,
+         0,
+         0,
+         false,
+         {"auto", "before", "after"}},
+        {"bridge",
+         "model",
+         K::choice,
+         "auto",
+         "Initial decoder state (auto: backward-first for bahdanau + bidirectional, else mean)",
+         &C::bridge,
+         0,
+         0,
+         false,
+         {"auto", "backward-first", "mean", "last", "zero"}},
+        {"deep_output", "model", K::boolean, "false",
+         "Deep output layer (bahdanau; Bahdanau et al. 2015)", &C::deep_output},
+        {"deep_output_size", "model", K::integer, "0", "Deep output size (0 = d_s)",
+         &C::deep_output_size, 0, 65536},
         {"input_feeding", "model", K::boolean, "false",
          "luong: feed the attentional state to the next step (bahdanau always feeds the context)",
          &C::input_feeding},
-        {"tie_embeddings", "model", K::boolean, "false", "Share the target embedding with the output layer",
-         &C::tie_embeddings},
+        {"tie_embeddings", "model", K::boolean, "false",
+         "Share the target embedding with the output layer", &C::tie_embeddings},
         // ---- training ----
-        {"optimizer", "training", K::choice, "adam", "Optimizer", &C::optimizer, 0, 0, false,
+        {"optimizer",
+         "training",
+         K::choice,
+         "adam",
+         "Optimizer",
+         &C::optimizer,
+         0,
+         0,
+         false,
          {"adam", "adamw", "sgd"}},
-        {"lr", "training", K::real, "0.001", "Learning rate (peak lr for warm-up schedules)", &C::lr, 0, 1e3, false},
+        {"lr", "training", K::real, "0.001", "Learning rate (peak lr for warm-up schedules)",
+         &C::lr, 0, 1e3, false},
         {"momentum", "training", K::real, "0", "SGD momentum", &C::momentum, 0, 1, true},
-        {"weight_decay", "training", K::real, "0", "Weight decay (L2 for sgd/adam, decoupled for adamw)",
-         &C::weight_decay, 0, 10},
-        {"schedule", "training", K::choice, "constant", "Learning-rate schedule", &C::schedule, 0, 0, false,
+        {"weight_decay", "training", K::real, "0",
+         "Weight decay (L2 for sgd/adam, decoupled for adamw)", &C::weight_decay, 0, 10},
+        {"schedule",
+         "training",
+         K::choice,
+         "constant",
+         "Learning-rate schedule",
+         &C::schedule,
+         0,
+         0,
+         false,
          {"constant", "warmup", "inverse_sqrt", "step_decay", "plateau"}},
-        {"warmup_steps", "training", K::integer, "1000", "Linear warm-up steps (warmup, inverse_sqrt)",
-         &C::warmup_steps, 0, 1e9},
-        {"decay_start_epoch", "training", K::integer, "5", "step_decay: first epoch with a reduced lr",
-         &C::decay_start_epoch, 0, 1e6},
-        {"decay_every", "training", K::integer, "1", "step_decay: epochs between reductions", &C::decay_every, 1,
-         1e6},
-        {"decay_factor", "training", K::real, "0.5", "step_decay / plateau: lr multiplier", &C::decay_factor, 0, 1,
-         true},
-        {"plateau_patience", "training", K::integer, "0", "plateau: validations without improvement before decay",
-         &C::plateau_patience, 0, 1e6},
+        {"warmup_steps", "training", K::integer, "1000",
+         "Linear warm-up steps (warmup, inverse_sqrt)", &C::warmup_steps, 0, 1e9},
+        {"decay_start_epoch", "training", K::integer, "5",
+         "step_decay: first epoch with a reduced lr", &C::decay_start_epoch, 0, 1e6},
+        {"decay_every", "training", K::integer, "1", "step_decay: epochs between reductions",
+         &C::decay_every, 1, 1e6},
+        {"decay_factor", "training", K::real, "0.5", "step_decay / plateau: lr multiplier",
+         &C::decay_factor, 0, 1, true},
+        {"plateau_patience", "training", K::integer, "0",
+         "plateau: validations without improvement before decay", &C::plateau_patience, 0, 1e6},
         {"min_lr", "training", K::real, "0", "plateau: lower bound of the lr", &C::min_lr, 0, 1e3},
-        {"clip_norm", "training", K::real, "5", "Clip the global gradient norm to this (0 = off)", &C::clip_norm, 0,
-         1e9},
-        {"label_smoothing", "training", K::real, "0", "Label smoothing epsilon", &C::label_smoothing, 0, 1, true},
+        {"clip_norm", "training", K::real, "5", "Clip the global gradient norm to this (0 = off)",
+         &C::clip_norm, 0, 1e9},
+        {"label_smoothing", "training", K::real, "0", "Label smoothing epsilon",
+         &C::label_smoothing, 0, 1, true},
         {"scheduled_sampling", "training", K::real, "0",
          "Probability of feeding the model's own previous prediction instead of the reference",
          &C::scheduled_sampling, 0, 1},
-        {"max_steps", "training", K::integer, "0", "Stop after this many updates (0 = no limit)", &C::max_steps, 0,
-         2e9},
-        {"max_epochs", "training", K::integer, "10", "Stop after this many epochs (0 = no limit)", &C::max_epochs, 0,
-         1e6},
-        {"valid_interval", "training", K::integer, "500", "Validate every N updates (and at the end)",
-         &C::valid_interval, 1, 2e9},
-        {"valid_sample", "training", K::integer, "100", "Dev pairs greedily decoded for BLEU/accuracy (0 = none)",
-         &C::valid_sample, 0, 1e9},
+        {"max_steps", "training", K::integer, "0", "Stop after this many updates (0 = no limit)",
+         &C::max_steps, 0, 2e9},
+        {"max_epochs", "training", K::integer, "10", "Stop after this many epochs (0 = no limit)",
+         &C::max_epochs, 0, 1e6},
+        {"valid_interval", "training", K::integer, "500",
+         "Validate every N updates (and at the end)", &C::valid_interval, 1, 2e9},
+        {"valid_sample", "training", K::integer, "100",
+         "Dev pairs greedily decoded for BLEU/accuracy (0 = none)", &C::valid_sample, 0, 1e9},
         {"valid_max_length", "training", K::integer, "0",
-         "Greedy decoding limit in tokens (0 = 2 x source length + 10, at most 512)", &C::valid_max_length, 0, 1e6},
-        {"patience", "training", K::integer, "0", "Early stopping: validations without a better dev loss (0 = off)",
-         &C::patience, 0, 1e6},
-        {"seed", "training", K::integer, "1", "Random seed (initialisation, shuffling, dropout, sampling)",
-         &C::seed, 0, 2147483647},
-        {"threads", "training", K::integer, "0", "Threads (0 = all cores); results are bit-identical for a fixed count",
-         &C::threads, 0, 1024},
-        {"save_dir", "training", K::text, "model", "Directory for model.safetensors, best and last checkpoints",
-         &C::save_dir},
-        {"keep_best", "training", K::boolean, "true", "Keep the checkpoint with the best dev loss (best.safetensors)",
-         &C::keep_best},
-        {"keep_last", "training", K::boolean, "true", "Keep the latest checkpoint (last.safetensors)", &C::keep_last},
+         "Greedy decoding limit in tokens (0 = 2 x source length + 10, at most 512)",
+         &C::valid_max_length, 0, 1e6},
+        {"patience", "training", K::integer, "0",
+         "Early stopping: validations without a better dev loss (0 = off)", &C::patience, 0, 1e6},
+        {"seed", "training", K::integer, "1",
+         "Random seed (initialisation, shuffling, dropout, sampling)", &C::seed, 0, 2147483647},
+        {"threads", "training", K::integer, "0",
+         "Threads (0 = all cores); results are bit-identical for a fixed count", &C::threads, 0,
+         1024},
+        {"save_dir", "training", K::text, "model",
+         "Directory for model.safetensors, best and last checkpoints", &C::save_dir},
+        {"keep_best", "training", K::boolean, "true",
+         "Keep the checkpoint with the best dev loss (best.safetensors)", &C::keep_best},
+        {"keep_last", "training", K::boolean, "true",
+         "Keep the latest checkpoint (last.safetensors)", &C::keep_last},
         {"checkpoint_interval", "training", K::integer, "0",
-         "Write last.safetensors every N updates (0 = at validations only)", &C::checkpoint_interval, 0, 2e9},
-        {"metrics_log", "training", K::text, "", "Append JSON lines of training/validation metrics here",
-         &C::metrics_log},
-        {"log_interval", "training", K::integer, "50", "Updates between plain progress lines (non-TTY)",
-         &C::log_interval, 1, 2e9},
-        {"progress", "training", K::choice, "auto", "Progress line on stderr: auto (in place on a TTY), tty, "
-         "plain, none (messages still shown)", &C::progress, 0, 0, false, {"auto", "tty", "plain", "none"}},
+         "Write last.safetensors every N updates (0 = at validations only)",
+         &C::checkpoint_interval, 0, 2e9},
+        {"metrics_log", "training", K::text, "",
+         "Append JSON lines of training/validation metrics here", &C::metrics_log},
+        {"log_interval", "training", K::integer, "50",
+         "Updates between plain progress lines (non-TTY)", &C::log_interval, 1, 2e9},
+        {"progress",
+         "training",
+         K::choice,
+         "auto",
+         "Progress line on stderr: auto (in place on a TTY), tty, "
+         "plain, none (messages still shown)",
+         &C::progress,
+         0,
+         0,
+         false,
+         {"auto", "tty", "plain", "none"}},
     };
     // Keys that control the run, not what is trained: they may change on --resume. The training
     // files may move (the trainer checks the pair count is unchanged).
     const std::vector<std::string_view> fixed_in_resume = {
-        "tokenizer", "spm_model", "spm_vocab_size", "spm_model_type",
-        "vocab_size", "min_freq", "shared_vocab", "max_length", "max_length_ratio", "skip_bad_lines",
-        "batch_tokens", "batch_size", "optimizer", "schedule", "seed"};
+        "tokenizer",    "spm_model",    "spm_vocab_size", "spm_model_type",   "vocab_size",
+        "min_freq",     "shared_vocab", "max_length",     "max_length_ratio", "skip_bad_lines",
+        "batch_tokens", "batch_size",   "optimizer",      "schedule",         "seed"};
     for (auto& k : t)
         if (std::string_view(k.section) == "model" ||
-            std::find(fixed_in_resume.begin(), fixed_in_resume.end(), k.key) != fixed_in_resume.end())
+            std::find(fixed_in_resume.begin(), fixed_in_resume.end(), k.key) !=
+                fixed_in_resume.end())
             k.resumable = false;
     return t;
 }
@@ -177,7 +289,10 @@ std::string normalize(std::string_view key) {
 }
 
 std::string range_text(const ConfigKey& k) {
-    auto num = [&](double v) { return k.type == KeyType::integer ? fmt::format("{}", static_cast<int64_t>(v)) : fmt::format("{}", v); };
+    auto num = [&](double v) {
+        return k.type == KeyType::integer ? fmt::format("{}", static_cast<int64_t>(v))
+                                          : fmt::format("{}", v);
+    };
     return fmt::format("[{}, {}{}", num(k.min), num(k.max), k.max_open ? ")" : "]");
 }
 
@@ -199,7 +314,8 @@ std::string closest(std::string_view word, const std::vector<std::string_view>& 
 }
 
 [[noreturn]] void usage(std::string_view where, std::string msg) {
-    std::replace_if(msg.begin(), msg.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');  // one line
+    std::replace_if(
+        msg.begin(), msg.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');  // one line
     throw UsageError(where.empty() ? msg : fmt::format("{}: {}", where, msg));
 }
 
@@ -239,9 +355,10 @@ std::string flag_name(const ConfigKey& k) {
 
 std::string describe_key(const ConfigKey& k) {
     const bool ranged = (k.type == KeyType::integer || k.type == KeyType::real) && k.min < k.max;
-    return fmt::format("{}{}{} (default: {})", k.help,
-                       k.type == KeyType::choice ? fmt::format(" {{{}}}", join(k.choices)) : std::string(),
-                       ranged ? fmt::format(" {}", range_text(k)) : std::string(), *k.def ? k.def : "none");
+    return fmt::format(
+        "{}{}{} (default: {})", k.help,
+        k.type == KeyType::choice ? fmt::format(" {{{}}}", join(k.choices)) : std::string(),
+        ranged ? fmt::format(" {}", range_text(k)) : std::string(), *k.def ? k.def : "none");
 }
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
@@ -250,7 +367,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     for (std::size_t i = 1; i <= a.size(); ++i) {
         cur[0] = i;
         for (std::size_t j = 1; j <= b.size(); ++j)
-            cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            cur[j] = std::min(
+                {prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
         std::swap(prev, cur);
     }
     return prev[b.size()];
@@ -262,12 +380,14 @@ std::string suggest_key(std::string_view key) {
     return closest(normalize(key), names);
 }
 
-void set_config_value(TrainConfig& cfg, std::string_view key, std::string_view value, std::string_view where) {
+void set_config_value(TrainConfig& cfg, std::string_view key, std::string_view value,
+                      std::string_view where) {
     const ConfigKey* k = find_config_key(key);
     if (!k) {
         const std::string s = suggest_key(key);
-        usage(where, fmt::format("unknown key '{}'{}", normalize(key),
-                                 s.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", s)));
+        usage(where,
+              fmt::format("unknown key '{}'{}", normalize(key),
+                          s.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", s)));
     }
     const std::string v(value);
     // Values end up in checkpoint JSON ("train.config"), which must be UTF-8.
@@ -307,13 +427,16 @@ void set_config_value(TrainConfig& cfg, std::string_view key, std::string_view v
             if (std::find(k->choices.begin(), k->choices.end(), v) == k->choices.end()) {
                 const std::string s = closest(v, k->choices);
                 usage(where, fmt::format("{}: '{}' is not one of {}{}", k->key, v, join(k->choices),
-                                         s.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", s)));
+                                         s.empty() ? std::string()
+                                                   : fmt::format(" (did you mean '{}'?)", s)));
             }
             cfg.*std::get<std::string C::*>(k->field) = v;
             break;
         }
         case KeyType::text:
-        case KeyType::file: cfg.*std::get<std::string C::*>(k->field) = v; break;
+        case KeyType::file:
+            cfg.*std::get<std::string C::*>(k->field) = v;
+            break;
     }
 }
 
@@ -322,10 +445,14 @@ std::string get_config_value(const TrainConfig& cfg, const ConfigKey& k) {
         [&](auto field) -> std::string {
             const auto& v = cfg.*field;
             using T = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
-            else if constexpr (std::is_same_v<T, std::string>) return v;
-            else if constexpr (std::is_same_v<T, double>) return fmt::format("{}", v);  // shortest round-trip
-            else return fmt::format("{}", v);
+            if constexpr (std::is_same_v<T, bool>)
+                return v ? "true" : "false";
+            else if constexpr (std::is_same_v<T, std::string>)
+                return v;
+            else if constexpr (std::is_same_v<T, double>)
+                return fmt::format("{}", v);  // shortest round-trip
+            else
+                return fmt::format("{}", v);
         },
         k.field);
 }
@@ -341,20 +468,25 @@ void apply_yaml_config(TrainConfig& cfg, const std::string& yaml_text, const std
     if (!root.IsMap()) usage(source, "expected a mapping of keys to values at the top level");
     auto scalar = [&](const std::string& key, const YAML::Node& v) {
         if (v.IsNull()) usage(source, fmt::format("{}: needs a value", key));
-        if (!v.IsScalar()) usage(source, fmt::format("{}: expected a single value, got a {}", key,
-                                                     v.IsSequence() ? "list" : "mapping"));
+        if (!v.IsScalar())
+            usage(source, fmt::format("{}: expected a single value, got a {}", key,
+                                      v.IsSequence() ? "list" : "mapping"));
         set_config_value(cfg, key, v.Scalar(), source);
     };
     for (const auto& kv : root) {
-        if (!kv.first.IsScalar()) usage(source, "keys must be names, got a list or mapping as a key");
+        if (!kv.first.IsScalar())
+            usage(source, "keys must be names, got a list or mapping as a key");
         const std::string key = kv.first.as<std::string>();
         const YAML::Node& v = kv.second;
         if ((key == "data" || key == "model" || key == "training") && v.IsMap()) {
             for (const auto& inner : v) {
-                if (!inner.first.IsScalar()) usage(source, fmt::format("{}: keys must be names, got a list or mapping", key));
+                if (!inner.first.IsScalar())
+                    usage(source,
+                          fmt::format("{}: keys must be names, got a list or mapping", key));
                 const std::string k = inner.first.as<std::string>();
                 if (const ConfigKey* ck = find_config_key(k); ck && key != ck->section)
-                    usage(source, fmt::format("key '{}' belongs in section '{}', not '{}'", k, ck->section, key));
+                    usage(source, fmt::format("key '{}' belongs in section '{}', not '{}'", k,
+                                              ck->section, key));
                 scalar(k, inner.second);
             }
             continue;
@@ -384,7 +516,8 @@ TrainConfig config_from_json(const std::string& json, const std::string& source)
     NZ_CHECK(j.is_object(), "{}: stored training configuration is not a JSON object", source);
     TrainConfig cfg = TrainConfig::defaults();
     for (const auto& [key, value] : j.items()) {
-        NZ_CHECK(value.is_string(), "{}: stored configuration key '{}' is not a string", source, key);
+        NZ_CHECK(value.is_string(), "{}: stored configuration key '{}' is not a string", source,
+                 key);
         set_config_value(cfg, key, value.get<std::string>(), source);
     }
     return cfg;
@@ -403,13 +536,14 @@ void validate_config(const TrainConfig& cfg) {
     if (!tsv && !two) usage("", "no training data: set train (a TSV) or train_src and train_tgt");
     if (tsv && two) usage("", "set either train or train_src/train_tgt, not both");
     if (two && (cfg.train_src.empty() || cfg.train_tgt.empty()))
-        usage("", fmt::format("train_src and train_tgt go together (train_src = '{}', train_tgt = '{}')",
-                              cfg.train_src, cfg.train_tgt));
+        usage("", fmt::format(
+                      "train_src and train_tgt go together (train_src = '{}', train_tgt = '{}')",
+                      cfg.train_src, cfg.train_tgt));
     if (!cfg.dev.empty() && (!cfg.dev_src.empty() || !cfg.dev_tgt.empty()))
         usage("", "set either dev or dev_src/dev_tgt, not both");
     if (cfg.dev_src.empty() != cfg.dev_tgt.empty())
-        usage("", fmt::format("dev_src and dev_tgt go together (dev_src = '{}', dev_tgt = '{}')", cfg.dev_src,
-                              cfg.dev_tgt));
+        usage("", fmt::format("dev_src and dev_tgt go together (dev_src = '{}', dev_tgt = '{}')",
+                              cfg.dev_src, cfg.dev_tgt));
     for (const auto& k : config_keys()) {
         if (k.type != KeyType::file) continue;
         const std::string& path = cfg.*std::get<std::string C::*>(k.field);
@@ -417,20 +551,27 @@ void validate_config(const TrainConfig& cfg) {
             usage("", fmt::format("{}: file '{}' does not exist", k.key, path));
     }
     if (!cfg.spm_model.empty() && cfg.tokenizer != "spm")
-        usage("", fmt::format("spm_model is set but tokenizer is '{}' (use tokenizer: spm)", cfg.tokenizer));
+        usage("", fmt::format("spm_model is set but tokenizer is '{}' (use tokenizer: spm)",
+                              cfg.tokenizer));
     if (cfg.max_length_ratio != 0 && cfg.max_length_ratio < 1)
-        usage("", fmt::format("max_length_ratio must be 0 (off) or >= 1, got {}", cfg.max_length_ratio));
+        usage("", fmt::format("max_length_ratio must be 0 (off) or >= 1, got {}",
+                              cfg.max_length_ratio));
     if (cfg.vocab_size != 0 && cfg.vocab_size < 5)
-        usage("", fmt::format("vocab_size must be 0 (no limit) or >= 5 (4 specials + 1 piece), got {}", cfg.vocab_size));
+        usage("",
+              fmt::format("vocab_size must be 0 (no limit) or >= 5 (4 specials + 1 piece), got {}",
+                          cfg.vocab_size));
     if (cfg.max_steps == 0 && cfg.max_epochs == 0)
         usage("", "max_steps and max_epochs are both 0: training would never stop");
     // Model sizes (SPEC §4: dot needs d_s = d_h).
     const int d_h = cfg.hidden_size * (cfg.bidirectional ? 2 : 1);
     const int d_s = cfg.decoder_hidden_size ? cfg.decoder_hidden_size : d_h;
     if (cfg.attention == "dot" && d_s != d_h)
-        usage("", fmt::format("attention 'dot' needs d_s == d_h, got d_s = {} (decoder_hidden_size) and d_h = {} "
-                              "(hidden_size {}{}); use attention: general, or make the sizes equal",
-                              d_s, d_h, cfg.hidden_size, cfg.bidirectional ? " x 2, bidirectional" : ""));
+        usage(
+            "",
+            fmt::format(
+                "attention 'dot' needs d_s == d_h, got d_s = {} (decoder_hidden_size) and d_h = {} "
+                "(hidden_size {}{}); use attention: general, or make the sizes equal",
+                d_s, d_h, cfg.hidden_size, cfg.bidirectional ? " x 2, bidirectional" : ""));
     if (cfg.attention_scale != "none" && cfg.attention != "dot" && cfg.attention != "general")
         usage("", fmt::format("attention_scale '{}' applies to dot/general scores only, not '{}'",
                               cfg.attention_scale, cfg.attention));

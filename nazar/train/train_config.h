@@ -28,11 +28,11 @@ struct TrainConfig {
     // ---- data ----
     std::string train, train_src, train_tgt;  // a TSV, or two line-aligned files
     std::string dev, dev_src, dev_tgt;
-    std::string tokenizer;                    // char | word | spm
-    std::string spm_model;                    // an existing SentencePiece .model (spm)
+    std::string tokenizer;  // char | word | spm
+    std::string spm_model;  // an existing SentencePiece .model (spm)
     int spm_vocab_size = 0;
-    std::string spm_model_type;               // unigram | bpe
-    int vocab_size = 0;                       // 0 = no limit (char/word)
+    std::string spm_model_type;  // unigram | bpe
+    int vocab_size = 0;          // 0 = no limit (char/word)
     int min_freq = 0;
     bool shared_vocab = false;
     int max_length = 0;
@@ -41,32 +41,32 @@ struct TrainConfig {
     int batch_tokens = 0;
     int batch_size = 0;
     // ---- model (models/config.h ModelConfig) ----
-    std::string cell;                         // gru | lstm
+    std::string cell;  // gru | lstm
     int embedding_size = 0;
-    int hidden_size = 0;                      // encoder hidden size per direction
-    int decoder_hidden_size = 0;              // d_s; 0 = d_h (the encoder output size)
+    int hidden_size = 0;          // encoder hidden size per direction
+    int decoder_hidden_size = 0;  // d_s; 0 = d_h (the encoder output size)
     int encoder_layers = 0, decoder_layers = 0;
     bool bidirectional = false;
     double dropout = 0;
-    std::string decoder;                      // bahdanau | luong
-    std::string attention;                    // additive | dot | general | concat
-    std::string attention_scale;              // none | sqrt | learned
-    std::string attention_local;              // global | local-m | local-p
-    int attention_window = 0;                 // D
-    int attention_size = 0;                   // d_a; 0 = d_s
-    int position_size = 0;                    // d_p (local-p); 0 = d_s
-    std::string attention_timing;             // auto | before | after
-    std::string bridge;                       // auto | backward-first | mean | last | zero
+    std::string decoder;           // bahdanau | luong
+    std::string attention;         // additive | dot | general | concat
+    std::string attention_scale;   // none | sqrt | learned
+    std::string attention_local;   // global | local-m | local-p
+    int attention_window = 0;      // D
+    int attention_size = 0;        // d_a; 0 = d_s
+    int position_size = 0;         // d_p (local-p); 0 = d_s
+    std::string attention_timing;  // auto | before | after
+    std::string bridge;            // auto | backward-first | mean | last | zero
     bool deep_output = false;
     int deep_output_size = 0;
-    bool input_feeding = false;               // luong only
+    bool input_feeding = false;  // luong only
     bool tie_embeddings = false;
     // ---- training ----
-    std::string optimizer;                    // adam | adamw | sgd
+    std::string optimizer;  // adam | adamw | sgd
     double lr = 0;
     double momentum = 0;
     double weight_decay = 0;
-    std::string schedule;                     // constant | warmup | inverse_sqrt | step_decay | plateau
+    std::string schedule;  // constant | warmup | inverse_sqrt | step_decay | plateau
     int warmup_steps = 0;
     int decay_start_epoch = 0, decay_every = 0;
     double decay_factor = 0;
@@ -87,7 +87,7 @@ struct TrainConfig {
     int checkpoint_interval = 0;
     std::string metrics_log;
     int log_interval = 0;
-    std::string progress;                     // auto | tty | plain | none
+    std::string progress;  // auto | tty | plain | none
 
     // The table's defaults.
     static TrainConfig defaults();
@@ -98,29 +98,30 @@ enum class KeyType { integer, real, boolean, text, choice, file };
 struct ConfigKey {
     using Field = std::variant<int TrainConfig::*, double TrainConfig::*, bool TrainConfig::*,
                                std::string TrainConfig::*>;
-    const char* key;       // snake_case: the YAML key; the flag is --key with '_' -> '-'
-    const char* section;   // "data", "model", "training"
+    const char* key;      // snake_case: the YAML key; the flag is --key with '_' -> '-'
+    const char* section;  // "data", "model", "training"
     KeyType type;
-    const char* def;       // default, as text
+    const char* def;  // default, as text
     const char* help;
     Field field;
     double min = 0, max = 0;  // numeric range when min < max ...
     bool max_open = false;    // ... with max excluded
     std::vector<std::string_view> choices{};
-    bool resumable = true;    // may differ on --resume (training control), else fixed
+    bool resumable = true;  // may differ on --resume (training control), else fixed
 };
 
 const std::vector<ConfigKey>& config_keys();
 const ConfigKey* find_config_key(std::string_view key);  // accepts '-' for '_'; nullptr if none
-std::string flag_name(const ConfigKey& k);                 // "--hidden-size"
-std::string describe_key(const ConfigKey& k);              // help text with type, range, default
+std::string flag_name(const ConfigKey& k);               // "--hidden-size"
+std::string describe_key(const ConfigKey& k);            // help text with type, range, default
 
 // Closest known key (Levenshtein) within a plausible distance, or "".
 std::string suggest_key(std::string_view key);
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
 // Sets one key from text. `where` prefixes errors ("run.yaml", "--lr"). Throws UsageError.
-void set_config_value(TrainConfig& cfg, std::string_view key, std::string_view value, std::string_view where);
+void set_config_value(TrainConfig& cfg, std::string_view key, std::string_view value,
+                      std::string_view where);
 std::string get_config_value(const TrainConfig& cfg, const ConfigKey& k);  // canonical text
 
 // YAML: applies every key of the document (flat or by section). `source` names it in errors.

@@ -24,7 +24,9 @@ namespace {
 constexpr uint64_t kTrainRngStream = 7;  // dropout + scheduled sampling; init uses Seq2Seq's own
 constexpr int kDecodeChunk = 64;         // sentences per greedy batch in validation
 
-CellType cell_of(const std::string& s) { return s == "lstm" ? CellType::lstm : CellType::gru; }
+CellType cell_of(const std::string& s) {
+    return s == "lstm" ? CellType::lstm : CellType::gru;
+}
 
 BridgeKind bridge_of(const std::string& s) {
     if (s == "backward-first") return BridgeKind::backward_first;
@@ -43,21 +45,29 @@ AttentionTiming timing_of(const std::string& s) {
 LrSchedule make_schedule(const TrainConfig& c) {
     if (c.schedule == "warmup") return WarmupLr{.lr = c.lr, .warmup_steps = c.warmup_steps};
     if (c.schedule == "inverse_sqrt")
-        return WarmupLr{.lr = c.lr, .warmup_steps = c.warmup_steps, .decay = WarmupLr::Decay::inverse_sqrt};
+        return WarmupLr{
+            .lr = c.lr, .warmup_steps = c.warmup_steps, .decay = WarmupLr::Decay::inverse_sqrt};
     if (c.schedule == "step_decay")
-        return StepDecayLr{.lr = c.lr, .start_epoch = c.decay_start_epoch, .every = c.decay_every,
+        return StepDecayLr{.lr = c.lr,
+                           .start_epoch = c.decay_start_epoch,
+                           .every = c.decay_every,
                            .factor = c.decay_factor};
     if (c.schedule == "plateau")
-        return PlateauLr{.lr = c.lr, .factor = c.decay_factor, .patience = c.plateau_patience, .min_lr = c.min_lr};
+        return PlateauLr{.lr = c.lr,
+                         .factor = c.decay_factor,
+                         .patience = c.plateau_patience,
+                         .min_lr = c.min_lr};
     return ConstantLr{.lr = c.lr};
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& c, ParamList params) {
     if (c.optimizer == "sgd")
         return std::make_unique<Optimizer>(
-            Optimizer::sgd(std::move(params), {.lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay}));
+            Optimizer::sgd(std::move(params),
+                           {.lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay}));
     const AdamOptions a{.lr = c.lr, .weight_decay = c.weight_decay};
-    if (c.optimizer == "adamw") return std::make_unique<Optimizer>(Optimizer::adamw(std::move(params), a));
+    if (c.optimizer == "adamw")
+        return std::make_unique<Optimizer>(Optimizer::adamw(std::move(params), a));
     return std::make_unique<Optimizer>(Optimizer::adam(std::move(params), a));
 }
 
@@ -77,8 +87,11 @@ ModelConfig model_config_from(const TrainConfig& c, int src_vocab_size, int tgt_
     m.src_vocab_size = src_vocab_size;
     m.tgt_vocab_size = tgt_vocab_size;
     m.embedding_size = c.embedding_size;
-    m.encoder = {.cell = cell_of(c.cell), .hidden_size = c.hidden_size, .num_layers = c.encoder_layers,
-                 .bidirectional = c.bidirectional, .dropout = static_cast<float>(c.dropout)};
+    m.encoder = {.cell = cell_of(c.cell),
+                 .hidden_size = c.hidden_size,
+                 .num_layers = c.encoder_layers,
+                 .bidirectional = c.bidirectional,
+                 .dropout = static_cast<float>(c.dropout)};
     const int C = c.hidden_size * (c.bidirectional ? 2 : 1);
     m.decoder = {.kind = c.decoder == "luong" ? DecoderKind::luong : DecoderKind::bahdanau,
                  .cell = cell_of(c.cell),
@@ -102,12 +115,14 @@ ModelConfig model_config_from(const TrainConfig& c, int src_vocab_size, int tgt_
 
 void check_config(const TrainConfig& cfg) {
     validate_config(cfg);
-    validate_and_warn(model_config_from(cfg, 5, 5));  // vocab sizes are unknown until the data is read
+    validate_and_warn(
+        model_config_from(cfg, 5, 5));  // vocab sizes are unknown until the data is read
 }
 
-Batch batch_from_ids(std::span<const std::vector<int32_t>> src, std::span<const std::vector<int32_t>> tgt) {
-    NZ_CHECK(tgt.empty() || tgt.size() == src.size(), "batch_from_ids: {} sources but {} targets", src.size(),
-             tgt.size());
+Batch batch_from_ids(std::span<const std::vector<int32_t>> src,
+                     std::span<const std::vector<int32_t>> tgt) {
+    NZ_CHECK(tgt.empty() || tgt.size() == src.size(), "batch_from_ids: {} sources but {} targets",
+             src.size(), tgt.size());
     Batch b;
     b.B = static_cast<int>(src.size());
     for (const auto& s : src) b.S = std::max(b.S, static_cast<int>(s.size()));
@@ -119,7 +134,8 @@ Batch batch_from_ids(std::span<const std::vector<int32_t>> src, std::span<const 
     b.tgt_lengths.assign(b.B, 0);
     b.index.resize(b.B);
     for (int i = 0; i < b.B; ++i) {
-        std::copy(src[i].begin(), src[i].end(), b.src.begin() + static_cast<std::ptrdiff_t>(i) * b.S);
+        std::copy(src[i].begin(), src[i].end(),
+                  b.src.begin() + static_cast<std::ptrdiff_t>(i) * b.S);
         b.src_lengths[i] = static_cast<int>(src[i].size());
         b.index[i] = i;
         if (tgt.empty()) continue;
@@ -142,36 +158,45 @@ TrainConfig make_resume_config(const TrainConfig& stored, const TrainConfig& req
     for (const auto& key : set_keys) {
         const ConfigKey* k = find_config_key(key);
         NZ_CHECK(k != nullptr, "make_resume_config: unknown key '{}'", key);
-        const std::string before = get_config_value(stored, *k), after = get_config_value(requested, *k);
+        const std::string before = get_config_value(stored, *k),
+                          after = get_config_value(requested, *k);
         if (before == after) continue;
         if (!k->resumable)
-            throw UsageError(fmt::format("--resume: {} cannot change when resuming (checkpoint: '{}', requested: "
-                                         "'{}'); start a new run instead",
-                                         k->key, before, after));
+            throw UsageError(fmt::format(
+                "--resume: {} cannot change when resuming (checkpoint: '{}', requested: "
+                "'{}'); start a new run instead",
+                k->key, before, after));
         set_config_value(out, k->key, after, "--resume");
     }
     return out;
 }
 
 Trainer::Trainer(TrainConfig cfg, const std::string& resume, TrainerHooks hooks)
-    : cfg_(std::move(cfg)), hooks_(std::move(hooks)), rng_(static_cast<uint64_t>(cfg_.seed), kTrainRngStream) {
+    : cfg_(std::move(cfg)),
+      hooks_(std::move(hooks)),
+      rng_(static_cast<uint64_t>(cfg_.seed), kTrainRngStream) {
     validate_config(cfg_);
     nazar::validate(model_config_from(cfg_, 5, 5));  // warnings are check_config()'s to print
     const CorpusFiles train_files = files_of(cfg_.train, cfg_.train_src, cfg_.train_tgt);
-    const LoadOptions train_load{.filter = {.max_length = cfg_.max_length,
-                                            .max_length_ratio = static_cast<float>(cfg_.max_length_ratio)},
-                                 .skip_bad_lines = cfg_.skip_bad_lines};
+    const LoadOptions train_load{
+        .filter = {.max_length = cfg_.max_length,
+                   .max_length_ratio = static_cast<float>(cfg_.max_length_ratio)},
+        .skip_bad_lines = cfg_.skip_bad_lines};
     std::unique_ptr<Checkpoint> ck;
     if (resume.empty()) {
         const TokenizerOptions tok{
             .kind = parse_tokenizer_kind(cfg_.tokenizer),
             .spm_model = cfg_.spm_model,
             .spm = {.vocab_size = cfg_.spm_vocab_size,
-                    .model_type = cfg_.spm_model_type == "bpe" ? SpmModelType::bpe : SpmModelType::unigram}};
+                    .model_type =
+                        cfg_.spm_model_type == "bpe" ? SpmModelType::bpe : SpmModelType::unigram}};
         const VocabOptions voc{.max_size = cfg_.vocab_size, .min_freq = cfg_.min_freq};
-        data_ = prepare_training_data(train_files, {.src_tokenizer = tok, .tgt_tokenizer = tok,
-                                                    .shared_vocab = cfg_.shared_vocab, .src_vocab = voc,
-                                                    .tgt_vocab = voc, .load = train_load});
+        data_ = prepare_training_data(train_files, {.src_tokenizer = tok,
+                                                    .tgt_tokenizer = tok,
+                                                    .shared_vocab = cfg_.shared_vocab,
+                                                    .src_vocab = voc,
+                                                    .tgt_vocab = voc,
+                                                    .load = train_load});
     } else {
         // The checkpoint's tokenizers and vocabularies: the same ids as the interrupted run, and
         // no SentencePiece retraining.
@@ -181,23 +206,26 @@ Trainer::Trainer(TrainConfig cfg, const std::string& resume, TrainerHooks hooks)
         data_.tgt_tokenizer = Tokenizer::from_string(meta_or_fail(st, kTgtTokenizerKey));
         data_.src_vocab = Vocab::from_json(meta_or_fail(st, kSrcVocabKey));
         data_.tgt_vocab = Vocab::from_json(meta_or_fail(st, kTgtVocabKey));
-        data_.corpus = load_corpus(train_files, data_.src_tokenizer, data_.tgt_tokenizer, data_.src_vocab,
-                                   data_.tgt_vocab, train_load, &data_.summary);
+        data_.corpus = load_corpus(train_files, data_.src_tokenizer, data_.tgt_tokenizer,
+                                   data_.src_vocab, data_.tgt_vocab, train_load, &data_.summary);
         const std::string pairs = meta_or_fail(st, "train.corpus_pairs");
-        NZ_CHECK(std::to_string(data_.corpus.size()) == pairs,
-                 "--resume: the training data changed: {} pairs now, {} when the checkpoint was written",
-                 data_.corpus.size(), pairs);
+        NZ_CHECK(
+            std::to_string(data_.corpus.size()) == pairs,
+            "--resume: the training data changed: {} pairs now, {} when the checkpoint was written",
+            data_.corpus.size(), pairs);
     }
     if (!cfg_.dev.empty() || !cfg_.dev_src.empty()) {
-        dev_ = load_corpus(files_of(cfg_.dev, cfg_.dev_src, cfg_.dev_tgt), data_.src_tokenizer, data_.tgt_tokenizer,
-                           data_.src_vocab, data_.tgt_vocab, {.skip_bad_lines = cfg_.skip_bad_lines});
+        dev_ = load_corpus(files_of(cfg_.dev, cfg_.dev_src, cfg_.dev_tgt), data_.src_tokenizer,
+                           data_.tgt_tokenizer, data_.src_vocab, data_.tgt_vocab,
+                           {.skip_bad_lines = cfg_.skip_bad_lines});
         has_dev_ = dev_.size() > 0;
     }
     if (ck) {
         model_ = std::move(model_from_safetensors(ck->file).model);
     } else {
         model_ = std::make_unique<Seq2Seq>(
-            model_config_from(cfg_, data_.src_vocab.size(), data_.tgt_vocab.size()), static_cast<uint64_t>(cfg_.seed));
+            model_config_from(cfg_, data_.src_vocab.size(), data_.tgt_vocab.size()),
+            static_cast<uint64_t>(cfg_.seed));
     }
     params_ = model_->parameters();
     optim_ = make_optimizer(cfg_, params_);
@@ -213,8 +241,11 @@ Trainer::Trainer(TrainConfig cfg, const std::string& resume, TrainerHooks hooks)
         rng_.set_state(state_.rng);
         batcher_->set_position(state_.position);
         if (ck->threads != num_threads())
-            fmt::print(stderr, "warning: the checkpoint was written with {} threads, this run uses {}: results "
-                               "will not be bit-identical to an uninterrupted run\n", ck->threads, num_threads());
+            fmt::print(
+                stderr,
+                "warning: the checkpoint was written with {} threads, this run uses {}: results "
+                "will not be bit-identical to an uninterrupted run\n",
+                ck->threads, num_threads());
     }
     state_.rng = rng_.state();
 }
@@ -248,15 +279,16 @@ bool Trainer::stop_now() const {
 }
 
 void Trainer::save(const std::string& name) {
-    save_checkpoint((std::filesystem::path(cfg_.save_dir) / name).string(), *model_, metadata(), *optim_,
-                    *schedule_, state_);
+    save_checkpoint((std::filesystem::path(cfg_.save_dir) / name).string(), *model_, metadata(),
+                    *optim_, *schedule_, state_);
 }
 
 ValidationResult Trainer::validate() {
     NZ_CHECK(has_dev_, "validate: no dev data (set dev, or dev_src and dev_tgt)");
     ValidationResult r;
     // Loss over the whole dev set (teacher forcing, eval mode, no label smoothing).
-    Batcher dev_batches(dev_, {.batch_tokens = cfg_.batch_tokens, .batch_size = cfg_.batch_tokens > 0 ? 0 : cfg_.batch_size,
+    Batcher dev_batches(dev_, {.batch_tokens = cfg_.batch_tokens,
+                               .batch_size = cfg_.batch_tokens > 0 ? 0 : cfg_.batch_size,
                                .shuffle = false});
     Batch batch;
     double loss = 0;
@@ -270,14 +302,16 @@ ValidationResult Trainer::validate() {
     }
     r.loss = r.tokens ? loss / static_cast<double>(r.tokens) : 0.0;
     r.perplexity = std::exp(r.loss);
-    r.accuracy = r.tokens ? 100.0 * static_cast<double>(correct) / static_cast<double>(r.tokens) : 0.0;
+    r.accuracy =
+        r.tokens ? 100.0 * static_cast<double>(correct) / static_cast<double>(r.tokens) : 0.0;
 
     // Greedy decoding of an evenly spaced sample, sorted by length to limit padding.
     const int64_t N = dev_.size(), K = std::min<int64_t>(cfg_.valid_sample, N);
     if (K == 0) return r;
     std::vector<int64_t> idx(static_cast<std::size_t>(K));
     for (int64_t i = 0; i < K; ++i) idx[i] = i * N / K;
-    std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return dev_.src_length(a) < dev_.src_length(b); });
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](int64_t a, int64_t b) { return dev_.src_length(a) < dev_.src_length(b); });
     const GreedyOptions gopt{.max_length_ratio = 2.0f,
                              .max_length_extra = 10,
                              .max_length = cfg_.valid_max_length > 0 ? cfg_.valid_max_length : 512};
@@ -301,28 +335,32 @@ ValidationResult Trainer::validate() {
     r.bleu = corpus_bleu(hyps, streams).score;
     r.sampled = K;
     for (std::size_t i = 0; i < std::min<std::size_t>(3, idx.size()); ++i)
-        r.examples.push_back(fmt::format("{} ||| {} ||| {}", data_.src_vocab.decode(dev_.src(idx[i]), data_.src_tokenizer),
-                                         hyps[i], refs[i]));
+        r.examples.push_back(fmt::format(
+            "{} ||| {} ||| {}", data_.src_vocab.decode(dev_.src(idx[i]), data_.src_tokenizer),
+            hyps[i], refs[i]));
     return r;
 }
 
 bool Trainer::train_one(Batch& batch) {
     const BatchPosition pos = batcher_->position();  // after next(): this batch is pos.batch - 1
     zero_grads(params_);
-    const LossStats st = model_->train_step(
-        batch, {.label_smoothing = static_cast<float>(cfg_.label_smoothing),
-                .sampling_prob = static_cast<float>(cfg_.scheduled_sampling)},
-        rng_);
+    const LossStats st =
+        model_->train_step(batch,
+                           {.label_smoothing = static_cast<float>(cfg_.label_smoothing),
+                            .sampling_prob = static_cast<float>(cfg_.scheduled_sampling)},
+                           rng_);
     if (hooks_.after_backward) hooks_.after_backward(state_.batches - 1, params_);  // 0-based
-    const float norm = cfg_.clip_norm > 0 ? clip_grad_norm(params_, static_cast<float>(cfg_.clip_norm))
-                                          : grad_norm(params_);
+    const float norm = cfg_.clip_norm > 0
+                           ? clip_grad_norm(params_, static_cast<float>(cfg_.clip_norm))
+                           : grad_norm(params_);
     if (!std::isfinite(st.loss) || !std::isfinite(norm)) {
         ++state_.skipped;
-        last_skip_ = fmt::format("step {} (epoch {}, batch {} of the epoch, {} sentences): non-finite {} ({}); update "
-                                 "skipped",
-                                 state_.step + 1, pos.epoch + 1, pos.batch - 1, batch.B,
-                                 std::isfinite(st.loss) ? "gradient norm" : "loss",
-                                 std::isfinite(st.loss) ? static_cast<double>(norm) : st.loss);
+        last_skip_ = fmt::format(
+            "step {} (epoch {}, batch {} of the epoch, {} sentences): non-finite {} ({}); update "
+            "skipped",
+            state_.step + 1, pos.epoch + 1, pos.batch - 1, batch.B,
+            std::isfinite(st.loss) ? "gradient norm" : "loss",
+            std::isfinite(st.loss) ? static_cast<double>(norm) : st.loss);
         return false;
     }
     optim_->set_lr(schedule_->lr(optim_->steps() + 1, static_cast<int>(pos.epoch)));
@@ -340,22 +378,32 @@ TrainResult Trainer::run() {
     Progress progress(parse_progress_mode(cfg_.progress), cfg_.log_interval);
     MetricsLog metrics(cfg_.metrics_log);
     TrainResult result;
-    progress.message(fmt::format("model: {} parameters, {} (vocabularies {} / {}); {} training pairs, {} dev pairs",
-                                 thousands(count_params(params_)), describe(attention_config(model_->config())),
-                                 data_.src_vocab.size(), data_.tgt_vocab.size(), thousands(data_.corpus.size()),
-                                 thousands(has_dev_ ? dev_.size() : 0)));
+    progress.message(fmt::format(
+        "model: {} parameters, {} (vocabularies {} / {}); {} training pairs, {} dev pairs",
+        thousands(count_params(params_)), describe(attention_config(model_->config())),
+        data_.src_vocab.size(), data_.tgt_vocab.size(), thousands(data_.corpus.size()),
+        thousands(has_dev_ ? dev_.size() : 0)));
     if (state_.step > 0)
         progress.message(fmt::format("resuming at step {} (epoch {}, batch {})", state_.step,
                                      state_.position.epoch + 1, state_.position.batch));
 
     int64_t saved_last_at = -1, validated_at = -1;
     auto report = [&](const ValidationResult& v, bool improved) {
-        progress.message(fmt::format(
-            "valid step {} | loss {:.4f} | ppl {:.2f} | acc {:.1f}% | exact {:.1f}% | BLEU {:.2f} ({} sentences){}",
-            state_.step, v.loss, v.perplexity, v.accuracy, v.exact, v.bleu, v.sampled, improved ? " | best" : ""));
-        metrics.write({{"type", "valid"}, {"step", state_.step}, {"epoch", state_.position.epoch + 1},
-                       {"loss", v.loss}, {"perplexity", v.perplexity}, {"accuracy", v.accuracy},
-                       {"exact", v.exact}, {"bleu", v.bleu}, {"sampled", v.sampled}, {"best", improved}});
+        progress.message(
+            fmt::format("valid step {} | loss {:.4f} | ppl {:.2f} | acc {:.1f}% | exact {:.1f}% | "
+                        "BLEU {:.2f} ({} sentences){}",
+                        state_.step, v.loss, v.perplexity, v.accuracy, v.exact, v.bleu, v.sampled,
+                        improved ? " | best" : ""));
+        metrics.write({{"type", "valid"},
+                       {"step", state_.step},
+                       {"epoch", state_.position.epoch + 1},
+                       {"loss", v.loss},
+                       {"perplexity", v.perplexity},
+                       {"accuracy", v.accuracy},
+                       {"exact", v.exact},
+                       {"bleu", v.bleu},
+                       {"sampled", v.sampled},
+                       {"best", improved}});
         result.last_valid = v;
         result.validated = true;
     };
@@ -368,13 +416,15 @@ TrainResult Trainer::run() {
         const bool updated = train_one(batch);
         state_.position = batcher_->position();
         state_.rng = rng_.state();
-        if (hooks_.stop_after && hooks_.stop_after(state_.batches)) return result;  // a simulated kill
+        if (hooks_.stop_after && hooks_.stop_after(state_.batches))
+            return result;  // a simulated kill
         if (hooks_.interrupt && hooks_.interrupt->load()) {
             progress.finish();
             save("last.safetensors");
-            progress.message(fmt::format("interrupted at step {}: checkpoint written to {}/last.safetensors; continue "
-                                         "with: nazar train --resume {}",
-                                         state_.step, cfg_.save_dir, cfg_.save_dir));
+            progress.message(fmt::format(
+                "interrupted at step {}: checkpoint written to {}/last.safetensors; continue "
+                "with: nazar train --resume {}",
+                state_.step, cfg_.save_dir, cfg_.save_dir));
             result.interrupted = true;
             result.state = state_;
             return result;
@@ -383,12 +433,18 @@ TrainResult Trainer::run() {
             progress.message(last_skip_);
             continue;
         }
-        progress.update(state_.step, total, state_.position.epoch + 1, last_loss_, last_tokens_, optim_->lr());
+        progress.update(state_.step, total, state_.position.epoch + 1, last_loss_, last_tokens_,
+                        optim_->lr());
         if (progress.due()) {
             const ProgressLine& p = progress.last();
             result.last_train_loss = p.loss;
-            metrics.write({{"type", "train"}, {"step", p.step}, {"epoch", p.epoch}, {"loss", p.loss},
-                           {"tokens_per_s", p.tokens_per_s}, {"lr", p.lr}, {"grad_norm", last_norm_}});
+            metrics.write({{"type", "train"},
+                           {"step", p.step},
+                           {"epoch", p.epoch},
+                           {"loss", p.loss},
+                           {"tokens_per_s", p.tokens_per_s},
+                           {"lr", p.lr},
+                           {"grad_norm", last_norm_}});
         }
         if (has_dev_ && state_.step % cfg_.valid_interval == 0) {
             const ValidationResult v = validate();
@@ -402,33 +458,39 @@ TrainResult Trainer::run() {
                 ++state_.bad_validations;
             }
             if (schedule_->on_validation(v.loss))
-                progress.message(fmt::format("learning rate reduced to {:.3e}", schedule_->lr(state_.step + 1, 0)));
+                progress.message(fmt::format("learning rate reduced to {:.3e}",
+                                             schedule_->lr(state_.step + 1, 0)));
             report(v, improved);
             validated_at = state_.step;
             if (improved && cfg_.keep_best) save("best.safetensors");
             if (cfg_.keep_last) save("last.safetensors"), saved_last_at = state_.step;
             if (cfg_.patience > 0 && state_.bad_validations >= cfg_.patience) {
                 result.early_stopped = true;
-                progress.message(fmt::format("early stopping: {} validations without a better dev loss (best {:.4f} "
-                                             "at step {})", state_.bad_validations, state_.best_dev_loss,
-                                             state_.best_step));
+                progress.message(fmt::format(
+                    "early stopping: {} validations without a better dev loss (best {:.4f} "
+                    "at step {})",
+                    state_.bad_validations, state_.best_dev_loss, state_.best_step));
             }
-        } else if (cfg_.checkpoint_interval > 0 && state_.step % cfg_.checkpoint_interval == 0 && cfg_.keep_last) {
+        } else if (cfg_.checkpoint_interval > 0 && state_.step % cfg_.checkpoint_interval == 0 &&
+                   cfg_.keep_last) {
             save("last.safetensors");
             saved_last_at = state_.step;
         }
     }
     progress.finish();
-    result.early_stopped = result.early_stopped || (cfg_.patience > 0 && state_.bad_validations >= cfg_.patience);
+    result.early_stopped =
+        result.early_stopped || (cfg_.patience > 0 && state_.bad_validations >= cfg_.patience);
     if (cfg_.keep_last && saved_last_at != state_.step) save("last.safetensors");
-    // Off the interval: report only, so the checkpoint above stays the state of an uninterrupted run.
+    // Off the interval: report only, so the checkpoint above stays the state of an uninterrupted
+    // run.
     if (has_dev_ && validated_at != state_.step) report(validate(), false);
     check_finite(params_, "model.safetensors");
     result.model_path = (std::filesystem::path(cfg_.save_dir) / "model.safetensors").string();
     save_model(result.model_path, *model_, metadata());
-    progress.message(fmt::format("done: {} updates ({} skipped), {} epochs completed, {} target tokens; model written to {}",
-                                 state_.step, state_.skipped, completed_epochs(), thousands(state_.tgt_tokens),
-                                 result.model_path));
+    progress.message(fmt::format(
+        "done: {} updates ({} skipped), {} epochs completed, {} target tokens; model written to {}",
+        state_.step, state_.skipped, completed_epochs(), thousands(state_.tgt_tokens),
+        result.model_path));
     result.state = state_;
     return result;
 }

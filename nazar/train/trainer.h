@@ -45,16 +45,17 @@ void check_config(const TrainConfig& cfg);
 
 // A padded batch from explicit id sequences (no <s>/</s>; the function adds them to targets).
 // tgt may be empty: then only the source side is filled (T = 0).
-Batch batch_from_ids(std::span<const std::vector<int32_t>> src, std::span<const std::vector<int32_t>> tgt);
+Batch batch_from_ids(std::span<const std::vector<int32_t>> src,
+                     std::span<const std::vector<int32_t>> tgt);
 
 struct ValidationResult {
     double loss = 0;        // mean per target token
     double perplexity = 0;  // exp(loss)
     int64_t tokens = 0;
-    double accuracy = 0;    // token accuracy under teacher forcing, percent
-    double exact = 0;       // greedy exact match on the sample, percent
-    double bleu = 0;        // greedy corpus BLEU on the sample
-    int64_t sampled = 0;    // sentences decoded
+    double accuracy = 0;                // token accuracy under teacher forcing, percent
+    double exact = 0;                   // greedy exact match on the sample, percent
+    double bleu = 0;                    // greedy corpus BLEU on the sample
+    int64_t sampled = 0;                // sentences decoded
     std::vector<std::string> examples;  // first few "src ||| hyp ||| ref" lines
 };
 
@@ -65,7 +66,7 @@ struct TrainResult {
     double last_train_loss = 0;   // mean per token over the last progress window
     ValidationResult last_valid;  // the final validation (when there is dev data)
     bool validated = false;
-    std::string model_path;       // save_dir/model.safetensors
+    std::string model_path;  // save_dir/model.safetensors
 };
 
 // Test hooks (batch_index / batches count consumed batches, 0-based / 1-based).

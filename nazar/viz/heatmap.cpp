@@ -4,18 +4,19 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <unistd.h>
 
 namespace nazar::viz {
 
 void check_heatmap(const Heatmap& h) {
-    const int64_t T = static_cast<int64_t>(h.target.size()), S = static_cast<int64_t>(h.source.size());
+    const int64_t T = static_cast<int64_t>(h.target.size()),
+                  S = static_cast<int64_t>(h.source.size());
     NZ_CHECK(h.weights.ndim() == 2 && h.weights.dim(0) == T && h.weights.dim(1) == S,
-             "heatmap: weights have shape {} but there are {} output and {} source tokens", h.weights.shape().str(),
-             T, S);
+             "heatmap: weights have shape {} but there are {} output and {} source tokens",
+             h.weights.shape().str(), T, S);
 }
 
 namespace {
@@ -64,7 +65,9 @@ char ramp(float w) {
     return kRamp[static_cast<std::size_t>(std::min(9.0f, std::floor(c * 10.0f)))];
 }
 
-std::string bg(Rgb c) { return fmt::format("\x1b[48;2;{};{};{}m", c.r, c.g, c.b); }
+std::string bg(Rgb c) {
+    return fmt::format("\x1b[48;2;{};{};{}m", c.r, c.g, c.b);
+}
 }  // namespace
 
 Rgb colour(float w) {
@@ -72,15 +75,20 @@ Rgb colour(float w) {
     const float x = c * static_cast<float>(kAnchors.size() - 1);
     const int k = std::min(static_cast<int>(x), static_cast<int>(kAnchors.size()) - 2);
     const float f = x - static_cast<float>(k);
-    auto mix = [&](uint8_t a, uint8_t b) { return static_cast<uint8_t>(std::lround(a + (b - a) * f)); };
+    auto mix = [&](uint8_t a, uint8_t b) {
+        return static_cast<uint8_t>(std::lround(a + (b - a) * f));
+    };
     const Rgb &a = kAnchors[k], &b = kAnchors[k + 1];
     return {mix(a.r, b.r), mix(a.g, b.g), mix(a.b, b.b)};
 }
 
-std::string hex(Rgb c) { return fmt::format("#{:02x}{:02x}{:02x}", c.r, c.g, c.b); }
+std::string hex(Rgb c) {
+    return fmt::format("#{:02x}{:02x}{:02x}", c.r, c.g, c.b);
+}
 
 double luminance(Rgb c) {
-    return 0.2126 * srgb_to_linear(c.r) + 0.7152 * srgb_to_linear(c.g) + 0.0722 * srgb_to_linear(c.b);
+    return 0.2126 * srgb_to_linear(c.r) + 0.7152 * srgb_to_linear(c.g) +
+           0.0722 * srgb_to_linear(c.b);
 }
 
 std::string display_token(std::string_view t) {
@@ -88,7 +96,9 @@ std::string display_token(std::string_view t) {
     if (t == " ") return "␣";
     if (t == "\t") return "⇥";
     std::string out;
-    for (char ch : t) out += static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f ? std::string("·") : std::string(1, ch);
+    for (char ch : t)
+        out += static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f ? std::string("·")
+                                                                   : std::string(1, ch);
     return out;
 }
 
@@ -97,15 +107,27 @@ std::string xml_escape(std::string_view s) {
     out.reserve(s.size());
     for (char c : s) {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&#39;"; break;
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            case '\'':
+                out += "&#39;";
+                break;
             default:
                 // Control characters other than tab/newline are not allowed in XML 1.0.
-                if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') out += "&#xfffd;";
-                else out += c;
+                if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
+                    out += "&#xfffd;";
+                else
+                    out += c;
         }
     }
     return out;
@@ -153,8 +175,10 @@ std::string render_terminal(const Heatmap& h, const TerminalOptions& opt) {
         out += pad_left(labels[t], label_w) + " ";
         for (int i = 0; i < S; ++i) {
             const float v = w.at(t, i);
-            if (opt.color) out += bg(colour(v)) + "  ";
-            else out += std::string(1, ramp(v)) + " ";
+            if (opt.color)
+                out += bg(colour(v)) + "  ";
+            else
+                out += std::string(1, ramp(v)) + " ";
         }
         if (opt.color) out += "\x1b[0m";
         out += "\n";
@@ -166,8 +190,8 @@ std::string render_terminal(const Heatmap& h, const TerminalOptions& opt) {
             for (int k = 0; k <= 10; ++k) out += bg(colour(static_cast<float>(k) / 10.0f)) + " ";
             out += "\x1b[0m 1  attention weight\n";
         } else {
-            out += fmt::format("weight: '{}' = 0-0.1 ... '{}' = 0.9-1 (ramp \"{}\")\n", kRamp.front(), kRamp.back(),
-                               kRamp);
+            out += fmt::format("weight: '{}' = 0-0.1 ... '{}' = 0.9-1 (ramp \"{}\")\n",
+                               kRamp.front(), kRamp.back(), kRamp);
         }
     }
     return out;
@@ -181,8 +205,10 @@ std::string render_svg(const Heatmap& h, const SvgOptions& opt) {
     const double char_w = font * 0.62;  // monospace advance
     std::vector<std::string> src(static_cast<std::size_t>(S)), tgt(static_cast<std::size_t>(T));
     int src_len = 1, tgt_len = 1;
-    for (int i = 0; i < S; ++i) src_len = std::max(src_len, cps(src[i] = cut(display_token(h.source[i]), 16)));
-    for (int t = 0; t < T; ++t) tgt_len = std::max(tgt_len, cps(tgt[t] = cut(display_token(h.target[t]), 16)));
+    for (int i = 0; i < S; ++i)
+        src_len = std::max(src_len, cps(src[i] = cut(display_token(h.source[i]), 16)));
+    for (int t = 0; t < T; ++t)
+        tgt_len = std::max(tgt_len, cps(tgt[t] = cut(display_token(h.target[t]), 16)));
     const int title_h = 44;
     const int x0 = 34 + static_cast<int>(tgt_len * char_w) + 8;
     const int y0 = title_h + 18 + static_cast<int>(src_len * char_w) + 8;
@@ -191,65 +217,81 @@ std::string render_svg(const Heatmap& h, const SvgOptions& opt) {
     const std::string gid = (opt.id.empty() ? std::string("hm") : opt.id) + "-scale";
     std::string o;
     if (opt.standalone) o += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-    o += fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\"{} width=\"{}\" height=\"{}\" "
-                     "viewBox=\"0 0 {} {}\" font-family=\"DejaVu Sans Mono, Menlo, Consolas, monospace\" "
-                     "font-size=\"{}\" data-rows=\"{}\" data-cols=\"{}\">\n",
-                     opt.id.empty() ? "" : fmt::format(" id=\"{}\"", xml_escape(opt.id)), width, height, width,
-                     height, font, T, S);
-    o += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width, height);
-    o += fmt::format("<text x=\"8\" y=\"18\" font-size=\"13\" font-weight=\"bold\">{}</text>\n",
-                     xml_escape(cut(h.source_text.empty() ? fmt::format("{} source tokens", S) : h.source_text, 90)));
-    o += fmt::format("<text x=\"8\" y=\"36\" font-size=\"13\">→ {}</text>\n",
-                     xml_escape(cut(h.target_text.empty() ? fmt::format("{} output tokens", T) : h.target_text, 90)));
+    o += fmt::format(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\"{} width=\"{}\" height=\"{}\" "
+        "viewBox=\"0 0 {} {}\" font-family=\"DejaVu Sans Mono, Menlo, Consolas, monospace\" "
+        "font-size=\"{}\" data-rows=\"{}\" data-cols=\"{}\">\n",
+        opt.id.empty() ? "" : fmt::format(" id=\"{}\"", xml_escape(opt.id)), width, height, width,
+        height, font, T, S);
+    o += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width,
+                     height);
+    o += fmt::format(
+        "<text x=\"8\" y=\"18\" font-size=\"13\" font-weight=\"bold\">{}</text>\n",
+        xml_escape(
+            cut(h.source_text.empty() ? fmt::format("{} source tokens", S) : h.source_text, 90)));
+    o += fmt::format(
+        "<text x=\"8\" y=\"36\" font-size=\"13\">→ {}</text>\n",
+        xml_escape(
+            cut(h.target_text.empty() ? fmt::format("{} output tokens", T) : h.target_text, 90)));
     // axis titles
-    o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#555555\">source tokens →</text>\n", x0,
-                     title_h + 12);
-    o += fmt::format("<text transform=\"translate(16,{}) rotate(-90)\" font-size=\"11\" fill=\"#555555\" "
-                     "text-anchor=\"end\">output tokens →</text>\n",
-                     y0);
+    o += fmt::format(
+        "<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#555555\">source tokens →</text>\n", x0,
+        title_h + 12);
+    o += fmt::format(
+        "<text transform=\"translate(16,{}) rotate(-90)\" font-size=\"11\" fill=\"#555555\" "
+        "text-anchor=\"end\">output tokens →</text>\n",
+        y0);
     // labels
     o += "<g class=\"src-labels\">\n";
     for (int i = 0; i < S; ++i) {
         if (src_len == 1)  // single characters (char level) stand upright, centred on their column
-            o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x0 + i * c + c / 2.0,
-                             y0 - 5, xml_escape(src[i]));
+            o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                             x0 + i * c + c / 2.0, y0 - 5, xml_escape(src[i]));
         else
             o += fmt::format("<text transform=\"translate({:.1f},{}) rotate(-90)\">{}</text>\n",
                              x0 + i * c + c / 2.0 + font * 0.35, y0 - 5, xml_escape(src[i]));
     }
     o += "</g>\n<g class=\"tgt-labels\" text-anchor=\"end\">\n";
     for (int t = 0; t < T; ++t)
-        o += fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", x0 - 5, y0 + t * c + c / 2.0 + font * 0.35,
-                         xml_escape(tgt[t]));
+        o += fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", x0 - 5,
+                         y0 + t * c + c / 2.0 + font * 0.35, xml_escape(tgt[t]));
     o += "</g>\n<g class=\"cells\" stroke=\"#ffffff\" stroke-width=\"0.5\">\n";
     const TensorView w = h.weights;
     for (int t = 0; t < T; ++t)
         for (int i = 0; i < S; ++i) {
             const float v = w.at(t, i);
-            o += fmt::format("<rect class=\"cell\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" "
-                             "data-t=\"{}\" data-i=\"{}\" data-w=\"{:.4f}\"><title>output {} '{}' ← source {} '{}': "
-                             "{:.4f}</title></rect>\n",
-                             x0 + i * c, y0 + t * c, c, c, hex(colour(v)), t, i, v, t, xml_escape(tgt[t]), i,
-                             xml_escape(src[i]), v);
+            o += fmt::format(
+                "<rect class=\"cell\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" "
+                "data-t=\"{}\" data-i=\"{}\" data-w=\"{:.4f}\"><title>output {} '{}' ← source {} "
+                "'{}': "
+                "{:.4f}</title></rect>\n",
+                x0 + i * c, y0 + t * c, c, c, hex(colour(v)), t, i, v, t, xml_escape(tgt[t]), i,
+                xml_escape(src[i]), v);
         }
     o += "</g>\n";
     // colour scale + legend
-    o += fmt::format("<defs><linearGradient id=\"{}\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n", xml_escape(gid));
+    o += fmt::format("<defs><linearGradient id=\"{}\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n",
+                     xml_escape(gid));
     for (int k = 0; k <= 10; ++k)
-        o += fmt::format("<stop offset=\"{:.1f}\" stop-color=\"{}\"/>\n", k / 10.0, hex(colour(k / 10.0f)));
+        o += fmt::format("<stop offset=\"{:.1f}\" stop-color=\"{}\"/>\n", k / 10.0,
+                         hex(colour(k / 10.0f)));
     o += "</linearGradient></defs>\n<g class=\"legend\">\n";
-    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"{}\" fill=\"url(#{})\" stroke=\"#888888\" "
-                     "stroke-width=\"0.5\"/>\n",
-                     bar_x, y0, bar_h, xml_escape(gid));
+    o += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"{}\" fill=\"url(#{})\" stroke=\"#888888\" "
+        "stroke-width=\"0.5\"/>\n",
+        bar_x, y0, bar_h, xml_escape(gid));
     for (int k = 0; k <= 4; ++k) {
         const double y = y0 + bar_h - bar_h * k / 4.0;
-        o += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#444444\"/>\n", bar_x + 14, y,
-                         bar_x + 18, y);
-        o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\">{:.2f}</text>\n", bar_x + 21, y + 4, k / 4.0);
+        o += fmt::format(
+            "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#444444\"/>\n",
+            bar_x + 14, y, bar_x + 18, y);
+        o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\">{:.2f}</text>\n", bar_x + 21,
+                         y + 4, k / 4.0);
     }
-    o += fmt::format("<text transform=\"translate({},{}) rotate(-90)\" font-size=\"11\" fill=\"#555555\" "
-                     "text-anchor=\"end\">attention weight α</text>\n",
-                     bar_x - 5, y0);
+    o += fmt::format(
+        "<text transform=\"translate({},{}) rotate(-90)\" font-size=\"11\" fill=\"#555555\" "
+        "text-anchor=\"end\">attention weight α</text>\n",
+        bar_x - 5, y0);
     o += "</g>\n</svg>\n";
     return o;
 }

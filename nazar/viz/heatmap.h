@@ -31,11 +31,12 @@ namespace nazar::viz {
 
 struct Heatmap {
     std::vector<std::string> source;  // column labels (S): the source tokens
-    std::vector<std::string> target;  // row labels (T): the output tokens (conventionally ending "</s>")
-    Tensor weights;                   // (T, S) attention weights in [0, 1]
-    std::string source_text;          // shown above the heatmap (html) / in the title (svg)
+    std::vector<std::string>
+        target;               // row labels (T): the output tokens (conventionally ending "</s>")
+    Tensor weights;           // (T, S) attention weights in [0, 1]
+    std::string source_text;  // shown above the heatmap (html) / in the title (svg)
     std::string target_text;
-    std::string caption;              // e.g. the model and attention kind, or "reference: ..."
+    std::string caption;  // e.g. the model and attention kind, or "reference: ..."
 };
 // Checks weights is (T, S) with T = target.size(), S = source.size() (Error naming the shapes).
 void check_heatmap(const Heatmap& h);
@@ -44,9 +45,9 @@ struct Rgb {
     uint8_t r = 0, g = 0, b = 0;
     bool operator==(const Rgb&) const = default;
 };
-Rgb colour(float weight);           // the palette; weight clamped to [0, 1] (NaN -> 0)
-std::string hex(Rgb c);             // "#rrggbb"
-double luminance(Rgb c);            // relative luminance (sRGB, WCAG), for contrast and tests
+Rgb colour(float weight);  // the palette; weight clamped to [0, 1] (NaN -> 0)
+std::string hex(Rgb c);    // "#rrggbb"
+double luminance(Rgb c);   // relative luminance (sRGB, WCAG), for contrast and tests
 
 // Token as drawn in a label: " " -> "␣", "\t" -> "⇥", other control characters -> "·",
 // empty -> "∅"; everything else unchanged.
@@ -66,9 +67,9 @@ struct TerminalOptions {
 std::string render_terminal(const Heatmap& h, const TerminalOptions& opt = {});
 
 struct SvgOptions {
-    int cell = 0;              // cell size in px; 0 = 22 for up to 30 columns/rows, else 16
-    bool standalone = true;    // <?xml ...?> prologue (false: embeddable in HTML)
-    std::string id;            // id attribute of the <svg> element (html: "hm3")
+    int cell = 0;            // cell size in px; 0 = 22 for up to 30 columns/rows, else 16
+    bool standalone = true;  // <?xml ...?> prologue (false: embeddable in HTML)
+    std::string id;          // id attribute of the <svg> element (html: "hm3")
 };
 std::string render_svg(const Heatmap& h, const SvgOptions& opt = {});
 

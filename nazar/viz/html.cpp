@@ -65,19 +65,25 @@ std::string render_html(std::span<const Heatmap> maps, const HtmlOptions& opt) {
     o += fmt::format("<body data-heatmaps=\"0\" data-expected=\"{}\">\n", maps.size());
     o += fmt::format("<h1>{}</h1>\n", xml_escape(opt.title));
     if (!opt.intro.empty()) o += fmt::format("<p class=\"intro\">{}</p>\n", xml_escape(opt.intro));
-    o += "<p class=\"intro\">Each heatmap has one row per output token and one column per source token; a cell's "
-         "colour is the attention weight the model gave that source token while it wrote that output token "
+    o += "<p class=\"intro\">Each heatmap has one row per output token and one column per source "
+         "token; a cell's "
+         "colour is the attention weight the model gave that source token while it wrote that "
+         "output token "
          "(light = 0, dark red = 1). Hover over a cell to read its weight.</p>\n";
     o += "<div id=\"readout\"></div>\n";
     for (const auto& [heading, text] : opt.sections)
-        o += fmt::format("<h2>{}</h2>\n<pre class=\"section\">{}</pre>\n", xml_escape(heading), xml_escape(text));
+        o += fmt::format("<h2>{}</h2>\n<pre class=\"section\">{}</pre>\n", xml_escape(heading),
+                         xml_escape(text));
     for (std::size_t k = 0; k < maps.size(); ++k) {
         const Heatmap& h = maps[k];
-        o += fmt::format("<section class=\"sentence\" id=\"s{}\">\n<h2>Sentence {}</h2>\n", k + 1, k + 1);
-        o += fmt::format("<div class=\"pair\"><span class=\"label\">source</span>{}</div>\n", xml_escape(h.source_text));
+        o += fmt::format("<section class=\"sentence\" id=\"s{}\">\n<h2>Sentence {}</h2>\n", k + 1,
+                         k + 1);
+        o += fmt::format("<div class=\"pair\"><span class=\"label\">source</span>{}</div>\n",
+                         xml_escape(h.source_text));
         o += fmt::format("<div class=\"pair\"><span class=\"label\">translation</span>{}</div>\n",
                          xml_escape(h.target_text));
-        if (!h.caption.empty()) o += fmt::format("<div class=\"caption\">{}</div>\n", xml_escape(h.caption));
+        if (!h.caption.empty())
+            o += fmt::format("<div class=\"caption\">{}</div>\n", xml_escape(h.caption));
         o += "<div class=\"map\">\n";
         o += render_svg(h, {.standalone = false, .id = fmt::format("hm{}", k + 1)});
         o += "</div>\n</section>\n";

@@ -50,8 +50,8 @@ inline ::testing::AssertionResult check_gradients(const std::function<double()>&
     int64_t checked = 0;
     for (const auto& t : targets) {
         if (!(t.value.shape() == t.grad.shape())) {
-            return ::testing::AssertionFailure()
-                   << t.name << ": value " << t.value.shape().str() << " vs grad " << t.grad.shape().str();
+            return ::testing::AssertionFailure() << t.name << ": value " << t.value.shape().str()
+                                                 << " vs grad " << t.grad.shape().str();
         }
         const int64_t n = t.value.numel();
         const int64_t step = (opt.max_entries > 0 && n > opt.max_entries) ? n / opt.max_entries : 1;
@@ -68,16 +68,18 @@ inline ::testing::AssertionResult check_gradients(const std::function<double()>&
             const double num = (up - down) / h;
             const double ana = t.grad[i];
             ++checked;
-            if (!(std::abs(num - ana) <= opt.atol + opt.rtol * std::max(std::abs(num), std::abs(ana)))) {
+            if (!(std::abs(num - ana) <=
+                  opt.atol + opt.rtol * std::max(std::abs(num), std::abs(ana)))) {
                 if (++failures <= 12)
-                    bad << "\n  " << t.name << "[" << i << "]: numeric " << num << ", analytic " << ana;
+                    bad << "\n  " << t.name << "[" << i << "]: numeric " << num << ", analytic "
+                        << ana;
             }
         }
     }
     if (failures == 0 && checked > 0) return ::testing::AssertionSuccess();
     if (checked == 0) return ::testing::AssertionFailure() << "nothing checked";
-    return ::testing::AssertionFailure() << failures << " of " << checked << " gradient entries disagree"
-                                         << bad.str();
+    return ::testing::AssertionFailure()
+           << failures << " of " << checked << " gradient entries disagree" << bad.str();
 }
 
 }  // namespace nazar::test

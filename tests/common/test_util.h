@@ -23,7 +23,8 @@ inline Tensor random_tensor(Rng& rng, Shape shape, float lo = -1.0f, float hi = 
 // Norm-wise relative error max|a-b| / max|b| below tol (the parity tests' measure).
 inline ::testing::AssertionResult close_rel(TensorView a, TensorView b, double tol) {
     if (!(a.shape() == b.shape()))
-        return ::testing::AssertionFailure() << "shape " << a.shape().str() << " vs " << b.shape().str();
+        return ::testing::AssertionFailure()
+               << "shape " << a.shape().str() << " vs " << b.shape().str();
     const double e = max_rel_error(a, b);
     if (e <= tol) return ::testing::AssertionSuccess();
     return ::testing::AssertionFailure() << "max relative error " << e << " > " << tol;
@@ -31,7 +32,8 @@ inline ::testing::AssertionResult close_rel(TensorView a, TensorView b, double t
 
 inline ::testing::AssertionResult close_abs(TensorView a, TensorView b, double tol) {
     if (!(a.shape() == b.shape()))
-        return ::testing::AssertionFailure() << "shape " << a.shape().str() << " vs " << b.shape().str();
+        return ::testing::AssertionFailure()
+               << "shape " << a.shape().str() << " vs " << b.shape().str();
     const double e = max_abs_diff(a, b);
     if (e <= tol) return ::testing::AssertionSuccess();
     return ::testing::AssertionFailure() << "max abs diff " << e << " > " << tol;
@@ -42,8 +44,8 @@ inline ::testing::AssertionResult close_abs(TensorView a, TensorView b, double t
 // the tests of a file would be written by several of them at once.
 inline std::string fresh_temp_dir(const std::string& tag) {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const std::string dir = ::testing::TempDir() + "nazar-" + tag + "-" + (info ? info->name() : "none") + "-" +
-                            std::to_string(::getpid());
+    const std::string dir = ::testing::TempDir() + "nazar-" + tag + "-" +
+                            (info ? info->name() : "none") + "-" + std::to_string(::getpid());
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     return dir;

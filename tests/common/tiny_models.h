@@ -11,12 +11,17 @@
 namespace nazar::test {
 
 // V = 10 (ids 4..9 are pieces), E = 4, bidirectional GRU encoder of 3 (C = 6), decoder of 5, A = 4.
-inline ModelConfig tiny_config(DecoderKind kind = DecoderKind::bahdanau, ScoreKind score = ScoreKind::additive) {
+inline ModelConfig tiny_config(DecoderKind kind = DecoderKind::bahdanau,
+                               ScoreKind score = ScoreKind::additive) {
     ModelConfig c;
     c.src_vocab_size = 10;
     c.tgt_vocab_size = 10;
     c.embedding_size = 4;
-    c.encoder = {.cell = CellType::gru, .hidden_size = 3, .num_layers = 1, .bidirectional = true, .dropout = 0};
+    c.encoder = {.cell = CellType::gru,
+                 .hidden_size = 3,
+                 .num_layers = 1,
+                 .bidirectional = true,
+                 .dropout = 0};
     c.decoder.kind = kind;
     c.decoder.hidden_size = 5;
     c.attention.score = score;
@@ -25,8 +30,9 @@ inline ModelConfig tiny_config(DecoderKind kind = DecoderKind::bahdanau, ScoreKi
 }
 
 // Builds a right-padded batch from source and target sentences (targets without <s>/</s>).
-inline Batch make_batch(const std::vector<std::vector<int32_t>>& srcs, const std::vector<std::vector<int32_t>>& tgts,
-                        int bos = 2, int eos = 3, int pad = 0) {
+inline Batch make_batch(const std::vector<std::vector<int32_t>>& srcs,
+                        const std::vector<std::vector<int32_t>>& tgts, int bos = 2, int eos = 3,
+                        int pad = 0) {
     Batch b;
     b.B = static_cast<int>(srcs.size());
     for (const auto& s : srcs) b.S = std::max(b.S, static_cast<int>(s.size()));
@@ -52,6 +58,8 @@ inline Batch make_batch(const std::vector<std::vector<int32_t>>& srcs, const std
 }
 
 // B = 2: the second sentence is padded on both sides (S = 4, T = 4).
-inline Batch tiny_batch() { return make_batch({{5, 6, 7, 8}, {9, 5}}, {{5, 6, 7}, {8}}); }
+inline Batch tiny_batch() {
+    return make_batch({{5, 6, 7, 8}, {9, 5}}, {{5, 6, 7}, {8}});
+}
 
 }  // namespace nazar::test

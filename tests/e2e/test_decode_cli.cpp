@@ -24,7 +24,8 @@ namespace {
 const std::string kBin = std::string(NAZAR_BINARY_DIR) + "/nazar";
 
 // Per process: ctest runs each TEST in its own process, in parallel, and every process's
-// SetUpTestSuite writes the model and the input; shared paths let one read another's half-written input.
+// SetUpTestSuite writes the model and the input; shared paths let one read another's half-written
+// input.
 std::string tmp(const std::string& name) {
     return testing::TempDir() + "/nazar_decode_cli_" + std::to_string(::getpid()) + "_" + name;
 }
@@ -82,7 +83,9 @@ protected:
     static std::vector<std::string> inputs() { return read_lines(tmp("input.txt")); }
     static std::string translate(const std::string& flags, const std::string& name) {
         const std::string out = tmp(name);
-        EXPECT_EQ(sh(kBin + " translate --model " + model() + " " + flags + " < " + tmp("input.txt") + " > " + out), 0)
+        EXPECT_EQ(sh(kBin + " translate --model " + model() + " " + flags + " < " +
+                     tmp("input.txt") + " > " + out),
+                  0)
             << flags;
         return out;
     }
@@ -96,8 +99,8 @@ TEST_F(DecodeCli, StreamingRoundTripEqualsTheApi) {
     EXPECT_EQ(a, b);
     for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], api[i].hypotheses[0].text) << i;
     // --input / --output files give the same
-    ASSERT_EQ(sh(kBin + " --threads 1 translate --model " + model() + " --beam 4 --input " + tmp("input.txt") +
-                 " --output " + tmp("files.txt")),
+    ASSERT_EQ(sh(kBin + " --threads 1 translate --model " + model() + " --beam 4 --input " +
+                 tmp("input.txt") + " --output " + tmp("files.txt")),
               0);
     EXPECT_EQ(read_lines(tmp("files.txt")), a);
 }
@@ -106,7 +109,8 @@ TEST_F(DecodeCli, BeamOneIsGreedy) {
     const auto out = read_lines(translate("--beam 1", "greedy.txt"));
     ASSERT_EQ(out.size(), inputs().size());
     LoadedModel m = load_model(model());
-    const Vocab sv = Vocab::from_json(m.metadata.at(kSrcVocabKey)), tv = Vocab::from_json(m.metadata.at(kTgtVocabKey));
+    const Vocab sv = Vocab::from_json(m.metadata.at(kSrcVocabKey)),
+                tv = Vocab::from_json(m.metadata.at(kTgtVocabKey));
     const Tokenizer tok = Tokenizer::word();
     const auto lines = inputs();
     for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -155,7 +159,8 @@ TEST_F(DecodeCli, NBestAndHardAlignmentFormats) {
 
 TEST_F(DecodeCli, ReplaceUnk) {
     const auto plain = read_lines(translate("--beam 3", "unk_plain.txt"));
-    const auto repl = read_lines(translate("--beam 3 --replace-unk --alignment hard", "unk_repl.txt"));
+    const auto repl =
+        read_lines(translate("--beam 3 --replace-unk --alignment hard", "unk_repl.txt"));
     const auto lines = inputs();
     int replaced = 0;
     for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -170,7 +175,8 @@ TEST_F(DecodeCli, ReplaceUnk) {
                 EXPECT_EQ(out[j], words[j]);
                 continue;
             }
-            const auto it = std::find_if(links.begin(), links.end(), [&](auto l) { return l.tgt == static_cast<int>(j); });
+            const auto it = std::find_if(links.begin(), links.end(),
+                                         [&](auto l) { return l.tgt == static_cast<int>(j); });
             ASSERT_NE(it, links.end());
             EXPECT_EQ(out[j], src[it->src]);  // the most-attended source word
             ++replaced;
@@ -180,9 +186,11 @@ TEST_F(DecodeCli, ReplaceUnk) {
     // with a dictionary
     {
         std::ofstream d(tmp("dict.tsv"));
-        for (const char* w : {"a", "b", "c", "d", "e", "f", "g", "h"}) d << w << "\tDICT_" << w << "\n";
+        for (const char* w : {"a", "b", "c", "d", "e", "f", "g", "h"})
+            d << w << "\tDICT_" << w << "\n";
     }
-    const auto dict = read_lines(translate("--beam 3 --replace-unk --dict " + tmp("dict.tsv"), "unk_dict.txt"));
+    const auto dict =
+        read_lines(translate("--beam 3 --replace-unk --dict " + tmp("dict.tsv"), "unk_dict.txt"));
     for (std::size_t i = 0; i < lines.size(); ++i) {
         const auto words = split(plain[i], " "), out = split(dict[i], " ");
         for (std::size_t j = 0; j < words.size(); ++j)
@@ -199,11 +207,11 @@ TEST_F(DecodeCli, AlignEqualsScoreAndTheTranslationsOwnAttention) {
         std::ofstream t(tmp("own_tgt.txt"));
         for (const auto& l : trans) t << split(l, " ||| ")[0] << "\n";
     }
-    ASSERT_EQ(sh(kBin + " align --model " + model() + " --src " + tmp("input.txt") + " --tgt " + tmp("own_tgt.txt") +
-                 " --scores --batch 4 > " + tmp("align.txt")),
+    ASSERT_EQ(sh(kBin + " align --model " + model() + " --src " + tmp("input.txt") + " --tgt " +
+                 tmp("own_tgt.txt") + " --scores --batch 4 > " + tmp("align.txt")),
               0);
-    ASSERT_EQ(sh(kBin + " score --model " + model() + " --src " + tmp("input.txt") + " --tgt " + tmp("own_tgt.txt") +
-                 " > " + tmp("score.txt")),
+    ASSERT_EQ(sh(kBin + " score --model " + model() + " --src " + tmp("input.txt") + " --tgt " +
+                 tmp("own_tgt.txt") + " > " + tmp("score.txt")),
               0);
     const auto al = read_lines(tmp("align.txt")), sc = read_lines(tmp("score.txt"));
     ASSERT_EQ(al.size(), trans.size());
@@ -220,12 +228,21 @@ TEST_F(DecodeCli, AlignEqualsScoreAndTheTranslationsOwnAttention) {
 }
 
 TEST_F(DecodeCli, UsageErrorsExitTwo) {
-    EXPECT_EQ(sh(kBin + " translate --model " + model() + " --beam 2 --n-best 3 < /dev/null 2>/dev/null"), 2);
-    EXPECT_EQ(sh(kBin + " translate --model " + model() + " --dict x.tsv < /dev/null 2>/dev/null"), 2);
-    EXPECT_EQ(sh(kBin + " translate --model " + model() + " --alignment medium < /dev/null 2>/dev/null"), 2);
-    EXPECT_EQ(sh(kBin + " translate --model " + tmp("missing.safetensors") + " < /dev/null 2>/dev/null"), 1);
-    EXPECT_EQ(sh(kBin + " align --model " + model() + " --src " + tmp("input.txt") + " 2>/dev/null"), 2);
-    EXPECT_EQ(sh("printf 'a \\377\\n' | " + kBin + " translate --model " + model() + " 2>/dev/null"), 1);
+    EXPECT_EQ(
+        sh(kBin + " translate --model " + model() + " --beam 2 --n-best 3 < /dev/null 2>/dev/null"),
+        2);
+    EXPECT_EQ(sh(kBin + " translate --model " + model() + " --dict x.tsv < /dev/null 2>/dev/null"),
+              2);
+    EXPECT_EQ(
+        sh(kBin + " translate --model " + model() + " --alignment medium < /dev/null 2>/dev/null"),
+        2);
+    EXPECT_EQ(
+        sh(kBin + " translate --model " + tmp("missing.safetensors") + " < /dev/null 2>/dev/null"),
+        1);
+    EXPECT_EQ(
+        sh(kBin + " align --model " + model() + " --src " + tmp("input.txt") + " 2>/dev/null"), 2);
+    EXPECT_EQ(
+        sh("printf 'a \\377\\n' | " + kBin + " translate --model " + model() + " 2>/dev/null"), 1);
 }
 
 TEST_F(DecodeCli, TranslatorIsThreadSafe) {
@@ -237,10 +254,12 @@ TEST_F(DecodeCli, TranslatorIsThreadSafe) {
     for (int t = 0; t < 4; ++t)
         threads.emplace_back([&, t] {
             for (int rep = 0; rep < 3; ++rep) {
-                const auto got = tr.translate(lines, {.beam_size = 3, .n_best = 2, .batch_size = 4});
+                const auto got =
+                    tr.translate(lines, {.beam_size = 3, .n_best = 2, .batch_size = 4});
                 for (std::size_t i = 0; i < lines.size(); ++i)
                     for (std::size_t k = 0; k < got[i].hypotheses.size(); ++k)
-                        mismatches[t] += got[i].hypotheses[k].text != expected[i].hypotheses[k].text;
+                        mismatches[t] +=
+                            got[i].hypotheses[k].text != expected[i].hypotheses[k].text;
             }
         });
     for (auto& th : threads) th.join();

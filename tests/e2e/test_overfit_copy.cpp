@@ -58,8 +58,12 @@ void overfit_copy(const ModelConfig& cfg) {
     EXPECT_EQ(exact, static_cast<int>(sents.size()));
 }
 
-TEST(OverfitCopy, Bahdanau) { overfit_copy(copy_config(DecoderKind::bahdanau, ScoreKind::additive)); }
-TEST(OverfitCopy, LuongGeneralInputFeeding) { overfit_copy(copy_config(DecoderKind::luong, ScoreKind::general)); }
+TEST(OverfitCopy, Bahdanau) {
+    overfit_copy(copy_config(DecoderKind::bahdanau, ScoreKind::additive));
+}
+TEST(OverfitCopy, LuongGeneralInputFeeding) {
+    overfit_copy(copy_config(DecoderKind::luong, ScoreKind::general));
+}
 
 }  // namespace
 }  // namespace nazar

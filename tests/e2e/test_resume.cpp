@@ -75,7 +75,8 @@ protected:
         for (const auto& name : x.names()) {
             const Tensor &p = x.get(name), &q = y.get(name);
             ASSERT_EQ(p.numel(), q.numel()) << name;
-            EXPECT_EQ(std::memcmp(p.data(), q.data(), sizeof(float) * p.numel()), 0) << name << " differs";
+            EXPECT_EQ(std::memcmp(p.data(), q.data(), sizeof(float) * p.numel()), 0)
+                << name << " differs";
         }
         for (const auto& [key, value] : x.metadata) {
             if (key != "train.config") {
@@ -124,7 +125,8 @@ TEST_F(Resume, StoppedByMaxStepsThenResumedIsBitIdentical) {
     ASSERT_EQ(ck.state.step, 15);
     TrainConfig more = ck.config;
     more.max_steps = 40;
-    const TrainResult rest = Trainer(make_resume_config(ck.config, more, {"max_steps"}), first.save_dir).run();
+    const TrainResult rest =
+        Trainer(make_resume_config(ck.config, more, {"max_steps"}), first.save_dir).run();
     EXPECT_EQ(rest.state, whole.state);
     expect_same_files(full.save_dir + "/last.safetensors", first.save_dir + "/last.safetensors");
     expect_same_files(full.save_dir + "/model.safetensors", first.save_dir + "/model.safetensors");
@@ -137,7 +139,8 @@ TEST_F(Resume, RefusesChangedDataOrModel) {
     TrainConfig bigger = first;
     bigger.hidden_size = 20;
     const Checkpoint ck = load_checkpoint(first.save_dir + "/last.safetensors");
-    EXPECT_THROW(make_resume_config(ck.config, bigger, changed_keys(ck.config, bigger)), UsageError);
+    EXPECT_THROW(make_resume_config(ck.config, bigger, changed_keys(ck.config, bigger)),
+                 UsageError);
     atomic_write_file(dir_ + "/train.tsv", reversal_task(151, 1));  // one more pair
     EXPECT_THROW(Trainer(first, first.save_dir), Error);
     EXPECT_THROW(Trainer(first, dir_ + "/nowhere"), UsageError);

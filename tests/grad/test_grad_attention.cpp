@@ -47,7 +47,8 @@ void run_gradcheck(AttentionConfig cfg, int t0, uint64_t seed) {
         for (const auto* c : {&c1, &c2})
             for (int b = 0; b < B; ++b) {
                 const float p = c->position[b], frac = p - std::floor(p);
-                ASSERT_GT(std::abs(frac - 0.5f), 0.05f) << "p_t = " << p << " sits on a rounding boundary";
+                ASSERT_GT(std::abs(frac - 0.5f), 0.05f)
+                    << "p_t = " << p << " sits on a rounding boundary";
             }
     }
     ParamList plist;
@@ -59,9 +60,11 @@ void run_gradcheck(AttentionConfig cfg, int t0, uint64_t seed) {
     att.backward(R1, q1, keys, h, len, c1, d_q1, d_keys, d_h);
     att.precompute_backward(h, d_keys, d_h);
 
-    std::vector<test::GradTarget> targets{{"query1", q1, d_q1}, {"query2", q2, d_q2}, {"enc_out", h, d_h}};
+    std::vector<test::GradTarget> targets{
+        {"query1", q1, d_q1}, {"query2", q2, d_q2}, {"enc_out", h, d_h}};
     for (const auto& p : plist) targets.push_back({p.name, p.value->view(), p.grad->view()});
-    EXPECT_TRUE(check_gradients(loss, targets, {.eps = 1e-2, .rtol = 1e-2, .atol = 1e-3})) << describe(att.cfg);
+    EXPECT_TRUE(check_gradients(loss, targets, {.eps = 1e-2, .rtol = 1e-2, .atol = 1e-3}))
+        << describe(att.cfg);
 
     // padding rows of enc_out get no gradient at all
     for (int b = 1; b < B; ++b)
@@ -89,10 +92,18 @@ AttentionConfig with(AttentionConfig c, LocalMode m, int D, ScaleMode s = ScaleM
 
 }  // namespace
 
-TEST(AttentionGrad, Additive) { run_gradcheck(base(ScoreKind::additive), 0, 21); }
-TEST(AttentionGrad, Concat) { run_gradcheck(base(ScoreKind::concat), 0, 22); }
-TEST(AttentionGrad, Dot) { run_gradcheck(base(ScoreKind::dot), 0, 23); }
-TEST(AttentionGrad, General) { run_gradcheck(base(ScoreKind::general), 0, 24); }
+TEST(AttentionGrad, Additive) {
+    run_gradcheck(base(ScoreKind::additive), 0, 21);
+}
+TEST(AttentionGrad, Concat) {
+    run_gradcheck(base(ScoreKind::concat), 0, 22);
+}
+TEST(AttentionGrad, Dot) {
+    run_gradcheck(base(ScoreKind::dot), 0, 23);
+}
+TEST(AttentionGrad, General) {
+    run_gradcheck(base(ScoreKind::general), 0, 24);
+}
 TEST(AttentionGrad, ScaledDot) {
     run_gradcheck(with(base(ScoreKind::dot), LocalMode::global, 1, ScaleMode::inv_sqrt), 0, 25);
 }
@@ -100,10 +111,18 @@ TEST(AttentionGrad, LearnedScaleGeneral) {
     run_gradcheck(with(base(ScoreKind::general), LocalMode::global, 1, ScaleMode::learned), 0, 26);
 }
 // t0 = 4: sentence 1 (length 4) is beyond its end at both steps; D = 1 clips at the edges
-TEST(AttentionGrad, LocalMonotonicGeneral) { run_gradcheck(with(base(ScoreKind::general), LocalMode::monotonic, 1), 4, 27); }
-TEST(AttentionGrad, LocalMonotonicAdditive) { run_gradcheck(with(base(ScoreKind::additive), LocalMode::monotonic, 2), 0, 28); }
-TEST(AttentionGrad, LocalPredictiveGeneral) { run_gradcheck(with(base(ScoreKind::general), LocalMode::predictive, 2), 0, 29); }
-TEST(AttentionGrad, LocalPredictiveAdditive) { run_gradcheck(with(base(ScoreKind::additive), LocalMode::predictive, 1), 0, 30); }
+TEST(AttentionGrad, LocalMonotonicGeneral) {
+    run_gradcheck(with(base(ScoreKind::general), LocalMode::monotonic, 1), 4, 27);
+}
+TEST(AttentionGrad, LocalMonotonicAdditive) {
+    run_gradcheck(with(base(ScoreKind::additive), LocalMode::monotonic, 2), 0, 28);
+}
+TEST(AttentionGrad, LocalPredictiveGeneral) {
+    run_gradcheck(with(base(ScoreKind::general), LocalMode::predictive, 2), 0, 29);
+}
+TEST(AttentionGrad, LocalPredictiveAdditive) {
+    run_gradcheck(with(base(ScoreKind::additive), LocalMode::predictive, 1), 0, 30);
+}
 TEST(AttentionGrad, LocalPredictiveLearnedScaleDot) {
     run_gradcheck(with(base(ScoreKind::dot), LocalMode::predictive, 2, ScaleMode::learned), 0, 31);
 }

@@ -22,6 +22,7 @@ TEST(DropoutGrad, TrainAndEval) {
         Tensor d_x({3, 5});
         drop.backward(R, cache, d_x);
         // Linear in x for a fixed mask: exact up to float32 rounding (≈ 1e-6 / 2e-2).
-        EXPECT_TRUE(check_gradients(loss, {{"x", x, d_x}}, {.eps = 1e-2, .rtol = 1e-3, .atol = 5e-4}));
+        EXPECT_TRUE(
+            check_gradients(loss, {{"x", x, d_x}}, {.eps = 1e-2, .rtol = 1e-3, .atol = 5e-4}));
     }
 }

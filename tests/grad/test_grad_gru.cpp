@@ -25,7 +25,8 @@ TEST(GRUCellGrad, RawInputStepWithMaskedRow) {
     Rng rng(21);
     const int N = 3, I = 4, H = 4;
     GRUCell cell({.input_size = I, .hidden_size = H}, rng);
-    Tensor x = random_tensor(rng, {N, I}), h = random_tensor(rng, {N, H}), R = random_tensor(rng, {N, H});
+    Tensor x = random_tensor(rng, {N, I}), h = random_tensor(rng, {N, H}),
+           R = random_tensor(rng, {N, H});
     const std::vector<int> lengths{3, 1, 2};
     const StepMask mask{lengths, 1};  // row 1 is padding at t = 1
     Tensor h_new({N, H});
@@ -46,7 +47,8 @@ TEST(GRUCellGrad, ProjectedStep) {
     Rng rng(22);
     const int N = 3, H = 4;
     GRUCell cell({.input_size = 2, .hidden_size = H}, rng);
-    Tensor gi = random_tensor(rng, {N, 3 * H}), h = random_tensor(rng, {N, H}), R = random_tensor(rng, {N, H});
+    Tensor gi = random_tensor(rng, {N, 3 * H}), h = random_tensor(rng, {N, H}),
+           R = random_tensor(rng, {N, H});
     const std::vector<int> lengths{1, 3, 3};
     const StepMask mask{lengths, 2};  // row 0 is padding
     Tensor h_new({N, H});
@@ -70,7 +72,8 @@ TEST(GRUCellGrad, TwoChainedSteps) {
     Rng rng(23);
     const int N = 2, I = 3, H = 4;
     GRUCell cell({.input_size = I, .hidden_size = H}, rng);
-    Tensor x0 = random_tensor(rng, {N, I}), x1 = random_tensor(rng, {N, I}), h0 = random_tensor(rng, {N, H});
+    Tensor x0 = random_tensor(rng, {N, I}), x1 = random_tensor(rng, {N, I}),
+           h0 = random_tensor(rng, {N, H});
     Tensor R0 = random_tensor(rng, {N, H}), R1 = random_tensor(rng, {N, H});
     Tensor h1({N, H}), h2({N, H});
     GRUStepCache c0, c1;
@@ -80,7 +83,8 @@ TEST(GRUCellGrad, TwoChainedSteps) {
         return dot_loss(h1, R0) + dot_loss(h2, R1);
     };
     loss();
-    Tensor d_x0({N, I}), d_x1({N, I}), d_h0({N, H}), d_h1 = R0;  // d_h1 starts with its own upstream
+    Tensor d_x0({N, I}), d_x1({N, I}), d_h0({N, H}),
+        d_h1 = R0;  // d_h1 starts with its own upstream
     cell.backward(R1, x1, h1, c1, d_x1, d_h1);
     cell.backward(d_h1, x0, h0, c0, d_x0, d_h0);
     std::vector<GradTarget> targets{{"x0", x0, d_x0}, {"x1", x1, d_x1}, {"h0", h0, d_h0}};

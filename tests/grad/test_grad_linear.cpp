@@ -18,10 +18,12 @@ TEST(LinearGrad, ThreeDimensionalInput) {
         loss();
         Tensor d_x({2, 3, 4});
         lin.backward(R, x, d_x);
-        std::vector<GradTarget> targets{{"x", x, d_x}, {"weight", lin.params.weight, lin.grad.weight}};
+        std::vector<GradTarget> targets{{"x", x, d_x},
+                                        {"weight", lin.params.weight, lin.grad.weight}};
         if (bias) targets.push_back({"bias", lin.params.bias, lin.grad.bias});
         // Linear in every input: central differences are exact up to float32 rounding of a loss
         // of 18 terms (≈ 1e-6) / 2·eps (2e-2) ≈ 5e-5 < atol.
-        EXPECT_TRUE(check_gradients(loss, targets, {.eps = 1e-2, .rtol = 1e-3, .atol = 5e-4})) << "bias " << bias;
+        EXPECT_TRUE(check_gradients(loss, targets, {.eps = 1e-2, .rtol = 1e-3, .atol = 5e-4}))
+            << "bias " << bias;
     }
 }

@@ -25,7 +25,8 @@ TEST(LSTMCellGrad, RawInputStepWithMaskedRow) {
     Rng rng(31);
     const int N = 3, I = 4, H = 4;
     LSTMCell cell({.input_size = I, .hidden_size = H}, rng);
-    Tensor x = random_tensor(rng, {N, I}), h = random_tensor(rng, {N, H}), c = random_tensor(rng, {N, H});
+    Tensor x = random_tensor(rng, {N, I}), h = random_tensor(rng, {N, H}),
+           c = random_tensor(rng, {N, H});
     Tensor R = random_tensor(rng, {N, H}), Rc = random_tensor(rng, {N, H});
     const std::vector<int> lengths{3, 1, 2};
     const StepMask mask{lengths, 1};
@@ -47,7 +48,8 @@ TEST(LSTMCellGrad, ProjectedStep) {
     Rng rng(32);
     const int N = 3, H = 4;
     LSTMCell cell({.input_size = 2, .hidden_size = H}, rng);
-    Tensor gi = random_tensor(rng, {N, 4 * H}), h = random_tensor(rng, {N, H}), c = random_tensor(rng, {N, H});
+    Tensor gi = random_tensor(rng, {N, 4 * H}), h = random_tensor(rng, {N, H}),
+           c = random_tensor(rng, {N, H});
     Tensor R = random_tensor(rng, {N, H}), Rc = random_tensor(rng, {N, H});
     const std::vector<int> lengths{1, 3, 3};
     const StepMask mask{lengths, 2};
@@ -87,7 +89,8 @@ TEST(LSTMCellGrad, TwoChainedStepsWithoutCellUpstream) {
     Tensor d_x0({N, I}), d_x1({N, I}), d_h0({N, H}), d_c0({N, H}), d_h1 = R0, d_c1({N, H});
     cell.backward(R1, TensorView(), x1, h1, c1, k1, d_x1, d_h1, d_c1);  // no upstream into c2
     cell.backward(d_h1, d_c1, x0, h0, c0, k0, d_x0, d_h0, d_c0);
-    std::vector<GradTarget> targets{{"x0", x0, d_x0}, {"x1", x1, d_x1}, {"h0", h0, d_h0}, {"c0", c0, d_c0}};
+    std::vector<GradTarget> targets{
+        {"x0", x0, d_x0}, {"x1", x1, d_x1}, {"h0", h0, d_h0}, {"c0", c0, d_c0}};
     add_params(targets, cell.params, cell.grad);
     EXPECT_TRUE(check_gradients(loss, targets, kTol));
 }

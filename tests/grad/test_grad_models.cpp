@@ -4,10 +4,11 @@
 // loss = Σ over the 6 non-pad target tokens of −log p  (≈ 6 · ln 10 ≈ 14), computed in float32.
 // Tolerances: the loss is summed in float32 per row (softmax_xent sums rows in double), so its
 // rounding noise is ≈ 1e-6 relative, ≈ 2e-5 absolute; divided by 2·eps = 2e-2 that is ≈ 1e-3:
-// atol = 3e-3 sits above it. Truncation of the central difference is eps² · f''' / 6 ≈ 2e-5 · |f'''|
-// for eps = 1e-2; rtol = 3e-2 covers it with room for tanh/sigmoid curvature. Half-window / kink
-// notes: local-m windows depend only on t (no kinks); local-p uses D = 4 >= S so that the window
-// (the rounding of p_t) never changes under perturbation, while the Gaussian still depends on p_t.
+// atol = 3e-3 sits above it. Truncation of the central difference is eps² · f''' / 6 ≈ 2e-5 ·
+// |f'''| for eps = 1e-2; rtol = 3e-2 covers it with room for tanh/sigmoid curvature. Half-window /
+// kink notes: local-m windows depend only on t (no kinks); local-p uses D = 4 >= S so that the
+// window (the rounding of p_t) never changes under perturbation, while the Gaussian still depends
+// on p_t.
 #include "nazar/models/seq2seq.h"
 #include "tests/common/gradcheck.h"
 #include "tests/common/tiny_models.h"
@@ -35,10 +36,13 @@ void check_model(const ModelConfig& cfg, uint64_t seed = 3) {
     std::vector<test::GradTarget> targets;
     for (const auto& p : params) targets.push_back({p.name, *p.value, *p.grad});
     auto loss = [&] { return model.eval_loss(batch).loss; };
-    EXPECT_TRUE(test::check_gradients(loss, targets, {.eps = 1e-2, .rtol = 3e-2, .atol = 3e-3, .max_entries = 10}));
+    EXPECT_TRUE(test::check_gradients(
+        loss, targets, {.eps = 1e-2, .rtol = 3e-2, .atol = 3e-3, .max_entries = 10}));
 }
 
-TEST(GradModels, BahdanauGru) { check_model(tiny_config()); }
+TEST(GradModels, BahdanauGru) {
+    check_model(tiny_config());
+}
 
 TEST(GradModels, BahdanauDeepOutputTied) {
     auto c = tiny_config();
@@ -65,7 +69,9 @@ TEST(GradModels, LuongDotMeanBridge) {
     check_model(c);
 }
 
-TEST(GradModels, LuongGeneral) { check_model(tiny_config(DecoderKind::luong, ScoreKind::general)); }
+TEST(GradModels, LuongGeneral) {
+    check_model(tiny_config(DecoderKind::luong, ScoreKind::general));
+}
 
 TEST(GradModels, LuongGeneralInputFeedingTwoLayers) {
     auto c = tiny_config(DecoderKind::luong, ScoreKind::general);
@@ -139,12 +145,14 @@ TEST(GradModels, DropoutAndLabelSmoothingInTrainMode) {
     std::vector<Tensor> grads;
     for (const auto& p : params) grads.push_back(*p.grad);
     std::vector<test::GradTarget> targets;
-    for (std::size_t i = 0; i < params.size(); ++i) targets.push_back({params[i].name, *params[i].value, grads[i]});
+    for (std::size_t i = 0; i < params.size(); ++i)
+        targets.push_back({params[i].name, *params[i].value, grads[i]});
     auto loss = [&] {
         Rng same(11);
         return model.train_step(batch, opt, same).loss;
     };
-    EXPECT_TRUE(test::check_gradients(loss, targets, {.eps = 1e-2, .rtol = 3e-2, .atol = 3e-3, .max_entries = 10}));
+    EXPECT_TRUE(test::check_gradients(
+        loss, targets, {.eps = 1e-2, .rtol = 3e-2, .atol = 3e-3, .max_entries = 10}));
 }
 
 }  // namespace

@@ -24,16 +24,21 @@ TEST_P(RNNGrad, BackwardMatchesFiniteDifferences) {
     const bool lstm = cell == CellType::lstm;
     Rng rng(11);
     const int B = 3, T = 4, I = 3, H = 3, LD = 4, C = 2 * H;
-    RNN rnn({.cell = cell, .input_size = I, .hidden_size = H, .num_layers = 2, .bidirectional = true,
+    RNN rnn({.cell = cell,
+             .input_size = I,
+             .hidden_size = H,
+             .num_layers = 2,
+             .bidirectional = true,
              .dropout = p_drop},
             rng);
     const std::vector<int> lengths{4, 2, 3};  // sentences 1 and 2 are padded
     Tensor x = random_tensor(rng, {B, T, I});
-    RNNState init{random_tensor(rng, {LD, B, H}, -0.5f, 0.5f), lstm ? random_tensor(rng, {LD, B, H}, -0.5f, 0.5f)
-                                                                    : Tensor({0})};
+    RNNState init{random_tensor(rng, {LD, B, H}, -0.5f, 0.5f),
+                  lstm ? random_tensor(rng, {LD, B, H}, -0.5f, 0.5f) : Tensor({0})};
     // loss = Σ out ⊙ R + Σ h_n ⊙ R_h (+ Σ c_n ⊙ R_c)
     Tensor R = random_tensor(rng, {B, T, C});
-    RNNState R_final{random_tensor(rng, {LD, B, H}), lstm ? random_tensor(rng, {LD, B, H}) : Tensor({0})};
+    RNNState R_final{random_tensor(rng, {LD, B, H}),
+                     lstm ? random_tensor(rng, {LD, B, H}) : Tensor({0})};
 
     Tensor out({B, T, C});
     RNNState final;
@@ -58,7 +63,8 @@ TEST_P(RNNGrad, BackwardMatchesFiniteDifferences) {
     std::vector<std::pair<std::string, Tensor*>> values, grads;
     rnn.params.visit([&](const std::string& n, Tensor& t) { values.emplace_back(n, &t); });
     rnn.grad.visit([&](const std::string& n, Tensor& t) { grads.emplace_back(n, &t); });
-    for (std::size_t i = 0; i < values.size(); ++i) targets.push_back({values[i].first, *values[i].second, *grads[i].second});
+    for (std::size_t i = 0; i < values.size(); ++i)
+        targets.push_back({values[i].first, *values[i].second, *grads[i].second});
     // eps = 1e-2: central differences have truncation error ~eps²·f''' ≈ 1e-4 relative here;
     // the float32 loss (≈ 100 terms of size ≤ 1) carries ≈ 1e-5 of rounding, / 2·eps ≈ 5e-4:
     // atol = 2e-3 sits above that floor, rtol = 1e-2 above the truncation error.

@@ -7,7 +7,8 @@
 // by the CTest entry parity.make_fixtures), else the committed tests/parity/fixtures/.
 //
 //   Fixture f = load_fixture("gru_cell");
-//   f.set_params(params);                   // nazar's ParamList <- fixture, names must match both ways
+//   f.set_params(params);                   // nazar's ParamList <- fixture, names must match both
+//   ways
 //   ... forward with f["x"], backward with f["R.h_new"] ...
 //   f.expect_output("h_new", h_new, 1e-5);  // norm-wise relative error max|a-b| / max|b|
 //   f.expect_grad("x", d_x, 1e-5);
@@ -31,7 +32,8 @@
 namespace nazar::test {
 
 inline std::string fixture_path(const std::string& name) {
-    const std::string live = std::string(NAZAR_BINARY_DIR) + "/parity-fixtures/" + name + ".safetensors";
+    const std::string live =
+        std::string(NAZAR_BINARY_DIR) + "/parity-fixtures/" + name + ".safetensors";
     if (file_exists(live)) return live;
     return std::string(NAZAR_SOURCE_DIR) + "/tests/parity/fixtures/" + name + ".safetensors";
 }
@@ -46,20 +48,24 @@ inline std::vector<std::string> split_names(const std::string& s) {
 
 class Fixture {
 public:
-    explicit Fixture(const std::string& name) : path(fixture_path(name)), st(load_safetensors(path)) {
+    explicit Fixture(const std::string& name)
+        : path(fixture_path(name)), st(load_safetensors(path)) {
         config = nlohmann::json::parse(st.meta("config"));
         ::testing::Test::RecordProperty("fixture", path);
     }
 
     const Tensor& operator[](const std::string& name) const { return st.get(name); }
     bool has(const std::string& name) const { return st.contains(name); }
-    std::vector<std::string> list(const std::string& key) const { return split_names(st.meta(key)); }
+    std::vector<std::string> list(const std::string& key) const {
+        return split_names(st.meta(key));
+    }
 
     // Integer inputs (ids, lengths) stored as I64, loaded as exact floats.
     std::vector<int> ints(const std::string& name) const {
         const Tensor& t = st.get(name);
         std::vector<int> out(static_cast<std::size_t>(t.numel()));
-        for (int64_t i = 0; i < t.numel(); ++i) out[static_cast<std::size_t>(i)] = static_cast<int>(t[i]);
+        for (int64_t i = 0; i < t.numel(); ++i)
+            out[static_cast<std::size_t>(i)] = static_cast<int>(t[i]);
         return out;
     }
 
@@ -88,9 +94,11 @@ public:
     // Every output and every gradient the fixture holds was compared.
     void expect_all_compared() const {
         for (const auto& o : list("outputs"))
-            EXPECT_TRUE(compared_.count(o)) << "output '" << o << "' of " << path << " not compared";
+            EXPECT_TRUE(compared_.count(o))
+                << "output '" << o << "' of " << path << " not compared";
         for (const auto& g : list("grads"))
-            EXPECT_TRUE(compared_.count("grad." + g)) << "gradient '" << g << "' of " << path << " not compared";
+            EXPECT_TRUE(compared_.count("grad." + g))
+                << "gradient '" << g << "' of " << path << " not compared";
     }
 
     std::string path;
@@ -99,8 +107,9 @@ public:
 
 private:
     void compare(const std::string& what, TensorView got, TensorView want, double tol) const {
-        ASSERT_EQ(got.numel(), want.numel()) << what << ": nazar " << got.shape().str() << " vs fixture "
-                                             << want.shape().str() << " (" << path << ")";
+        ASSERT_EQ(got.numel(), want.numel())
+            << what << ": nazar " << got.shape().str() << " vs fixture " << want.shape().str()
+            << " (" << path << ")";
         bool finite = true;
         for (int64_t i = 0; i < got.numel(); ++i) finite = finite && std::isfinite(got[i]);
         EXPECT_TRUE(finite) << what << ": nazar produced a non-finite value";
@@ -111,6 +120,8 @@ private:
     std::set<std::string> compared_;
 };
 
-inline Fixture load_fixture(const std::string& name) { return Fixture(name); }
+inline Fixture load_fixture(const std::string& name) {
+    return Fixture(name);
+}
 
 }  // namespace nazar::test

@@ -64,8 +64,8 @@ void check_attention(const std::string& name) {
     Tensor d_query(Shape{T, B, H}), d_enc_out = Tensor::like(enc_out);
     Tensor d_keys = Tensor::like(keys.keys);
     for (int t = T - 1; t >= 0; --t)
-        att.backward(R.select(t), query.select(t), keys, enc_out, lengths, caches[t], d_query.select(t), d_keys.view(),
-                     d_enc_out);
+        att.backward(R.select(t), query.select(t), keys, enc_out, lengths, caches[t],
+                     d_query.select(t), d_keys.view(), d_enc_out);
     att.precompute_backward(enc_out, d_keys, d_enc_out);
 
     f.expect_output("context", context, kTol);
@@ -76,15 +76,33 @@ void check_attention(const std::string& name) {
     f.expect_all_compared();
 }
 
-TEST(ParityAttention, Additive) { check_attention("attention_additive"); }
-TEST(ParityAttention, Concat) { check_attention("attention_concat"); }
-TEST(ParityAttention, Dot) { check_attention("attention_dot"); }
-TEST(ParityAttention, General) { check_attention("attention_general"); }
-TEST(ParityAttention, ScaledDot) { check_attention("attention_scaled_dot"); }
-TEST(ParityAttention, GeneralLearnedScale) { check_attention("attention_general_learned_scale"); }
-TEST(ParityAttention, LocalMonotonic) { check_attention("attention_local_m"); }      // D = 1, t past S_b − 1
-TEST(ParityAttention, LocalPredictive) { check_attention("attention_local_p"); }     // D = 2, P = 3
-TEST(ParityAttention, LocalPredictiveAdditive) { check_attention("attention_local_p_additive"); }  // D = 1
+TEST(ParityAttention, Additive) {
+    check_attention("attention_additive");
+}
+TEST(ParityAttention, Concat) {
+    check_attention("attention_concat");
+}
+TEST(ParityAttention, Dot) {
+    check_attention("attention_dot");
+}
+TEST(ParityAttention, General) {
+    check_attention("attention_general");
+}
+TEST(ParityAttention, ScaledDot) {
+    check_attention("attention_scaled_dot");
+}
+TEST(ParityAttention, GeneralLearnedScale) {
+    check_attention("attention_general_learned_scale");
+}
+TEST(ParityAttention, LocalMonotonic) {
+    check_attention("attention_local_m");
+}  // D = 1, t past S_b − 1
+TEST(ParityAttention, LocalPredictive) {
+    check_attention("attention_local_p");
+}  // D = 2, P = 3
+TEST(ParityAttention, LocalPredictiveAdditive) {
+    check_attention("attention_local_p_additive");
+}  // D = 1
 
 }  // namespace
 }  // namespace nazar

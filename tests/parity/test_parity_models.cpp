@@ -49,10 +49,20 @@ namespace {
 using test::Fixture;
 constexpr double kTol = 1e-4;
 
-const char* const kCases[] = {"bahdanau_gru",       "bahdanau_deep_tied", "luong_dot",     "luong_general",
-                              "luong_general_feed", "luong_concat",       "luong_local_m", "luong_local_p",
-                              "luong_lstm",         "bahdanau_lstm_mean", "ablation_bahdanau_general",
-                              "ablation_luong_additive_local_p", "bahdanau_sampled",  "empty_source"};
+const char* const kCases[] = {"bahdanau_gru",
+                              "bahdanau_deep_tied",
+                              "luong_dot",
+                              "luong_general",
+                              "luong_general_feed",
+                              "luong_concat",
+                              "luong_local_m",
+                              "luong_local_p",
+                              "luong_lstm",
+                              "bahdanau_lstm_mean",
+                              "ablation_bahdanau_general",
+                              "ablation_luong_additive_local_p",
+                              "bahdanau_sampled",
+                              "empty_source"};
 
 // The fixture's batch, in batch_from_ids layout (tgt_in = <s> y, tgt_out = y </s>, pad 0).
 Batch batch_of(const Fixture& f) {
@@ -119,7 +129,8 @@ void check_model(const std::string& name) {
         for (const auto& n : f.list("params")) theirs.insert(n);
         EXPECT_EQ(ours, theirs) << "parameter names of nazar vs PyTorch";
     }
-    EXPECT_EQ(to_json_string(model.config()), f.st.meta("config")) << "nazar.config as nazar writes it";
+    EXPECT_EQ(to_json_string(model.config()), f.st.meta("config"))
+        << "nazar.config as nazar writes it";
 
     std::vector<double> scores(static_cast<std::size_t>(batch.B));
     model.score(batch, scores);
@@ -128,14 +139,18 @@ void check_model(const std::string& name) {
     double worst_score = 0;
     for (int b = 0; b < batch.B; ++b) {
         got_scores[b] = static_cast<float>(scores[b]);
-        const double rel = std::abs(scores[b] - want_scores[b]) / std::abs(static_cast<double>(want_scores[b]));
+        const double rel =
+            std::abs(scores[b] - want_scores[b]) / std::abs(static_cast<double>(want_scores[b]));
         worst_score = std::max(worst_score, rel);
-        EXPECT_LE(rel, kTol) << "sentence " << b << ": nazar " << scores[b] << " vs PyTorch " << want_scores[b];
+        EXPECT_LE(rel, kTol) << "sentence " << b << ": nazar " << scores[b] << " vs PyTorch "
+                             << want_scores[b];
     }
     f.expect_output("scores", got_scores, kTol);
     const LossStats ev = model.eval_loss(batch, smoothing);
-    f.expect_output("loss", Tensor::from({1}, std::vector<float>{static_cast<float>(ev.loss)}), kTol);
-    f.expect_output("tokens", Tensor::from({1}, std::vector<float>{static_cast<float>(ev.tokens)}), 0.0);
+    f.expect_output("loss", Tensor::from({1}, std::vector<float>{static_cast<float>(ev.loss)}),
+                    kTol);
+    f.expect_output("tokens", Tensor::from({1}, std::vector<float>{static_cast<float>(ev.tokens)}),
+                    0.0);
     if (smoothing == 0.0f) {  // Σ_b score[b] == −loss
         double sum = 0;
         for (double s : scores) sum += s;
@@ -159,10 +174,12 @@ void check_model(const std::string& name) {
     f.expect_output("greedy_tokens", tokens, 0.0);
     f.expect_output("greedy_scores", gscores, kTol);
     Tensor gatt(f["greedy_attention"].shape());  // (B, n, S), 0 beyond each result
-    for (int b = 0; b < batch.B; ++b) place_attention(greedy[static_cast<std::size_t>(b)].attention, gatt.select(b));
+    for (int b = 0; b < batch.B; ++b)
+        place_attention(greedy[static_cast<std::size_t>(b)].attention, gatt.select(b));
     f.expect_output("greedy_attention", gatt, kTol);
 
-    // ---- beam search (same n-best lists: tokens, finished flags, log-probabilities, GNMT scores) ----
+    // ---- beam search (same n-best lists: tokens, finished flags, log-probabilities, GNMT scores)
+    // ----
     const nlohmann::json bo = nlohmann::json::parse(f.st.meta("beam"));
     const BeamOptions beam_options{.beam_size = bo.at("beam_size").get<int>(),
                                    .n_best = bo.at("n_best").get<int>(),
@@ -172,7 +189,8 @@ void check_model(const std::string& name) {
     const Tensor& want_beam = f["beam.tokens"];  // (B, N, n)
     const int NB = want_beam.dim(1);
     Tensor btokens(want_beam.shape()), blengths(Shape{batch.B, NB}), bfinished(Shape{batch.B, NB});
-    Tensor bscores(Shape{batch.B, NB}), blogp(Shape{batch.B, NB}), batt(f["beam.attention"].shape());
+    Tensor bscores(Shape{batch.B, NB}), blogp(Shape{batch.B, NB}),
+        batt(f["beam.attention"].shape());
     btokens.fill(-1.0f);
     for (int b = 0; b < batch.B; ++b) {
         const auto& hyps = beams[static_cast<std::size_t>(b)];
@@ -184,7 +202,8 @@ void check_model(const std::string& name) {
             bscores.at(b, k) = static_cast<float>(h.score);
             blogp.at(b, k) = static_cast<float>(h.log_prob);
             place_attention(h.attention, batt.select(b).select(k));
-            for (std::size_t i = 0; i < h.tokens.size() && static_cast<int>(i) < btokens.dim(2); ++i)
+            for (std::size_t i = 0; i < h.tokens.size() && static_cast<int>(i) < btokens.dim(2);
+                 ++i)
                 btokens.at(b, k, static_cast<int64_t>(i)) = static_cast<float>(h.tokens[i]);
         }
     }
@@ -201,30 +220,37 @@ void check_model(const std::string& name) {
     const LossStats st = model.train_step(
         batch, {.label_smoothing = smoothing, .sampling_prob = sampling, .grad_scale = 0.0f}, rng);
     if (sampling == 0.0f) {
-        EXPECT_NEAR(st.loss, ev.loss, 1e-6 * ev.loss) << "train_step and eval_loss disagree (dropout is 0)";
+        EXPECT_NEAR(st.loss, ev.loss, 1e-6 * ev.loss)
+            << "train_step and eval_loss disagree (dropout is 0)";
     }
-    f.expect_output("train_loss", Tensor::from({1}, std::vector<float>{static_cast<float>(st.loss)}), kTol);
+    f.expect_output("train_loss",
+                    Tensor::from({1}, std::vector<float>{static_cast<float>(st.loss)}), kTol);
     EXPECT_EQ(st.tokens, ev.tokens);
     f.expect_grads(params, kTol);
     std::string worst_name;
     const double worst_grad = worst_grad_error(f, params, worst_name);
-    std::printf("[ parity ] %-20s worst score rel err %.2e, worst grad rel err %.2e (%s)\n", name.c_str(),
-                worst_score, worst_grad, worst_name.c_str());
-    ::testing::Test::RecordProperty("worst_grad_rel_err", fmt::format("{:.3g} {}", worst_grad, worst_name));
+    std::printf("[ parity ] %-20s worst score rel err %.2e, worst grad rel err %.2e (%s)\n",
+                name.c_str(), worst_score, worst_grad, worst_name.c_str());
+    ::testing::Test::RecordProperty("worst_grad_rel_err",
+                                    fmt::format("{:.3g} {}", worst_grad, worst_name));
     f.expect_all_compared();
 
-    // ---- (c) nazar saves the PyTorch-written model back: same tensors, same metadata, same bytes ----
-    const std::string out = std::string(NAZAR_BINARY_DIR) + "/parity-models-resave-" + name + ".safetensors";
+    // ---- (c) nazar saves the PyTorch-written model back: same tensors, same metadata, same bytes
+    // ----
+    const std::string out =
+        std::string(NAZAR_BINARY_DIR) + "/parity-models-resave-" + name + ".safetensors";
     LoadedModel fresh = load_model(model_path);  // parameters untouched by the training step above
     save_model(out, *fresh.model, fresh.metadata);
     const SafeTensors a = load_safetensors(model_path), b = load_safetensors(out);
     EXPECT_EQ(a.names(), b.names());
     for (const auto& n : a.names()) {
         if (!b.contains(n)) continue;
-        EXPECT_EQ(max_abs_diff(a.get(n), b.get(n)), 0.0) << "tensor " << n << " changed on nazar's re-save";
+        EXPECT_EQ(max_abs_diff(a.get(n), b.get(n)), 0.0)
+            << "tensor " << n << " changed on nazar's re-save";
     }
     EXPECT_EQ(a.metadata, b.metadata);
-    EXPECT_TRUE(read_file(model_path) == read_file(out)) << "re-saved file differs in bytes from " << model_path;
+    EXPECT_TRUE(read_file(model_path) == read_file(out))
+        << "re-saved file differs in bytes from " << model_path;
     std::vector<double> again(scores.size());
     load_model(out).model->score(batch, again);
     std::vector<double> first(scores.size());
@@ -233,24 +259,52 @@ void check_model(const std::string& name) {
     std::remove(out.c_str());
 }
 
-TEST(ParityModels, BahdanauGru) { check_model("bahdanau_gru"); }
-TEST(ParityModels, BahdanauDeepOutputTied) { check_model("bahdanau_deep_tied"); }  // 2 decoder layers
-TEST(ParityModels, LuongDot) { check_model("luong_dot"); }
-TEST(ParityModels, LuongGeneral) { check_model("luong_general"); }  // unidirectional 2-layer encoder
-TEST(ParityModels, LuongGeneralInputFeeding) { check_model("luong_general_feed"); }  // scaled, ε = 0.1
-TEST(ParityModels, LuongConcat) { check_model("luong_concat"); }                    // bridge zero
-TEST(ParityModels, LuongLocalMonotonic) { check_model("luong_local_m"); }
-TEST(ParityModels, LuongLocalPredictive) { check_model("luong_local_p"); }
-TEST(ParityModels, LuongLstm) { check_model("luong_lstm"); }  // LSTM encoder (2 layers) and decoder
-TEST(ParityModels, BahdanauLstmMeanBridge) { check_model("bahdanau_lstm_mean"); }  // unidirectional encoder
+TEST(ParityModels, BahdanauGru) {
+    check_model("bahdanau_gru");
+}
+TEST(ParityModels, BahdanauDeepOutputTied) {
+    check_model("bahdanau_deep_tied");
+}  // 2 decoder layers
+TEST(ParityModels, LuongDot) {
+    check_model("luong_dot");
+}
+TEST(ParityModels, LuongGeneral) {
+    check_model("luong_general");
+}  // unidirectional 2-layer encoder
+TEST(ParityModels, LuongGeneralInputFeeding) {
+    check_model("luong_general_feed");
+}  // scaled, ε = 0.1
+TEST(ParityModels, LuongConcat) {
+    check_model("luong_concat");
+}  // bridge zero
+TEST(ParityModels, LuongLocalMonotonic) {
+    check_model("luong_local_m");
+}
+TEST(ParityModels, LuongLocalPredictive) {
+    check_model("luong_local_p");
+}
+TEST(ParityModels, LuongLstm) {
+    check_model("luong_lstm");
+}  // LSTM encoder (2 layers) and decoder
+TEST(ParityModels, BahdanauLstmMeanBridge) {
+    check_model("bahdanau_lstm_mean");
+}  // unidirectional encoder
 // SPEC §6 ablations (named explicitly in the config): general score before the RNN step with a
 // learned scale; additive score after it, with local-p
-TEST(ParityModels, AblationBahdanauGeneral) { check_model("ablation_bahdanau_general"); }
-TEST(ParityModels, AblationLuongAdditiveLocalP) { check_model("ablation_luong_additive_local_p"); }
+TEST(ParityModels, AblationBahdanauGeneral) {
+    check_model("ablation_bahdanau_general");
+}
+TEST(ParityModels, AblationLuongAdditiveLocalP) {
+    check_model("ablation_luong_additive_local_p");
+}
 // scheduled sampling with p = 1 (deterministic): the training step feeds the model's own argmax
-TEST(ParityModels, BahdanauScheduledSampling) { check_model("bahdanau_sampled"); }
+TEST(ParityModels, BahdanauScheduledSampling) {
+    check_model("bahdanau_sampled");
+}
 // an empty source sentence in the batch (S_b = 0): zero encoder states, empty local-p window
-TEST(ParityModels, EmptySourceSentence) { check_model("empty_source"); }
+TEST(ParityModels, EmptySourceSentence) {
+    check_model("empty_source");
+}
 
 // ---- export for check_model_files.py (parity.model_files_cli); skipped in a plain ctest run ----
 // For every case: nazar_<case>.safetensors = a model INITIALISED and saved by nazar (the case's
@@ -260,7 +314,8 @@ TEST(ParityModels, EmptySourceSentence) { check_model("empty_source"); }
 // resaved_<case>.safetensors = that model loaded and saved by nazar.
 TEST(ParityModelFiles, Export) {
     const char* dir = std::getenv("NAZAR_PARITY_EXPORT");
-    if (dir == nullptr || *dir == '\0') GTEST_SKIP() << "set NAZAR_PARITY_EXPORT=<dir> (check_model_files.py does)";
+    if (dir == nullptr || *dir == '\0')
+        GTEST_SKIP() << "set NAZAR_PARITY_EXPORT=<dir> (check_model_files.py does)";
     const std::string d(dir);
     for (const char* c : kCases) {
         const std::string name(c), model_path = test::fixture_path("model_" + name);
@@ -290,7 +345,8 @@ TEST(ParityModelFiles, Export) {
         atomic_write_file(d + "/" + name + ".tgt", tgt_text);
         atomic_write_file(d + "/nazar_" + name + ".scores", score_text);
         atomic_write_file(d + "/torch_" + name + ".safetensors", read_file(model_path));
-        save_model(d + "/resaved_" + name + ".safetensors", *torch_model.model, torch_model.metadata);
+        save_model(d + "/resaved_" + name + ".safetensors", *torch_model.model,
+                   torch_model.metadata);
     }
 }
 

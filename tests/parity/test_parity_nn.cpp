@@ -50,8 +50,12 @@ void check_linear(const std::string& name) {
     f.expect_all_compared();
 }
 
-TEST(ParityNn, Linear) { check_linear("linear"); }            // x (2, 3, 5): leading dims collapse
-TEST(ParityNn, LinearNoBias) { check_linear("linear_nobias"); }
+TEST(ParityNn, Linear) {
+    check_linear("linear");
+}  // x (2, 3, 5): leading dims collapse
+TEST(ParityNn, LinearNoBias) {
+    check_linear("linear_nobias");
+}
 
 TEST(ParityNn, Embedding) {  // repeated ids accumulate; padding_idx 0 gets no gradient
     Fixture f("embedding");
@@ -79,7 +83,8 @@ TEST(ParityNn, Embedding) {  // repeated ids accumulate; padding_idx 0 gets no g
 TEST(ParityNn, GRUCell) {
     Fixture f("gru_cell");
     Rng rng(1);
-    GRUCell cell({.input_size = f.config["input_size"].get<int>(), .hidden_size = f.config["hidden_size"].get<int>()},
+    GRUCell cell({.input_size = f.config["input_size"].get<int>(),
+                  .hidden_size = f.config["hidden_size"].get<int>()},
                  rng);
     ParamList params;
     collect_params(cell.params, cell.grad, "", params);
@@ -103,7 +108,8 @@ TEST(ParityNn, GRUCell) {
 TEST(ParityNn, LSTMCell) {
     Fixture f("lstm_cell");
     Rng rng(1);
-    LSTMCell cell({.input_size = f.config["input_size"].get<int>(), .hidden_size = f.config["hidden_size"].get<int>()},
+    LSTMCell cell({.input_size = f.config["input_size"].get<int>(),
+                   .hidden_size = f.config["hidden_size"].get<int>()},
                   rng);
     ParamList params;
     collect_params(cell.params, cell.grad, "", params);
@@ -132,7 +138,8 @@ void check_xent(const std::string& name) {
     Fixture f(name);
     const auto& cfg = f.config;
     Rng rng(1);
-    Linear gen({.in_features = cfg["in_features"].get<int>(), .out_features = cfg["out_features"].get<int>(),
+    Linear gen({.in_features = cfg["in_features"].get<int>(),
+                .out_features = cfg["out_features"].get<int>(),
                 .bias = cfg["bias"].get<bool>()},
                rng);
     ParamList params;
@@ -146,8 +153,8 @@ void check_xent(const std::string& name) {
     const Tensor& x = f["x"];
     const std::vector<int> targets = f.ints("targets");
     Tensor d_x = Tensor::like(x);
-    const XentStats st = xent.forward_backward(x, gen.params.weight, gen.params.bias, targets, f["R.loss"][0], d_x,
-                                               gen.grad.weight, gen.grad.bias);
+    const XentStats st = xent.forward_backward(x, gen.params.weight, gen.params.bias, targets,
+                                               f["R.loss"][0], d_x, gen.grad.weight, gen.grad.bias);
     const XentStats st_fwd = xent.forward(x, gen.params.weight, gen.params.bias, targets);
     EXPECT_EQ(st_fwd.loss, st.loss);  // the same chunks in the same order
 
@@ -162,8 +169,12 @@ void check_xent(const std::string& name) {
     f.expect_all_compared();
 }
 
-TEST(ParityNn, SoftmaxXent) { check_xent("softmax_xent"); }
-TEST(ParityNn, SoftmaxXentLabelSmoothingNoBias) { check_xent("softmax_xent_smoothing_nobias"); }
+TEST(ParityNn, SoftmaxXent) {
+    check_xent("softmax_xent");
+}
+TEST(ParityNn, SoftmaxXentLabelSmoothingNoBias) {
+    check_xent("softmax_xent_smoothing_nobias");
+}
 
 // Padded batch (garbage at padding in x), optional initial state, torch's packed semantics.
 void check_rnn(const std::string& name) {
@@ -218,10 +229,18 @@ void check_rnn(const std::string& name) {
     f.expect_all_compared();
 }
 
-TEST(ParityNn, RNNGru1LayerInitialState) { check_rnn("rnn_gru_1layer_init"); }
-TEST(ParityNn, RNNGru2LayerBidirectional) { check_rnn("rnn_gru_2layer_bidir"); }
-TEST(ParityNn, RNNLstm1LayerBidirectionalInitialState) { check_rnn("rnn_lstm_1layer_bidir_init"); }
-TEST(ParityNn, RNNLstm2Layer) { check_rnn("rnn_lstm_2layer"); }
+TEST(ParityNn, RNNGru1LayerInitialState) {
+    check_rnn("rnn_gru_1layer_init");
+}
+TEST(ParityNn, RNNGru2LayerBidirectional) {
+    check_rnn("rnn_gru_2layer_bidir");
+}
+TEST(ParityNn, RNNLstm1LayerBidirectionalInitialState) {
+    check_rnn("rnn_lstm_1layer_bidir_init");
+}
+TEST(ParityNn, RNNLstm2Layer) {
+    check_rnn("rnn_lstm_2layer");
+}
 
 }  // namespace
 }  // namespace nazar

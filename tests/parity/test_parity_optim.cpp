@@ -43,7 +43,8 @@ Optimizer make_optimizer(const nlohmann::json& cfg, ParamList params) {
                         .beta2 = o.value("beta2", 0.999),
                         .eps = o.value("eps", 1e-8),
                         .weight_decay = o.value("weight_decay", kind == "adamw" ? 1e-2 : 0.0)};
-    return kind == "adam" ? Optimizer::adam(std::move(params), a) : Optimizer::adamw(std::move(params), a);
+    return kind == "adam" ? Optimizer::adam(std::move(params), a)
+                          : Optimizer::adamw(std::move(params), a);
 }
 
 void run_fixture(const std::string& name) {
@@ -67,16 +68,20 @@ void run_fixture(const std::string& name) {
     for (int t = 1; t <= steps; ++t) {
         SCOPED_TRACE("step " + std::to_string(t));
         const std::string ts = std::to_string(t);
-        for (auto& p : params) p.grad->copy_from(fx.get("grad." + ts + "." + p.name, p.value->shape()));
+        for (auto& p : params)
+            p.grad->copy_from(fx.get("grad." + ts + "." + p.name, p.value->shape()));
         if (max_norm > 0) {
             const float norm = clip_grad_norm(params, max_norm);
             const float want = fx.get("norm." + ts)[0];
             EXPECT_NEAR(norm, want, kTol * want);
-            for (auto& p : params) EXPECT_TRUE(close_rel(*p.grad, fx.get("clipped." + ts + "." + p.name), kTol)) << p.name;
+            for (auto& p : params)
+                EXPECT_TRUE(close_rel(*p.grad, fx.get("clipped." + ts + "." + p.name), kTol))
+                    << p.name;
         }
         opt.set_lr(cfg.at("lr").at(t - 1).get<double>());
         opt.step();
-        for (auto& p : params) EXPECT_TRUE(close_rel(*p.value, fx.get("param." + ts + "." + p.name), kTol)) << p.name;
+        for (auto& p : params)
+            EXPECT_TRUE(close_rel(*p.value, fx.get("param." + ts + "." + p.name), kTol)) << p.name;
     }
     // The optimizer state has PyTorch's values under PyTorch's keys.
     SafeTensors state;
@@ -94,12 +99,24 @@ void run_fixture(const std::string& name) {
 
 }  // namespace
 
-TEST(OptimParity, Sgd) { run_fixture("optim_sgd"); }
-TEST(OptimParity, SgdMomentumDampeningWeightDecay) { run_fixture("optim_sgd_momentum"); }
-TEST(OptimParity, SgdNesterovWithClipping) { run_fixture("optim_sgd_nesterov"); }
-TEST(OptimParity, Adam) { run_fixture("optim_adam"); }
-TEST(OptimParity, AdamL2BetasEpsWithClipping) { run_fixture("optim_adam_l2"); }
-TEST(OptimParity, AdamWWithClipping) { run_fixture("optim_adamw"); }
+TEST(OptimParity, Sgd) {
+    run_fixture("optim_sgd");
+}
+TEST(OptimParity, SgdMomentumDampeningWeightDecay) {
+    run_fixture("optim_sgd_momentum");
+}
+TEST(OptimParity, SgdNesterovWithClipping) {
+    run_fixture("optim_sgd_nesterov");
+}
+TEST(OptimParity, Adam) {
+    run_fixture("optim_adam");
+}
+TEST(OptimParity, AdamL2BetasEpsWithClipping) {
+    run_fixture("optim_adam_l2");
+}
+TEST(OptimParity, AdamWWithClipping) {
+    run_fixture("optim_adamw");
+}
 
 // The fixtures must actually exercise clipping both ways, or the clip comparison proves little.
 TEST(OptimParity, FixturesClipSomeStepsAndNotOthers) {

@@ -22,14 +22,15 @@ std::string run(const std::string& args) {
 TEST(AttentionExplain, PrintsSpecExamplesAndCosts) {
     const std::string out = run("explain --no-measure");
     if (out.empty()) GTEST_SKIP() << "nazar CLI not built in " << NAZAR_BINARY_DIR;
-    for (const char* want : {"0.1477", "0.7314", "0.1209", "0.0685", "0.6831", "0.0459", "0.1685", "0.0340",
-                             "W_a (key.weight) 256x512", "[s_t; c_t] 768", "W_c 256x768", "s̃_t 256", "6553600",
-                             "13107200", "156672", "575488", "13.1M"})
+    for (const char* want : {"0.1477", "0.7314", "0.1209", "0.0685", "0.6831", "0.0459", "0.1685",
+                             "0.0340", "W_a (key.weight) 256x512", "[s_t; c_t] 768", "W_c 256x768",
+                             "s̃_t 256", "6553600", "13107200", "156672", "575488", "13.1M"})
         EXPECT_NE(out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << out;
 }
 
 TEST(AttentionExplain, OtherSizesAndDotMismatch) {
-    const std::string out = run("explain --no-measure --src-len 10 --dec-dim 256 --enc-dim 512 --att-dim 64");
+    const std::string out =
+        run("explain --no-measure --src-len 10 --dec-dim 256 --enc-dim 512 --att-dim 64");
     if (out.empty()) GTEST_SKIP() << "nazar CLI not built in " << NAZAR_BINARY_DIR;
     EXPECT_NE(out.find("U_a H = S·A·C = 327680"), std::string::npos) << out;  // 10·64·512
     EXPECT_NE(out.find("needs H == C (got H=256, C=512)"), std::string::npos) << out;

@@ -53,7 +53,8 @@ TEST(AttentionGlobal, SpecExample1Weights) {
 
 TEST(AttentionGlobal, SpecExample2Weights) {
     auto r = run_dot_example({1.2f, 3.5f, 0.8f, 2.1f, 0.5f}, {0, 0, 0, 0, 0});
-    const float want[] = {0.0685f, 0.6831f, 0.0459f, 0.1685f, 0.0340f};  // the notes print 0.64 for position 2
+    const float want[] = {0.0685f, 0.6831f, 0.0459f, 0.1685f,
+                          0.0340f};  // the notes print 0.64 for position 2
     float sum = 0;
     for (int i = 0; i < 5; ++i) {
         EXPECT_NEAR(r.weights[i], want[i], 5e-5) << i;
@@ -111,7 +112,9 @@ TEST(AttentionGlobal, ScaledGeneralDividesBySqrtC) {
 TEST(AttentionGlobal, AdditiveScoreByHand) {
     Rng rng(4);
     // H = 1, C = 1, A = 2: e_i = v · tanh(W_q q + W_k h_i)
-    Attention att({.score = ScoreKind::additive, .query_size = 1, .context_size = 1, .attention_size = 2}, rng);
+    Attention att(
+        {.score = ScoreKind::additive, .query_size = 1, .context_size = 1, .attention_size = 2},
+        rng);
     att.params.W_q = Tensor::from({2, 1}, std::vector<float>{1, -1});
     att.params.W_k = Tensor::from({2, 1}, std::vector<float>{0.5f, 2});
     att.params.v_a = Tensor::from({1, 2}, std::vector<float>{1, 3});
@@ -140,7 +143,8 @@ TEST(AttentionGlobal, AdditiveScoreByHand) {
 TEST(AttentionGlobal, FusedAdditiveKernelMatchesNaive) {
     Rng rng(5);
     const int n = 7, A = 33;
-    Tensor u = random_tensor(rng, {A}, -2, 2), k = random_tensor(rng, {n, A}, -2, 2), v = random_tensor(rng, {A});
+    Tensor u = random_tensor(rng, {A}, -2, 2), k = random_tensor(rng, {n, A}, -2, 2),
+           v = random_tensor(rng, {A});
     Tensor e({n}), e_ref({n}), tmp({A});
     attn::additive_scores(u.data(), k.data(), v.data(), n, A, tmp.data(), e.data());
     attn::naive::additive_scores(u.data(), k.data(), v.data(), n, A, e_ref.data());
@@ -166,8 +170,8 @@ TEST(AttentionGlobal, AdditiveKernelsAvx512MatchAvx2Bitwise) {
             Out o{Tensor({n}), Tensor({A}), Tensor({n, A}), Tensor({A})};
             Tensor tmp({A});
             attn::additive_scores(u.data(), k.data(), v.data(), n, A, tmp.data(), o.e.data());
-            attn::additive_scores_backward(u.data(), k.data(), v.data(), d_e.data(), n, A, tmp.data(), o.d_u.data(),
-                                           o.d_k.data(), o.d_v.data());
+            attn::additive_scores_backward(u.data(), k.data(), v.data(), d_e.data(), n, A,
+                                           tmp.data(), o.d_u.data(), o.d_k.data(), o.d_v.data());
             return o;
         };
         const Out a = run(false), b = run(true);
@@ -181,23 +185,27 @@ TEST(AttentionGlobal, AdditiveKernelsAvx512MatchAvx2Bitwise) {
 
 TEST(AttentionGlobal, KeysAreOneGemmOverAllPositions) {
     Rng rng(6);
-    Attention att({.score = ScoreKind::concat, .query_size = 3, .context_size = 5, .attention_size = 4}, rng);
+    Attention att(
+        {.score = ScoreKind::concat, .query_size = 3, .context_size = 5, .attention_size = 4}, rng);
     Tensor h = random_tensor(rng, {2, 3, 5});
     AttentionKeys keys;
     att.precompute(h, keys);
     ASSERT_EQ(keys.keys.shape(), Shape({2, 3, 4}));
     Tensor ref({6, 4});
-    gemm_naive(false, true, 6, 4, 5, 1.0f, h.data(), 5, att.params.W_k.data(), 5, 0.0f, ref.data(), 4);
+    gemm_naive(false, true, 6, 4, 5, 1.0f, h.data(), 5, att.params.W_k.data(), 5, 0.0f, ref.data(),
+               4);
     EXPECT_TRUE(close_abs(keys.keys.reshape({6, 4}), ref, 1e-5));
 }
 
 // Notes' mistake 1: a padded sentence must give the same context and weights as alone, and the
 // padding positions weight exactly 0 — whatever garbage the padded encoder rows hold.
 TEST(AttentionGlobal, PaddingGetsZeroWeightAndDoesNotChangeTheContext) {
-    const ScoreKind kinds[] = {ScoreKind::additive, ScoreKind::dot, ScoreKind::general, ScoreKind::concat};
+    const ScoreKind kinds[] = {ScoreKind::additive, ScoreKind::dot, ScoreKind::general,
+                               ScoreKind::concat};
     for (ScoreKind kind : kinds) {
         Rng rng(7);
-        Attention att({.score = kind, .query_size = 4, .context_size = 4, .attention_size = 3}, rng);
+        Attention att({.score = kind, .query_size = 4, .context_size = 4, .attention_size = 3},
+                      rng);
         const int S = 6, len0 = 3;
         Tensor q = random_tensor(rng, {2, 4});
         Tensor h = random_tensor(rng, {2, S, 4});
@@ -222,8 +230,10 @@ TEST(AttentionGlobal, PaddingGetsZeroWeightAndDoesNotChangeTheContext) {
         Tensor ctx1({1, 4});
         att.forward(q1, keys1, h1, len1, 0, ctx1, cache1);
 
-        for (int i = 0; i < len0; ++i) EXPECT_NEAR(cache.weights.at(0, i), cache1.weights.at(0, i), 1e-6) << to_string(kind);
-        for (int i = len0; i < S; ++i) EXPECT_EQ(cache.weights.at(0, i), 0.0f) << to_string(kind);  // exactly
+        for (int i = 0; i < len0; ++i)
+            EXPECT_NEAR(cache.weights.at(0, i), cache1.weights.at(0, i), 1e-6) << to_string(kind);
+        for (int i = len0; i < S; ++i)
+            EXPECT_EQ(cache.weights.at(0, i), 0.0f) << to_string(kind);  // exactly
         EXPECT_TRUE(close_abs(ctx.slice(0, 1), ctx1, 1e-6)) << to_string(kind);
     }
 }
@@ -244,16 +254,24 @@ TEST(AttentionConfig, DotWithMismatchedSizesNamesBothAndSuggestsGeneral) {
 
 TEST(AttentionConfig, OtherConfigurationErrors) {
     Rng rng(9);
-    EXPECT_THROW(Attention({.score = ScoreKind::additive, .query_size = 4, .context_size = 4}, rng), UsageError);
-    EXPECT_THROW(Attention({.score = ScoreKind::additive, .scale = ScaleMode::inv_sqrt, .query_size = 4,
-                            .context_size = 4, .attention_size = 2},
+    EXPECT_THROW(Attention({.score = ScoreKind::additive, .query_size = 4, .context_size = 4}, rng),
+                 UsageError);
+    EXPECT_THROW(Attention({.score = ScoreKind::additive,
+                            .scale = ScaleMode::inv_sqrt,
+                            .query_size = 4,
+                            .context_size = 4,
+                            .attention_size = 2},
                            rng),
                  UsageError);
-    EXPECT_THROW(Attention({.score = ScoreKind::general, .local = LocalMode::monotonic, .window = 0,
-                            .query_size = 4, .context_size = 4},
+    EXPECT_THROW(Attention({.score = ScoreKind::general,
+                            .local = LocalMode::monotonic,
+                            .window = 0,
+                            .query_size = 4,
+                            .context_size = 4},
                            rng),
                  UsageError);
-    EXPECT_THROW(Attention({.score = ScoreKind::general, .query_size = 0, .context_size = 4}, rng), UsageError);
+    EXPECT_THROW(Attention({.score = ScoreKind::general, .query_size = 0, .context_size = 4}, rng),
+                 UsageError);
     // runtime misuse: a length beyond S, a wrong query size
     Attention att({.score = ScoreKind::general, .query_size = 2, .context_size = 3}, rng);
     Tensor h({1, 2, 3}), q({1, 2}), bad_q({1, 3}), ctx({1, 3});
@@ -285,8 +303,12 @@ TEST(AttentionConfig, NamesParseAndPrint) {
 
 TEST(AttentionConfig, ParameterNamesAndShapes) {
     Rng rng(10);
-    Attention att({.score = ScoreKind::additive, .local = LocalMode::predictive, .query_size = 5,
-                   .context_size = 6, .attention_size = 3, .position_size = 2},
+    Attention att({.score = ScoreKind::additive,
+                   .local = LocalMode::predictive,
+                   .query_size = 5,
+                   .context_size = 6,
+                   .attention_size = 3,
+                   .position_size = 2},
                   rng);
     std::vector<std::string> names;
     std::vector<Shape> shapes;
@@ -295,7 +317,8 @@ TEST(AttentionConfig, ParameterNamesAndShapes) {
         names.push_back(n);
         shapes.push_back(t.shape());
     });
-    const std::vector<std::string> want{"query.weight", "key.weight", "v.weight", "position.weight", "position_v.weight"};
+    const std::vector<std::string> want{"query.weight", "key.weight", "v.weight", "position.weight",
+                                        "position_v.weight"};
     EXPECT_EQ(names, want);
     EXPECT_EQ(shapes[0], Shape({3, 5}));
     EXPECT_EQ(shapes[1], Shape({3, 6}));
@@ -303,23 +326,31 @@ TEST(AttentionConfig, ParameterNamesAndShapes) {
     EXPECT_EQ(shapes[3], Shape({2, 5}));
     EXPECT_EQ(shapes[4], Shape({1, 2}));
     // nn.Linear init bound 1/sqrt(in)
-    for (int64_t i = 0; i < att.params.W_k.numel(); ++i) EXPECT_LE(std::abs(att.params.W_k[i]), 1 / std::sqrt(6.0f));
-    Attention gen({.score = ScoreKind::general, .scale = ScaleMode::learned, .query_size = 5, .context_size = 16}, rng);
+    for (int64_t i = 0; i < att.params.W_k.numel(); ++i)
+        EXPECT_LE(std::abs(att.params.W_k[i]), 1 / std::sqrt(6.0f));
+    Attention gen({.score = ScoreKind::general,
+                   .scale = ScaleMode::learned,
+                   .query_size = 5,
+                   .context_size = 16},
+                  rng);
     EXPECT_EQ(gen.params.W_k.shape(), Shape({5, 16}));
     EXPECT_FLOAT_EQ(gen.params.scale[0], 0.25f);
 }
 
 // SPEC §9 at S = 50, d_s = d_h = 512, d_a = 256.
 TEST(AttentionConfig, CostModelReproducesSpecSection9) {
-    const AttentionConfig add{.score = ScoreKind::additive, .query_size = 512, .context_size = 512, .attention_size = 256};
+    const AttentionConfig add{.score = ScoreKind::additive,
+                              .query_size = 512,
+                              .context_size = 512,
+                              .attention_size = 256};
     const AttentionCost a = attention_cost(add, 50);
-    EXPECT_EQ(a.keys, 6553600);            // U_a H: 50×256×512
+    EXPECT_EQ(a.keys, 6553600);             // U_a H: 50×256×512
     EXPECT_EQ(a.query + a.scores, 156672);  // W_a s 131K + 50×256 add/tanh + 50×256 v ≈ 157K
     EXPECT_EQ(a.params, 256 * (512 + 512 + 1));
     const AttentionConfig gen{.score = ScoreKind::general, .query_size = 512, .context_size = 512};
     const AttentionCost g = attention_cost(gen, 50);
-    EXPECT_EQ(g.keys, 13107200);                              // W_a H: 50×512×512
-    EXPECT_EQ(g.scores + g.context + 512 * 1024, 575488);     // + W_c combine ≈ 575K
+    EXPECT_EQ(g.keys, 13107200);                           // W_a H: 50×512×512
+    EXPECT_EQ(g.scores + g.context + 512 * 1024, 575488);  // + W_c combine ≈ 575K
     AttentionConfig loc = gen;
     loc.local = LocalMode::predictive;
     EXPECT_EQ(attention_cost(loc, 50).positions, 21);

@@ -17,7 +17,8 @@ struct StepResult {
     AttentionStepCache cache;
     Tensor context;
 };
-StepResult run_step(const Attention& att, TensorView q, TensorView h, const std::vector<int>& len, int t) {
+StepResult run_step(const Attention& att, TensorView q, TensorView h, const std::vector<int>& len,
+                    int t) {
     StepResult r;
     AttentionKeys keys;
     att.precompute(h, keys);
@@ -48,8 +49,8 @@ TEST(LocalWindow, MonotonicBeyondTheSentenceStaysOnTheLastToken) {
 }
 
 TEST(LocalWindow, PredictiveRoundsHalfUpAndClampsTheCentre) {
-    EXPECT_EQ(attn::predictive_window(2.49f, 10, 1).start, 1);  // centre 2
-    EXPECT_EQ(attn::predictive_window(2.5f, 10, 1).start, 2);   // centre 3
+    EXPECT_EQ(attn::predictive_window(2.49f, 10, 1).start, 1);    // centre 2
+    EXPECT_EQ(attn::predictive_window(2.5f, 10, 1).start, 2);     // centre 3
     const attn::Window w = attn::predictive_window(9.9f, 10, 1);  // round -> 10, clamp -> 9
     EXPECT_EQ(w.start, 8);
     EXPECT_EQ(w.count, 2);
@@ -58,7 +59,8 @@ TEST(LocalWindow, PredictiveRoundsHalfUpAndClampsTheCentre) {
 // p_t is NaN when the predictor's weights are (a bad update the trainer will skip) and can be
 // huge in float; the centre is clamped before any float -> int conversion (UBSan checks it).
 TEST(LocalWindow, PredictiveCentreOfNanOrHugePositionsIsClamped) {
-    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    const float nan = std::numeric_limits<float>::quiet_NaN(),
+                inf = std::numeric_limits<float>::infinity();
     for (const float p : {nan, -inf, -1e30f, -0.7f}) {
         const attn::Window w = attn::predictive_window(p, 10, 1);  // centre 0
         EXPECT_EQ(w.start, 0) << p;
@@ -74,7 +76,10 @@ TEST(LocalWindow, PredictiveCentreOfNanOrHugePositionsIsClamped) {
 TEST(LocalAttention, MonotonicWeightsAreTheWindowSoftmax) {
     Rng rng(11);
     const int S = 9, D = 2;
-    Attention att({.score = ScoreKind::general, .local = LocalMode::monotonic, .window = D, .query_size = 3,
+    Attention att({.score = ScoreKind::general,
+                   .local = LocalMode::monotonic,
+                   .window = D,
+                   .query_size = 3,
                    .context_size = 4},
                   rng);
     Attention glob({.score = ScoreKind::general, .query_size = 3, .context_size = 4}, rng);
@@ -95,7 +100,8 @@ TEST(LocalAttention, MonotonicWeightsAreTheWindowSoftmax) {
         const int st = r.cache.start[b], n = r.cache.count[b];
         float sum = 0;
         for (int j = 0; j < n; ++j) sum += g.cache.weights.at(b, st + j);
-        for (int j = 0; j < n; ++j) EXPECT_NEAR(r.cache.weights.at(b, j), g.cache.weights.at(b, st + j) / sum, 1e-6);
+        for (int j = 0; j < n; ++j)
+            EXPECT_NEAR(r.cache.weights.at(b, j), g.cache.weights.at(b, st + j) / sum, 1e-6);
         for (int j = n; j < 2 * D + 1; ++j) EXPECT_EQ(r.cache.weights.at(b, j), 0.0f);
     }
     // dense_weights places the window in its (B, S) row
@@ -111,8 +117,12 @@ TEST(LocalAttention, MonotonicWeightsAreTheWindowSoftmax) {
 TEST(LocalAttention, PredictiveWeightsAreWindowSoftmaxTimesGaussian) {
     Rng rng(12);
     const int S = 12, D = 3, H = 4, C = 4;
-    Attention att({.score = ScoreKind::dot, .local = LocalMode::predictive, .window = D, .query_size = H,
-                   .context_size = C, .position_size = 5},
+    Attention att({.score = ScoreKind::dot,
+                   .local = LocalMode::predictive,
+                   .window = D,
+                   .query_size = H,
+                   .context_size = C,
+                   .position_size = 5},
                   rng);
     Tensor q = random_tensor(rng, {2, H}), h = random_tensor(rng, {2, S, C});
     const std::vector<int> len{S, 7};
@@ -142,8 +152,8 @@ TEST(LocalAttention, PredictiveWeightsAreWindowSoftmaxTimesGaussian) {
         }
         for (double s : e) sum += std::exp(s - mx);
         for (int i = lo; i <= hi; ++i) {
-            const double a = std::exp(e[i - lo] - mx) / sum *
-                             std::exp(-(i - p) * (i - p) / (2 * sigma * sigma));
+            const double a =
+                std::exp(e[i - lo] - mx) / sum * std::exp(-(i - p) * (i - p) / (2 * sigma * sigma));
             EXPECT_NEAR(r.cache.weights.at(b, i - lo), a, 2e-6) << b << " " << i;
             ctx0 += a * h.at(b, i, 0);
         }
@@ -157,8 +167,12 @@ TEST(LocalAttention, ScoreEvaluationsDoNotGrowWithS) {
         std::vector<int64_t> evals;
         for (int S : {50, 800}) {
             Rng rng(13);
-            Attention att({.score = ScoreKind::additive, .local = mode, .window = 4, .query_size = 6,
-                           .context_size = 6, .attention_size = 5},
+            Attention att({.score = ScoreKind::additive,
+                           .local = mode,
+                           .window = 4,
+                           .query_size = 6,
+                           .context_size = 6,
+                           .attention_size = 5},
                           rng);
             Tensor q = random_tensor(rng, {3, 6}), h = random_tensor(rng, {3, S, 6});
             const std::vector<int> len(3, S);
@@ -171,7 +185,9 @@ TEST(LocalAttention, ScoreEvaluationsDoNotGrowWithS) {
     }
     // global attention, by contrast, scores every real position
     Rng rng(14);
-    Attention glob({.score = ScoreKind::additive, .query_size = 6, .context_size = 6, .attention_size = 5}, rng);
+    Attention glob(
+        {.score = ScoreKind::additive, .query_size = 6, .context_size = 6, .attention_size = 5},
+        rng);
     Tensor q = random_tensor(rng, {3, 6}), h = random_tensor(rng, {3, 800, 6});
     EXPECT_EQ(run_step(glob, q, h, std::vector<int>(3, 800), 0).cache.score_evals, 2400);
 }
@@ -179,7 +195,11 @@ TEST(LocalAttention, ScoreEvaluationsDoNotGrowWithS) {
 TEST(LocalAttention, PaddedSentenceMatchesItselfAlone) {
     for (LocalMode mode : {LocalMode::monotonic, LocalMode::predictive}) {
         Rng rng(15);
-        Attention att({.score = ScoreKind::concat, .local = mode, .window = 2, .query_size = 4, .context_size = 3,
+        Attention att({.score = ScoreKind::concat,
+                       .local = mode,
+                       .window = 2,
+                       .query_size = 4,
+                       .context_size = 3,
                        .attention_size = 3},
                       rng);
         const int S = 10, len0 = 4;
@@ -194,17 +214,22 @@ TEST(LocalAttention, PaddedSentenceMatchesItselfAlone) {
         StepResult r1 = run_step(att, q1, h1, {len0}, 7);
         EXPECT_EQ(r.cache.start[0], r1.cache.start[0]);
         EXPECT_EQ(r.cache.count[0], r1.cache.count[0]);
-        for (int j = 0; j < 5; ++j) EXPECT_NEAR(r.cache.weights.at(0, j), r1.cache.weights.at(0, j), 1e-6);
+        for (int j = 0; j < 5; ++j)
+            EXPECT_NEAR(r.cache.weights.at(0, j), r1.cache.weights.at(0, j), 1e-6);
         EXPECT_TRUE(close_abs(r.context.slice(0, 1), r1.context, 1e-6));
         Tensor dense({2, S});
         dense_weights(r.cache, dense);
-        for (int i = len0; i < S; ++i) EXPECT_EQ(dense.at(0, i), 0.0f) << to_string(mode);  // padding: exactly 0
+        for (int i = len0; i < S; ++i)
+            EXPECT_EQ(dense.at(0, i), 0.0f) << to_string(mode);  // padding: exactly 0
     }
 }
 
 TEST(LocalAttention, EmptySentenceGivesZeroContext) {
     Rng rng(16);
-    Attention att({.score = ScoreKind::general, .local = LocalMode::predictive, .window = 2, .query_size = 3,
+    Attention att({.score = ScoreKind::general,
+                   .local = LocalMode::predictive,
+                   .window = 2,
+                   .query_size = 3,
                    .context_size = 3},
                   rng);
     Tensor q = random_tensor(rng, {2, 3}), h = random_tensor(rng, {2, 4, 3});

@@ -32,18 +32,37 @@ void expect_matches_oracle(AttentionConfig cfg, uint64_t seed) {
         EXPECT_TRUE(close_abs(ctx, ctx_ref, 5e-6)) << describe(att.cfg) << " t=" << t;
     }
 }
-AttentionConfig cfg(ScoreKind k, ScaleMode s = ScaleMode::none, LocalMode m = LocalMode::global, int D = 3) {
-    return {.score = k, .scale = s, .local = m, .window = D, .query_size = k == ScoreKind::dot ? 12 : 10,
-            .context_size = 12, .attention_size = 20, .position_size = 6};
+AttentionConfig cfg(ScoreKind k, ScaleMode s = ScaleMode::none, LocalMode m = LocalMode::global,
+                    int D = 3) {
+    return {.score = k,
+            .scale = s,
+            .local = m,
+            .window = D,
+            .query_size = k == ScoreKind::dot ? 12 : 10,
+            .context_size = 12,
+            .attention_size = 20,
+            .position_size = 6};
 }
 }  // namespace
 
-TEST(AttentionOracle, Additive) { expect_matches_oracle(cfg(ScoreKind::additive), 1); }
-TEST(AttentionOracle, Concat) { expect_matches_oracle(cfg(ScoreKind::concat), 2); }
-TEST(AttentionOracle, Dot) { expect_matches_oracle(cfg(ScoreKind::dot), 3); }
-TEST(AttentionOracle, General) { expect_matches_oracle(cfg(ScoreKind::general), 4); }
-TEST(AttentionOracle, ScaledDot) { expect_matches_oracle(cfg(ScoreKind::dot, ScaleMode::inv_sqrt), 5); }
-TEST(AttentionOracle, LearnedScaleGeneral) { expect_matches_oracle(cfg(ScoreKind::general, ScaleMode::learned), 6); }
+TEST(AttentionOracle, Additive) {
+    expect_matches_oracle(cfg(ScoreKind::additive), 1);
+}
+TEST(AttentionOracle, Concat) {
+    expect_matches_oracle(cfg(ScoreKind::concat), 2);
+}
+TEST(AttentionOracle, Dot) {
+    expect_matches_oracle(cfg(ScoreKind::dot), 3);
+}
+TEST(AttentionOracle, General) {
+    expect_matches_oracle(cfg(ScoreKind::general), 4);
+}
+TEST(AttentionOracle, ScaledDot) {
+    expect_matches_oracle(cfg(ScoreKind::dot, ScaleMode::inv_sqrt), 5);
+}
+TEST(AttentionOracle, LearnedScaleGeneral) {
+    expect_matches_oracle(cfg(ScoreKind::general, ScaleMode::learned), 6);
+}
 TEST(AttentionOracle, LocalMonotonic) {
     expect_matches_oracle(cfg(ScoreKind::general, ScaleMode::none, LocalMode::monotonic), 7);
     expect_matches_oracle(cfg(ScoreKind::additive, ScaleMode::none, LocalMode::monotonic, 1), 8);

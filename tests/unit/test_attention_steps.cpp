@@ -31,14 +31,19 @@ struct Case {
 };
 
 void check_case(const Case& k, int T, int S) {
-    SCOPED_TRACE(std::string(to_string(k.score)) + " " + to_string(k.scale) + " " + to_string(k.local) +
-                 " D = " + std::to_string(k.D) + ", T = " + std::to_string(T) +
+    SCOPED_TRACE(std::string(to_string(k.score)) + " " + to_string(k.scale) + " " +
+                 to_string(k.local) + " D = " + std::to_string(k.D) + ", T = " + std::to_string(T) +
                  ", S = " + std::to_string(S));
     const int B = 4, C = 6, H = k.H;
     const std::vector<int> len{S, 2, 0, S - 1};
     Rng rng(7);
-    Attention a({.score = k.score, .scale = k.scale, .local = k.local, .window = k.D, .query_size = H,
-                 .context_size = C, .position_size = 3},
+    Attention a({.score = k.score,
+                 .scale = k.scale,
+                 .local = k.local,
+                 .window = k.D,
+                 .query_size = H,
+                 .context_size = C,
+                 .position_size = 3},
                 rng);
     Attention ref = a;  // same parameters: the oracle
     Tensor enc = random_tensor(rng, {B, S, C});
@@ -53,7 +58,8 @@ void check_case(const Case& k, int T, int S) {
     for (auto& c : cs) ps.push_back(&c);
     Tensor ctx({T, B, C}), ctx_ref({T, B, C});
     a.forward_steps(q, keys, enc, len, ctx, ps);
-    for (int t = 0; t < T; ++t) ref.forward(q.select(t), keys, enc, len, t, ctx_ref.select(t), cr[t]);
+    for (int t = 0; t < T; ++t)
+        ref.forward(q.select(t), keys, enc, len, t, ctx_ref.select(t), cr[t]);
     EXPECT_LE(max_abs_diff(ctx, ctx_ref), 1e-5);
     for (int t = 0; t < T; ++t) {
         EXPECT_LE(max_abs_diff(cs[t].weights, cr[t].weights), 1e-6) << t;
@@ -62,7 +68,9 @@ void check_case(const Case& k, int T, int S) {
         EXPECT_EQ(cs[t].start, cr[t].start);
         EXPECT_EQ(cs[t].count, cr[t].count);
         EXPECT_EQ(cs[t].score_evals, cr[t].score_evals);
-        if (k.local != LocalMode::global) { EXPECT_LE(max_abs_diff(cs[t].position, cr[t].position), 1e-5) << t; }
+        if (k.local != LocalMode::global) {
+            EXPECT_LE(max_abs_diff(cs[t].position, cr[t].position), 1e-5) << t;
+        }
         if (k.local == LocalMode::predictive) {
             EXPECT_LE(max_abs_diff(cs[t].pos_hidden, cr[t].pos_hidden), 1e-6) << t;
             EXPECT_LE(max_abs_diff(cs[t].pos_sigmoid, cr[t].pos_sigmoid), 1e-6) << t;
@@ -70,7 +78,9 @@ void check_case(const Case& k, int T, int S) {
         const int W = cs[t].weights.dim(1);  // padding and columns past the window: exactly 0
         for (int b = 0; b < B; ++b)
             for (int j = 0; j < W; ++j)
-                if (j >= cs[t].count[b] || cs[t].start[b] + j >= len[b]) { EXPECT_EQ(cs[t].weights.at(b, j), 0.0f); }
+                if (j >= cs[t].count[b] || cs[t].start[b] + j >= len[b]) {
+                    EXPECT_EQ(cs[t].weights.at(b, j), 0.0f);
+                }
     }
 
     // backward (accumulating: start from non-zero gradients on both sides)
@@ -82,16 +92,22 @@ void check_case(const Case& k, int T, int S) {
     for (auto& c : cs) cps.push_back(&c);
     a.backward_steps(d_ctx, q, keys, enc, len, cps, dq, dk, de);
     for (int t = T - 1; t >= 0; --t)
-        ref.backward(d_ctx.select(t), q.select(t), keys, enc, len, cr[t], dq_ref.select(t), dk_ref, de_ref);
+        ref.backward(d_ctx.select(t), q.select(t), keys, enc, len, cr[t], dq_ref.select(t), dk_ref,
+                     de_ref);
     EXPECT_LE(max_abs_diff(dq, dq_ref), 1e-5);
     EXPECT_LE(max_abs_diff(de, de_ref), 1e-5);
-    if (K) { EXPECT_LE(max_abs_diff(dk, dk_ref), 1e-5); }
-    if (k.scale == ScaleMode::learned) { EXPECT_NEAR(a.grad.scale[0], ref.grad.scale[0], 1e-5); }
+    if (K) {
+        EXPECT_LE(max_abs_diff(dk, dk_ref), 1e-5);
+    }
+    if (k.scale == ScaleMode::learned) {
+        EXPECT_NEAR(a.grad.scale[0], ref.grad.scale[0], 1e-5);
+    }
     if (k.local == LocalMode::predictive) {
         EXPECT_LE(max_abs_diff(a.grad.W_p, ref.grad.W_p), 1e-5);
         EXPECT_LE(max_abs_diff(a.grad.v_p, ref.grad.v_p), 1e-5);
         float any = 0;  // not vacuous: the predictor does get gradient
-        for (int64_t i = 0; i < ref.grad.W_p.numel(); ++i) any = std::max(any, std::fabs(ref.grad.W_p[i]));
+        for (int64_t i = 0; i < ref.grad.W_p.numel(); ++i)
+            any = std::max(any, std::fabs(ref.grad.W_p[i]));
         EXPECT_GT(any, 0.0f);
     }
 }
@@ -116,8 +132,13 @@ TEST(AttentionSteps, MatchesPerStepForwardAndBackward) {
 
 TEST(AttentionSteps, OnlyDotAndGeneral) {
     Rng rng(1);
-    Attention add({.score = ScoreKind::additive, .query_size = 3, .context_size = 4, .attention_size = 2}, rng);
-    Attention lp({.score = ScoreKind::general, .local = LocalMode::predictive, .window = 1, .query_size = 3,
+    Attention add(
+        {.score = ScoreKind::additive, .query_size = 3, .context_size = 4, .attention_size = 2},
+        rng);
+    Attention lp({.score = ScoreKind::general,
+                  .local = LocalMode::predictive,
+                  .window = 1,
+                  .query_size = 3,
                   .context_size = 4},
                  rng);
     Attention gen({.score = ScoreKind::general, .query_size = 3, .context_size = 4}, rng);

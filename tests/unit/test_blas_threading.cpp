@@ -32,22 +32,25 @@ void check(const Case& c, float alpha, float beta) {
         for (float& x : *v) x = rng.uniform(-1, 1);
     std::vector<float> ref = C;
     gemm_raw(c.ta, c.tb, c.M, c.N, c.K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
-    gemm_naive(c.ta, c.tb, c.M, c.N, c.K, alpha, A.data(), lda, B.data(), ldb, beta, ref.data(), ldc);
+    gemm_naive(c.ta, c.tb, c.M, c.N, c.K, alpha, A.data(), lda, B.data(), ldb, beta, ref.data(),
+               ldc);
     double worst = 0, scale = 1e-30;
     for (std::size_t i = 0; i < C.size(); ++i) {
         worst = std::max(worst, static_cast<double>(std::abs(C[i] - ref[i])));
         scale = std::max(scale, static_cast<double>(std::abs(ref[i])));
     }
-    EXPECT_LE(worst / scale, kTol) << "ta " << c.ta << " tb " << c.tb << " M " << c.M << " N " << c.N << " K "
-                                   << c.K << " alpha " << alpha << " beta " << beta;
+    EXPECT_LE(worst / scale, kTol) << "ta " << c.ta << " tb " << c.tb << " M " << c.M << " N "
+                                   << c.N << " K " << c.K << " alpha " << alpha << " beta " << beta;
 }
 
 TEST(BlasThreading, EveryPathMatchesTheOracle) {
     const std::vector<Case> cases = {
-        {false, true, 1, 8000, 512}, {false, true, 5, 1536, 768}, {false, true, 8, 37, 13},  // small M
-        {false, true, 3, 5, 3},      {false, true, 9, 300, 200},                              // just above
-        {false, false, 64, 600, 300}, {true, false, 600, 300, 64}, {false, true, 128, 500, 128},
-        {true, true, 70, 90, 110},   {false, false, 700, 40, 80},                             // by rows
+        {false, true, 1, 8000, 512},  {false, true, 5, 1536, 768},
+        {false, true, 8, 37, 13},                                  // small M
+        {false, true, 3, 5, 3},       {false, true, 9, 300, 200},  // just above
+        {false, false, 64, 600, 300}, {true, false, 600, 300, 64},
+        {false, true, 128, 500, 128}, {true, true, 70, 90, 110},
+        {false, false, 700, 40, 80},  // by rows
     };
     for (GemmThreading mode : {GemmThreading::pool, GemmThreading::blas})
         for (int threads : {1, 2}) {
@@ -88,7 +91,8 @@ TEST(BlasThreading, SmallMKernelAvx512AndAvx2AreBitIdentical) {
         for (int M = 1; M <= 8; ++M)
             for (int N : {7, 45, 1000})
                 for (int K : {13, 512}) {
-                    const Tensor a = test::random_tensor(rng, {M, K}), b = test::random_tensor(rng, {N, K});
+                    const Tensor a = test::random_tensor(rng, {M, K}),
+                                 b = test::random_tensor(rng, {N, K});
                     Tensor c0 = test::random_tensor(rng, {M, N});
                     Tensor c1 = c0;
                     set_small_gemm_avx512(false);

@@ -11,22 +11,27 @@
 namespace nazar {
 namespace {
 
-std::string message_of(const std::string& text) { return Error(text).what(); }
+std::string message_of(const std::string& text) {
+    return Error(text).what();
+}
 
 TEST(Check, CleanMessagesAreUnchanged) {
     EXPECT_EQ(message_of("beam size must be >= 1, got 0"), "beam size must be >= 1, got 0");
     EXPECT_EQ(message_of(""), "");
     // A tab does not end a line (kept); UTF-8 is kept byte for byte.
     EXPECT_EQ(message_of("fields 'a\tb'"), "fields 'a\tb'");
-    EXPECT_EQ(message_of("caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x99\x82"), "caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x99\x82");
+    EXPECT_EQ(message_of("caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x99\x82"),
+              "caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x99\x82");
 }
 
 TEST(Check, LineBreaksAndControlBytesAreEscaped) {
     EXPECT_EQ(message_of("line 3: 'a\nb'"), "line 3: 'a\\nb'");
     EXPECT_EQ(message_of("a\r\nb\n"), "a\\r\\nb\\n");
-    EXPECT_EQ(message_of(std::string("nul \0 here", 10)), "nul \\x00 here");  // what() is a C string
-    EXPECT_EQ(message_of("esc \x1b[31mred"), "esc \\x1b[31mred");                // no terminal escapes
-    EXPECT_EQ(message_of("bell \x07 del \x7f vt \x0b ff \x0c"), "bell \\x07 del \\x7f vt \\x0b ff \\x0c");
+    EXPECT_EQ(message_of(std::string("nul \0 here", 10)),
+              "nul \\x00 here");                                   // what() is a C string
+    EXPECT_EQ(message_of("esc \x1b[31mred"), "esc \\x1b[31mred");  // no terminal escapes
+    EXPECT_EQ(message_of("bell \x07 del \x7f vt \x0b ff \x0c"),
+              "bell \\x07 del \\x7f vt \\x0b ff \\x0c");
     EXPECT_EQ(message_of("\x01\x1f"), "\\x01\\x1f");
 }
 
@@ -55,7 +60,8 @@ TEST(Check, EveryErrorKindIsOneLine) {
 // A reader that echoes raw input into its message (the tokenizer quotes the start of a bad
 // tokenizer string).
 TEST(Check, AReaderEchoingMultiLineInputGivesOneLine) {
-    const std::vector<std::string> inputs = {"nonsense\nwith\nlines", "\r\n\r\n", std::string("k\0\n", 3)};
+    const std::vector<std::string> inputs = {"nonsense\nwith\nlines", "\r\n\r\n",
+                                             std::string("k\0\n", 3)};
     for (const std::string& bad : inputs) {
         try {
             (void)Tokenizer::from_string(bad);

@@ -78,7 +78,7 @@ TEST(ConfigHostile, OutOfRangeValuesAreOneLineUsageErrors) {
         {"threads: 100000", "threads"},
         {"seed: -1", "seed"},
         {"seed: 99999999999999999999", "seed: expected an integer"},  // beyond int64
-        {"max_steps: 4294967296", "max_steps"},                          // beyond int: no wrap to 0
+        {"max_steps: 4294967296", "max_steps"},                       // beyond int: no wrap to 0
         {"hidden_size: 12x", "hidden_size: expected an integer, got '12x'"},
         {"hidden_size: 1.5", "hidden_size: expected an integer"},
         {"hidden_size: 0x10", "hidden_size: expected an integer"},
@@ -91,7 +91,8 @@ TEST(ConfigHostile, OutOfRangeValuesAreOneLineUsageErrors) {
         {"attention: transformer", "attention: 'transformer' is not one of"},
         {"hiden_size: 256", "unknown key 'hiden_size' (did you mean 'hidden_size'?)"},
         {"model: {lr: 0.1}", "key 'lr' belongs in section 'training', not 'model'"},
-        {"save_dir: caf\xe9", "save_dir: the value is not valid UTF-8"},  // Latin-1: checkpoint JSON needs UTF-8
+        {"save_dir: caf\xe9",
+         "save_dir: the value is not valid UTF-8"},  // Latin-1: checkpoint JSON needs UTF-8
     };
     for (const Bad& b : table) {
         SCOPED_TRACE(b.yaml);
@@ -106,9 +107,15 @@ TEST(ConfigHostile, OutOfRangeValuesAreOneLineUsageErrors) {
 
 // The same values as flags (`nazar train --key value`) give the same refusals.
 TEST(ConfigHostile, FlagsAreCheckedLikeYaml) {
-    for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
-             {"hidden_size", "-1"}, {"attention_window", "0"}, {"dropout", "1.5"}, {"batch_size", "0"},
-             {"lr", "nan"}, {"seed", "2147483648"}, {"threads", "-1"}, {"max_steps", "1e9"}}) {
+    for (const auto& [key, value] :
+         std::vector<std::pair<std::string, std::string>>{{"hidden_size", "-1"},
+                                                          {"attention_window", "0"},
+                                                          {"dropout", "1.5"},
+                                                          {"batch_size", "0"},
+                                                          {"lr", "nan"},
+                                                          {"seed", "2147483648"},
+                                                          {"threads", "-1"},
+                                                          {"max_steps", "1e9"}}) {
         SCOPED_TRACE(key + " = '" + value + "'");
         const std::string e = flag_error(key, value);
         EXPECT_NE(e, "") << "accepted";
@@ -120,24 +127,24 @@ TEST(ConfigHostile, FlagsAreCheckedLikeYaml) {
 // Malformed documents: a one-line UsageError naming the file, never a yaml-cpp exception.
 TEST(ConfigHostile, MalformedYamlIsAOneLineUsageError) {
     const std::vector<std::string> docs = {
-        "hidden_size: [1, 2",             // unterminated flow sequence
-        "hidden_size: 1\n  lr: 2",        // bad indentation
-        "- 1\n- 2",                        // a list at the top
-        "just a scalar",                   // a scalar at the top
-        "? [a, b]\n: 1",                  // a key that is a list
-        "? {a: 1}\n: 1",                  // a key that is a mapping
-        "model:\n  ? [a]\n  : 1",         // the same inside a section
-        "*undefined_alias",                // an alias to nothing
-        "a: &x 1\nhidden_size: *x\nb: 2",  // unknown keys around an alias
-        "\t hidden_size: 1",               // a tab in indentation
-        "hidden_size: \"unterminated",     // an unterminated string
-        "hidden_size: |\n  12\n  34\n",    // a block scalar holding two lines
-        "? |\n  two\n  lines\n: 1",       // a key holding two lines
-        "lr: |\n  0.1\n  0.2\n",           // a number over two lines
-        "cell: \"gr\\nu\"",               // an escaped newline in a choice
+        "hidden_size: [1, 2",                      // unterminated flow sequence
+        "hidden_size: 1\n  lr: 2",                 // bad indentation
+        "- 1\n- 2",                                // a list at the top
+        "just a scalar",                           // a scalar at the top
+        "? [a, b]\n: 1",                           // a key that is a list
+        "? {a: 1}\n: 1",                           // a key that is a mapping
+        "model:\n  ? [a]\n  : 1",                  // the same inside a section
+        "*undefined_alias",                        // an alias to nothing
+        "a: &x 1\nhidden_size: *x\nb: 2",          // unknown keys around an alias
+        "\t hidden_size: 1",                       // a tab in indentation
+        "hidden_size: \"unterminated",             // an unterminated string
+        "hidden_size: |\n  12\n  34\n",            // a block scalar holding two lines
+        "? |\n  two\n  lines\n: 1",                // a key holding two lines
+        "lr: |\n  0.1\n  0.2\n",                   // a number over two lines
+        "cell: \"gr\\nu\"",                        // an escaped newline in a choice
         std::string("hidden_size: 1\0lr: 2", 21),  // a NUL byte
-        "\xff\xfe h: 1",                    // not UTF-8
-        "data: 5",                         // a section name with a scalar
+        "\xff\xfe h: 1",                           // not UTF-8
+        "data: 5",                                 // a section name with a scalar
     };
     for (const std::string& d : docs) {
         SCOPED_TRACE(d);
@@ -157,9 +164,10 @@ TEST(ConfigHostile, MalformedYamlIsAOneLineUsageError) {
 
 // The stored form (checkpoint metadata "train.config") refuses the same values.
 TEST(ConfigHostile, StoredJsonConfigIsValidatedToo) {
-    for (const std::string& j : {std::string(R"({"dropout": "1.5"})"), std::string(R"({"hidden_size": 256})"),
-                                 std::string(R"({"attention_window": "0"})"), std::string("[1, 2]"),
-                                 std::string("{\"lr\": \"0.1\""), std::string(R"({"bogus": "1"})")}) {
+    for (const std::string& j :
+         {std::string(R"({"dropout": "1.5"})"), std::string(R"({"hidden_size": 256})"),
+          std::string(R"({"attention_window": "0"})"), std::string("[1, 2]"),
+          std::string("{\"lr\": \"0.1\""), std::string(R"({"bogus": "1"})")}) {
         SCOPED_TRACE(j);
         try {
             (void)config_from_json(j, "ckpt.safetensors");
@@ -173,16 +181,22 @@ TEST(ConfigHostile, StoredJsonConfigIsValidatedToo) {
 // Decoding options of `nazar translate`: beam 0, n-best above the beam, negative penalties.
 TEST(ConfigHostile, BeamOptionsOutOfRange) {
     const std::vector<BeamOptions> bad = {
-        {.beam_size = 0},  {.beam_size = -3}, {.beam_size = 2, .n_best = 3}, {.beam_size = 2, .n_best = 0},
-        {.length_penalty = -1.0f}, {.coverage_penalty = -0.5f}, {.max_length_ratio = -1.0f}, {.max_length = 0},
+        {.beam_size = 0},
+        {.beam_size = -3},
+        {.beam_size = 2, .n_best = 3},
+        {.beam_size = 2, .n_best = 0},
+        {.length_penalty = -1.0f},
+        {.coverage_penalty = -0.5f},
+        {.max_length_ratio = -1.0f},
+        {.max_length = 0},
     };
     Seq2Seq model(test::tiny_config());
     const std::vector<int32_t> src = {5, 6, 7};
     const std::vector<int> lengths = {3};
     for (const BeamOptions& o : bad) {
-        SCOPED_TRACE(testing::Message() << "beam " << o.beam_size << " n_best " << o.n_best << " alpha "
-                                        << o.length_penalty << " beta " << o.coverage_penalty << " max "
-                                        << o.max_length);
+        SCOPED_TRACE(testing::Message() << "beam " << o.beam_size << " n_best " << o.n_best
+                                        << " alpha " << o.length_penalty << " beta "
+                                        << o.coverage_penalty << " max " << o.max_length);
         EXPECT_THROW(validate(o), UsageError);
         EXPECT_THROW(beam_search(model, src, lengths, 3, o), UsageError);
     }

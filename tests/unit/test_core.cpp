@@ -31,7 +31,8 @@ TEST(Tensor, ShapeViewsAndErrors) {
         NZ_CHECK_SHAPE(t, {3, 2});
         FAIL() << "no throw";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("t: expected (3, 2), got (2, 3)"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("t: expected (3, 2), got (2, 3)"), std::string::npos)
+            << e.what();
     }
 }
 
@@ -76,7 +77,8 @@ TEST(Gemm, MatchesNaiveForAllTransposes) {
             Tensor C = random_tensor(rng, {M, N});
             Tensor ref = C;
             gemm(A, ta, B, tb, C, 0.5f, 2.0f);
-            gemm_naive(ta, tb, M, N, K, 0.5f, A.data(), A.dim(1), B.data(), B.dim(1), 2.0f, ref.data(), N);
+            gemm_naive(ta, tb, M, N, K, 0.5f, A.data(), A.dim(1), B.data(), B.dim(1), 2.0f,
+                       ref.data(), N);
             EXPECT_TRUE(close_rel(C, ref, 1e-6)) << "ta=" << ta << " tb=" << tb;
         }
     Tensor A = random_tensor(rng, {M, K}), B = random_tensor(rng, {K, 3}), C({M, 4});
@@ -85,7 +87,8 @@ TEST(Gemm, MatchesNaiveForAllTransposes) {
 
 TEST(Gemm, BatchedAndRawSubBlocks) {
     Rng rng(2);
-    Tensor A = random_tensor(rng, {3, 4, 6}), B = random_tensor(rng, {3, 5, 6}), C({3, 4, 5}), ref({3, 4, 5});
+    Tensor A = random_tensor(rng, {3, 4, 6}), B = random_tensor(rng, {3, 5, 6}), C({3, 4, 5}),
+           ref({3, 4, 5});
     gemm_batched(A, false, B, true, C);
     for (int i = 0; i < 3; ++i)
         gemm_naive(false, true, 4, 5, 6, 1.0f, A.select(i).data(), 6, B.select(i).data(), 6, 0.0f,
@@ -166,8 +169,9 @@ TEST(Kernels, MaskedSoftmaxGivesPaddingExactlyZero) {
 }
 
 TEST(Kernels, LogSoftmaxIsStable) {
-    Tensor x = Tensor::from({2, 3}, std::vector<float>{1000.0f, 1001.0f, 1002.0f, -1.0f, 0.0f, 1.0f}), y({2, 3}),
-           ref({2, 3});
+    Tensor x = Tensor::from({2, 3},
+                            std::vector<float>{1000.0f, 1001.0f, 1002.0f, -1.0f, 0.0f, 1.0f}),
+           y({2, 3}), ref({2, 3});
     kernels::log_softmax(x, y);
     kernels::naive::log_softmax(x, ref);
     // inputs near 1000 carry float32 spacing 6e-5, so that is the attainable accuracy

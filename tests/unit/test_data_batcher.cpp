@@ -31,7 +31,8 @@ Corpus random_corpus(int n, int max_len, uint64_t seed) {
     Rng rng(seed);
     std::vector<std::pair<int, int>> lengths;
     for (int i = 0; i < n; ++i)
-        lengths.emplace_back(1 + static_cast<int>(rng.below(max_len)), 1 + static_cast<int>(rng.below(max_len)));
+        lengths.emplace_back(1 + static_cast<int>(rng.below(max_len)),
+                             1 + static_cast<int>(rng.below(max_len)));
     return make_corpus(lengths);
 }
 
@@ -162,21 +163,26 @@ TEST(DataBatcher, BucketingKeepsPaddingBelowTenPercent) {
     int width = 0;
     const double bucketed = padding_of_epoch(c, {.batch_tokens = 4096, .seed = 3}, &width);
     const double narrow = padding_of_epoch(c, {.batch_tokens = 4096, .bucket_width = 1, .seed = 3});
-    const double unbucketed = padding_of_epoch(c, {.batch_tokens = 4096, .bucket = false, .seed = 3});
+    const double unbucketed =
+        padding_of_epoch(c, {.batch_tokens = 4096, .bucket = false, .seed = 3});
     // Realistic: target length = source length x U(0.8, 1.3), clamped to 1-100.
     Rng rng(8);
     std::vector<std::pair<int, int>> lengths;
     for (int i = 0; i < 20000; ++i) {
         const int ls = 1 + static_cast<int>(rng.below(100));
-        lengths.emplace_back(ls, std::clamp(static_cast<int>(ls * rng.uniform(0.8f, 1.3f) + 0.5f), 1, 100));
+        lengths.emplace_back(
+            ls, std::clamp(static_cast<int>(ls * rng.uniform(0.8f, 1.3f) + 0.5f), 1, 100));
     }
     const Corpus real = make_corpus(lengths);
     const double real_bucketed = padding_of_epoch(real, {.batch_tokens = 4096, .seed = 3});
-    const double real_unbucketed = padding_of_epoch(real, {.batch_tokens = 4096, .bucket = false, .seed = 3});
-    std::printf("padding fraction, 20000 pairs, lengths 1-100, 4096-token batches:\n"
-                "  independent lengths: %.2f%% bucketed (band %d), %.2f%% band 1, %.2f%% unbucketed\n"
-                "  correlated lengths:  %.2f%% bucketed, %.2f%% unbucketed\n",
-                100 * bucketed, width, 100 * narrow, 100 * unbucketed, 100 * real_bucketed, 100 * real_unbucketed);
+    const double real_unbucketed =
+        padding_of_epoch(real, {.batch_tokens = 4096, .bucket = false, .seed = 3});
+    std::printf(
+        "padding fraction, 20000 pairs, lengths 1-100, 4096-token batches:\n"
+        "  independent lengths: %.2f%% bucketed (band %d), %.2f%% band 1, %.2f%% unbucketed\n"
+        "  correlated lengths:  %.2f%% bucketed, %.2f%% unbucketed\n",
+        100 * bucketed, width, 100 * narrow, 100 * unbucketed, 100 * real_bucketed,
+        100 * real_unbucketed);
     RecordProperty("padding_percent_bucketed", std::to_string(100 * bucketed));
     RecordProperty("padding_percent_unbucketed", std::to_string(100 * unbucketed));
     EXPECT_LT(bucketed, 0.10);

@@ -37,13 +37,15 @@ LoadOptions quiet(FilterOptions f, bool skip = false) {
     return {.filter = f, .skip_bad_lines = skip, .print_summary = false};
 }
 
-Corpus load_words(const std::string& path, const LoadOptions& o, Vocab& sv, Vocab& tv, LoadSummary& s,
-                  bool shared = false) {
-    return load_corpus_building_vocabs({.tsv = path}, Tokenizer::word(), Tokenizer::word(), {.shared = shared}, o, sv,
-                                       tv, &s);
+Corpus load_words(const std::string& path, const LoadOptions& o, Vocab& sv, Vocab& tv,
+                  LoadSummary& s, bool shared = false) {
+    return load_corpus_building_vocabs({.tsv = path}, Tokenizer::word(), Tokenizer::word(),
+                                       {.shared = shared}, o, sv, tv, &s);
 }
 
-std::string decode(const Vocab& v, std::span<const int32_t> ids) { return v.decode(ids, Tokenizer::word()); }
+std::string decode(const Vocab& v, std::span<const int32_t> ids) {
+    return v.decode(ids, Tokenizer::word());
+}
 
 const char* kShared = "/work/shared/data/l10n-en-fr/";
 
@@ -63,7 +65,8 @@ TEST(DataCorpus, KeepsEverythingWithoutFilters) {
     EXPECT_EQ(s.kept, 2);
     EXPECT_EQ(s.src_tokens, 4);
     EXPECT_EQ(s.tgt_tokens, 4);
-    EXPECT_EQ(s.str(), fs::path(f.path).filename().string() + ": 2 pairs read, 2 kept; dropped: none");
+    EXPECT_EQ(s.str(),
+              fs::path(f.path).filename().string() + ": 2 pairs read, 2 kept; dropped: none");
     // Separate vocabularies: "le" only on the target side.
     EXPECT_EQ(sv.id("le"), Vocab::unk);
     EXPECT_NE(tv.id("le"), Vocab::unk);
@@ -73,20 +76,20 @@ TEST(DataCorpus, KeepsEverythingWithoutFilters) {
 
 TEST(DataCorpus, EachFilterRuleIsCountedAndNamed) {
     TempFile f(
-        "a b\tc d\n"              // kept
-        "\tvide\n"                // empty source
-        "a b c d e f\tx\n"        // too long (> 5) and ratio 6: counted once, as too long
-        "a b c d\tx\n"            // ratio 4 > 3
-        "a b\tc d\n"              // duplicate of line 1
-        "a  b\tc d\n"             // duplicate too: same tokens
-        "a b\tc e\n"              // kept: different target
-        "no tab\n"                // bad line
-        "x\t\n");                 // empty target
+        "a b\tc d\n"        // kept
+        "\tvide\n"          // empty source
+        "a b c d e f\tx\n"  // too long (> 5) and ratio 6: counted once, as too long
+        "a b c d\tx\n"      // ratio 4 > 3
+        "a b\tc d\n"        // duplicate of line 1
+        "a  b\tc d\n"       // duplicate too: same tokens
+        "a b\tc e\n"        // kept: different target
+        "no tab\n"          // bad line
+        "x\t\n");           // empty target
     Vocab sv, tv;
     LoadSummary s;
-    const Corpus c = load_words(f.path,
-                                quiet({.max_length = 5, .max_length_ratio = 3, .drop_duplicates = true}, true),
-                                sv, tv, s);
+    const Corpus c = load_words(
+        f.path, quiet({.max_length = 5, .max_length_ratio = 3, .drop_duplicates = true}, true), sv,
+        tv, s);
     EXPECT_EQ(c.size(), 2);
     EXPECT_EQ(s.read, 9);
     EXPECT_EQ(s.kept, 2);
@@ -96,9 +99,10 @@ TEST(DataCorpus, EachFilterRuleIsCountedAndNamed) {
     EXPECT_EQ(s.duplicate, 2);
     EXPECT_EQ(s.bad.wrong_tabs, 1);
     EXPECT_EQ(s.read, s.kept + s.dropped());
-    EXPECT_EQ(s.str(), fs::path(f.path).filename().string() +
-                           ": 9 pairs read, 2 kept; dropped: 1 without exactly one tab, 2 empty side, "
-                           "1 too long (> 5 tokens), 1 length ratio > 3, 2 duplicates");
+    EXPECT_EQ(s.str(),
+              fs::path(f.path).filename().string() +
+                  ": 9 pairs read, 2 kept; dropped: 1 without exactly one tab, 2 empty side, "
+                  "1 too long (> 5 tokens), 1 length ratio > 3, 2 duplicates");
     // Vocabulary counts come from kept pairs only: "f" and "vide" appear only in dropped ones.
     EXPECT_EQ(sv.id("f"), Vocab::unk);
     EXPECT_EQ(tv.id("vide"), Vocab::unk);
@@ -107,10 +111,11 @@ TEST(DataCorpus, EachFilterRuleIsCountedAndNamed) {
 }
 
 TEST(DataCorpus, LimitsAreInclusiveAndRatioIsSymmetric) {
-    TempFile f("a b c\tx y z\n"    // length 3 == max_length: kept
-               "a\tx y\n"          // ratio 2 == max: kept
-               "a b c\tx\n"        // ratio 3 > 2 (source longer)
-               "a\tx y z\n");      // ratio 3 > 2 (target longer)
+    TempFile f(
+        "a b c\tx y z\n"  // length 3 == max_length: kept
+        "a\tx y\n"        // ratio 2 == max: kept
+        "a b c\tx\n"      // ratio 3 > 2 (source longer)
+        "a\tx y z\n");    // ratio 3 > 2 (target longer)
     Vocab sv, tv;
     LoadSummary s;
     const Corpus c = load_words(f.path, quiet({.max_length = 3, .max_length_ratio = 2}), sv, tv, s);
@@ -123,7 +128,8 @@ TEST(DataCorpus, EmptySidesCanBeKept) {
     TempFile f("\tvide\na\tb\n");
     Vocab sv, tv;
     LoadSummary s;
-    const Corpus c = load_words(f.path, quiet({.max_length_ratio = 2, .drop_empty = false}), sv, tv, s);
+    const Corpus c =
+        load_words(f.path, quiet({.max_length_ratio = 2, .drop_empty = false}), sv, tv, s);
     EXPECT_EQ(c.size(), 2);
     EXPECT_EQ(c.src_length(0), 0);
     EXPECT_EQ(s.str().substr(s.str().find(':')), ": 2 pairs read, 2 kept; dropped: none");
@@ -151,26 +157,28 @@ TEST(DataCorpus, SharedVocabularyAndMinFreq) {
     TempFile f("le chat\tthe cat\nle chien\tthe dog\nle\tthe\n");
     Vocab sv, tv;
     LoadSummary s;
-    const Corpus c = load_corpus_building_vocabs({.tsv = f.path}, Tokenizer::word(), Tokenizer::word(),
-                                                 {.src = {.min_freq = 2}, .shared = true}, kQuiet, sv, tv, &s);
+    const Corpus c =
+        load_corpus_building_vocabs({.tsv = f.path}, Tokenizer::word(), Tokenizer::word(),
+                                    {.src = {.min_freq = 2}, .shared = true}, kQuiet, sv, tv, &s);
     EXPECT_TRUE(sv == tv);
     EXPECT_EQ(sv.size(), 4 + 2);  // "le" and "the" (3 each); the rest once
     EXPECT_EQ(sv.id("le"), 4);    // ties by bytes: "le" < "the"
     EXPECT_EQ(sv.id("the"), 5);
-    EXPECT_EQ(s.src_unk, 2);      // chat, chien
-    EXPECT_EQ(s.tgt_unk, 2);      // cat, dog
+    EXPECT_EQ(s.src_unk, 2);  // chat, chien
+    EXPECT_EQ(s.tgt_unk, 2);  // cat, dog
     EXPECT_EQ(c.src(0)[1], Vocab::unk);
     // A shared vocabulary needs one tokenizer.
-    EXPECT_THROW(load_corpus_building_vocabs({.tsv = f.path}, Tokenizer::word(), Tokenizer::character(),
-                                             {.shared = true}, kQuiet, sv, tv),
-                 Error);
+    EXPECT_THROW(
+        load_corpus_building_vocabs({.tsv = f.path}, Tokenizer::word(), Tokenizer::character(),
+                                    {.shared = true}, kQuiet, sv, tv),
+        Error);
 }
 
 TEST(DataCorpus, CharTokensRoundTripThroughIds) {
     TempFile f("naïve  café\tnaïf 日本\n");
     Vocab sv, tv;
-    const Corpus c = load_corpus_building_vocabs({.tsv = f.path}, Tokenizer::character(), Tokenizer::character(), {},
-                                                 kQuiet, sv, tv);
+    const Corpus c = load_corpus_building_vocabs({.tsv = f.path}, Tokenizer::character(),
+                                                 Tokenizer::character(), {}, kQuiet, sv, tv);
     EXPECT_EQ(c.src_length(0), 11);
     EXPECT_EQ(sv.decode(c.src(0), Tokenizer::character()), "naïve  café");
     EXPECT_EQ(tv.decode(c.tgt(0), Tokenizer::character()), "naïf 日本");
@@ -178,10 +186,13 @@ TEST(DataCorpus, CharTokensRoundTripThroughIds) {
 
 TEST(DataCorpus, SentencePieceEndToEndWithSerialisedTokenizers) {
     std::string text;
-    const std::vector<std::string> en = {"open the file", "save the file", "close the window", "read the manual"};
-    const std::vector<std::string> fr = {"ouvrir le fichier", "enregistrer le fichier", "fermer la fenêtre",
-                                         "lire le manuel"};
-    for (int i = 0; i < 400; ++i) text += en[i % 4] + " " + std::to_string(i) + "\t" + fr[i % 4] + " " + std::to_string(i) + "\n";
+    const std::vector<std::string> en = {"open the file", "save the file", "close the window",
+                                         "read the manual"};
+    const std::vector<std::string> fr = {"ouvrir le fichier", "enregistrer le fichier",
+                                         "fermer la fenêtre", "lire le manuel"};
+    for (int i = 0; i < 400; ++i)
+        text +=
+            en[i % 4] + " " + std::to_string(i) + "\t" + fr[i % 4] + " " + std::to_string(i) + "\n";
     TempFile f(text);
     const TrainingData d = prepare_training_data(
         {.tsv = f.path}, {.src_tokenizer = {.kind = TokenizerKind::spm, .spm = {.vocab_size = 300}},
@@ -210,13 +221,16 @@ TEST(DataCorpus, SentencePieceEndToEndWithSerialisedTokenizers) {
 
 TEST(DataCorpus, SeparateSentencePieceModelsPerSide) {
     std::string text;
-    for (int i = 0; i < 300; ++i) text += "source words " + std::to_string(i % 17) + "\tmots cibles " + std::to_string(i % 13) + "\n";
+    for (int i = 0; i < 300; ++i)
+        text += "source words " + std::to_string(i % 17) + "\tmots cibles " +
+                std::to_string(i % 13) + "\n";
     TempFile f(text);
     const TrainingData d = prepare_training_data(
-        {.tsv = f.path}, {.src_tokenizer = {.kind = TokenizerKind::spm, .spm = {.vocab_size = 280}},
-                          .tgt_tokenizer = {.kind = TokenizerKind::spm,
-                                            .spm = {.vocab_size = 290, .model_type = SpmModelType::bpe}},
-                          .load = {.print_summary = false}});
+        {.tsv = f.path},
+        {.src_tokenizer = {.kind = TokenizerKind::spm, .spm = {.vocab_size = 280}},
+         .tgt_tokenizer = {.kind = TokenizerKind::spm,
+                           .spm = {.vocab_size = 290, .model_type = SpmModelType::bpe}},
+         .load = {.print_summary = false}});
     EXPECT_NE(d.src_tokenizer.spm_model_proto(), d.tgt_tokenizer.spm_model_proto());
     EXPECT_EQ(d.tgt_vocab.decode(d.corpus.tgt(20), d.tgt_tokenizer), "mots cibles 7");
     EXPECT_EQ(d.src_vocab.id("▁mots"), Vocab::unk);
@@ -231,11 +245,12 @@ TEST(DataCorpus, RealLocalisationDevAndTestSets) {
         for (const Tokenizer& tok : {Tokenizer::word(), Tokenizer::character()}) {
             Vocab sv, tv;
             LoadSummary s;
-            const Corpus c = load_corpus_building_vocabs({.tsv = path}, tok, tok, {}, kQuiet, sv, tv, &s);
+            const Corpus c =
+                load_corpus_building_vocabs({.tsv = path}, tok, tok, {}, kQuiet, sv, tv, &s);
             EXPECT_EQ(s.read, std::string(name) == "dev.tsv" ? 1179 : 2236);
             EXPECT_EQ(s.kept, s.read) << s.str();
-            EXPECT_EQ(s.str(), fmt::format("{}: {} pairs read, {} kept; dropped: none", name, thousands(s.read),
-                                           thousands(s.read)));
+            EXPECT_EQ(s.str(), fmt::format("{}: {} pairs read, {} kept; dropped: none", name,
+                                           thousands(s.read), thousands(s.read)));
             if (tok.kind() == TokenizerKind::character) {
                 // Char ids decode to the exact line.
                 std::ifstream in(path);
@@ -251,7 +266,8 @@ TEST(DataCorpus, SameIdsWhateverTheThreadCount) {
     // Tokenization runs in parallel blocks of 4,096 pairs; storage order must not change.
     std::string text;
     for (int i = 0; i < 10000; ++i)
-        text += fmt::format("w{} x{} y{}\tz{} {}\n", i % 97, i % 13, i, i % 31, i % 7 ? "a" : "b c");
+        text +=
+            fmt::format("w{} x{} y{}\tz{} {}\n", i % 97, i % 13, i, i % 31, i % 7 ? "a" : "b c");
     TempFile f(text);
     auto load = [&](int threads) {
         set_num_threads(threads);

@@ -43,7 +43,8 @@ struct TempDir {
     }
 };
 
-std::vector<std::pair<std::string, std::string>> read_all(const CorpusFiles& files, bool skip = false,
+std::vector<std::pair<std::string, std::string>> read_all(const CorpusFiles& files,
+                                                          bool skip = false,
                                                           BadLines* bad = nullptr) {
     PairReader r(files, skip);
     std::vector<std::pair<std::string, std::string>> out;
@@ -69,14 +70,16 @@ const std::vector<std::pair<std::string, std::string>> kPairs = {
 
 TEST(DataReader, TsvPlainWithBomCrlfAndNoFinalNewline) {
     TempDir t;
-    const auto p = t.write("a.tsv", "\xEF\xBB\xBFHello\tBonjour\r\nOpen file\tOuvrir le fichier\n\tvide\r\n"
-                                    "Größe\tTaille ☃");
+    const auto p = t.write("a.tsv",
+                           "\xEF\xBB\xBFHello\tBonjour\r\nOpen file\tOuvrir le fichier\n\tvide\r\n"
+                           "Größe\tTaille ☃");
     EXPECT_EQ(read_all({.tsv = p}), kPairs);
 }
 
 TEST(DataReader, GzipGivesTheSamePairsAsPlain) {
     TempDir t;
-    const std::string text = "Hello\tBonjour\nOpen file\tOuvrir le fichier\n\tvide\nGröße\tTaille ☃\n";
+    const std::string text =
+        "Hello\tBonjour\nOpen file\tOuvrir le fichier\n\tvide\nGröße\tTaille ☃\n";
     EXPECT_EQ(read_all({.tsv = t.write_gz("a.tsv.gz", "\xEF\xBB\xBF" + text)}), kPairs);
     // Detection is by content, not by name.
     EXPECT_EQ(read_all({.tsv = t.write_gz("gzip-without-suffix", text)}), kPairs);
@@ -116,7 +119,8 @@ TEST(DataReader, MismatchedLineCountsNameBothFilesAndCounts) {
     const auto tgt = t.write("m.fr", "a\nb\n");
     const std::string msg = error_of([&] { read_all({.src = src, .tgt = tgt}); });
     EXPECT_NE(msg.find("mismatched line counts: " + src + " has 4 lines, " + tgt + " has 2 lines"),
-              std::string::npos) << msg;
+              std::string::npos)
+        << msg;
     const std::string msg2 = error_of([&] { read_all({.src = tgt, .tgt = src}, /*skip=*/true); });
     EXPECT_NE(msg2.find(tgt + " has 2 lines, " + src + " has 4 lines"), std::string::npos) << msg2;
 }
@@ -125,17 +129,22 @@ TEST(DataReader, WrongTabCountIsAnErrorWithFileAndLine) {
     TempDir t;
     const auto p = t.write("tabs.tsv", "a\tb\nno tab here\nx\ty\tz\n");
     const std::string msg = error_of([&] { read_all({.tsv = p}); });
-    EXPECT_NE(msg.find(p + ":2: expected exactly one tab (source<TAB>target), found 0"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(p + ":2: expected exactly one tab (source<TAB>target), found 0"),
+              std::string::npos)
+        << msg;
     const auto q = t.write("tabs2.tsv", "a\tb\nx\ty\tz\n");
     const std::string msg2 = error_of([&] { read_all({.tsv = q}); });
-    EXPECT_NE(msg2.find(q + ":2: expected exactly one tab (source<TAB>target), found 2"), std::string::npos) << msg2;
+    EXPECT_NE(msg2.find(q + ":2: expected exactly one tab (source<TAB>target), found 2"),
+              std::string::npos)
+        << msg2;
 }
 
 TEST(DataReader, InvalidUtf8IsAnErrorWithFileLineAndByte) {
     TempDir t;
     const auto p = t.write("bad.tsv", "ok\tbien\nca\xC3\x28\tfr\n");
     const std::string msg = error_of([&] { read_all({.tsv = p}); });
-    EXPECT_NE(msg.find(p + ":2: invalid UTF-8 at byte 3 of the line (0xc3)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(p + ":2: invalid UTF-8 at byte 3 of the line (0xc3)"), std::string::npos)
+        << msg;
     // Two files: the error names the file that holds the bad byte.
     const auto src = t.write("u.en", "a\nb\n");
     const auto tgt = t.write("u.fr", "a\n\xFF\n");
@@ -146,20 +155,22 @@ TEST(DataReader, InvalidUtf8IsAnErrorWithFileLineAndByte) {
 TEST(DataReader, Utf8ValidatorRejectsEveryMalformedForm) {
     EXPECT_TRUE(utf8::is_valid("plain ascii, long enough for the 8-byte path"));
     EXPECT_TRUE(utf8::is_valid("é ☃ 𝄞 日本語 \xEF\xBB\xBF"));
-    EXPECT_EQ(utf8::find_invalid("abc\x80"), 3u);                 // lone continuation byte
-    EXPECT_EQ(utf8::find_invalid("\xC0\xAF"), 0u);                // overlong '/'
-    EXPECT_EQ(utf8::find_invalid("\xE0\x80\xAF"), 0u);            // overlong, 3 bytes
-    EXPECT_EQ(utf8::find_invalid("ab\xED\xA0\x80"), 2u);          // surrogate U+D800
-    EXPECT_EQ(utf8::find_invalid("\xF4\x90\x80\x80"), 0u);        // above U+10FFFF
-    EXPECT_EQ(utf8::find_invalid("12345678\xE2\x98"), 8u);        // truncated at the end
-    EXPECT_EQ(utf8::find_invalid("\xF5\x80\x80\x80"), 0u);        // F5..FF never valid
+    EXPECT_EQ(utf8::find_invalid("abc\x80"), 3u);           // lone continuation byte
+    EXPECT_EQ(utf8::find_invalid("\xC0\xAF"), 0u);          // overlong '/'
+    EXPECT_EQ(utf8::find_invalid("\xE0\x80\xAF"), 0u);      // overlong, 3 bytes
+    EXPECT_EQ(utf8::find_invalid("ab\xED\xA0\x80"), 2u);    // surrogate U+D800
+    EXPECT_EQ(utf8::find_invalid("\xF4\x90\x80\x80"), 0u);  // above U+10FFFF
+    EXPECT_EQ(utf8::find_invalid("12345678\xE2\x98"), 8u);  // truncated at the end
+    EXPECT_EQ(utf8::find_invalid("\xF5\x80\x80\x80"), 0u);  // F5..FF never valid
     EXPECT_EQ(utf8::length("é☃𝄞a"), 4u);
 }
 
 TEST(DataReader, MissingUnreadableAndTruncatedFiles) {
     TempDir t;
     const std::string missing = (t.dir / "nope.tsv").string();
-    EXPECT_NE(error_of([&] { read_all({.tsv = missing}); }).find(missing + ": cannot open: No such file or directory"),
+    EXPECT_NE(error_of([&] {
+                  read_all({.tsv = missing});
+              }).find(missing + ": cannot open: No such file or directory"),
               std::string::npos);
     const std::string dir_msg = error_of([&] { read_all({.tsv = t.dir.string()}); });
     EXPECT_NE(dir_msg.find(t.dir.string()), std::string::npos) << dir_msg;
@@ -196,7 +207,8 @@ TEST(DataReader, EmptyCorpusIsAnError) {
     TempDir t;
     const auto p = t.write("empty.tsv", "");
     const std::string msg = error_of([&] {
-        load_corpus({.tsv = p}, Tokenizer::word(), Tokenizer::word(), Vocab(), Vocab(), {.print_summary = false});
+        load_corpus({.tsv = p}, Tokenizer::word(), Tokenizer::word(), Vocab(), Vocab(),
+                    {.print_summary = false});
     });
     EXPECT_NE(msg.find("empty.tsv: empty corpus (no lines)"), std::string::npos) << msg;
     // Only bad lines, skipped: nothing left is an error too, and it says why.
@@ -205,9 +217,12 @@ TEST(DataReader, EmptyCorpusIsAnError) {
         load_corpus({.tsv = q}, Tokenizer::word(), Tokenizer::word(), Vocab(), Vocab(),
                     {.skip_bad_lines = true, .print_summary = false});
     });
-    EXPECT_NE(msg2.find("allbad.tsv: no pairs left after filtering (allbad.tsv: 2 pairs read, 0 kept; dropped: "
-                        "2 without exactly one tab)"),
-              std::string::npos) << msg2;
+    EXPECT_NE(
+        msg2.find(
+            "allbad.tsv: no pairs left after filtering (allbad.tsv: 2 pairs read, 0 kept; dropped: "
+            "2 without exactly one tab)"),
+        std::string::npos)
+        << msg2;
 }
 
 TEST(DataReader, StdinReadsLikeAFile) {

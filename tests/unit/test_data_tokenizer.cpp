@@ -21,13 +21,15 @@ namespace {
 // 4-byte code points, no-break spaces, tabs and runs of spaces.
 const std::vector<std::string> kTexts = {
     "Hello, world!",
-    "Ouvrir le fichier \xC2\xAB\xC2\xA0" "donn\xC3\xA9" "es\xC2\xA0\xC2\xBB\xE2\x80\xAF: 3 Mo",  // U+00A0, U+202F
-    "Cafe\xCC\x81 vs caf\xC3\xA9",                     // combining acute vs precomposed
+    "Ouvrir le fichier \xC2\xAB\xC2\xA0"
+    "donn\xC3\xA9"
+    "es\xC2\xA0\xC2\xBB\xE2\x80\xAF: 3 Mo",  // U+00A0, U+202F
+    "Cafe\xCC\x81 vs caf\xC3\xA9",           // combining acute vs precomposed
     "日本語のテキスト、句読点。",
     "Русский текст с ёлкой",
     "مرحبا بالعالم",
     "हिन्दी में लिखा गया वाक्य",
-    "\xE1\x84\x92\xE1\x85\xA1\xE1\x86\xAB",            // Hangul as conjoining jamo
+    "\xE1\x84\x92\xE1\x85\xA1\xE1\x86\xAB",  // Hangul as conjoining jamo
     "emoji 😀 and 𝄞 music",
     "  leading, trailing and   inner   spaces  ",
     "tabs\tinside\tthe\ttext",
@@ -36,9 +38,10 @@ const std::vector<std::string> kTexts = {
 
 std::vector<std::string> synthetic_sentences(int n, uint64_t seed) {
     const std::vector<std::string> words = {
-        "open", "file", "save", "the", "directory", "cannot", "read", "write", "error", "option",
-        "ouvrir", "fichier", "enregistrer", "le", "répertoire", "impossible", "de", "lire", "écrire",
-        "erreur", "données", "日本", "語", "Русский", "текст", "%s", "--help", "42", "naïve", "façade"};
+        "open",  "file",   "save",   "the",     "directory",   "cannot", "read",       "write",
+        "error", "option", "ouvrir", "fichier", "enregistrer", "le",     "répertoire", "impossible",
+        "de",    "lire",   "écrire", "erreur",  "données",     "日本",   "語",         "Русский",
+        "текст", "%s",     "--help", "42",      "naïve",       "façade"};
     Rng rng(seed);
     std::vector<std::string> out;
     for (int i = 0; i < n; ++i) {
@@ -64,7 +67,9 @@ Tokenizer train(const std::vector<std::string>& sentences, SpmModelType type, in
         {.vocab_size = vocab_size, .model_type = type});
 }
 
-std::string roundtrip(const Tokenizer& t, const std::string& s) { return t.decode(t.encode(s)); }
+std::string roundtrip(const Tokenizer& t, const std::string& s) {
+    return t.decode(t.encode(s));
+}
 
 }  // namespace
 
@@ -84,17 +89,22 @@ TEST(DataTokenizer, WordSplitsOnAsciiWhitespaceAndNormalizesSpaces) {
     const Tokenizer t = Tokenizer::word();
     EXPECT_EQ(t.encode("  Open\tthe  file\r\n"), (std::vector<std::string>{"Open", "the", "file"}));
     // No-break spaces belong to the word: "données »" stays one piece with its U+00A0.
-    const std::string nbsp = "\xC2\xAB\xC2\xA0" "donn\xC3\xA9" "es\xC2\xA0\xC2\xBB";  // « données »
+    const std::string nbsp =
+        "\xC2\xAB\xC2\xA0"
+        "donn\xC3\xA9"
+        "es\xC2\xA0\xC2\xBB";  // « données »
     EXPECT_EQ(t.encode(nbsp + " ok"), (std::vector<std::string>{nbsp, "ok"}));
     EXPECT_TRUE(t.encode(" \t ").empty());
     // Exact up to whitespace normalisation, documented as decode(encode(s)) == normalize_spaces(s).
-    EXPECT_EQ(normalize_spaces("  leading, trailing and   inner   spaces  "), "leading, trailing and inner spaces");
+    EXPECT_EQ(normalize_spaces("  leading, trailing and   inner   spaces  "),
+              "leading, trailing and inner spaces");
     EXPECT_EQ(normalize_spaces("tabs\tinside"), "tabs inside");
     for (const auto& s : kTexts) {
         EXPECT_EQ(roundtrip(t, s), normalize_spaces(s)) << s;
         EXPECT_EQ(roundtrip(t, roundtrip(t, s)), roundtrip(t, s));  // idempotent
     }
-    EXPECT_EQ(roundtrip(t, "Cafe\xCC\x81 vs caf\xC3\xA9"), "Cafe\xCC\x81 vs caf\xC3\xA9");  // marks untouched
+    EXPECT_EQ(roundtrip(t, "Cafe\xCC\x81 vs caf\xC3\xA9"),
+              "Cafe\xCC\x81 vs caf\xC3\xA9");  // marks untouched
 }
 
 TEST(DataTokenizer, SpmUnigramAndBpeAreExact) {
@@ -111,7 +121,9 @@ TEST(DataTokenizer, SpmUnigramAndBpeAreExact) {
         }
         // Unseen scripts and odd whitespace come back byte for byte (byte fallback, identity
         // normalisation, extra whitespace kept).
-        for (const auto& s : kTexts) EXPECT_EQ(roundtrip(t, s), s) << (type == SpmModelType::bpe ? "bpe: " : "unigram: ") << s;
+        for (const auto& s : kTexts)
+            EXPECT_EQ(roundtrip(t, s), s)
+                << (type == SpmModelType::bpe ? "bpe: " : "unigram: ") << s;
     }
 }
 
@@ -128,7 +140,8 @@ TEST(DataTokenizer, SpmTrainingIsDeterministicAndSerialises) {
     for (const auto& s : kTexts) EXPECT_EQ(c.encode(s), a.encode(s));
 
     // A given .model file loads to the same tokenizer.
-    const auto path = std::filesystem::temp_directory_path() / ("nazar_spm_" + std::to_string(::getpid()) + ".model");
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("nazar_spm_" + std::to_string(::getpid()) + ".model");
     std::ofstream(path, std::ios::binary) << a.spm_model_proto();
     const Tokenizer d = Tokenizer::spm_from_file(path.string());
     std::filesystem::remove(path);
@@ -148,12 +161,15 @@ TEST(DataTokenizer, SpmTrainingErrorsAreReported) {
                      },
                      {.vocab_size = 50}),
                  Error);
-    EXPECT_THROW(Tokenizer::train_spm([](std::string&) { return false; }, {.vocab_size = 50}), Error);
-    EXPECT_THROW(Tokenizer::train_spm([](std::string&) { return false; }, {.vocab_size = 2}), Error);
+    EXPECT_THROW(Tokenizer::train_spm([](std::string&) { return false; }, {.vocab_size = 50}),
+                 Error);
+    EXPECT_THROW(Tokenizer::train_spm([](std::string&) { return false; }, {.vocab_size = 2}),
+                 Error);
 }
 
 TEST(DataTokenizer, CharAndWordSerialise) {
-    EXPECT_EQ(Tokenizer::from_string(Tokenizer::character().to_string()).kind(), TokenizerKind::character);
+    EXPECT_EQ(Tokenizer::from_string(Tokenizer::character().to_string()).kind(),
+              TokenizerKind::character);
     EXPECT_EQ(Tokenizer::from_string(Tokenizer::word().to_string()).kind(), TokenizerKind::word);
     EXPECT_EQ(Tokenizer::word().to_string(), R"({"kind":"word"})");
     EXPECT_THROW(Tokenizer::from_string("{\"kind\": \"bytes\"}"), UsageError);

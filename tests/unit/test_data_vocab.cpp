@@ -97,6 +97,7 @@ TEST(DataVocab, JsonRoundTripAndErrors) {
     EXPECT_THROW(Vocab::from_json(R"({"pieces": ["x", "x"]})"), Error);
     EXPECT_THROW(Vocab::from_json(R"({"specials": ["<pad>"], "pieces": []})"), Error);
     EXPECT_THROW(Vocab::from_json(R"({"words": []})"), Error);
-    EXPECT_THROW(Vocab::from_json(R"({"pieces": [1, 2]})"), Error);         // not strings: nazar::Error,
-    EXPECT_THROW(Vocab::from_json(R"({"specials": 3, "pieces": []})"), Error);  // never a json exception
+    EXPECT_THROW(Vocab::from_json(R"({"pieces": [1, 2]})"), Error);  // not strings: nazar::Error,
+    EXPECT_THROW(Vocab::from_json(R"({"specials": 3, "pieces": []})"),
+                 Error);  // never a json exception
 }

@@ -16,19 +16,22 @@ namespace nazar {
 namespace {
 
 // rows: target tokens; columns: source tokens
-const Tensor kAttention = Tensor::from({3, 3}, std::vector<float>{0.1f, 0.7f, 0.2f,    // j=0 -> i=1
-                                                                  0.5f, 0.25f, 0.25f,  // j=1 -> i=0
-                                                                  0.4f, 0.4f, 0.2f});  // j=2 -> tie: i=0
+const Tensor kAttention =
+    Tensor::from({3, 3}, std::vector<float>{0.1f, 0.7f, 0.2f,    // j=0 -> i=1
+                                            0.5f, 0.25f, 0.25f,  // j=1 -> i=0
+                                            0.4f, 0.4f, 0.2f});  // j=2 -> tie: i=0
 
 TEST(Alignment, HardLinksAndPharaohFormat) {
     const auto links = hard_alignment(kAttention, 3);
     ASSERT_EQ(links.size(), 3u);
     EXPECT_EQ(format_hard_alignment(links), "1-0 0-1 0-2");
-    EXPECT_EQ(format_hard_alignment(hard_alignment(kAttention, 2)), "1-0 0-1");  // the </s> row left out
-    EXPECT_EQ(format_hard_alignment(hard_alignment(Tensor({2, 0}), 2)), "");     // empty source
+    EXPECT_EQ(format_hard_alignment(hard_alignment(kAttention, 2)),
+              "1-0 0-1");  // the </s> row left out
+    EXPECT_EQ(format_hard_alignment(hard_alignment(Tensor({2, 0}), 2)), "");  // empty source
     EXPECT_THROW(hard_alignment(kAttention, 4), Error);
     // the format reads back with the AER parser
-    EXPECT_EQ(parse_hard_alignment(format_hard_alignment(links)), (std::vector<AlignmentLink>{{0, 1}, {0, 2}, {1, 0}}));
+    EXPECT_EQ(parse_hard_alignment(format_hard_alignment(links)),
+              (std::vector<AlignmentLink>{{0, 1}, {0, 2}, {1, 0}}));
 }
 
 TEST(Alignment, SoftIsAJsonMatrix) {
@@ -44,8 +47,8 @@ TEST(Alignment, ReplaceUnkCopiesTheMostAttendedSourceToken) {
     const Vocab v = Vocab::from_pieces(std::vector<std::string>{"the", "house"});  // ids 4, 5
     const std::vector<std::string> src = {"das", "Haus", "Kanzlerin"};
     const std::vector<int32_t> tokens = {4, 1, 1, 3};  // the <unk> <unk> </s>
-    const Tensor a = Tensor::from({4, 3}, std::vector<float>{0.9f, 0.05f, 0.05f, 0.1f, 0.8f, 0.1f, 0.1f, 0.1f, 0.8f,
-                                                             0.3f, 0.3f, 0.4f});
+    const Tensor a = Tensor::from({4, 3}, std::vector<float>{0.9f, 0.05f, 0.05f, 0.1f, 0.8f, 0.1f,
+                                                             0.1f, 0.1f, 0.8f, 0.3f, 0.3f, 0.4f});
     EXPECT_EQ(output_pieces(tokens, a, v, 3, 1, false, src, nullptr),
               (std::vector<std::string>{"the", "<unk>", "<unk>"}));
     EXPECT_EQ(output_pieces(tokens, a, v, 3, 1, true, src, nullptr),
@@ -54,7 +57,8 @@ TEST(Alignment, ReplaceUnkCopiesTheMostAttendedSourceToken) {
     EXPECT_EQ(output_pieces(tokens, a, v, 3, 1, true, src, &dict),
               (std::vector<std::string>{"the", "house", "Kanzlerin"}));
     // wrong number of source pieces
-    EXPECT_THROW(output_pieces(tokens, a, v, 3, 1, true, std::vector<std::string>{"x"}, nullptr), Error);
+    EXPECT_THROW(output_pieces(tokens, a, v, 3, 1, true, std::vector<std::string>{"x"}, nullptr),
+                 Error);
 }
 
 TEST(Alignment, DictionaryFile) {
@@ -104,13 +108,15 @@ TEST(Alignment, ForcedAlignmentMatchesScoreAndTheDecodersAttention) {
             }
         }
         // forcing the beam's own output reproduces its attention and log-probability
-        const auto hyp = beam_search(m, batch.src, batch.src_lengths, batch.S, {.beam_size = 3, .max_length_extra = 8});
+        const auto hyp = beam_search(m, batch.src, batch.src_lengths, batch.S,
+                                     {.beam_size = 3, .max_length_extra = 8});
         for (int b = 0; b < 3; ++b) {
             const Hypothesis& h = hyp[b][0];
             if (!h.finished) continue;
             const std::vector<std::vector<int32_t>> t = {{h.tokens.begin(), h.tokens.end() - 1}};
-            const auto one = forced_alignment(m, std::span(batch.src).subspan(b * batch.S, batch.S),
-                                              std::span(batch.src_lengths).subspan(b, 1), batch.S, t);
+            const auto one =
+                forced_alignment(m, std::span(batch.src).subspan(b * batch.S, batch.S),
+                                 std::span(batch.src_lengths).subspan(b, 1), batch.S, t);
             EXPECT_NEAR(one[0].log_prob, h.log_prob, 1e-4);
             EXPECT_LT(max_abs_diff(one[0].attention, h.attention), 1e-5);
         }

@@ -52,7 +52,8 @@ double replay(Seq2Seq& m, const std::vector<int32_t>& src, const std::vector<int
     return sum;
 }
 
-const std::vector<std::vector<int32_t>> kSents = {{5, 6, 7, 8, 9}, {9}, {4, 4, 6}, {}, {7, 5, 9, 9, 4, 6, 8}};
+const std::vector<std::vector<int32_t>> kSents = {
+    {5, 6, 7, 8, 9}, {9}, {4, 4, 6}, {}, {7, 5, 9, 9, 4, 6, 8}};
 
 std::vector<ModelConfig> configs() {
     auto feed = tiny_config(DecoderKind::luong, ScoreKind::general);
@@ -70,9 +71,11 @@ TEST(BeamSearch, BeamOneIsGreedyTokenForToken) {
     for (const auto& c : configs()) {
         Seq2Seq m(c, 23);
         const Sources s = pad(kSents);
-        const auto g = greedy_decode(m, s.ids, s.lengths, s.S, {.max_length_ratio = 1.5f, .max_length_extra = 3});
-        const auto b = beam_search(m, s.ids, s.lengths, s.S,
-                                   {.beam_size = 1, .max_length_ratio = 1.5f, .max_length_extra = 3});
+        const auto g = greedy_decode(m, s.ids, s.lengths, s.S,
+                                     {.max_length_ratio = 1.5f, .max_length_extra = 3});
+        const auto b =
+            beam_search(m, s.ids, s.lengths, s.S,
+                        {.beam_size = 1, .max_length_ratio = 1.5f, .max_length_extra = 3});
         ASSERT_EQ(b.size(), kSents.size());
         for (std::size_t i = 0; i < kSents.size(); ++i) {
             ASSERT_EQ(b[i].size(), 1u);
@@ -91,7 +94,10 @@ TEST(BeamSearch, ScoresEqualForcedDecodingAndNBestIsSorted) {
         for (const ParamRef& p : m.parameters())  // make </s> likely, so that hypotheses finish
             if (p.name == "generator.bias") p.value->at(3) += 1.5f;
         const Sources s = pad(kSents);
-        const BeamOptions o{.beam_size = 4, .n_best = 4, .length_penalty = 0.8f, .coverage_penalty = 0.2f,
+        const BeamOptions o{.beam_size = 4,
+                            .n_best = 4,
+                            .length_penalty = 0.8f,
+                            .coverage_penalty = 0.2f,
                             .max_length_extra = 8};
         const auto res = beam_search(m, s.ids, s.lengths, s.S, o);
         int checked = 0;
@@ -109,11 +115,13 @@ TEST(BeamSearch, ScoresEqualForcedDecodingAndNBestIsSorted) {
                 ASSERT_EQ(h.attention.shape(), Shape({static_cast<int64_t>(h.tokens.size()),
                                                       static_cast<int64_t>(kSents[i].size())}));
                 if (!h.finished) {  // cut at the limit: replay the tokens through the step API
-                    EXPECT_NEAR(h.log_prob, replay(m, kSents[i], h.tokens), 1e-4 * (1 + std::abs(h.log_prob)));
+                    EXPECT_NEAR(h.log_prob, replay(m, kSents[i], h.tokens),
+                                1e-4 * (1 + std::abs(h.log_prob)));
                     continue;
                 }
                 ASSERT_EQ(h.tokens.back(), 3);
-                EXPECT_NEAR(h.log_prob, replay(m, kSents[i], h.tokens), 1e-4 * (1 + std::abs(h.log_prob)));
+                EXPECT_NEAR(h.log_prob, replay(m, kSents[i], h.tokens),
+                            1e-4 * (1 + std::abs(h.log_prob)));
                 // <pad> (which score() skips as a target) and <s> are never emitted
                 EXPECT_EQ(std::count(h.tokens.begin(), h.tokens.end(), 0), 0);
                 EXPECT_EQ(std::count(h.tokens.begin(), h.tokens.end(), 2), 0);
@@ -121,7 +129,8 @@ TEST(BeamSearch, ScoresEqualForcedDecodingAndNBestIsSorted) {
                 const Batch batch = test::make_batch({kSents[i]}, {tgt});
                 double forced = 0;
                 m.score(batch, std::span<double>(&forced, 1));
-                EXPECT_NEAR(h.log_prob, forced, 1e-4 * (1 + std::abs(forced))) << "sentence " << i << " rank " << k;
+                EXPECT_NEAR(h.log_prob, forced, 1e-4 * (1 + std::abs(forced)))
+                    << "sentence " << i << " rank " << k;
                 ++checked;
             }
             EXPECT_EQ(distinct.size(), res[i].size());
@@ -133,7 +142,8 @@ TEST(BeamSearch, ScoresEqualForcedDecodingAndNBestIsSorted) {
 TEST(BeamSearch, BatchEqualsSentenceBySentenceAndSortedOrder) {
     for (const auto& c : configs()) {
         Seq2Seq m(c, 31);
-        const BeamOptions o{.beam_size = 3, .n_best = 2, .length_penalty = 0.6f, .coverage_penalty = 0.1f};
+        const BeamOptions o{
+            .beam_size = 3, .n_best = 2, .length_penalty = 0.6f, .coverage_penalty = 0.1f};
         const Sources all = pad(kSents);
         const auto batch = beam_search(m, all.ids, all.lengths, all.S, o);
         const auto sorted = beam_search_sorted(m, kSents, o, 2);
@@ -157,7 +167,10 @@ TEST(BeamSearch, EarlyStopNeverChangesTheNBestList) {
         Seq2Seq m(c, 37);
         const Sources s = pad(kSents);
         for (int nb : {1, 3}) {
-            BeamOptions o{.beam_size = 5, .n_best = nb, .length_penalty = 1.0f, .coverage_penalty = 0.3f,
+            BeamOptions o{.beam_size = 5,
+                          .n_best = nb,
+                          .length_penalty = 1.0f,
+                          .coverage_penalty = 0.3f,
                           .max_length_extra = 10};
             const auto fast = beam_search(m, s.ids, s.lengths, s.S, o);
             o.early_stop = false;
@@ -166,7 +179,8 @@ TEST(BeamSearch, EarlyStopNeverChangesTheNBestList) {
                 ASSERT_EQ(fast[i].size(), full[i].size());
                 for (std::size_t k = 0; k < full[i].size(); ++k) {
                     EXPECT_EQ(fast[i][k].tokens, full[i][k].tokens);
-                    EXPECT_NEAR(fast[i][k].score, full[i][k].score, 1e-5);  // batch composition differs
+                    EXPECT_NEAR(fast[i][k].score, full[i][k].score,
+                                1e-5);  // batch composition differs
                 }
             }
         }
@@ -200,8 +214,10 @@ TEST(BeamSearch, NeverEmitsPadOrBos) {
             }
         }
         const auto g = greedy_decode(m, s.ids, s.lengths, s.S);
-        const auto b1 = beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 1, .length_penalty = 0});
-        const auto b4 = beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 4, .n_best = 4, .length_penalty = 0});
+        const auto b1 =
+            beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 1, .length_penalty = 0});
+        const auto b4 = beam_search(m, s.ids, s.lengths, s.S,
+                                    {.beam_size = 4, .n_best = 4, .length_penalty = 0});
         int finished = 0;
         for (std::size_t i = 0; i < kSents.size(); ++i) {
             EXPECT_EQ(b1[i][0].tokens, g[i].tokens) << i;
@@ -212,12 +228,16 @@ TEST(BeamSearch, NeverEmitsPadOrBos) {
                 EXPECT_EQ(std::count(y->begin(), y->end(), 0), 0) << i;
                 EXPECT_EQ(std::count(y->begin(), y->end(), 2), 0) << i;
             }
-            EXPECT_LT(g[i].score, -10.0 * static_cast<double>(g[i].tokens.size()));  // log p(y) < −(20 − O(1))
-            EXPECT_NEAR(g[i].score, replay(m, kSents[i], g[i].tokens), 1e-4 * (1 + std::abs(g[i].score)));
+            EXPECT_LT(g[i].score,
+                      -10.0 * static_cast<double>(g[i].tokens.size()));  // log p(y) < −(20 − O(1))
+            EXPECT_NEAR(g[i].score, replay(m, kSents[i], g[i].tokens),
+                        1e-4 * (1 + std::abs(g[i].score)));
             for (const Hypothesis& h : b4[i]) {
-                EXPECT_NEAR(h.log_prob, replay(m, kSents[i], h.tokens), 1e-4 * (1 + std::abs(h.log_prob)));
+                EXPECT_NEAR(h.log_prob, replay(m, kSents[i], h.tokens),
+                            1e-4 * (1 + std::abs(h.log_prob)));
                 if (!h.finished) continue;
-                const Batch batch = test::make_batch({kSents[i]}, {{h.tokens.begin(), h.tokens.end() - 1}});
+                const Batch batch =
+                    test::make_batch({kSents[i]}, {{h.tokens.begin(), h.tokens.end() - 1}});
                 double forced = 0;
                 m.score(batch, std::span<double>(&forced, 1));
                 EXPECT_NEAR(h.log_prob, forced, 1e-4 * (1 + std::abs(forced))) << i;
@@ -238,7 +258,8 @@ TEST(BeamSearch, AllEmptyAndMixedBatches) {
         const Sources empty = pad({{}, {}, {}});
         ASSERT_EQ(empty.S, 0);
         const Sources mixed = pad({{}, {5, 6, 7}, {}});
-        const BeamOptions o{.beam_size = 3, .n_best = 2, .length_penalty = 0.6f, .coverage_penalty = 0.2f};
+        const BeamOptions o{
+            .beam_size = 3, .n_best = 2, .length_penalty = 0.6f, .coverage_penalty = 0.2f};
         const auto ge = greedy_decode(m, empty.ids, empty.lengths, 0);
         const auto gm = greedy_decode(m, mixed.ids, mixed.lengths, mixed.S);
         const auto be = beam_search(m, empty.ids, empty.lengths, 0, o);
@@ -250,22 +271,27 @@ TEST(BeamSearch, AllEmptyAndMixedBatches) {
             EXPECT_EQ(ge[i].tokens, gm[i].tokens) << i;
             EXPECT_EQ(ge[i].tokens, ge[0].tokens) << i;  // same (empty) source
             EXPECT_NEAR(ge[i].score, gm[i].score, 1e-4 * (1 + std::abs(gm[i].score)));
-            EXPECT_EQ(ge[i].attention.shape(), Shape({static_cast<int64_t>(ge[i].tokens.size()), 0}));
+            EXPECT_EQ(ge[i].attention.shape(),
+                      Shape({static_cast<int64_t>(ge[i].tokens.size()), 0}));
             EXPECT_EQ(b1[i][0].tokens, ge[i].tokens) << i;
             EXPECT_DOUBLE_EQ(b1[i][0].log_prob, ge[i].score) << i;
-            EXPECT_NEAR(ge[i].score, replay(m, {}, ge[i].tokens), 1e-4 * (1 + std::abs(ge[i].score)));
+            EXPECT_NEAR(ge[i].score, replay(m, {}, ge[i].tokens),
+                        1e-4 * (1 + std::abs(ge[i].score)));
             ASSERT_EQ(be[i].size(), bm[i].size()) << i;
             for (std::size_t k = 0; k < be[i].size(); ++k) {
                 const Hypothesis& h = be[i][k];
                 EXPECT_EQ(h.tokens, bm[i][k].tokens) << i << " " << k;
                 EXPECT_NEAR(h.log_prob, bm[i][k].log_prob, 1e-4 * (1 + std::abs(h.log_prob)));
-                EXPECT_NEAR(h.score, h.log_prob / length_penalty(static_cast<int>(h.tokens.size()), 0.6f), 1e-9);
+                EXPECT_NEAR(h.score,
+                            h.log_prob / length_penalty(static_cast<int>(h.tokens.size()), 0.6f),
+                            1e-9);
                 EXPECT_EQ(h.attention.shape(), Shape({static_cast<int64_t>(h.tokens.size()), 0}));
             }
         }
         // score: all-empty and mixed batches give each sentence its decoded log p
         std::vector<std::vector<int32_t>> tgts;
-        for (const auto& r : ge) tgts.emplace_back(r.tokens.begin(), r.tokens.end() - (r.finished ? 1 : 0));
+        for (const auto& r : ge)
+            tgts.emplace_back(r.tokens.begin(), r.tokens.end() - (r.finished ? 1 : 0));
         std::vector<double> se(3), sm(3);
         m.score(test::make_batch({{}, {}, {}}, tgts), se);
         m.score(test::make_batch({{}, {5, 6, 7}, {}}, tgts), sm);
@@ -305,7 +331,9 @@ std::unique_ptr<Seq2Seq> hand_built_model() {
             for (int j = 0; j < H; ++j) p.value->at(H + j) = -40.0f;  // z ≈ 4e-18: s_t = n_t
         if (p.name == "generator.weight") {
             p.value->view().fill(-50.0f);  // every transition not listed below is ~e^-50
-            auto set = [&](int from, int to, double prob) { p.value->at(to, from) = static_cast<float>(std::log(prob)); };
+            auto set = [&](int from, int to, double prob) {
+                p.value->at(to, from) = static_cast<float>(std::log(prob));
+            };
             set(2, 4, 0.6), set(2, 5, 0.4);
             set(4, 3, 0.34), set(4, 4, 0.33), set(4, 5, 0.33);
             set(5, 3, 0.99), set(5, 4, 0.005), set(5, 5, 0.005);
@@ -321,7 +349,8 @@ TEST(BeamSearch, FindsTheBestSequenceThatGreedyMisses) {
     const auto g = greedy_decode(m, s.ids, s.lengths, s.S);
     EXPECT_EQ(g[0].tokens, (std::vector<int32_t>{4, 3}));
     EXPECT_NEAR(g[0].score, std::log(0.6 * 0.34), 1e-5);
-    const auto b = beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 2, .n_best = 2, .length_penalty = 0});
+    const auto b =
+        beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 2, .n_best = 2, .length_penalty = 0});
     ASSERT_EQ(b[0].size(), 2u);
     EXPECT_EQ(b[0][0].tokens, (std::vector<int32_t>{5, 3}));
     EXPECT_NEAR(b[0][0].log_prob, std::log(0.4 * 0.99), 1e-5);
@@ -340,16 +369,20 @@ TEST(BeamSearch, LengthLimitsAndMinLength) {
     Seq2Seq& m = *model;
     const Sources s = pad({{5, 6, 7}});
     // max length 1: nothing can finish after "a"/"b"; both are returned unfinished, a (0.6) first
-    const auto cut = beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 2, .n_best = 2, .max_length = 1});
+    const auto cut =
+        beam_search(m, s.ids, s.lengths, s.S, {.beam_size = 2, .n_best = 2, .max_length = 1});
     ASSERT_EQ(cut[0].size(), 2u);
     EXPECT_EQ(cut[0][0].tokens, (std::vector<int32_t>{4}));
     EXPECT_FALSE(cut[0][0].finished);
     // ratio 0, extra 0: max(1, 0) = 1 token
-    EXPECT_EQ(beam_search(m, s.ids, s.lengths, s.S, {.max_length_ratio = 0, .max_length_extra = 0})[0][0].tokens.size(),
-              1u);
+    EXPECT_EQ(
+        beam_search(m, s.ids, s.lengths, s.S, {.max_length_ratio = 0, .max_length_extra = 0})[0][0]
+            .tokens.size(),
+        1u);
     // min_length 7 with max 6: </s> never allowed, exactly 6 tokens, unfinished
-    const auto forced = beam_search(m, s.ids, s.lengths, s.S,
-                                    {.beam_size = 2, .max_length_ratio = 0, .max_length_extra = 6, .min_length = 7});
+    const auto forced = beam_search(
+        m, s.ids, s.lengths, s.S,
+        {.beam_size = 2, .max_length_ratio = 0, .max_length_extra = 6, .min_length = 7});
     EXPECT_FALSE(forced[0][0].finished);
     EXPECT_EQ(forced[0][0].tokens.size(), 6u);
     for (int32_t y : forced[0][0].tokens) EXPECT_NE(y, 3);
@@ -370,13 +403,18 @@ TEST(BeamSearch, TiesGoToTheLowerLiveRankThenTheLowerTokenId) {
     const Sources s = pad({{5, 6, 7}, {4}});
     for (int K : {3, 5}) {
         const auto out = beam_search(m, s.ids, s.lengths, s.S,
-                                     {.beam_size = K, .n_best = K, .max_length_ratio = 0, .max_length_extra = 2,
-                                      .min_length = 3, .early_stop = false});
+                                     {.beam_size = K,
+                                      .n_best = K,
+                                      .max_length_ratio = 0,
+                                      .max_length_extra = 2,
+                                      .min_length = 3,
+                                      .early_stop = false});
         const std::vector<int32_t> ids = {1, 4, 5, 6, 7};
         for (const auto& hyps : out) {
             ASSERT_EQ(static_cast<int>(hyps.size()), K);
             for (int k = 0; k < K; ++k) {
-                EXPECT_EQ(hyps[k].tokens, (std::vector<int32_t>{1, ids[k]})) << "K " << K << " k " << k;
+                EXPECT_EQ(hyps[k].tokens, (std::vector<int32_t>{1, ids[k]}))
+                    << "K " << K << " k " << k;
                 EXPECT_FALSE(hyps[k].finished);
                 EXPECT_DOUBLE_EQ(hyps[k].log_prob, 2.0 * static_cast<double>(-std::log(10.0f)));
             }
@@ -399,7 +437,8 @@ TEST(BeamSearch, GreedyAndBeamOneTakeTheLowestIdOfTiedMaxima) {
     b.data()[0] = b.data()[2] = 10.0f;
     b.data()[21] = b.data()[30] = 3.0f;
     const Sources s1 = pad({{5, 6, 7}});
-    EXPECT_EQ(greedy_decode(m, s1.ids, s1.lengths, s1.S, {.max_length = 2})[0].tokens, (std::vector<int32_t>{21, 21}));
+    EXPECT_EQ(greedy_decode(m, s1.ids, s1.lengths, s1.S, {.max_length = 2})[0].tokens,
+              (std::vector<int32_t>{21, 21}));
     b.data()[5] = 3.0f;
     const Sources s = pad({{5, 6, 7}, {4}, {}});
     const auto g = greedy_decode(m, s.ids, s.lengths, s.S, {.max_length = 4});
@@ -427,7 +466,8 @@ TEST(Hypothesis, PenaltiesByHand) {
     EXPECT_DOUBLE_EQ(length_penalty(7, 0.0f), 1.0);
     EXPECT_NEAR(length_penalty(7, 0.5f), std::sqrt(2.0), 1e-12);
     // coverage: columns sum to 0.5, 1.2 (clamped to 1), 0 (clamped to 1e-10)
-    const Tensor a = Tensor::from({2, 3}, std::vector<float>{0.25f, 0.75f, 0.0f, 0.25f, 0.45f, 0.0f});
+    const Tensor a =
+        Tensor::from({2, 3}, std::vector<float>{0.25f, 0.75f, 0.0f, 0.25f, 0.45f, 0.0f});
     EXPECT_NEAR(coverage_penalty(a, 0.5f), 0.5 * (std::log(0.5) + 0.0 + std::log(1e-10)), 1e-6);
     EXPECT_EQ(coverage_penalty(a, 0.0f), 0.0);
     EXPECT_NEAR(ranking_score(-3.0, a, 1.0f, 0.0f), -3.0 / (7.0 / 6.0), 1e-12);

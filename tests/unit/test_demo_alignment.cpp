@@ -68,7 +68,8 @@ TEST(DemoAlignment, TrainingIsDeterministicAndMechanismsBuild) {
     const TrainReport ra = train_demo(a, cfg, data), rb = train_demo(b, cfg, data);
     EXPECT_EQ(ra.final_loss, rb.final_loss);
     const ParamList pa = a.model->parameters(), pb = b.model->parameters();
-    for (std::size_t k = 0; k < pa.size(); ++k) EXPECT_EQ(max_abs_diff(*pa[k].value, *pb[k].value), 0.0f) << pa[k].name;
+    for (std::size_t k = 0; k < pa.size(); ++k)
+        EXPECT_EQ(max_abs_diff(*pa[k].value, *pb[k].value), 0.0f) << pa[k].name;
     for (const std::string& name : demo_attention_names()) {
         DemoConfig c = cfg;
         c.attention = name;

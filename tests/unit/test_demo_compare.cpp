@@ -23,7 +23,8 @@ TEST(DemoCompare, RowsAndTable) {
     cfg.reversal_max_length = 12;
     const TaskData data = make_task(Task::reversal, 200, 10, 30, 1, 12);
     std::vector<CompareRow> rows;
-    for (const std::string& m : cfg.mechanisms) rows.push_back(compare_one(Task::reversal, m, data, cfg));
+    for (const std::string& m : cfg.mechanisms)
+        rows.push_back(compare_one(Task::reversal, m, data, cfg));
     ASSERT_EQ(rows.size(), 5u);
     // default demo sizes: hidden 64 per direction -> C = H = 128, A = 128
     EXPECT_EQ(rows[0].attention_parameters, 128 * 128 + 128 * 128 + 128);  // bahdanau W_a, U_a, v_a
@@ -39,7 +40,8 @@ TEST(DemoCompare, RowsAndTable) {
         EXPECT_EQ(n, 30);
     }
     const std::string table = format_compare_table(rows);
-    for (const char* part : {"bahdanau", "dot", "general", "concat", "local-p", "1-10", "n per bucket"})
+    for (const char* part :
+         {"bahdanau", "dot", "general", "concat", "local-p", "1-10", "n per bucket"})
         EXPECT_NE(table.find(part), std::string::npos) << part;
     EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 2 + 5 + 1);
 }

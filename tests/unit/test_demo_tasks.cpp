@@ -72,9 +72,11 @@ TEST(DemoTasks, EveryFormatSpellsItsFields) {
     Rng rng(5);
     for (int f = 0; f < num_date_formats(); ++f)
         for (int k = 0; k < 40; ++k) {
-            const int y = format_has_short_year(f) ? 1950 + static_cast<int>(rng.below(100)) : 1900 + static_cast<int>(rng.below(200));
+            const int y = format_has_short_year(f) ? 1950 + static_cast<int>(rng.below(100))
+                                                   : 1900 + static_cast<int>(rng.below(200));
             const int m = 1 + static_cast<int>(rng.below(12));
-            const int d = 1 + static_cast<int>(rng.below(static_cast<uint64_t>(days_in_month(y, m))));
+            const int d =
+                1 + static_cast<int>(rng.below(static_cast<uint64_t>(days_in_month(y, m))));
             const Example e = format_date(f, y, m, d);
             SCOPED_TRACE(e.source);
             EXPECT_EQ(e.target, iso_date(y, m, d));
@@ -98,7 +100,8 @@ TEST(DemoTasks, HeldOutSetsAreDisjointAndDeterministic) {
     std::set<std::string> seen;
     for (const auto* set : {&a.train, &a.dev, &a.test})
         for (const Example& e : *set) EXPECT_TRUE(seen.insert(e.source).second) << e.source;
-    for (std::size_t i = 0; i < a.train.size(); ++i) EXPECT_EQ(a.train[i].source, b.train[i].source);
+    for (std::size_t i = 0; i < a.train.size(); ++i)
+        EXPECT_EQ(a.train[i].source, b.train[i].source);
     const TaskData c = make_task(Task::dates, 10, 0, 0, 43);
     EXPECT_NE(c.train[0].source + c.train[1].source, a.train[0].source + a.train[1].source);
 }
@@ -124,7 +127,8 @@ TEST(DemoTasks, Errors) {
     EXPECT_THROW(format_date(9, 1949, 1, 1), Error);  // two-digit year would read as 2049
     EXPECT_THROW(parse_task("copy"), UsageError);
     EXPECT_EQ(parse_task("reversal"), Task::reversal);
-    EXPECT_THROW(make_task(Task::reversal, 100, 0, 0, 1, 1), Error);  // only 12 distinct one-letter strings
+    EXPECT_THROW(make_task(Task::reversal, 100, 0, 0, 1, 1),
+                 Error);  // only 12 distinct one-letter strings
     Rng rng(1);
     EXPECT_THROW(random_reversal(rng, 0), Error);
 }

@@ -17,7 +17,8 @@ TEST(Aer, ParsesSureAndPossibleLinks) {
     const GoldAlignment g = parse_gold_alignment("2-1 0-0 1?1", "3?3 0-0");
     EXPECT_EQ(g.sure, (std::vector<AlignmentLink>{{0, 0}, {2, 1}}));
     EXPECT_EQ(g.possible, (std::vector<AlignmentLink>{{0, 0}, {1, 1}, {2, 1}, {3, 3}}));  // S ⊆ P
-    EXPECT_EQ(parse_hard_alignment("1-2 0-0 1-2"), (std::vector<AlignmentLink>{{0, 0}, {1, 2}}));  // a set
+    EXPECT_EQ(parse_hard_alignment("1-2 0-0 1-2"),
+              (std::vector<AlignmentLink>{{0, 0}, {1, 2}}));  // a set
     EXPECT_TRUE(parse_hard_alignment("  ").empty());
 }
 
@@ -46,7 +47,9 @@ TEST(Aer, CorpusSumsCountsAndReadsAPossibleFile) {
     EXPECT_NEAR(s.score, 25.0, 1e-12);
     EXPECT_NEAR(s.precision, 80.0, 1e-12);
     EXPECT_NEAR(s.recall, 200.0 / 3.0, 1e-12);
-    EXPECT_EQ(s.format(), "AER = 25.00 (precision = 80.00 recall = 66.67 |A| = 5 |S| = 3 |P| = 6 segments = 2)");
+    EXPECT_EQ(
+        s.format(),
+        "AER = 25.00 (precision = 80.00 recall = 66.67 |A| = 5 |S| = 3 |P| = 6 segments = 2)");
     // Perfect: A = S = P.
     EXPECT_EQ(corpus_aer(Lines{"0-0 1-1"}, Lines{"1-1 0-0"}).score, 0.0);
     // Nothing aligned anywhere: defined as 0.
@@ -64,7 +67,9 @@ TEST(Aer, Errors) {
         corpus_aer(Lines{"0-0", "3-y"}, Lines{"0-0", "0-0"});
         FAIL() << "no throw";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("hypothesis alignment line 2: bad alignment link '3-y'"),
-                  std::string::npos) << e.what();
+        EXPECT_NE(
+            std::string(e.what()).find("hypothesis alignment line 2: bad alignment link '3-y'"),
+            std::string::npos)
+            << e.what();
     }
 }

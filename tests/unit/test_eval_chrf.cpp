@@ -51,15 +51,19 @@ TEST(Chrf, EpsSmoothingCases) {
     EXPECT_NEAR(chrf({"a"}, {"a"}, kBeta3Eps), 16.6667, 1e-4);
     EXPECT_NEAR(chrf({"a b c"}, {"a b c"}, kBeta3Eps), 50.0, 1e-4);
     EXPECT_NEAR(chrf({"a b c"}, {"abc"}, kBeta3Eps), 50.0, 1e-4);
-    EXPECT_NEAR(chrf({" risk assessment must be made of those who are qualified and expertise in the sector - these "
+    EXPECT_NEAR(chrf({" risk assessment must be made of those who are qualified and expertise in "
+                      "the sector - these "
                       "are the scientists ."},
-                     {"risk assessment has to be undertaken by those who are qualified and expert in that area - "
+                     {"risk assessment has to be undertaken by those who are qualified and expert "
+                      "in that area - "
                       "that is the scientists ."},
                      kBeta3Eps),
                 63.361730, 1e-4);
-    EXPECT_NEAR(chrf({" Die    Beziehung zwischen  Obama und Netanjahu ist nicht gerade  freundlich. "},
-                     {"Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich."}, kBeta3Eps),
-                64.1302698, 1e-4);
+    EXPECT_NEAR(
+        chrf({" Die    Beziehung zwischen  Obama und Netanjahu ist nicht gerade  freundlich. "},
+             {"Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich."},
+             kBeta3Eps),
+        64.1302698, 1e-4);
     EXPECT_NEAR(chrf({"Niemand hat die Absicht, eine Mauer zu errichten"},
                      {"Niemand hat die Absicht, eine Mauer zu errichten"}, kBeta3Eps),
                 100.0, 1e-4);
@@ -80,12 +84,16 @@ TEST(Chrf, KeepWhitespace) {
     // test/test_chrf.py test_cases_keep_whitespace (test_chrf_keep_whitespace: beta=3,
     // whitespace kept, sacreBLEU's default eps_smoothing=False).
     const ChrfOptions opt{.beta = 3, .whitespace = true};
-    EXPECT_NEAR(chrf({"Die Beziehung zwischen Obama und Netanjahu ist nicht gerade freundlich."},
-                     {"Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich."}, opt),
-                67.3481606, 1e-4);
-    EXPECT_NEAR(chrf({"risk assessment must be made of those who are qualified and expertise in the sector - these are "
+    EXPECT_NEAR(
+        chrf({"Die Beziehung zwischen Obama und Netanjahu ist nicht gerade freundlich."},
+             {"Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich."},
+             opt),
+        67.3481606, 1e-4);
+    EXPECT_NEAR(chrf({"risk assessment must be made of those who are qualified and expertise in "
+                      "the sector - these are "
                       "the scientists ."},
-                     {"risk assessment has to be undertaken by those who are qualified and expert in that area - that "
+                     {"risk assessment has to be undertaken by those who are qualified and expert "
+                      "in that area - that "
                       "is the scientists ."},
                      opt),
                 65.2414427, 1e-4);
@@ -95,14 +103,20 @@ TEST(Chrf, SentenceLevelChrf2) {
     // test/test_chrf.py test_sentence_level_chrf: sentence_chrf(hyp, refs, eps_smoothing=True),
     // otherwise defaults (chrF2, 6 character orders).
     const ChrfOptions opt{.eps_smoothing = true};
-    struct Case { const char* hyp; const char* ref; double expected; };
+    struct Case {
+        const char* hyp;
+        const char* ref;
+        double expected;
+    };
     const Case cases[] = {
         {"Co nás nejvíc trápí, protože lékaři si vybírají, kdo bude žít a kdo zemře.",
-         "Nejvíce smutní jsme z toho, že musíme rozhodovat o tom, kdo bude žít a kdo zemře.", 39.14078509},
+         "Nejvíce smutní jsme z toho, že musíme rozhodovat o tom, kdo bude žít a kdo zemře.",
+         39.14078509},
         {"Nebo prostě nemají vybavení, které by jim pomohlo, uvedli lékaři.",
          "A někdy nemáme ani potřebný materiál, abychom jim pomohli, popsali lékaři.", 31.22557079},
         {"Lapali po dechu, jejich životy skončily dřív, než skutečně začaly.",
-         "Lapali po dechu a pak jejich život skončil - dřív, než skutečně mohl začít, připomněli.", 57.15704367},
+         "Lapali po dechu a pak jejich život skončil - dřív, než skutečně mohl začít, připomněli.",
+         57.15704367},
     };
     for (const Case& c : cases) {
         const std::vector<std::string> refs = {c.ref};
@@ -121,7 +135,8 @@ TEST(Chrf, HandCheckedChrfPlusPlus) {
     //   P = 5/9, R = 1, F2 = 5 P R / (4 P + R) = (25/9) / (29/9) = 25/29.
     const ChrfOptions opt{.word_order = 2};
     const ChrfStats st = corpus_chrf_stats(std::vector<std::string>{"ab."}, Streams{{"ab"}}, opt);
-    const std::vector<int64_t> expected = {3, 2, 2, 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 1, 0, 0, 0};
+    const std::vector<int64_t> expected = {3, 2, 2, 2, 1, 1, 0, 0, 0, 0, 0, 0,
+                                           0, 0, 0, 0, 0, 0, 2, 1, 1, 0, 0, 0};
     EXPECT_EQ(st.counts, expected);
     const ChrfScore s = chrf_from_stats(st, opt);
     EXPECT_NEAR(s.score, 100.0 * 25.0 / 29.0, 1e-9);

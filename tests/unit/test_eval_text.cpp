@@ -31,16 +31,22 @@ std::string naive_13a(const std::string& line) {
     for (char c : s) punct(static_cast<unsigned char>(c)) ? t += std::string{' ', c, ' '} : t += c;
     s.clear();
     for (std::size_t i = 0; i < t.size();)
-        if (i + 1 < t.size() && !digit(t[i]) && pc(t[i + 1])) s += std::string{t[i], ' ', t[i + 1], ' '}, i += 2;
-        else s += t[i++];
+        if (i + 1 < t.size() && !digit(t[i]) && pc(t[i + 1]))
+            s += std::string{t[i], ' ', t[i + 1], ' '}, i += 2;
+        else
+            s += t[i++];
     t.clear();
     for (std::size_t i = 0; i < s.size();)
-        if (i + 1 < s.size() && pc(s[i]) && !digit(s[i + 1])) t += std::string{' ', s[i], ' ', s[i + 1]}, i += 2;
-        else t += s[i++];
+        if (i + 1 < s.size() && pc(s[i]) && !digit(s[i + 1]))
+            t += std::string{' ', s[i], ' ', s[i + 1]}, i += 2;
+        else
+            t += s[i++];
     s.clear();
     for (std::size_t i = 0; i < t.size();)
-        if (i + 1 < t.size() && digit(t[i]) && t[i + 1] == '-') s += std::string{t[i], ' ', '-', ' '}, i += 2;
-        else s += t[i++];
+        if (i + 1 < t.size() && digit(t[i]) && t[i + 1] == '-')
+            s += std::string{t[i], ' ', '-', ' '}, i += 2;
+        else
+            s += t[i++];
     std::string out;
     for (const auto w : split_whitespace(s)) {
         if (!out.empty()) out.push_back(' ');
@@ -55,8 +61,8 @@ TEST(Tokenize13a, PunctuationPeriodsCommasAndDashes) {
     EXPECT_EQ(tokenize_13a("Hello, world!"), "Hello , world !");
     // ' and - are not split; 3.5 keeps its period (digits on both sides).
     EXPECT_EQ(tokenize_13a("It's 3.5 km-long, isn't it?"), "It's 3.5 km-long , isn't it ?");
-    EXPECT_EQ(tokenize_13a("1990-2000"), "1990 - 2000");       // dash after a digit
-    EXPECT_EQ(tokenize_13a("e.g. this"), "e . g . this");      // left-to-right, non-overlapping
+    EXPECT_EQ(tokenize_13a("1990-2000"), "1990 - 2000");           // dash after a digit
+    EXPECT_EQ(tokenize_13a("e.g. this"), "e . g . this");          // left-to-right, non-overlapping
     EXPECT_EQ(tokenize_13a("1,000.5 and .5"), "1,000.5 and . 5");  // (space, .) matches rule 2
     EXPECT_EQ(tokenize_13a(".end"), ". end");
     EXPECT_EQ(tokenize_13a("&quot;a&quot; &amp; b"), "\" a \" & b");  // unescaped, then split
@@ -68,7 +74,8 @@ TEST(Tokenize13a, PunctuationPeriodsCommasAndDashes) {
 
 TEST(Tokenize13a, MatchesTheLiteralRulesOnRandomStrings) {
     // Strings dense in the characters the rules care about, including runs like "..", "1.-", ",5".
-    const std::vector<std::string> alphabet = {"a", "b", "1", "9", ".", ",", "-", " ", "'", "(", "\xC3\xA9", "/", "0"};
+    const std::vector<std::string> alphabet = {"a", "b", "1", "9",        ".", ",", "-",
+                                               " ", "'", "(", "\xC3\xA9", "/", "0"};
     std::mt19937 gen(13);
     for (int trial = 0; trial < 3000; ++trial) {
         std::string line;
@@ -85,7 +92,10 @@ TEST(TokenizeChars, EveryNonSpaceCodePoint) {
 
 TEST(Text, WhitespaceIsPythons) {
     // NBSP (U+00A0) and the ideographic space (U+3000) split like ASCII spaces.
-    const auto t = split_whitespace("a\xC2\xA0" "b\xE3\x80\x80" "c \t d");
+    const auto t = split_whitespace(
+        "a\xC2\xA0"
+        "b\xE3\x80\x80"
+        "c \t d");
     EXPECT_EQ(t, (std::vector<std::string_view>{"a", "b", "c", "d"}));
     EXPECT_TRUE(is_space(0x1C));
     EXPECT_FALSE(is_space(0x200B));  // zero-width space is not whitespace in Python either
@@ -111,10 +121,10 @@ TEST(Text, Lowercase) {
 
 TEST(NgramMatcher, CountsAndClipsExactly) {
     // hyp a a b a ; refs: (a b a) and (a a a).
-    // order 1: hyp a:3 b:1;  ref1 a:2 b:1 -> match 3; ref2 a:3 -> match 3; clipped min(3,3)+min(1,1) = 4
-    // order 2: hyp aa ab ba; ref1 ab ba -> 2; ref2 aa aa -> 1; clipped aa:1 ab:1 ba:1 = 3
-    // order 3: hyp aab aba;  ref1 aba -> 1; ref2 aaa -> 0; clipped 1
-    // order 4: hyp aaba; refs have none of order 4 (ref totals 0).
+    // order 1: hyp a:3 b:1;  ref1 a:2 b:1 -> match 3; ref2 a:3 -> match 3; clipped
+    // min(3,3)+min(1,1) = 4 order 2: hyp aa ab ba; ref1 ab ba -> 2; ref2 aa aa -> 1; clipped aa:1
+    // ab:1 ba:1 = 3 order 3: hyp aab aba;  ref1 aba -> 1; ref2 aaa -> 0; clipped 1 order 4: hyp
+    // aaba; refs have none of order 4 (ref totals 0).
     const std::vector<uint32_t> hyp = {1, 1, 2, 1}, r1 = {1, 2, 1}, r2 = {1, 1, 1};
     const std::vector<std::span<const uint32_t>> refs = {r1, r2};
     NgramMatcher m;
@@ -156,7 +166,8 @@ TEST(NgramMatcher, AgreesWithMapCountsOnRandomSequences) {
         using Counts = std::map<std::vector<uint32_t>, int64_t>;
         const auto ngrams = [](const std::vector<uint32_t>& v, int n) {
             Counts out;
-            for (std::size_t i = 0; i + n <= v.size(); ++i) ++out[{v.begin() + i, v.begin() + i + n}];
+            for (std::size_t i = 0; i + n <= v.size(); ++i)
+                ++out[{v.begin() + i, v.begin() + i + n}];
             return out;
         };
         for (int n = 1; n <= N; ++n) {
@@ -175,8 +186,10 @@ TEST(NgramMatcher, AgreesWithMapCountsOnRandomSequences) {
                 const Counts rc = ngrams(refs[r], n);
                 int64_t match = 0, total = 0;
                 for (const auto& [g, cnt] : rc) total += cnt;
-                for (const auto& [g, cnt] : h) match += std::min(cnt, rc.count(g) ? rc.at(g) : int64_t{0});
-                ASSERT_EQ(c.match[r * N + n - 1], match) << "trial " << trial << " order " << n << " ref " << r;
+                for (const auto& [g, cnt] : h)
+                    match += std::min(cnt, rc.count(g) ? rc.at(g) : int64_t{0});
+                ASSERT_EQ(c.match[r * N + n - 1], match)
+                    << "trial " << trial << " order " << n << " ref " << r;
                 ASSERT_EQ(c.ref_total[r * N + n - 1], total);
             }
         }

@@ -15,7 +15,9 @@ namespace {
 using Streams = std::vector<std::vector<std::string>>;
 using Lines = std::vector<std::string>;
 
-std::vector<uint32_t> units(std::string_view s) { return {s.begin(), s.end()}; }
+std::vector<uint32_t> units(std::string_view s) {
+    return {s.begin(), s.end()};
+}
 }  // namespace
 
 TEST(EditDistance, KittenSitting) {
@@ -40,11 +42,14 @@ TEST(EditDistance, RandomSequencesAgreeWithFullMatrixDp) {
         std::vector<std::vector<int64_t>> D(r.size() + 1, std::vector<int64_t>(h.size() + 1));
         for (std::size_t i = 0; i <= r.size(); ++i)
             for (std::size_t j = 0; j <= h.size(); ++j)
-                D[i][j] = i == 0 ? int64_t(j) : j == 0 ? int64_t(i)
-                        : std::min({D[i - 1][j - 1] + (r[i - 1] != h[j - 1]), D[i - 1][j] + 1, D[i][j - 1] + 1});
+                D[i][j] = i == 0   ? int64_t(j)
+                          : j == 0 ? int64_t(i)
+                                   : std::min({D[i - 1][j - 1] + (r[i - 1] != h[j - 1]),
+                                               D[i - 1][j] + 1, D[i][j - 1] + 1});
         const EditCounts e = edit_distance(h, r);
         ASSERT_EQ(e.errors(), D[r.size()][h.size()]) << "trial " << trial;
-        ASSERT_EQ(e.insertions - e.deletions, int64_t(h.size()) - int64_t(r.size())) << "trial " << trial;
+        ASSERT_EQ(e.insertions - e.deletions, int64_t(h.size()) - int64_t(r.size()))
+            << "trial " << trial;
     }
 }
 
@@ -123,14 +128,15 @@ TEST(ExactMatchAccuracy, AnyReferenceAndWhitespaceInsensitive) {
 
 TEST(ErrorRates, Errors) {
     const Lines hyps = {"a", "b"};
-    EXPECT_THROW(corpus_wer(hyps, Streams{{"a"}}), Error);              // line counts differ
-    EXPECT_THROW(corpus_wer(hyps, Streams{{"a", ""}}), Error);          // segment 2 has no reference
-    EXPECT_THROW(exact_match(hyps, Streams{}), Error);                   // no reference stream
+    EXPECT_THROW(corpus_wer(hyps, Streams{{"a"}}), Error);      // line counts differ
+    EXPECT_THROW(corpus_wer(hyps, Streams{{"a", ""}}), Error);  // segment 2 has no reference
+    EXPECT_THROW(exact_match(hyps, Streams{}), Error);          // no reference stream
     try {
         corpus_cer(hyps, Streams{{"a", "b"}, {"a"}});
         FAIL() << "no throw";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("2 hypotheses but reference stream 2 has 1 lines"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("2 hypotheses but reference stream 2 has 1 lines"),
+                  std::string::npos)
             << e.what();
     }
 }

@@ -44,7 +44,8 @@ Mats random_mats(int M, int N, int K, uint64_t seed) {
 double rel_err(const std::vector<float>& got, const std::vector<float>& want) {
     double worst = 0, scale = 1e-30;
     for (std::size_t i = 0; i < got.size(); ++i) {
-        if (std::isnan(got[i]) != std::isnan(want[i])) return std::numeric_limits<double>::infinity();
+        if (std::isnan(got[i]) != std::isnan(want[i]))
+            return std::numeric_limits<double>::infinity();
         if (std::isnan(want[i])) continue;
         worst = std::max(worst, static_cast<double>(std::abs(got[i] - want[i])));
         scale = std::max(scale, static_cast<double>(std::abs(want[i])));
@@ -71,11 +72,12 @@ TEST_F(Nn512, KernelMatchesTheOracle) {
                 for (const auto& [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, 2.0f}}) {
                     Mats m = random_mats(M, N, K, static_cast<uint64_t>(M * 1000 + N * 10 + K));
                     std::vector<float> want = m.C;
-                    detail::gemm_nn512(M, 0, N, K, alpha, m.A.data(), m.lda, m.B.data(), m.ldb, beta, m.C.data(),
-                                       m.ldc);
-                    gemm_naive(false, false, M, N, K, alpha, m.A.data(), m.lda, m.B.data(), m.ldb, beta, want.data(),
-                               m.ldc);
-                    ASSERT_LE(rel_err(m.C, want), kTol) << "M " << M << " N " << N << " K " << K << " beta " << beta;
+                    detail::gemm_nn512(M, 0, N, K, alpha, m.A.data(), m.lda, m.B.data(), m.ldb,
+                                       beta, m.C.data(), m.ldc);
+                    gemm_naive(false, false, M, N, K, alpha, m.A.data(), m.lda, m.B.data(), m.ldb,
+                               beta, want.data(), m.ldc);
+                    ASSERT_LE(rel_err(m.C, want), kTol)
+                        << "M " << M << " N " << N << " K " << K << " beta " << beta;
                     ++cases;
                 }
             }
@@ -87,10 +89,13 @@ TEST_F(Nn512, ManyRowsRecurseAndBetaZeroIgnoresC) {
     Mats m = random_mats(800, 40, 70, 3);
     std::fill(m.C.begin(), m.C.end(), std::numeric_limits<float>::quiet_NaN());
     std::vector<float> want(m.C.size(), 0.0f);
-    detail::gemm_nn512(800, 0, 40, 70, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.0f, m.C.data(), m.ldc);
-    gemm_naive(false, false, 800, 40, 70, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.0f, want.data(), m.ldc);
+    detail::gemm_nn512(800, 0, 40, 70, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.0f, m.C.data(),
+                       m.ldc);
+    gemm_naive(false, false, 800, 40, 70, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.0f,
+               want.data(), m.ldc);
     for (int i = 0; i < 800; ++i)  // the padding columns of each row are not part of C
-        for (int j = 40; j < m.ldc; ++j) m.C[static_cast<std::size_t>(i) * m.ldc + j] = want[i * m.ldc + j];
+        for (int j = 40; j < m.ldc; ++j)
+            m.C[static_cast<std::size_t>(i) * m.ldc + j] = want[i * m.ldc + j];
     EXPECT_LE(rel_err(m.C, want), kTol);
 }
 
@@ -99,9 +104,10 @@ TEST_F(Nn512, ColumnRangeLeavesTheRestOfC) {
         Mats m = random_mats(20, 100, 300, 4);  // K = 300: two K blocks, the second short
         const std::vector<float> before = m.C;
         std::vector<float> want = m.C;
-        detail::gemm_nn512(20, c0, c1, 300, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 1.0f, m.C.data(), m.ldc);
-        gemm_naive(false, false, 20, c1 - c0, 300, 1.0f, m.A.data(), m.lda, m.B.data() + c0, m.ldb, 1.0f,
-                   want.data() + c0, m.ldc);
+        detail::gemm_nn512(20, c0, c1, 300, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 1.0f,
+                           m.C.data(), m.ldc);
+        gemm_naive(false, false, 20, c1 - c0, 300, 1.0f, m.A.data(), m.lda, m.B.data() + c0, m.ldb,
+                   1.0f, want.data() + c0, m.ldc);
         EXPECT_LE(rel_err(m.C, want), kTol) << c0 << ".." << c1;
         for (int i = 0; i < 20; ++i)
             for (int j = 0; j < m.ldc; ++j)
@@ -116,10 +122,12 @@ TEST_F(Nn512, ZeroKOrAlphaIsBetaC) {
     Mats m = random_mats(13, 40, 20, 6);
     std::fill(m.A.begin(), m.A.end(), std::numeric_limits<float>::quiet_NaN());
     const std::vector<float> before = m.C;
-    detail::gemm_nn512(13, 0, 40, 20, 0.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.5f, m.C.data(), m.ldc);
+    detail::gemm_nn512(13, 0, 40, 20, 0.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.5f, m.C.data(),
+                       m.ldc);
     for (int i = 0; i < 13; ++i)
         for (int j = 0; j < 40; ++j) ASSERT_EQ(m.C[i * m.ldc + j], 0.5f * before[i * m.ldc + j]);
-    detail::gemm_nn512(13, 0, 40, 0, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.0f, m.C.data(), m.ldc);
+    detail::gemm_nn512(13, 0, 40, 0, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.0f, m.C.data(),
+                       m.ldc);
     for (int i = 0; i < 13; ++i)
         for (int j = 0; j < 40; ++j) ASSERT_EQ(m.C[i * m.ldc + j], 0.0f);
 }
@@ -127,19 +135,25 @@ TEST_F(Nn512, ZeroKOrAlphaIsBetaC) {
 TEST_F(Nn512, GemmRawRoutesNnProductsForEveryThreadCount) {
     for (int threads : {1, 2}) {
         set_num_threads(threads);
-        for (const auto& [M, N, K] : {std::tuple{9, 300, 200}, std::tuple{64, 1536, 512}, std::tuple{333, 77, 129}}) {
+        for (const auto& [M, N, K] :
+             {std::tuple{9, 300, 200}, std::tuple{64, 1536, 512}, std::tuple{333, 77, 129}}) {
             Mats m = random_mats(M, N, K, 9);
             std::vector<float> want = m.C;
-            gemm_raw(false, false, M, N, K, 0.5f, m.A.data(), m.lda, m.B.data(), m.ldb, 1.0f, m.C.data(), m.ldc);
-            gemm_naive(false, false, M, N, K, 0.5f, m.A.data(), m.lda, m.B.data(), m.ldb, 1.0f, want.data(), m.ldc);
+            gemm_raw(false, false, M, N, K, 0.5f, m.A.data(), m.lda, m.B.data(), m.ldb, 1.0f,
+                     m.C.data(), m.ldc);
+            gemm_naive(false, false, M, N, K, 0.5f, m.A.data(), m.lda, m.B.data(), m.ldb, 1.0f,
+                       want.data(), m.ldc);
             EXPECT_LE(rel_err(m.C, want), kTol) << threads << " threads, M " << M;
             // beta = 0 over the pool: NaN in C is overwritten, never read
             std::fill(m.C.begin(), m.C.end(), std::numeric_limits<float>::quiet_NaN());
             std::fill(want.begin(), want.end(), 0.0f);
-            gemm_raw(false, false, M, N, K, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.0f, m.C.data(), m.ldc);
-            gemm_naive(false, false, M, N, K, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.0f, want.data(), m.ldc);
+            gemm_raw(false, false, M, N, K, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.0f,
+                     m.C.data(), m.ldc);
+            gemm_naive(false, false, M, N, K, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 0.0f,
+                       want.data(), m.ldc);
             for (int i = 0; i < M; ++i)
-                for (int j = N; j < m.ldc; ++j) m.C[static_cast<std::size_t>(i) * m.ldc + j] = 0.0f;  // not C
+                for (int j = N; j < m.ldc; ++j)
+                    m.C[static_cast<std::size_t>(i) * m.ldc + j] = 0.0f;  // not C
             EXPECT_LE(rel_err(m.C, want), kTol) << threads << " threads, M " << M << ", beta 0";
         }
     }
@@ -147,11 +161,14 @@ TEST_F(Nn512, GemmRawRoutesNnProductsForEveryThreadCount) {
 }
 
 // Element (k, n) of a strip-packed Wᵀ (blas.h): W[n][k].
-float packed_at(const WeightT& wt, int k, int n) { return wt->at(n / 32, k, n % 32); }
+float packed_at(const WeightT& wt, int k, int n) {
+    return wt->at(n / 32, k, n % 32);
+}
 
 TEST_F(Nn512, PackedBIsBitIdenticalToInPlace) {
     // Same tiles, same k order: only where B's rows are read from differs.
-    for (const auto& [M, N, K] : {std::tuple{64, 1536, 512}, std::tuple{13, 100, 300}, std::tuple{25, 33, 7}}) {
+    for (const auto& [M, N, K] :
+         {std::tuple{64, 1536, 512}, std::tuple{13, 100, 300}, std::tuple{25, 33, 7}}) {
         Rng rng(static_cast<uint64_t>(M + N + K));
         const Tensor W = test::random_tensor(rng, {N, K}), x = test::random_tensor(rng, {M, K});
         Tensor Wt({K, N});
@@ -160,13 +177,15 @@ TEST_F(Nn512, PackedBIsBitIdenticalToInPlace) {
         WeightT wt;
         refresh_weight_t(wt, W);
         const WeightTRows rows = weight_t_rows(wt);
-        for (const auto& [c0, c1] : {std::pair{0, N}, std::pair{32, N}, std::pair{0, std::min(N, 32)}}) {
+        for (const auto& [c0, c1] :
+             {std::pair{0, N}, std::pair{32, N}, std::pair{0, std::min(N, 32)}}) {
             Tensor a = test::random_tensor(rng, {M, N});
             Tensor b = a;
             detail::gemm_nn512(M, c0, c1, K, 0.5f, x.data(), K, Wt.data(), N, 1.5f, a.data(), N);
-            detail::gemm_nn512_packed(M, c0, c1, K, 0.5f, x.data(), K, rows.data, rows.strip_stride, 1.5f, b.data(),
-                                      N);
-            EXPECT_EQ(max_abs_diff(a, b), 0.0) << M << "x" << N << "x" << K << " columns " << c0 << ".." << c1;
+            detail::gemm_nn512_packed(M, c0, c1, K, 0.5f, x.data(), K, rows.data, rows.strip_stride,
+                                      1.5f, b.data(), N);
+            EXPECT_EQ(max_abs_diff(a, b), 0.0)
+                << M << "x" << N << "x" << K << " columns " << c0 << ".." << c1;
         }
     }
 }
@@ -181,20 +200,25 @@ TEST_F(Nn512, TransposedWeightGivesTheNtProduct) {
     for (int i = 0; i < 150; ++i)
         for (int k = 0; k < 90; ++k) ASSERT_EQ(packed_at(wt, k, i), W.at(i, k));
     for (int i = 150; i < 160; ++i)
-        for (int k = 0; k < 90; ++k) ASSERT_EQ(packed_at(wt, k, i), 0.0f);  // the last strip's padding
+        for (int k = 0; k < 90; ++k)
+            ASSERT_EQ(packed_at(wt, k, i), 0.0f);  // the last strip's padding
     for (int M : {1, 8, 9, 40, 600}) {  // <= 8 rows and > 512: the NT path; between: through Wᵀ
         const Tensor x = test::random_tensor(rng, {M, 90});
         Tensor got = test::random_tensor(rng, {M, 150});
         Tensor want = got;
-        gemm_xwt(M, 150, 90, 1.0f, x.data(), 90, W.data(), 90, weight_t_rows(wt), 1.0f, got.data(), 150);
-        gemm_naive(false, true, M, 150, 90, 1.0f, x.data(), 90, W.data(), 90, 1.0f, want.data(), 150);
+        gemm_xwt(M, 150, 90, 1.0f, x.data(), 90, W.data(), 90, weight_t_rows(wt), 1.0f, got.data(),
+                 150);
+        gemm_naive(false, true, M, 150, 90, 1.0f, x.data(), 90, W.data(), 90, 1.0f, want.data(),
+                   150);
         EXPECT_LE(max_abs_diff(got, want), 1e-4) << "M " << M;
     }
     // A column block W[:, 30:90]: rows 30.. of Wᵀ.
     const Tensor x = test::random_tensor(rng, {20, 60});
     Tensor got({20, 150}), want({20, 150});
-    gemm_xwt(20, 150, 60, 1.0f, x.data(), 60, W.data() + 30, 90, weight_t_rows(wt, 30), 0.0f, got.data(), 150);
-    gemm_naive(false, true, 20, 150, 60, 1.0f, x.data(), 60, W.data() + 30, 90, 0.0f, want.data(), 150);
+    gemm_xwt(20, 150, 60, 1.0f, x.data(), 60, W.data() + 30, 90, weight_t_rows(wt, 30), 0.0f,
+             got.data(), 150);
+    gemm_naive(false, true, 20, 150, 60, 1.0f, x.data(), 60, W.data() + 30, 90, 0.0f, want.data(),
+               150);
     EXPECT_LE(max_abs_diff(got, want), 1e-4);
     // Refreshing rewrites the memory of a sole owner and never writes into a shared copy.
     const float* mem = wt->data();
@@ -269,15 +293,19 @@ TEST(WeightT, ModelMatchesWithTheKernelOnAndOff) {
                     m.step(std::vector<int32_t>(2 * b.B, t == 0 ? 2 : 5 + t), wide, st, lp, {});
                     step_lp[on].insert(step_lp[on].end(), lp.data(), lp.data() + lp.numel());
                 }
-                for (const auto& p : m.parameters())  // a plain gradient step, the same for on and off
-                    for (int64_t i = 0; i < p.value->numel(); ++i) p.value->data()[i] -= 0.5f * p.grad->data()[i];
+                for (const auto& p :
+                     m.parameters())  // a plain gradient step, the same for on and off
+                    for (int64_t i = 0; i < p.value->numel(); ++i)
+                        p.value->data()[i] -= 0.5f * p.grad->data()[i];
             }
         }
         detail::set_nn512(was_on);
         for (int round = 0; round < 2; ++round)
-            EXPECT_NEAR(loss[0][round], loss[1][round], 1e-5 * std::abs(loss[0][round])) << "round " << round;
+            EXPECT_NEAR(loss[0][round], loss[1][round], 1e-5 * std::abs(loss[0][round]))
+                << "round " << round;
         ASSERT_EQ(grads[0].size(), grads[1].size());
-        for (std::size_t i = 0; i < grads[0].size(); ++i) EXPECT_LE(rel_err(grads[1][i], grads[0][i]), 1e-4) << i;
+        for (std::size_t i = 0; i < grads[0].size(); ++i)
+            EXPECT_LE(rel_err(grads[1][i], grads[0][i]), 1e-4) << i;
         EXPECT_LE(rel_err(step_lp[1], step_lp[0]), 1e-5);
     }
 }

@@ -76,7 +76,9 @@ std::string pack(const std::string& header_text, const std::string& data) {
     std::string out(reinterpret_cast<const char*>(&n), 8);
     return out + header_text + data;
 }
-std::string pack(const Parts& p) { return pack(p.header.dump(), p.data); }
+std::string pack(const Parts& p) {
+    return pack(p.header.dump(), p.data);
+}
 
 // Removes a tensor's entry and its bytes, shifting later offsets: a valid file without it.
 void remove_tensor(Parts& p, const std::string& name) {
@@ -95,13 +97,17 @@ void add_tensor(Parts& p, const std::string& name, std::vector<int64_t> shape) {
     p.data.append(static_cast<std::size_t>(n) * 4, '\0');
     p.header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {b, b + n * 4}}};
 }
-json config_of(const Parts& p) { return json::parse(p.header["__metadata__"][kModelConfigKey].get<std::string>()); }
-void set_config(Parts& p, const json& cfg) { p.header["__metadata__"][kModelConfigKey] = cfg.dump(); }
+json config_of(const Parts& p) {
+    return json::parse(p.header["__metadata__"][kModelConfigKey].get<std::string>());
+}
+void set_config(Parts& p, const json& cfg) {
+    p.header["__metadata__"][kModelConfigKey] = cfg.dump();
+}
 
 struct Case {
     const char* name;
     std::function<std::string(const std::string&)> corrupt;  // good file -> hostile file
-    const char* expected;                                     // substring of the error
+    const char* expected;                                    // substring of the error
 };
 
 std::vector<Case> cases() {
@@ -126,31 +132,54 @@ std::vector<Case> cases() {
         // ---- the safetensors layer ----
         {"empty file", [](const std::string&) { return std::string(); }, "shorter than the 8-byte"},
         {"header length beyond the file",
-         [](const std::string& f) { std::string g = f; g[5] = '\x01'; return g; }, "exceeds"},
+         [](const std::string& f) {
+             std::string g = f;
+             g[5] = '\x01';
+             return g;
+         },
+         "exceeds"},
         {"header length 2^64-1",
-         [](const std::string& f) { std::string g = f; std::memset(g.data(), 0xff, 8); return g; }, "exceeds"},
-        {"header not JSON", [](const std::string& f) { return pack("{\"a\": [1, 2", split(f).data); }, "invalid JSON"},
-        {"header a JSON array", [](const std::string& f) { return pack("[1, 2]", split(f).data); }, "JSON object"},
-        {"dtype F16", edit([](Parts& p) { p.header["generator.bias"]["dtype"] = "F16"; }), "does not load"},
-        {"dtype unknown", edit([](Parts& p) { p.header["generator.bias"]["dtype"] = "Q4"; }), "unknown dtype"},
-        {"dtype F64 with F32 bytes", edit([](Parts& p) { p.header["generator.bias"]["dtype"] = "F64"; }),
-         "data_offsets"},
-        {"dtype not a string", edit([](Parts& p) { p.header["generator.bias"]["dtype"] = 32; }), "dtype"},
-        {"negative shape", edit([](Parts& p) { p.header["generator.bias"]["shape"] = {-10}; }), "non-negative"},
-        {"shape of 2^31", edit([](Parts& p) { p.header["generator.bias"]["shape"] = {1ll << 31}; }), "too large"},
-        {"shape product overflows",
-         edit([](Parts& p) { p.header["generator.bias"]["shape"] = {1 << 30, 1 << 30, 1 << 30, 1 << 30}; }),
+         [](const std::string& f) {
+             std::string g = f;
+             std::memset(g.data(), 0xff, 8);
+             return g;
+         },
+         "exceeds"},
+        {"header not JSON",
+         [](const std::string& f) { return pack("{\"a\": [1, 2", split(f).data); }, "invalid JSON"},
+        {"header a JSON array", [](const std::string& f) { return pack("[1, 2]", split(f).data); },
+         "JSON object"},
+        {"dtype F16", edit([](Parts& p) { p.header["generator.bias"]["dtype"] = "F16"; }),
+         "does not load"},
+        {"dtype unknown", edit([](Parts& p) { p.header["generator.bias"]["dtype"] = "Q4"; }),
+         "unknown dtype"},
+        {"dtype F64 with F32 bytes",
+         edit([](Parts& p) { p.header["generator.bias"]["dtype"] = "F64"; }), "data_offsets"},
+        {"dtype not a string", edit([](Parts& p) { p.header["generator.bias"]["dtype"] = 32; }),
+         "dtype"},
+        {"negative shape", edit([](Parts& p) { p.header["generator.bias"]["shape"] = {-10}; }),
+         "non-negative"},
+        {"shape of 2^31", edit([](Parts& p) { p.header["generator.bias"]["shape"] = {1ll << 31}; }),
+         "too large"},
+        {"shape product overflows", edit([](Parts& p) {
+             p.header["generator.bias"]["shape"] = {1 << 30, 1 << 30, 1 << 30, 1 << 30};
+         }),
          "overflows"},
-        {"five dimensions", edit([](Parts& p) { p.header["generator.bias"]["shape"] = {1, 1, 1, 1, 10}; }),
+        {"five dimensions", edit([](Parts& p) {
+             p.header["generator.bias"]["shape"] = {1, 1, 1, 1, 10};
+         }),
          "dimensions"},
-        {"offsets beyond the data", edit([](Parts& p) { p.data.resize(p.data.size() - 4); }), "beyond"},
+        {"offsets beyond the data", edit([](Parts& p) { p.data.resize(p.data.size() - 4); }),
+         "beyond"},
         {"data after the tensors", edit([](Parts& p) { p.data += "junk"; }), "tensors cover"},
         {"offsets overlap", edit([](Parts& p) {
-             p.header["generator.bias"]["data_offsets"] = p.header["encoder.embedding.weight"]["data_offsets"];
+             p.header["generator.bias"]["data_offsets"] =
+                 p.header["encoder.embedding.weight"]["data_offsets"];
              p.header["generator.bias"]["shape"] = p.header["encoder.embedding.weight"]["shape"];
-         }), "overlap"},
-        {"metadata value not a string", edit([](Parts& p) { p.header["__metadata__"]["nazar.format"] = 1; }),
-         "must be a string"},
+         }),
+         "overlap"},
+        {"metadata value not a string",
+         edit([](Parts& p) { p.header["__metadata__"]["nazar.format"] = 1; }), "must be a string"},
         {"duplicate tensor name",
          [](const std::string& f) {
              Parts p = split(f);
@@ -161,14 +190,16 @@ std::vector<Case> cases() {
          },
          "duplicate key"},
         // ---- not a nazar model ----
-        {"non-nazar safetensors (no metadata)", edit([](Parts& p) { p.header.erase("__metadata__"); }),
-         "not a nazar model file"},
-        {"format version absent", edit([](Parts& p) { p.header["__metadata__"].erase(kModelFormatKey); }),
+        {"non-nazar safetensors (no metadata)",
+         edit([](Parts& p) { p.header.erase("__metadata__"); }), "not a nazar model file"},
+        {"format version absent",
+         edit([](Parts& p) { p.header["__metadata__"].erase(kModelFormatKey); }),
          "not a nazar model file"},
         {"format version 2", meta(kModelFormatKey, "2"), "version '2' is not supported"},
         {"format version empty", meta(kModelFormatKey, ""), "is not supported"},
         {"format version '1 '", meta(kModelFormatKey, "1 "), "is not supported"},
-        {"config absent", edit([](Parts& p) { p.header["__metadata__"].erase(kModelConfigKey); }), "nazar.config"},
+        {"config absent", edit([](Parts& p) { p.header["__metadata__"].erase(kModelConfigKey); }),
+         "nazar.config"},
         {"config not JSON", meta(kModelConfigKey, "{\"src_vocab_size\": "), "not valid JSON"},
         {"config a JSON array", meta(kModelConfigKey, "[10, 10]"), "must be an object"},
         // ---- tensors vs config ----
@@ -176,32 +207,41 @@ std::vector<Case> cases() {
          "tensor 'attention.v.weight' is missing"},
         {"missing embedding", edit([](Parts& p) { remove_tensor(p, "encoder.embedding.weight"); }),
          "'encoder.embedding.weight' is missing"},
-        {"extra unknown tensor", edit([](Parts& p) { add_tensor(p, "decoder.mystery.weight", {2, 3}); }),
+        {"extra unknown tensor", edit([](Parts& p) {
+             add_tensor(p, "decoder.mystery.weight", {2, 3});
+         }),
          "unexpected tensor 'decoder.mystery.weight'"},
-        {"embedding transposed (same bytes)",
-         edit([](Parts& p) { p.header["encoder.embedding.weight"]["shape"] = {4, 10}; }),
+        {"embedding transposed (same bytes)", edit([](Parts& p) {
+             p.header["encoder.embedding.weight"]["shape"] = {4, 10};
+         }),
          "has shape (4, 10), expected (10, 4)"},
-        {"generator rows disagree with tgt_vocab_size", edit_config([](json& c) { c["tgt_vocab_size"] = 11; }),
-         "expected (11"},
-        {"hidden size disagrees with the RNN weights", edit_config([](json& c) { c["decoder"]["hidden_size"] = 6; }),
-         "expected"},
-        {"GRU weights where the config says LSTM", edit_config([](json& c) { c["encoder"]["cell"] = "lstm"; }),
-         "expected"},
-        {"one layer more in the config", edit_config([](json& c) { c["encoder"]["num_layers"] = 2; }),
-         "is missing"},
+        {"generator rows disagree with tgt_vocab_size",
+         edit_config([](json& c) { c["tgt_vocab_size"] = 11; }), "expected (11"},
+        {"hidden size disagrees with the RNN weights",
+         edit_config([](json& c) { c["decoder"]["hidden_size"] = 6; }), "expected"},
+        {"GRU weights where the config says LSTM",
+         edit_config([](json& c) { c["encoder"]["cell"] = "lstm"; }), "expected"},
+        {"one layer more in the config",
+         edit_config([](json& c) { c["encoder"]["num_layers"] = 2; }), "is missing"},
         // ---- vocabularies and tokenizers ----
-        {"source vocabulary smaller than the embedding", meta(kSrcVocabKey, vocab_of_size(9).to_json()),
+        {"source vocabulary smaller than the embedding",
+         meta(kSrcVocabKey, vocab_of_size(9).to_json()),
          "source vocabulary (nazar.src_vocab) has 9 entries"},
-        {"target vocabulary larger than the embedding", meta(kTgtVocabKey, vocab_of_size(11).to_json()),
-         "has 11 entries"},
+        {"target vocabulary larger than the embedding",
+         meta(kTgtVocabKey, vocab_of_size(11).to_json()), "has 11 entries"},
         {"vocabulary not JSON", meta(kSrcVocabKey, "{\"pieces\": [\"a\""), "not valid JSON"},
         {"vocabulary without pieces", meta(kSrcVocabKey, "{\"specials\": []}"), "pieces"},
-        {"vocabulary pieces not strings", meta(kSrcVocabKey, "{\"pieces\": [1, 2, 3, 4, 5, 6]}"), "vocabulary metadata"},
-        {"vocabulary specials not strings", meta(kSrcVocabKey, "{\"specials\": 4, \"pieces\": []}"), "vocabulary metadata"},
+        {"vocabulary pieces not strings", meta(kSrcVocabKey, "{\"pieces\": [1, 2, 3, 4, 5, 6]}"),
+         "vocabulary metadata"},
+        {"vocabulary specials not strings", meta(kSrcVocabKey, "{\"specials\": 4, \"pieces\": []}"),
+         "vocabulary metadata"},
         {"vocabulary wrong specials",
-         meta(kSrcVocabKey, R"({"specials": ["<unk>", "<pad>", "<s>", "</s>"], "pieces": ["a","b","c","d","e","f"]})"),
+         meta(
+             kSrcVocabKey,
+             R"({"specials": ["<unk>", "<pad>", "<s>", "</s>"], "pieces": ["a","b","c","d","e","f"]})"),
          "specials"},
-        {"vocabulary duplicate piece", meta(kSrcVocabKey, R"({"pieces": ["a","a","c","d","e","f"]})"), "a"},
+        {"vocabulary duplicate piece",
+         meta(kSrcVocabKey, R"({"pieces": ["a","a","c","d","e","f"]})"), "a"},
     };
 }
 
@@ -262,16 +302,26 @@ TEST(ModelFileHostile, FlippedBytesLoadOrFailCleanly) {
 TEST(ModelFileHostile, OutOfRangeConfigValuesAreRefused) {
     const std::string good = saved_model();
     const std::vector<std::pair<std::string, json>> edits = {
-        {"/src_vocab_size", -10},          {"/src_vocab_size", 0},
-        {"/src_vocab_size", 4},            {"/embedding_size", -1},
-        {"/encoder/hidden_size", 0},       {"/encoder/num_layers", 0},
-        {"/encoder/dropout", 1.5},         {"/encoder/dropout", -0.1},
-        {"/decoder/dropout", 1.0},         {"/decoder/hidden_size", -5},
-        {"/decoder/num_layers", -1},       {"/attention/window", 0},
-        {"/attention/attention_size", -3}, {"/special_ids/eos", 10},
-        {"/special_ids/pad", -1},          {"/encoder/cell", "rnn"},
-        {"/decoder/kind", "transformer"},  {"/src_vocab_size", "ten"},
-        {"/src_vocab_size", 2.5e10},       {"/embedding_size", 1e300},
+        {"/src_vocab_size", -10},
+        {"/src_vocab_size", 0},
+        {"/src_vocab_size", 4},
+        {"/embedding_size", -1},
+        {"/encoder/hidden_size", 0},
+        {"/encoder/num_layers", 0},
+        {"/encoder/dropout", 1.5},
+        {"/encoder/dropout", -0.1},
+        {"/decoder/dropout", 1.0},
+        {"/decoder/hidden_size", -5},
+        {"/decoder/num_layers", -1},
+        {"/attention/window", 0},
+        {"/attention/attention_size", -3},
+        {"/special_ids/eos", 10},
+        {"/special_ids/pad", -1},
+        {"/encoder/cell", "rnn"},
+        {"/decoder/kind", "transformer"},
+        {"/src_vocab_size", "ten"},
+        {"/src_vocab_size", 2.5e10},
+        {"/embedding_size", 1e300},
         {"/encoder/hidden_size", 4294967300ll},
     };
     for (const auto& [ptr, value] : edits) {
@@ -300,7 +350,11 @@ TEST(ModelFileHostile, ShapeTableMatchesTheModel) {
     constexpr int kVariants = 2 * 2 * 2 * 2 * 4 * 3 * 2 * 5 * 5;
     for (int variant = 0; variant < kVariants; ++variant) {
         int v = variant;  // mixed radix: one digit per choice
-        auto pick = [&v](int n) { const int r = v % n; v /= n; return r; };
+        auto pick = [&v](int n) {
+            const int r = v % n;
+            v /= n;
+            return r;
+        };
         ModelConfig c = test::tiny_config();
         c.encoder.cell = pick(2) ? CellType::lstm : CellType::gru;
         c.decoder.cell = pick(2) ? CellType::lstm : CellType::gru;
@@ -310,7 +364,8 @@ TEST(ModelFileHostile, ShapeTableMatchesTheModel) {
         const int local = pick(3);
         c.attention.local = static_cast<LocalMode>(local);
         c.attention.position_size = pick(2) ? 0 : 7;  // 0 = H
-        const int shape = pick(5);  // 0 bahdanau, 1 bahdanau deep, 2 luong, 3 luong feeding, 4 luong tied
+        const int shape =
+            pick(5);  // 0 bahdanau, 1 bahdanau deep, 2 luong, 3 luong feeding, 4 luong tied
         c.decoder.kind = shape < 2 ? DecoderKind::bahdanau : DecoderKind::luong;
         c.decoder.deep_output = shape == 1;
         c.decoder.deep_output_size = shape == 1 ? 6 : 0;
@@ -324,8 +379,9 @@ TEST(ModelFileHostile, ShapeTableMatchesTheModel) {
         if (c.attention.score != ScoreKind::additive && c.attention.score != ScoreKind::concat)
             c.attention.attention_size = 0;
         if (c.attention.score == ScoreKind::general) c.attention.scale = ScaleMode::learned;
-        c.decoder.attention_timing = c.decoder.kind == DecoderKind::bahdanau ? AttentionTiming::before
-                                                                               : AttentionTiming::after;
+        c.decoder.attention_timing = c.decoder.kind == DecoderKind::bahdanau
+                                         ? AttentionTiming::before
+                                         : AttentionTiming::after;
         if (c.tie_target_embeddings) c.embedding_size = c.decoder.hidden_size;
         try {
             validate(c);
@@ -363,10 +419,10 @@ int64_t peak_rss() {
 TEST(ModelFileHostile, HugeConfigSizesAreRefusedBeforeAllocating) {
     const std::string good = saved_model();
     const std::vector<std::pair<std::string, json>> shape_errors = {
-        {"/src_vocab_size", kMaxVocabSize},          {"/tgt_vocab_size", kMaxVocabSize},
-        {"/embedding_size", kMaxModelSize},          {"/encoder/hidden_size", kMaxModelSize},
-        {"/decoder/hidden_size", kMaxModelSize},     {"/encoder/num_layers", kMaxLayers},
-        {"/decoder/num_layers", kMaxLayers},         {"/attention/attention_size", kMaxModelSize},
+        {"/src_vocab_size", kMaxVocabSize},      {"/tgt_vocab_size", kMaxVocabSize},
+        {"/embedding_size", kMaxModelSize},      {"/encoder/hidden_size", kMaxModelSize},
+        {"/decoder/hidden_size", kMaxModelSize}, {"/encoder/num_layers", kMaxLayers},
+        {"/decoder/num_layers", kMaxLayers},     {"/attention/attention_size", kMaxModelSize},
     };
     const std::vector<std::pair<std::string, json>> usage_errors = {
         {"/src_vocab_size", 100000000},          {"/tgt_vocab_size", kMaxVocabSize + 1},
@@ -399,7 +455,9 @@ TEST(ModelFileHostile, HugeConfigSizesAreRefusedBeforeAllocating) {
                 EXPECT_NE(e.find("must be <= "), std::string::npos) << e;
             } else {
                 EXPECT_NE(e.find("m.safetensors': tensor '"), std::string::npos) << e;
-                EXPECT_TRUE(e.find("expected") != std::string::npos || e.find("is missing") != std::string::npos) << e;
+                EXPECT_TRUE(e.find("expected") != std::string::npos ||
+                            e.find("is missing") != std::string::npos)
+                    << e;
             }
             EXPECT_EQ(e.find('\n'), std::string::npos) << e;
         }
@@ -407,15 +465,19 @@ TEST(ModelFileHostile, HugeConfigSizesAreRefusedBeforeAllocating) {
     for (const char* which : {"position", "deep"}) {
         SCOPED_TRACE(which);
         ModelConfig cfg = test::tiny_config();
-        if (std::string(which) == "position") cfg.attention.local = LocalMode::predictive;
-        else cfg.decoder.deep_output = true;
+        if (std::string(which) == "position")
+            cfg.attention.local = LocalMode::predictive;
+        else
+            cfg.decoder.deep_output = true;
         Seq2Seq m(cfg, 5);
         SafeTensors st;
         model_to_safetensors(m, {}, st);
         Parts p = split(serialize_safetensors(st));
         json c = config_of(p);
-        if (std::string(which) == "position") c["attention"]["position_size"] = kMaxModelSize;
-        else c["decoder"]["deep_output_size"] = kMaxModelSize;
+        if (std::string(which) == "position")
+            c["attention"]["position_size"] = kMaxModelSize;
+        else
+            c["decoder"]["deep_output_size"] = kMaxModelSize;
         set_config(p, c);
         const std::string e = load_error(pack(p));
         EXPECT_NE(e.find(fmt::format("expected ({}, 5)", kMaxModelSize)), std::string::npos) << e;

@@ -31,11 +31,14 @@ using test::tiny_config;
 
 // B = 4, three of them padded on the target side, T = 6.
 Batch batch4() {
-    return make_batch({{5, 6, 7, 8}, {9, 5}, {4, 4, 6}, {7}}, {{5, 6, 7, 8, 9}, {8}, {6, 6, 4}, {9, 9}});
+    return make_batch({{5, 6, 7, 8}, {9, 5}, {4, 4, 6}, {7}},
+                      {{5, 6, 7, 8, 9}, {8}, {6, 6, 4}, {9, 9}});
 }
 
-void expect_same_grads_chunked(const ModelConfig& cfg, float sampling, int chunk_rows, const std::string& what) {
-    SCOPED_TRACE(what + (sampling > 0 ? " (scheduled sampling)" : "") + ", chunk rows " + std::to_string(chunk_rows));
+void expect_same_grads_chunked(const ModelConfig& cfg, float sampling, int chunk_rows,
+                               const std::string& what) {
+    SCOPED_TRACE(what + (sampling > 0 ? " (scheduled sampling)" : "") + ", chunk rows " +
+                 std::to_string(chunk_rows));
     Seq2Seq batched(cfg, 5), per_step(cfg, 5);
     batched.decoder.chunk_rows = chunk_rows;
     per_step.decoder.batch_weight_grads = false;
@@ -88,8 +91,10 @@ TEST(BatchedDecoderGrads, EveryDecoderKindCellAndFeeding) {
             c.decoder.deep_output = true;
             expect_same_grads(c, sampling, "bahdanau deep output");
         }
-        expect_same_grads(tiny_config(DecoderKind::luong, ScoreKind::general), sampling, "luong general");
-        {  // global dot/general without feeding: Attention::forward_steps / backward_steps (per sentence GEMMs)
+        expect_same_grads(tiny_config(DecoderKind::luong, ScoreKind::general), sampling,
+                          "luong general");
+        {  // global dot/general without feeding: Attention::forward_steps / backward_steps (per
+           // sentence GEMMs)
             auto c = tiny_config(DecoderKind::luong, ScoreKind::dot);
             c.decoder.hidden_size = 6;  // dot needs H = C = 3 + 3
             c.attention.scale = ScaleMode::learned;
@@ -121,7 +126,8 @@ TEST(BatchedDecoderGrads, EveryDecoderKindCellAndFeeding) {
             expect_same_grads(c, sampling, "luong local-p");
         }
         {
-            auto c = tiny_config(DecoderKind::luong, ScoreKind::additive);  // W_q with the query s_t
+            auto c =
+                tiny_config(DecoderKind::luong, ScoreKind::additive);  // W_q with the query s_t
             c.decoder.attention_timing = AttentionTiming::after;
             c.decoder.num_layers = 2;
             expect_same_grads(c, sampling, "luong additive, timing after, 2 layers");

@@ -49,7 +49,8 @@ TEST(ModelConfig, JsonRoundTripIsExact) {
 }
 
 TEST(ModelConfig, MissingKeysTakeDefaultsUnknownKeysAreErrors) {
-    const ModelConfig d = model_config_from_string(R"({"src_vocab_size": 20, "tgt_vocab_size": 30})");
+    const ModelConfig d =
+        model_config_from_string(R"({"src_vocab_size": 20, "tgt_vocab_size": 30})");
     EXPECT_EQ(d.embedding_size, 256);
     EXPECT_EQ(d.decoder.kind, DecoderKind::bahdanau);
     EXPECT_EQ(effective_bridge(d), BridgeKind::backward_first);
@@ -60,7 +61,8 @@ TEST(ModelConfig, MissingKeysTakeDefaultsUnknownKeysAreErrors) {
     EXPECT_THROW(model_config_from_string("{not json"), UsageError);
     // integer keys take integers only: no silent truncation of 1.5, no wrap-around of 2^40
     EXPECT_THROW(model_config_from_string(R"({"embedding_size": 1.5})"), UsageError);
-    EXPECT_THROW(model_config_from_string(R"({"decoder": {"hidden_size": 1099511627776}})"), UsageError);
+    EXPECT_THROW(model_config_from_string(R"({"decoder": {"hidden_size": 1099511627776}})"),
+                 UsageError);
     EXPECT_THROW(model_config_from_string(R"({"attention": {"window": -3000000000}})"), UsageError);
     try {
         model_config_from_string(R"({"attention": {"windw": 3}})");
@@ -108,7 +110,8 @@ TEST(ModelConfig, TieNeedsMatchingSizes) {
 
 TEST(ModelConfig, UnusualTimingNeedsExplicitKeyAndWarns) {
     ModelConfig a = tiny_config(DecoderKind::luong, ScoreKind::additive);
-    EXPECT_NE(usage_message(a).find("attention_timing: after"), std::string::npos) << usage_message(a);
+    EXPECT_NE(usage_message(a).find("attention_timing: after"), std::string::npos)
+        << usage_message(a);
     a.decoder.attention_timing = AttentionTiming::after;
     auto w = validate(a);
     ASSERT_EQ(w.size(), 1u);
@@ -138,10 +141,18 @@ TEST(ModelConfig, OtherErrors) {
     EXPECT_NE(bad([](ModelConfig& c) { c.tgt_vocab_size = 4; }), "");
     EXPECT_NE(bad([](ModelConfig& c) { c.decoder.hidden_size = 0; }), "");
     EXPECT_NE(bad([](ModelConfig& c) { c.encoder.dropout = 1.0f; }), "");
-    EXPECT_NE(bad([](ModelConfig& c) { c.encoder.bidirectional = false; c.decoder.bridge = BridgeKind::backward_first; }), "");
+    EXPECT_NE(bad([](ModelConfig& c) {
+                  c.encoder.bidirectional = false;
+                  c.decoder.bridge = BridgeKind::backward_first;
+              }),
+              "");
     EXPECT_NE(bad([](ModelConfig& c) { c.decoder.input_feeding = true; }), "");
     EXPECT_NE(bad([](ModelConfig& c) { c.special_ids.eos = 10; }), "");
-    EXPECT_NE(bad([](ModelConfig& c) { c.attention.local = LocalMode::monotonic; c.attention.window = 0; }), "");
+    EXPECT_NE(bad([](ModelConfig& c) {
+                  c.attention.local = LocalMode::monotonic;
+                  c.attention.window = 0;
+              }),
+              "");
     EXPECT_NE(bad([](ModelConfig& c) {
                   c.decoder.kind = DecoderKind::luong;
                   c.attention.score = ScoreKind::general;

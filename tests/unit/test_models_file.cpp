@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
 #include <cstdio>
 #include <string>
-#include <unistd.h>
 
 namespace nazar {
 namespace {
@@ -19,7 +19,8 @@ using test::tiny_batch;
 using test::tiny_config;
 
 std::string temp_path(const char* name) {
-    return std::string(::testing::TempDir()) + "nazar_model_" + std::to_string(::getpid()) + "_" + name;
+    return std::string(::testing::TempDir()) + "nazar_model_" + std::to_string(::getpid()) + "_" +
+           name;
 }
 
 std::string error_of(const SafeTensors& st) {
@@ -47,9 +48,10 @@ TEST(ModelFile, RoundTripIsBitIdentical) {
         }
         Seq2Seq m(c, 21);
         const std::string path = temp_path(tied ? "tied.safetensors" : "plain.safetensors");
-        const std::map<std::string, std::string> meta = {{kSrcVocabKey, vocab_of_size(10).to_json()},
-                                                         {kTgtVocabKey, vocab_of_size(10).to_json()},
-                                                         {"user.note", "hello"}};
+        const std::map<std::string, std::string> meta = {
+            {kSrcVocabKey, vocab_of_size(10).to_json()},
+            {kTgtVocabKey, vocab_of_size(10).to_json()},
+            {"user.note", "hello"}};
         save_model(path, m, meta);
         LoadedModel r = load_model(path);
         std::remove(path.c_str());
@@ -105,7 +107,8 @@ TEST(ModelFile, BrokenFilesGiveClearErrors) {
 
     SafeTensors extra = good;
     extra.set("decoder.combine.weight", Tensor({5, 11}));
-    EXPECT_NE(error_of(extra).find("unexpected tensor 'decoder.combine.weight'"), std::string::npos);
+    EXPECT_NE(error_of(extra).find("unexpected tensor 'decoder.combine.weight'"),
+              std::string::npos);
     SafeTensors ckpt = good;  // checkpoints add optimizer state: accepted
     ckpt.set("optim.exp_avg.generator.bias", Tensor({10}));
     EXPECT_EQ(error_of(ckpt), "");

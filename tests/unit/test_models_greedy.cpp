@@ -38,16 +38,19 @@ TEST(Greedy, BatchEqualsSentenceBySentence) {
     for (const auto& c : {tiny_config(), feed, lp}) {
         Seq2Seq m(c, 17);
         const Sources all = pad(sents);
-        const auto batch = greedy_decode(m, all.ids, all.lengths, all.S, {.max_length_ratio = 2, .max_length_extra = 2});
+        const auto batch = greedy_decode(m, all.ids, all.lengths, all.S,
+                                         {.max_length_ratio = 2, .max_length_extra = 2});
         ASSERT_EQ(batch.size(), sents.size());
         for (std::size_t i = 0; i < sents.size(); ++i) {
             const Sources one = pad({sents[i]});
-            const auto alone = greedy_decode(m, one.ids, one.lengths, one.S, {.max_length_ratio = 2, .max_length_extra = 2});
+            const auto alone = greedy_decode(m, one.ids, one.lengths, one.S,
+                                             {.max_length_ratio = 2, .max_length_extra = 2});
             EXPECT_EQ(batch[i].tokens, alone[0].tokens) << i;
             EXPECT_EQ(batch[i].finished, alone[0].finished);
             EXPECT_NEAR(batch[i].score, alone[0].score, 1e-4 * (1 + std::abs(alone[0].score)));
             const int n = static_cast<int>(batch[i].tokens.size());
-            ASSERT_EQ(batch[i].attention.shape(), Shape({n, static_cast<int64_t>(sents[i].size())}));
+            ASSERT_EQ(batch[i].attention.shape(),
+                      Shape({n, static_cast<int64_t>(sents[i].size())}));
             EXPECT_LT(max_abs_diff(batch[i].attention, alone[0].attention), 1e-5);
             EXPECT_LE(n, 2 * static_cast<int>(sents[i].size()) + 2);
             EXPECT_LT(batch[i].score, 0);
@@ -61,7 +64,8 @@ TEST(Greedy, BatchEqualsSentenceBySentence) {
 TEST(Greedy, LengthLimitsAndScoreIsSumOfStepLogProbs) {
     Seq2Seq m(tiny_config(), 17);
     const Sources s = pad({{5, 6, 7}});
-    const auto r = greedy_decode(m, s.ids, s.lengths, s.S, {.max_length_ratio = 0, .max_length_extra = 2});
+    const auto r =
+        greedy_decode(m, s.ids, s.lengths, s.S, {.max_length_ratio = 0, .max_length_extra = 2});
     ASSERT_LE(r[0].tokens.size(), 2u);
     // replay through the step API
     EncodedSource enc;

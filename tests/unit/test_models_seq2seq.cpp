@@ -26,15 +26,27 @@ std::vector<std::string> names(Seq2Seq& m) {
 TEST(Seq2Seq, BahdanauParameterNamesAndShapes) {
     Seq2Seq m(tiny_config());
     const std::vector<std::string> want = {
-        "encoder.embedding.weight (10, 4)", "encoder.rnn.weight_ih_l0 (9, 4)", "encoder.rnn.weight_hh_l0 (9, 3)",
-        "encoder.rnn.bias_ih_l0 (9,)", "encoder.rnn.bias_hh_l0 (9,)", "encoder.rnn.weight_ih_l0_reverse (9, 4)",
-        "encoder.rnn.weight_hh_l0_reverse (9, 3)", "encoder.rnn.bias_ih_l0_reverse (9,)",
+        "encoder.embedding.weight (10, 4)",
+        "encoder.rnn.weight_ih_l0 (9, 4)",
+        "encoder.rnn.weight_hh_l0 (9, 3)",
+        "encoder.rnn.bias_ih_l0 (9,)",
+        "encoder.rnn.bias_hh_l0 (9,)",
+        "encoder.rnn.weight_ih_l0_reverse (9, 4)",
+        "encoder.rnn.weight_hh_l0_reverse (9, 3)",
+        "encoder.rnn.bias_ih_l0_reverse (9,)",
         "encoder.rnn.bias_hh_l0_reverse (9,)",
-        "bridge.weight (5, 3)", "bridge.bias (5,)",  // backward-first: h_0^bwd has H_enc = 3
-        "decoder.embedding.weight (10, 4)", "decoder.rnn.weight_ih_l0 (15, 10)",  // [E ; C] = 4 + 6
-        "decoder.rnn.weight_hh_l0 (15, 5)", "decoder.rnn.bias_ih_l0 (15,)", "decoder.rnn.bias_hh_l0 (15,)",
-        "attention.query.weight (4, 5)", "attention.key.weight (4, 6)", "attention.v.weight (1, 4)",
-        "generator.weight (10, 5)", "generator.bias (10,)"};
+        "bridge.weight (5, 3)",
+        "bridge.bias (5,)",  // backward-first: h_0^bwd has H_enc = 3
+        "decoder.embedding.weight (10, 4)",
+        "decoder.rnn.weight_ih_l0 (15, 10)",  // [E ; C] = 4 + 6
+        "decoder.rnn.weight_hh_l0 (15, 5)",
+        "decoder.rnn.bias_ih_l0 (15,)",
+        "decoder.rnn.bias_hh_l0 (15,)",
+        "attention.query.weight (4, 5)",
+        "attention.key.weight (4, 6)",
+        "attention.v.weight (1, 4)",
+        "generator.weight (10, 5)",
+        "generator.bias (10,)"};
     EXPECT_EQ(names(m), want);
 }
 
@@ -50,7 +62,7 @@ TEST(Seq2Seq, LuongAndDeepOutputParameterNames) {
     Seq2Seq m(c);
     const auto n = names(m);
     auto has = [&](const std::string& s) { return std::find(n.begin(), n.end(), s) != n.end(); };
-    EXPECT_TRUE(has("bridge.weight (10, 6)"));  // mean over C = 6, two layers of 5
+    EXPECT_TRUE(has("bridge.weight (10, 6)"));              // mean over C = 6, two layers of 5
     EXPECT_TRUE(has("decoder.rnn.weight_ih_l0 (20, 10)"));  // LSTM 4H; [E ; s̃] = 5 + 5
     EXPECT_TRUE(has("decoder.rnn.weight_ih_l1 (20, 5)"));
     EXPECT_TRUE(has("decoder.combine.weight (5, 11)"));
@@ -66,8 +78,9 @@ TEST(Seq2Seq, LuongAndDeepOutputParameterNames) {
     d.decoder.deep_output_size = 7;
     Seq2Seq md(d);
     const auto nd = names(md);
-    for (const char* s : {"decoder.deep_output.state.weight (7, 5)", "decoder.deep_output.prev.weight (7, 4)",
-                          "decoder.deep_output.context.weight (7, 6)", "generator.weight (10, 7)"})
+    for (const char* s :
+         {"decoder.deep_output.state.weight (7, 5)", "decoder.deep_output.prev.weight (7, 4)",
+          "decoder.deep_output.context.weight (7, 6)", "generator.weight (10, 7)"})
         EXPECT_NE(std::find(nd.begin(), nd.end(), s), nd.end()) << s;
 }
 
@@ -143,7 +156,8 @@ TEST(Seq2Seq, StepApiMatchesForcedScore) {
                 double sum = 0;
                 for (int i = 0; i < b.S; ++i) sum += att.at(r, i);
                 EXPECT_LE(sum, 1.0 + 1e-5);
-                for (int i = b.src_lengths[r]; i < b.S; ++i) EXPECT_EQ(att.at(r, i), 0.0f);  // padding
+                for (int i = b.src_lengths[r]; i < b.S; ++i)
+                    EXPECT_EQ(att.at(r, i), 0.0f);  // padding
             }
         }
         EXPECT_EQ(st.t, b.T);
@@ -225,7 +239,8 @@ TEST(Seq2Seq, TrainingIsDeterministicAndDropoutSamplingUseTheRng) {
     const LossStats la = a.train_step(b, opt, ra), lb = b2.train_step(b, opt, rb);
     EXPECT_EQ(la.loss, lb.loss);  // bit-identical
     ParamList pa = a.parameters(), pb = b2.parameters();
-    for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_EQ(max_abs_diff(*pa[i].grad, *pb[i].grad), 0.0) << pa[i].name;
+    for (std::size_t i = 0; i < pa.size(); ++i)
+        EXPECT_EQ(max_abs_diff(*pa[i].grad, *pb[i].grad), 0.0) << pa[i].name;
     // train mode with dropout differs from eval mode
     EXPECT_NE(la.loss, a.eval_loss(b).loss);
 }

@@ -10,7 +10,9 @@ using namespace nazar;
 using nazar::test::close_abs;
 using nazar::test::random_tensor;
 
-[[maybe_unused]] static Tensor T2(int r, int c, std::vector<float> v) { return Tensor::from({r, c}, v); }
+[[maybe_unused]] static Tensor T2(int r, int c, std::vector<float> v) {
+    return Tensor::from({r, c}, v);
+}
 
 TEST(Dropout, MaskScalingAndEval) {
     Rng rng(6);
@@ -32,7 +34,8 @@ TEST(Dropout, MaskScalingAndEval) {
     Tensor dy({1000});
     dy.fill(3.0f);
     drop.backward(dy, cache, dx);
-    for (int i = 0; i < 1000; ++i) EXPECT_FLOAT_EQ(dx[i], 1.0f + (y[i] != 0.0f ? 3.0f / 0.75f : 0.0f));
+    for (int i = 0; i < 1000; ++i)
+        EXPECT_FLOAT_EQ(dx[i], 1.0f + (y[i] != 0.0f ? 3.0f / 0.75f : 0.0f));
 
     // Same seed, same mask; eval mode is the identity and draws nothing.
     Rng a(9), b(9);

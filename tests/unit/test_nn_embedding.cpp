@@ -10,7 +10,9 @@ using namespace nazar;
 using nazar::test::close_abs;
 using nazar::test::random_tensor;
 
-[[maybe_unused]] static Tensor T2(int r, int c, std::vector<float> v) { return Tensor::from({r, c}, v); }
+[[maybe_unused]] static Tensor T2(int r, int c, std::vector<float> v) {
+    return Tensor::from({r, c}, v);
+}
 
 TEST(Embedding, LookupAndSparseGradient) {
     Rng rng(4);
@@ -57,6 +59,6 @@ TEST(Embedding, OutOfRangeIdNamesIdAndV) {
     Tensor wrong({3, 2});
     const std::vector<int32_t> ok{1, 2};
     EXPECT_THROW(emb.forward(ok, wrong), Error);
-    EXPECT_THROW(Embedding({.num_embeddings = 5, .embedding_dim = 2, .padding_idx = 5}, rng), Error);
+    EXPECT_THROW(Embedding({.num_embeddings = 5, .embedding_dim = 2, .padding_idx = 5}, rng),
+                 Error);
 }
-

@@ -13,7 +13,9 @@ using nazar::test::close_abs;
 using nazar::test::close_rel;
 using nazar::test::random_tensor;
 
-static Tensor vec(std::vector<float> v) { return Tensor::from({static_cast<int64_t>(v.size())}, v); }
+static Tensor vec(std::vector<float> v) {
+    return Tensor::from({static_cast<int64_t>(v.size())}, v);
+}
 
 // I = H = 1. W_ih = [0.5, −0.5, 1], W_hh = [1, 0.5, −1], b_ih = [0, 0, 0.1], b_hh = [0.1, 0, 0.2]
 static GRUCell one_unit_cell() {
@@ -56,7 +58,9 @@ TEST(GRUCell, OneUnitStepByHand) {
     EXPECT_NEAR(cell.grad.bias_ih[2], 0.28365870f, 1e-6);
     // x = 1, so d W_ih = d b_ih; d x = Σ_g W_ig d a_g
     EXPECT_NEAR(cell.grad.weight_ih[2], cell.grad.bias_ih[2], 1e-7);
-    EXPECT_NEAR(d_x[0], 0.5f * cell.grad.bias_ih[0] - 0.5f * cell.grad.bias_ih[1] + cell.grad.bias_ih[2], 1e-6);
+    EXPECT_NEAR(d_x[0],
+                0.5f * cell.grad.bias_ih[0] - 0.5f * cell.grad.bias_ih[1] + cell.grad.bias_ih[2],
+                1e-6);
 }
 
 TEST(GRUCell, ParamsLayoutAndInit) {
@@ -70,7 +74,8 @@ TEST(GRUCell, ParamsLayoutAndInit) {
     EXPECT_EQ(pl[1].value->shape(), (Shape{12, 4}));
     EXPECT_EQ(pl[3].name, "decoder.rnn.bias_hh");
     for (const auto& p : pl)
-        for (int64_t i = 0; i < p.value->numel(); ++i) EXPECT_LE(std::abs((*p.value)[i]), 0.5f);  // 1/sqrt(4)
+        for (int64_t i = 0; i < p.value->numel(); ++i)
+            EXPECT_LE(std::abs((*p.value)[i]), 0.5f);  // 1/sqrt(4)
     GRUCell nb({.input_size = 3, .hidden_size = 4, .bias = false}, rng);
     ParamList pl2;
     collect_params(nb.params, nb.grad, "", pl2);
@@ -135,10 +140,13 @@ struct RefGRU {
             }
     }
     void run(const std::vector<double>& dy) {
-        auto xr = affine(x, I, Wih, bih, 0), xz = affine(x, I, Wih, bih, 1), xn = affine(x, I, Wih, bih, 2);
-        auto hr = affine(h, H, Whh, bhh, 0), hz = affine(h, H, Whh, bhh, 1), hn = affine(h, H, Whh, bhh, 2);
+        auto xr = affine(x, I, Wih, bih, 0), xz = affine(x, I, Wih, bih, 1),
+             xn = affine(x, I, Wih, bih, 2);
+        auto hr = affine(h, H, Whh, bhh, 0), hz = affine(h, H, Whh, bhh, 1),
+             hn = affine(h, H, Whh, bhh, 2);
         const int M = N * H;
-        std::vector<double> r(M), z(M), n(M), dr(M), dz(M), dn(M), dxr(M), dxz(M), dxn(M), dhr(M), dhz(M), dhn(M);
+        std::vector<double> r(M), z(M), n(M), dr(M), dz(M), dn(M), dxr(M), dxz(M), dxn(M), dhr(M),
+            dhz(M), dhn(M);
         out.assign(M, 0);
         for (int i = 0; i < M; ++i) {
             r[i] = sig(xr[i] + hr[i]);
@@ -175,7 +183,9 @@ struct RefGRU {
     }
 };
 
-static std::vector<double> to_d(TensorView t) { return {t.data(), t.data() + t.numel()}; }
+static std::vector<double> to_d(TensorView t) {
+    return {t.data(), t.data() + t.numel()};
+}
 static Tensor to_f(const std::vector<double>& v, Shape s) {
     Tensor t(s);
     for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<float>(v[i]);
@@ -186,7 +196,8 @@ TEST(GRUCell, FusedStepEqualsSimpleOpsForwardAndBackward) {
     Rng rng(4);
     const int N = 3, I = 4, H = 5;
     GRUCell cell({.input_size = I, .hidden_size = H}, rng);
-    Tensor x = random_tensor(rng, {N, I}), h = random_tensor(rng, {N, H}), dy = random_tensor(rng, {N, H});
+    Tensor x = random_tensor(rng, {N, I}), h = random_tensor(rng, {N, H}),
+           dy = random_tensor(rng, {N, H});
     Tensor h_new({N, H}), d_x({N, I}), d_h({N, H});
     GRUStepCache cache;
     cell.forward(x, h, h_new, cache);
@@ -223,5 +234,6 @@ TEST(GRUCell, Errors) {
     Tensor gi({2, 12});
     EXPECT_THROW(cell.forward_projected(gi, h, h_new, cache, {.lengths = lengths, .t = 0}), Error);
     cell.forward(x, h, h_new, cache);
-    EXPECT_THROW(cell.backward(h_new, x, h, cache, TensorView(), h_new), Error);  // d_h aliases d_h_new
+    EXPECT_THROW(cell.backward(h_new, x, h, cache, TensorView(), h_new),
+                 Error);  // d_h aliases d_h_new
 }

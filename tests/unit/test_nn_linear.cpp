@@ -10,7 +10,9 @@ using namespace nazar;
 using nazar::test::close_abs;
 using nazar::test::random_tensor;
 
-[[maybe_unused]] static Tensor T2(int r, int c, std::vector<float> v) { return Tensor::from({r, c}, v); }
+[[maybe_unused]] static Tensor T2(int r, int c, std::vector<float> v) {
+    return Tensor::from({r, c}, v);
+}
 
 TEST(Linear, ForwardBackwardByHand) {
     Rng rng(1);
@@ -20,7 +22,8 @@ TEST(Linear, ForwardBackwardByHand) {
     Tensor x = T2(2, 2, {1, -1, 2, 0.5f});
     Tensor y({2, 3});
     lin.forward(x, y);
-    // row 0: [1−2+0.5, 3−4−1, 5−6+0] = [−0.5, −2, −1];  row 1: [2+1+0.5, 6+2−1, 10+3] = [3.5, 7, 13]
+    // row 0: [1−2+0.5, 3−4−1, 5−6+0] = [−0.5, −2, −1];  row 1: [2+1+0.5, 6+2−1, 10+3] = [3.5, 7,
+    // 13]
     EXPECT_TRUE(close_abs(y, T2(2, 3, {-0.5f, -2, -1, 3.5f, 7, 13}), 1e-6));
 
     Tensor dy = T2(2, 3, {1, 0, 0, 0, 1, 1});
@@ -40,7 +43,8 @@ TEST(Linear, ThreeDimensionalInputAndNoBias) {
     Linear lin({.in_features = 4, .out_features = 3, .bias = false}, rng);
     EXPECT_TRUE(lin.params.bias.empty());
     const float bound = 0.5f;  // 1/sqrt(4)
-    for (int64_t i = 0; i < lin.params.weight.numel(); ++i) EXPECT_LE(std::abs(lin.params.weight[i]), bound);
+    for (int64_t i = 0; i < lin.params.weight.numel(); ++i)
+        EXPECT_LE(std::abs(lin.params.weight[i]), bound);
     Tensor x = random_tensor(rng, {2, 5, 4});
     Tensor y({2, 5, 3}), y2({10, 3});
     lin.forward(x, y);
@@ -63,4 +67,3 @@ TEST(Linear, Errors) {
     Tensor dxbad({2, 5});
     EXPECT_THROW(lin.backward(y, x4, dxbad), Error);
 }
-

@@ -12,8 +12,12 @@ using nazar::test::close_abs;
 using nazar::test::close_rel;
 using nazar::test::random_tensor;
 
-static Tensor vec(std::vector<float> v) { return Tensor::from({static_cast<int64_t>(v.size())}, v); }
-static Tensor scalar(float v) { return Tensor::from({1, 1}, std::vector<float>{v}); }
+static Tensor vec(std::vector<float> v) {
+    return Tensor::from({static_cast<int64_t>(v.size())}, v);
+}
+static Tensor scalar(float v) {
+    return Tensor::from({1, 1}, std::vector<float>{v});
+}
 
 TEST(LSTMCell, OneUnitStepByHand) {
     Rng rng(1);
@@ -44,7 +48,8 @@ TEST(LSTMCell, OneUnitStepByHand) {
 TEST(LSTMCell, ProjectedEqualsRawInputAndMaskedRowsKeepState) {
     Rng rng(3);
     LSTMCell cell({.input_size = 4, .hidden_size = 5}, rng);
-    Tensor x = random_tensor(rng, {3, 4}), h = random_tensor(rng, {3, 5}), c = random_tensor(rng, {3, 5});
+    Tensor x = random_tensor(rng, {3, 4}), h = random_tensor(rng, {3, 5}),
+           c = random_tensor(rng, {3, 5});
     Tensor gi({3, 20}), h1({3, 5}), c1({3, 5}), h2({3, 5}), c2({3, 5});
     LSTMStepCache k1, k2;
     cell.forward(x, h, c, h1, c1, k1);
@@ -72,7 +77,8 @@ TEST(LSTMCell, FusedStepEqualsSimpleOpsForwardAndBackward) {
     Rng rng(4);
     const int N = 3, I = 4, H = 5;
     LSTMCell cell({.input_size = I, .hidden_size = H}, rng);
-    Tensor x = random_tensor(rng, {N, I}), h = random_tensor(rng, {N, H}), c = random_tensor(rng, {N, H});
+    Tensor x = random_tensor(rng, {N, I}), h = random_tensor(rng, {N, H}),
+           c = random_tensor(rng, {N, H});
     Tensor dy = random_tensor(rng, {N, H}), dcy = random_tensor(rng, {N, H});
     Tensor h_new({N, H}), c_new({N, H}), d_x({N, I}), d_h({N, H}), d_c({N, H});
     LSTMStepCache cache;
@@ -90,8 +96,8 @@ TEST(LSTMCell, FusedStepEqualsSimpleOpsForwardAndBackward) {
     };
     Tensor ref_h({N, H}), ref_c({N, H}), ref_dx({N, I}), ref_dh({N, H}), ref_dc({N, H});
     Tensor ref_dWih({4 * H, I}), ref_dWhh({4 * H, H}), ref_db({4 * H});
-    std::vector<double> acc_dx(N * I, 0), acc_dh(N * H, 0), acc_dWih(4 * H * I, 0), acc_dWhh(4 * H * H, 0),
-        acc_db(4 * H, 0);
+    std::vector<double> acc_dx(N * I, 0), acc_dh(N * H, 0), acc_dWih(4 * H * I, 0),
+        acc_dWhh(4 * H * H, 0), acc_db(4 * H, 0);
     for (int n = 0; n < N; ++n)
         for (int j = 0; j < H; ++j) {
             const double i = sig(pre(0, n, j)), f = sig(pre(1, n, j)), g = std::tanh(pre(2, n, j)),
@@ -150,5 +156,6 @@ TEST(LSTMCell, ParamsAndErrors) {
     EXPECT_THROW(cell.forward_projected(gi, h, c, hn, cn, cache), Error);
     cell.forward(x, h, c, hn, cn, cache);
     Tensor d_h({2, 4});
-    EXPECT_THROW(cell.backward(hn, cn, x, h, c, cache, TensorView(), d_h, cn), Error);  // d_c aliases d_c_new
+    EXPECT_THROW(cell.backward(hn, cn, x, h, c, cache, TensorView(), d_h, cn),
+                 Error);  // d_c aliases d_c_new
 }

@@ -15,13 +15,18 @@ using nazar::test::random_tensor;
 
 TEST(RNN, TorchNamesOrderAndShapes) {
     Rng rng(1);
-    RNN rnn({.cell = CellType::lstm, .input_size = 3, .hidden_size = 4, .num_layers = 2, .bidirectional = true}, rng);
+    RNN rnn({.cell = CellType::lstm,
+             .input_size = 3,
+             .hidden_size = 4,
+             .num_layers = 2,
+             .bidirectional = true},
+            rng);
     ParamList pl;
     collect_params(rnn.params, rnn.grad, "encoder.rnn.", pl);
     const std::vector<std::string> want{
-        "weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0",
+        "weight_ih_l0",         "weight_hh_l0",         "bias_ih_l0",         "bias_hh_l0",
         "weight_ih_l0_reverse", "weight_hh_l0_reverse", "bias_ih_l0_reverse", "bias_hh_l0_reverse",
-        "weight_ih_l1", "weight_hh_l1", "bias_ih_l1", "bias_hh_l1",
+        "weight_ih_l1",         "weight_hh_l1",         "bias_ih_l1",         "bias_hh_l1",
         "weight_ih_l1_reverse", "weight_hh_l1_reverse", "bias_ih_l1_reverse", "bias_hh_l1_reverse"};
     ASSERT_EQ(pl.size(), want.size());
     for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(pl[i].name, "encoder.rnn." + want[i]);
@@ -46,8 +51,8 @@ struct Result {
 };
 
 // Runs forward + backward on a (B, T) batch with given initial states and upstream gradients.
-static Result run(RNN& rnn, TensorView x, std::span<const int> lengths, const RNNState& init, TensorView d_out,
-                  const RNNState& d_final) {
+static Result run(RNN& rnn, TensorView x, std::span<const int> lengths, const RNNState& init,
+                  TensorView d_out, const RNNState& d_final) {
     const int B = x.dim(0), T = x.dim(1);
     Result r;
     r.out = Tensor({B, T, rnn.output_size()});
@@ -79,15 +84,19 @@ TEST_P(RNNBoth, PaddedBatchEqualsEachSentenceAlone) {
     const bool lstm = cell == CellType::lstm;
     Rng rng(2);
     const int B = 3, T = 5, I = 3, H = 4;
-    RNN rnn({.cell = cell, .input_size = I, .hidden_size = H, .num_layers = 2, .bidirectional = true}, rng);
+    RNN rnn(
+        {.cell = cell, .input_size = I, .hidden_size = H, .num_layers = 2, .bidirectional = true},
+        rng);
     const int LD = 4, C = 2 * H;
     const std::vector<int> lengths{5, 2, 3};
     Tensor x = random_tensor(rng, {B, T, I});
     for (int b = 0; b < B; ++b)  // garbage in the padding must not matter
         for (int t = lengths[b]; t < T; ++t) x.select(b).select(t).fill(1e3f);
-    RNNState init{random_tensor(rng, {LD, B, H}), lstm ? random_tensor(rng, {LD, B, H}) : Tensor({0})};
+    RNNState init{random_tensor(rng, {LD, B, H}),
+                  lstm ? random_tensor(rng, {LD, B, H}) : Tensor({0})};
     Tensor d_out = random_tensor(rng, {B, T, C});
-    RNNState d_final{random_tensor(rng, {LD, B, H}), lstm ? random_tensor(rng, {LD, B, H}) : Tensor({0})};
+    RNNState d_final{random_tensor(rng, {LD, B, H}),
+                     lstm ? random_tensor(rng, {LD, B, H}) : Tensor({0})};
     Result all = run(rnn, x, lengths, init, d_out, d_final);
 
     RNNParams grad_sum = all.grad;
@@ -103,13 +112,15 @@ TEST_P(RNNBoth, PaddedBatchEqualsEachSentenceAlone) {
         Result one = run(rnn, xb, len1, ib, dob, db);
         SCOPED_TRACE("sentence " + std::to_string(b));
         EXPECT_TRUE(close_abs(all.out.select(b).slice(0, L), one.out.select(0), 1e-6));
-        for (int t = L; t < T; ++t) EXPECT_TRUE(close_abs(all.out.select(b).select(t), Tensor({C}), 0));
+        for (int t = L; t < T; ++t)
+            EXPECT_TRUE(close_abs(all.out.select(b).select(t), Tensor({C}), 0));
         EXPECT_TRUE(close_abs(state_of(all.final.h, b), one.final.h, 1e-6));
         if (lstm) {
             EXPECT_TRUE(close_abs(state_of(all.final.c, b), one.final.c, 1e-6));
         }
         EXPECT_TRUE(close_abs(all.d_x.select(b).slice(0, L), one.d_x.select(0), 1e-6));
-        for (int t = L; t < T; ++t) EXPECT_TRUE(close_abs(all.d_x.select(b).select(t), Tensor({I}), 0));
+        for (int t = L; t < T; ++t)
+            EXPECT_TRUE(close_abs(all.d_x.select(b).select(t), Tensor({I}), 0));
         EXPECT_TRUE(close_abs(state_of(all.d_init.h, b), one.d_init.h, 1e-6));
         if (lstm) {
             EXPECT_TRUE(close_abs(state_of(all.d_init.c, b), one.d_init.c, 1e-6));
@@ -140,7 +151,12 @@ TEST_P(RNNBoth, EqualsStepByStepCells) {
     const bool lstm = cell == CellType::lstm;
     Rng rng(3);
     const int B = 2, T = 4, I = 3, H = 5, LAYERS = 2, D = 2, C = D * H;
-    RNN rnn({.cell = cell, .input_size = I, .hidden_size = H, .num_layers = LAYERS, .bidirectional = true}, rng);
+    RNN rnn({.cell = cell,
+             .input_size = I,
+             .hidden_size = H,
+             .num_layers = LAYERS,
+             .bidirectional = true},
+            rng);
     const std::vector<int> lengths{4, 3};
     Tensor x = random_tensor(rng, {B, T, I}), d_out = random_tensor(rng, {B, T, C});
     Result all = run(rnn, x, lengths, RNNState{}, d_out, RNNState{});
@@ -181,19 +197,25 @@ TEST_P(RNNBoth, EqualsStepByStepCells) {
                     const int t = d == 0 ? s : L - 1 - s;
                     const TensorView xt = layer_in[k].slice(t, t + 1);
                     if (lstm)
-                        lstms[idx].forward(xt, hs[idx][s], cs[idx][s], hs[idx][s + 1], cs[idx][s + 1], lc[idx][s]);
+                        lstms[idx].forward(xt, hs[idx][s], cs[idx][s], hs[idx][s + 1],
+                                           cs[idx][s + 1], lc[idx][s]);
                     else
                         grus[idx].forward(xt, hs[idx][s], hs[idx][s + 1], gc[idx][s]);
-                    layer_in[k + 1].select(t).reshape({C}).slice(d * H, (d + 1) * H).copy_from(
-                        hs[idx][s + 1].reshape({H}));
+                    layer_in[k + 1]
+                        .select(t)
+                        .reshape({C})
+                        .slice(d * H, (d + 1) * H)
+                        .copy_from(hs[idx][s + 1].reshape({H}));
                 }
             }
         }
         SCOPED_TRACE("sentence " + std::to_string(b));
-        EXPECT_TRUE(close_abs(all.out.select(b).slice(0, L).reshape({L, C}), layer_in[LAYERS], 1e-6));
+        EXPECT_TRUE(
+            close_abs(all.out.select(b).slice(0, L).reshape({L, C}), layer_in[LAYERS], 1e-6));
         for (int k = 0; k < LAYERS; ++k)
             for (int d = 0; d < D; ++d)
-                EXPECT_TRUE(close_abs(all.final.h.select(k * D + d).select(b), hs[k * D + d][L].reshape({H}), 1e-6));
+                EXPECT_TRUE(close_abs(all.final.h.select(k * D + d).select(b),
+                                      hs[k * D + d][L].reshape({H}), 1e-6));
         // backward
         std::vector<Tensor> d_layer(LAYERS + 1);
         d_layer[LAYERS] = Tensor({L, C});
@@ -209,9 +231,11 @@ TEST_P(RNNBoth, EqualsStepByStepCells) {
                     for (int j = 0; j < H; ++j) dh_new[j] += d_layer[k + 1].at(t, d * H + j);
                     dh.zero();
                     dc.zero();
-                    const TensorView xt = layer_in[k].slice(t, t + 1), dxt = d_layer[k].slice(t, t + 1);
+                    const TensorView xt = layer_in[k].slice(t, t + 1),
+                                     dxt = d_layer[k].slice(t, t + 1);
                     if (lstm)
-                        lstms[idx].backward(dh_new, dc_new, xt, hs[idx][s], cs[idx][s], lc[idx][s], dxt, dh, dc);
+                        lstms[idx].backward(dh_new, dc_new, xt, hs[idx][s], cs[idx][s], lc[idx][s],
+                                            dxt, dh, dc);
                     else
                         grus[idx].backward(dh_new, xt, hs[idx][s], gc[idx][s], dxt, dh);
                 }
@@ -229,7 +253,9 @@ TEST_P(RNNBoth, EqualsStepByStepCells) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cells, RNNBoth, ::testing::Values(CellType::gru, CellType::lstm),
-                         [](const auto& info) { return info.param == CellType::gru ? "gru" : "lstm"; });
+                         [](const auto& info) {
+                             return info.param == CellType::gru ? "gru" : "lstm";
+                         });
 
 TEST(RNN, DropoutBetweenLayersOnlyInTraining) {
     Rng rng(4);
@@ -253,7 +279,8 @@ TEST(RNN, DropoutBetweenLayersOnlyInTraining) {
 
 TEST(RNN, ZeroLengthSentenceKeepsInitialState) {
     Rng rng(5);
-    RNN rnn({.cell = CellType::lstm, .input_size = 2, .hidden_size = 3, .bidirectional = true}, rng);
+    RNN rnn({.cell = CellType::lstm, .input_size = 2, .hidden_size = 3, .bidirectional = true},
+            rng);
     Tensor x = random_tensor(rng, {2, 3, 2}), out({2, 3, 6});
     RNNState init{random_tensor(rng, {2, 2, 3}), random_tensor(rng, {2, 2, 3})}, f;
     RNNCache cache;
@@ -283,7 +310,8 @@ TEST(RNN, Errors) {
     }
     EXPECT_THROW(rnn.forward(x, wrong_count, {}, out, f, cache, rng, Mode::eval), Error);
     RNNState with_c{Tensor({2, 2, 4}), Tensor({2, 2, 4})};
-    EXPECT_THROW(rnn.forward(x, ok, with_c, out, f, cache, rng, Mode::eval), Error);  // a GRU has no c
+    EXPECT_THROW(rnn.forward(x, ok, with_c, out, f, cache, rng, Mode::eval),
+                 Error);  // a GRU has no c
     RNNState bad_h{Tensor({1, 2, 4}), Tensor({0})};
     EXPECT_THROW(rnn.forward(x, ok, bad_h, out, f, cache, rng, Mode::eval), Error);
     rnn.forward(x, ok, {}, out, f, cache, rng, Mode::eval);
@@ -296,18 +324,25 @@ TEST(RNN, Errors) {
 // keeps every cache buffer where it was (resize() reuses memory; nothing allocates per step).
 TEST(RNN, CacheBuffersAreReusedAcrossBatches) {
     Rng rng(7);
-    RNN rnn({.cell = CellType::lstm, .input_size = 3, .hidden_size = 4, .num_layers = 2, .bidirectional = true}, rng);
+    RNN rnn({.cell = CellType::lstm,
+             .input_size = 3,
+             .hidden_size = 4,
+             .num_layers = 2,
+             .bidirectional = true},
+            rng);
     Tensor x = random_tensor(rng, {3, 5, 3}), out({3, 5, 8}), d_x({3, 5, 3});
     RNNState f, d_init;
     RNNCache cache;
     rnn.forward(x, {}, {}, out, f, cache, rng, Mode::train);
     rnn.backward(out, {}, cache, d_x, d_init);
     std::vector<const float*> before;
-    for (const auto& d : cache.dirs) before.insert(before.end(), {d.gates.data(), d.h.data(), d.c.data(), d.tanh_c.data()});
+    for (const auto& d : cache.dirs)
+        before.insert(before.end(), {d.gates.data(), d.h.data(), d.c.data(), d.tanh_c.data()});
     Tensor x2 = random_tensor(rng, {2, 4, 3}), out2({2, 4, 8}), d_x2({2, 4, 3});
     rnn.forward(x2, {}, {}, out2, f, cache, rng, Mode::train);
     rnn.backward(out2, {}, cache, d_x2, d_init);
     std::vector<const float*> after;
-    for (const auto& d : cache.dirs) after.insert(after.end(), {d.gates.data(), d.h.data(), d.c.data(), d.tanh_c.data()});
+    for (const auto& d : cache.dirs)
+        after.insert(after.end(), {d.gates.data(), d.h.data(), d.c.data(), d.tanh_c.data()});
     EXPECT_EQ(before, after);
 }

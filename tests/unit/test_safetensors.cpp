@@ -8,13 +8,13 @@
 
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <csignal>
 #include <cstdint>
 #include <cstring>
-#include <dirent.h>
 #include <string>
-#include <sys/resource.h>
-#include <unistd.h>
 #include <vector>
 
 namespace nazar {
@@ -64,7 +64,8 @@ TEST(Safetensors, ParsesHandBuiltFile) {
     const std::string h =
         R"({"b":{"dtype":"I64","shape":[2],"data_offsets":[24,40]},)"
         R"("a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},"__metadata__":{"k":"v"}})";
-    const auto st = parse_safetensors(image(h, raw<float>({1, 2, 3, 4, 5, 6}) + raw<int64_t>({-3, 16777216})));
+    const auto st =
+        parse_safetensors(image(h, raw<float>({1, 2, 3, 4, 5, 6}) + raw<int64_t>({-3, 16777216})));
     ASSERT_EQ(st.size(), 2u);
     EXPECT_EQ(st.get("a").shape(), (Shape{2, 3}));
     EXPECT_EQ(st.get("a").at(1, 2), 6.0f);
@@ -83,7 +84,8 @@ TEST(Safetensors, SerializeLayoutIsTheFormat) {
     std::memcpy(&n, bytes.data(), 8);
     EXPECT_EQ(n % 8, 0u);  // header padded with spaces to 8 bytes
     const std::string header = bytes.substr(8, n);
-    EXPECT_EQ(header.substr(0, header.find_last_not_of(' ') + 1), R"({"x":{"data_offsets":[0,8],"dtype":"F32","shape":[2]}})");
+    EXPECT_EQ(header.substr(0, header.find_last_not_of(' ') + 1),
+              R"({"x":{"data_offsets":[0,8],"dtype":"F32","shape":[2]}})");
     EXPECT_EQ(bytes.substr(8 + n), raw<float>({1.5f, -2}));
 }
 
@@ -95,7 +97,8 @@ TEST(Safetensors, RoundTripIsExactAndDeterministic) {
     EXPECT_EQ(back.names(), st.names());
     for (const auto& name : st.names()) {
         ASSERT_EQ(back.get(name).shape(), st.get(name).shape()) << name;
-        for (int64_t i = 0; i < st.get(name).numel(); ++i) EXPECT_EQ(back.get(name)[i], st.get(name)[i]) << name;
+        for (int64_t i = 0; i < st.get(name).numel(); ++i)
+            EXPECT_EQ(back.get(name)[i], st.get(name)[i]) << name;
     }
     EXPECT_EQ(back.metadata, st.metadata);
     EXPECT_EQ(serialize_safetensors(back), bytes);
@@ -104,7 +107,8 @@ TEST(Safetensors, RoundTripIsExactAndDeterministic) {
 // python/nazar_torch.py writes the same bytes as nazar for an all-F32 file (the fixture
 // linear_nobias has no integer tensors), so files move both ways without the safetensors package.
 TEST(Safetensors, PythonWrittenFileReserializesByteForByte) {
-    const std::string path = std::string(NAZAR_SOURCE_DIR) + "/tests/parity/fixtures/linear_nobias.safetensors";
+    const std::string path =
+        std::string(NAZAR_SOURCE_DIR) + "/tests/parity/fixtures/linear_nobias.safetensors";
     const std::string bytes = read_file(path);
     const SafeTensors st = parse_safetensors(bytes, path);
     EXPECT_EQ(st.meta("case"), "linear_nobias");
@@ -114,7 +118,8 @@ TEST(Safetensors, PythonWrittenFileReserializesByteForByte) {
 TEST(Safetensors, ConvertsF64AndIntegers) {
     const std::string h = R"({"d":{"dtype":"F64","shape":[2],"data_offsets":[0,16]},)"
                           R"("i":{"dtype":"I32","shape":[3],"data_offsets":[16,28]}})";
-    const auto st = parse_safetensors(image(h, raw<double>({0.1, -1e30}) + raw<int32_t>({0, -7, 1 << 30})));
+    const auto st =
+        parse_safetensors(image(h, raw<double>({0.1, -1e30}) + raw<int32_t>({0, -7, 1 << 30})));
     EXPECT_EQ(st.get("d")[0], 0.1f);
     EXPECT_EQ(st.get("d")[1], -1e30f);
     EXPECT_EQ(st.get("i")[1], -7.0f);
@@ -122,14 +127,18 @@ TEST(Safetensors, ConvertsF64AndIntegers) {
 }
 
 TEST(Safetensors, RejectsInexactIntegersAndF64Overflow) {
-    expect_error(image(R"({"i":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})", raw<int64_t>({16777217})),
+    expect_error(image(R"({"i":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})",
+                       raw<int64_t>({16777217})),
                  "16777217 at index 0 is not exactly representable");
-    expect_error(image(R"({"i":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}})", raw<int32_t>({1, 123456789})),
+    expect_error(image(R"({"i":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}})",
+                       raw<int32_t>({1, 123456789})),
                  "123456789 at index 1");
-    expect_error(image(R"({"i":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})", raw<int64_t>({INT64_MAX})),
+    expect_error(image(R"({"i":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})",
+                       raw<int64_t>({INT64_MAX})),
                  "not exactly representable");
-    expect_error(image(R"({"d":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", raw<double>({1e300})),
-                 "outside float32 range");
+    expect_error(
+        image(R"({"d":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", raw<double>({1e300})),
+        "outside float32 range");
 }
 
 struct BadCase {
@@ -157,36 +166,61 @@ TEST(Safetensors, HostileHeadersGiveOneLineErrors) {
         {"invalid JSON", image("{\"a\":"), "invalid JSON"},
         {"garbage JSON", image("{\x01\n\x02}"), "invalid JSON"},
         {"entry not object", image(R"({"a":3})"), "entry 'a' must be an object"},
-        {"missing field", image(R"({"a":{"dtype":"F32","shape":[2]}})", d8), "needs dtype, shape and data_offsets"},
+        {"missing field", image(R"({"a":{"dtype":"F32","shape":[2]}})", d8),
+         "needs dtype, shape and data_offsets"},
         {"unexpected key", image(R"({"a":{)" + ok + R"(,"x":1}})", d8), "unexpected key 'x'"},
-        {"unknown dtype", image(R"({"a":{"dtype":"Q7","shape":[2],"data_offsets":[0,8]}})", d8), "unknown dtype 'Q7'"},
-        {"unsupported dtype", image(R"({"a":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}})", d8), "dtype F16"},
-        {"dtype not string", image(R"({"a":{"dtype":1,"shape":[2],"data_offsets":[0,8]}})", d8), "dtype must be a string"},
-        {"negative dim", image(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", d8), "non-negative"},
-        {"float dim", image(R"({"a":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}})", d8), "non-negative integers"},
-        {"huge dim", image(R"({"a":{"dtype":"F32","shape":[99999999999],"data_offsets":[0,8]}})", d8), "too large"},
+        {"unknown dtype", image(R"({"a":{"dtype":"Q7","shape":[2],"data_offsets":[0,8]}})", d8),
+         "unknown dtype 'Q7'"},
+        {"unsupported dtype",
+         image(R"({"a":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}})", d8), "dtype F16"},
+        {"dtype not string", image(R"({"a":{"dtype":1,"shape":[2],"data_offsets":[0,8]}})", d8),
+         "dtype must be a string"},
+        {"negative dim", image(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", d8),
+         "non-negative"},
+        {"float dim", image(R"({"a":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}})", d8),
+         "non-negative integers"},
+        {"huge dim",
+         image(R"({"a":{"dtype":"F32","shape":[99999999999],"data_offsets":[0,8]}})", d8),
+         "too large"},
         {"overflowing shape",
-         image(R"({"a":{"dtype":"F32","shape":[2147483647,2147483647,2147483647,2147483647],"data_offsets":[0,8]}})", d8),
+         image(
+             R"({"a":{"dtype":"F32","shape":[2147483647,2147483647,2147483647,2147483647],"data_offsets":[0,8]}})",
+             d8),
          "shape overflows"},
-        {"5 dims", image(R"({"a":{"dtype":"F32","shape":[1,1,1,1,2],"data_offsets":[0,8]}})", d8), "5 dimensions"},
-        {"shape vs offsets", image(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", d8), "= 12 bytes"},
-        {"offsets not pair", image(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", d8), "[begin, end]"},
-        {"offsets reversed", image(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", d8), "reversed"},
-        {"offsets beyond data", image(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", d8), "beyond the 8"},
-        {"offsets huge", image(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[18446744073709551615,18446744073709551615]}})", d8),
+        {"5 dims", image(R"({"a":{"dtype":"F32","shape":[1,1,1,1,2],"data_offsets":[0,8]}})", d8),
+         "5 dimensions"},
+        {"shape vs offsets", image(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", d8),
+         "= 12 bytes"},
+        {"offsets not pair", image(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", d8),
+         "[begin, end]"},
+        {"offsets reversed", image(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", d8),
+         "reversed"},
+        {"offsets beyond data",
+         image(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", d8), "beyond the 8"},
+        {"offsets huge",
+         image(
+             R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[18446744073709551615,18446744073709551615]}})",
+             d8),
          "beyond the 8"},
         {"overlap",
-         image(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", d8),
+         image(
+             R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+             d8),
          "overlap"},
         {"gap", image(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", d8), "gap"},
-        {"trailing data", image(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", d8), "tensors cover 4"},
-        {"duplicate name", image(R"({"a":{)" + ok + R"(},"a":{)" + ok + "}}", d8), "duplicate key 'a'"},
-        {"duplicate field", image(R"({"a":{"dtype":"F32","dtype":"F32","shape":[2],"data_offsets":[0,8]}})", d8),
+        {"trailing data", image(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", d8),
+         "tensors cover 4"},
+        {"duplicate name", image(R"({"a":{)" + ok + R"(},"a":{)" + ok + "}}", d8),
+         "duplicate key 'a'"},
+        {"duplicate field",
+         image(R"({"a":{"dtype":"F32","dtype":"F32","shape":[2],"data_offsets":[0,8]}})", d8),
          "duplicate key 'dtype'"},
         {"empty name", image(R"({"":{)" + ok + "}}", d8), "empty tensor name"},
         {"metadata not object", image(R"({"__metadata__":[1]})"), "__metadata__ must be an object"},
         {"metadata not string", image(R"({"__metadata__":{"k":1}})"), "entry 'k' must be a string"},
-        {"deep nesting", image("{\"a\":" + std::string(200000, '[') + std::string(200000, ']') + "}"), "must be an object"},
+        {"deep nesting",
+         image("{\"a\":" + std::string(200000, '[') + std::string(200000, ']') + "}"),
+         "must be an object"},
         {"unterminated deep nesting", image("{\"a\":" + std::string(200000, '[')), "invalid JSON"},
         {"invalid UTF-8", image("{\"\xff\":1}"), "invalid JSON"},
     };
@@ -199,7 +233,8 @@ TEST(Safetensors, HostileHeadersGiveOneLineErrors) {
 TEST(Safetensors, EveryTruncationIsAnError) {
     const std::string bytes = serialize_safetensors(sample());
     for (std::size_t len = 0; len < bytes.size(); ++len) {
-        EXPECT_THROW(parse_safetensors(std::string_view(bytes).substr(0, len)), Error) << "length " << len;
+        EXPECT_THROW(parse_safetensors(std::string_view(bytes).substr(0, len)), Error)
+            << "length " << len;
     }
     EXPECT_NO_THROW(parse_safetensors(bytes));
 }
@@ -237,8 +272,7 @@ TEST(Safetensors, RandomHeaderEditsNeverCrash) {
     for (int iter = 0; iter < 3000; ++iter) {
         std::string b = bytes;
         const int edits = 1 + static_cast<int>(rng.below(3));
-        for (int k = 0; k < edits; ++k)
-            b[8 + rng.below(n)] = alphabet[rng.below(alphabet.size())];
+        for (int k = 0; k < edits; ++k) b[8 + rng.below(n)] = alphabet[rng.below(alphabet.size())];
         try {
             parse_safetensors(b);
         } catch (const Error& e) {
@@ -254,7 +288,8 @@ TEST(Safetensors, MissingTensorsAndMetadataNameThemselves) {
         st.get("decoder.rnn.weight_ih_l0");
         ADD_FAILURE();
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("'m.safetensors': no tensor named 'decoder.rnn.weight_ih_l0'"),
+        EXPECT_NE(std::string(e.what()).find(
+                      "'m.safetensors': no tensor named 'decoder.rnn.weight_ih_l0'"),
                   std::string::npos)
             << e.what();
     }
@@ -266,7 +301,11 @@ TEST(Safetensors, MissingTensorsAndMetadataNameThemselves) {
 struct P {
     Tensor weight{Shape{2, 3}};
     Tensor bias{Shape{2}};
-    template <class F> void visit(F&& f) { f("weight", weight); f("bias", bias); }
+    template <class F>
+    void visit(F&& f) {
+        f("weight", weight);
+        f("bias", bias);
+    }
 };
 
 TEST(Safetensors, ParamsByName) {
@@ -319,7 +358,8 @@ protected:
         std::vector<std::string> out;
         if (DIR* d = ::opendir(dir.c_str())) {
             while (dirent* e = ::readdir(d))
-                if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") out.push_back(e->d_name);
+                if (std::string(e->d_name) != "." && std::string(e->d_name) != "..")
+                    out.push_back(e->d_name);
             ::closedir(d);
         }
         return out;
@@ -345,7 +385,9 @@ TEST_F(FileIo, ReadErrorsNameThePath) {
         read_file(dir + "/missing.bin");
         ADD_FAILURE();
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("missing.bin': No such file or directory"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("missing.bin': No such file or directory"),
+                  std::string::npos)
+            << e.what();
     }
     EXPECT_THROW(read_file(dir), Error);  // a directory
     EXPECT_THROW(load_safetensors(dir + "/missing.safetensors"), Error);

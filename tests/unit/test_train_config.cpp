@@ -28,8 +28,10 @@ TEST(TrainConfig, TableIsConsistent) {
     std::set<std::string> keys;
     for (const auto& k : config_keys()) {
         EXPECT_TRUE(keys.insert(k.key).second) << "duplicate key " << k.key;
-        EXPECT_TRUE(std::string_view(k.section) == "data" || std::string_view(k.section) == "model" ||
-                    std::string_view(k.section) == "training") << k.key;
+        EXPECT_TRUE(std::string_view(k.section) == "data" ||
+                    std::string_view(k.section) == "model" ||
+                    std::string_view(k.section) == "training")
+            << k.key;
         EXPECT_GT(std::string_view(k.help).size(), 5u) << k.key;
         EXPECT_EQ(find_config_key(flag_name(k)), &k) << flag_name(k);
         // Every default is accepted by its own parser, and printed back the same way.
@@ -87,8 +89,10 @@ TEST(TrainConfig, ErrorsAreOneLineWithTheValues) {
         {"optimizer", "rmsprop", "--x: optimizer: 'rmsprop' is not one of adam, adamw, sgd"},
     };
     for (const auto& tc : cases) {
-        const std::string msg = usage_message([&] { set_config_value(c, tc.key, tc.value, "--x"); });
-        EXPECT_EQ(msg.substr(0, std::string_view(tc.expected).size()), tc.expected) << tc.key << "=" << tc.value;
+        const std::string msg =
+            usage_message([&] { set_config_value(c, tc.key, tc.value, "--x"); });
+        EXPECT_EQ(msg.substr(0, std::string_view(tc.expected).size()), tc.expected)
+            << tc.key << "=" << tc.value;
         EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     }
     EXPECT_EQ(usage_message([&] { set_config_value(c, "learning_rat", "1", "--x"); }),
@@ -167,8 +171,10 @@ TEST(TrainConfig, ValidateCrossKeyChecks) {
     c = ok;
     c.attention = "dot";  // d_h = 2 x 128 = 256, d_s = 100
     c.decoder_hidden_size = 100;
-    EXPECT_EQ(msg(c), "attention 'dot' needs d_s == d_h, got d_s = 100 (decoder_hidden_size) and d_h = 256 "
-                      "(hidden_size 128 x 2, bidirectional); use attention: general, or make the sizes equal");
+    EXPECT_EQ(
+        msg(c),
+        "attention 'dot' needs d_s == d_h, got d_s = 100 (decoder_hidden_size) and d_h = 256 "
+        "(hidden_size 128 x 2, bidirectional); use attention: general, or make the sizes equal");
     c.decoder_hidden_size = 0;  // d_s defaults to d_h
     EXPECT_EQ(msg(c), "");
     c = ok;
@@ -190,7 +196,8 @@ TEST(TrainConfig, JsonRoundTripAndChangedKeys) {
     EXPECT_EQ(back.lr, c.lr);
     EXPECT_EQ(back.metrics_log, "m.jsonl");
     EXPECT_TRUE(changed_keys(c, back).empty());
-    EXPECT_EQ(changed_keys(c, TrainConfig::defaults()), (std::vector<std::string>{"hidden_size", "lr", "metrics_log"}));
+    EXPECT_EQ(changed_keys(c, TrainConfig::defaults()),
+              (std::vector<std::string>{"hidden_size", "lr", "metrics_log"}));
     EXPECT_FALSE(find_config_key("hidden_size")->resumable);
     EXPECT_TRUE(find_config_key("max_steps")->resumable);
 }
@@ -198,7 +205,8 @@ TEST(TrainConfig, JsonRoundTripAndChangedKeys) {
 TEST(TrainConfig, HelpTextNamesTypeRangeAndDefault) {
     EXPECT_EQ(describe_key(*find_config_key("dropout")),
               "Dropout between stacked RNN layers (encoder and decoder) [0, 1) (default: 0)");
-    EXPECT_EQ(describe_key(*find_config_key("cell")), "Recurrent cell of encoder and decoder {gru, lstm} (default: gru)");
+    EXPECT_EQ(describe_key(*find_config_key("cell")),
+              "Recurrent cell of encoder and decoder {gru, lstm} (default: gru)");
 }
 
 }  // namespace

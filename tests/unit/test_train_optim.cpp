@@ -26,8 +26,12 @@ struct Scalar {
 struct Model {
     Tensor w, b, emb, gw, gb, gemb;
     explicit Model(Rng& rng)
-        : w(random_tensor(rng, {7, 5})), b(random_tensor(rng, {5})), emb(random_tensor(rng, {300, 70})),
-          gw({7, 5}), gb({5}), gemb({300, 70}) {}
+        : w(random_tensor(rng, {7, 5})),
+          b(random_tensor(rng, {5})),
+          emb(random_tensor(rng, {300, 70})),
+          gw({7, 5}),
+          gb({5}),
+          gemb({300, 70}) {}
     ParamList list() { return {{"w", &w, &gw}, {"b", &b, &gb}, {"emb", &emb, &gemb}}; }
     void random_grads(Rng& rng) {
         for (Tensor* g : {&gw, &gb, &gemb}) rng.fill_uniform(*g, -1, 1);
@@ -35,15 +39,20 @@ struct Model {
 };
 
 bool bit_equal(const Tensor& a, const Tensor& b) {
-    return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), sizeof(float) * a.numel()) == 0;
+    return a.shape() == b.shape() &&
+           std::memcmp(a.data(), b.data(), sizeof(float) * a.numel()) == 0;
 }
 
 Optimizer make(OptimKind kind, ParamList params) {
     switch (kind) {
         case OptimKind::sgd:
-            return Optimizer::sgd(std::move(params), {.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true});
-        case OptimKind::adam: return Optimizer::adam(std::move(params), {.lr = 1e-2, .weight_decay = 1e-2});
-        case OptimKind::adamw: return Optimizer::adamw(std::move(params), {.lr = 1e-2, .weight_decay = 0.1});
+            return Optimizer::sgd(
+                std::move(params),
+                {.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true});
+        case OptimKind::adam:
+            return Optimizer::adam(std::move(params), {.lr = 1e-2, .weight_decay = 1e-2});
+        case OptimKind::adamw:
+            return Optimizer::adamw(std::move(params), {.lr = 1e-2, .weight_decay = 0.1});
     }
     NZ_FAIL("unreachable");
 }
@@ -200,14 +209,16 @@ TEST(Optimizer, LoadStateRejectsMismatches) {
     SafeTensors bad_step = adam_state;
     bad_step.metadata["optim.step"] = "2.5";
     EXPECT_THROW(adam.load_state(bad_step), Error);
-    EXPECT_EQ(adam.steps(), 0);  // failed loads changed nothing
+    EXPECT_EQ(adam.steps(), 0);   // failed loads changed nothing
     adam.load_state(adam_state);  // the intact state loads
 }
 
 TEST(Optimizer, OptionErrors) {
     Scalar s;
     EXPECT_THROW(Optimizer::sgd(s.list(), {.lr = 0.1, .nesterov = true}), Error);  // no momentum
-    EXPECT_THROW(Optimizer::sgd(s.list(), {.lr = 0.1, .momentum = 0.9, .dampening = 0.1, .nesterov = true}), Error);
+    EXPECT_THROW(
+        Optimizer::sgd(s.list(), {.lr = 0.1, .momentum = 0.9, .dampening = 0.1, .nesterov = true}),
+        Error);
     EXPECT_THROW(Optimizer::adam(s.list(), {.beta1 = 1.0}), Error);
     EXPECT_THROW(Optimizer::adam(s.list(), {.eps = -1}), Error);
     EXPECT_THROW(Optimizer::sgd(s.list(), {.lr = -0.1}), Error);

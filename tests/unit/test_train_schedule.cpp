@@ -20,7 +20,8 @@ TEST(Schedule, Constant) {
 // W = 4: 1/4, 2/4, 3/4, 4/4 of lr; then constant, or lr·√(4/s): s = 16 -> lr/2, s = 100 -> lr/5.
 TEST(Schedule, WarmupThenConstantOrInverseSqrt) {
     LrSchedule flat = WarmupLr{.lr = 2.0, .warmup_steps = 4};
-    LrSchedule isqrt = WarmupLr{.lr = 2.0, .warmup_steps = 4, .decay = WarmupLr::Decay::inverse_sqrt};
+    LrSchedule isqrt =
+        WarmupLr{.lr = 2.0, .warmup_steps = 4, .decay = WarmupLr::Decay::inverse_sqrt};
     const double warm[] = {0.5, 1.0, 1.5, 2.0};
     for (int s = 1; s <= 4; ++s) {
         EXPECT_DOUBLE_EQ(flat.lr(s, 0), warm[s - 1]);
@@ -30,7 +31,8 @@ TEST(Schedule, WarmupThenConstantOrInverseSqrt) {
     EXPECT_DOUBLE_EQ(isqrt.lr(16, 3), 1.0);
     EXPECT_DOUBLE_EQ(isqrt.lr(100, 3), 0.4);
     EXPECT_DOUBLE_EQ(isqrt.lr(5, 0), 2.0 * std::sqrt(4.0 / 5.0));  // decays right after warm-up
-    LrSchedule none = WarmupLr{.lr = 1.0, .warmup_steps = 0, .decay = WarmupLr::Decay::inverse_sqrt};
+    LrSchedule none =
+        WarmupLr{.lr = 1.0, .warmup_steps = 0, .decay = WarmupLr::Decay::inverse_sqrt};
     EXPECT_DOUBLE_EQ(none.lr(1, 0), 1.0);
     EXPECT_DOUBLE_EQ(none.lr(4, 0), 0.5);
 }

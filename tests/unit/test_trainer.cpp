@@ -66,7 +66,8 @@ bool same_weights(Seq2Seq& a, Seq2Seq& b) {
     if (pa.size() != pb.size()) return false;
     for (std::size_t i = 0; i < pa.size(); ++i)
         if (pa[i].value->numel() != pb[i].value->numel() ||
-            std::memcmp(pa[i].value->data(), pb[i].value->data(), sizeof(float) * pa[i].value->numel()) != 0)
+            std::memcmp(pa[i].value->data(), pb[i].value->data(),
+                        sizeof(float) * pa[i].value->numel()) != 0)
             return false;
     return true;
 }
@@ -85,7 +86,8 @@ TEST(Trainer, LossFallsOnTinyTask) {
     EXPECT_EQ(r.state.skipped, 0);
     // A uniform guess over the 12 target ids costs log(12) = 2.48 per token; the reversal of a
     // handful of letters is learnt well below half of the initial loss in 120 updates.
-    EXPECT_LT(r.last_valid.loss, 0.5 * before) << "before " << before << ", after " << r.last_valid.loss;
+    EXPECT_LT(r.last_valid.loss, 0.5 * before)
+        << "before " << before << ", after " << r.last_valid.loss;
     EXPECT_TRUE(std::isfinite(r.last_train_loss));
     EXPECT_EQ(r.model_path, c.save_dir + "/model.safetensors");
     for (const char* f : {"model.safetensors", "last.safetensors", "best.safetensors"})
@@ -147,7 +149,9 @@ TEST(Trainer, InterruptWritesACheckpointAtTheStepBoundary) {
     c.valid_interval = 1000;
     std::atomic<bool> stop{false};
     TrainerHooks hooks;
-    hooks.after_backward = [&](int64_t batch, const ParamList&) { stop = stop || batch == 6; };  // as a signal would
+    hooks.after_backward = [&](int64_t batch, const ParamList&) {
+        stop = stop || batch == 6;
+    };  // as a signal would
     hooks.interrupt = &stop;
     Trainer t(c, "", hooks);
     const TrainResult r = t.run();
@@ -165,8 +169,9 @@ TEST(Trainer, NonFiniteParametersAreNeverSaved) {
         check_finite(params, "x.safetensors");
         FAIL() << "no error";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("x.safetensors: parameter 'generator.bias' holds a non-finite value (nan) "
-                                             "at index 3; not saved"),
+        EXPECT_NE(std::string(e.what()).find(
+                      "x.safetensors: parameter 'generator.bias' holds a non-finite value (nan) "
+                      "at index 3; not saved"),
                   std::string::npos)
             << e.what();
     }
@@ -198,8 +203,10 @@ TEST(Trainer, MetricsLogHasTrainAndValidLines) {
     t.run();
     const std::string log = read_file(c.metrics_log);
     int train = 0, valid = 0;
-    for (std::size_t p = 0; (p = log.find("\"type\":\"train\"", p)) != std::string::npos; ++p) ++train;
-    for (std::size_t p = 0; (p = log.find("\"type\":\"valid\"", p)) != std::string::npos; ++p) ++valid;
+    for (std::size_t p = 0; (p = log.find("\"type\":\"train\"", p)) != std::string::npos; ++p)
+        ++train;
+    for (std::size_t p = 0; (p = log.find("\"type\":\"valid\"", p)) != std::string::npos; ++p)
+        ++valid;
     EXPECT_EQ(train, 4);  // steps 10, 20, 30, 40
     EXPECT_EQ(valid, 2);  // steps 20, 40
 }
@@ -235,8 +242,9 @@ TEST(Trainer, ResumeConfigAllowsOnlyRunControlChanges) {
         make_resume_config(stored, req, changed_keys(stored, req));
         FAIL() << "no error";
     } catch (const UsageError& e) {
-        EXPECT_EQ(std::string(e.what()), "--resume: hidden_size cannot change when resuming (checkpoint: '128', "
-                                         "requested: '64'); start a new run instead");
+        EXPECT_EQ(std::string(e.what()),
+                  "--resume: hidden_size cannot change when resuming (checkpoint: '128', "
+                  "requested: '64'); start a new run instead");
     }
 }
 
@@ -279,8 +287,13 @@ TEST(Progress, Formats) {
     EXPECT_EQ(format_rate(950), "950");
     EXPECT_EQ(format_rate(18400), "18.4k");
     EXPECT_EQ(format_rate(2.5e6), "2.50M");
-    EXPECT_EQ(format_progress({.step = 1200, .total_steps = 5000, .epoch = 3, .loss = 2.31415, .tokens_per_s = 18400,
-                               .lr = 1e-3, .eta_s = 252}),
+    EXPECT_EQ(format_progress({.step = 1200,
+                               .total_steps = 5000,
+                               .epoch = 3,
+                               .loss = 2.31415,
+                               .tokens_per_s = 18400,
+                               .lr = 1e-3,
+                               .eta_s = 252}),
               "step 1200/5000 | epoch 3 | loss 2.3142 | 18.4k tok/s | lr 1.00e-03 | ETA 4m12s");
 }
 

@@ -46,7 +46,8 @@ TEST(ScoreCli, MatchesSeq2SeqScore) {
     const std::string dir = ::testing::TempDir() + "nazar_score_cli";
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
-    atomic_write_file(dir + "/train.tsv", "a b c\tc b a\nb b d\td b b\nc a\ta c\nd c b a\ta b c d\n");
+    atomic_write_file(dir + "/train.tsv",
+                      "a b c\tc b a\nb b d\td b b\nc a\ta c\nd c b a\ta b c d\n");
     TrainConfig c = TrainConfig::defaults();
     c.train = dir + "/train.tsv";
     c.embedding_size = 6;
@@ -60,8 +61,8 @@ TEST(ScoreCli, MatchesSeq2SeqScore) {
 
     // Pairs with unseen words (<unk>), an empty target and different lengths.
     const std::vector<std::pair<std::string, std::string>> pairs = {
-        {"a b c", "c b a"}, {"d", "d"}, {"a a a a b", "b a a a a"}, {"c x", "y c"}, {"b", ""}, {"d d c", "c d d"},
-        {"a", "a b c d a b"}};
+        {"a b c", "c b a"}, {"d", "d"},         {"a a a a b", "b a a a a"}, {"c x", "y c"},
+        {"b", ""},          {"d d c", "c d d"}, {"a", "a b c d a b"}};
     std::string tsv, src, tgt;
     std::vector<std::vector<int32_t>> src_ids, tgt_ids;
     const TrainingData& d = t.data();
@@ -80,24 +81,27 @@ TEST(ScoreCli, MatchesSeq2SeqScore) {
 
     const std::string model = c.save_dir + "/model.safetensors";
     int status = -1;
-    const std::string out = run_command(cli + " --threads 1 score --model " + model + " --src " + dir +
-                                            "/pairs.src --tgt " + dir + "/pairs.tgt --batch 3 --digits 9",
-                                        status);
+    const std::string out =
+        run_command(cli + " --threads 1 score --model " + model + " --src " + dir +
+                        "/pairs.src --tgt " + dir + "/pairs.tgt --batch 3 --digits 9",
+                    status);
     ASSERT_EQ(status, 0);
     const std::vector<double> got = parse_lines(out);
     ASSERT_EQ(got.size(), pairs.size()) << out;
     for (std::size_t i = 0; i < pairs.size(); ++i) {
         EXPECT_LT(expected[i], 0.0);
         // float32 forward passes over different batch shapes: agreement to ~1e-6 relative.
-        EXPECT_NEAR(got[i], expected[i], 1e-5 * std::max(1.0, std::abs(expected[i]))) << "pair " << i;
+        EXPECT_NEAR(got[i], expected[i], 1e-5 * std::max(1.0, std::abs(expected[i])))
+            << "pair " << i;
     }
     // The TSV form gives the same lines; the default format has 6 decimals.
-    const std::string out_tsv = run_command(cli + " --threads 1 score --model " + model + " --tsv " + dir +
-                                                "/pairs.tsv --batch 3 --digits 9",
+    const std::string out_tsv = run_command(cli + " --threads 1 score --model " + model +
+                                                " --tsv " + dir + "/pairs.tsv --batch 3 --digits 9",
                                             status);
     EXPECT_EQ(status, 0);
     EXPECT_EQ(out_tsv, out);
-    const std::string out6 = run_command(cli + " score --model " + model + " --tsv " + dir + "/pairs.tsv", status);
+    const std::string out6 =
+        run_command(cli + " score --model " + model + " --tsv " + dir + "/pairs.tsv", status);
     EXPECT_EQ(out6.substr(0, out6.find('\n')), fmt::format("{:.6f}", expected[0]));
     // Usage errors exit 2: no input, and both input forms at once.
     run_command(cli + " score --model " + model, status);

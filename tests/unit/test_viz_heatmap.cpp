@@ -18,12 +18,17 @@ namespace {
 
 Heatmap sample(int T, int S) {
     Heatmap h;
-    for (int i = 0; i < S; ++i) h.source.push_back(i == 0 ? "<&>" : i == 1 ? " " : std::string(1, static_cast<char>('a' + i % 26)));
-    for (int t = 0; t < T; ++t) h.target.push_back(t + 1 == T ? std::string("</s>") : std::to_string(t).insert(0, "y"));
+    for (int i = 0; i < S; ++i)
+        h.source.push_back(i == 0   ? "<&>"
+                           : i == 1 ? " "
+                                    : std::string(1, static_cast<char>('a' + i % 26)));
+    for (int t = 0; t < T; ++t)
+        h.target.push_back(t + 1 == T ? std::string("</s>") : std::to_string(t).insert(0, "y"));
     h.weights = Tensor({T, S});
     for (int t = 0; t < T; ++t) {  // a soft diagonal, rows sum to 1
         float sum = 0;
-        for (int i = 0; i < S; ++i) sum += h.weights.at(t, i) = 1.0f / (1.0f + 4.0f * std::abs(i - t));
+        for (int i = 0; i < S; ++i)
+            sum += h.weights.at(t, i) = 1.0f / (1.0f + 4.0f * std::abs(i - t));
         for (int i = 0; i < S; ++i) h.weights.at(t, i) /= sum;
     }
     h.source_text = "source \"quoted\" & <tagged>";
@@ -51,7 +56,8 @@ std::string xml_problem(const std::string& s) {
         const std::size_t end = s.find('>', i);
         if (end == std::string::npos) return "unterminated tag";
         std::string tag = s.substr(i + 1, end - i - 1);
-        if (std::count(tag.begin(), tag.end(), '"') % 2) return "unbalanced quotes in <" + tag + ">";
+        if (std::count(tag.begin(), tag.end(), '"') % 2)
+            return "unbalanced quotes in <" + tag + ">";
         if (tag.find('<') != std::string::npos) return "'<' inside a tag";
         if (tag[0] == '/') {
             const std::string name = tag.substr(1);
@@ -86,10 +92,12 @@ TEST(VizSvg, OneCellPerPairFillEncodesWeight) {
     const Heatmap h = sample(7, 11);
     const std::string svg = render_svg(h);
     EXPECT_EQ(xml_problem(svg), "");
-    const std::regex cell(R"re(<rect class="cell" x="(\d+)" y="(\d+)" width="\d+" height="\d+" fill="(#[0-9a-f]{6})" data-t="(\d+)" data-i="(\d+)" data-w="([0-9.]+)")re");
+    const std::regex cell(
+        R"re(<rect class="cell" x="(\d+)" y="(\d+)" width="\d+" height="\d+" fill="(#[0-9a-f]{6})" data-t="(\d+)" data-i="(\d+)" data-w="([0-9.]+)")re");
     int n = 0;
     std::vector<int> seen(7 * 11, 0);
-    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), cell); it != std::sregex_iterator(); ++it, ++n) {
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), cell); it != std::sregex_iterator();
+         ++it, ++n) {
         const auto& m = *it;
         const int t = std::stoi(m[4]), i = std::stoi(m[5]);
         ASSERT_TRUE(t < 7 && i < 11);
@@ -116,7 +124,8 @@ TEST(VizSvg, LargeMapsKeepReadableCells) {
     EXPECT_EQ(xml_problem(svg), "");
     EXPECT_NE(svg.find("width=\"16\" height=\"16\""), std::string::npos);  // 16 px cells at 60 x 60
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(svg, m, std::regex(R"re(<svg [^>]*width="(\d+)" height="(\d+)")re")));
+    ASSERT_TRUE(
+        std::regex_search(svg, m, std::regex(R"re(<svg [^>]*width="(\d+)" height="(\d+)")re")));
     EXPECT_GE(std::stoi(m[1]), 60 * 16);
     EXPECT_GE(std::stoi(m[2]), 60 * 16);
 }
@@ -178,10 +187,12 @@ TEST(VizTokens, DisplayAndEscape) {
 
 TEST(VizHtml, SelfContainedOneHeatmapPerSentence) {
     std::vector<Heatmap> maps{sample(3, 4), sample(5, 2), sample(2, 6)};
-    const std::string html = render_html(maps, {.title = "t <1>", .intro = "", .sections = {{"Run", "a & b"}}});
+    const std::string html =
+        render_html(maps, {.title = "t <1>", .intro = "", .sections = {{"Run", "a & b"}}});
     EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
     int svgs = 0;
-    for (std::size_t p = html.find("<svg "); p != std::string::npos; p = html.find("<svg ", p + 1)) ++svgs;
+    for (std::size_t p = html.find("<svg "); p != std::string::npos; p = html.find("<svg ", p + 1))
+        ++svgs;
     EXPECT_EQ(svgs, 3);
     EXPECT_NE(html.find("data-expected=\"3\""), std::string::npos);
     EXPECT_NE(html.find("id=\"hm1-scale\""), std::string::npos);  // gradient ids unique per heatmap
