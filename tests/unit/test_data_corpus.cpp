@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -47,7 +48,15 @@ std::string decode(const Vocab& v, std::span<const int32_t> ids) {
     return v.decode(ids, Tokenizer::word());
 }
 
-const char* kShared = "/work/shared/data/l10n-en-fr/";
+// The real l10n English->French dev/test sets are not committed (the translations are under
+// their packages' licences, for development only). They are read from $NAZAR_L10N_DATA when
+// set, else from ../shared/data/l10n-en-fr beside the source tree (docs/data.md).
+fs::path l10n_dir() {
+    if (const char* env = std::getenv("NAZAR_L10N_DATA"); env != nullptr && *env != '\0')
+        return env;
+    return (fs::path(NAZAR_SOURCE_DIR) / ".." / "shared" / "data" / "l10n-en-fr")
+        .lexically_normal();
+}
 
 }  // namespace
 
@@ -239,9 +248,12 @@ TEST(DataCorpus, SeparateSentencePieceModelsPerSide) {
 // The real, messy localisation data: nothing may be dropped without filters, and with the
 // filters a training run would use, only the counted reasons drop pairs.
 TEST(DataCorpus, RealLocalisationDevAndTestSets) {
-    if (!fs::exists(std::string(kShared) + "dev.tsv")) GTEST_SKIP() << "no shared l10n data here";
+    const fs::path dir = l10n_dir();
+    if (!fs::exists(dir / "dev.tsv"))
+        GTEST_SKIP() << "l10n data not found: no " << (dir / "dev.tsv").string()
+                     << " (set NAZAR_L10N_DATA to the folder holding dev.tsv and test.tsv)";
     for (const char* name : {"dev.tsv", "test.tsv"}) {
-        const std::string path = std::string(kShared) + name;
+        const std::string path = (dir / name).string();
         for (const Tokenizer& tok : {Tokenizer::word(), Tokenizer::character()}) {
             Vocab sv, tv;
             LoadSummary s;
