@@ -1,13 +1,16 @@
 // `nazar train --config run.yaml [--key value ...] [--resume DIR_OR_FILE]` (DESIGN.md §6).
 // Every key of the option table (nazar/train/train_config.h) is a flag here: the flags, their
-// help and their checks are generated from that one table. Precedence: defaults < YAML < flags;
-// with --resume the checkpoint's stored configuration replaces the defaults and only
-// training-control keys may change; files go next to the checkpoint unless --save-dir is
-// given. Every configuration error is reported before any data is
-// read, as one line, with exit code 2.
+// help and their checks are generated from that one table. Precedence: defaults < YAML < flags
+// (the global `nazar --threads` counts as a flag, below train's own --threads); with --resume
+// the checkpoint's stored configuration replaces the defaults and only training-control keys
+// may change; files go next to the checkpoint unless --save-dir is given. Every configuration
+// error is reported before any data is read, as one line, with exit code 2. Then, still before
+// the data, the save directory is prepared (train/run_dir.h): an old run's directory needs
+// --resume or --overwrite, stale temporaries are removed, and it must be writable.
 #include "cli/command.h"
 #include "nazar/core/check.h"
 #include "nazar/core/threads.h"
+#include "nazar/train/run_dir.h"
 #include "nazar/train/trainer.h"
 
 #include <fmt/format.h>
@@ -43,6 +46,7 @@ void install_signal_handlers() {
 
 struct TrainArgs {
     std::string config, resume;
+    bool overwrite = false;
     std::map<std::string, std::string> values;  // key -> text, from registered flags
     std::vector<std::pair<const ConfigKey*, CLI::Option*>> options;
 };
@@ -88,6 +92,13 @@ int run_train(CLI::App& app, TrainArgs& a) {
         cfg = ck->config;
     }
     if (!a.config.empty()) apply_yaml_file(cfg, a.config);
+    // The global `nazar --threads N` is a flag too: it overrides the YAML file (train's own
+    // --threads, more specific, overrides it in turn).
+    if (const CLI::App* parent = app.get_parent()) {
+        const CLI::Option* global = parent->get_option_no_throw("--threads");
+        if (global && global->count() > 0 && !global->results().empty())
+            set_config_value(cfg, "threads", global->results().back(), "--threads");
+    }
     for (const auto& [key, opt] : a.options) {
         if (opt->count() == 0) continue;
         const auto& r = opt->results();
@@ -105,9 +116,22 @@ int run_train(CLI::App& app, TrainArgs& a) {
                 std::filesystem::path(resolve_checkpoint(a.resume)).parent_path().string();
         if (cfg.save_dir.empty()) cfg.save_dir = ".";
     }
-    if (cfg.threads > 0) set_num_threads(cfg.threads);
-    check_config(cfg);  // before any data is read
+    if (a.overwrite && !a.resume.empty())
+        throw UsageError(
+            "--overwrite and --resume exclude each other: --resume continues the run "
+            "in its directory, --overwrite starts a new one there");
+    set_num_threads(cfg.threads);  // 0 = all cores
+    check_config(cfg);             // before any data is read
     ck.reset();
+    // Before the data is read: refuse an old run's directory, remove stale temporaries, and
+    // make sure the first checkpoint can be written.
+    const RunDirReport prepared =
+        prepare_run_dir(cfg.save_dir, {.resume = !a.resume.empty(), .overwrite = a.overwrite});
+    if (!prepared.removed.empty()) {
+        std::string names;
+        for (const auto& n : prepared.removed) names += (names.empty() ? "" : ", ") + n;
+        fmt::print(stderr, "removed from {}: {}\n", cfg.save_dir, names);
+    }
     TrainerHooks hooks;  // (not a designated initializer: -Wmissing-field-initializers)
     hooks.interrupt = &g_interrupt;
     Trainer trainer(cfg, a.resume, hooks);
@@ -124,6 +148,9 @@ void setup_train(CLI::App& app, std::function<int()>& run) {
     app.add_option("--resume", a->resume,
                    "Continue from a checkpoint file, or DIR/last.safetensors; the result equals an "
                    "uninterrupted run");
+    app.add_flag("--overwrite", a->overwrite,
+                 "Start a new run in a save_dir that holds an old one, removing its model, best "
+                 "and last files (without it such a directory is refused)");
     app.allow_extras();  // unknown flags get a did-you-mean suggestion (apply_extras)
     for (const ConfigKey& k : config_keys()) {
         CLI::Option* o = app.add_option(flag_name(k))->description(describe_key(k));

@@ -185,10 +185,17 @@ std::vector<std::string> validate(const ModelConfig& cfg) {
                     d_out, dec.deep_output ? "deep_output_size" : "decoder hidden_size",
                     cfg.embedding_size);
     const auto& sp = cfg.special_ids;
-    for (int id : {sp.pad, sp.unk, sp.bos, sp.eos})
+    const std::pair<const char*, int> specials[] = {
+        {"pad", sp.pad}, {"unk", sp.unk}, {"bos", sp.bos}, {"eos", sp.eos}};
+    for (const auto& [name, id] : specials)
         usage_check(id >= 0 && id < cfg.tgt_vocab_size && id < cfg.src_vocab_size,
-                    "special id {} is outside the vocabularies (src {}, tgt {})", id,
+                    "special id {} = {} is outside the vocabularies (src {}, tgt {})", name, id,
                     cfg.src_vocab_size, cfg.tgt_vocab_size);
+    // Equal ids would make padding end a sentence, or </s> start one (runaway decoding).
+    usage_check(sp.pad != sp.unk && sp.pad != sp.bos && sp.pad != sp.eos && sp.unk != sp.bos &&
+                    sp.unk != sp.eos && sp.bos != sp.eos,
+                "special ids must be distinct, got pad {}, unk {}, bos {}, eos {}", sp.pad, sp.unk,
+                sp.bos, sp.eos);
     validate(attention_config(cfg));
 
     std::vector<std::string> warnings;

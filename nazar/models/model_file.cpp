@@ -3,6 +3,8 @@
 
 #include "nazar/data/vocab.h"
 
+#include <cmath>
+#include <cstring>
 #include <set>
 
 namespace nazar {
@@ -33,12 +35,41 @@ int64_t gates(CellType c) {
     return c == CellType::gru ? 3 : 4;
 }
 
-void check_vocab(const SafeTensors& st, const char* key, int expected, const char* what) {
+void check_vocab(const SafeTensors& st, const ModelConfig& cfg, const char* key, int expected,
+                 const char* what) {
     if (!st.has_meta(key)) return;
     const Vocab v = Vocab::from_json(st.meta(key));
     NZ_CHECK(v.size() == expected,
              "'{}': {} vocabulary ({}) has {} entries but the model's {} embedding has {} rows",
              st.source, what, key, v.size(), what, expected);
+    // A nazar vocabulary has fixed special ids; decoding and scoring go by the config's, so the
+    // two must agree (otherwise </s> may never be produced, or <pad> is scored).
+    const SpecialIds& sp = cfg.special_ids;
+    NZ_CHECK(sp.pad == Vocab::pad && sp.unk == Vocab::unk && sp.bos == Vocab::bos &&
+                 sp.eos == Vocab::eos,
+             "'{}': nazar.config special_ids (pad {}, unk {}, bos {}, eos {}) disagree with the {} "
+             "vocabulary's (pad {}, unk {}, bos {}, eos {})",
+             st.source, sp.pad, sp.unk, sp.bos, sp.eos, what, Vocab::pad, Vocab::unk, Vocab::bos,
+             Vocab::eos);
+}
+
+// The first index in [0, n) whose float is NaN or ±inf (exponent bits all ones), or n.
+int64_t first_non_finite(const float* v, int64_t n) {
+    constexpr uint32_t kExp = 0x7f800000u;
+    constexpr int64_t kChunk = 4096;  // a branch-free pass per chunk, then locate
+    for (int64_t begin = 0; begin < n; begin += kChunk) {
+        const int64_t end = std::min(n, begin + kChunk);
+        uint32_t any = 0;
+        for (int64_t i = begin; i < end; ++i) {
+            uint32_t bits;
+            std::memcpy(&bits, v + i, sizeof bits);
+            any |= static_cast<uint32_t>((bits & kExp) == kExp);
+        }
+        if (!any) continue;
+        for (int64_t i = begin; i < end; ++i)
+            if (!std::isfinite(v[i])) return i;
+    }
+    return n;
 }
 
 }  // namespace
@@ -127,6 +158,11 @@ LoadedModel model_from_safetensors(const SafeTensors& st) {
         NZ_CHECK(got == shape, "'{}': tensor '{}' has shape {}, expected {} (from nazar.config)",
                  st.source, name, got.str(), shape.str());
     });
+    // The model reads its parameters and (tied) the generator.weight copy; optimizer moments are
+    // the checkpoint loader's (train/checkpoint.h).
+    check_finite_tensors(st, [](const std::string& name) {
+        return name.rfind("optim.", 0) != 0 && name.rfind("train.", 0) != 0;
+    });
     LoadedModel out;
     out.model = std::make_unique<Seq2Seq>(cfg);
     const ParamList params = out.model->parameters();
@@ -157,10 +193,26 @@ LoadedModel model_from_safetensors(const SafeTensors& st) {
                  "'{}': unexpected tensor '{}' (shape {}) for this configuration", st.source, name,
                  st.get(name).shape().str());
     }
-    check_vocab(st, kSrcVocabKey, cfg.src_vocab_size, "source");
-    check_vocab(st, kTgtVocabKey, cfg.tgt_vocab_size, "target");
+    check_vocab(st, cfg, kSrcVocabKey, cfg.src_vocab_size, "source");
+    check_vocab(st, cfg, kTgtVocabKey, cfg.tgt_vocab_size, "target");
     out.metadata = st.metadata;
     return out;
+}
+
+void check_finite_tensors(const SafeTensors& st,
+                          const std::function<bool(const std::string&)>& wanted) {
+    for (const auto& [name, t] : st.tensors()) {
+        if (wanted && !wanted(name)) continue;
+        const int64_t i = first_non_finite(t.data(), t.numel());
+        if (i == t.numel()) continue;
+        const Shape& shape = t.shape();
+        const std::string where = shape.ndim() == 2
+                                      ? fmt::format("row {}, column {} of shape {}", i / shape[1],
+                                                    i % shape[1], shape.str())
+                                      : fmt::format("of shape {}", shape.str());
+        NZ_FAIL("'{}': tensor '{}' holds a non-finite value ({}) at index {} ({})", st.source, name,
+                t.data()[i], i, where);
+    }
 }
 
 void save_model(const std::string& path, Seq2Seq& model,

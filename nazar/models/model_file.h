@@ -14,7 +14,9 @@
 // Loading checks: format version; config valid; every expected tensor present with its expected
 // shape (error names the tensor, expected and actual shape); no unexpected tensors (except
 // names starting with "optim." or "train.", which checkpoints add); vocab metadata (when
-// present) of the size the embeddings have.
+// present) of the size the embeddings have, and the config's special ids equal to the
+// vocabulary's fixed ones (data/vocab.h) when a vocabulary is present; every value of every
+// tensor the model reads finite (check_finite_tensors).
 // The names and shapes are checked against model_param_shapes(config) BEFORE the model is
 // built, so a hostile nazar.config (vocabulary 10^9 in an 8 KB file) is refused without
 // allocating: the model is only built once every parameter it will allocate is present in the
@@ -60,6 +62,15 @@ void model_to_safetensors(Seq2Seq& model, const std::map<std::string, std::strin
                           SafeTensors& out);
 // Rebuilds the model from `st` with every check listed above (errors name st.source).
 LoadedModel model_from_safetensors(const SafeTensors& st);
+
+// Throws nazar::Error naming the first tensor of `st` (in name order) among those `wanted`
+// accepts (all when empty) that holds NaN or inf, with the element's index and the value:
+//   'm.safetensors': tensor 'generator.weight' holds a non-finite value (nan) at index 37
+//   (row 3, column 1 of shape (12, 9))
+// Loading refuses such files: NaN weights decode to empty output, and NaN optimizer moments
+// make every resumed update a skipped one.
+void check_finite_tensors(const SafeTensors& st,
+                          const std::function<bool(const std::string&)>& wanted = {});
 
 void save_model(const std::string& path, Seq2Seq& model,
                 const std::map<std::string, std::string>& metadata = {});

@@ -25,6 +25,10 @@ double dparse(const std::string& s) {
 
 }  // namespace
 
+std::string loss_text(double loss) {
+    return dtext(loss);
+}
+
 std::string train_state_to_json(const TrainState& s) {
     nlohmann::ordered_json j;
     j["step"] = s.step;
@@ -40,6 +44,7 @@ std::string train_state_to_json(const TrainState& s) {
     j["bad_validations"] = s.bad_validations;
     j["validations"] = s.validations;
     j["tgt_tokens"] = s.tgt_tokens;
+    j["skipped_in_a_row"] = s.skipped_in_a_row;
     return j.dump();
 }
 
@@ -52,19 +57,56 @@ TrainState train_state_from_json(const std::string& json, const std::string& sou
         s.skipped = j.at("skipped").get<int64_t>();
         s.position = {j.at("epoch").get<int64_t>(), j.at("batch").get<int64_t>()};
         const auto& r = j.at("rng");
-        NZ_CHECK(r.is_array() && r.size() == 4, "rng must hold 4 words, got {}", r.dump());
+        NZ_CHECK(r.is_array() && r.size() == 4, "rng must hold 4 words, got {} entries",
+                 r.is_array() ? r.size() : 1);
         for (std::size_t i = 0; i < 4; ++i) s.rng[i] = std::stoull(r[i].get<std::string>());
         s.best_dev_loss = dparse(j.at("best_dev_loss").get<std::string>());
         s.best_step = j.at("best_step").get<int64_t>();
         s.bad_validations = j.at("bad_validations").get<int64_t>();
         s.validations = j.at("validations").get<int64_t>();
         s.tgt_tokens = j.at("tgt_tokens").get<int64_t>();
+        // Older checkpoints lack it (a streak of skips then restarts at 0).
+        s.skipped_in_a_row = j.value("skipped_in_a_row", int64_t{0});
     } catch (const nlohmann::json::exception& e) {
         NZ_FAIL("{}: invalid train.state metadata: {}", source, e.what());
     } catch (const std::logic_error& e) {  // stoull
         NZ_FAIL("{}: invalid train.state rng word: {}", source, e.what());
     }
+    check_train_state(s, source);
     return s;
+}
+
+void check_train_state(const TrainState& s, const std::string& source) {
+    auto bad = [&](const std::string& why) {
+        throw Error(fmt::format("{}: invalid train.state: {}", source, why));
+    };
+    const std::pair<const char*, int64_t> counts[] = {{"step", s.step},
+                                                      {"batches", s.batches},
+                                                      {"skipped", s.skipped},
+                                                      {"skipped_in_a_row", s.skipped_in_a_row},
+                                                      {"epoch", s.position.epoch},
+                                                      {"batch", s.position.batch},
+                                                      {"best_step", s.best_step},
+                                                      {"bad_validations", s.bad_validations},
+                                                      {"validations", s.validations},
+                                                      {"tgt_tokens", s.tgt_tokens}};
+    for (const auto& [name, v] : counts)
+        if (v < 0 || v > kMaxTrainCount) bad(fmt::format("{} = {} is outside [0, 2^53]", name, v));
+    // Every consumed batch is an update or a skipped one.
+    if (s.step + s.skipped != s.batches)
+        bad(fmt::format("step {} + skipped {} != batches {}", s.step, s.skipped, s.batches));
+    if (s.skipped_in_a_row > s.skipped)
+        bad(fmt::format("skipped_in_a_row {} > skipped {}", s.skipped_in_a_row, s.skipped));
+    // Each epoch begins with a consumed batch, and an epoch's position counts consumed batches.
+    if (s.position.epoch > s.batches || s.position.batch > s.batches)
+        bad(fmt::format("epoch {}, batch {} is impossible after {} batches", s.position.epoch,
+                        s.position.batch, s.batches));
+    if (s.best_step > s.step) bad(fmt::format("best_step {} > step {}", s.best_step, s.step));
+    if (s.validations > s.step || s.bad_validations > s.validations)
+        bad(fmt::format("{} validations ({} without improvement) after {} updates", s.validations,
+                        s.bad_validations, s.step));
+    if (!(s.best_dev_loss >= 0))  // NaN or negative; +inf means "none yet"
+        bad(fmt::format("best_dev_loss = {} is not a loss", s.best_dev_loss));
 }
 
 void check_finite(const ParamList& params, const std::string& what) {
@@ -110,6 +152,17 @@ Checkpoint load_checkpoint(const std::string& path) {
         path);
     c.config = config_from_json(c.file.meta("train.config"), path);
     c.state = train_state_from_json(c.file.meta("train.state"), path);
+    // Parameters and optimizer moments: a NaN moment would make every resumed update a
+    // skipped one.
+    check_finite_tensors(c.file);
+    c.best_loss = c.state.best_dev_loss;
+    if (c.file.has_meta(kBestLossKey)) {
+        const std::string& text = c.file.meta(kBestLossKey);
+        char* end = nullptr;
+        c.best_loss = std::strtod(text.c_str(), &end);
+        NZ_CHECK(!text.empty() && end == text.c_str() + text.size() && c.best_loss >= 0,
+                 "{}: metadata {} = '{}' is not a loss", path, kBestLossKey, text.substr(0, 40));
+    }
     c.threads =
         c.file.has_meta("train.threads") ? std::atoi(c.file.meta("train.threads").c_str()) : 0;
     return c;

@@ -223,9 +223,11 @@ void Optimizer::load_state(const SafeTensors& in) {
     NZ_CHECK(kind == optim_kind_name(kind_), "{}: optimizer state is '{}', this run uses '{}'",
              in.source, kind, optim_kind_name(kind_));
     const double step = parse_double(in, kPrefix + "step");
-    NZ_CHECK(step >= 0 && step == std::floor(step), "{}: optim.step = {} is not a step count",
-             in.source, step);
+    NZ_CHECK(step >= 0 && step <= 9007199254740992.0 && step == std::floor(step),
+             "{}: optim.step = {} is not a step count in [0, 2^53]", in.source, step);
     const double lr = parse_double(in, kPrefix + "lr");
+    NZ_CHECK(std::isfinite(lr) && lr >= 0, "{}: optim.lr = {} is not a learning rate", in.source,
+             lr);
     // Every "optim." tensor must be one of ours (catches renamed params and mismatched options).
     std::size_t expected = 0;
     for (const auto& b : buffers_) expected += b.t.size();

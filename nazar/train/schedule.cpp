@@ -150,7 +150,9 @@ void LrSchedule::load_state(const SafeTensors& in) {
         const std::string& seen = in.meta("schedule.seen");
         NZ_CHECK(current >= 0 && std::isfinite(current), "{}: schedule.current = {}", in.source,
                  current);
-        NZ_CHECK(bad >= 0 && bad == std::floor(bad), "{}: schedule.bad = {}", in.source, bad);
+        NZ_CHECK(!std::isnan(best), "{}: schedule.best = {}", in.source, best);
+        NZ_CHECK(bad >= 0 && bad <= 1e9 && bad == std::floor(bad), "{}: schedule.bad = {}",
+                 in.source, bad);
         NZ_CHECK(seen == "0" || seen == "1", "{}: schedule.seen = '{}'", in.source, seen);
         p->current = current;
         p->best = best;

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <map>
 
 namespace nazar {
 namespace {
@@ -237,6 +238,10 @@ std::vector<ConfigKey> make_table() {
          &C::valid_max_length, 0, 1e6},
         {"patience", "training", K::integer, "0",
          "Early stopping: validations without a better dev loss (0 = off)", &C::patience, 0, 1e6},
+        {"max_skipped_updates", "training", K::integer, "100",
+         "Stop with an error after this many consecutive skipped updates (non-finite loss or "
+         "gradient), keeping the last checkpoint",
+         &C::max_skipped_updates, 1, 1e9},
         {"seed", "training", K::integer, "1",
          "Random seed (initialisation, shuffling, dropout, sampling)", &C::seed, 0, 2147483647},
         {"threads", "training", K::integer, "0",
@@ -460,7 +465,12 @@ std::string get_config_value(const TrainConfig& cfg, const ConfigKey& k) {
 void apply_yaml_config(TrainConfig& cfg, const std::string& yaml_text, const std::string& source) {
     YAML::Node root;
     try {
-        root = YAML::Load(yaml_text);
+        const std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
+        if (docs.size() > 1)
+            usage(source, fmt::format("holds {} YAML documents (separated by '---'); put every key "
+                                      "in one document",
+                                      docs.size()));
+        if (!docs.empty()) root = docs.front();
     } catch (const YAML::Exception& e) {
         usage(source, fmt::format("invalid YAML at line {}: {}", e.mark.line + 1, e.msg));
     }
@@ -473,11 +483,25 @@ void apply_yaml_config(TrainConfig& cfg, const std::string& yaml_text, const std
                                       v.IsSequence() ? "list" : "mapping"));
         set_config_value(cfg, key, v.Scalar(), source);
     };
+    // yaml-cpp keeps every pair of a mapping, so a repeated key would silently win over the
+    // first; a key is also repeated when given flat and in its section, or as hidden-size and
+    // hidden_size.
+    std::map<std::string, int> line_of;  // normalized key (or section) -> 1-based line
+    auto once = [&](const std::string& key, const YAML::Node& node) {
+        const ConfigKey* k = find_config_key(key);
+        const std::string name = k ? std::string(k->key) : key;
+        const int line = node.Mark().line + 1;
+        const auto [it, fresh] = line_of.emplace(name, line);
+        if (!fresh)
+            usage(source,
+                  fmt::format("key '{}' is set twice (lines {} and {})", name, it->second, line));
+    };
     for (const auto& kv : root) {
         if (!kv.first.IsScalar())
             usage(source, "keys must be names, got a list or mapping as a key");
         const std::string key = kv.first.as<std::string>();
         const YAML::Node& v = kv.second;
+        once(key, kv.first);
         if ((key == "data" || key == "model" || key == "training") && v.IsMap()) {
             for (const auto& inner : v) {
                 if (!inner.first.IsScalar())
@@ -487,6 +511,7 @@ void apply_yaml_config(TrainConfig& cfg, const std::string& yaml_text, const std
                 if (const ConfigKey* ck = find_config_key(k); ck && key != ck->section)
                     usage(source, fmt::format("key '{}' belongs in section '{}', not '{}'", k,
                                               ck->section, key));
+                once(k, inner.first);
                 scalar(k, inner.second);
             }
             continue;
@@ -560,6 +585,7 @@ void validate_config(const TrainConfig& cfg) {
         usage("",
               fmt::format("vocab_size must be 0 (no limit) or >= 5 (4 specials + 1 piece), got {}",
                           cfg.vocab_size));
+    if (cfg.save_dir.empty()) usage("", "save_dir is empty: name the run's directory");
     if (cfg.max_steps == 0 && cfg.max_epochs == 0)
         usage("", "max_steps and max_epochs are both 0: training would never stop");
     // Model sizes (SPEC §4: dot needs d_s = d_h).

@@ -80,6 +80,7 @@ struct TrainConfig {
     int valid_sample = 0;
     int valid_max_length = 0;
     int patience = 0;
+    int max_skipped_updates = 0;  // consecutive skipped updates before training stops
     int seed = 0;
     int threads = 0;
     std::string save_dir;

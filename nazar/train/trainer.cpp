@@ -238,6 +238,7 @@ Trainer::Trainer(TrainConfig cfg, const std::string& resume, TrainerHooks hooks)
         optim_->load_state(ck->file);
         schedule_->load_state(ck->file);
         state_ = ck->state;
+        best_loss_ = ck->best_loss;
         rng_.set_state(state_.rng);
         batcher_->set_position(state_.position);
         if (ck->threads != num_threads())
@@ -279,8 +280,10 @@ bool Trainer::stop_now() const {
 }
 
 void Trainer::save(const std::string& name) {
-    save_checkpoint((std::filesystem::path(cfg_.save_dir) / name).string(), *model_, metadata(),
-                    *optim_, *schedule_, state_);
+    std::map<std::string, std::string> meta = metadata();
+    meta[kBestLossKey] = loss_text(best_loss_);
+    save_checkpoint((std::filesystem::path(cfg_.save_dir) / name).string(), *model_, meta, *optim_,
+                    *schedule_, state_);
 }
 
 ValidationResult Trainer::validate() {
@@ -355,6 +358,7 @@ bool Trainer::train_one(Batch& batch) {
                            : grad_norm(params_);
     if (!std::isfinite(st.loss) || !std::isfinite(norm)) {
         ++state_.skipped;
+        ++state_.skipped_in_a_row;
         last_skip_ = fmt::format(
             "step {} (epoch {}, batch {} of the epoch, {} sentences): non-finite {} ({}); update "
             "skipped",
@@ -366,6 +370,7 @@ bool Trainer::train_one(Batch& batch) {
     optim_->set_lr(schedule_->lr(optim_->steps() + 1, static_cast<int>(pos.epoch)));
     optim_->step();
     ++state_.step;
+    state_.skipped_in_a_row = 0;
     state_.tgt_tokens += st.tokens;
     last_loss_ = st.loss;
     last_tokens_ = st.tokens;
@@ -431,6 +436,15 @@ TrainResult Trainer::run() {
         }
         if (!updated) {
             progress.message(last_skip_);
+            if (state_.skipped_in_a_row >= cfg_.max_skipped_updates) {
+                progress.finish();
+                throw Error(fmt::format(
+                    "training stopped: {} updates in a row were skipped for a non-finite loss or "
+                    "gradient (max_skipped_updates {}; the last: {}); nothing was saved after "
+                    "step {} (the last checkpoint is left as it was): lower lr, set clip_norm, or "
+                    "check the data",
+                    state_.skipped_in_a_row, cfg_.max_skipped_updates, last_skip_, state_.step));
+            }
             continue;
         }
         progress.update(state_.step, total, state_.position.epoch + 1, last_loss_, last_tokens_,
@@ -449,7 +463,8 @@ TrainResult Trainer::run() {
         if (has_dev_ && state_.step % cfg_.valid_interval == 0) {
             const ValidationResult v = validate();
             ++state_.validations;
-            const bool improved = v.loss < state_.best_dev_loss;
+            const bool improved = v.loss < state_.best_dev_loss;  // early stopping, schedule
+            const bool new_best = v.loss < best_loss_;            // best.safetensors
             if (improved) {
                 state_.best_dev_loss = v.loss;
                 state_.best_step = state_.step;
@@ -460,9 +475,12 @@ TrainResult Trainer::run() {
             if (schedule_->on_validation(v.loss))
                 progress.message(fmt::format("learning rate reduced to {:.3e}",
                                              schedule_->lr(state_.step + 1, 0)));
-            report(v, improved);
+            report(v, new_best);
             validated_at = state_.step;
-            if (improved && cfg_.keep_best) save("best.safetensors");
+            if (new_best) {
+                best_loss_ = v.loss;
+                if (cfg_.keep_best) save("best.safetensors");
+            }
             if (cfg_.keep_last) save("last.safetensors"), saved_last_at = state_.step;
             if (cfg_.patience > 0 && state_.bad_validations >= cfg_.patience) {
                 result.early_stopped = true;
@@ -480,10 +498,19 @@ TrainResult Trainer::run() {
     progress.finish();
     result.early_stopped =
         result.early_stopped || (cfg_.patience > 0 && state_.bad_validations >= cfg_.patience);
+    // Off the interval, one more validation. It counts for best.safetensors like any other
+    // (the best file is never worse than the final model), but not for early stopping or the
+    // schedule, so that resuming from last.safetensors equals an uninterrupted run.
+    if (has_dev_ && validated_at != state_.step) {
+        const ValidationResult v = validate();
+        const bool new_best = v.loss < best_loss_;
+        report(v, new_best);
+        if (new_best) {
+            best_loss_ = v.loss;
+            if (cfg_.keep_best) save("best.safetensors");
+        }
+    }
     if (cfg_.keep_last && saved_last_at != state_.step) save("last.safetensors");
-    // Off the interval: report only, so the checkpoint above stays the state of an uninterrupted
-    // run.
-    if (has_dev_ && validated_at != state_.step) report(validate(), false);
     check_finite(params_, "model.safetensors");
     result.model_path = (std::filesystem::path(cfg_.save_dir) / "model.safetensors").string();
     save_model(result.model_path, *model_, metadata());

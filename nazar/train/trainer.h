@@ -5,15 +5,18 @@
 //   grads   ← 0;  stats ← model.train_step(batch)  teacher forcing (+ scheduled sampling p), masked
 //                                                  cross-entropy / tokens (+ label smoothing ε)
 //   norm    ← clip_grad_norm(grads, clip_norm)     (grad_norm when clip_norm = 0)
-//   if loss or norm is not finite: skip the update (one message naming the step, epoch and batch)
+//   if loss or norm is not finite: skip the update (one message naming the step, epoch and batch);
+//                                  max_skipped_updates skips in a row stop training (an Error)
 //   lr      ← schedule.lr(step + 1, completed epochs);  optimizer.step()
 // Every `valid_interval` updates: dev loss and perplexity over the whole dev set, greedy decoding
 // (decode/greedy.h) of `valid_sample` evenly spaced dev pairs scored by exact match and BLEU
 // (eval/), schedule.on_validation(dev loss), early stopping after `patience` validations without
 // a better dev loss, best.safetensors when it improved, last.safetensors. At the end:
 // last.safetensors and model.safetensors (the final weights; what translate needs). When training
-// ends between validations, one more validation is reported (log and metrics) without changing
-// the early-stopping state, so a run stopped at step k and resumed equals an uninterrupted run.
+// ends between validations, one more validation is reported (log and metrics) and writes
+// best.safetensors when it is the best so far, without changing the early-stopping or schedule
+// state, so a run stopped at step k and resumed equals an uninterrupted run (last and model
+// files; best.safetensors may then be a better, earlier model than the uninterrupted run's).
 //
 // Determinism: the model's initial weights come from Rng(seed); the batch plan from the seed
 // and the epoch (data/batcher.h); dropout and scheduled sampling from a training Rng whose state
@@ -29,6 +32,7 @@
 
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <span>
@@ -125,6 +129,9 @@ private:
     int64_t last_tokens_ = 0;
     float last_norm_ = 0;
     std::string last_skip_;
+    // Dev loss of best.safetensors: state_.best_dev_loss, or lower after a final validation off
+    // the interval (which counts for the best file but not for early stopping).
+    double best_loss_ = std::numeric_limits<double>::infinity();
 };
 
 // The configuration of a resumed run: the checkpoint's stored config, with `overrides`

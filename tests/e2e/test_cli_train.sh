@@ -7,8 +7,13 @@
 #     checkpoint: --resume says there is none and a restart loses nothing; mid-run between
 #     checkpoints; just after an end-of-epoch checkpoint), after a checkpoint write that failed
 #     (file-size limit: one error line, the previous checkpoint intact, no temporary file) and
-#     after SIGINT (which writes a checkpoint and exits 130) gives the same tensors as an
-#     uninterrupted run (thread count fixed);
+#     after SIGINT (which writes a checkpoint and exits 130; the test fails unless the run was
+#     really interrupted) gives the same tensors as an uninterrupted run (thread count fixed);
+#   - the run directory: an old run's directory is refused without --resume or --overwrite,
+#     --overwrite leaves none of the old run's files, stale checkpoint temporaries are removed,
+#     an unwritable save_dir fails before the data is read;
+#   - threads: the global --threads overrides the YAML file, train's --threads both;
+#   - NaN/inf weights and moments, impossible train.state and equal special ids are refused;
 #   - the example configs/*.yaml load and train one step;
 #   - score prints one log-probability per pair.
 # Usage: test_cli_train.sh path/to/nazar
@@ -268,21 +273,171 @@ else
 fi
 
 # SIGINT (Ctrl-C): the update in flight completes, last.safetensors is written, exit code 130.
-"$NAZAR" train "${args[@]}" --save-dir sigint 2> sigint.log &
+# The run is set to 100000 updates (minutes), so it cannot end before the signal, and the signal
+# is sent only once a checkpoint exists and a progress line was printed. The test fails unless
+# the run was really interrupted: exit 130, the "interrupted at step N" line, no
+# model.safetensors, and a checkpoint at step N < 100000; resumed to 300 updates it must equal
+# the uninterrupted run (when the signal landed after step 300, on a loaded machine, the
+# comparison is with a reference run to N + 10 instead).
+"$NAZAR" train "${common[@]}" --max-steps 100000 --checkpoint-interval 20 --save-dir sigint 2> sigint.log &
 pid=$!
-for _ in $(seq 1 400); do grep -q '^step 100/' sigint.log 2> /dev/null && break; sleep 0.01; done
+for _ in $(seq 1 2000); do
+    [[ -e sigint/last.safetensors ]] && grep -q '^step [0-9]*/100000' sigint.log 2> /dev/null && break
+    sleep 0.01
+done
 kill -INT $pid 2> /dev/null
+# A run that ignores the signal would go on for minutes: give it 30 s, then kill it (rc 137).
+for _ in $(seq 1 3000); do kill -0 $pid 2> /dev/null || break; sleep 0.01; done
+kill -0 $pid 2> /dev/null && kill -9 $pid
 wait $pid
 rc=$?
-"$NAZAR" train --resume sigint 2> sigint_resume.log
-if [[ $rc -eq 130 ]] && grep -q '^interrupted at step' sigint.log &&
-   d=$(same_tensors long/model.safetensors sigint/model.safetensors); then
-    ok "SIGINT: checkpoint, exit 130, resume bit-identical ($(grep -o 'interrupted at step [0-9]*' sigint.log))"
-elif [[ $rc -eq 0 ]] && d=$(same_tensors long/model.safetensors sigint/model.safetensors); then
-    ok "SIGINT: the run finished before the signal (rc 0)"
+n=$(grep -o 'interrupted at step [0-9]*' sigint.log | grep -o '[0-9]*$')
+stored=$(state_of sigint/last.safetensors step 2> /dev/null)
+if [[ $rc -ne 130 || -z "$n" || -e sigint/model.safetensors || "$stored" != "$n" ]] || (( n >= 100000 )); then
+    bad "SIGINT: interrupted (exit 130, checkpoint at the interrupted step, no model.safetensors)" \
+        "rc $rc, interrupted at '${n:-}', checkpoint step '${stored:-}'" "$(tail -2 sigint.log)" "files: $(ls sigint)"
 else
-    bad "SIGINT: checkpoint, exit 130, resume bit-identical" "rc $rc, differ: ${d:-}" "$(tail -2 sigint.log)"
+    ok "SIGINT: interrupted at step $n (exit 130, checkpoint at that step, no model.safetensors)"
+    if (( n <= 300 )); then
+        ref=long target=300
+    else
+        ref=sigref target=$((n + 10))
+        "$NAZAR" train "${common[@]}" --max-steps $target --save-dir sigref 2> sigref.log
+    fi
+    "$NAZAR" train --resume sigint --max-steps $target 2> sigint_resume.log
+    if d=$(same_tensors $ref/model.safetensors sigint/model.safetensors) &&
+       d2=$(same_tensors $ref/last.safetensors sigint/last.safetensors); then
+        ok "SIGINT: resume to $target is bit-identical"
+    else
+        bad "SIGINT: resume to $target is bit-identical" "differ: $d ${d2:-}" "$(tail -2 sigint_resume.log)"
+    fi
 fi
+
+# ---- the run directory (issue 14 items 9, 12) ------------------------------------------------------
+# A fresh run into an old run's directory is refused before any data is read (it would overwrite
+# last.safetensors and leave the old best.safetensors beside the new model); --overwrite
+# replaces the old run, leaving none of its files; --resume and --overwrite exclude each other.
+check_error "fresh run in an old run directory" \
+    "nazar: error: save_dir 'full' is not empty (best.safetensors, last.safetensors, model.safetensors): continue that run with --resume full, replace it with --overwrite, or choose another --save-dir" \
+    train --config run.yaml --save-dir full
+check_error "--overwrite with --resume" \
+    "nazar: error: --overwrite and --resume exclude each other: --resume continues the run in its directory, --overwrite starts a new one there" \
+    train --resume full --overwrite
+grep -v '^  dev:' run.yaml > nodev.yaml  # no dev set: no best.safetensors
+cp -r full old
+if "$NAZAR" train --config nodev.yaml --save-dir old --overwrite 2> overwrite.log &&
+   grep -q '^removed from old: best.safetensors, last.safetensors, model.safetensors$' overwrite.log &&
+   [[ ! -e old/best.safetensors && -s old/model.safetensors && -s old/last.safetensors ]]; then
+    ok "--overwrite replaces the old run (its best.safetensors is gone)"
+else
+    bad "--overwrite replaces the old run (its best.safetensors is gone)" "$(tail -3 overwrite.log)" "files: $(ls old)"
+fi
+# Stale temporaries of a killed checkpoint write are removed at start, by their exact pattern.
+cp -r part stale
+touch stale/last.safetensors.tmp.AbC123 stale/best.safetensors.tmp.x1Y2z3 stale/notes.tmp.AbC123 \
+      stale/last.safetensors.tmp.AbC1234
+"$NAZAR" train --resume stale --max-steps 31 2> stale.log
+if [[ ! -e stale/last.safetensors.tmp.AbC123 && ! -e stale/best.safetensors.tmp.x1Y2z3 &&
+      -e stale/notes.tmp.AbC123 && -e stale/last.safetensors.tmp.AbC1234 ]] &&
+   grep -q '^removed from stale: best.safetensors.tmp.x1Y2z3, last.safetensors.tmp.AbC123$' stale.log; then
+    ok "stale checkpoint temporaries are removed at start (only ours)"
+else
+    bad "stale checkpoint temporaries are removed at start (only ours)" "files: $(ls stale)" "$(head -2 stale.log)"
+fi
+# An unwritable save_dir fails before any data is read: a file-size limit of 0 makes the probe's
+# write fail (as a full disk would; works as root too), and, when not root, a mode-0555 parent.
+# (The limit applies to every regular file the process writes: its stderr goes through a pipe.)
+( ulimit -f 0 && trap '' XFSZ && exec "$NAZAR" train --config run.yaml --save-dir nospace 2>&1 > /dev/null ) |
+    cat > nospace.log
+rc=${PIPESTATUS[0]}
+if [[ $rc -eq 1 && $(wc -l < nospace.log) -eq 1 ]] &&
+   [[ "$(cat nospace.log)" == "nazar: error: save_dir 'nospace' is not writable: writing a test file failed: File too large" ]]; then
+    ok "unwritable save_dir (file-size limit): one line, exit 1, before the data is read"
+else
+    bad "unwritable save_dir (file-size limit): one line, exit 1, before the data is read" "rc $rc" "$(cat nospace.log)"
+fi
+if [[ $(id -u) -ne 0 ]]; then
+    mkdir ro && chmod 555 ro
+    "$NAZAR" train --config run.yaml --save-dir ro/run > /dev/null 2> ro.log
+    rc=$?
+    chmod 755 ro
+    if [[ $rc -eq 1 && $(wc -l < ro.log) -eq 1 ]] && grep -q "^nazar: error: cannot create save_dir 'ro/run': " ro.log; then
+        ok "read-only parent of save_dir: one line, exit 1, before the data is read"
+    else
+        bad "read-only parent of save_dir: one line, exit 1, before the data is read" "rc $rc" "$(cat ro.log)"
+    fi
+fi
+
+# ---- threads: defaults < YAML < flags, the global --threads included (issue 14 item 11) -------------
+sed 's/^  threads: 1$/  threads: 3/' run.yaml > threads3.yaml
+stored_threads() {  # file -> "train.threads train.config[threads]"
+    $PY -c 'import json,struct,sys; b=open(sys.argv[1],"rb").read(); n=struct.unpack("<Q",b[:8])[0]; m=json.loads(b[8:8+n])["__metadata__"]; print(m["train.threads"], json.loads(m["train.config"])["threads"])' "$1"
+}
+"$NAZAR" --threads 2 train --config threads3.yaml --max-steps 2 --save-dir th-global 2> /dev/null
+"$NAZAR" --threads 2 train --config threads3.yaml --max-steps 2 --threads 1 --save-dir th-flag 2> /dev/null
+"$NAZAR" train --config threads3.yaml --max-steps 2 --save-dir th-yaml 2> /dev/null
+got="$(stored_threads th-global/last.safetensors) / $(stored_threads th-flag/last.safetensors) / $(stored_threads th-yaml/last.safetensors)"
+if [[ "$got" == "2 2 / 1 1 / 3 3" ]]; then
+    ok "global --threads overrides the YAML; train's --threads overrides both"
+else
+    bad "global --threads overrides the YAML; train's --threads overrides both" "got $got, expected 2 2 / 1 1 / 3 3"
+fi
+
+# ---- hostile checkpoints and model files (issue 14 items 4, 5, 11) -------------------------------------
+# poke SRC DST KIND ARGS: a copy with one float set (tensor NAME INDEX VALUE), a train.state
+# field set (state KEY JSON), or a nazar.config special id set (special KEY ID).
+cat > poke.py <<'EOF'
+import json, struct, sys
+src, dst, kind = sys.argv[1:4]
+b = bytearray(open(src, "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+if kind == "tensor":
+    name, idx, val = sys.argv[4], int(sys.argv[5]), float(sys.argv[6])
+    off = 8 + n + h[name]["data_offsets"][0] + 4 * idx
+    b[off:off + 4] = struct.pack("<f", val)
+else:
+    key, value = sys.argv[4], json.loads(sys.argv[5])
+    meta = h["__metadata__"]
+    field = "train.state" if kind == "state" else "nazar.config"
+    d = json.loads(meta[field])
+    (d if kind == "state" else d["special_ids"])[key] = value
+    meta[field] = json.dumps(d)
+    text = json.dumps(h).encode()
+    text += b" " * (-len(text) % 8)
+    b = struct.pack("<Q", len(text)) + text + b[8 + n:]
+open(dst, "wb").write(b)
+EOF
+poke() { $PY poke.py "$@"; }
+hostile() {  # name expected-substring command...: exit 1 or 2, one line, before any data is read
+    local name=$1 expected=$2
+    shift 2
+    "$@" < /dev/null > /dev/null 2> hostile.log
+    local rc=$?
+    if [[ ($rc -eq 1 || $rc -eq 2) && $(grep -c error hostile.log) -eq 1 ]] &&
+       grep -qF -- "$expected" hostile.log && ! grep -q 'pairs read' hostile.log; then
+        ok "$name"
+    else
+        bad "$name" "rc $rc, expected: $expected" "$(head -3 hostile.log)"
+    fi
+}
+poke full/model.safetensors nan-model.safetensors tensor generator.weight 5 nan
+hostile "NaN in generator.weight: translate refuses the model" \
+    "'nan-model.safetensors': tensor 'generator.weight' holds a non-finite value (nan) at index 5 (row 0, column 5 of shape" \
+    "$NAZAR" translate --model nan-model.safetensors
+mkdir nan-moment && poke part/last.safetensors nan-moment/last.safetensors tensor optim.exp_avg_sq.generator.bias 2 inf
+hostile "inf in an optimizer moment: --resume refuses the checkpoint" \
+    "'nan-moment/last.safetensors': tensor 'optim.exp_avg_sq.generator.bias' holds a non-finite value (inf) at index 2" \
+    "$NAZAR" train --resume nan-moment --max-epochs 0 --max-steps 1000
+mkdir bad-state && poke part/last.safetensors bad-state/last.safetensors state epoch 1000000000
+hostile "train.state epoch 1e9: --resume refuses the checkpoint" "invalid train.state: epoch 1000000000" \
+    "$NAZAR" train --resume bad-state
+poke part/last.safetensors bad-state/last.safetensors state step -3
+hostile "train.state step -3: --resume refuses the checkpoint" "invalid train.state: step = -3 is outside" \
+    "$NAZAR" train --resume bad-state
+poke full/model.safetensors pad-eos.safetensors special pad 3
+hostile "special_ids pad == eos: translate refuses the model" "special ids must be distinct, got pad 3, unk 1, bos 2, eos 3" \
+    "$NAZAR" translate --model pad-eos.safetensors
 
 # ---- the example configurations stay valid (configs/*.yaml) ------------------------------------
 for cfg in "$SRC"/configs/*.yaml; do
