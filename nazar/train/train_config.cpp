@@ -550,6 +550,9 @@ void validate_config(const TrainConfig& cfg) {
         if (!path.empty() && path != "-" && !file_exists(path))
             usage("", fmt::format("{}: file '{}' does not exist", k.key, path));
     }
+    // An empty value is empty (an unset shell variable, --save-dir "$DIR"), never a default.
+    if (cfg.save_dir.empty())
+        usage("", "save_dir is empty: name a directory for the model ('.' = the current one)");
     if (!cfg.spm_model.empty() && cfg.tokenizer != "spm")
         usage("", fmt::format("spm_model is set but tokenizer is '{}' (use tokenizer: spm)",
                               cfg.tokenizer));
