@@ -27,7 +27,7 @@ namespace {
 constexpr std::size_t kChunk = 1024;  // most sentences translated at a time
 
 struct AttentionArgs {
-    std::string model, input, svg, html, color = "auto", title;
+    std::string model, input = "-", svg, html, color = "auto", title;
     int beam = 1, sentence = 1, threads = -1, batch = 32;
     bool no_terminal = false;
     std::size_t max_line_bytes = kDefaultMaxLineBytes;
@@ -57,7 +57,7 @@ viz::Heatmap to_heatmap(const std::string& source, const Translation& tr,
 int run_attention(const AttentionArgs& a) {
     apply_threads_option(a.threads);
     const bool color = viz::use_color(viz::parse_color_mode(a.color), fileno(stdout));
-    const std::string input = a.input.empty() ? "-" : a.input;
+    const std::string& input = a.input;
     const std::vector<std::string> inputs = {input, a.model};
     if (!a.svg.empty()) refuse_same_file(a.svg, inputs);
     if (!a.html.empty()) refuse_same_file(a.html, inputs);
@@ -123,7 +123,9 @@ int run_attention(const AttentionArgs& a) {
 void setup_attention(CLI::App& app, std::function<int()>& run) {
     auto a = std::make_shared<AttentionArgs>();
     app.add_option("--model,-m", a->model, "Model file (.safetensors)")->required();
-    app.add_option("--input,-i", a->input, "Sentences, one per line (default: stdin)");
+    app.add_option("--input,-i", a->input,
+                   "Sentences, one per line ('-' = stdin; gzip is detected)")
+        ->capture_default_str();
     app.add_option("--svg", a->svg, "Write the heatmap of one sentence (--sentence) as SVG");
     app.add_option("--sentence", a->sentence, "Which input sentence --svg draws (1-based)")
         ->capture_default_str();

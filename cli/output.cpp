@@ -33,7 +33,7 @@ bool identity(const std::string& path, int std_fd, struct stat& st) {
 }  // namespace
 
 void refuse_same_file(const std::string& output, const std::vector<std::string>& inputs) {
-    const std::string out = output.empty() ? "-" : output;
+    const std::string& out = output;
     struct stat o {};
     // Only regular files: a terminal or /dev/null may well be both input and output.
     if (!identity(out, STDOUT_FILENO, o) || !S_ISREG(o.st_mode)) return;
@@ -52,7 +52,7 @@ void refuse_same_file(const std::string& output, const std::vector<std::string>&
 
 OutputSink::OutputSink(const std::string& path, const std::vector<std::string>& inputs) {
     refuse_same_file(path, inputs);
-    if (path.empty() || path == "-") {
+    if (path == "-") {
         name_ = "standard output";
         stdout_ = true;
         fd_ = STDOUT_FILENO;

@@ -25,8 +25,8 @@ void refuse_same_file(const std::string& output, const std::vector<std::string>&
 
 class OutputSink {
 public:
-    // path "-" (or empty) = standard output. Checks refuse_same_file(path, inputs) first, then
-    // opens (creates or truncates) the file.
+    // path "-" = standard output (an empty path is not: it cannot be opened). Checks
+    // refuse_same_file(path, inputs) first, then opens (creates or truncates) the file.
     explicit OutputSink(const std::string& path, const std::vector<std::string>& inputs = {});
     ~OutputSink();  // closes without reporting (after an error); call close() on success
     OutputSink(const OutputSink&) = delete;

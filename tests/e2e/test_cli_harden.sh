@@ -182,6 +182,14 @@ for args in "translate --model $M --beam" "translate --model $M --max-length-ext
     expect_fail "$args ''" 2 "$opt: empty value \(expected "
     if grep -q "'true'" err.txt; then bad "$args '': the value became 'true'"; fi
 done
+# an empty path is not '-' (standard input or output): it names no file
+"$NAZAR" translate --model "$M" --input in.txt --output '' 2> err.txt > stdout.txt
+rc=$?
+expect_fail "translate --output ''" 1 "cannot open '': No such file or directory"
+[ -s stdout.txt ] && bad "translate --output '' wrote to standard output"
+"$NAZAR" attention --model "$M" --input '' 2> err.txt > stdout.txt < in.txt
+rc=$?
+expect_fail "attention --input ''" 2 "cannot open --input: : cannot open: No such file"
 "$NAZAR" --threads '' translate --model "$M" 2> err.txt < /dev/null
 rc=$?
 expect_fail "nazar --threads ''" 2 "--threads: empty value \(expected an integer\)"
