@@ -201,6 +201,10 @@ mkdir -p train && (
     echo $? > rc.txt
     "$NAZAR" --threads 1 train --train t.tsv --save-dir '' --max-steps 2 > err.txt 2>&1
     echo $? > rc2.txt
+    cp t.tsv t.saved
+    "$NAZAR" --threads 1 train --train t.tsv --dev t.tsv --metrics-log t.tsv --max-steps 2 \
+        --save-dir run2 > err3.txt 2>&1
+    echo $? > rc3.txt
 )
 if [ "$(cat train/rc.txt)" = 0 ] && [ -f train/run/model.safetensors ] && ! grep -qi "valid" train/out.txt &&
     [ ! -e train/true ]; then
@@ -212,6 +216,11 @@ rc=$(cat train/rc2.txt)
 cp train/err.txt err.txt
 expect_fail "train --save-dir ''" 2 "save_dir is empty"
 [ ! -e train/true ] && ok "train --save-dir '': nothing called 'true'" || bad "train --save-dir '' created 'true'"
+rc=$(cat train/rc3.txt)
+cp train/err3.txt err.txt
+expect_fail "train --metrics-log the training corpus" 2 "metrics_log 't.tsv' is the same file as train 't.tsv'"
+cmp -s train/t.tsv train/t.saved && ok "train --metrics-log the corpus: corpus untouched" ||
+    bad "train --metrics-log the corpus changed it"
 
 # ---- 8: the line-length cap --------------------------------------------------------------
 $PY -c "import sys; sys.stdout.write('3 May 1979\n' + 'x' * 10_000_000 + '\n')" > long.txt
