@@ -4,6 +4,8 @@
 // 0-based; argmax of each target token's attention), soft = the JSON weight matrix (one row per
 // target token). The </s> row is left out. --scores prefixes "log p ||| ".
 #include "cli/command.h"
+#include "cli/options.h"
+#include "cli/output.h"
 #include "cli/pair_input.h"
 #include "nazar/core/check.h"
 #include "nazar/core/threads.h"
@@ -27,10 +29,11 @@ struct AlignArgs {
     int batch = 32;
     int threads = -1;
     bool scores = false;
+    std::size_t max_line_bytes = kDefaultMaxLineBytes;
 };
 
 int run_align(const AlignArgs& a) {
-    if (a.threads >= 0) set_num_threads(a.threads);
+    apply_threads_option(a.threads);
     const CorpusFiles files = pair_files(a.src, a.tgt, a.tsv);
     const AlignmentFormat format = parse_alignment_format(a.alignment);
     if (format == AlignmentFormat::none)
@@ -39,7 +42,8 @@ int run_align(const AlignArgs& a) {
     Seq2Seq& model = *tm.loaded.model;
     const int32_t pad = model.config().special_ids.pad;
 
-    PairReader reader(files, false);
+    PairReader reader(files, false, a.max_line_bytes);
+    OutputSink out("-", {a.src, a.tgt, a.tsv, a.model});
     for_each_pair_batch(reader, tm, a.batch, [&](const IdRows& src, const IdRows& tgt) {
         int S = 0;
         for (const auto& s : src) S = std::max(S, static_cast<int>(s.size()));
@@ -60,9 +64,9 @@ int run_align(const AlignArgs& a) {
                         : format_soft_alignment(res[b].attention, n_tgt);
             text += '\n';
         }
-        std::fwrite(text.data(), 1, text.size(), stdout);
+        out.write(text);
     });
-    std::fflush(stdout);
+    out.close();
     return 0;
 }
 
@@ -81,9 +85,8 @@ void setup_align(CLI::App& app, std::function<int()>& run) {
         ->check(CLI::Range(1, 1 << 16))
         ->capture_default_str();
     app.add_flag("--scores", a->scores, "Prefix each line with log p(target | source) and ' ||| '");
-    app.add_option("--threads", a->threads,
-                   "Threads (overrides the global --threads; 0 = all cores)")
-        ->check(CLI::NonNegativeNumber);
+    add_max_line_bytes_option(app, a->max_line_bytes);
+    add_threads_option(app, a->threads);
     run = [a] { return run_align(*a); };
 }
 

@@ -3,47 +3,35 @@
 // its attention weights (one row per output token and </s>, one column per source token) are
 // drawn in the terminal (ANSI colours on a TTY without NO_COLOR; plain characters otherwise),
 // written as SVG (--svg: one sentence, chosen by --sentence) and/or as a self-contained HTML
-// report (--html: every sentence, weights on hover).
+// report (--html: every sentence, weights on hover). Input is read like translate's: a terminal
+// or a pipe is answered sentence by sentence, a file up to 1024 sentences at a time.
 #include "cli/command.h"
+#include "cli/options.h"
+#include "cli/output.h"
 #include "nazar/core/check.h"
 #include "nazar/core/fileio.h"
-#include "nazar/core/threads.h"
+#include "nazar/data/reader.h"
 #include "nazar/decode/translator.h"
 #include "nazar/viz/heatmap.h"
 
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
-#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace nazar::cli {
 namespace {
 
-struct AttentionArgs {
-    std::string model, input, svg, html, color = "auto", title;
-    int beam = 1, sentence = 1, threads = 0, batch = 32;
-    bool no_terminal = false;
-};
+constexpr std::size_t kChunk = 1024;  // most sentences translated at a time
 
-std::vector<std::string> read_lines(const std::string& path) {
-    std::vector<std::string> lines;
-    auto read = [&](std::istream& in) {
-        std::string line;
-        while (std::getline(in, line)) {
-            if (!line.empty() && line.back() == '\r') line.pop_back();
-            lines.push_back(line);
-        }
-    };
-    if (path.empty() || path == "-") {
-        read(std::cin);
-    } else {
-        std::ifstream in(path, std::ios::binary);
-        if (!in) throw UsageError(fmt::format("attention: cannot open --input '{}'", path));
-        read(in);
-    }
-    return lines;
-}
+struct AttentionArgs {
+    std::string model, input = "-", svg, html, color = "auto", title;
+    int beam = 1, sentence = 1, threads = -1, batch = 32;
+    bool no_terminal = false;
+    std::size_t max_line_bytes = kDefaultMaxLineBytes;
+};
 
 viz::Heatmap to_heatmap(const std::string& source, const Translation& tr,
                         const std::string& caption) {
@@ -67,40 +55,66 @@ viz::Heatmap to_heatmap(const std::string& source, const Translation& tr,
 }
 
 int run_attention(const AttentionArgs& a) {
-    set_num_threads(a.threads);
+    apply_threads_option(a.threads);
     const bool color = viz::use_color(viz::parse_color_mode(a.color), fileno(stdout));
-    const std::vector<std::string> lines = read_lines(a.input);
-    if (lines.empty())
-        throw UsageError("attention: no input sentences (give them on stdin or with --input)");
-    if (!a.svg.empty() && (a.sentence < 1 || a.sentence > static_cast<int>(lines.size())))
-        throw UsageError(
-            fmt::format("attention: --sentence {} is not in 1..{} (the number of input sentences)",
-                        a.sentence, lines.size()));
+    const std::string& input = a.input;
+    const std::vector<std::string> inputs = {input, a.model};
+    if (!a.svg.empty()) refuse_same_file(a.svg, inputs);
+    if (!a.html.empty()) refuse_same_file(a.html, inputs);
     Translator tr(a.model);
+    std::unique_ptr<LineReader> reader;
+    try {
+        reader = std::make_unique<LineReader>(input, a.max_line_bytes);
+    } catch (const Error& e) {
+        throw UsageError(fmt::format("attention: cannot open --input: {}", e.what()));
+    }
+    std::unique_ptr<OutputSink> out;
+    if (!a.no_terminal) out = std::make_unique<OutputSink>("-", inputs);
     TranslationOptions opt;
     opt.beam_size = a.beam;
     opt.batch_size = a.batch;
     opt.attention = true;
-    const std::vector<Translation> out = tr.translate(lines, opt);
     const std::string caption =
         fmt::format("{} · {}", a.model, a.beam == 1 ? "greedy" : fmt::format("beam {}", a.beam));
+    const bool keep = !a.svg.empty() || !a.html.empty();  // the maps are needed at the end
     std::vector<viz::Heatmap> maps;
-    maps.reserve(out.size());
-    for (std::size_t k = 0; k < out.size(); ++k)
-        maps.push_back(to_heatmap(lines[k], out[k], caption));
-    if (!a.no_terminal) {
-        for (std::size_t k = 0; k < maps.size(); ++k) {
-            fmt::print("{}{} -> {}\n", k ? "\n" : "", maps[k].source_text, maps[k].target_text);
-            fmt::print("{}", viz::render_terminal(
-                                 maps[k], {.color = color, .legend = k + 1 == maps.size()}));
+    std::vector<std::string> lines;
+    std::string_view line;
+    int64_t n = 0;
+    bool more = true;
+    while (more) {
+        // Like translate: the lines there already, so a terminal or a pipe is answered line
+        // by line; a file is read kChunk lines at a time.
+        lines.clear();
+        while (lines.size() < kChunk && (lines.empty() || reader->ready()) &&
+               (more = reader->next(line)))
+            lines.emplace_back(line);
+        if (lines.empty()) break;
+        const std::vector<Translation> res = tr.translate(lines, opt);
+        std::string text;
+        for (std::size_t k = 0; k < res.size(); ++k, ++n) {
+            viz::Heatmap m = to_heatmap(lines[k], res[k], caption);
+            if (out) {
+                fmt::format_to(std::back_inserter(text), "{}{} -> {}\n", n ? "\n" : "",
+                               m.source_text, m.target_text);
+                text += viz::render_terminal(m, {.color = color, .legend = k + 1 == res.size()});
+            }
+            if (keep) maps.push_back(std::move(m));
         }
-        std::fflush(stdout);
+        if (out) out->write(text);
     }
+    if (out) out->close();
+    if (n == 0)
+        throw UsageError("attention: no input sentences (give them on stdin or with --input)");
+    if (!a.svg.empty() && (a.sentence < 1 || a.sentence > n))
+        throw UsageError(
+            fmt::format("attention: --sentence {} is not in 1..{} (the number of input sentences)",
+                        a.sentence, n));
     if (!a.svg.empty())
         atomic_write_file(a.svg, viz::render_svg(maps[static_cast<std::size_t>(a.sentence - 1)]));
     if (!a.html.empty()) {
         viz::HtmlOptions ho;
-        ho.title = a.title.empty() ? "nazar attention: " + a.model : a.title;
+        ho.title = a.title.empty() ? fmt::format("nazar attention: {}", a.model) : a.title;
         atomic_write_file(a.html, viz::render_html(maps, ho));
     }
     return 0;
@@ -109,7 +123,9 @@ int run_attention(const AttentionArgs& a) {
 void setup_attention(CLI::App& app, std::function<int()>& run) {
     auto a = std::make_shared<AttentionArgs>();
     app.add_option("--model,-m", a->model, "Model file (.safetensors)")->required();
-    app.add_option("--input,-i", a->input, "Sentences, one per line (default: stdin)");
+    app.add_option("--input,-i", a->input,
+                   "Sentences, one per line ('-' = stdin; gzip is detected)")
+        ->capture_default_str();
     app.add_option("--svg", a->svg, "Write the heatmap of one sentence (--sentence) as SVG");
     app.add_option("--sentence", a->sentence, "Which input sentence --svg draws (1-based)")
         ->capture_default_str();
@@ -124,9 +140,8 @@ void setup_attention(CLI::App& app, std::function<int()>& run) {
     app.add_option("--batch", a->batch, "Sentences per decoder batch")
         ->check(CLI::Range(1, 1 << 16))
         ->capture_default_str();
-    app.add_option("--threads", a->threads, "Threads (0 = all cores)")
-        ->check(CLI::Range(0, 1024))
-        ->capture_default_str();
+    add_threads_option(app, a->threads);
+    add_max_line_bytes_option(app, a->max_line_bytes);
     app.add_flag("--no-terminal", a->no_terminal, "Do not draw heatmaps on stdout (files only)");
     run = [a] { return run_attention(*a); };
 }

@@ -12,6 +12,7 @@
 // same model from the same weights on the same batches. --json prints one JSON object.
 #include "cli/bench_util.h"
 #include "cli/command.h"
+#include "cli/options.h"
 #include "nazar/core/blas.h"
 #include "nazar/core/threads.h"
 #include "nazar/decode/beam_search.h"
@@ -173,8 +174,7 @@ void setup_bench(CLI::App& app, std::function<int()>& run) {
     app.add_option("--attention", a->attention, "bahdanau | general | general-feed | local-p")
         ->check(CLI::IsMember({"bahdanau", "general", "general-feed", "local-p"}))
         ->capture_default_str();
-    app.add_option("--threads", a->threads, "Threads for BLAS and nazar's loops (0 = all cores)")
-        ->capture_default_str();
+    add_threads_option(app, a->threads);  // not given: the global --threads
     app.add_option("--steps", a->steps, "train: timed steps")->capture_default_str();
     app.add_option("--warmup", a->warmup, "train: untimed steps first")->capture_default_str();
     app.add_option("--batches", a->batches, "train: distinct synthetic batches (cycled)")
@@ -199,7 +199,7 @@ void setup_bench(CLI::App& app, std::function<int()>& run) {
     app.add_option("--dump-batches", a->dump_batches, "Write the synthetic data here (JSON)");
     app.add_flag("--json", a->json_out, "One JSON object on stdout");
     run = [a] {
-        set_num_threads(a->threads);
+        apply_threads_option(a->threads);
         json j;
         if (a->what == "train")
             j = bench_train(*a);

@@ -4,6 +4,7 @@
 // model (demo.safetensors, usable with `nazar attention` / `nazar translate`).
 // `--compare` runs nazar/demo/compare.h instead: every mechanism on the same tasks and budget.
 #include "cli/command.h"
+#include "cli/options.h"
 #include "nazar/core/check.h"
 #include "nazar/core/fileio.h"
 #include "nazar/core/threads.h"
@@ -30,7 +31,7 @@ struct DemoArgs {
     std::string save = "demo.safetensors";
     std::string color = "auto";
     int examples = 8;
-    int threads = 0;
+    int threads = -1;
     bool compare = false;
     demo::CompareConfig compare_cfg;
 };
@@ -59,7 +60,7 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 int run_demo(DemoArgs& a) {
-    set_num_threads(a.threads);
+    apply_threads_option(a.threads);
     if (a.compare) {
         demo::run_compare(a.compare_cfg, stdout);
         return 0;
@@ -212,9 +213,7 @@ void setup_demo(CLI::App& app, std::function<int()>& run) {
         ->capture_default_str();
     app.add_option("--seed", a->cfg.seed, "Seed (data, initialisation, batches)")
         ->capture_default_str();
-    app.add_option("--threads", a->threads, "Threads (0 = all cores)")
-        ->check(CLI::Range(0, 1024))
-        ->capture_default_str();
+    add_threads_option(app, a->threads);
     app.add_option("--out-dir", a->out_dir,
                    "Where demo-attention.svg, demo-report.html and the model go")
         ->multi_option_policy(

@@ -5,6 +5,7 @@
 //   signature: nrefs:2|case:mixed|eff:no|tok:13a|smooth:exp|version:nazar-0.1.0
 // or one JSON object with --json, or only the number with --score-only.
 #include "cli/command.h"
+#include "cli/output.h"
 #include "nazar/core/check.h"
 #include "nazar/eval/aer.h"
 #include "nazar/eval/bleu.h"
@@ -88,19 +89,23 @@ void check_count(const std::string& hyp_path, std::size_t hyp_n, std::string_vie
             display(hyp_path), hyp_n, what, display(path), n));
 }
 
-void emit(const EvalOptions& o, double score, const std::string& line, const std::string& signature,
-          nlohmann::json details) {
+// The result, written through the output sink (every write and the close checked).
+void emit(OutputSink& sink, const EvalOptions& o, double score, const std::string& line,
+          const std::string& signature, nlohmann::json details) {
+    std::string text;
+    auto out = std::back_inserter(text);
     if (o.json) {
         details["score"] = score;
         details["verbose_score"] = line;
         if (!signature.empty()) details["signature"] = signature;
-        fmt::print("{}\n", details.dump(1));
+        fmt::format_to(out, "{}\n", details.dump(1));
     } else if (o.score_only) {
-        fmt::print("{:.2f}\n", score);
+        fmt::format_to(out, "{:.2f}\n", score);
     } else {
-        fmt::print("{}\n", line);
-        if (!signature.empty()) fmt::print("signature: {}\n", signature);
+        fmt::format_to(out, "{}\n", line);
+        if (!signature.empty()) fmt::format_to(out, "signature: {}\n", signature);
     }
+    sink.write(text);
 }
 
 int run_eval(const EvalOptions& o) {
@@ -113,6 +118,10 @@ int run_eval(const EvalOptions& o) {
     int stdin_users = (o.hyp == "-");
     for (const auto& r : o.refs) stdin_users += (r == "-");
     if (stdin_users > 1) throw UsageError("only one of --hyp / --ref may read stdin ('-')");
+    std::vector<std::string> inputs = o.refs;
+    inputs.push_back(o.hyp);
+    inputs.push_back(o.possible);
+    OutputSink sink("-", inputs);
 
     const std::vector<std::string> hyps = read_lines(o.hyp, "hypothesis file");
     std::vector<std::vector<std::string>> refs;
@@ -131,7 +140,7 @@ int run_eval(const EvalOptions& o) {
                         .max_ngram_order = o.max_ngram_order};
         if (o.smooth_value >= 0) opt.smooth_value = o.smooth_value;
         const BleuScore s = corpus_bleu(hyps, refs, opt);
-        emit(o, s.score, s.format(), s.signature,
+        emit(sink, o, s.score, s.format(), s.signature,
              {{"name", "BLEU"},
               {"counts", s.counts},
               {"totals", s.totals},
@@ -148,13 +157,13 @@ int run_eval(const EvalOptions& o) {
                               .whitespace = o.chrf_whitespace,
                               .eps_smoothing = o.chrf_eps_smoothing};
         const ChrfScore s = corpus_chrf(hyps, refs, opt);
-        emit(o, s.score, s.format(), s.signature, {{"name", s.name()}});
+        emit(sink, o, s.score, s.format(), s.signature, {{"name", s.name()}});
     } else if (o.metric == "wer" || o.metric == "cer" || o.metric == "per") {
         const ErrorMetric m = o.metric == "wer"   ? ErrorMetric::wer
                               : o.metric == "cer" ? ErrorMetric::cer
                                                   : ErrorMetric::per;
         const ErrorRate s = corpus_error_rate(hyps, refs, m);
-        emit(o, s.score, s.format(), "",
+        emit(sink, o, s.score, s.format(), "",
              {{"name", s.name()},
               {"errors", s.errors},
               {"substitutions", s.substitutions},
@@ -165,7 +174,7 @@ int run_eval(const EvalOptions& o) {
               {"segments", s.segments}});
     } else if (o.metric == "exact") {
         const ExactMatch s = exact_match(hyps, refs);
-        emit(o, s.score, s.format(), "",
+        emit(sink, o, s.score, s.format(), "",
              {{"name", "Exact"}, {"correct", s.correct}, {"segments", s.segments}});
     } else {  // aer
         std::vector<std::string> possible;
@@ -178,7 +187,7 @@ int run_eval(const EvalOptions& o) {
                     display(o.refs[0]), refs[0].size(), display(o.possible), possible.size()));
         }
         const AerScore s = corpus_aer(hyps, refs[0], possible);
-        emit(o, s.score, s.format(), "",
+        emit(sink, o, s.score, s.format(), "",
              {{"name", "AER"},
               {"precision", s.precision},
               {"recall", s.recall},
@@ -189,6 +198,7 @@ int run_eval(const EvalOptions& o) {
               {"hyp_and_possible", s.hyp_and_possible},
               {"segments", s.segments}});
     }
+    sink.close();
     return 0;
 }
 

@@ -4,6 +4,8 @@
 // what the PyTorch parity check compares. Sentences are scored in batches of --batch, in input
 // order; a sentence's score does not depend on its batch (up to BLAS summation order).
 #include "cli/command.h"
+#include "cli/options.h"
+#include "cli/output.h"
 #include "cli/pair_input.h"
 #include "nazar/core/check.h"
 #include "nazar/data/pipeline.h"
@@ -26,20 +28,25 @@ struct ScoreArgs {
     int batch = 32;
     int digits = 6;
     bool skip_bad_lines = false;
+    std::size_t max_line_bytes = kDefaultMaxLineBytes;
 };
 
 int run_score(const ScoreArgs& a) {
     const CorpusFiles files = pair_files(a.src, a.tgt, a.tsv);
     const TextModel tm = load_text_model(a.model, "score");
-    PairReader reader(files, a.skip_bad_lines);
+    PairReader reader(files, a.skip_bad_lines, a.max_line_bytes);
+    OutputSink out("-", {a.src, a.tgt, a.tsv, a.model});
     std::vector<double> scores;
+    std::string text;
     for_each_pair_batch(reader, tm, a.batch, [&](const IdRows& src, const IdRows& tgt) {
         const Batch b = batch_from_ids(src, tgt);
         scores.assign(src.size(), 0.0);
         tm.loaded.model->score(b, scores);
-        for (double s : scores) fmt::print("{:.{}f}\n", s, a.digits);
+        text.clear();
+        for (double s : scores) fmt::format_to(std::back_inserter(text), "{:.{}f}\n", s, a.digits);
+        out.write(text);
     });
-    std::fflush(stdout);
+    out.close();
     return 0;
 }
 
@@ -57,6 +64,7 @@ void setup_score(CLI::App& app, std::function<int()>& run) {
     app.add_option("--digits", a->digits, "Digits after the decimal point")
         ->check(CLI::Range(6, 17))
         ->capture_default_str();
+    add_max_line_bytes_option(app, a->max_line_bytes);
     app.add_flag("--skip-bad-lines", a->skip_bad_lines,
                  "Skip malformed lines instead of stopping (they get no score)");
     run = [a] { return run_score(*a); };

@@ -101,8 +101,12 @@ int run_train(CLI::App& app, TrainArgs& a) {
     }
     for (const auto& [key, opt] : a.options) {
         if (opt->count() == 0) continue;
+        // A bare boolean flag (--keep-best) arrives as ""; any other empty value is empty
+        // (--dev '' = no validation), never "true". An explicit empty boolean is refused by
+        // parse_command_line (cli/options.h).
         const auto& r = opt->results();
-        const std::string value = r.empty() || r.back().empty() ? std::string("true") : r.back();
+        const bool bare = key->type == KeyType::boolean && (r.empty() || r.back().empty());
+        const std::string value = bare ? std::string("true") : r.empty() ? std::string() : r.back();
         set_config_value(cfg, key->key, value, flag_name(*key));
     }
     apply_extras(app.remaining(), cfg);

@@ -1,12 +1,15 @@
 // `nazar translate --model M [--beam K] [--n-best N] [--alignment hard|soft] ...`: one sentence
 // per line in (stdin or --input), translations out (stdout or --output), in input order.
-// Streams in bounded memory: reads --chunk lines, translates them (sorted by length into
-// batches of --batch), writes and flushes, repeats; an interactive stdin is read line by line.
+// Streams in bounded memory: reads up to --chunk lines (only those already there, so a terminal
+// or a pipe is answered line by line), translates them (sorted by length into batches of
+// --batch), writes them (cli/output.h: every write checked), repeats.
 // Output formats (docs/decoding.md):
 //   plain           translation[ ||| alignment]
 //   n-best/scores   i ||| translation ||| score[ ||| alignment]     (i: 0-based input line)
 // alignment: hard = Pharaoh "i-j" (source token i, target token j), soft = JSON matrix.
 #include "cli/command.h"
+#include "cli/options.h"
+#include "cli/output.h"
 #include "nazar/core/check.h"
 #include "nazar/core/threads.h"
 #include "nazar/data/reader.h"
@@ -29,27 +32,12 @@ struct TranslateArgs {
     TranslationOptions opt;
     int chunk = 1024;
     int threads = -1;
+    std::size_t max_line_bytes = kDefaultMaxLineBytes;
     bool scores = false, progress = false;
 };
 
-struct Output {
-    FILE* f = stdout;
-    explicit Output(const std::string& path) {
-        if (path != "-") {
-            f = std::fopen(path.c_str(), "wb");
-            NZ_CHECK(f != nullptr, "cannot open '{}' for writing", path);
-        }
-    }
-    ~Output() {
-        if (f != stdout) std::fclose(f);
-    }
-    void write(const std::string& s, const std::string& path) const {
-        NZ_CHECK(std::fwrite(s.data(), 1, s.size(), f) == s.size(), "cannot write to '{}'", path);
-    }
-};
-
 int run_translate(TranslateArgs& a) {
-    if (a.threads >= 0) set_num_threads(a.threads);
+    apply_threads_option(a.threads);
     const AlignmentFormat format = parse_alignment_format(a.alignment);
     if (!a.dict.empty() && !a.opt.replace_unk) throw UsageError("--dict needs --replace-unk");
     UnkDictionary dict;
@@ -66,11 +54,10 @@ int run_translate(TranslateArgs& a) {
             fmt::format("--n-best {} exceeds --beam {}", a.opt.n_best, a.opt.beam_size));
 
     const Translator translator(a.model);
-    LineReader reader(a.input);
-    const Output out(a.output);
+    LineReader reader(a.input, a.max_line_bytes);
+    OutputSink out(a.output, {a.input, a.model, a.dict});
     const bool interactive = a.input == "-" && isatty(STDIN_FILENO);
     const bool progress = a.progress || (!interactive && isatty(STDERR_FILENO));
-    const int chunk = interactive ? 1 : a.chunk;
     const auto start = std::chrono::steady_clock::now();
 
     std::vector<std::string> lines;
@@ -79,7 +66,10 @@ int run_translate(TranslateArgs& a) {
     bool more = true;
     while (more) {
         lines.clear();
-        while (static_cast<int>(lines.size()) < chunk && (more = reader.next(line)))
+        // Up to --chunk lines, but only those there already: a terminal or a pipe that is
+        // written line by line gets each answer before the next line is read.
+        while (static_cast<int>(lines.size()) < a.chunk && (lines.empty() || reader.ready()) &&
+               (more = reader.next(line)))
             lines.emplace_back(line);
         if (lines.empty()) break;
         std::vector<Translation> res;
@@ -108,8 +98,7 @@ int run_translate(TranslateArgs& a) {
                 if (!nbest_format) break;
             }
         }
-        out.write(text, a.output);
-        std::fflush(out.f);
+        out.write(text);
         done += static_cast<int64_t>(lines.size());
         if (progress) {
             const double s =
@@ -119,6 +108,7 @@ int run_translate(TranslateArgs& a) {
         }
     }
     if (progress && done > 0) std::fprintf(stderr, "\n");
+    out.close();
     return 0;
 }
 
@@ -147,7 +137,7 @@ void setup_translate(CLI::App& app, std::function<int()>& run) {
     app.add_option("--batch", o.batch_size, "Sentences per decoder batch")
         ->check(CLI::Range(1, 1 << 16))
         ->capture_default_str();
-    app.add_option("--chunk", a->chunk, "Lines read (and sorted by length) at a time")
+    app.add_option("--chunk", a->chunk, "Most lines read (and sorted by length) at a time")
         ->check(CLI::Range(1, 1 << 24))
         ->capture_default_str();
     app.add_option("--length-penalty", o.length_penalty,
@@ -159,19 +149,22 @@ void setup_translate(CLI::App& app, std::function<int()>& run) {
         ->check(CLI::NonNegativeNumber)
         ->capture_default_str();
     app.add_option("--max-length-ratio", o.max_length_ratio,
-                   "Output length limit: ratio * source length + extra")
+                   "Output length limit: min(--max-length, max(1, floor(ratio * source length) + "
+                   "extra)), computed in 64 bits: any ratio or extra, however large, gives at "
+                   "most --max-length")
         ->check(CLI::NonNegativeNumber)
         ->capture_default_str();
-    app.add_option("--max-length-extra", o.max_length_extra, "Added to ratio * source length")
+    app.add_option("--max-length-extra", o.max_length_extra,
+                   "Added to ratio * source length (any int; see --max-length-ratio)")
         ->capture_default_str();
-    app.add_option("--max-length", o.max_length, "Absolute output length limit")
+    app.add_option("--max-length", o.max_length,
+                   "Absolute output length limit (at most 1048576 tokens)")
         ->check(CLI::Range(1, 1 << 20))
         ->capture_default_str();
+    add_max_line_bytes_option(app, a->max_line_bytes);
     app.add_flag("--progress", a->progress,
                  "Progress line on stderr (default: when stderr is a terminal)");
-    app.add_option("--threads", a->threads,
-                   "Threads (overrides the global --threads; 0 = all cores)")
-        ->check(CLI::NonNegativeNumber);
+    add_threads_option(app, a->threads);
     run = [a] { return run_translate(*a); };
 }
 

@@ -1,6 +1,7 @@
 // nazar — one binary, many subcommands (DESIGN.md §6). Subcommands live in cmd_<name>.cpp and
 // register themselves (command.h). Exit codes: 0 ok, 1 failure, 2 usage / configuration error.
 #include "cli/command.h"
+#include "cli/options.h"
 #include "nazar/core/check.h"
 #include "nazar/core/threads.h"
 
@@ -39,7 +40,7 @@ int main(int argc, char** argv) {
     }
 
     try {
-        app.parse(argc, argv);
+        parse_command_line(app, argc, argv);  // an empty number is an error (cli/options.h)
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? 0 : 2;
     }

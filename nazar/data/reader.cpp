@@ -5,6 +5,8 @@
 
 #include <zlib.h>
 
+#include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cerrno>
@@ -22,27 +24,87 @@ std::string display_name(const std::string& path) {
 
 }  // namespace
 
-LineReader::LineReader(std::string path) : path_(std::move(path)) {
-    errno = 0;
+LineReader::LineReader(std::string path, std::size_t max_line_bytes)
+    : path_(std::move(path)), max_line_(max_line_bytes) {
     if (path_ == "-") {
-        const int fd = ::dup(STDIN_FILENO);  // gzclose must not close the process's stdin
-        NZ_CHECK(fd >= 0, "<stdin>: cannot read: {}", std::strerror(errno));
-        file_ = gzdopen(fd, "rb");
-        if (!file_) ::close(fd);
+        fd_ = STDIN_FILENO;  // read, never closed
     } else {
-        file_ = gzopen(path_.c_str(), "rb");
+        do {
+            fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+        } while (fd_ < 0 && errno == EINTR);
+        if (fd_ < 0)
+            throw Error(
+                fmt::format("{}: cannot open: {}", display_name(path_), std::strerror(errno)));
     }
-    if (!file_) {
-        const int err = errno;
-        throw Error(fmt::format("{}: cannot open: {}", display_name(path_),
-                                err ? std::strerror(err) : "out of memory"));
-    }
-    gzbuffer(file_, 1 << 17);
     buf_.resize(kChunk);
 }
 
 LineReader::~LineReader() {
-    if (file_) gzclose(file_);
+    if (z_) inflateEnd(z_.get());
+    if (fd_ >= 0 && fd_ != STDIN_FILENO) ::close(fd_);
+}
+
+void LineReader::read_error(const std::string& reason) const {
+    throw Error(fmt::format("{}:{}: read error: {}", display_name(path_), line_ + 1, reason));
+}
+
+std::size_t LineReader::read_raw(char* dst, std::size_t n) {
+    for (;;) {
+        const ssize_t r = ::read(fd_, dst, n);
+        if (r >= 0) return static_cast<std::size_t>(r);
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {  // a non-blocking stdin: wait for it
+            pollfd p{fd_, POLLIN, 0};
+            ::poll(&p, 1, -1);
+            continue;
+        }
+        read_error(std::strerror(errno));
+    }
+}
+
+bool LineReader::compressed_at_least(std::size_t n) {
+    while (z_->avail_in < n && !raw_eof_) {
+        if (z_->avail_in > 0) std::memmove(zin_.data(), z_->next_in, z_->avail_in);
+        const std::size_t got = read_raw(zin_.data() + z_->avail_in, zin_.size() - z_->avail_in);
+        if (got == 0) raw_eof_ = true;
+        z_->next_in = reinterpret_cast<Bytef*>(zin_.data());
+        z_->avail_in += static_cast<uInt>(got);
+    }
+    return z_->avail_in >= n;
+}
+
+bool LineReader::fill_gzip() {
+    for (;;) {
+        if (member_end_) {
+            // Another member follows only if the next bytes are the gzip magic; anything else
+            // (or nothing) ends the stream.
+            if (!compressed_at_least(2) || static_cast<unsigned char>(z_->next_in[0]) != 0x1f ||
+                static_cast<unsigned char>(z_->next_in[1]) != 0x8b) {
+                eof_ = true;
+                return false;
+            }
+            inflateReset(z_.get());
+            member_end_ = false;
+        }
+        compressed_at_least(1);
+        const std::size_t room = buf_.size() - end_;
+        z_->next_out = reinterpret_cast<Bytef*>(buf_.data() + end_);
+        z_->avail_out = static_cast<uInt>(room);
+        const int r = inflate(z_.get(), Z_NO_FLUSH);
+        const std::size_t produced = room - z_->avail_out;
+        end_ += produced;
+        if (r == Z_STREAM_END) {
+            member_end_ = true;
+        } else if (r == Z_OK || r == Z_BUF_ERROR) {
+            if (produced == 0 && z_->avail_in == 0 && raw_eof_)
+                read_error("truncated gzip file (unexpected end of file)");
+        } else {
+            read_error(r == Z_MEM_ERROR ? "out of memory"
+                       : z_->msg        ? fmt::format("invalid gzip data: {}", z_->msg)
+                                        : "invalid gzip data");
+        }
+        if (produced > 0) return true;
+    }
 }
 
 bool LineReader::fill() {
@@ -54,24 +116,40 @@ bool LineReader::fill() {
         begin_ = 0;
     }
     if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);
-    errno = 0;
-    const int n = gzread(file_, buf_.data() + end_, static_cast<unsigned>(buf_.size() - end_));
-    int zerr = Z_OK;
-    const char* zmsg = gzerror(file_, &zerr);
-    if (n < 0 || (zerr != Z_OK && zerr != Z_BUF_ERROR) || (n == 0 && zerr == Z_BUF_ERROR)) {
-        // Z_BUF_ERROR at the end means the gzip stream stopped early.
-        const std::string reason = zerr == Z_ERRNO ? std::strerror(errno)
-                                   : zerr == Z_BUF_ERROR
-                                       ? "truncated gzip file (unexpected end of file)"
-                                       : zmsg;
-        throw Error(fmt::format("{}:{}: read error: {}", display_name(path_), line_ + 1, reason));
+    if (z_) return fill_gzip();
+    std::size_t n = read_raw(buf_.data() + end_, buf_.size() - end_);
+    if (!sniffed_) {
+        sniffed_ = true;
+        if (n == 1 && static_cast<unsigned char>(buf_[end_]) == 0x1f)  // need the second byte
+            n += read_raw(buf_.data() + end_ + 1, buf_.size() - end_ - 1);
+        if (n >= 2 && static_cast<unsigned char>(buf_[end_]) == 0x1f &&
+            static_cast<unsigned char>(buf_[end_ + 1]) == 0x8b) {
+            z_ = std::make_unique<z_stream_s>();
+            if (inflateInit2(z_.get(), 16 + MAX_WBITS) != Z_OK) {
+                z_.reset();
+                read_error("cannot start gzip decompression (out of memory)");
+            }
+            zin_.assign(buf_.begin() + static_cast<std::ptrdiff_t>(end_),
+                        buf_.begin() + static_cast<std::ptrdiff_t>(end_ + n));
+            zin_.resize(std::max(zin_.size(), kChunk));
+            z_->next_in = reinterpret_cast<Bytef*>(zin_.data());
+            z_->avail_in = static_cast<uInt>(n);
+            return fill_gzip();
+        }
     }
     if (n == 0) {
         eof_ = true;
         return false;
     }
-    end_ += static_cast<std::size_t>(n);
+    end_ += n;
     return true;
+}
+
+bool LineReader::ready() const {
+    if (eof_ || std::memchr(buf_.data() + begin_, '\n', end_ - begin_) != nullptr) return true;
+    if (z_ && z_->avail_in > 0) return true;
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0;
 }
 
 bool LineReader::next(std::string_view& line) {
@@ -84,6 +162,9 @@ bool LineReader::next(std::string_view& line) {
             stop = static_cast<std::size_t>(nl - buf_.data());
         } else {
             const std::size_t scanned = end_ - begin_;
+            // A line without its end yet, already over the limit (+1 for a '\r'): stop before
+            // buffering more of it.
+            if (max_line_ > 0 && scanned > max_line_ + 1) too_long();
             if (fill()) {
                 scan = begin_ + scanned;
                 continue;
@@ -101,9 +182,19 @@ bool LineReader::next(std::string_view& line) {
             b += 3;
             len -= 3;
         }
+        if (max_line_ > 0 && len > max_line_) {
+            --line_;
+            too_long();
+        }
         line = std::string_view(b, len);
         return true;
     }
+}
+
+void LineReader::too_long() const {
+    throw Error(fmt::format(
+        "{}:{}: line longer than {} bytes (the limit on one line; raise it with --max-line-bytes)",
+        display_name(path_), line_ + 1, max_line_));
 }
 
 std::string CorpusFiles::name() const {
@@ -128,9 +219,9 @@ const std::string& first_path(const CorpusFiles& f) {
 
 }  // namespace
 
-PairReader::PairReader(const CorpusFiles& files, bool skip_bad_lines)
-    : files_(files), skip_(skip_bad_lines), first_(first_path(files)) {
-    if (files_.tsv.empty()) second_ = std::make_unique<LineReader>(files_.tgt);
+PairReader::PairReader(const CorpusFiles& files, bool skip_bad_lines, std::size_t max_line_bytes)
+    : files_(files), skip_(skip_bad_lines), first_(first_path(files), max_line_bytes) {
+    if (files_.tsv.empty()) second_ = std::make_unique<LineReader>(files_.tgt, max_line_bytes);
 }
 
 bool PairReader::bad_line(const std::string& message, int64_t BadLines::*counter) {

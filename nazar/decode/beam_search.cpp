@@ -39,9 +39,14 @@ void validate(const BeamOptions& o) {
 }
 
 int max_output_length(int S_b, float max_length_ratio, int max_length_extra, int max_length) {
-    const int m =
-        static_cast<int>(std::floor(max_length_ratio * static_cast<float>(S_b))) + max_length_extra;
-    return std::min(max_length, std::max(1, m));
+    // ratio · S_b in float, like the PyTorch reference; the floor and the sum in 64 bits, so a
+    // huge ratio or extra (1e9, 2^31 − 8) means "up to max_length", never an int that wrapped
+    // around to one token. The product is capped at 2^40 (the result is <= max_length anyway);
+    // NaN (an infinite ratio times an empty source) counts as 0.
+    const float prod = max_length_ratio * static_cast<float>(S_b);
+    const double base = prod > 0 ? std::floor(std::min(static_cast<double>(prod), 0x1p40)) : 0.0;
+    const int64_t m = static_cast<int64_t>(base) + max_length_extra;
+    return static_cast<int>(std::min<int64_t>(max_length, std::max<int64_t>(1, m)));
 }
 
 namespace {

@@ -2,6 +2,7 @@
 #include "nazar/decode/greedy.h"
 
 #include "nazar/core/check.h"
+#include "nazar/decode/beam_search.h"  // max_output_length
 
 #include <algorithm>
 #include <cmath>
@@ -66,10 +67,8 @@ std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t>
     std::vector<int> max_len(B);
     int longest = 0;
     for (int b = 0; b < B; ++b) {
-        const int m = static_cast<int>(
-                          std::floor(options.max_length_ratio * static_cast<float>(lengths[b]))) +
-                      options.max_length_extra;
-        max_len[b] = std::min(options.max_length, std::max(1, m));
+        max_len[b] = max_output_length(lengths[b], options.max_length_ratio,
+                                       options.max_length_extra, options.max_length);
         longest = std::max(longest, max_len[b]);
     }
     EncodedSource enc;

@@ -6,6 +6,7 @@
 #include "nazar/data/utf8.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
@@ -575,6 +576,24 @@ void validate_config(const TrainConfig& cfg) {
         if (!path.empty() && path != "-" && !file_exists(path))
             usage("", fmt::format("{}: file '{}' does not exist", k.key, path));
     }
+    // The metrics log is appended to: never to one of the inputs (device and inode compared).
+    if (!cfg.metrics_log.empty()) {
+        struct stat log_st {};
+        if (::stat(cfg.metrics_log.c_str(), &log_st) == 0 && S_ISREG(log_st.st_mode))
+            for (const auto& k : config_keys()) {
+                if (k.type != KeyType::file) continue;
+                const std::string& path = cfg.*std::get<std::string C::*>(k.field);
+                struct stat in {};
+                if (!path.empty() && ::stat(path.c_str(), &in) == 0 && in.st_dev == log_st.st_dev &&
+                    in.st_ino == log_st.st_ino)
+                    usage("", fmt::format("metrics_log '{}' is the same file as {} '{}': the log "
+                                          "would be appended to it",
+                                          cfg.metrics_log, k.key, path));
+            }
+    }
+    // An empty value is empty (an unset shell variable, --save-dir "$DIR"), never a default.
+    if (cfg.save_dir.empty())
+        usage("", "save_dir is empty: name a directory for the model ('.' = the current one)");
     if (!cfg.spm_model.empty() && cfg.tokenizer != "spm")
         usage("", fmt::format("spm_model is set but tokenizer is '{}' (use tokenizer: spm)",
                               cfg.tokenizer));

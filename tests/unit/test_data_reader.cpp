@@ -9,10 +9,15 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <unistd.h>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace nazar;
@@ -235,4 +240,133 @@ TEST(DataReader, StdinReadsLikeAFile) {
     while (r.next(line)) lines.emplace_back(line);
     EXPECT_EQ(lines, (std::vector<std::string>{"line one", "line two"}));
     EXPECT_EQ(r.line_number(), 2);
+}
+
+// ---- issue 14: line-length cap (item 8), gzip read by the reader itself, pipes (item 13) ----
+
+TEST(DataReader, LineLongerThanTheCapIsAnErrorNamingIt) {
+    TempDir t;
+    const std::string ok_line(100, 'a'), long_line(101, 'b');
+    const auto p = t.write("cap.txt", ok_line + "\r\n" + ok_line + "\n" + long_line + "\nx\n");
+    LineReader r(p, 100);
+    std::string_view line;
+    ASSERT_TRUE(r.next(line));  // 100 bytes (+ "\r\n") is within the cap
+    EXPECT_EQ(line, ok_line);
+    ASSERT_TRUE(r.next(line));
+    const std::string msg = error_of([&] { r.next(line); });
+    EXPECT_NE(msg.find(p + ":3: line longer than 100 bytes"), std::string::npos) << msg;
+    // A line far beyond the cap, without a newline: refused once the cap is passed, not after
+    // buffering all of it (the buffer stays at its first 1 MiB).
+    const auto huge = t.write("huge.txt", "short\n" + std::string(8 << 20, 'z'));
+    LineReader h(huge, 1000);
+    ASSERT_TRUE(h.next(line));
+    const std::string msg2 = error_of([&] { h.next(line); });
+    EXPECT_NE(msg2.find(huge + ":2: line longer than 1000 bytes"), std::string::npos) << msg2;
+    // The same through gzip, and through PairReader.
+    const auto gz = t.write_gz("cap.tsv.gz", "a\tb\n" + std::string(5000, 'c') + "\td\n");
+    const std::string msg3 = error_of([&] {
+        PairReader pr({.tsv = gz}, false, 1000);
+        RawPair pair;
+        while (pr.next(pair)) {
+        }
+    });
+    EXPECT_NE(msg3.find(gz + ":2: line longer than 1000 bytes"), std::string::npos) << msg3;
+    // No cap (0): any length.
+    LineReader u(huge, 0);
+    ASSERT_TRUE(u.next(line));
+    ASSERT_TRUE(u.next(line));
+    EXPECT_EQ(line.size(), std::size_t{8} << 20);
+}
+
+TEST(DataReader, GzipMembersTrailingBytesAndCorruption) {
+    TempDir t;
+    auto gz_bytes = [&](const std::string& text) {
+        const auto p = t.write_gz("tmp.gz", text);
+        std::ifstream in(p, std::ios::binary);
+        return std::string((std::istreambuf_iterator<char>(in)), {});
+    };
+    auto lines_of = [](const std::string& path) {
+        LineReader r(path);
+        std::string_view line;
+        std::vector<std::string> out;
+        while (r.next(line)) out.emplace_back(line);
+        return out;
+    };
+    // two members (cat a.gz b.gz), then bytes that do not start a member: ignored, as gzread
+    const std::string two = gz_bytes("one\ntwo\n") + gz_bytes("three\n");
+    EXPECT_EQ(lines_of(t.write("two.gz", two)), (std::vector<std::string>{"one", "two", "three"}));
+    EXPECT_EQ(lines_of(t.write("trail.gz", two + "garbage")),
+              (std::vector<std::string>{"one", "two", "three"}));
+    // a big stream (many inflate calls) equals the plain text
+    std::string text;
+    for (int i = 0; i < 200000; ++i) text += fmt::format("line {}\n", i * 7);
+    const auto big = lines_of(t.write("big.gz", gz_bytes(text)));
+    ASSERT_EQ(big.size(), 200000u);
+    EXPECT_EQ(big[123456], "line 864192");
+    // corrupt data: one line naming the file
+    std::string bad = gz_bytes(text);
+    for (std::size_t i = 100; i < 200; ++i) bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    const auto badp = t.write("bad.gz", bad);
+    const std::string msg = error_of([&] { lines_of(badp); });
+    EXPECT_NE(msg.find(badp + ":"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("read error"), std::string::npos) << msg;
+    // a lone 0x1f byte, or 0x1f then something else, is plain text
+    EXPECT_EQ(lines_of(t.write("1f.txt", "\x1f")), (std::vector<std::string>{"\x1f"}));
+    EXPECT_EQ(lines_of(t.write("1fx.txt", "\x1fx\ny")), (std::vector<std::string>{"\x1fx", "y"}));
+}
+
+// A pipe whose writer stays open: each line is returned as soon as it is written, before the
+// end of the input (the old reader went through gzread, which waits to fill its buffer). The
+// writer closes the pipe after 60 s at the latest, so a reader that waits for the end of the
+// input fails the test instead of hanging it.
+TEST(DataReader, PipeIsReadLineByLineWhileOpen) {
+    for (const bool gzip : {false, true}) {
+        int fds[2];
+        ASSERT_EQ(::pipe(fds), 0);
+        const int saved = ::dup(STDIN_FILENO);
+        ASSERT_EQ(::dup2(fds[0], STDIN_FILENO), STDIN_FILENO);
+        ::close(fds[0]);
+        std::mutex mu;
+        std::condition_variable cv;
+        bool release = false, closed = false;
+        std::thread writer([&] {
+            std::unique_lock lock(mu);
+            cv.wait_for(lock, std::chrono::seconds(60), [&] { return release; });
+            closed = true;
+            ::close(fds[1]);
+        });
+        {
+            LineReader r("-");
+            std::string_view line;
+            if (!gzip) {
+                ASSERT_EQ(::write(fds[1], "first\nsecond", 12), 12);
+                ASSERT_TRUE(r.next(line));
+                EXPECT_EQ(line, "first");
+                EXPECT_FALSE(r.ready());  // "second" has no newline yet: next() would wait
+                ASSERT_EQ(::write(fds[1], "\n", 1), 1);
+                ASSERT_TRUE(r.next(line));
+                EXPECT_EQ(line, "second");
+            } else {
+                // a whole gzip member, then the pipe stays open
+                TempDir t;
+                const auto p = t.write_gz("m.gz", "zipped\n");
+                std::ifstream in(p, std::ios::binary);
+                const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+                ASSERT_EQ(::write(fds[1], bytes.data(), bytes.size()),
+                          static_cast<ssize_t>(bytes.size()));
+                ASSERT_TRUE(r.next(line));
+                EXPECT_EQ(line, "zipped");
+            }
+            {
+                std::lock_guard lock(mu);
+                EXPECT_FALSE(closed) << "the line came only after the end of the input";
+                release = true;
+            }
+            cv.notify_all();
+            writer.join();
+            EXPECT_FALSE(r.next(line));
+        }
+        ::dup2(saved, STDIN_FILENO);
+        ::close(saved);
+    }
 }
