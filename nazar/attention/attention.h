@@ -37,12 +37,17 @@
 #include "nazar/core/tensor.h"
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace nazar {
+
+namespace attn {
+struct Scratch;  // attention_detail.h
+}
 
 enum class ScoreKind { additive, dot, general, concat };  // additive = Bahdanau; concat = same math
 enum class ScaleMode { none, inv_sqrt, learned };         // dot/general only
@@ -213,36 +218,22 @@ public:
     AttentionParams grad;  // same shapes as params, zero-initialised
 
 private:
-    struct Scratch {     // per-call temporaries, not state: one Attention runs one call at a time
-        Tensor tmp;      // (B, A)  tanh rows of the fused additive kernel
-        Tensor d_w;      // (B, W)  d weights, then d probs
-        Tensor d_e;      // (B, W)  d scores
-        Tensor d_u;      // (B, A)  d (W_q q)
-        Tensor d_v;      // (B, A)  per-sentence d v_a, summed in a fixed order (determinism)
-        Tensor d_scale;  // (B)     per-sentence d scale (learned)
-        Tensor d_pos;    // (B)     d p_t (local-p)
-        Tensor d_pre;    // (B, P)  local-p predictor
-        Tensor seq_r;    // (T, B, S)  forward_steps: raw scores; backward_steps: probs
-        Tensor seq_p;    // (T, B, S)  forward_steps: probs;      backward_steps: d probs, then s·d
-                         // scores
-        Tensor seq_s;    // (T, B, S)  backward_steps: raw scores (learned scale)
-        Tensor seq_hid;  // (T·B, P)   local-p hidden of every row
-        Tensor seq_sig;  // (T·B)      local-p sigmoid
-        Tensor seq_pos;  // (T·B)      p_t (local), then d p_t (backward)
-        Tensor seq_pre;  // (T·B, P)   local-p d pre
-        Tensor seq_dr;  // (T, B, S)  local, dense sentences: raw scores; backward: d_A, then s·d_e
-        Tensor seq_da;  // (T, B, S)  local, dense sentences: weights A (zero outside the window)
-        std::vector<int> seq_len, seq_start, seq_count;  // (T·B)
+    // Per-call temporaries, not state (attention_detail.h): one Attention runs one call at a
+    // time. Held by pointer so that their layout stays out of this header; a copy of an
+    // Attention gets its own, empty ones.
+    class ScratchPtr {
+    public:
+        ScratchPtr();
+        ScratchPtr(const ScratchPtr&);
+        ScratchPtr& operator=(const ScratchPtr&);
+        ~ScratchPtr();
+        attn::Scratch& operator*() const { return *p_; }
+        attn::Scratch* operator->() const { return p_.get(); }
+
+    private:
+        std::unique_ptr<attn::Scratch> p_;
     };
-    void forward_steps_local(TensorView queries, const float* kdata, int K, TensorView enc_out,
-                             std::span<const int> lengths, TensorView contexts,
-                             std::span<AttentionStepCache* const> caches) const;
-    void backward_steps_local(TensorView d_contexts, TensorView queries, const float* kdata,
-                              float* dkdata, int K, TensorView enc_out,
-                              std::span<const int> lengths,
-                              std::span<const AttentionStepCache* const> caches,
-                              TensorView d_queries, TensorView d_enc_out);
-    mutable Scratch scratch_;
+    ScratchPtr scratch_;
 };
 
 // Scatters a step's window weights into a dense (B, S) matrix (zeros outside the window).
