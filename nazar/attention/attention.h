@@ -21,7 +21,10 @@
 // `grad`. The caller zeroes them once per batch; d_keys collects every step's gradient and is
 // turned into d_enc_out / grad.W_k by ONE precompute_backward call after the last step
 // (allocate it as Tensor::like(keys.keys); for dot it is (0)-shaped and unused).
-// Oracle: naive.h (double precision, straight from the SPEC); docs/derivations/attention.md.
+// Oracle: naive.h (double precision, straight from the SPEC, forward and backward);
+// derivations: docs/derivations/attention.md. The equations of one row (softmax, window, local-p
+// Gaussian, context, and their backward) are written once, in attention_rows.h (internal), and
+// called by both the per-step and the all-steps path.
 // Parameters (visit() names, relative to "attention."; init U(-1/sqrt(in), 1/sqrt(in)) like
 // PyTorch nn.Linear, drawn from the Rng in visit order; `scale` starts at 1/sqrt(C)):
 //   additive/concat  query.weight W_q (A, H)   key.weight W_k (A, C)   v.weight v_a (1, A)
@@ -131,8 +134,8 @@ struct AttentionStepCache {
     Tensor pos_sigmoid;      // (B)     sigmoid(v_p · pos_hidden) (local-p)
     std::vector<int> start;  // (B)     first source position of the row's window (0 global)
     std::vector<int> count;  // (B)     window length after clipping (S_b global)
-    int64_t score_evals =
-        0;  // scores e[b,i] evaluated by this step (instrumentation: O(B·D) local)
+    // scores e[b,i] evaluated by this step (instrumentation: O(B·D) local)
+    int64_t score_evals = 0;
 };
 
 // The query side's pre-activation gradients of one step, for callers that batch the query-side
@@ -192,9 +195,10 @@ public:
     // T·B rows is one GEMM each way (its W_p gradient included), the windows stay per row; a
     // sentence with S_b <= 2W runs its scores and contexts as dense per-sentence GEMMs with the
     // weights zero outside each row's window, a longer one row by row (O(D) per row). The same
-    // results as T forward() calls up to float rounding; every caches[t] is filled exactly as
-    // forward() fills it (backward() and backward_steps() accept either). backward_steps adds
-    // grad.W_p itself (nothing is deferred).
+    // results as T forward() calls up to float rounding (the rows' equations are the same
+    // calls); every caches[t] gets the fields backward() reads, so backward() and
+    // backward_steps() accept the caches of either. backward_steps adds grad.W_p itself
+    // (nothing is deferred).
     bool can_batch_steps() const;
     void forward_steps(TensorView queries,            // (T, B, H)  s_1 .. s_T
                        const AttentionKeys& keys,     // (B, S, K)
