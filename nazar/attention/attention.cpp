@@ -1,6 +1,8 @@
 // Attention: precompute keys once per batch; per step score the window, softmax, context.
 // Math of every block is written above it; the score kernels live in bahdanau.cpp / luong.cpp,
-// the window and position predictor in local.cpp.
+// the window and position predictor in local.cpp, and the equations of one row (softmax,
+// local-p Gaussian, context, their backward) in attention_rows.cpp, shared with the all-steps
+// path (attention_steps*.cpp).
 #include "nazar/attention/attention.h"
 
 #include "nazar/attention/attention_detail.h"
@@ -13,7 +15,6 @@
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
 
-#include <algorithm>
 #include <cmath>
 
 namespace nazar {
