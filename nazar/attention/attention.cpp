@@ -1,8 +1,12 @@
 // Attention: precompute keys once per batch; per step score the window, softmax, context.
 // Math of every block is written above it; the score kernels live in bahdanau.cpp / luong.cpp,
-// the window and position predictor in local.cpp.
+// the window and position predictor in local.cpp, and the equations of one row (softmax,
+// local-p Gaussian, context, their backward) in attention_rows.cpp, shared with the all-steps
+// path (attention_steps*.cpp).
 #include "nazar/attention/attention.h"
 
+#include "nazar/attention/attention_detail.h"
+#include "nazar/attention/attention_rows.h"
 #include "nazar/attention/bahdanau.h"
 #include "nazar/attention/local.h"
 #include "nazar/attention/luong.h"
@@ -11,7 +15,6 @@
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
 
-#include <algorithm>
 #include <cmath>
 
 namespace nazar {
@@ -101,92 +104,122 @@ void Attention::precompute_backward(TensorView enc_out, TensorView d_keys, Tenso
     gemm(dk, true, x, false, grad.W_k, 1.0f, 1.0f);
 }
 
+Attention::ScratchPtr::ScratchPtr() : p_(std::make_unique<attn::Scratch>()) {}
+Attention::ScratchPtr::ScratchPtr(const ScratchPtr&) : ScratchPtr() {}
+Attention::ScratchPtr& Attention::ScratchPtr::operator=(const ScratchPtr&) {
+    return *this;  // temporaries: each object keeps its own
+}
+Attention::ScratchPtr::~ScratchPtr() = default;
+
+namespace {
+// The windows of one step (and local-p's predictor, which places them): start, count, p_t.
+void step_windows(const Attention& att, TensorView query, std::span<const int> lengths, int t,
+                  AttentionStepCache& cache) {
+    const AttentionConfig& cfg = att.cfg;
+    const int B = query.dim(0);
+    cache.start.assign(B, 0);
+    cache.count.assign(B, 0);
+    float unused = 0.0f;
+    if (cfg.local != LocalMode::global) cache.position.resize({B}, false);
+    if (cfg.local == LocalMode::predictive) {
+        cache.pos_hidden.resize({B, cfg.position_size}, false);
+        cache.pos_sigmoid.resize({B}, false);
+        attn::predict_positions(query, att.params.W_p, att.params.v_p, lengths, cache.pos_hidden,
+                                cache.pos_sigmoid, cache.position);
+    }
+    cache.score_evals = 0;
+    for (int b = 0; b < B; ++b) {
+        float& p = cfg.local == LocalMode::global ? unused : cache.position[b];
+        const attn::Window w = attn::row_window(cfg.local, t, lengths[b], cfg.window, p);
+        cache.start[b] = w.start;
+        cache.count[b] = w.count;
+        cache.score_evals += w.count;
+    }
+}
+
+// The step's query-side parameters, after the rows: W_q and v_a (additive/concat), the learned
+// scale, the local-p predictor.
+void query_side_backward(Attention& att, attn::StepScratch& sc, TensorView query,
+                         std::span<const int> lengths, const AttentionStepCache& cache,
+                         TensorView d_query, const AttentionQueryGrad* deferred) {
+    const AttentionConfig& cfg = att.cfg;
+    const AttentionParams& params = att.params;
+    AttentionParams& grad = att.grad;
+    const int B = query.dim(0);
+    if (is_additive(cfg.score)) {
+        // u = q W_qᵀ  =>  d_q += d_u W_q;  grad.W_q += d_uᵀ q;  grad.v_a += Σ_b d_v[b]
+        gemm(sc.d_query_proj, false, params.W_q, false, d_query, 1.0f, 1.0f);
+        if (deferred) {
+            NZ_CHECK_SHAPE(deferred->d_u, {B, cfg.attention_size});
+            deferred->d_u.copy_from(sc.d_query_proj);
+        } else {
+            gemm(sc.d_query_proj, true, query, false, grad.W_q, 1.0f, 1.0f);
+        }
+        kernels::sum_rows_into(sc.d_v, grad.v_a);
+    }
+    if (cfg.scale == ScaleMode::learned)
+        for (int b = 0; b < B; ++b) grad.scale[0] += sc.d_scale[b];
+    if (cfg.local == LocalMode::predictive) {
+        sc.d_pos_pre.resize({B, cfg.position_size}, false);
+        attn::predict_positions_backward(sc.d_position, query, params.W_p, params.v_p, lengths,
+                                         cache.pos_hidden, cache.pos_sigmoid, sc.d_pos_pre, d_query,
+                                         deferred ? TensorView() : grad.W_p.view(), grad.v_p);
+        if (deferred) {
+            NZ_CHECK_SHAPE(deferred->d_pre, {B, cfg.position_size});
+            deferred->d_pre.copy_from(sc.d_pos_pre);
+        }
+    }
+}
+}  // namespace
+
 void Attention::forward(TensorView query, const AttentionKeys& keys, TensorView enc_out,
                         std::span<const int> lengths, int t, TensorView context,
                         AttentionStepCache& cache) const {
     const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
-    const int A = cfg.attention_size, W = window_width(S), D = cfg.window;
+    const int A = cfg.attention_size, W = window_width(S);
     NZ_CHECK_SHAPE(query, {B, H});
     NZ_CHECK_SHAPE(enc_out, {B, S, C});
     NZ_CHECK_SHAPE(context, {B, C});
-    NZ_CHECK(static_cast<int>(lengths.size()) == B, "attention: {} lengths for a batch of {}",
-             lengths.size(), B);
-    for (int b = 0; b < B; ++b)
-        NZ_CHECK(0 <= lengths[b] && lengths[b] <= S,
-                 "attention: length {} of sentence {} outside [0, S={}]", lengths[b], b, S);
-    const int K = cfg.score == ScoreKind::dot ? C : (is_additive(cfg.score) ? A : H);
+    attn::check_lengths(lengths, B, S);
+    const bool additive = is_additive(cfg.score), predictive = cfg.local == LocalMode::predictive;
+    const int K = cfg.score == ScoreKind::dot ? C : (additive ? A : H);
     if (cfg.score != ScoreKind::dot) NZ_CHECK_SHAPE(keys.keys, {B, S, K});
     const float* kdata = cfg.score == ScoreKind::dot ? enc_out.data() : keys.keys.data();
+    attn::StepScratch& sc = scratch_->step;
 
     cache.weights.resize({B, W}, false);
     cache.probs.resize({B, W}, false);
-    cache.start.assign(B, 0);
-    cache.count.assign(B, 0);
     // additive: u = q W_qᵀ, the only per-step GEMM of the score
-    if (is_additive(cfg.score)) {
+    if (additive) {
         cache.query_proj.resize({B, A}, false);
         gemm_xwt(B, A, H, 1.0f, query.data(), H, params.W_q.data(), H, weight_t_rows(keys.query_t),
                  0.0f, cache.query_proj.data(), A);
-        scratch_.tmp.resize({B, A}, false);
+        sc.tanh_rows.resize({B, A}, false);
     } else {
         cache.scores.resize({B, W}, false);
     }
-    // the windows
-    if (cfg.local == LocalMode::global) {
-        for (int b = 0; b < B; ++b) cache.count[b] = lengths[b];
-    } else {
-        cache.position.resize({B}, false);
-        if (cfg.local == LocalMode::predictive) {
-            cache.pos_hidden.resize({B, cfg.position_size}, false);
-            cache.pos_sigmoid.resize({B}, false);
-            attn::predict_positions(query, params.W_p, params.v_p, lengths, cache.pos_hidden,
-                                    cache.pos_sigmoid, cache.position);
-        }
-        for (int b = 0; b < B; ++b) {
-            const attn::Window w = cfg.local == LocalMode::monotonic
-                                       ? attn::monotonic_window(t, lengths[b], D, cache.position[b])
-                                       : attn::predictive_window(cache.position[b], lengths[b], D);
-            cache.start[b] = w.start;
-            cache.count[b] = w.count;
-        }
-    }
-    cache.score_evals = 0;
-    for (int b = 0; b < B; ++b) cache.score_evals += cache.count[b];
+    step_windows(*this, query, lengths, t, cache);
 
-    const float s = score_scale();
-    const float sigma = 0.5f * static_cast<float>(D);
+    const float s = score_scale(), sigma = attn::gaussian_sigma(cfg.window);
     parallel_for(B, 4, [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0; b < b1; ++b) {
-            const int n = cache.count[b], st = cache.start[b];
+            const attn::Window w{cache.start[b], cache.count[b]};
             float* pr = cache.probs.data() + b * W;
-            float* wt = cache.weights.data() + b * W;
-            const float* kb = kdata + (b * S + st) * K;
+            const float* kb = kdata + (b * S + w.start) * K;
             // e_j = v_a · tanh(u + k_j)   or   e_j = s q · k_j
-            if (is_additive(cfg.score)) {
-                attn::additive_scores(cache.query_proj.data() + b * A, kb, params.v_a.data(), n, A,
-                                      scratch_.tmp.data() + b * A, pr);
+            if (additive) {
+                attn::additive_scores(cache.query_proj.data() + b * A, kb, params.v_a.data(),
+                                      w.count, A, sc.tanh_rows.data() + b * A, pr);
             } else {
                 float* r = cache.scores.data() + b * W;
-                attn::bilinear_scores(query.data() + b * H, kb, n, K, r);
-                std::fill(r + n, r + W, 0.0f);
-                for (int j = 0; j < n; ++j) pr[j] = s * r[j];
+                attn::bilinear_scores(query.data() + b * H, kb, w.count, K, r);
+                attn::scale_scores(r, s, w.count, W, pr);
             }
-            // probs = softmax over the window; nothing outside it (padding: exactly 0)
-            kernels::softmax_row(pr, n, pr);
-            std::fill(pr + n, pr + W, 0.0f);
-            // local-p: α_j = probs_j exp(-(i - p_t)² / 2σ²)
-            if (cfg.local == LocalMode::predictive) {
-                attn::gaussian(cache.position[b], st, n, sigma, wt);
-                for (int j = 0; j < n; ++j) wt[j] *= pr[j];
-                std::fill(wt + n, wt + W, 0.0f);
-            } else {
-                std::copy(pr, pr + W, wt);
-            }
-            // c = Σ_j α_j h_{st+j}
-            float* cb = context.data() + b * C;
-            std::fill(cb, cb + C, 0.0f);
-            for (int j = 0; j < n; ++j)
-                kernels::axpy(C, wt[j], enc_out.data() + (b * S + st + j) * C, cb);
+            const float p = predictive ? cache.position[b] : 0.0f;
+            float* wt = cache.weights.data() + b * W;
+            attn::row_weights(predictive, p, w, W, sigma, pr, wt);
+            attn::row_context(wt, w.count, enc_out.data() + (b * S + w.start) * C, C,
+                              context.data() + b * C);
         }
     });
 }
@@ -206,6 +239,7 @@ void Attention::backward(TensorView d_context, TensorView query, const Attention
     NZ_CHECK(static_cast<int>(lengths.size()) == B, "attention: {} lengths for a batch of {}",
              lengths.size(), B);
     const bool additive = is_additive(cfg.score), dotk = cfg.score == ScoreKind::dot;
+    const bool predictive = cfg.local == LocalMode::predictive;
     const int K = dotk ? C : (additive ? A : H);
     if (!dotk) {
         NZ_CHECK_SHAPE(keys.keys, {B, S, K});
@@ -214,78 +248,50 @@ void Attention::backward(TensorView d_context, TensorView query, const Attention
     const float* kdata = dotk ? enc_out.data() : keys.keys.data();
     float* dkdata = dotk ? d_enc_out.data() : d_keys.data();
 
-    Scratch& sc = scratch_;
-    sc.d_w.resize({B, W}, false);
-    sc.d_e.resize({B, W}, false);
+    attn::StepScratch& sc = scratch_->step;
+    sc.d_weights.resize({B, W}, false);
+    sc.d_scores.resize({B, W}, false);
+    if (predictive) sc.d_probs.resize({B, W}, false);
     if (additive) {
-        sc.tmp.resize({B, A}, false);
-        sc.d_u.resize({B, A}, true);
+        sc.tanh_rows.resize({B, A}, false);
+        sc.d_query_proj.resize({B, A}, true);
         sc.d_v.resize({B, A}, true);
     }
     sc.d_scale.resize({B}, true);
-    sc.d_pos.resize({B}, true);
-    const float s = score_scale();
-    const float sigma = 0.5f * static_cast<float>(cfg.window), inv_var = 1.0f / (sigma * sigma);
+    sc.d_position.resize({B}, true);
+    const float s = score_scale(), sigma = attn::gaussian_sigma(cfg.window);
 
     parallel_for(B, 4, [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0; b < b1; ++b) {
-            const int n = cache.count[b], st = cache.start[b];
-            const float* wt = cache.weights.data() + b * W;
-            const float* pr = cache.probs.data() + b * W;
-            const float* dc = d_context.data() + b * C;
-            float* dw = sc.d_w.data() + b * W;
-            float* de = sc.d_e.data() + b * W;
-            // c = Σ_j α_j h_j  =>  d_α_j = d_c · h_j;  d_h_j += α_j d_c
-            for (int j = 0; j < n; ++j) {
-                const int64_t row = (b * S + st + j) * C;
-                dw[j] = attn::dot8(dc, enc_out.data() + row, C);
-                kernels::axpy(C, wt[j], dc, d_enc_out.data() + row);
-            }
-            // local-p: α_j = pr_j g_j, g_j = exp(-(i-p)²/2σ²), dg_j/dp = g_j (i-p)/σ²
-            //   =>  d_pr_j = d_α_j g_j;  d_p += Σ_j d_α_j pr_j g_j (i-p)/σ²
-            if (cfg.local == LocalMode::predictive)
-                sc.d_pos[b] = attn::gaussian_backward(cache.position[b], st, n, inv_var, pr, dw);
-            // pr = softmax(e)  =>  d_e = pr ⊙ (d_pr − Σ_j pr_j d_pr_j)
-            attn::window_softmax_backward(pr, dw, n, de);
-            const float* kb = kdata + (b * S + st) * K;
-            float* dkb = dkdata + (b * S + st) * K;
+            const attn::Window w{cache.start[b], cache.count[b]};
+            const int64_t first = b * S + w.start;  // the window's first source row
+            float* dw = sc.d_weights.data() + b * W;
+            float* de = sc.d_scores.data() + b * W;
+            attn::row_context_backward(d_context.data() + b * C, cache.weights.data() + b * W,
+                                       w.count, enc_out.data() + first * C, C, dw,
+                                       d_enc_out.data() + first * C);
+            const float p = predictive ? cache.position[b] : 0.0f;
+            const float d_p =
+                attn::row_weights_backward(predictive, p, w, sigma, cache.probs.data() + b * W, dw,
+                                           predictive ? sc.d_probs.data() + b * W : nullptr, de);
+            if (predictive) sc.d_position[b] = d_p;
+            const float* kb = kdata + first * K;
+            float* dkb = dkdata + first * K;
             if (additive) {
-                attn::additive_scores_backward(cache.query_proj.data() + b * A, kb,
-                                               params.v_a.data(), de, n, A, sc.tmp.data() + b * A,
-                                               sc.d_u.data() + b * A, dkb, sc.d_v.data() + b * A);
+                attn::additive_scores_backward(
+                    cache.query_proj.data() + b * A, kb, params.v_a.data(), de, w.count, A,
+                    sc.tanh_rows.data() + b * A, sc.d_query_proj.data() + b * A, dkb,
+                    sc.d_v.data() + b * A);
             } else {
                 // e = s r  =>  d_s += Σ_j d_e_j r_j;  r = q · k  (luong.h)
                 if (cfg.scale == ScaleMode::learned)
-                    sc.d_scale[b] = attn::dot8(de, cache.scores.data() + b * W, n);
-                attn::bilinear_scores_backward(query.data() + b * H, kb, de, n, K, s,
+                    sc.d_scale[b] = attn::dot8(de, cache.scores.data() + b * W, w.count);
+                attn::bilinear_scores_backward(query.data() + b * H, kb, de, w.count, K, s,
                                                d_query.data() + b * H, dkb);
             }
         }
     });
-
-    if (additive) {
-        // u = q W_qᵀ  =>  d_q += d_u W_q;  grad.W_q += d_uᵀ q;  grad.v_a += Σ_b d_v[b]
-        gemm(sc.d_u, false, params.W_q, false, d_query, 1.0f, 1.0f);
-        if (deferred) {
-            NZ_CHECK_SHAPE(deferred->d_u, {B, A});
-            deferred->d_u.copy_from(sc.d_u);
-        } else {
-            gemm(sc.d_u, true, query, false, grad.W_q, 1.0f, 1.0f);
-        }
-        kernels::sum_rows_into(sc.d_v, grad.v_a);
-    }
-    if (cfg.scale == ScaleMode::learned)
-        for (int b = 0; b < B; ++b) grad.scale[0] += sc.d_scale[b];
-    if (cfg.local == LocalMode::predictive) {
-        sc.d_pre.resize({B, cfg.position_size}, false);
-        attn::predict_positions_backward(sc.d_pos, query, params.W_p, params.v_p, lengths,
-                                         cache.pos_hidden, cache.pos_sigmoid, sc.d_pre, d_query,
-                                         deferred ? TensorView() : grad.W_p.view(), grad.v_p);
-        if (deferred) {
-            NZ_CHECK_SHAPE(deferred->d_pre, {B, cfg.position_size});
-            deferred->d_pre.copy_from(sc.d_pre);
-        }
-    }
+    query_side_backward(*this, sc, query, lengths, cache, d_query, deferred);
 }
 
 bool Attention::has_query_weights() const {

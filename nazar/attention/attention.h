@@ -21,7 +21,10 @@
 // `grad`. The caller zeroes them once per batch; d_keys collects every step's gradient and is
 // turned into d_enc_out / grad.W_k by ONE precompute_backward call after the last step
 // (allocate it as Tensor::like(keys.keys); for dot it is (0)-shaped and unused).
-// Oracle: naive.h (double precision, straight from the SPEC); docs/derivations/attention.md.
+// Oracle: naive.h (double precision, straight from the SPEC, forward and backward);
+// derivations: docs/derivations/attention.md. The equations of one row (softmax, window, local-p
+// Gaussian, context, and their backward) are written once, in attention_rows.h (internal), and
+// called by both the per-step and the all-steps path.
 // Parameters (visit() names, relative to "attention."; init U(-1/sqrt(in), 1/sqrt(in)) like
 // PyTorch nn.Linear, drawn from the Rng in visit order; `scale` starts at 1/sqrt(C)):
 //   additive/concat  query.weight W_q (A, H)   key.weight W_k (A, C)   v.weight v_a (1, A)
@@ -37,12 +40,17 @@
 #include "nazar/core/tensor.h"
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace nazar {
+
+namespace attn {
+struct Scratch;  // attention_detail.h
+}
 
 enum class ScoreKind { additive, dot, general, concat };  // additive = Bahdanau; concat = same math
 enum class ScaleMode { none, inv_sqrt, learned };         // dot/general only
@@ -126,8 +134,8 @@ struct AttentionStepCache {
     Tensor pos_sigmoid;      // (B)     sigmoid(v_p · pos_hidden) (local-p)
     std::vector<int> start;  // (B)     first source position of the row's window (0 global)
     std::vector<int> count;  // (B)     window length after clipping (S_b global)
-    int64_t score_evals =
-        0;  // scores e[b,i] evaluated by this step (instrumentation: O(B·D) local)
+    // scores e[b,i] evaluated by this step (instrumentation: O(B·D) local)
+    int64_t score_evals = 0;
 };
 
 // The query side's pre-activation gradients of one step, for callers that batch the query-side
@@ -187,9 +195,10 @@ public:
     // T·B rows is one GEMM each way (its W_p gradient included), the windows stay per row; a
     // sentence with S_b <= 2W runs its scores and contexts as dense per-sentence GEMMs with the
     // weights zero outside each row's window, a longer one row by row (O(D) per row). The same
-    // results as T forward() calls up to float rounding; every caches[t] is filled exactly as
-    // forward() fills it (backward() and backward_steps() accept either). backward_steps adds
-    // grad.W_p itself (nothing is deferred).
+    // results as T forward() calls up to float rounding (the rows' equations are the same
+    // calls); every caches[t] gets the fields backward() reads, so backward() and
+    // backward_steps() accept the caches of either. backward_steps adds grad.W_p itself
+    // (nothing is deferred).
     bool can_batch_steps() const;
     void forward_steps(TensorView queries,            // (T, B, H)  s_1 .. s_T
                        const AttentionKeys& keys,     // (B, S, K)
@@ -213,36 +222,22 @@ public:
     AttentionParams grad;  // same shapes as params, zero-initialised
 
 private:
-    struct Scratch {     // per-call temporaries, not state: one Attention runs one call at a time
-        Tensor tmp;      // (B, A)  tanh rows of the fused additive kernel
-        Tensor d_w;      // (B, W)  d weights, then d probs
-        Tensor d_e;      // (B, W)  d scores
-        Tensor d_u;      // (B, A)  d (W_q q)
-        Tensor d_v;      // (B, A)  per-sentence d v_a, summed in a fixed order (determinism)
-        Tensor d_scale;  // (B)     per-sentence d scale (learned)
-        Tensor d_pos;    // (B)     d p_t (local-p)
-        Tensor d_pre;    // (B, P)  local-p predictor
-        Tensor seq_r;    // (T, B, S)  forward_steps: raw scores; backward_steps: probs
-        Tensor seq_p;    // (T, B, S)  forward_steps: probs;      backward_steps: d probs, then s·d
-                         // scores
-        Tensor seq_s;    // (T, B, S)  backward_steps: raw scores (learned scale)
-        Tensor seq_hid;  // (T·B, P)   local-p hidden of every row
-        Tensor seq_sig;  // (T·B)      local-p sigmoid
-        Tensor seq_pos;  // (T·B)      p_t (local), then d p_t (backward)
-        Tensor seq_pre;  // (T·B, P)   local-p d pre
-        Tensor seq_dr;  // (T, B, S)  local, dense sentences: raw scores; backward: d_A, then s·d_e
-        Tensor seq_da;  // (T, B, S)  local, dense sentences: weights A (zero outside the window)
-        std::vector<int> seq_len, seq_start, seq_count;  // (T·B)
+    // Per-call temporaries, not state (attention_detail.h): one Attention runs one call at a
+    // time. Held by pointer so that their layout stays out of this header; a copy of an
+    // Attention gets its own, empty ones.
+    class ScratchPtr {
+    public:
+        ScratchPtr();
+        ScratchPtr(const ScratchPtr&);
+        ScratchPtr& operator=(const ScratchPtr&);
+        ~ScratchPtr();
+        attn::Scratch& operator*() const { return *p_; }
+        attn::Scratch* operator->() const { return p_.get(); }
+
+    private:
+        std::unique_ptr<attn::Scratch> p_;
     };
-    void forward_steps_local(TensorView queries, const float* kdata, int K, TensorView enc_out,
-                             std::span<const int> lengths, TensorView contexts,
-                             std::span<AttentionStepCache* const> caches) const;
-    void backward_steps_local(TensorView d_contexts, TensorView queries, const float* kdata,
-                              float* dkdata, int K, TensorView enc_out,
-                              std::span<const int> lengths,
-                              std::span<const AttentionStepCache* const> caches,
-                              TensorView d_queries, TensorView d_enc_out);
-    mutable Scratch scratch_;
+    ScratchPtr scratch_;
 };
 
 // Scatters a step's window weights into a dense (B, S) matrix (zeros outside the window).

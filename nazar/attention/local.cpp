@@ -1,8 +1,6 @@
 // Local attention windows and the local-p position predictor (see local.h for the semantics).
 #include "nazar/attention/local.h"
 
-#include "nazar/attention/vec.h"
-
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 
@@ -39,31 +37,6 @@ Window predictive_window(float p_t, int S_b, int D) {
     const int c =
         !(r > 0.0f) ? 0 : (r >= static_cast<float>(S_b - 1) ? S_b - 1 : static_cast<int>(r));
     return window_around(c, S_b, D);
-}
-
-void gaussian(float p, int start, int count, float sigma, float* g) {
-    const float inv = 1.0f / (2.0f * sigma * sigma);
-    for (int j = 0; j < count; ++j) {
-        const float d = static_cast<float>(start + j) - p;
-        g[j] = std::exp(-d * d * inv);
-    }
-}
-
-float gaussian_backward(float p, int start, int count, float inv_var, const float* probs,
-                        float* d_w) {
-    float dp = 0;
-    for (int j = 0; j < count; ++j) {
-        const float d = static_cast<float>(start + j) - p;
-        const float g = std::exp(-0.5f * d * d * inv_var);
-        dp += d_w[j] * probs[j] * g * d * inv_var;
-        d_w[j] *= g;
-    }
-    return dp;
-}
-
-void window_softmax_backward(const float* probs, const float* d_pr, int count, float* d_e) {
-    const float sum = dot8(probs, d_pr, count);
-    for (int j = 0; j < count; ++j) d_e[j] = probs[j] * (d_pr[j] - sum);
 }
 
 void predict_positions(TensorView query, TensorView W_p, TensorView v_p,

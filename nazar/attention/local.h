@@ -1,5 +1,6 @@
-// Local attention (Luong, Pham & Manning 2015, §3.2; SPEC.md §5): the window arithmetic, the
-// local-p position predictor and its Gaussian. attention.cpp combines these with any score.
+// Local attention (Luong, Pham & Manning 2015, §3.2; SPEC.md §5): the window arithmetic and the
+// local-p position predictor. The Gaussian of local-p's weights is a row equation
+// (attention_rows.h); attention.cpp combines these with any score.
 //
 // Exact semantics (the PyTorch reference python/nazar_torch.py follows these to the letter):
 //   S_b = lengths[b], the REAL length of sentence b (never the padded S). D >= 1, σ = D / 2.
@@ -34,18 +35,6 @@ Window window_around(int c, int S_b, int D);
 Window monotonic_window(int t, int S_b, int D, float& p_t);
 // local-p: the window of a predicted real position p_t.
 Window predictive_window(float p_t, int S_b, int D);
-
-// g[j] = exp(-(start + j - p)² / (2σ²)),  j in [0, count)
-void gaussian(float p, int start, int count, float sigma, float* g);
-
-// Backward of local-p's weights α_j = pr_j g_j over one window (g_j = exp(-(start+j-p)²/2σ²),
-// inv_var = 1/σ²): d_pr_j = d_α_j g_j (written over d_w in place); returns
-// d_p = Σ_j d_α_j pr_j g_j (start+j-p)/σ².
-float gaussian_backward(float p, int start, int count, float inv_var,
-                        const float* probs,  // (count)  pr
-                        float* d_w);         // (count)  d_α in, d_pr out
-// Softmax backward over one window: d_e = pr ⊙ (d_pr − Σ_j pr_j d_pr_j); d_e may alias d_pr.
-void window_softmax_backward(const float* probs, const float* d_pr, int count, float* d_e);
 
 // local-p predictor, batched (one GEMM each way):
 //   hidden = tanh(query W_pᵀ)  sig = sigmoid(hidden v_pᵀ)  p[b] = S_b · sig[b]

@@ -1,4 +1,4 @@
-// Double-precision oracle for every attention variant (see naive.h).
+// Double-precision oracle for every attention variant, forward and backward (see naive.h).
 #include "nazar/attention/naive.h"
 
 #include <algorithm>
@@ -8,31 +8,175 @@
 namespace nazar::attn::naive {
 
 namespace {
-double score(const Attention& att, const float* q, const float* h) {
-    const AttentionParams& p = att.params;
-    const AttentionConfig& c = att.cfg;
-    const int H = c.query_size, C = c.context_size;
-    double e = 0;
-    if (c.score == ScoreKind::additive || c.score == ScoreKind::concat) {
-        for (int a = 0; a < c.attention_size; ++a) {
-            double pre = 0;
-            for (int k = 0; k < H; ++k) pre += static_cast<double>(p.W_q.at(a, k)) * q[k];
-            for (int k = 0; k < C; ++k) pre += static_cast<double>(p.W_k.at(a, k)) * h[k];
-            e += p.v_a[a] * std::tanh(pre);
+using Vec = std::vector<double>;
+
+bool is_additive(const AttentionConfig& c) {
+    return c.score == ScoreKind::additive || c.score == ScoreKind::concat;
+}
+
+double score_scale(const Attention& att) {  // s of dot/general
+    if (att.cfg.scale == ScaleMode::inv_sqrt)
+        return 1.0 / std::sqrt(static_cast<double>(att.cfg.context_size));
+    if (att.cfg.scale == ScaleMode::learned) return att.params.scale[0];
+    return 1.0;
+}
+
+// key = h (dot) or W_k h (general), H entries
+Vec bilinear_key(const Attention& att, const float* h) {
+    const int H = att.cfg.query_size, C = att.cfg.context_size;
+    Vec key(H);
+    for (int r = 0; r < H; ++r) {
+        key[r] = h[r];
+        if (att.cfg.score == ScoreKind::general) {
+            key[r] = 0;
+            for (int k = 0; k < C; ++k)
+                key[r] += static_cast<double>(att.params.W_k.at(r, k)) * h[k];
         }
+    }
+    return key;
+}
+
+// pre_a = W_q[a] · q + W_k[a] · h  (additive)
+double additive_pre(const Attention& att, int a, const float* q, const float* h) {
+    double pre = 0;
+    for (int k = 0; k < att.cfg.query_size; ++k)
+        pre += static_cast<double>(att.params.W_q.at(a, k)) * q[k];
+    for (int k = 0; k < att.cfg.context_size; ++k)
+        pre += static_cast<double>(att.params.W_k.at(a, k)) * h[k];
+    return pre;
+}
+
+// additive: e = Σ_a v_a tanh(pre_a);  dot/general: e = s q · key
+double score(const Attention& att, const float* q, const float* h) {
+    double e = 0;
+    if (is_additive(att.cfg)) {
+        for (int a = 0; a < att.cfg.attention_size; ++a)
+            e += att.params.v_a[a] * std::tanh(additive_pre(att, a, q, h));
         return e;
     }
-    for (int r = 0; r < H; ++r) {
-        double key = h[r];
-        if (c.score == ScoreKind::general) {
-            key = 0;
-            for (int k = 0; k < C; ++k) key += static_cast<double>(p.W_k.at(r, k)) * h[k];
+    const Vec key = bilinear_key(att, h);
+    for (int r = 0; r < att.cfg.query_size; ++r) e += q[r] * key[r];
+    return score_scale(att) * e;
+}
+
+// Gradients in double, indexed like the float tensors they end up in.
+struct Grads {
+    Vec q, h, W_q, W_k, v_a, W_p, v_p;
+    double scale = 0;
+};
+
+// d e of one score into d q (H), d h (C) and the score's parameters.
+void score_backward(const Attention& att, const float* q, const float* h, double de, double* dq,
+                    double* dh, Grads& g) {
+    const int H = att.cfg.query_size, C = att.cfg.context_size;
+    const AttentionParams& p = att.params;
+    if (is_additive(att.cfg)) {
+        // e = Σ_a v_a z_a, z_a = tanh(pre_a)  =>  d v_a += de z_a;  d pre_a = de v_a (1 − z_a²)
+        for (int a = 0; a < att.cfg.attention_size; ++a) {
+            const double z = std::tanh(additive_pre(att, a, q, h));
+            const double dpre = de * p.v_a[a] * (1 - z * z);
+            g.v_a[a] += de * z;
+            for (int k = 0; k < H; ++k) {
+                g.W_q[a * H + k] += dpre * q[k];
+                dq[k] += dpre * p.W_q.at(a, k);
+            }
+            for (int k = 0; k < C; ++k) {
+                g.W_k[a * C + k] += dpre * h[k];
+                dh[k] += dpre * p.W_k.at(a, k);
+            }
         }
-        e += q[r] * key;
+        return;
     }
-    if (c.scale == ScaleMode::inv_sqrt) e /= std::sqrt(static_cast<double>(C));
-    if (c.scale == ScaleMode::learned) e *= p.scale[0];
-    return e;
+    // e = s r, r = q · key  =>  d s += de r;  d q += s de key;  d key = s de q
+    const Vec key = bilinear_key(att, h);
+    double r = 0;
+    for (int i = 0; i < H; ++i) r += q[i] * key[i];
+    g.scale += de * r;
+    const double dr = score_scale(att) * de;
+    for (int i = 0; i < H; ++i) {
+        dq[i] += dr * key[i];
+        const double dkey = dr * q[i];
+        if (att.cfg.score == ScoreKind::dot) {
+            dh[i] += dkey;
+            continue;
+        }
+        for (int k = 0; k < C; ++k) {  // key = W_k h
+            g.W_k[i * C + k] += dkey * h[k];
+            dh[k] += dkey * p.W_k.at(i, k);
+        }
+    }
+}
+
+// One sentence at one step, from the definitions (SPEC §3-5).
+struct Row {
+    int lo = 0, hi = -1;  // the window [lo, hi]
+    double p = 0;         // p_t (local)
+    double sig = 0;       // local-p: sigmoid(u), u = v_p · tanh(W_p q)
+    Vec pos_tanh;         // local-p: tanh(W_p q)
+    Vec pr, g, alpha;     // (S) by source position: softmax, Gaussian (1 without), α
+};
+
+Row row_forward(const Attention& att, const float* q, const float* h, int Sb, int S, int t) {
+    const AttentionConfig& cfg = att.cfg;
+    const int H = cfg.query_size, C = cfg.context_size, D = cfg.window;
+    Row row;
+    row.hi = Sb - 1;
+    if (cfg.local == LocalMode::monotonic) row.p = std::min(t, Sb - 1);
+    if (cfg.local == LocalMode::predictive) {
+        const int P = att.params.W_p.dim(0);
+        row.pos_tanh.assign(P, 0.0);
+        double u = 0;
+        for (int i = 0; i < P; ++i) {
+            double pre = 0;
+            for (int k = 0; k < H; ++k) pre += static_cast<double>(att.params.W_p.at(i, k)) * q[k];
+            row.pos_tanh[i] = std::tanh(pre);
+            u += att.params.v_p[i] * row.pos_tanh[i];
+        }
+        row.sig = 1 / (1 + std::exp(-u));
+        row.p = Sb * row.sig;
+    }
+    if (cfg.local != LocalMode::global && Sb > 0) {
+        const int c = std::min(static_cast<int>(std::floor(row.p + 0.5)), Sb - 1);
+        row.lo = std::max(0, c - D);
+        row.hi = std::min(Sb - 1, c + D);
+    }
+    row.pr.assign(S, 0.0);
+    row.g.assign(S, 1.0);
+    row.alpha.assign(S, 0.0);
+    double mx = -1e300, sum = 0;
+    for (int i = row.lo; i <= row.hi; ++i)
+        mx = std::max(mx, row.pr[i] = score(att, q, h + static_cast<int64_t>(i) * C));
+    for (int i = row.lo; i <= row.hi; ++i) sum += (row.pr[i] = std::exp(row.pr[i] - mx));
+    const double sigma = D / 2.0;
+    for (int i = row.lo; i <= row.hi; ++i) {
+        row.pr[i] /= sum;
+        if (cfg.local == LocalMode::predictive)
+            row.g[i] = std::exp(-(i - row.p) * (i - row.p) / (2 * sigma * sigma));
+        row.alpha[i] = row.pr[i] * row.g[i];
+    }
+    return row;
+}
+
+// p = S_b sigmoid(u), u = v_p · tanh(pre), pre = W_p q: d p into d q, d W_p, d v_p
+void predictor_backward(const Attention& att, const float* q, const Row& row, int Sb, double dp,
+                        double* dq, Grads& g) {
+    const int H = att.cfg.query_size, P = att.params.W_p.dim(0);
+    const double du = dp * Sb * row.sig * (1 - row.sig);
+    for (int i = 0; i < P; ++i) {
+        const double th = row.pos_tanh[i];
+        g.v_p[i] += du * th;
+        const double dpre = du * att.params.v_p[i] * (1 - th * th);
+        for (int k = 0; k < H; ++k) {
+            g.W_p[i * H + k] += dpre * q[k];
+            dq[k] += dpre * att.params.W_p.at(i, k);
+        }
+    }
+}
+
+void store(const Vec& from, TensorView to) {
+    NZ_CHECK(static_cast<int64_t>(from.size()) == to.numel(), "naive: {} values for {}",
+             from.size(), to.shape().str());
+    for (int64_t i = 0; i < to.numel(); ++i) to[i] = static_cast<float>(from[i]);
 }
 }  // namespace
 
@@ -40,50 +184,70 @@ void attention_forward(const Attention& att, TensorView query, TensorView enc_ou
                        std::span<const int> lengths, int t, TensorView weights,
                        TensorView context) {
     const AttentionConfig& cfg = att.cfg;
-    const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size,
-              D = cfg.window;
+    const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
     NZ_CHECK_SHAPE(weights, {B, S});
     NZ_CHECK_SHAPE(context, {B, C});
     for (int b = 0; b < B; ++b) {
-        const int Sb = lengths[b];
-        const float* q = query.data() + static_cast<int64_t>(b) * H;
-        double p = 0;
-        int lo = 0, hi = Sb - 1;
-        if (cfg.local == LocalMode::monotonic) p = std::min(t, Sb - 1);
-        if (cfg.local == LocalMode::predictive) {
-            double u = 0;
-            for (int i = 0; i < att.params.W_p.dim(0); ++i) {
-                double pre = 0;
-                for (int k = 0; k < H; ++k)
-                    pre += static_cast<double>(att.params.W_p.at(i, k)) * q[k];
-                u += att.params.v_p[i] * std::tanh(pre);
-            }
-            p = Sb / (1 + std::exp(-u));
-        }
-        if (cfg.local != LocalMode::global && Sb > 0) {
-            const int c = std::min(static_cast<int>(std::floor(p + 0.5)), Sb - 1);
-            lo = std::max(0, c - D);
-            hi = std::min(Sb - 1, c + D);
-        }
-        std::vector<double> a(S, 0.0);
-        double mx = -1e300, sum = 0;
-        for (int i = lo; i <= hi; ++i)
-            mx = std::max(
-                mx, a[i] = score(att, q, enc_out.data() + (static_cast<int64_t>(b) * S + i) * C));
-        for (int i = lo; i <= hi; ++i) sum += (a[i] = std::exp(a[i] - mx));
-        const double sigma = D / 2.0;
-        for (int i = lo; i <= hi; ++i) {
-            a[i] /= sum;
-            if (cfg.local == LocalMode::predictive)
-                a[i] *= std::exp(-(i - p) * (i - p) / (2 * sigma * sigma));
-        }
-        for (int i = 0; i < S; ++i) weights.at(b, i) = static_cast<float>(a[i]);
-        for (int k = 0; k < C; ++k) {
+        const float* h = enc_out.data() + static_cast<int64_t>(b) * S * C;
+        const Row row =
+            row_forward(att, query.data() + static_cast<int64_t>(b) * H, h, lengths[b], S, t);
+        for (int i = 0; i < S; ++i) weights.at(b, i) = static_cast<float>(row.alpha[i]);
+        for (int k = 0; k < C; ++k) {  // c = Σ_i α_i h_i
             double c = 0;
-            for (int i = lo; i <= hi; ++i) c += a[i] * enc_out.at(b, i, k);
+            for (int i = row.lo; i <= row.hi; ++i) c += row.alpha[i] * enc_out.at(b, i, k);
             context.at(b, k) = static_cast<float>(c);
         }
     }
+}
+
+void attention_backward(const Attention& att, TensorView query, TensorView enc_out,
+                        std::span<const int> lengths, int t, TensorView d_context,
+                        TensorView d_query, TensorView d_enc_out, AttentionParams& grad) {
+    const AttentionConfig& cfg = att.cfg;
+    const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
+    NZ_CHECK_SHAPE(d_context, {B, C});
+    NZ_CHECK_SHAPE(d_query, {B, H});
+    NZ_CHECK_SHAPE(d_enc_out, {B, S, C});
+    const AttentionParams& p = att.params;
+    Grads g{Vec(d_query.numel()), Vec(d_enc_out.numel()), Vec(p.W_q.numel()), Vec(p.W_k.numel()),
+            Vec(p.v_a.numel()),   Vec(p.W_p.numel()),     Vec(p.v_p.numel())};
+    const double inv_var = 4.0 / (static_cast<double>(cfg.window) * cfg.window);  // 1/σ², σ = D/2
+    for (int b = 0; b < B; ++b) {
+        const float* q = query.data() + static_cast<int64_t>(b) * H;
+        const float* h = enc_out.data() + static_cast<int64_t>(b) * S * C;
+        const float* dc = d_context.data() + static_cast<int64_t>(b) * C;
+        double* dq = g.q.data() + static_cast<int64_t>(b) * H;
+        double* dh = g.h.data() + static_cast<int64_t>(b) * S * C;
+        const Row row = row_forward(att, q, h, lengths[b], S, t);
+        // c = Σ_i α_i h_i  =>  d α_i = d c · h_i,  d h_i += α_i d c
+        // α_i = pr_i g_i   =>  d pr_i = d α_i g_i,  d p += Σ_i d α_i pr_i g_i (i − p)/σ²
+        Vec dpr(S, 0.0);
+        double dp = 0, dot = 0;
+        for (int i = row.lo; i <= row.hi; ++i) {
+            double da = 0;
+            for (int k = 0; k < C; ++k) {
+                da += static_cast<double>(dc[k]) * h[static_cast<int64_t>(i) * C + k];
+                dh[static_cast<int64_t>(i) * C + k] += row.alpha[i] * dc[k];
+            }
+            dpr[i] = da * row.g[i];
+            dp += da * row.pr[i] * row.g[i] * (i - row.p) * inv_var;
+            dot += row.pr[i] * dpr[i];
+        }
+        // pr = softmax(e)  =>  d e_i = pr_i (d pr_i − Σ_j pr_j d pr_j)
+        for (int i = row.lo; i <= row.hi; ++i)
+            score_backward(att, q, h + static_cast<int64_t>(i) * C, row.pr[i] * (dpr[i] - dot), dq,
+                           dh + static_cast<int64_t>(i) * C, g);
+        if (cfg.local == LocalMode::predictive)
+            predictor_backward(att, q, row, lengths[b], dp, dq, g);
+    }
+    store(g.q, d_query);
+    store(g.h, d_enc_out);
+    store(g.W_q, grad.W_q);
+    store(g.W_k, grad.W_k);
+    store(g.v_a, grad.v_a);
+    store(g.W_p, grad.W_p);
+    store(g.v_p, grad.v_p);
+    if (cfg.scale == ScaleMode::learned) store({g.scale}, grad.scale);
 }
 
 }  // namespace nazar::attn::naive

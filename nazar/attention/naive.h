@@ -1,6 +1,7 @@
 // The oracle: attention written straight from SPEC §3-5 in double precision, one score at a
 // time from the parameters (no precomputed keys, no fused kernels, no windows bookkeeping
-// beyond the definition). Slow by design; the tests and bench_attention compare against it.
+// beyond the definition), forward and backward. Slow by design; the tests and bench_attention
+// compare against it. Shares no code with the production path (attention.cpp, attention_rows.*).
 #pragma once
 
 #include "nazar/attention/attention.h"
@@ -15,5 +16,19 @@ void attention_forward(const Attention& att,
                        int t,
                        TensorView weights,   // (B, S)  out: α at source positions
                        TensorView context);  // (B, C)  out
+
+// The gradient of Σ d_context ⊙ c for the c of attention_forward (same inputs), every
+// derivative taken from the definitions in double: d_query, d_enc_out and, in `grad` (shaped
+// like att.params, absent parameters (0)-shaped), every parameter's. All OVERWRITTEN (not +=).
+// The window choice of local-p (the rounding of p_t) is piecewise constant: no gradient.
+void attention_backward(const Attention& att,
+                        TensorView query,              // (B, H)
+                        TensorView enc_out,            // (B, S, C)
+                        std::span<const int> lengths,  // (B)
+                        int t,
+                        TensorView d_context,    // (B, C)
+                        TensorView d_query,      // (B, H)     out
+                        TensorView d_enc_out,    // (B, S, C)  out
+                        AttentionParams& grad);  // out
 
 }  // namespace nazar::attn::naive

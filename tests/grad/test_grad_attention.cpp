@@ -10,6 +10,7 @@
 // local-p: the window position round(p_t) is piecewise constant; the test asserts every p_t is
 // more than 0.05 away from a rounding boundary, far beyond what an eps perturbation moves it.
 #include "nazar/attention/attention.h"
+#include "nazar/attention/bahdanau.h"
 #include "nazar/core/params.h"
 #include "tests/common/gradcheck.h"
 #include "tests/common/test_util.h"
@@ -125,4 +126,66 @@ TEST(AttentionGrad, LocalPredictiveAdditive) {
 }
 TEST(AttentionGrad, LocalPredictiveLearnedScaleDot) {
     run_gradcheck(with(base(ScoreKind::dot), LocalMode::predictive, 2, ScaleMode::learned), 0, 31);
+}
+
+// The SIMD kernels at sizes that use them. The fused additive kernels run blocks of 16 lanes
+// (AVX-512), then 8 (AVX2), then a scalar tail: A = 19 is 16 + 3 (or 2·8 + 3 on the AVX2 path),
+// A = 40 is 2·16 + 8 (or 5·8). H = 13 and C = 21 are not multiples of 8, so the 8-lane dot
+// products (vec.h) and axpys run their tails too. Each additive size runs on both paths.
+// Tolerances as above: the loss now sums B·C = 63 terms of O(1); their float32 rounding
+// (≈ 1e-7 · 63) over 2·eps is ≈ 3e-4, still below atol = 1e-3.
+namespace {
+// Switches the fused kernels to 16 lanes (true) or 8 (false) for a scope, then back to the
+// default (16 lanes where the CPU has AVX-512).
+class AdditiveLanes {
+public:
+    explicit AdditiveLanes(bool avx512) : on_(attn::set_additive_avx512(avx512)) {}
+    ~AdditiveLanes() { attn::set_additive_avx512(true); }
+    AdditiveLanes(const AdditiveLanes&) = delete;
+    AdditiveLanes& operator=(const AdditiveLanes&) = delete;
+    bool avx512() const { return on_; }
+
+private:
+    bool on_;
+};
+
+AttentionConfig wide(ScoreKind k, int A) {
+    const bool dot = k == ScoreKind::dot;
+    return {.score = k, .query_size = dot ? 21 : 13, .context_size = 21, .attention_size = A};
+}
+
+void gradcheck_lanes(AttentionConfig cfg, uint64_t seed) {
+    {
+        const AdditiveLanes lanes(false);
+        SCOPED_TRACE("8-lane path");
+        run_gradcheck(cfg, 0, seed);
+    }
+    const AdditiveLanes lanes(true);
+    if (!lanes.avx512()) GTEST_SKIP() << "no AVX-512 here: the 16-lane kernels are not used";
+    SCOPED_TRACE("16-lane path");
+    run_gradcheck(cfg, 0, seed);
+}
+}  // namespace
+
+TEST(AttentionGradWide, AdditiveA19) {
+    gradcheck_lanes(wide(ScoreKind::additive, 19), 41);
+}
+TEST(AttentionGradWide, AdditiveA40) {
+    gradcheck_lanes(wide(ScoreKind::additive, 40), 42);
+}
+TEST(AttentionGradWide, ConcatA40) {
+    gradcheck_lanes(wide(ScoreKind::concat, 40), 43);
+}
+TEST(AttentionGradWide, LocalPredictiveAdditiveA19) {
+    gradcheck_lanes(with(wide(ScoreKind::additive, 19), LocalMode::predictive, 2), 44);
+}
+TEST(AttentionGradWide, LocalMonotonicAdditiveA40) {
+    gradcheck_lanes(with(wide(ScoreKind::additive, 40), LocalMode::monotonic, 1), 45);
+}
+TEST(AttentionGradWide, DotC21) {
+    run_gradcheck(wide(ScoreKind::dot, 0), 0, 46);
+}
+TEST(AttentionGradWide, LearnedScaleGeneralH13C21) {
+    run_gradcheck(with(wide(ScoreKind::general, 0), LocalMode::global, 1, ScaleMode::learned), 0,
+                  47);
 }

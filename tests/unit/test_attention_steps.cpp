@@ -30,6 +30,34 @@ struct Case {
     int D = 1;
 };
 
+// The caches forward_steps filled against forward()'s, step by step.
+void expect_caches_match(const Case& k, const std::vector<int>& len,
+                         const std::vector<AttentionStepCache>& cs,
+                         const std::vector<AttentionStepCache>& cr) {
+    const int T = static_cast<int>(cs.size()), B = static_cast<int>(len.size());
+    for (int t = 0; t < T; ++t) {
+        EXPECT_LE(max_abs_diff(cs[t].weights, cr[t].weights), 1e-6) << t;
+        EXPECT_LE(max_abs_diff(cs[t].probs, cr[t].probs), 1e-6) << t;
+        EXPECT_LE(max_abs_diff(cs[t].scores, cr[t].scores), 1e-5) << t;
+        EXPECT_EQ(cs[t].start, cr[t].start);
+        EXPECT_EQ(cs[t].count, cr[t].count);
+        EXPECT_EQ(cs[t].score_evals, cr[t].score_evals);
+        if (k.local != LocalMode::global) {
+            EXPECT_LE(max_abs_diff(cs[t].position, cr[t].position), 1e-5) << t;
+        }
+        if (k.local == LocalMode::predictive) {
+            EXPECT_LE(max_abs_diff(cs[t].pos_hidden, cr[t].pos_hidden), 1e-6) << t;
+            EXPECT_LE(max_abs_diff(cs[t].pos_sigmoid, cr[t].pos_sigmoid), 1e-6) << t;
+        }
+        const int W = cs[t].weights.dim(1);  // padding and columns past the window: exactly 0
+        for (int b = 0; b < B; ++b)
+            for (int j = 0; j < W; ++j)
+                if (j >= cs[t].count[b] || cs[t].start[b] + j >= len[b]) {
+                    EXPECT_EQ(cs[t].weights.at(b, j), 0.0f);
+                }
+    }
+}
+
 void check_case(const Case& k, int T, int S) {
     SCOPED_TRACE(std::string(to_string(k.score)) + " " + to_string(k.scale) + " " +
                  to_string(k.local) + " D = " + std::to_string(k.D) + ", T = " + std::to_string(T) +
@@ -61,27 +89,7 @@ void check_case(const Case& k, int T, int S) {
     for (int t = 0; t < T; ++t)
         ref.forward(q.select(t), keys, enc, len, t, ctx_ref.select(t), cr[t]);
     EXPECT_LE(max_abs_diff(ctx, ctx_ref), 1e-5);
-    for (int t = 0; t < T; ++t) {
-        EXPECT_LE(max_abs_diff(cs[t].weights, cr[t].weights), 1e-6) << t;
-        EXPECT_LE(max_abs_diff(cs[t].probs, cr[t].probs), 1e-6) << t;
-        EXPECT_LE(max_abs_diff(cs[t].scores, cr[t].scores), 1e-5) << t;
-        EXPECT_EQ(cs[t].start, cr[t].start);
-        EXPECT_EQ(cs[t].count, cr[t].count);
-        EXPECT_EQ(cs[t].score_evals, cr[t].score_evals);
-        if (k.local != LocalMode::global) {
-            EXPECT_LE(max_abs_diff(cs[t].position, cr[t].position), 1e-5) << t;
-        }
-        if (k.local == LocalMode::predictive) {
-            EXPECT_LE(max_abs_diff(cs[t].pos_hidden, cr[t].pos_hidden), 1e-6) << t;
-            EXPECT_LE(max_abs_diff(cs[t].pos_sigmoid, cr[t].pos_sigmoid), 1e-6) << t;
-        }
-        const int W = cs[t].weights.dim(1);  // padding and columns past the window: exactly 0
-        for (int b = 0; b < B; ++b)
-            for (int j = 0; j < W; ++j)
-                if (j >= cs[t].count[b] || cs[t].start[b] + j >= len[b]) {
-                    EXPECT_EQ(cs[t].weights.at(b, j), 0.0f);
-                }
-    }
+    expect_caches_match(k, len, cs, cr);
 
     // backward (accumulating: start from non-zero gradients on both sides)
     const int K = k.score == ScoreKind::dot ? 0 : H;
