@@ -227,6 +227,10 @@ bool set_additive_avx512(bool on) {
     return g_avx512.load();
 }
 
+bool additive_avx512() {
+    return g_avx512.load();
+}
+
 namespace naive {
 void additive_scores(const float* u, const float* keys, const float* v, int n, int A, float* e) {
     for (int j = 0; j < n; ++j) {
