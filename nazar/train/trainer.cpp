@@ -70,7 +70,7 @@ CorpusFiles files_of(const std::string& tsv, const std::string& src, const std::
 }
 
 std::string meta_or_fail(const SafeTensors& st, const char* key) {
-    NZ_CHECK(st.has_meta(key), "{}: checkpoint lacks metadata '{}'", st.source, key);
+    NZ_CHECK_INPUT(st.has_meta(key), "{}: checkpoint lacks metadata '{}'", st.source, key);
     return st.meta(key);
 }
 
