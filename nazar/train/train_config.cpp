@@ -21,7 +21,6 @@ namespace nazar {
 namespace {
 
 using C = TrainConfig;
-constexpr double kBig = 1e9;
 
 std::vector<ConfigKey> make_table() {
     using K = KeyType;
