@@ -1,5 +1,6 @@
 # The two set-up commands (README): `make demo` and `make test`. Both install what is missing
-# (scripts/install-deps.sh, Debian packages only), configure, build and run.
+# (scripts/install-deps.sh, Debian packages only), configure, build and run. `make check` is the
+# fast lane: the same Release build, then only the unit, gradcheck, parity and lint tests.
 BUILD  ?= build
 JOBS   ?= $(shell nproc)
 CMAKE_FLAGS ?=
@@ -9,7 +10,7 @@ CTEST_FLAGS ?=
 SANITIZE ?= 1
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps deps-build build test demo demo-measure bench bench-compare explain clean format sanitize fuzz
+.PHONY: all deps deps-build build test check demo demo-measure bench bench-compare explain clean format sanitize fuzz
 
 all: build
 
@@ -34,6 +35,14 @@ ifneq ($(SANITIZE),0)
 	JOBS=$(JOBS) scripts/run-sanitizers.sh
 	JOBS=$(JOBS) FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/run-fuzzers.sh
 endif
+
+# The fast lane (a couple of minutes once built): unit, gradcheck and parity tests (C++ against
+# the committed fixtures, and the PyTorch-driven scripts) and the format check; not the
+# end-to-end tests (label e2e), the sanitizers or the fuzzers. CHECK_LABELS overrides the selection (a ctest -L regex).
+CHECK_LABELS ?= ^(unit|grad|parity|lint)$$
+check: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L '$(CHECK_LABELS)' -LE '^e2e$$' $(CTEST_FLAGS)
 
 # The demo (nazar demo): trains the built-in dates task (~2 min on 2 cores), prints accuracy,
 # translations and a heatmap, writes demo-attention.svg, demo-report.html and demo.safetensors
@@ -97,5 +106,7 @@ learn-reversal: deps-build $(BUILD)/build.ninja
 clean:
 	rm -rf $(BUILD)
 
+# The tree is formatted with clang-format 14 (scripts/check-format.sh checks it in make test/check).
+CLANG_FORMAT ?= $(shell command -v clang-format-14 || echo clang-format)
 format:
-	clang-format -i $$(git ls-files '*.h' '*.cpp')
+	$(CLANG_FORMAT) -i $$(git ls-files '*.h' '*.cpp')

@@ -1,16 +1,16 @@
-// `nazar demo`: the embedded default behind `make demo` (nazar/demo/demo.h). Generates the dates
+// `nazar demo`: the embedded default behind `make demo` (apps/demo/demo.h). Generates the dates
 // task, trains a char-level attention model in memory, prints the held-out exact match, a few
 // translations and a terminal heatmap, and writes demo-attention.svg, demo-report.html and the
 // model (demo.safetensors, usable with `nazar attention` / `nazar translate`).
-// `--compare` runs nazar/demo/compare.h instead: every mechanism on the same tasks and budget.
+// `--compare` runs apps/demo/compare.h instead: every mechanism on the same tasks and budget.
+#include "apps/demo/compare.h"
+#include "apps/demo/demo.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "nazar/core/check.h"
 #include "nazar/core/fileio.h"
 #include "nazar/core/threads.h"
 #include "nazar/decode/alignment.h"
-#include "nazar/demo/compare.h"
-#include "nazar/demo/demo.h"
 #include "nazar/models/model_file.h"
 #include "nazar/viz/heatmap.h"
 

@@ -1,12 +1,12 @@
 // `nazar explain`: SPEC.md §10's worked examples pushed through nazar's real attention code
 // (precompute -> scores -> masked softmax -> context), the example-2 shapes, and SPEC §9's
 // per-step cost table (multiply-adds and parameters, optionally measured times) for any sizes.
+#include "apps/demo/explain.h"
 #include "cli/command.h"
 #include "nazar/attention/attention.h"
 #include "nazar/core/blas.h"
 #include "nazar/core/check.h"
 #include "nazar/core/kernels.h"
-#include "nazar/demo/explain.h"
 
 #include <fmt/format.h>
 
@@ -248,7 +248,7 @@ void examples() {
 // SPEC §3/§4 on a whole (tiny) model: every number of one decoder step, checked against the model.
 void model_steps() {
     fmt::print(
-        "\nThe same four steps inside a model (nazar/demo/explain.h): a tiny seq2seq whose weights "
+        "\nThe same four steps inside a model (apps/demo/explain.h): a tiny seq2seq whose weights "
         "are\n"
         "printed, one decoder step computed by hand and compared with Seq2Seq::step.\n\n");
     for (DecoderKind k : {DecoderKind::bahdanau, DecoderKind::luong}) {

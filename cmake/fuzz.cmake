@@ -13,7 +13,7 @@ if(NAZAR_FUZZ)
     add_executable(${name} ${src} ${PROJECT_SOURCE_DIR}/fuzz/common.cpp)
     target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
     # nazar_train carries core, data, nn, attention, models, decode: what the readers need
-    # (not the whole `nazar`, so later folders such as viz/demo are not built for fuzzing).
+    # (not the whole `nazar`, so later folders such as viz are not built for fuzzing).
     target_link_libraries(${name} PRIVATE nazar_train)
     target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
     target_link_options(${name} PRIVATE -fsanitize=fuzzer)

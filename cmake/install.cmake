@@ -1,7 +1,9 @@
 # Installation and the CMake package (owner: decode). `cmake --install build --prefix P` puts
 #   P/bin/nazar                                  the command-line program
 #   P/lib/libnazar_<folder>.a                    one static library per folder (core ... train)
-#   P/include/nazar/<folder>/*.h                 every public header (same paths as in the tree)
+#   P/include/nazar/<folder>/*.h                 the public headers only (same paths as in the tree):
+#                                                the API below and what it includes, not the kernels
+#                                                and other internals; apps/ (the demo) is not installed
 #   P/lib/cmake/nazar/nazarConfig.cmake          find_package(nazar): target nazar::nazar
 # Another project then writes:  find_package(nazar REQUIRED)
 #                               target_link_libraries(app PRIVATE nazar::nazar)
@@ -16,8 +18,52 @@ install(TARGETS ${_nazar_install_libs} nazar nazar_blas
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS nazar_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/nazar/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/nazar
-        FILES_MATCHING PATTERN "*.h")
+
+# The public API: the headers an application includes. A header not listed here is installed only
+# when one of these includes it (directly or further down): the closure is followed through the
+# `#include "nazar/..."` lines at configure time, so the installed set always compiles (checked by
+# tests/e2e/install_example.sh) and a new internal header stays private by default.
+set(NAZAR_PUBLIC_HEADERS
+    nazar/core/check.h nazar/core/safetensors.h nazar/core/tensor.h nazar/core/threads.h
+    nazar/data/batcher.h nazar/data/corpus.h nazar/data/pipeline.h nazar/data/reader.h
+    nazar/data/tokenizer.h nazar/data/utf8.h nazar/data/vocab.h
+    nazar/eval/aer.h nazar/eval/bleu.h nazar/eval/chrf.h nazar/eval/references.h nazar/eval/text.h
+    nazar/eval/wer.h
+    nazar/models/model_file.h nazar/models/seq2seq.h
+    nazar/decode/alignment.h nazar/decode/beam_search.h nazar/decode/greedy.h
+    nazar/decode/translator.h
+    nazar/train/checkpoint.h nazar/train/train_config.h nazar/train/trainer.h
+    nazar/viz/heatmap.h)
+
+function(nazar_header_closure out)
+  set(todo ${ARGN})
+  set(seen)
+  while(todo)
+    list(POP_FRONT todo h)
+    if(h IN_LIST seen)
+      continue()
+    endif()
+    if(NOT EXISTS ${PROJECT_SOURCE_DIR}/${h})
+      message(FATAL_ERROR "install: public header ${h} does not exist (cmake/install.cmake)")
+    endif()
+    list(APPEND seen ${h})
+    set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+                 ${PROJECT_SOURCE_DIR}/${h})
+    file(STRINGS ${PROJECT_SOURCE_DIR}/${h} lines REGEX "^#include \"nazar/[^\"]+\"")
+    foreach(l IN LISTS lines)
+      string(REGEX REPLACE "^#include \"(nazar/[^\"]+)\".*" "\\1" inc "${l}")
+      list(APPEND todo ${inc})
+    endforeach()
+  endwhile()
+  list(SORT seen)
+  set(${out} ${seen} PARENT_SCOPE)
+endfunction()
+
+nazar_header_closure(_nazar_installed_headers ${NAZAR_PUBLIC_HEADERS})
+foreach(h IN LISTS _nazar_installed_headers)
+  get_filename_component(dir ${h} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${dir})
+endforeach()
 
 set(NAZAR_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/nazar)
 install(EXPORT nazarTargets NAMESPACE nazar:: DESTINATION ${NAZAR_INSTALL_CMAKEDIR})

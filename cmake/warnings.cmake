@@ -14,7 +14,18 @@ if(NAZAR_SANITIZE)
   add_link_options(-fsanitize=${NAZAR_SANITIZE})
 endif()
 
+# -Werror: a warning fails the build (issue 13 item 6): on by default when nazar is the top-level
+# project, so `make`, `make check`, `make test` and CI (.ci/run) fail on a warning of gcc 12 or
+# clang 14. Off by default in the sanitizer/fuzzer builds (NAZAR_SANITIZE set: scripts/run-*.sh):
+# -O1 plus instrumentation changes what the compilers' flow-based warnings see, and a false
+# positive there must not stop the sanitizer run; they still print every warning.
+# -DNAZAR_WERROR=OFF for a newer compiler while its new warnings are being fixed.
+if(PROJECT_IS_TOP_LEVEL AND NOT NAZAR_SANITIZE)
+  set(_nazar_werror_default ON)
+else()
+  set(_nazar_werror_default OFF)
+endif()
+option(NAZAR_WERROR "Treat compiler warnings as errors" ${_nazar_werror_default})
 function(nazar_set_warnings target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter
-                         $<$<CONFIG:Debug>:-Werror>)
+  target_compile_options(${target} PRIVATE -Wall -Wextra $<$<BOOL:${NAZAR_WERROR}>:-Werror>)
 endfunction()

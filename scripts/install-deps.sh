@@ -9,6 +9,8 @@ build_pkgs=(cmake ninja-build g++ make pkg-config libopenblas-dev libsentencepie
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev python3 python3-torch python3-numpy)
 # reliability (docs/reliability.md): clang + its sanitizer/libFuzzer runtimes, llvm-symbolizer
 test_pkgs+=(clang-14 libclang-rt-14-dev llvm-14)
+# lint (scripts/check-format.sh, ctest lint.format): the formatter the tree is formatted with
+test_pkgs+=(clang-format-14)
 # viz (tests/e2e/test_html_report.sh): headless Chromium opens the HTML report; a font for its screenshot
 test_pkgs+=(chromium fonts-dejavu-core)
 

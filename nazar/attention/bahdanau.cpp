@@ -175,7 +175,8 @@ inline void add_tanh(const float* u, const float* k, int A, float* z) {
 }
 
 // v · tanh(u + k) in one pass
-inline float add_tanh_dot(const float* u, const float* k, const float* v, int A, float* tmp) {
+inline float add_tanh_dot(const float* u, const float* k, const float* v, int A,
+                          [[maybe_unused]] float* tmp) {
 #ifdef NZ_ATTN_AVX2
     if (g_avx512.load(std::memory_order_relaxed)) return add_tanh_dot512(u, k, v, A);
     __m256 acc = _mm256_setzero_ps();
@@ -223,6 +224,10 @@ void additive_scores_backward(const float* u, const float* keys, const float* v,
 
 bool set_additive_avx512(bool on) {
     g_avx512.store(on && cpu_has_avx512());
+    return g_avx512.load();
+}
+
+bool additive_avx512() {
     return g_avx512.load();
 }
 

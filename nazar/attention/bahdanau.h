@@ -38,6 +38,7 @@ void additive_scores_backward(const float* u,     // (A)
 // else 8-lane AVX2; both give bit-identical results. set_additive_avx512(false) forces the
 // 8-lane path, true re-enables AVX-512 where present; returns whether AVX-512 is now used.
 bool set_additive_avx512(bool on);
+bool additive_avx512();  // whether AVX-512 is used now (tests save and restore it)
 
 namespace naive {  // libm tanh, no fusion: the oracle for tests and the benchmark
 void additive_scores(const float* u, const float* keys, const float* v, int n, int A, float* e);

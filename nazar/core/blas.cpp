@@ -286,6 +286,14 @@ bool set_small_gemm_avx512(bool on) {
 #endif
 }
 
+bool small_gemm_avx512() {
+#ifdef NZ_BLAS_AVX512
+    return g_small_avx512.load();
+#else
+    return false;
+#endif
+}
+
 void set_gemm_threading(GemmThreading t) {
     g_threading.store(t);
     blas_set_num_threads(g_blas_threads.load());

@@ -44,6 +44,7 @@ GemmThreading gemm_threading();
 // AVX-512 path on (if supported) or off; returns whether it is on. Default: on if supported,
 // off when NAZAR_SMALL_GEMM=avx2 is in the environment.
 bool set_small_gemm_avx512(bool on);
+bool small_gemm_avx512();  // whether it is on now (tests save and restore it)
 
 // Products of many steps against one weight W (N x K): x Wᵀ, once per step of a recurrence.
 // OpenBLAS re-packs W on every call; instead Wᵀ (K x N) is made once per batch by

@@ -1,15 +1,31 @@
-// Errors and checks. The library throws nazar::Error (file:line plus the values involved)
-// and never exits; cli/main.cpp catches, prints and picks the exit code.
+// Errors and checks. The library throws nazar::Error (or its UsageError) and never exits;
+// cli/main.cpp catches, prints the message and picks the exit code (2 for UsageError, else 1).
+//
+// Two idioms, by who is at fault:
+//
+//   User errors: the input, a file or an option is wrong, and the user can fix it. The message
+//   says what is wrong, with the value and where it came from (file:line of the INPUT, the key
+//   or flag), and carries no source location of nazar's own code:
+//     NZ_CHECK_USAGE(beam_size > 0, "--beam-size must be >= 1, got {}", beam_size);  // UsageError
+//     NZ_CHECK_INPUT(st.has_meta(k), "{}: lacks metadata '{}'", path, k);              // Error
+//   (equivalently `throw UsageError(fmt::format(...))` / `throw Error(...)` where a condition
+//   does not read well). UsageError: an option, a flag, a configuration value, a choice name.
+//   Error: the content of a file or of the input text.
+//
+//   Invariants: a condition nazar's own code guarantees (shapes between layers, step order, an
+//   index in range). A failure is a bug in nazar or in a program calling the API wrongly, so the
+//   message starts with nazar's source location for the report:
+//     NZ_CHECK(t < T, "step {} of {}", t, T);  // always on: "decoder.cpp:88 step 9 of 9"
+//     NZ_CHECK_SHAPE(enc_out, {B, S, C});      // "luong.cpp:88 enc_out: expected (4, 7, 512),
+//                                              //  got (4, 7, 256)"
+//     NZ_DCHECK(idx < V);                      // debug builds only; for inner loops
+//     NZ_FAIL("unreachable: {}", kind);        // an impossible branch
 //
 // Every error message is ONE line (docs/reliability.md): messages often echo input (a file's
 // line, a config value, a tokenizer string), so Error's constructor escapes the characters that
 // would break or hijack a terminal line: \n -> "\\n", \r -> "\\r", every other C0 control
 // byte and DEL -> "\\xNN" (NUL included: what() is a C string). A tab is kept (it does not
 // end a line; TSV-related messages stay readable); bytes >= 0x80 (UTF-8) are kept.
-//
-//   NZ_CHECK(beam_size > 0, "beam_size must be positive, got {}", beam_size);  // always on
-//   NZ_CHECK_SHAPE(enc_out, {B, S, C});  // "luong.cpp:88 enc_out: expected (4, 7, 512), got (4, 7,
-//   256)" NZ_DCHECK(idx < V);                   // debug builds only; for inner loops
 #pragma once
 
 #include <fmt/format.h>
@@ -49,6 +65,19 @@ const char* basename(const char* path);
     } while (0)
 
 #define NZ_FAIL(...) ::nazar::detail::throw_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__))
+
+// User errors (see the top): the message alone, no source location.
+#define NZ_CHECK_USAGE(cond, ...)                                  \
+    do {                                                           \
+        if (!(cond)) [[unlikely]]                                  \
+            throw ::nazar::UsageError(::fmt::format(__VA_ARGS__)); \
+    } while (0)
+
+#define NZ_CHECK_INPUT(cond, ...)                             \
+    do {                                                      \
+        if (!(cond)) [[unlikely]]                             \
+            throw ::nazar::Error(::fmt::format(__VA_ARGS__)); \
+    } while (0)
 
 #ifdef NDEBUG
 #define NZ_DCHECK(cond) \

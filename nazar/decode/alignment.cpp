@@ -3,6 +3,8 @@
 
 #include "nazar/core/check.h"
 #include "nazar/data/reader.h"
+#include "nazar/data/vocab.h"
+#include "nazar/models/seq2seq.h"
 
 #include <fmt/format.h>
 

@@ -12,18 +12,20 @@
 //           and log p(y | x) under the model, which equals Seq2Seq::score.
 #pragma once
 
-#include "nazar/data/vocab.h"
+#include "nazar/core/tensor.h"
+#include "nazar/decode/unk_dictionary.h"
 #include "nazar/eval/aer.h"
-#include "nazar/models/seq2seq.h"
 
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace nazar {
+
+class Seq2Seq;  // models/seq2seq.h
+class Vocab;    // data/vocab.h
 
 enum class AlignmentFormat { none, hard, soft };
 AlignmentFormat parse_alignment_format(
@@ -33,10 +35,6 @@ AlignmentFormat parse_alignment_format(
 std::vector<AlignmentLink> hard_alignment(TensorView attention, int n_tgt);
 std::string format_hard_alignment(std::span<const AlignmentLink> links);  // "i-j i-j ..."
 std::string format_soft_alignment(TensorView attention, int n_tgt);       // rows j < n_tgt as JSON
-
-using UnkDictionary = std::unordered_map<std::string, std::string>;
-// `src<TAB>tgt` lines (a missing tab is an Error naming file:line; blank lines are skipped).
-UnkDictionary load_unk_dictionary(const std::string& path);
 
 // The output pieces of `tokens` (ids, </s> and after dropped): vocabulary pieces, with <unk>
 // replaced as above when `replace_unk` (attention (n, S_b) rows are the tokens' weights,

@@ -61,7 +61,7 @@ struct PlateauLr {
     int bad = 0;        // validations since the last improvement
     bool seen = false;  // a metric has been recorded
 
-    double at(int64_t step, int epoch) const { return current < 0 ? lr : current; }
+    double at(int64_t /*step*/, int /*epoch*/) const { return current < 0 ? lr : current; }
     bool on_validation(double metric);  // true when the lr was reduced
 };
 

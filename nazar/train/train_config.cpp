@@ -4,6 +4,7 @@
 #include "nazar/core/check.h"
 #include "nazar/core/fileio.h"
 #include "nazar/data/utf8.h"
+#include "nazar/train/choices.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -22,7 +23,6 @@ namespace nazar {
 namespace {
 
 using C = TrainConfig;
-constexpr double kBig = 1e9;
 
 std::vector<ConfigKey> make_table() {
     using K = KeyType;
@@ -557,6 +557,7 @@ std::vector<std::string> changed_keys(const TrainConfig& a, const TrainConfig& b
 }
 
 void validate_config(const TrainConfig& cfg) {
+    parse_choices(cfg);  // every choice key known (choices.h), also for a config built in code
     // Data: exactly one training set; dev optional but complete.
     const bool tsv = !cfg.train.empty(), two = !cfg.train_src.empty() || !cfg.train_tgt.empty();
     if (!tsv && !two) usage("", "no training data: set train (a TSV) or train_src and train_tgt");

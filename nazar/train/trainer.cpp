@@ -7,6 +7,7 @@
 #include "nazar/eval/bleu.h"
 #include "nazar/eval/wer.h"
 #include "nazar/models/model_file.h"
+#include "nazar/train/choices.h"
 #include "nazar/train/clip.h"
 #include "nazar/train/progress.h"
 
@@ -24,50 +25,43 @@ namespace {
 constexpr uint64_t kTrainRngStream = 7;  // dropout + scheduled sampling; init uses Seq2Seq's own
 constexpr int kDecodeChunk = 64;         // sentences per greedy batch in validation
 
-CellType cell_of(const std::string& s) {
-    return s == "lstm" ? CellType::lstm : CellType::gru;
-}
-
-BridgeKind bridge_of(const std::string& s) {
-    if (s == "backward-first") return BridgeKind::backward_first;
-    if (s == "mean") return BridgeKind::mean;
-    if (s == "last") return BridgeKind::last;
-    if (s == "zero") return BridgeKind::zero;
-    return BridgeKind::automatic;
-}
-
-AttentionTiming timing_of(const std::string& s) {
-    if (s == "before") return AttentionTiming::before;
-    if (s == "after") return AttentionTiming::after;
-    return AttentionTiming::automatic;
-}
-
-LrSchedule make_schedule(const TrainConfig& c) {
-    if (c.schedule == "warmup") return WarmupLr{.lr = c.lr, .warmup_steps = c.warmup_steps};
-    if (c.schedule == "inverse_sqrt")
-        return WarmupLr{
-            .lr = c.lr, .warmup_steps = c.warmup_steps, .decay = WarmupLr::Decay::inverse_sqrt};
-    if (c.schedule == "step_decay")
-        return StepDecayLr{.lr = c.lr,
-                           .start_epoch = c.decay_start_epoch,
-                           .every = c.decay_every,
-                           .factor = c.decay_factor};
-    if (c.schedule == "plateau")
-        return PlateauLr{.lr = c.lr,
-                         .factor = c.decay_factor,
-                         .patience = c.plateau_patience,
-                         .min_lr = c.min_lr};
+// Every choice below comes from parse_choices (choices.h): an unknown name was already a
+// UsageError, so the switches are exhaustive and nothing falls back to a default.
+LrSchedule make_schedule(const TrainConfig& c, ScheduleKind kind) {
+    switch (kind) {
+        case ScheduleKind::warmup:
+            return WarmupLr{.lr = c.lr, .warmup_steps = c.warmup_steps};
+        case ScheduleKind::inverse_sqrt:
+            return WarmupLr{
+                .lr = c.lr, .warmup_steps = c.warmup_steps, .decay = WarmupLr::Decay::inverse_sqrt};
+        case ScheduleKind::step_decay:
+            return StepDecayLr{.lr = c.lr,
+                               .start_epoch = c.decay_start_epoch,
+                               .every = c.decay_every,
+                               .factor = c.decay_factor};
+        case ScheduleKind::plateau:
+            return PlateauLr{.lr = c.lr,
+                             .factor = c.decay_factor,
+                             .patience = c.plateau_patience,
+                             .min_lr = c.min_lr};
+        case ScheduleKind::constant:
+            break;
+    }
     return ConstantLr{.lr = c.lr};
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& c, ParamList params) {
-    if (c.optimizer == "sgd")
-        return std::make_unique<Optimizer>(
-            Optimizer::sgd(std::move(params),
-                           {.lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay}));
+std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& c, OptimKind kind, ParamList params) {
     const AdamOptions a{.lr = c.lr, .weight_decay = c.weight_decay};
-    if (c.optimizer == "adamw")
-        return std::make_unique<Optimizer>(Optimizer::adamw(std::move(params), a));
+    switch (kind) {
+        case OptimKind::sgd:
+            return std::make_unique<Optimizer>(Optimizer::sgd(
+                std::move(params),
+                {.lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay}));
+        case OptimKind::adamw:
+            return std::make_unique<Optimizer>(Optimizer::adamw(std::move(params), a));
+        case OptimKind::adam:
+            break;
+    }
     return std::make_unique<Optimizer>(Optimizer::adam(std::move(params), a));
 }
 
@@ -76,36 +70,37 @@ CorpusFiles files_of(const std::string& tsv, const std::string& src, const std::
 }
 
 std::string meta_or_fail(const SafeTensors& st, const char* key) {
-    NZ_CHECK(st.has_meta(key), "{}: checkpoint lacks metadata '{}'", st.source, key);
+    NZ_CHECK_INPUT(st.has_meta(key), "{}: checkpoint lacks metadata '{}'", st.source, key);
     return st.meta(key);
 }
 
 }  // namespace
 
 ModelConfig model_config_from(const TrainConfig& c, int src_vocab_size, int tgt_vocab_size) {
+    const TrainChoices ch = parse_choices(c);
     ModelConfig m;
     m.src_vocab_size = src_vocab_size;
     m.tgt_vocab_size = tgt_vocab_size;
     m.embedding_size = c.embedding_size;
-    m.encoder = {.cell = cell_of(c.cell),
+    m.encoder = {.cell = ch.cell,
                  .hidden_size = c.hidden_size,
                  .num_layers = c.encoder_layers,
                  .bidirectional = c.bidirectional,
                  .dropout = static_cast<float>(c.dropout)};
     const int C = c.hidden_size * (c.bidirectional ? 2 : 1);
-    m.decoder = {.kind = c.decoder == "luong" ? DecoderKind::luong : DecoderKind::bahdanau,
-                 .cell = cell_of(c.cell),
+    m.decoder = {.kind = ch.decoder,
+                 .cell = ch.cell,
                  .hidden_size = c.decoder_hidden_size ? c.decoder_hidden_size : C,
                  .num_layers = c.decoder_layers,
                  .dropout = static_cast<float>(c.dropout),
-                 .bridge = bridge_of(c.bridge),
-                 .attention_timing = timing_of(c.attention_timing),
+                 .bridge = ch.bridge,
+                 .attention_timing = ch.attention_timing,
                  .input_feeding = c.input_feeding,
                  .deep_output = c.deep_output,
                  .deep_output_size = c.deep_output_size};
-    m.attention.score = parse_score_kind(c.attention);
-    m.attention.scale = parse_scale_mode(c.attention_scale);
-    m.attention.local = parse_local_mode(c.attention_local);
+    m.attention.score = ch.attention;
+    m.attention.scale = ch.attention_scale;
+    m.attention.local = ch.attention_local;
     m.attention.window = c.attention_window;
     m.attention.attention_size = c.attention_size;
     m.attention.position_size = c.position_size;
@@ -177,6 +172,7 @@ Trainer::Trainer(TrainConfig cfg, const std::string& resume, TrainerHooks hooks)
       rng_(static_cast<uint64_t>(cfg_.seed), kTrainRngStream) {
     validate_config(cfg_);
     nazar::validate(model_config_from(cfg_, 5, 5));  // warnings are check_config()'s to print
+    const TrainChoices choices = parse_choices(cfg_);
     const CorpusFiles train_files = files_of(cfg_.train, cfg_.train_src, cfg_.train_tgt);
     const LoadOptions train_load{
         .filter = {.max_length = cfg_.max_length,
@@ -185,11 +181,9 @@ Trainer::Trainer(TrainConfig cfg, const std::string& resume, TrainerHooks hooks)
     std::unique_ptr<Checkpoint> ck;
     if (resume.empty()) {
         const TokenizerOptions tok{
-            .kind = parse_tokenizer_kind(cfg_.tokenizer),
+            .kind = choices.tokenizer,
             .spm_model = cfg_.spm_model,
-            .spm = {.vocab_size = cfg_.spm_vocab_size,
-                    .model_type =
-                        cfg_.spm_model_type == "bpe" ? SpmModelType::bpe : SpmModelType::unigram}};
+            .spm = {.vocab_size = cfg_.spm_vocab_size, .model_type = choices.spm_model_type}};
         const VocabOptions voc{.max_size = cfg_.vocab_size, .min_freq = cfg_.min_freq};
         data_ = prepare_training_data(train_files, {.src_tokenizer = tok,
                                                     .tgt_tokenizer = tok,
@@ -228,8 +222,8 @@ Trainer::Trainer(TrainConfig cfg, const std::string& resume, TrainerHooks hooks)
             static_cast<uint64_t>(cfg_.seed));
     }
     params_ = model_->parameters();
-    optim_ = make_optimizer(cfg_, params_);
-    schedule_ = std::make_unique<LrSchedule>(make_schedule(cfg_));
+    optim_ = make_optimizer(cfg_, choices.optimizer, params_);
+    schedule_ = std::make_unique<LrSchedule>(make_schedule(cfg_, choices.schedule));
     batcher_ = std::make_unique<Batcher>(
         data_.corpus, BatchOptions{.batch_tokens = cfg_.batch_tokens,
                                    .batch_size = cfg_.batch_tokens > 0 ? 0 : cfg_.batch_size,
@@ -380,7 +374,7 @@ bool Trainer::train_one(Batch& batch) {
 
 TrainResult Trainer::run() {
     std::filesystem::create_directories(cfg_.save_dir);
-    Progress progress(parse_progress_mode(cfg_.progress), cfg_.log_interval);
+    Progress progress(parse_choices(cfg_).progress, cfg_.log_interval);
     MetricsLog metrics(cfg_.metrics_log);
     TrainResult result;
     progress.message(fmt::format(

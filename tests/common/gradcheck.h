@@ -12,6 +12,7 @@
 #pragma once
 
 #include "nazar/core/tensor.h"
+#include "nazar/nn/gru_cell.h"  // RNNCellParams
 
 #include <gtest/gtest.h>
 
@@ -80,6 +81,14 @@ inline ::testing::AssertionResult check_gradients(const std::function<double()>&
     if (checked == 0) return ::testing::AssertionFailure() << "nothing checked";
     return ::testing::AssertionFailure()
            << failures << " of " << checked << " gradient entries disagree" << bad.str();
+}
+
+// The four tensors of a GRU/LSTM cell (p) and their gradients (g) as targets.
+inline void add_params(std::vector<GradTarget>& targets, RNNCellParams& p, RNNCellParams& g) {
+    targets.push_back({"weight_ih", p.weight_ih, g.weight_ih});
+    targets.push_back({"weight_hh", p.weight_hh, g.weight_hh});
+    targets.push_back({"bias_ih", p.bias_ih, g.bias_ih});
+    targets.push_back({"bias_hh", p.bias_hh, g.bias_hh});
 }
 
 }  // namespace nazar::test

@@ -1,4 +1,6 @@
-// Helpers shared by the tests: random tensors, closeness assertions, fixture paths.
+// Helpers shared by the tests: random tensors, closeness assertions, fixture paths, generated
+// data. A helper that a second test file needs moves here (or to tiny_models.h / gradcheck.h /
+// kernel_switches.h) instead of being copied.
 #pragma once
 
 #include "nazar/core/rng.h"
@@ -11,8 +13,14 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace nazar::test {
+
+// A 1-D tensor holding `v` (hand-computed examples).
+inline Tensor vec(std::vector<float> v) {
+    return Tensor::from({static_cast<int64_t>(v.size())}, v);
+}
 
 inline Tensor random_tensor(Rng& rng, Shape shape, float lo = -1.0f, float hi = 1.0f) {
     Tensor t(shape);
@@ -49,6 +57,23 @@ inline std::string fresh_temp_dir(const std::string& tag) {
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     return dir;
+}
+
+// `n` TSV lines of the reversal task, "a c b<TAB>b c a": 2..6 letters of a..h each (the trainer
+// and resume tests).
+inline std::string reversal_task(int n, uint64_t seed) {
+    Rng rng(seed);
+    std::string out;
+    for (int i = 0; i < n; ++i) {
+        const int len = 2 + static_cast<int>(rng.below(5));
+        std::string s[8];
+        for (int k = 0; k < len; ++k) s[k] = std::string(1, static_cast<char>('a' + rng.below(8)));
+        for (int k = 0; k < len; ++k) out += (k ? " " : "") + s[k];
+        out += '\t';
+        for (int k = len - 1; k >= 0; --k) out += s[k] + (k ? " " : "");
+        out += '\n';
+    }
+    return out;
 }
 
 }  // namespace nazar::test

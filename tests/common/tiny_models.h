@@ -3,9 +3,14 @@
 #pragma once
 
 #include "nazar/data/batcher.h"
+#include "nazar/data/vocab.h"
 #include "nazar/models/config.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace nazar::test {
@@ -60,6 +65,29 @@ inline Batch make_batch(const std::vector<std::vector<int32_t>>& srcs,
 // B = 2: the second sentence is padded on both sides (S = 4, T = 4).
 inline Batch tiny_batch() {
     return make_batch({{5, 6, 7, 8}, {9, 5}}, {{5, 6, 7}, {8}});
+}
+
+// Source sentences right-padded with 0 into one (B, S) row-major block (the decoding tests).
+struct Sources {
+    std::vector<int32_t> ids;
+    std::vector<int> lengths;
+    int S = 0;
+};
+inline Sources pad(const std::vector<std::vector<int32_t>>& sents) {
+    Sources s;
+    for (const auto& x : sents) s.S = std::max(s.S, static_cast<int>(x.size()));
+    for (const auto& x : sents) {
+        for (int i = 0; i < s.S; ++i) s.ids.push_back(i < static_cast<int>(x.size()) ? x[i] : 0);
+        s.lengths.push_back(static_cast<int>(x.size()));
+    }
+    return s;
+}
+
+// A vocabulary of n entries: the specials, then pieces "p4" .. "p<n-1>".
+inline Vocab vocab_of_size(int n) {
+    std::vector<std::string> pieces;
+    for (int i = Vocab::kNumSpecials; i < n; ++i) pieces.push_back(fmt::format("p{}", i));
+    return Vocab::from_pieces(pieces);
 }
 
 }  // namespace nazar::test

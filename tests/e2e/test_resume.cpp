@@ -19,20 +19,7 @@
 namespace nazar {
 namespace {
 
-std::string reversal_task(int n, uint64_t seed) {  // "a c b<TAB>b c a", 2..6 letters of a..h
-    Rng rng(seed);
-    std::string out;
-    for (int i = 0; i < n; ++i) {
-        const int len = 2 + static_cast<int>(rng.below(5));
-        std::string s[8];
-        for (int k = 0; k < len; ++k) s[k] = std::string(1, static_cast<char>('a' + rng.below(8)));
-        for (int k = 0; k < len; ++k) out += (k ? " " : "") + s[k];
-        out += '\t';
-        for (int k = len - 1; k >= 0; --k) out += s[k] + (k ? " " : "");
-        out += '\n';
-    }
-    return out;
-}
+using test::reversal_task;
 
 class Resume : public ::testing::Test {
 protected:

@@ -19,7 +19,7 @@ set_tests_properties(e2e.cli_train PROPERTIES LABELS e2e TIMEOUT 120)
 if(NOT NAZAR_SANITIZE)
   add_test(NAME e2e.install_example
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/install_example.sh ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR}
-                   ${CMAKE_COMMAND})
+                   ${CMAKE_COMMAND} ${CMAKE_CXX_COMPILER})
   set_tests_properties(e2e.install_example PROPERTIES LABELS e2e TIMEOUT 300)
 endif()
 add_test(NAME e2e.decode_parity_torch

@@ -14,12 +14,7 @@ using namespace nazar::test;
 // ≈ eps² ≈ 1e-4 relative < rtol.
 static const GradCheckOptions kTol{.eps = 1e-2, .rtol = 1e-2, .atol = 1e-3};
 
-static void add_params(std::vector<GradTarget>& targets, RNNCellParams& p, RNNCellParams& g) {
-    targets.push_back({"weight_ih", p.weight_ih, g.weight_ih});
-    targets.push_back({"weight_hh", p.weight_hh, g.weight_hh});
-    targets.push_back({"bias_ih", p.bias_ih, g.bias_ih});
-    targets.push_back({"bias_hh", p.bias_hh, g.bias_hh});
-}
+using test::add_params;
 
 TEST(LSTMCellGrad, RawInputStepWithMaskedRow) {
     Rng rng(31);

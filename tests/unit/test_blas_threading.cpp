@@ -5,6 +5,7 @@
 // 1 and 2 threads; a fixed thread count gives bit-identical results run to run.
 #include "nazar/core/blas.h"
 #include "nazar/core/threads.h"
+#include "tests/common/kernel_switches.h"
 #include "tests/common/test_util.h"
 
 #include <gtest/gtest.h>
@@ -52,6 +53,8 @@ TEST(BlasThreading, EveryPathMatchesTheOracle) {
         {false, true, 128, 500, 128}, {true, true, 70, 90, 110},
         {false, false, 700, 40, 80},  // by rows
     };
+    const auto keep_mode = test::keep_gemm_threading();
+    const auto keep_threads = test::keep_num_threads();
     for (GemmThreading mode : {GemmThreading::pool, GemmThreading::blas})
         for (int threads : {1, 2}) {
             set_gemm_threading(mode);
@@ -61,11 +64,10 @@ TEST(BlasThreading, EveryPathMatchesTheOracle) {
                 check(c, 0.5f, 2.0f);
             }
         }
-    set_gemm_threading(GemmThreading::pool);
-    set_num_threads(0);
 }
 
 TEST(BlasThreading, FixedThreadCountIsBitIdentical) {
+    const auto keep_threads = test::keep_num_threads();
     set_num_threads(2);
     Rng rng(5);
     const Tensor a = test::random_tensor(rng, {64, 768}), b = test::random_tensor(rng, {1536, 768});
@@ -78,13 +80,16 @@ TEST(BlasThreading, FixedThreadCountIsBitIdentical) {
     gemm(x, false, b, true, d1);
     gemm(x, false, b, true, d2);
     EXPECT_EQ(max_abs_diff(d1, d2), 0.0);
-    set_num_threads(0);
 }
 
 TEST(BlasThreading, SmallMKernelAvx512AndAvx2AreBitIdentical) {
     // Both paths keep one 8-lane accumulator per C entry in the same k order (blas.cpp), so every
     // M in [1, 8], N with a remainder past the 8- and 12-row blocks, and K with a scalar tail must
-    // agree bit for bit; where the CPU lacks AVX-512 the switch stays off and both runs are AVX2.
+    // agree bit for bit. Skipped where the CPU lacks AVX-512 (both runs would be AVX2).
+    const auto keep = test::keep_small_gemm_avx512();
+    const auto keep_threads = test::keep_num_threads();
+    if (!set_small_gemm_avx512(true))
+        GTEST_SKIP() << "no AVX-512 on this CPU: only the AVX2 small-M kernel exists to compare";
     Rng rng(11);
     for (int threads : {1, 2}) {
         set_num_threads(threads);
@@ -102,8 +107,6 @@ TEST(BlasThreading, SmallMKernelAvx512AndAvx2AreBitIdentical) {
                     EXPECT_EQ(max_abs_diff(c0, c1), 0.0) << "M " << M << " N " << N << " K " << K;
                 }
     }
-    set_small_gemm_avx512(true);
-    set_num_threads(0);
 }
 
 }  // namespace

@@ -18,21 +18,8 @@ namespace {
 
 using test::tiny_config;
 
-struct Sources {
-    std::vector<int32_t> ids;
-    std::vector<int> lengths;
-    int S = 0;
-};
-
-Sources pad(const std::vector<std::vector<int32_t>>& sents) {
-    Sources s;
-    for (const auto& x : sents) s.S = std::max(s.S, static_cast<int>(x.size()));
-    for (const auto& x : sents) {
-        for (int i = 0; i < s.S; ++i) s.ids.push_back(i < static_cast<int>(x.size()) ? x[i] : 0);
-        s.lengths.push_back(static_cast<int>(x.size()));
-    }
-    return s;
-}
+using test::pad;
+using test::Sources;
 
 // Σ log p of `tokens` after <s>, one step at a time.
 double replay(Seq2Seq& m, const std::vector<int32_t>& src, const std::vector<int32_t>& tokens) {

@@ -4,8 +4,8 @@
 // characters of a held-out sample (the acceptance check). Also: the model learns the task
 // (held-out exact match well above chance), training is deterministic, and the report's pieces
 // fit together (attention rows per output character, source pieces per column).
+#include "apps/demo/demo.h"
 #include "nazar/core/threads.h"
-#include "nazar/demo/demo.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // `nazar explain model`: the by-hand decoder step (plain loops in double) agrees with the model's
 // own step for Bahdanau and Luong general, and the walk-through prints the four steps.
-#include "nazar/demo/explain.h"
+#include "apps/demo/explain.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The demo's generated tasks: the calendar, the exact strings of the examples, spans that
 // spell the fields, held-out disjointness, determinism and the error paths.
+#include "apps/demo/tasks.h"
 #include "nazar/core/check.h"
-#include "nazar/demo/tasks.h"
 
 #include <gtest/gtest.h>
 

@@ -4,12 +4,13 @@
 // strips, K around the 256 block, padded leading dimensions, alpha/beta (beta = 0 must not read
 // C); column ranges leave the rest of C alone; gemm_xwt through Wᵀ equals the NT product; and a
 // whole model computes the same loss, gradients and decoding log-probabilities with the kernel
-// on and off. Where the CPU lacks AVX-512 the kernel tests are skipped and the model test
-// compares OpenBLAS with itself.
+// on and off. Where the CPU lacks AVX-512 all of them are skipped (the model test would compare
+// OpenBLAS with itself). Every switch a test turns is restored (tests/common/kernel_switches.h).
 #include "nazar/core/blas.h"
 #include "nazar/core/gemm_nn512.h"
 #include "nazar/core/threads.h"
 #include "nazar/models/seq2seq.h"
+#include "tests/common/kernel_switches.h"
 #include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
 
@@ -56,11 +57,9 @@ double rel_err(const std::vector<float>& got, const std::vector<float>& want) {
 class Nn512 : public ::testing::Test {
 protected:
     void SetUp() override {
-        was_on_ = detail::nn512_available();
         if (!detail::set_nn512(true)) GTEST_SKIP() << "no AVX-512 on this CPU";
     }
-    void TearDown() override { detail::set_nn512(was_on_); }
-    bool was_on_ = false;
+    test::SwitchGuard<bool> keep_ = test::keep_nn512();  // made before SetUp, restored after
 };
 
 TEST_F(Nn512, KernelMatchesTheOracle) {
@@ -133,6 +132,7 @@ TEST_F(Nn512, ZeroKOrAlphaIsBetaC) {
 }
 
 TEST_F(Nn512, GemmRawRoutesNnProductsForEveryThreadCount) {
+    const auto keep_threads = test::keep_num_threads();
     for (int threads : {1, 2}) {
         set_num_threads(threads);
         for (const auto& [M, N, K] :
@@ -157,7 +157,6 @@ TEST_F(Nn512, GemmRawRoutesNnProductsForEveryThreadCount) {
             EXPECT_LE(rel_err(m.C, want), kTol) << threads << " threads, M " << M << ", beta 0";
         }
     }
-    set_num_threads(0);
 }
 
 // Element (k, n) of a strip-packed Wᵀ (blas.h): W[n][k].
@@ -265,7 +264,9 @@ TEST(WeightT, ModelMatchesWithTheKernelOnAndOff) {
         tgts.push_back(t);
     }
     const Batch b = test::make_batch(srcs, tgts);
-    const bool was_on = detail::nn512_available();
+    const auto keep = test::keep_nn512();
+    if (!detail::set_nn512(true))
+        GTEST_SKIP() << "no AVX-512 on this CPU: on and off would both be OpenBLAS";
     for (const ModelConfig& c : configs) {
         // Two training steps and two encodings on the same objects with the weights changed in
         // between: the per-batch copies must follow the weights (a stale Wᵀ would differ).
@@ -299,7 +300,6 @@ TEST(WeightT, ModelMatchesWithTheKernelOnAndOff) {
                         p.value->data()[i] -= 0.5f * p.grad->data()[i];
             }
         }
-        detail::set_nn512(was_on);
         for (int round = 0; round < 2; ++round)
             EXPECT_NEAR(loss[0][round], loss[1][round], 1e-5 * std::abs(loss[0][round]))
                 << "round " << round;

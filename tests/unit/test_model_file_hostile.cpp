@@ -31,11 +31,7 @@ namespace {
 
 using json = nlohmann::json;
 
-Vocab vocab_of_size(int n) {
-    std::vector<std::string> pieces;
-    for (int i = Vocab::kNumSpecials; i < n; ++i) pieces.push_back(fmt::format("p{}", i));
-    return Vocab::from_pieces(pieces);
-}
+using test::vocab_of_size;
 
 // The file image of a real tiny model (V = 10 both sides).
 std::string saved_model() {

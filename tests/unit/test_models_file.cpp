@@ -32,11 +32,7 @@ std::string error_of(const SafeTensors& st) {
     return "";
 }
 
-Vocab vocab_of_size(int n) {
-    std::vector<std::string> pieces;
-    for (int i = Vocab::kNumSpecials; i < n; ++i) pieces.push_back(fmt::format("p{}", i));
-    return Vocab::from_pieces(pieces);
-}
+using test::vocab_of_size;
 
 TEST(ModelFile, RoundTripIsBitIdentical) {
     for (bool tied : {false, true}) {

@@ -13,9 +13,7 @@ using nazar::test::close_abs;
 using nazar::test::close_rel;
 using nazar::test::random_tensor;
 
-static Tensor vec(std::vector<float> v) {
-    return Tensor::from({static_cast<int64_t>(v.size())}, v);
-}
+using test::vec;
 
 // I = H = 1. W_ih = [0.5, −0.5, 1], W_hh = [1, 0.5, −1], b_ih = [0, 0, 0.1], b_hh = [0.1, 0, 0.2]
 static GRUCell one_unit_cell() {

@@ -12,9 +12,7 @@ using nazar::test::close_abs;
 using nazar::test::close_rel;
 using nazar::test::random_tensor;
 
-static Tensor vec(std::vector<float> v) {
-    return Tensor::from({static_cast<int64_t>(v.size())}, v);
-}
+using test::vec;
 static Tensor scalar(float v) {
     return Tensor::from({1, 1}, std::vector<float>{v});
 }

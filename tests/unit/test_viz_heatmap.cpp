@@ -23,7 +23,8 @@ Heatmap sample(int T, int S) {
                            : i == 1 ? " "
                                     : std::string(1, static_cast<char>('a' + i % 26)));
     for (int t = 0; t < T; ++t)
-        h.target.push_back(t + 1 == T ? std::string("</s>") : std::to_string(t).insert(0, "y"));
+        h.target.push_back(t + 1 == T ? std::string("</s>")
+                                      : std::string("y").append(std::to_string(t)));
     h.weights = Tensor({T, S});
     for (int t = 0; t < T; ++t) {  // a soft diagonal, rows sum to 1
         float sum = 0;

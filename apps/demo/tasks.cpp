@@ -1,4 +1,4 @@
-#include "nazar/demo/tasks.h"
+#include "apps/demo/tasks.h"
 
 #include "nazar/core/check.h"
 

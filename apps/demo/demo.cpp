@@ -1,4 +1,4 @@
-#include "nazar/demo/demo.h"
+#include "apps/demo/demo.h"
 
 #include "nazar/core/check.h"
 #include "nazar/decode/greedy.h"

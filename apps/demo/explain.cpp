@@ -1,4 +1,4 @@
-#include "nazar/demo/explain.h"
+#include "apps/demo/explain.h"
 
 #include "nazar/data/vocab.h"
 #include "nazar/models/seq2seq.h"

@@ -17,9 +17,9 @@
 //   local-m|local-p      Luong decoder, general score, window D = `window`
 #pragma once
 
+#include "apps/demo/tasks.h"
 #include "nazar/data/tokenizer.h"
 #include "nazar/data/vocab.h"
-#include "nazar/demo/tasks.h"
 #include "nazar/models/seq2seq.h"
 
 #include <cstdint>

@@ -9,7 +9,7 @@
 // compare rows of one run, not runs of different days.
 #pragma once
 
-#include "nazar/demo/demo.h"
+#include "apps/demo/demo.h"
 
 #include <cstdio>
 #include <string>

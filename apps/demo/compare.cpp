@@ -1,4 +1,4 @@
-#include "nazar/demo/compare.h"
+#include "apps/demo/compare.h"
 
 #include "nazar/core/threads.h"
 

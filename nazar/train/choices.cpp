@@ -1,0 +1,60 @@
+// parse_choices (choices.h).
+#include "nazar/train/choices.h"
+
+#include "nazar/core/check.h"
+#include "nazar/train/train_config.h"
+
+#include <fmt/format.h>
+
+namespace nazar {
+namespace {
+
+// The table's own check first (set_config_value on a scratch config): the one message for an
+// unknown choice, with its "did you mean", whether the value came from YAML, a flag or code.
+const std::string& checked(const TrainConfig& cfg, std::string TrainConfig::*field,
+                           std::string_view key) {
+    TrainConfig scratch;
+    set_config_value(scratch, key, cfg.*field, "");
+    return cfg.*field;
+}
+
+ScheduleKind parse_schedule_kind(std::string_view s) {
+    if (s == "constant") return ScheduleKind::constant;
+    if (s == "warmup") return ScheduleKind::warmup;
+    if (s == "inverse_sqrt") return ScheduleKind::inverse_sqrt;
+    if (s == "step_decay") return ScheduleKind::step_decay;
+    if (s == "plateau") return ScheduleKind::plateau;
+    throw UsageError(
+        fmt::format("schedule: '{}' is not one of constant, warmup, inverse_sqrt, "
+                    "step_decay, plateau",
+                    s));
+}
+
+SpmModelType parse_spm_model_type(std::string_view s) {
+    if (s == "unigram") return SpmModelType::unigram;
+    if (s == "bpe") return SpmModelType::bpe;
+    throw UsageError(fmt::format("spm_model_type: '{}' is not one of unigram, bpe", s));
+}
+
+}  // namespace
+
+TrainChoices parse_choices(const TrainConfig& c) {
+    using C = TrainConfig;
+    TrainChoices t;
+    t.tokenizer = parse_tokenizer_kind(checked(c, &C::tokenizer, "tokenizer"));
+    t.spm_model_type = parse_spm_model_type(checked(c, &C::spm_model_type, "spm_model_type"));
+    t.cell = parse_cell_type(checked(c, &C::cell, "cell"));
+    t.decoder = parse_decoder_kind(checked(c, &C::decoder, "decoder"));
+    t.attention = parse_score_kind(checked(c, &C::attention, "attention"));
+    t.attention_scale = parse_scale_mode(checked(c, &C::attention_scale, "attention_scale"));
+    t.attention_local = parse_local_mode(checked(c, &C::attention_local, "attention_local"));
+    t.attention_timing =
+        parse_attention_timing(checked(c, &C::attention_timing, "attention_timing"));
+    t.bridge = parse_bridge_kind(checked(c, &C::bridge, "bridge"));
+    t.optimizer = parse_optim_kind(checked(c, &C::optimizer, "optimizer"));
+    t.schedule = parse_schedule_kind(checked(c, &C::schedule, "schedule"));
+    t.progress = parse_progress_mode(checked(c, &C::progress, "progress"));
+    return t;
+}
+
+}  // namespace nazar
