@@ -20,7 +20,10 @@
 //   combine.weight (H, H + C) (luong);  deep_output.state.weight (D_o, H),
 //   deep_output.prev.weight (D_o, E), deep_output.context.weight (D_o, C) (bahdanau deep output).
 //
-// Gradients: step_backward ACCUMULATES (+=) into every d_* argument and into the params' grads.
+// Two backward paths, same terms: step_backward is the plain per-step reference (every gradient
+// accumulated per step); SequenceBackward (sequence_backward.h) is the training step's
+// whole-sequence backward (weight gradients one GEMM per chunk of steps).
+// Gradients: both ACCUMULATE (+=) into every d_* argument and into the params' grads.
 // Not thread-safe: scratch buffers are members (no allocation inside the time loop).
 #pragma once
 
@@ -35,7 +38,6 @@
 #include "nazar/nn/lstm_cell.h"
 
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
@@ -65,6 +67,40 @@ struct DecoderStepCache {
     Tensor context;     // (N, C)      c_t
     Tensor combine_in;  // (N, H + C)  [s_t ; c_t] (luong)
 };
+
+// What outputs_forward keeps for SequenceBackward::outputs_backward (split outputs).
+struct DecoderOutputsCache {
+    Tensor comb;                           // (T, N, H + C)  [s_t ; c_t] of every step
+    Tensor q;                              // (T, N, H)  scratch: s_t of the top layer (L > 1)
+    Tensor ctx;                            // (T, N, C)  scratch: Attention::forward_steps' c_t
+    std::vector<AttentionStepCache*> att;  // [T] scratch: the steps' attention caches
+};
+
+// A SequenceBackward's storage (sequence_backward.h). The pass owns it while it runs; the
+// Decoder keeps it between passes only so that it stops allocating after the first batch.
+struct SequenceBackwardBuffers {
+    std::vector<Tensor> d_gi, d_gh;  // [L] (chunk, N, G·H) gate gradients (LSTM: d_gi only)
+    Tensor d_z;                      // (chunk, N, H)  Luong combine: d (W_c [s; c])
+    Tensor d_u, d_pre;               // (chunk, N, A), (chunk, N, P)  attention query side
+    Tensor gather;                   // (chunk, N, w)  per-step inputs made contiguous
+    Tensor d_z_seq;                  // (T, N, H)  split outputs: d (W_c [s; c]) of every step
+    Tensor d_ctx_seq;                // (T, N, C)  split outputs: d c_t from the combine
+    Tensor d_s_seq;                  // (T, N, H)  split outputs: d s_t from combine + attention
+    Tensor q_seq;                    // (T, N, H)  s_t of the top layer, gathered when L > 1
+    std::vector<const AttentionStepCache*> att;  // [T] the steps' attention caches
+};
+
+// Where one step's weight-side gradients go inside a SequenceBackward: the step's rows of the
+// pass's chunk buffers. The step writes its pre-activation gradients there and computes only
+// the data gradients the recurrence needs; the pass turns the rows into weight gradients.
+struct DeferredStep {
+    std::span<const Tensor> d_gi, d_gh;   // [L] (chunk, N, G·H) gate gradients (d_gh: GRU)
+    int row = 0;                          // this step's row of the chunk buffers
+    TensorView d_z;                       // (N, H)  Luong combine: d (W_c [s; c]) of this step
+    AttentionQueryGrad* query = nullptr;  // query-side rows, or null (no query weights)
+};
+
+class SequenceBackward;
 
 class Decoder {
 public:
@@ -106,8 +142,9 @@ public:
     void project_embeddings(TensorView emb,                                // (T, N, E)
                             TensorView gi0) const;  // (T, N, G·H) overwritten
 
-    // Backward of step_forward. d_h_new/d_c_new: gradient w.r.t. h_new/c_new (read; the direct
-    // terms of this step are added into them); d_h_prev/d_c_prev += gradient w.r.t. h_prev/c_prev.
+    // Backward of step_forward, the per-step reference: every gradient, weights included, is
+    // accumulated here. d_h_new/d_c_new: gradient w.r.t. h_new/c_new (read; the direct terms of
+    // this step are added into them); d_h_prev/d_c_prev += gradient w.r.t. h_prev/c_prev.
     // d_out: gradient w.r.t. o_t (complete: the caller adds the next step's d_feed_prev first).
     void step_backward(int t,
                        TensorView d_out,   // (N, d_out)
@@ -128,47 +165,29 @@ public:
                        TensorView d_enc_out,    // (N, S, C)  +=
                        TensorView d_keys);      // (N, S, K)  +=
 
-    // Whole-sequence backward (the training step). Between begin_backward and finish_backward,
-    // step_backward(t) does only the per-step data gradients the recurrence needs (d_x,
-    // d_h_prev, d_query, ...) and stores the step's pre-activation gradients (cell gates,
-    // Luong's combine, the attention's query side) in chunk buffers of ≈ chunk_rows rows; when a
-    // chunk of steps is complete (steps go T−1 … 0), each weight gradient of the chunk is ONE
-    // GEMM with K = chunk·N rows, each bias one row sum, and layer 0's d_emb += d_gi W_e one
-    // GEMM too. Same terms as the per-step sums, in another order (float rounding only; padded
-    // steps contribute exact zeros either way). Every t in [0, T) must be stepped back once in
-    // between. The deep output's weights stay per step.
-    // With batch_weight_grads false (test hook) begin/finish do nothing and step_backward
-    // accumulates every gradient per step, as it does outside begin/finish.
-    int chunk_rows = 512;  // rows per chunk (≈; whole steps, at least one)
-    void begin_backward(
-        std::span<const DecoderStepCache> steps,  // [T] what step_forward wrote (kept)
-        TensorView h_all,                         // (T+1, L, N, H) s_0 … s_T (kept)
-        Attention& attention,                     // (kept)
-        TensorView d_emb);                        // (T, N, E) += (kept)
-    void finish_backward();
-    bool batch_weight_grads = true;
-
-    // Luong without input feeding, attention after the step (query s_t): the recurrence does
-    // not depend on attention, so a teacher-forced sequence runs every step's cells first
-    // (step_forward with split outputs on) and then attention + combine for all T steps
-    // (outputs_forward: combine is one GEMM over T·N rows). Backward mirrors it:
-    // outputs_backward (inside begin/finish_backward) gives d s_t of every step from the
-    // combine (one GEMM) and attention (per step, t = T−1 … 0), then step_backward with split
-    // outputs on reads its d_out argument as that d s_t and steps back only the cells.
+    // Split outputs. Luong without input feeding, attention after the step (query s_t): the
+    // recurrence does not depend on attention, so a teacher-forced sequence can run every
+    // step's cells first (cells_forward, t = 0 … T−1) and then attention + combine for all T
+    // steps at once (outputs_forward: the combine is one GEMM over T·N rows). The backward is
+    // SequenceBackward::outputs_backward then SequenceBackward::cells_step.
     bool can_split_outputs() const { return kind == DecoderKind::luong && feed_ == 0 && !before_; }
-    void set_split_outputs(bool on);
+    // step_forward's cells alone: s_t = cell(e_t, s_{t-1}) for every layer; cache.context,
+    // cache.attention and out are left to outputs_forward. Needs can_split_outputs().
+    void cells_forward(TensorView emb,     // (N, E)     e_t
+                       TensorView h_prev,  // (L, N, H)
+                       TensorView c_prev,  // (L, N, H)  LSTM
+                       const EncodedSource& src,
+                       TensorView h_new,         // (L, N, H)  out
+                       TensorView c_new,         // (L, N, H)  out (LSTM)
+                       DecoderStepCache& cache,  // out: x0, layer inputs, cells
+                       Rng& rng, Mode mode,      // dropout between layers (train mode)
+                       TensorView gi0 = {});     // (N, G·H) as step_forward's
+    // c_t = attn(query = s_t), s̃_t = tanh(W_c [s_t ; c_t]) for t = 0 … T−1 (after cells_forward).
     void outputs_forward(TensorView h_all,  // (T+1, L, N, H) s_0 … s_T
                          const EncodedSource& src, const Attention& attention,
                          std::span<DecoderStepCache> steps,  // [T] context and attention written
+                         DecoderOutputsCache& cache,         // out: what the backward reads
                          TensorView out);                    // (T, N, H) out: s̃_t
-    void outputs_backward(TensorView d_out,                  // (T, N, H)  d s̃_t (complete)
-                          TensorView out,                    // (T, N, H)  s̃_t
-                          TensorView h_all,                  // (T+1, L, N, H)
-                          const EncodedSource& src, Attention& attention,
-                          std::span<const DecoderStepCache> steps,
-                          TensorView d_s,        // (T, N, H)  written: d s_t of the outputs
-                          TensorView d_enc_out,  // (N, S, C)  +=
-                          TensorView d_keys);    // (N, S, K)  +=
 
     void collect(const std::string& prefix, ParamList& out);  // prefix "decoder."
 
@@ -184,37 +203,33 @@ public:
     bool deep = false;
 
 private:
+    friend class SequenceBackward;
     int feed_ = 0, d_out_ = 0;
     bool before_ = true;
     // backward scratch (sized per call; no allocation once warm)
     Tensor d_ctx_, d_x0_, d_layer_, d_pre_, d_cat_, tmp_;
-    // deferred weight gradients (begin_backward .. finish_backward)
-    bool deferred_ = false;
-    int def_T_ = 0, def_N_ = 0, chunk_ = 1;  // chunk_: steps per flush
-    std::span<const DecoderStepCache> def_steps_;
-    TensorView def_h_all_, def_d_emb_;
-    Attention* def_attn_ = nullptr;
-    std::vector<Tensor> d_gi_all_,
-        d_gh_all_;                     // [L] (chunk, N, G·H) gate gradients (LSTM: d_gi_all_ only)
-    Tensor d_z_all_;                   // (chunk, N, H)  Luong combine: d (W_c [s; c])
-    Tensor d_u_all_, d_pre_all_;       // (chunk, N, A), (chunk, N, P)  attention query side
-    Tensor gather_;                    // (chunk, N, w)  per-step inputs made contiguous
-    void flush_cells(int t0, int t1);  // weight gradients (and d_emb rows) of steps [t0, t1)
-    void flush_attention(int t0, int t1);  // W_q / W_p gradients of steps [t0, t1)
-    TensorView gather_steps(int t0, int t1,
-                            const std::function<TensorView(int)>& at_step);  // (n·N, w)
-    TensorView states(int l, int t0, int t1);  // s^l_t, t in [t0, t1), as ((t1−t0)·N, H)
-    // split outputs (can_split_outputs)
-    bool split_ = false;       // step_forward / step_backward: cells only
-    bool split_grad_ = false;  // outputs_backward ran: W_c's input is comb_all_
-    Tensor comb_all_;          // (T, N, H + C)  [s_t ; c_t] of every step
-    Tensor d_z_seq_;           // (T, N, H)      d (W_c [s; c]) of every step
-    Tensor d_ctx_seq_;         // (T, N, C)      d c_t from the combine
-    Tensor q_seq_;             // (T, N, H)      s_t of the top layer, gathered when L > 1
-    Tensor ctx_seq_;           // (T, N, C)      c_t of every step (Attention::forward_steps)
-    std::vector<AttentionStepCache*> att_ptrs_;  // [T] the steps' attention caches (forward_steps)
-    TensorView top_states(
-        TensorView h_all);  // (T, N, H) s_1 .. s_T of layer L−1 (a view when L = 1)
+    // storage a SequenceBackward takes for its pass and hands back (reused across batches)
+    SequenceBackwardBuffers seq_buffers_;
+
+    // step_forward's parts: layer 0's input, the stacked cells, the step's output
+    void assemble_x0(TensorView emb, TensorView feed_prev, DecoderStepCache& cache) const;
+    void cells_step_forward(TensorView h_prev, TensorView c_prev, const EncodedSource& src,
+                            TensorView h_new, TensorView c_new, DecoderStepCache& cache, Rng& rng,
+                            Mode mode, TensorView gi0);
+    void output_step_forward(int t, TensorView emb, TensorView h_new, const EncodedSource& src,
+                             const Attention& attention, TensorView out, DecoderStepCache& cache);
+    // step_backward's parts, shared with SequenceBackward (`def` null: the per-step reference)
+    void output_step_backward(TensorView d_out, TensorView emb, TensorView h_new, TensorView out,
+                              const EncodedSource& src, Attention& attention,
+                              const DecoderStepCache& cache, TensorView d_h_new, TensorView d_ctx,
+                              TensorView d_emb, TensorView d_enc_out, TensorView d_keys,
+                              const DeferredStep* def);
+    void cells_step_backward(TensorView h_prev, TensorView c_prev, const EncodedSource& src,
+                             Attention& attention, const DecoderStepCache& cache,
+                             TensorView d_h_new, TensorView d_c_new, TensorView d_ctx,
+                             TensorView d_h_prev, TensorView d_c_prev, TensorView d_feed_prev,
+                             TensorView d_emb, TensorView d_enc_out, TensorView d_keys,
+                             const DeferredStep* def);
 };
 
 }  // namespace nazar

@@ -3,6 +3,7 @@
 
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
+#include "nazar/models/sequence_backward.h"
 
 #include <algorithm>
 #include <cstring>
@@ -88,7 +89,8 @@ TensorView Seq2Seq::generator_weight() const {
                                       : generator.params.weight.view();
 }
 
-void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, Mode mode) {
+void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, Mode mode,
+                            bool split_outputs) {
     const int B = batch.B, S = batch.S, T = batch.T;
     NZ_CHECK(B > 0 && T > 0, "seq2seq: empty batch (B = {}, T = {})", B, T);
     NZ_CHECK(static_cast<int64_t>(batch.src.size()) == int64_t{B} * S &&
@@ -101,12 +103,13 @@ void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, M
              batch.src_lengths.size());
     NZ_CHECK(sampling_prob >= 0 && sampling_prob <= 1, "sampling_prob must be in [0, 1], got {}",
              sampling_prob);
-    const int C = encoder.output_size(), H = decoder.H, L = decoder.L, E = decoder.E,
-              D = decoder.output_size();
-    const int V = cfg_.tgt_vocab_size;
-    const bool lstm = decoder.cell == CellType::lstm;
-    const bool feeding = decoder.kind == DecoderKind::luong && decoder.feed_size() > 0;
+    encode_batch(batch, rng, mode);
+    decoder_forward(batch, sampling_prob, rng, mode, split_outputs);
+}
 
+void Seq2Seq::encode_batch(const Batch& batch, Rng& rng, Mode mode) {
+    const int B = batch.B, S = batch.S, T = batch.T;
+    const int C = encoder.output_size(), H = decoder.H, L = decoder.L;
     // encoder, keys once per batch, initial state
     src_.N = B;
     src_.S = S;
@@ -116,7 +119,7 @@ void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, M
     attention.precompute(src_.enc_out, src_.keys, B);
     decoder.prepare_steps(src_, B);
     h_all_.resize({T + 1, L, B, H}, false);
-    if (lstm) {
+    if (decoder.cell == CellType::lstm) {
         c_all_.resize({T + 1, L, B, H}, false);
         c_all_.select(0).zero();
     } else {
@@ -124,9 +127,15 @@ void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, M
     }
     bridge.forward(src_.enc_out, enc_cache_.final, batch.src_lengths, h_all_.select(0),
                    bridge_cache_);
-    if (feeding) feed0_.resize({B, H});  // s̃_{-1} = 0
+    if (decoder.kind == DecoderKind::luong && decoder.feed_size() > 0)
+        feed0_.resize({B, H});  // s̃_{-1} = 0
+}
 
-    // decoder over time
+void Seq2Seq::decoder_forward(const Batch& batch, float sampling_prob, Rng& rng, Mode mode,
+                              bool split_outputs) {
+    const int B = batch.B, T = batch.T, E = decoder.E, D = decoder.output_size();
+    const int V = cfg_.tgt_vocab_size;
+    const bool feeding = decoder.kind == DecoderKind::luong && decoder.feed_size() > 0;
     emb_.resize({T, B, E}, false);
     out_.resize({T, B, D}, false);
     inputs_.resize(static_cast<std::size_t>(T) * B);
@@ -147,8 +156,7 @@ void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, M
         decoder.project_embeddings(emb_, gi0_);
     }
     // Luong without feeding, attention after: cells of all steps first, then attention + combine
-    split_ = !sampling && decoder.can_split_outputs() && decoder.batch_weight_grads;
-    decoder.set_split_outputs(split_);
+    split_ = split_outputs && !sampling && decoder.can_split_outputs();
     for (int t = 0; t < T; ++t) {
         int32_t* in = inputs_.data() + static_cast<std::size_t>(t) * B;
         if (sampling && t > 0) {
@@ -160,62 +168,57 @@ void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, M
                     in[b] = argmax_row(logits_.data() + static_cast<int64_t>(b) * V, V);
         }
         if (sampling) decoder.embedding.forward({in, static_cast<std::size_t>(B)}, emb_.select(t));
+        const TensorView gi0 = sampling ? TensorView() : gi0_.select(t);
+        if (split_) {
+            decoder.cells_forward(emb_.select(t), h_all_.select(t), sel(c_all_, t), src_,
+                                  h_all_.select(t + 1), sel(c_all_, t + 1), steps_[t], rng, mode,
+                                  gi0);
+            continue;
+        }
         const TensorView feed_prev =
             feeding ? (t == 0 ? feed0_.view() : out_.select(t - 1)) : TensorView();
         decoder.step_forward(t, emb_.select(t), h_all_.select(t), sel(c_all_, t), feed_prev, src_,
                              attention, h_all_.select(t + 1), sel(c_all_, t + 1), out_.select(t),
-                             steps_[t], rng, mode, sampling ? TensorView() : gi0_.select(t));
+                             steps_[t], rng, mode, gi0);
     }
-    decoder.set_split_outputs(false);
     if (split_)
         decoder.outputs_forward(h_all_, src_, attention,
-                                std::span<DecoderStepCache>(steps_.data(), T), out_);
+                                std::span<DecoderStepCache>(steps_.data(), T), outputs_cache_,
+                                out_);
 }
 
-void Seq2Seq::backward_batch(const Batch& batch) {
+void Seq2Seq::backward_batch(const Batch& batch, const TrainOptions& opt) {
     const int B = batch.B, S = batch.S, T = batch.T;
     const int C = encoder.output_size(), H = decoder.H, L = decoder.L, E = decoder.E;
-    const bool lstm = decoder.cell == CellType::lstm;
-    const bool feeding = decoder.kind == DecoderKind::luong && decoder.feed_size() > 0;
     d_emb_.resize({T, B, E});
     d_enc_out_.resize({B, S, C});
     d_keys_.resize(src_.keys.keys.shape());
     for (int i = 0; i < 2; ++i) {
         d_h_[i].resize({L, B, H});
-        if (lstm) d_c_[i].resize({L, B, H});
+        if (decoder.cell == CellType::lstm) d_c_[i].resize({L, B, H});
     }
-    if (feeding) d_feed0_.resize({B, H}, false);
-    // d_h_[cur] = d loss / d h_all[t+1] (the carry from later steps), d_h_[nxt] receives d / d
-    // h_all[t]
-    int cur = 0;
-    // weight gradients in chunks of ≈ 512 rows (K = chunk·B), not per step (K = B)
-    decoder.begin_backward(std::span<const DecoderStepCache>(steps_.data(), T), h_all_, attention,
-                           d_emb_);
-    if (split_) {  // d s_t of the outputs (combine + attention) of every step; then the cells alone
-        d_s_all_.resize({T, B, H}, false);
-        decoder.outputs_backward(d_out_, out_, h_all_, src_, attention,
-                                 std::span<const DecoderStepCache>(steps_.data(), T), d_s_all_,
-                                 d_enc_out_, d_keys_);
+    if (decoder.kind == DecoderKind::luong && decoder.feed_size() > 0)
+        d_feed0_.resize({B, H}, false);
+    int cur = 0;  // d_h_[cur] ends as d loss / d s_0
+    if (opt.decoder_backward == DecoderBackwardPath::per_step) {
+        NZ_CHECK(!split_, "seq2seq: the per-step decoder backward needs a per-step forward");
+        cur = decoder_steps_backward(T, nullptr);
+    } else {
+        // weight gradients in chunks of ≈ decoder_chunk_rows rows (K = chunk·B), not per step
+        SequenceBackward pass(decoder, attention, src_,
+                              {.steps = std::span<const DecoderStepCache>(steps_.data(), T),
+                               .emb = emb_,
+                               .h_all = h_all_,
+                               .c_all = c_all_,
+                               .out = out_,
+                               .outputs = split_ ? &outputs_cache_ : nullptr},
+                              {.d_emb = d_emb_, .d_enc_out = d_enc_out_, .d_keys = d_keys_},
+                              opt.decoder_chunk_rows);
+        // split: d s_t of the outputs (combine + attention) of every step; then the cells alone
+        if (split_) pass.outputs_backward(d_out_);
+        cur = decoder_steps_backward(T, &pass);
+        pass.finish();
     }
-    decoder.set_split_outputs(split_);
-    for (int t = T - 1; t >= 0; --t) {
-        const int nxt = 1 - cur;
-        d_h_[nxt].zero();
-        if (lstm) d_c_[nxt].zero();
-        TensorView d_feed;
-        if (feeding) {
-            if (t == 0) d_feed0_.zero();
-            d_feed = t > 0 ? d_out_.select(t - 1) : d_feed0_.view();  // s̃_{t-1} = o_{t-1}
-        }
-        decoder.step_backward(
-            t, split_ ? d_s_all_.select(t) : d_out_.select(t), emb_.select(t), h_all_.select(t),
-            sel(c_all_, t), h_all_.select(t + 1), sel(c_all_, t + 1), out_.select(t), src_,
-            attention, steps_[t], d_h_[cur], lstm ? d_c_[cur].view() : TensorView(), d_h_[nxt],
-            lstm ? d_c_[nxt].view() : TensorView(), d_feed, d_emb_.select(t), d_enc_out_, d_keys_);
-        cur = nxt;
-    }
-    decoder.set_split_outputs(false);
-    decoder.finish_backward();
     decoder.embedding.backward(d_emb_, inputs_);
     // d_h_[cur] = d loss / d s_0 (c_0 = 0 is a constant)
     d_enc_final_.h.resize(enc_cache_.final.h.shape());
@@ -226,8 +229,41 @@ void Seq2Seq::backward_batch(const Batch& batch) {
     encoder.backward(batch.src, d_enc_out_, d_enc_final_, enc_cache_);
 }
 
+int Seq2Seq::decoder_steps_backward(int T, SequenceBackward* pass) {
+    const bool lstm = decoder.cell == CellType::lstm;
+    const bool feeding = decoder.kind == DecoderKind::luong && decoder.feed_size() > 0;
+    // d_h_[cur] = d loss / d h_all[t+1] (the carry from later steps), d_h_[nxt] receives
+    // d / d h_all[t]
+    int cur = 0;
+    for (int t = T - 1; t >= 0; --t) {
+        const int nxt = 1 - cur;
+        d_h_[nxt].zero();
+        if (lstm) d_c_[nxt].zero();
+        const TensorView d_c_cur = lstm ? d_c_[cur].view() : TensorView();
+        const TensorView d_c_nxt = lstm ? d_c_[nxt].view() : TensorView();
+        TensorView d_feed;
+        if (feeding) {
+            if (t == 0) d_feed0_.zero();
+            d_feed = t > 0 ? d_out_.select(t - 1) : d_feed0_.view();  // s̃_{t-1} = o_{t-1}
+        }
+        if (pass == nullptr)
+            decoder.step_backward(t, d_out_.select(t), emb_.select(t), h_all_.select(t),
+                                  sel(c_all_, t), h_all_.select(t + 1), sel(c_all_, t + 1),
+                                  out_.select(t), src_, attention, steps_[t], d_h_[cur], d_c_cur,
+                                  d_h_[nxt], d_c_nxt, d_feed, d_emb_.select(t), d_enc_out_,
+                                  d_keys_);
+        else if (split_)
+            pass->cells_step(t, d_h_[cur], d_c_cur, d_h_[nxt], d_c_nxt);
+        else
+            pass->step(t, d_out_.select(t), d_h_[cur], d_c_cur, d_h_[nxt], d_c_nxt, d_feed);
+        cur = nxt;
+    }
+    return cur;
+}
+
 LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& rng) {
-    forward_batch(batch, opt.sampling_prob, rng, Mode::train);
+    forward_batch(batch, opt.sampling_prob, rng, Mode::train,
+                  opt.decoder_backward == DecoderBackwardPath::sequence);
     const SoftmaxXentOptions xo{.ignore_index = cfg_.special_ids.pad,
                                 .label_smoothing = opt.label_smoothing,
                                 .chunk_rows = opt.chunk_rows};
@@ -245,7 +281,7 @@ LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& 
     const XentStats st = xent_->forward_backward(
         out_.reshape({int64_t{T} * B, D}), generator_weight(), generator.params.bias, targets_,
         scale, d_out_.reshape({int64_t{T} * B, D}), d_W, generator.grad.bias);
-    backward_batch(batch);
+    backward_batch(batch, opt);
     return {st.loss, st.tokens, st.correct};
 }
 
@@ -348,7 +384,6 @@ void Seq2Seq::step(std::span<const int32_t> prev, const EncodedSource& src, Deco
     step_emb_.resize({N, decoder.E}, false);
     decoder.embedding.forward(prev, step_emb_);
     step_out_.resize({N, decoder.output_size()}, false);
-    decoder.set_split_outputs(false);  // (a training forward that threw may have left it on)
     // eval mode: the new state may overwrite the old one in place
     decoder.step_forward(state.t, step_emb_, state.h, state.c, state.feed, src, attention, state.h,
                          state.c, step_out_, step_cache_, unused, Mode::eval);

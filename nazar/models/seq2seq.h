@@ -44,11 +44,21 @@
 
 namespace nazar {
 
+class SequenceBackward;
+
+// The decoder's backward in train_step. sequence: SequenceBackward (sequence_backward.h), weight
+// gradients one GEMM per chunk of steps, and Luong without input feeding runs attention and
+// combine over all steps at once (forward and backward). per_step: Decoder::step_forward and
+// step_backward, every gradient accumulated per step: the reference the other is tested against.
+enum class DecoderBackwardPath { sequence, per_step };
+
 struct TrainOptions {
     float label_smoothing = 0.0f;  // ε in [0, 1)
     float sampling_prob = 0.0f;    // scheduled sampling p in [0, 1]
     float grad_scale = 0.0f;       // multiplies the loss's gradient; 0 = 1 / tokens
     int chunk_rows = 256;          // SoftmaxXent chunk (bounds the logits scratch)
+    DecoderBackwardPath decoder_backward = DecoderBackwardPath::sequence;
+    int decoder_chunk_rows = 512;  // sequence: rows per weight-gradient chunk (>= 1; whole steps)
 };
 
 struct LossStats {
@@ -115,9 +125,16 @@ public:
 private:
     Seq2Seq(const ModelConfig& cfg, Rng&& rng);  // cfg already validated; rng draws the init
     // Teacher-forced (optionally sampled) forward over the batch into the step caches; O (T, B,
-    // d_out).
-    void forward_batch(const Batch& batch, float sampling_prob, Rng& rng, Mode mode);
-    void backward_batch(const Batch& batch);
+    // d_out). split_outputs: the decoder may run cells_forward + outputs_forward (decided here).
+    void forward_batch(const Batch& batch, float sampling_prob, Rng& rng, Mode mode,
+                       bool split_outputs = true);
+    void encode_batch(const Batch& batch, Rng& rng, Mode mode);  // src_, h_all_[0], c_all_[0]
+    void decoder_forward(const Batch& batch, float sampling_prob, Rng& rng, Mode mode,
+                         bool split_outputs);  // the T steps: out_, steps_
+    void backward_batch(const Batch& batch, const TrainOptions& opt);
+    // The decoder's T steps back, t = T−1 … 0: Decoder::step_backward (pass null) or the pass's
+    // steps. Returns the index of d_h_ that holds d loss / d s_0.
+    int decoder_steps_backward(int T, SequenceBackward* pass);
 
     ModelConfig cfg_;
     // ---- per-batch buffers (resized per batch, reused) ----
@@ -128,11 +145,11 @@ private:
     std::vector<int> targets_;     // (T, B) tgt_out, time-major
     Tensor emb_;                   // (T, B, E)
     Tensor gi0_;                   // (T, B, G·H) teacher forcing: e_t W_eᵀ + b_ih of layer 0
-    bool split_ = false;           // this batch ran Decoder's split outputs (outputs_forward)
-    Tensor d_s_all_;               // (T, B, H)  split: d s_t from outputs_backward
-    Tensor h_all_, c_all_;         // (T+1, L, B, H)
-    Tensor feed0_;                 // (B, H) zeros: s̃_{-1}
-    Tensor out_;                   // (T, B, d_out)
+    bool split_ = false;           // this batch's forward ran cells_forward + outputs_forward
+    DecoderOutputsCache outputs_cache_;    // split: what outputs_forward kept
+    Tensor h_all_, c_all_;                 // (T+1, L, B, H)
+    Tensor feed0_;                         // (B, H) zeros: s̃_{-1}
+    Tensor out_;                           // (T, B, d_out)
     std::vector<DecoderStepCache> steps_;  // [T]
     Tensor d_out_, d_emb_, d_enc_out_, d_keys_;
     Tensor d_h_[2], d_c_[2];  // (L, B, H) ping-pong carries

@@ -1,7 +1,7 @@
-// The decoder's batched weight gradients (Decoder::begin_backward / finish_backward: one GEMM
-// with K = chunk·B rows per weight and chunk of steps) against the per-step accumulation
-// (Decoder::batch_weight_grads = false: every step adds its K = B product into grad), for
-// several chunk sizes (Decoder::chunk_rows: the weight gradients are flushed per chunk of steps).
+// The decoder's batched weight gradients (SequenceBackward: one GEMM with K = chunk·B rows per
+// weight and chunk of steps) against the per-step reference (TrainOptions::decoder_backward =
+// per_step, Decoder::step_backward: every step adds its K = B product into grad), for several
+// chunk sizes (TrainOptions::decoder_chunk_rows: the weight gradients are flushed per chunk).
 //
 // Both runs start from the same seed, see the same batch and draw the same dropout masks and
 // scheduled-sampling choices (same Rng seed), so every gradient is the same sum of the same
@@ -40,19 +40,21 @@ void expect_same_grads_chunked(const ModelConfig& cfg, float sampling, int chunk
     SCOPED_TRACE(what + (sampling > 0 ? " (scheduled sampling)" : "") + ", chunk rows " +
                  std::to_string(chunk_rows));
     Seq2Seq batched(cfg, 5), per_step(cfg, 5);
-    batched.decoder.chunk_rows = chunk_rows;
-    per_step.decoder.batch_weight_grads = false;
     ParamList pb = batched.parameters(), ps = per_step.parameters();
     ASSERT_EQ(pb.size(), ps.size());
     zero_grads(pb);
     zero_grads(ps);
     const Batch batch = batch4();
-    const TrainOptions opt{.sampling_prob = sampling, .grad_scale = 1.0f};
+    const TrainOptions opt{
+        .sampling_prob = sampling, .grad_scale = 1.0f, .decoder_chunk_rows = chunk_rows};
+    const TrainOptions ref{.sampling_prob = sampling,
+                           .grad_scale = 1.0f,
+                           .decoder_backward = DecoderBackwardPath::per_step};
     // two batches in a row: the buffers are reused (and must not leak state between batches)
     for (int rep = 0; rep < 2; ++rep) {
         Rng ra(17 + rep), rb(17 + rep);
         const LossStats a = batched.train_step(batch, opt, ra);
-        const LossStats b = per_step.train_step(batch, opt, rb);
+        const LossStats b = per_step.train_step(batch, ref, rb);
         EXPECT_NEAR(a.loss, b.loss, 1e-6 * b.loss);
         EXPECT_EQ(a.tokens, b.tokens);
     }
@@ -137,9 +139,8 @@ TEST(BatchedDecoderGrads, EveryDecoderKindCellAndFeeding) {
 
 TEST(BatchedDecoderGrads, BadChunkRowsIsAnError) {
     Seq2Seq m(tiny_config(), 5);
-    m.decoder.chunk_rows = 0;
     Rng rng(1);
-    EXPECT_THROW(m.train_step(batch4(), {.grad_scale = 1.0f}, rng), Error);
+    EXPECT_THROW(m.train_step(batch4(), {.grad_scale = 1.0f, .decoder_chunk_rows = 0}, rng), Error);
 }
 
 }  // namespace
