@@ -1,4 +1,4 @@
-# The GEMM backend behind nazar::gemm (nazar/core/blas.cpp is the only file that sees it).
+# The GEMM backend behind nazar::gemm (nazar/core/gemm/backend_*.cpp are the only files that see it).
 #   OpenBLAS (default) | Naive (our own loops; also the tests' oracle)
 set(NAZAR_BLAS "OpenBLAS" CACHE STRING "GEMM backend: OpenBLAS or Naive")
 set_property(CACHE NAZAR_BLAS PROPERTY STRINGS OpenBLAS Naive)

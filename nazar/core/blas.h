@@ -1,4 +1,5 @@
-// The one GEMM of nazar. This header and blas.cpp are the only places that know about CBLAS.
+// The one GEMM of nazar, implemented in nazar/core/gemm/ (dispatch.cpp decides which kernel or
+// library runs each product; gemm/internal.h lists the files). Nothing else sees a BLAS library.
 //
 //   gemm(a, ta, b, tb, c, alpha, beta):   C = alpha * op(A) * op(B) + beta * C
 // exactly as BLAS means it: op(X) = X or Xᵀ, row-major, 2-D views. gemm_batched does the same
@@ -47,7 +48,7 @@ bool set_small_gemm_avx512(bool on);
 
 // Products of many steps against one weight W (N x K): x Wᵀ, once per step of a recurrence.
 // OpenBLAS re-packs W on every call; instead Wᵀ (K x N) is made once per batch by
-// refresh_weight_t, strip-packed (gemm_nn512.h: 32-column strips, each K rows of 32 floats),
+// refresh_weight_t, strip-packed (gemm/nn512.h: 32-column strips, each K rows of 32 floats),
 // and the step product runs on nazar's own AVX-512 kernel. Where that kernel cannot run (no
 // AVX-512, NAZAR_NN512=0, the naive BLAS build) refresh_weight_t leaves wt empty and gemm_xwt
 // is the plain NT gemm. wt is a snapshot: it must be refreshed whenever W changes (per batch:
