@@ -1,10 +1,19 @@
-// The BLAS library behind nazar's large products: OpenBLAS through CBLAS (NAZAR_BLAS=OpenBLAS),
-// or the naive loops (NAZAR_BLAS=Naive). The only file that sees cblas.h.
+// OpenBLAS through CBLAS behind nazar's large products (NAZAR_BLAS=OpenBLAS, kept for
+// comparison), or the naive loops (NAZAR_BLAS=Naive). The only file that sees cblas.h.
+//
+// OpenBLAS picks its kernels ("core") from a table of CPU models, in a library constructor that
+// runs before main: on a CPU newer than the table (Debian's 0.3.21 on Intel family 6 model 207)
+// it falls back to SSE3 "Prescott" kernels, 4-5x slower. nazar cannot change that core once the
+// library is loaded; dispatch.cpp reports it once on stderr (backend_tier below the CPU's).
 #include "nazar/core/blas.h"
 #include "nazar/core/gemm/internal.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+
+#if !NAZAR_BLAS_ONEDNN
 #if NAZAR_BLAS_OPENBLAS
 #include <cblas.h>
 #endif
@@ -41,6 +50,35 @@ void backend_set_threads(int n) {
 #endif
 }
 
+std::string backend_isa() {
+#if NAZAR_BLAS_OPENBLAS
+    return openblas_get_corename();
+#else
+    return "naive";
+#endif
+}
+
+// OpenBLAS's x86-64 cores by the widest vector kernels they run.
+IsaTier backend_tier() {
+#if NAZAR_BLAS_OPENBLAS
+    std::string core = backend_isa();
+    std::transform(core.begin(), core.end(), core.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    for (const char* c : {"skylakex", "cooperlake", "sapphirerapids"})
+        if (core == c) return IsaTier::avx512;
+    for (const char* c : {"haswell", "zen", "skylake"})
+        if (core == c) return IsaTier::avx2;
+    return IsaTier::below_avx2;
+#else
+    return IsaTier::naive;
+#endif
+}
+
+std::string backend_advice() {
+    return "OpenBLAS chose its core from its CPU model table: set OPENBLAS_CORETYPE (SkylakeX "
+           "for AVX-512, Haswell for AVX2) or build with NAZAR_BLAS=oneDNN";
+}
+
 std::string backend_description() {
 #if NAZAR_BLAS_OPENBLAS
     return fmt::format("OpenBLAS {} [{}], {} thread(s)", openblas_get_config(),
@@ -51,3 +89,4 @@ std::string backend_description() {
 }
 
 }  // namespace nazar::gemm_detail
+#endif  // !NAZAR_BLAS_ONEDNN

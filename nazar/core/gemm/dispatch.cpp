@@ -56,11 +56,12 @@ void small_m(int M, int N, int K, float alpha, const float* A, int lda, const fl
     });
 }
 
-// The BLAS library: one call with its own threads (GemmThreading::blas) or below kSplitFlops;
+// The GEMM library: one call with its own threads (GemmThreading::blas) or below kSplitFlops;
 // else the longer side cut into `threads` blocks of whole kBlock units (fixed for a given
 // thread count, so results stay deterministic), each an independent single-threaded sgemm.
 void on_library(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
                 const float* B, int ldb, float beta, float* C, int ldc) {
+    check_library_once();
     const auto one = [&](int m0, int m1, int n0, int n1) {
         const float* a = ta ? A + m0 : A + static_cast<int64_t>(m0) * lda;
         const float* b = tb ? B + static_cast<int64_t>(n0) * ldb : B + n0;

@@ -1,7 +1,9 @@
 // What the files of nazar/core/gemm/ share; not part of nazar's API (that is core/blas.h).
 //
 //   dispatch.cpp        gemm, gemm_raw, gemm_xwt, gemv_raw: which path runs each product
-//   backend_openblas.cpp  the BLAS library behind the large products (or the naive loops)
+//   backend_onednn.cpp  the GEMM library behind the large products: oneDNN (default)
+//   backend_openblas.cpp  ... or OpenBLAS, or the naive loops
+//   paths.cpp           which path each shape class takes, and the once-only check of the library
 //   small_m_avx2.cpp    C = alpha A Bᵀ + beta C for M <= 8 rows, 8 lanes
 //   small_m_avx512.cpp  the same blocks on 16 lanes (bit-identical)
 //   nn512.cpp           NN products of up to 512 rows on AVX-512, B in place or strip-packed
@@ -60,22 +62,45 @@ bool small_m_avx512_on();
 void abt_panel512(int mb, int m0, int n, int n_next, int K, float alpha, const float* A, int lda,
                   const float* B, int ldb, float beta, float* C, int ldc);
 
-// ---- the BLAS library (backend_openblas.cpp) ----
+// ---- the GEMM library (backend_onednn.cpp or backend_openblas.cpp) ----
 // C = alpha op(A) op(B) + beta C on the library, in the calling thread's share of its threads.
 void backend_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
                    const float* B, int ldb, float beta, float* C, int ldc);
 void backend_sgemv(bool ta, int M, int N, float alpha, const float* A, int lda, const float* x,
                    float beta, float* y);
 void backend_set_threads(int n);
-// "OpenBLAS 0.3.21 ... [Haswell], 1 thread(s)" or "naive loops (NAZAR_BLAS=Naive)".
+// "oneDNN 2.6.3 sgemm [avx512_core_bf16], 1 thread(s) per call", "OpenBLAS ... [Haswell], ...".
 std::string backend_description();
-// Whether products go to a real BLAS library (false: the naive build).
+// The library's own name for the kernels it runs: "avx512_core_bf16", "SkylakeX", "naive".
+std::string backend_isa();
+enum class IsaTier { below_avx2, avx2, avx512, naive };
+IsaTier backend_tier();
+// What to do when backend_tier() is below what the CPU's features call for.
+std::string backend_advice();
+// Whether products go to a GEMM library (false: the naive build).
 constexpr bool kHaveBlas =
-#if NAZAR_BLAS_OPENBLAS
+#if NAZAR_BLAS_OPENBLAS || NAZAR_BLAS_ONEDNN
     true;
 #else
     false;
 #endif
+constexpr const char* kLibraryName =
+#if NAZAR_BLAS_ONEDNN
+    "oneDNN sgemm";
+#elif NAZAR_BLAS_OPENBLAS
+    "OpenBLAS";
+#else
+        "naive loops";
+#endif
+
+// ---- paths.cpp ----
+const char* tier_name(IsaTier t);
+// The tier the CPU's feature bits call for from a GEMM library: avx512 with AVX-512 F/DQ/BW/VL
+// usable, avx2 with AVX2 + FMA, else below_avx2 (NAZAR_ISA is not consulted: it is reported).
+IsaTier expected_tier();
+// On the first call: if the library (or NAZAR_ISA) runs below expected_tier(), one line on
+// stderr saying so, why, and what to do. Later calls do nothing.
+void check_library_once();
 
 // ---- profile.cpp ----
 // Non-null only with NAZAR_GEMM_PROFILE=1 (decided on the first call).
