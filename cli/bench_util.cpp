@@ -3,6 +3,8 @@
 
 #include "nazar/core/blas.h"
 #include "nazar/core/check.h"
+#include "nazar/core/cpu_features.h"
+#include "nazar/core/threads.h"
 #include "nazar/models/seq2seq.h"
 #include "nazar/train/optim.h"
 #include "nazar/train/trainer.h"
@@ -15,6 +17,11 @@
 #include <ctime>
 #include <fstream>
 #include <string>
+#include <vector>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
 
 namespace nazar::cli {
 
@@ -281,6 +288,115 @@ json bench_epoch_scaling(const Preset& p, const std::vector<int>& corpus, int se
                         {"cpu_ms_per_pair", 1e3 * t.cpu / n}});
     }
     return {{"what", "epoch"}, {"preset", p.name}, {"rows", rows}};
+}
+
+}  // namespace nazar::cli
+
+// ---- what ran: features, paths, FMA peak (cli/bench_util.h) ----
+namespace nazar::cli {
+namespace {
+
+// iters x R independent FMA chains of one vector each; returns a value that depends on all of
+// them (so nothing is optimised away). The chains are independent: the loop is bound by the FMA
+// ports' throughput, not by the FMA latency.
+#if defined(__AVX2__) && defined(__FMA__)
+float fma_chains8(int64_t iters) {
+    constexpr int R = 12;
+    __m256 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_set1_ps(1e-3f * static_cast<float>(r));
+    const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+    for (int64_t i = 0; i < iters; ++i)
+#pragma GCC unroll 12
+        for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(acc[r], a, b);
+    for (int r = 1; r < R; ++r) acc[0] = _mm256_add_ps(acc[0], acc[r]);
+    return _mm256_cvtss_f32(acc[0]);
+}
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx512f"))) float fma_chains16(int64_t iters) {
+    constexpr int R = 24;
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_set1_ps(1e-3f * static_cast<float>(r));
+    const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+    for (int64_t i = 0; i < iters; ++i)
+#pragma GCC unroll 24
+        for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(acc[r], a, b);
+    for (int r = 1; r < R; ++r) acc[0] = _mm512_add_ps(acc[0], acc[r]);
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, acc[0]);
+    float s = 0;
+    for (float x : lanes) s += x;
+    return s;
+}
+#pragma GCC diagnostic pop
+#endif
+
+double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+}  // namespace
+
+json fma_peak() {
+#if defined(__AVX2__) && defined(__FMA__)
+    const bool wide = avx512_allowed();
+    const int lanes = wide ? 16 : 8, chains = wide ? 24 : 12;
+    const auto run = [&](int64_t iters) { return wide ? fma_chains16(iters) : fma_chains8(iters); };
+    const double flop_per_iter = 2.0 * lanes * chains;
+    // calibrate to ~0.1 s per thread
+    Stopwatch sw;
+    sw.start();
+    volatile float sink = run(1 << 16);
+    const double t = std::max(sw.stop().cpu, 1e-6);
+    const auto iters = static_cast<int64_t>(std::clamp(0.1 / t * (1 << 16), 1e5, 1e9));
+    const int threads = num_threads();
+    double best = 0, best_cpu = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+        std::vector<double> per_cpu(static_cast<std::size_t>(threads), 0.0);
+        sw.start();
+        parallel_for(threads, 1, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) {
+                const double c0 = thread_cpu_seconds();
+                sink = sink + run(iters);
+                per_cpu[static_cast<std::size_t>(i)] =
+                    flop_per_iter * static_cast<double>(iters) / (thread_cpu_seconds() - c0);
+            }
+        });
+        const double wall = sw.stop().wall;
+        best = std::max(best, flop_per_iter * static_cast<double>(iters) * threads / wall / 1e9);
+        for (double r : per_cpu) best_cpu = std::max(best_cpu, r / 1e9);
+    }
+    return {
+        {"lanes", lanes}, {"threads", threads}, {"gflops", best}, {"gflops_per_cpu_s", best_cpu}};
+#else
+    return {{"lanes", 1}, {"note", "built without AVX2/FMA: no FMA peak measured"}};
+#endif
+}
+
+json cpu_report() {
+    const CpuFeatures& f = cpu_features();
+    json paths = json::array();
+    for (const GemmPathRow& r : gemm_paths())
+        paths.push_back({{"class", r.shape_class},
+                         {"M", r.M},
+                         {"N", r.N},
+                         {"K", r.K},
+                         {"kernel", r.path.kernel},
+                         {"isa", r.path.isa},
+                         {"detail", r.path.detail}});
+    return {{"vendor", f.vendor},
+            {"brand", f.brand},
+            {"family", f.family},
+            {"model", f.model},
+            {"features", f.names()},
+            {"amx", f.amx_note.empty() ? "usable" : f.amx_note},
+            {"switches", switches().set},
+            {"gemm_library", blas_description()},
+            {"gemm_expected_isa", gemm_expected_isa()},
+            {"gemm_paths", paths},
+            {"fma_peak", fma_peak()}};
 }
 
 }  // namespace nazar::cli

@@ -51,6 +51,14 @@ double load_average();  // 1-minute load average
 double train_flops(const ModelConfig& cfg, const Batch& b);
 
 nlohmann::json bench_gemm_rates(const Preset& p, int size);
+
+// The machine's FMA peak from a register-only loop (no memory traffic: the physical limit of
+// any sgemm), at the widest vectors nazar's kernels may use: {"lanes", "gflops" (all pool
+// threads, wall), "gflops_per_cpu_s" (one thread's per CPU-second, best thread)}.
+nlohmann::json fma_peak();
+// What ran: CPU identity and usable feature bits, the environment switches set, the path each
+// GEMM shape class takes, the GEMM library, and fma_peak() (every `nazar bench` report has it).
+nlohmann::json cpu_report();
 nlohmann::json bench_local_scaling(const Preset& p, const std::vector<int>& lengths, int seed);
 nlohmann::json bench_epoch_scaling(const Preset& p, const std::vector<int>& corpus, int seed,
                                    int min_len, int max_len);

@@ -6,6 +6,9 @@
 //   nazar bench gemm   [--size N]              sgemm peak + the preset's own GEMM shapes
 //   nazar bench local  --lengths 50,100,...    per-step decoder time, global vs local-p
 //   nazar bench epoch  --corpus 640,1280,...   training time per epoch vs corpus size
+//   nazar bench cpu                            what runs: CPU features, GEMM paths, FMA peak
+// Every report carries "cpu" (cli/bench_util.h, cpu_report): the CPU's feature bits, the path
+// each GEMM shape class takes, the GEMM library and the FMA peak of a register-only loop.
 // Data are synthetic and deterministic (--seed): source and target lengths uniform in
 // [--min-len, --max-len], ids uniform over the non-special vocabulary. --dump-batches writes
 // them (JSON) and --save-init the initial model, so bench/compare/torch_bench.py trains the
@@ -163,9 +166,9 @@ json bench_decode(const BenchArgs& a) {
 
 void setup_bench(CLI::App& app, std::function<int()>& run) {
     auto a = std::make_shared<BenchArgs>();
-    app.add_option("what", a->what, "train | decode | gemm | local | epoch")
+    app.add_option("what", a->what, "train | decode | gemm | local | epoch | cpu")
         ->required()
-        ->check(CLI::IsMember({"train", "decode", "gemm", "local", "epoch"}));
+        ->check(CLI::IsMember({"train", "decode", "gemm", "local", "epoch", "cpu"}));
     app.add_option("--preset", a->preset,
                    "standard (V 8000, E 256, bi-GRU 256+256, GRU 512, A 512, B 64) | small "
                    "(V 1000, E 128, bi-GRU 128+128, GRU 256, A 256, B 32)")
@@ -207,11 +210,18 @@ void setup_bench(CLI::App& app, std::function<int()>& run) {
             j = bench_decode(*a);
         else if (a->what == "gemm")
             j = bench_gemm_rates(preset(a->preset), a->size);
+        else if (a->what == "cpu")
+            j = {{"what", "cpu"}};
         else if (a->what == "local")
             j = bench_local_scaling(preset(a->preset), a->lengths, a->seed);
         else
             j = bench_epoch_scaling(preset(a->preset), a->corpus, a->seed, a->min_len, a->max_len);
         j["blas"] = blas_description();
+        j["cpu"] = cpu_report();
+        if (a->what == "gemm")  // the sgemm rate as a share of the FMA peak, per CPU-second
+            j["peak"]["fraction_of_fma_peak"] =
+                j["peak"]["gflops_per_cpu_s"].get<double>() /
+                std::max(1e-9, j["cpu"]["fma_peak"].value("gflops_per_cpu_s", 0.0));
         j["threads"] = num_threads();
         j["load_avg"] = load_average();
         if (a->json_out)

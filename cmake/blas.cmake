@@ -1,15 +1,33 @@
-# The GEMM backend behind nazar::gemm (nazar/core/blas.cpp is the only file that sees it).
-#   OpenBLAS (default) | Naive (our own loops; also the tests' oracle)
-set(NAZAR_BLAS "OpenBLAS" CACHE STRING "GEMM backend: OpenBLAS or Naive")
-set_property(CACHE NAZAR_BLAS PROPERTY STRINGS OpenBLAS Naive)
+# The GEMM library behind nazar::gemm's large products (nazar/core/gemm/backend_*.cpp are the only
+# files that see it; docs/performance.md, "Kernel choice by CPU features"):
+#   oneDNN (default)  dnnl_sgemm, which picks its kernels from the CPU's feature bits
+#   OpenBLAS          kept for comparison; its core comes from a model table (Prescott kernels
+#                     on CPUs newer than the table: reported once on stderr)
+#   Naive             our own loops (also the tests' oracle)
+set(NAZAR_BLAS "oneDNN" CACHE STRING "GEMM library: oneDNN, OpenBLAS or Naive")
+set_property(CACHE NAZAR_BLAS PROPERTY STRINGS oneDNN OpenBLAS Naive)
+
+# OpenBLAS: the OpenBLAS backend, and bench/backends (OpenBLAS vs oneDNN) in any build.
+find_path(OPENBLAS_INCLUDE_DIR cblas.h
+          PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas
+          NO_DEFAULT_PATH)
+find_library(OPENBLAS_LIBRARY NAMES openblas PATHS /usr/lib/x86_64-linux-gnu/openblas-pthread)
+find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.h)
+find_library(DNNL_LIBRARY dnnl)
 
 add_library(nazar_blas INTERFACE)
-if(NAZAR_BLAS STREQUAL "OpenBLAS")
-  find_path(OPENBLAS_INCLUDE_DIR cblas.h
-            PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas
-            NO_DEFAULT_PATH)
-  find_library(OPENBLAS_LIBRARY NAMES openblas
-               PATHS /usr/lib/x86_64-linux-gnu/openblas-pthread)
+if(NAZAR_BLAS STREQUAL "oneDNN")
+  if(NOT DNNL_INCLUDE_DIR OR NOT DNNL_LIBRARY)
+    message(FATAL_ERROR "oneDNN not found: run scripts/install-deps.sh (libdnnl-dev), "
+                        "or configure with -DNAZAR_BLAS=OpenBLAS or Naive")
+  endif()
+  # Debian's oneDNN runs on OpenMP; nazar sets each calling thread's OpenMP team size itself.
+  find_package(OpenMP REQUIRED COMPONENTS CXX)
+  target_include_directories(nazar_blas INTERFACE ${DNNL_INCLUDE_DIR})
+  # Only the runtime library is linked (omp_set_num_threads): no -fopenmp on nazar's sources.
+  target_link_libraries(nazar_blas INTERFACE ${DNNL_LIBRARY} ${OpenMP_CXX_LIBRARIES})
+  target_compile_definitions(nazar_blas INTERFACE NAZAR_BLAS_ONEDNN=1)
+elseif(NAZAR_BLAS STREQUAL "OpenBLAS")
   if(NOT OPENBLAS_INCLUDE_DIR OR NOT OPENBLAS_LIBRARY)
     message(FATAL_ERROR "OpenBLAS not found: run scripts/install-deps.sh (libopenblas-dev)")
   endif()
@@ -19,6 +37,6 @@ if(NAZAR_BLAS STREQUAL "OpenBLAS")
 elseif(NAZAR_BLAS STREQUAL "Naive")
   target_compile_definitions(nazar_blas INTERFACE NAZAR_BLAS_NAIVE=1)
 else()
-  message(FATAL_ERROR "NAZAR_BLAS must be OpenBLAS or Naive, got '${NAZAR_BLAS}'")
+  message(FATAL_ERROR "NAZAR_BLAS must be oneDNN, OpenBLAS or Naive, got '${NAZAR_BLAS}'")
 endif()
-message(STATUS "nazar GEMM backend: ${NAZAR_BLAS}")
+message(STATUS "nazar GEMM library: ${NAZAR_BLAS}")

@@ -3,10 +3,10 @@
 // dependency of nazar); run it with `make blas-backends`.
 //
 // Both libraries run single-threaded, as nazar calls its backend: nazar's pool cuts a large
-// product into blocks and each pool thread runs one single-threaded sgemm (nazar/core/blas.cpp).
-// The rate is GFLOP per CPU-second of the best of three repetitions, so a loaded machine
-// changes it little. Each shape's two results are compared (max |difference| printed, and a
-// difference above 1e-4·K is an error: exit 1).
+// product into blocks and each pool thread runs one single-threaded sgemm
+// (nazar/core/gemm/dispatch.cpp). The rate is GFLOP per CPU-second of the best of three
+// repetitions, so a loaded machine changes it little. Each shape's two results are compared (max
+// |difference| printed, and a difference above 1e-4·K is an error: exit 1).
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 

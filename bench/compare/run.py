@@ -5,9 +5,12 @@ table (method: docs/performance.md).
 
     bench/compare/run.py --nazar build/nazar [--quick] [--kernels auto|env] [--out F.json]
 
---kernels auto (default) unsets OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE for every process it
-starts (nazar and PyTorch alike), so OpenBLAS picks its kernels for this CPU; `env` keeps the
-environment as it is. The kernel that ran is printed (nazar::blas_description()).
+--kernels auto (default): nazar chooses its kernels from the CPU's feature bits whatever the
+environment says; PyTorch (Debian's, on OpenBLAS) is run the way a user gets it fastest on this
+machine: unless OPENBLAS_CORETYPE is set already, it is set from the feature bits nazar reports
+(`nazar bench cpu`: AVX-512 -> SkylakeX, AVX2 -> Haswell), since OpenBLAS's model table falls back
+to SSE3 kernels on CPUs it does not know. `env` keeps the environment as it is for both. The
+kernels each side ran are recorded and printed (nazar's "blas"/"cpu", PyTorch's OpenBLAS core).
 Every process gets the same glibc malloc setting (freed memory is kept, no mmap per large
 block): MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_=16 GiB, MALLOC_TOP_PAD_=64 MiB.
 PyTorch runs at its best thread setting (torch.set_num_threads(1), OPENBLAS_NUM_THREADS = cores)
@@ -26,11 +29,27 @@ TORCH = os.path.join(HERE, "torch_bench.py")
 PY = "/usr/bin/python3"
 
 
+# OpenBLAS core for the widest kernels the CPU's features allow (nazar's gemm_expected_isa).
+CORE_FOR_ISA = {"avx512": "SkylakeX", "avx2": "Haswell"}
+
+
+def torch_env(nazar, kernels, env):
+    """PyTorch's environment: with --kernels auto, OPENBLAS_CORETYPE from the feature bits."""
+    env = dict(env)
+    if kernels != "auto" or "OPENBLAS_CORETYPE" in env:
+        return env
+    p = subprocess.run([nazar, "bench", "cpu", "--json"], stdout=subprocess.PIPE, text=True)
+    try:
+        isa = json.loads(p.stdout.strip().splitlines()[-1])["cpu"]["gemm_expected_isa"]
+    except (ValueError, KeyError, IndexError):
+        return env
+    if isa in CORE_FOR_ISA:
+        env["OPENBLAS_CORETYPE"] = CORE_FOR_ISA[isa]
+    return env
+
+
 def base_env(kernels):
     env = dict(os.environ)
-    if kernels == "auto":
-        env.pop("OPENBLAS_CORETYPE", None)
-        env.pop("OPENBLAS_L2_SIZE", None)
     env.update({"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(16 << 30), "MALLOC_TOP_PAD_": str(64 << 20)})
     return env
 
@@ -64,8 +83,10 @@ def main():
     res = {"quick": q, "kernels": a.kernels, "cores": cores, "load_start": os.getloadavg()[0],
            "cpu": cpu_name(), "train": [], "decode": []}
     tmp = tempfile.mkdtemp(prefix="nazar-bench-")
-    best_env = dict(env, OPENBLAS_NUM_THREADS=str(cores))
-    obvious_env = dict(env)
+    tenv = torch_env(a.nazar, a.kernels, env)
+    res["torch_openblas_coretype"] = tenv.get("OPENBLAS_CORETYPE", "unset (OpenBLAS's model table)")
+    best_env = dict(tenv, OPENBLAS_NUM_THREADS=str(cores))
+    obvious_env = dict(tenv)
     obvious_env.pop("OPENBLAS_NUM_THREADS", None)
 
     if "gemm" in sections:
@@ -157,7 +178,10 @@ def ratio(a, b):
 def print_table(res, peak, peak_cpu):
     g = res.get("gemm") or {}
     blas = g.get("blas") or next((get(r, "nazar", "blas") for r in res["train"] if get(r, "nazar")), "?")
-    print(f"\nmachine: {res['cpu']}, {res['cores']} cores; BLAS: {blas}; kernels: {res['kernels']}; "
+    tcore = next((get(r, "torch_best", "blas_core") for r in res["train"] + res["decode"]
+                  if get(r, "torch_best")), "?")
+    print(f"\nmachine: {res['cpu']}, {res['cores']} cores; BLAS: {blas}; PyTorch BLAS: {tcore} "
+          f"(OPENBLAS_CORETYPE {res.get('torch_openblas_coretype')}); kernels: {res['kernels']}; "
           f"load average {res['load_start']:.1f} at start, {res['load_end']:.1f} at end"
           f"{' (quick mode)' if res['quick'] else ''}")
     if g:

@@ -158,6 +158,24 @@ def decode(a):
             "wall_s": wall, "cpu_s": cpu, "sentences_per_s": len(src) / wall, "peak_rss_mb": peak_rss_mb()}
 
 
+def blas_core():
+    """The BLAS PyTorch runs on and, for OpenBLAS, the core (kernels) it chose. Debian's torch
+    reports BLAS_INFO=generic: libblas.so.3, which the alternatives system points to OpenBLAS."""
+    info = next((w.split("=", 1)[1].rstrip(",") for w in torch.__config__.show().split()
+                 if w.startswith("BLAS_INFO=")), "?")
+    with open("/proc/self/maps") as f:
+        loaded = "openblas" in f.read()
+    if not loaded:
+        return info
+    try:  # the OpenBLAS already in this process: same soname, same instance
+        import ctypes
+        f = ctypes.CDLL("libopenblas.so.0").openblas_get_corename
+        f.restype = ctypes.c_char_p
+        return f"{info}: OpenBLAS {f().decode()}"
+    except (OSError, AttributeError):
+        return f"{info}: OpenBLAS (core unknown)"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["train", "decode"])
@@ -175,6 +193,7 @@ def main():
     r = train(a) if a.what == "train" else decode(a)
     r.update({"torch": torch.__version__, "torch_threads": torch.get_num_threads(),
               "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
+              "blas_core": blas_core(),
               "load_avg": os.getloadavg()[0]})
     print(json.dumps(r))
 

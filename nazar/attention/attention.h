@@ -1,7 +1,7 @@
 // The attention mechanisms of nazar behind one runtime interface (SPEC.md §3-6). Decoders hold
 // one `Attention`; the score kind, scaling and local mode are chosen by a typed config.
 //
-//   score   additive/concat  e[b,i] = v_a · tanh(W_q q[b] + W_k h[b,i])      (bahdanau.h)
+//   score   additive/concat  e[b,i] = v_a · tanh(W_q q[b] + W_k h[b,i])      (additive_kernels.h)
 //           general          e[b,i] = s · q[b] · (W_k h[b,i])                (luong.h)
 //           dot              e[b,i] = s · q[b] · h[b,i]        requires H == C
 //             s = 1 (none), 1/sqrt(C) (inv_sqrt) or a learned scalar (learned), dot/general only

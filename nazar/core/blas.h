@@ -1,4 +1,5 @@
-// The one GEMM of nazar. This header and blas.cpp are the only places that know about CBLAS.
+// The one GEMM of nazar, implemented in nazar/core/gemm/ (dispatch.cpp decides which kernel or
+// library runs each product; gemm/internal.h lists the files). Nothing else sees a BLAS library.
 //
 //   gemm(a, ta, b, tb, c, alpha, beta):   C = alpha * op(A) * op(B) + beta * C
 // exactly as BLAS means it: op(X) = X or Xᵀ, row-major, 2-D views. gemm_batched does the same
@@ -11,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace nazar {
 
@@ -30,11 +32,11 @@ void gemm_naive(bool ta, bool tb, int M, int N, int K, float alpha, const float*
 void gemv_raw(bool ta, int M, int N, float alpha, const float* A, int lda, const float* x,
               float beta, float* y);
 
-// "OpenBLAS 0.3.21 Haswell (pthread, 2 threads)" or "naive loops".
+// "oneDNN 2.6.3 sgemm [avx512_core_bf16], 1 thread(s) per call, ..." or "naive loops ...".
 std::string blas_description();
 
-// Who runs the threads of a large gemm: nazar's pool (default; OpenBLAS itself single-threaded,
-// products cut into blocks, one per pool thread) or OpenBLAS's own pthreads pool.
+// Who runs the threads of a large gemm: nazar's pool (default; the GEMM library single-threaded,
+// products cut into blocks, one per pool thread) or the library's own threads.
 enum class GemmThreading { pool, blas };
 void set_gemm_threading(GemmThreading t);
 GemmThreading gemm_threading();
@@ -47,8 +49,8 @@ bool set_small_gemm_avx512(bool on);
 bool small_gemm_avx512();  // whether it is on now (tests save and restore it)
 
 // Products of many steps against one weight W (N x K): x Wᵀ, once per step of a recurrence.
-// OpenBLAS re-packs W on every call; instead Wᵀ (K x N) is made once per batch by
-// refresh_weight_t, strip-packed (gemm_nn512.h: 32-column strips, each K rows of 32 floats),
+// A BLAS library re-packs W on every call; instead Wᵀ (K x N) is made once per batch by
+// refresh_weight_t, strip-packed (gemm/nn512.h: 32-column strips, each K rows of 32 floats),
 // and the step product runs on nazar's own AVX-512 kernel. Where that kernel cannot run (no
 // AVX-512, NAZAR_NN512=0, the naive BLAS build) refresh_weight_t leaves wt empty and gemm_xwt
 // is the plain NT gemm. wt is a snapshot: it must be refreshed whenever W changes (per batch:
@@ -77,6 +79,27 @@ inline WeightTRows weight_t_rows(const WeightT& wt, int k0 = 0) {
 // W (N x K, ldw).
 void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const float* W, int ldw,
               WeightTRows wt, float beta, float* C, int ldc);
+
+// ---- Which kernels run (docs/performance.md, "Kernel choice by CPU features") ----
+// Chosen from the CPU's feature bits (cpu_features.h), never from a table of CPU models.
+struct GemmPath {
+    std::string kernel;  // "nazar small-M", "nazar NN", "oneDNN sgemm", "OpenBLAS", "naive loops"
+    std::string isa;     // tier of its widest kernels: "avx512", "avx2", "below-avx2", "naive"
+    std::string detail;  // e.g. "16 lanes", "avx512_core_bf16" (oneDNN), "SkylakeX" (OpenBLAS)
+};
+// The path gemm_raw takes for this product; packed_wt: gemm_xwt with a packed Wᵀ (ta = tb = false
+// is then read as A Wᵀ).
+GemmPath gemm_path(bool ta, bool tb, int M, int N, int K, bool packed_wt = false);
+// What the CPU's feature bits call for from the large-product path: "avx512" (AVX-512
+// F/DQ/BW/VL usable), "avx2" (AVX2 + FMA) or "below-avx2".
+std::string gemm_expected_isa();
+struct GemmPathRow {
+    std::string shape_class;  // e.g. "A Bᵀ, M <= 8 (decoding steps)"
+    int M = 0, N = 0, K = 0;  // the example product the path is reported for
+    GemmPath path;
+};
+// One row per shape class nazar uses, with the path each takes on this machine now.
+std::vector<GemmPathRow> gemm_paths();
 
 // Sets the BLAS thread count. Use nazar::set_num_threads (threads.h), which also sizes our pool.
 void blas_set_num_threads(int n);

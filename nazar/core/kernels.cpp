@@ -1,48 +1,19 @@
 #include "nazar/core/kernels.h"
 
+#include "nazar/core/simd.h"
+
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 
 namespace nazar::kernels {
 
-// exp(x) = 2^n · e^r with n = round(x / ln 2), r = x − n ln 2 (ln 2 split in two for accuracy),
-// e^r by a degree-6 polynomial (Cephes expf coefficients). Branch-free, so loops vectorise.
-// Below −87.3 the result is flushed to 0 (std::exp would return a denormal); NaN stays NaN.
+// The scalar forms of simd.h (exp1, tanh1): branch-free, so the loops below vectorise.
 static inline float exp_inline(float x) {
-    const float xc = std::min(std::max(-87.3f, x), 88.7f);  // NaN -> -87.3: no UB in the int cast
-    const float n = std::floor(xc * 1.44269504088896341f + 0.5f);
-    const float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
-    float y = p * scale;
-    y = x < -87.3f ? 0.0f : y;
-    y = x > 88.7f ? std::numeric_limits<float>::infinity() : y;
-    return x != x ? x : y;
+    return simd::exp1(x);
 }
-
-// tanh: odd polynomial below 0.625 (Cephes tanhf, keeps relative accuracy near 0),
-// 1 − 2 / (e^{2|x|} + 1) above, sign restored.
 static inline float tanh_inline(float x) {
-    const float ax = std::abs(x);
-    const float z = x * x;
-    float p = -5.70498872745e-3f;
-    p = p * z + 2.06390887954e-2f;
-    p = p * z - 5.37397155531e-2f;
-    p = p * z + 1.33314422036e-1f;
-    p = p * z - 3.33332819422e-1f;
-    const float small = p * z * x + x;
-    const float e = exp_inline(2.0f * std::min(ax, 10.0f));  // tanh(10) = 1 in float
-    const float big = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
-    const float y = ax < 0.625f ? small : big;
-    return x != x ? x : y;
+    return simd::tanh1(x);
 }
 
 static inline float sigmoid_inline(float x) {

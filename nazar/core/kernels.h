@@ -1,5 +1,5 @@
 // Elementwise and row-wise kernels, written as plain loops that GCC vectorises (AVX2/FMA at
-// the x86-64-v3 baseline). exp/tanh/sigmoid use Cephes-style polynomials (≈1-2 ulp) instead of
+// the x86-64-v3 baseline). exp/tanh/sigmoid use simd.h's Cephes polynomials (≈1-2 ulp) instead of
 // libm calls, which would not vectorise. kernels_naive.cpp has libm-based versions: the oracle
 // the unit tests compare against.
 //

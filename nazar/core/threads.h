@@ -1,12 +1,12 @@
 // One thread setting for all of nazar: BLAS and our own loops (DESIGN.md §4).
 //
-// set_num_threads(n) sizes both OpenBLAS and the pool behind parallel_for; the default is the
-// number of cores. parallel_for splits [0, n) into contiguous chunks in a fixed way that
+// set_num_threads(n) sizes both the GEMM library and the pool behind parallel_for; the default is
+// the number of cores. parallel_for splits [0, n) into contiguous chunks in a fixed way that
 // depends only on n, grain and the thread count, so results are deterministic for a given
 // thread count. A parallel_for reached from inside a body (directly, or through gemm(), which
 // splits large products over this pool) runs inline on that thread as one chunk, so nesting is
-// safe and never oversubscribes; with NAZAR_GEMM_THREADS=blas (OpenBLAS's own threads, for
-// comparison only) a gemm() inside a body would start OpenBLAS's threads on top of ours.
+// safe and never oversubscribes; with NAZAR_GEMM_THREADS=blas (the library's own threads, for
+// comparison only) a gemm() inside a body would start the library's threads on top of ours.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 #include "nazar/decode/beam_search.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/simd.h"
 
 #include <algorithm>
 #include <array>
@@ -13,10 +14,6 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
-
-#ifdef __AVX2__
-#include <immintrin.h>
-#endif
 
 namespace nazar {
 
@@ -150,11 +147,9 @@ void offer_row(const float* lp, int V, double base, int rank, int w,
         t = threshold();
     };
     int y = 0;
-#ifdef __AVX2__
+#ifdef NZ_SIMD_AVX2
     for (; y + 8 <= V; y += 8) {
-        const __m256 v = _mm256_loadu_ps(lp + y);
-        // lanes not below t (NaN included: unordered compares true)
-        int mask = _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_set1_ps(t), _CMP_NLT_UQ));
+        int mask = simd::not_below_mask8(lp + y, t);  // NaN included
         while (mask != 0) {
             const int lane = __builtin_ctz(static_cast<unsigned>(mask));
             mask &= mask - 1;

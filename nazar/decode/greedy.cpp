@@ -2,16 +2,13 @@
 #include "nazar/decode/greedy.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/simd.h"
 #include "nazar/decode/beam_search.h"  // max_output_length
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
-
-#ifdef __AVX2__
-#include <immintrin.h>
-#endif
 
 namespace nazar {
 
@@ -30,7 +27,7 @@ int best_token(const float* lp, int V, int32_t pad, int32_t bos) {
     const auto allowed = [&](int y) { return y != pad && y != bos; };
     float m = -std::numeric_limits<float>::infinity();
     int y = 0;
-#ifdef __AVX2__
+#ifdef NZ_SIMD_AVX2
     __m256 acc = _mm256_set1_ps(m);
     for (; y + 8 <= V; y += 8) {
         if ((pad >= y && pad < y + 8) || (bos >= y && bos < y + 8)) {  // this block scalar
@@ -40,9 +37,7 @@ int best_token(const float* lp, int V, int32_t pad, int32_t bos) {
         }
         acc = _mm256_max_ps(_mm256_loadu_ps(lp + y), acc);  // a NaN in lp yields acc (2nd operand)
     }
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, acc);
-    for (float v : lanes) m = std::max(m, v);
+    m = simd::max_lanes8(acc, m);
 #endif
     for (; y < V; ++y)
         if (allowed(y) && lp[y] > m) m = lp[y];

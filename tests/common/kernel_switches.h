@@ -8,7 +8,7 @@
 //   if (!attn::set_additive_avx512(true)) GTEST_SKIP() << "no AVX-512 on this CPU";
 #pragma once
 
-#include "nazar/attention/bahdanau.h"
+#include "nazar/attention/additive_kernels.h"
 #include "nazar/core/blas.h"
 #include "nazar/core/gemm_nn512.h"
 #include "nazar/core/threads.h"
@@ -31,7 +31,7 @@ private:
     std::function<void(T)> restore_;
 };
 
-// attn::set_additive_avx512 (the fused additive-attention kernels, bahdanau.h).
+// attn::set_additive_avx512 (the fused additive-attention kernels, additive_kernels.h).
 inline SwitchGuard<bool> keep_additive_avx512() {
     return {attn::additive_avx512(), [](bool on) { attn::set_additive_avx512(on); }};
 }

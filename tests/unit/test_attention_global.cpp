@@ -2,7 +2,7 @@
 // for every score kind, the notes' mistakes (padding, dot size mismatch), config parsing and
 // the SPEC §9 cost model.
 #include "nazar/attention/attention.h"
-#include "nazar/attention/bahdanau.h"
+#include "nazar/attention/additive_kernels.h"
 #include "nazar/attention/luong.h"
 #include "nazar/core/blas.h"
 #include "tests/common/kernel_switches.h"

@@ -1,5 +1,5 @@
-// The paths of nazar::gemm that performance added (nazar/core/blas.cpp): large products cut into
-// blocks over nazar's pool, OpenBLAS's own threading, and the small-M kernel (M <= 8 rows,
+// The paths of nazar::gemm that performance added (nazar/core/gemm/dispatch.cpp): large products
+// cut into blocks over nazar's pool, OpenBLAS's own threading, and the small-M kernel (M <= 8 rows,
 // C = alpha A Bᵀ + beta C) used by decoding. Each is checked against the naive oracle, with
 // leading dimensions larger than the matrices, K not a multiple of the vector width, and for
 // 1 and 2 threads; a fixed thread count gives bit-identical results run to run.
@@ -83,7 +83,7 @@ TEST(BlasThreading, FixedThreadCountIsBitIdentical) {
 }
 
 TEST(BlasThreading, SmallMKernelAvx512AndAvx2AreBitIdentical) {
-    // Both paths keep one 8-lane accumulator per C entry in the same k order (blas.cpp), so every
+    // Both paths keep one 8-lane accumulator per C entry in the same k order (core/gemm/small_m_*.cpp), so every
     // M in [1, 8], N with a remainder past the 8- and 12-row blocks, and K with a scalar tail must
     // agree bit for bit. Skipped where the CPU lacks AVX-512 (both runs would be AVX2).
     const auto keep = test::keep_small_gemm_avx512();

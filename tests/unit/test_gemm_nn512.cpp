@@ -1,4 +1,4 @@
-// nazar's own NN kernel (nazar/core/gemm_nn512.h) and the per-batch transposed weights built on
+// nazar's own NN kernel (nazar/core/gemm/nn512.h) and the per-batch transposed weights built on
 // it (refresh_weight_t / gemm_xwt, blas.h): the kernel against the naive oracle over row counts
 // that exercise every tile height and the 64-block recursion, column tails of the 32-wide
 // strips, K around the 256 block, padded leading dimensions, alpha/beta (beta = 0 must not read
@@ -7,7 +7,7 @@
 // on and off. Where the CPU lacks AVX-512 all of them are skipped (the model test would compare
 // OpenBLAS with itself). Every switch a test turns is restored (tests/common/kernel_switches.h).
 #include "nazar/core/blas.h"
-#include "nazar/core/gemm_nn512.h"
+#include "nazar/core/gemm/nn512.h"
 #include "nazar/core/threads.h"
 #include "nazar/models/seq2seq.h"
 #include "tests/common/kernel_switches.h"

@@ -1,9 +1,9 @@
-#include "nazar/core/gemm_nn512.h"
+#include "nazar/core/gemm/nn512.h"
+
+#include "nazar/core/cpu_features.h"
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
@@ -81,25 +81,26 @@ __mmask16 lanes(int n) {
     return n >= 16 ? 0xFFFF : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1u);
 }
 
-bool cpu_has_avx512f() {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
+// The kernel needs AVX-512F only; NAZAR_ISA=avx2 caps it off like the other 16-lane kernels.
+bool cpu_allows() {
+    return cpu_features().avx512f && switches().isa != "avx2";
 }
 
-std::atomic<bool> g_on{[] {
-    const char* e = std::getenv("NAZAR_NN512");
-    return !(e && std::strcmp(e, "0") == 0) && cpu_has_avx512f();
-}()};
+// Decided on the first call (cpu_features.h), unless NAZAR_NN512=0.
+std::atomic<bool>& on_flag() {
+    static std::atomic<bool> on{cpu_allows() && !switches().nn512_off};
+    return on;
+}
 
 }  // namespace
 
 bool nn512_available() {
-    return g_on.load(std::memory_order_relaxed);
+    return on_flag().load(std::memory_order_relaxed);
 }
 
 bool set_nn512(bool on) {
-    g_on.store(on && cpu_has_avx512f());
-    return g_on.load();
+    on_flag().store(on && cpu_allows());
+    return on_flag().load();
 }
 
 namespace {

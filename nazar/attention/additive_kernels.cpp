@@ -1,0 +1,160 @@
+// The additive score kernels (additive_kernels.h for the maths): add + tanh + dot over A floats
+// for every scored position, the hot loop of Bahdanau attention, forward and backward.
+//
+// The 8-lane (AVX2/FMA, the x86-64-v3 baseline) and 16-lane (AVX-512, chosen at run time from
+// cpu_features.h) paths evaluate tanh with simd.h's vector forms; they give bit-identical results.
+// Builds without AVX2 use the scalar kernels::tanh.
+#include "nazar/attention/additive_kernels.h"
+
+#include "nazar/attention/vec.h"
+#include "nazar/core/cpu_features.h"
+#include "nazar/core/kernels.h"
+#include "nazar/core/simd.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+
+namespace nazar::attn {
+
+namespace {
+
+#ifdef NZ_SIMD_AVX2
+using simd::hsum8;
+using simd::tanh8;
+#endif
+
+#ifdef NZ_SIMD_AVX512
+using simd::tanh16;
+
+// GCC 12's AVX-512 intrinsic headers: see simd.h.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define NZ_AVX512 NZ_TARGET_AVX512
+// add_tanh / add_tanh_dot below with 16 lanes; the dot keeps the 8-lane accumulator and its
+// order (low half of each 16-block, then the high half), so the sum is bit-identical too.
+NZ_AVX512 void add_tanh512(const float* u, const float* k, int A, float* z) {
+    int a = 0;
+    for (; a + 16 <= A; a += 16)
+        _mm512_storeu_ps(z + a,
+                         tanh16(_mm512_add_ps(_mm512_loadu_ps(u + a), _mm512_loadu_ps(k + a))));
+    for (; a + 8 <= A; a += 8)
+        _mm256_storeu_ps(z + a,
+                         tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))));
+    for (; a < A; ++a) z[a] = kernels::tanh1(u[a] + k[a]);
+}
+
+NZ_AVX512 float add_tanh_dot512(const float* u, const float* k, const float* v, int A) {
+    __m256 acc = _mm256_setzero_ps();
+    int a = 0;
+    for (; a + 16 <= A; a += 16) {
+        const __m512 t = tanh16(_mm512_add_ps(_mm512_loadu_ps(u + a), _mm512_loadu_ps(k + a)));
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(v + a), _mm512_castps512_ps256(t), acc);
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(v + a + 8), _mm512_extractf32x8_ps(t, 1), acc);
+    }
+    for (; a + 8 <= A; a += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(v + a),
+                              tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))),
+                              acc);
+    float s = hsum8(acc);
+    for (; a < A; ++a) s += v[a] * kernels::tanh1(u[a] + k[a]);
+    return s;
+}
+#undef NZ_AVX512
+#pragma GCC diagnostic pop
+
+#endif
+
+// On when AVX-512 may run (cpu_features.h) and NAZAR_ATTN_AVX512=0 is not set; decided on the
+// first call. set_additive_avx512 changes it (tests, benchmarks).
+std::atomic<bool>& avx512_on() {
+    static std::atomic<bool> on{avx512_allowed() && !switches().attn_avx512_off};
+    return on;
+}
+
+// z = tanh(u + k), A floats
+inline void add_tanh(const float* u, const float* k, int A, float* z) {
+    int a = 0;
+#ifdef NZ_SIMD_AVX2
+#ifdef NZ_SIMD_AVX512
+    if (avx512_on().load(std::memory_order_relaxed)) return add_tanh512(u, k, A, z);
+#endif
+    for (; a + 8 <= A; a += 8)
+        _mm256_storeu_ps(z + a,
+                         tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))));
+#endif
+    for (; a < A; ++a) z[a] = kernels::tanh1(u[a] + k[a]);
+}
+
+// v · tanh(u + k) in one pass
+inline float add_tanh_dot(const float* u, const float* k, const float* v, int A, float* tmp) {
+#ifdef NZ_SIMD_AVX2
+    (void)tmp;  // scratch only for the scalar path
+#ifdef NZ_SIMD_AVX512
+    if (avx512_on().load(std::memory_order_relaxed)) return add_tanh_dot512(u, k, v, A);
+#endif
+    __m256 acc = _mm256_setzero_ps();
+    int a = 0;
+    for (; a + 8 <= A; a += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(v + a),
+                              tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))),
+                              acc);
+    float s = hsum8(acc);
+    for (; a < A; ++a) s += v[a] * kernels::tanh1(u[a] + k[a]);
+    return s;
+#else
+    for (int a = 0; a < A; ++a) tmp[a] = u[a] + k[a];
+    kernels::tanh(tmp, tmp, A);
+    return dot8(v, tmp, A);
+#endif
+}
+
+}  // namespace
+
+void additive_scores(const float* u, const float* keys, const float* v, int n, int A, float* tmp,
+                     float* e) {
+    for (int j = 0; j < n; ++j)
+        e[j] = add_tanh_dot(u, keys + static_cast<int64_t>(j) * A, v, A, tmp);
+}
+
+// z = tanh(u + k_j);  d_v += d_e_j z;  d_pre = d_e_j v ⊙ (1 - z²);  d_u += d_pre;  d_k_j += d_pre
+void additive_scores_backward(const float* u, const float* keys, const float* v, const float* d_e,
+                              int n, int A, float* tmp, float* d_u, float* d_keys, float* d_v) {
+    for (int j = 0; j < n; ++j) {
+        const float g = d_e[j];
+        if (g == 0.0f) continue;
+        const float* k = keys + static_cast<int64_t>(j) * A;
+        float* dk = d_keys + static_cast<int64_t>(j) * A;
+        add_tanh(u, k, A, tmp);
+        for (int a = 0; a < A; ++a) {
+            const float z = tmp[a];
+            const float d_pre = g * v[a] * (1.0f - z * z);
+            d_v[a] += g * z;
+            d_u[a] += d_pre;
+            dk[a] += d_pre;
+        }
+    }
+}
+
+bool set_additive_avx512(bool on) {
+    avx512_on().store(on && avx512_allowed());
+    return avx512_on().load();
+}
+
+bool additive_avx512() {
+    return avx512_on().load();
+}
+
+namespace naive {
+void additive_scores(const float* u, const float* keys, const float* v, int n, int A, float* e) {
+    for (int j = 0; j < n; ++j) {
+        double s = 0;
+        for (int a = 0; a < A; ++a)
+            s += static_cast<double>(v[a]) *
+                 std::tanh(static_cast<double>(u[a]) + keys[static_cast<int64_t>(j) * A + a]);
+        e[j] = static_cast<float>(s);
+    }
+}
+}  // namespace naive
+
+}  // namespace nazar::attn

@@ -1,0 +1,186 @@
+// Which path runs each product of nazar::gemm (blas.h): the small-M kernel for decoding's
+// per-step products, nazar's NN AVX-512 kernel for the recurrences' steps, and the BLAS library
+// for the rest, split over nazar's pool (docs/performance.md, "GEMM paths").
+#include "nazar/core/blas.h"
+#include "nazar/core/cpu_features.h"
+#include "nazar/core/gemm/internal.h"
+#include "nazar/core/gemm/nn512.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+
+namespace nazar {
+
+namespace {
+
+using namespace gemm_detail;
+
+// GemmThreading::pool: OpenBLAS runs single-threaded in whichever thread calls it, and a large
+// gemm is cut into column (or row) blocks run by nazar's own pool (threads.h), so one set of
+// threads serves BLAS and our loops and nothing spins against anything. GemmThreading::blas:
+// OpenBLAS's own pthreads pool (the measured alternative; NAZAR_GEMM_THREADS=blas at start-up).
+std::atomic<GemmThreading>& threading() {
+    static std::atomic<GemmThreading> t{switches().gemm_threads_blas ? GemmThreading::blas
+                                                                     : GemmThreading::pool};
+    return t;
+}
+std::atomic<int> g_blas_threads{1};
+
+void check_matrix(const char* what, TensorView v) {
+    NZ_CHECK(v.ndim() == 2, "gemm: {} must be 2-D, got {}", what, v.shape().str());
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// C = beta C (K = 0); BLAS would do this too, but some builds read A/B anyway
+void scale_c(int M, int N, float beta, float* C, int ldc) {
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+}
+
+// Rows M <= kSmallGemmRows of C = alpha A Bᵀ + beta C on the small-M kernel, 16-row units of B
+// over the pool above kSplitFlops.
+void small_m(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+             float beta, float* C, int ldc) {
+    if (num_threads() < 2 || 2.0 * M * N * K < kSplitFlops) {
+        small_m_abt(M, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    parallel_for((N + kBlock - 1) / kBlock, 1, [&](int64_t u0, int64_t u1) {
+        small_m_abt(M, static_cast<int>(u0) * kBlock, std::min(N, static_cast<int>(u1) * kBlock), K,
+                    alpha, A, lda, B, ldb, beta, C, ldc);
+    });
+}
+
+// The GEMM library: one call with its own threads (GemmThreading::blas) or below kSplitFlops;
+// else the longer side cut into `threads` blocks of whole kBlock units (fixed for a given
+// thread count, so results stay deterministic), each an independent single-threaded sgemm.
+void on_library(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+                const float* B, int ldb, float beta, float* C, int ldc) {
+    check_library_once();
+    const auto one = [&](int m0, int m1, int n0, int n1) {
+        const float* a = ta ? A + m0 : A + static_cast<int64_t>(m0) * lda;
+        const float* b = tb ? B + static_cast<int64_t>(n0) * ldb : B + n0;
+        backend_sgemm(ta, tb, m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta,
+                      C + static_cast<int64_t>(m0) * ldc + n0, ldc);
+    };
+    if (threading().load(std::memory_order_relaxed) == GemmThreading::blas || num_threads() < 2 ||
+        2.0 * M * N * K < kSplitFlops) {
+        one(0, M, 0, N);
+        return;
+    }
+    const bool by_cols = N >= M;
+    const int len = by_cols ? N : M, units = (len + kBlock - 1) / kBlock;
+    parallel_for(units, 1, [&](int64_t u0, int64_t u1) {
+        const int b0 = static_cast<int>(u0) * kBlock,
+                  b1 = std::min(len, static_cast<int>(u1) * kBlock);
+        if (by_cols)
+            one(0, M, b0, b1);
+        else
+            one(b0, b1, 0, N);
+    });
+}
+
+void gemm_dispatch(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+                   const float* B, int ldb, float beta, float* C, int ldc) {
+    if (M == 0 || N == 0) return;
+    if (K == 0) return scale_c(M, N, beta, C, ldc);
+    if (!kHaveBlas) return gemm_naive(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (!ta && tb && M <= kSmallGemmRows)
+        return small_m(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    // NN products of up to kNn512Rows rows: our kernel, B read in place (nn512.h). Above,
+    // OpenBLAS's cache blocking of A wins (docs/performance.md, "The NN kernel").
+    if (!ta && !tb && M <= kNn512Rows && detail::nn512_available()) {
+        by_strips(M, N, K, [&](int c0, int c1) {
+            detail::gemm_nn512(M, c0, c1, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        });
+        return;
+    }
+    on_library(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+}  // namespace
+
+void set_gemm_threading(GemmThreading t) {
+    threading().store(t);
+    blas_set_num_threads(g_blas_threads.load());
+}
+
+GemmThreading gemm_threading() {
+    return threading().load();
+}
+
+void gemm(TensorView a, bool ta, TensorView b, bool tb, TensorView c, float alpha, float beta) {
+    check_matrix("A", a);
+    check_matrix("B", b);
+    check_matrix("C", c);
+    const int M = ta ? a.dim(1) : a.dim(0), K = ta ? a.dim(0) : a.dim(1);
+    const int Kb = tb ? b.dim(1) : b.dim(0), N = tb ? b.dim(0) : b.dim(1);
+    NZ_CHECK(K == Kb && c.dim(0) == M && c.dim(1) == N,
+             "gemm: op(A) {}x{} times op(B) {}x{} into C {} (A {}{}, B {}{})", M, K, Kb, N,
+             c.shape().str(), a.shape().str(), ta ? "ᵀ" : "", b.shape().str(), tb ? "ᵀ" : "");
+    gemm_raw(ta, tb, M, N, K, alpha, a.data(), a.dim(1), b.data(), b.dim(1), beta, c.data(),
+             c.dim(1));
+}
+
+void gemm_batched(TensorView a, bool ta, TensorView b, bool tb, TensorView c, float alpha,
+                  float beta) {
+    NZ_CHECK(a.ndim() == 3 && b.ndim() == 3 && c.ndim() == 3,
+             "gemm_batched: 3-D views expected, got {} {} {}", a.shape().str(), b.shape().str(),
+             c.shape().str());
+    const int n = a.dim(0);
+    NZ_CHECK(b.dim(0) == n && c.dim(0) == n, "gemm_batched: batch sizes {} {} {}", n, b.dim(0),
+             c.dim(0));
+    for (int i = 0; i < n; ++i) gemm(a.select(i), ta, b.select(i), tb, c.select(i), alpha, beta);
+}
+
+void gemm_raw(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+              const float* B, int ldb, float beta, float* C, int ldc) {
+    GemmProfile* p = profile();
+    if (!p) {
+        gemm_dispatch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    gemm_dispatch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    profile_add(p, ta, tb, M, N, K, seconds_since(t0), false);
+}
+
+void gemv_raw(bool ta, int M, int N, float alpha, const float* A, int lda, const float* x,
+              float beta, float* y) {
+    backend_sgemv(ta, M, N, alpha, A, lda, x, beta, y);
+}
+
+void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const float* W, int ldw,
+              WeightTRows wt, float beta, float* C, int ldc) {
+    if (!wt || M <= kSmallGemmRows || M > kNn512Rows || !detail::nn512_available()) {
+        gemm_raw(false, true, M, N, K, alpha, A, lda, W, ldw, beta, C, ldc);
+        return;
+    }
+    GemmProfile* p = profile();
+    const auto t0 = p ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    by_strips(M, N, K, [&](int c0, int c1) {
+        detail::gemm_nn512_packed(M, c0, c1, K, alpha, A, lda, wt.data, wt.strip_stride, beta, C,
+                                  ldc);
+    });
+    if (p) profile_add(p, false, true, M, N, K, seconds_since(t0), true);
+}
+
+std::string blas_description() {
+    if (!kHaveBlas) return backend_description();
+    return fmt::format(
+        "{}{}{}", backend_description(),
+        threading().load() == GemmThreading::pool ? ", large products split over nazar's pool" : "",
+        detail::nn512_available() ? ", NN products on nazar's AVX-512 kernel" : "");
+}
+
+void blas_set_num_threads(int n) {
+    g_blas_threads.store(n);
+    backend_set_threads(threading().load() == GemmThreading::pool ? 1 : n);
+}
+
+}  // namespace nazar

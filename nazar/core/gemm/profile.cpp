@@ -1,0 +1,69 @@
+// NAZAR_GEMM_PROFILE=1: every gemm_raw / gemm_xwt call is timed and tallied by (transposes, M, N,
+// K); at exit the 40 shapes that took longest are printed to stderr with calls, time, share and
+// GFLOP/s (docs/performance.md). Off (the default) it costs one test of a pointer per call.
+#include "nazar/core/cpu_features.h"
+#include "nazar/core/gemm/internal.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+namespace nazar::gemm_detail {
+
+class GemmProfile {
+public:
+    void add(bool ta, bool tb, int M, int N, int K, double seconds, bool packed) {
+        std::lock_guard lk(m_);
+        auto& e = t_[{ta, tb, M, N, K, packed}];
+        ++e.calls;
+        e.seconds += seconds;
+    }
+    ~GemmProfile() {
+        std::lock_guard lk(m_);
+        double total = 0;
+        std::vector<std::pair<double, std::string>> rows;
+        for (const auto& [k, e] : t_) total += e.seconds;
+        for (const auto& [k, e] : t_) rows.emplace_back(e.seconds, row(k, e, total));
+        std::sort(rows.rbegin(), rows.rend());
+        std::fprintf(stderr, "gemm profile: %.1f ms in %zu shapes\n", 1e3 * total, rows.size());
+        for (std::size_t i = 0; i < rows.size() && i < 40; ++i)
+            std::fprintf(stderr, "%s\n", rows[i].second.c_str());
+    }
+
+private:
+    struct Entry {
+        int64_t calls = 0;
+        double seconds = 0;
+    };
+    using Key = std::tuple<bool, bool, int, int, int, bool>;
+    static std::string row(const Key& k, const Entry& e, double total) {
+        const auto& [ta, tb, M, N, K, packed] = k;
+        const double gflops =
+            e.seconds > 0 ? 2e-9 * M * N * K * static_cast<double>(e.calls) / e.seconds : 0.0;
+        return fmt::format(
+            "{:9.1f} ms {:5.1f}% {:8} calls  {}{} M {:5} N {:5} K {:5} {:7.1f} GFLOP/s{}",
+            1e3 * e.seconds, total > 0 ? 100 * e.seconds / total : 0.0, e.calls, ta ? 'T' : 'N',
+            tb ? 'T' : 'N', M, N, K, gflops,
+            packed ? "  (x Wᵀ through the packed per-batch Wᵀ)" : "");
+    }
+    std::mutex m_;
+    std::map<Key, Entry> t_;
+};
+
+GemmProfile* profile() {
+    static const std::unique_ptr<GemmProfile> p{switches().gemm_profile ? new GemmProfile
+                                                                        : nullptr};
+    return p.get();
+}
+
+void profile_add(GemmProfile* p, bool ta, bool tb, int M, int N, int K, double seconds,
+                 bool packed) {
+    p->add(ta, tb, M, N, K, seconds, packed);
+}
+
+}  // namespace nazar::gemm_detail
