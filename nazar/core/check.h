@@ -1,5 +1,6 @@
-// Errors and checks. The library throws nazar::Error (file:line plus the values involved)
-// and never exits; cli/main.cpp catches, prints and picks the exit code.
+// Errors and checks. The library throws nazar::Error (the values involved; the check's
+// file:line is kept apart in where()) and never exits; cli/main.cpp catches, prints and picks
+// the exit code.
 //
 // Every error message is ONE line (docs/reliability.md): messages often echo input (a file's
 // line, a config value, a tokenizer string), so Error's constructor escapes the characters that
@@ -16,6 +17,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace nazar {
 
@@ -24,9 +26,17 @@ namespace detail {
 std::string one_line(const std::string& s);
 }  // namespace detail
 
+// what() is the message a user reads; where() is the source location of an NZ_CHECK/NZ_FAIL
+// ("check.cpp:12", empty otherwise), kept out of the message: the CLI prints it only when
+// NAZAR_ERROR_LOCATION is set in the environment.
 class Error : public std::runtime_error {
 public:
-    explicit Error(const std::string& what) : std::runtime_error(detail::one_line(what)) {}
+    explicit Error(const std::string& what, std::string where = {})
+        : std::runtime_error(detail::one_line(what)), where_(std::move(where)) {}
+    const std::string& where() const noexcept { return where_; }
+
+private:
+    std::string where_;
 };
 
 // Configuration/usage errors (the CLI exits 2 for these, 1 for other errors).
