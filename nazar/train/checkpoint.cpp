@@ -3,6 +3,7 @@
 
 #include "nazar/core/check.h"
 #include "nazar/core/fileio.h"
+#include "nazar/core/text_limits.h"
 #include "nazar/core/threads.h"
 #include "nazar/models/model_file.h"
 
@@ -45,6 +46,7 @@ std::string train_state_to_json(const TrainState& s) {
 
 TrainState train_state_from_json(const std::string& json, const std::string& source) {
     TrainState s;
+    check_nesting(json, source + ": train.state", TextSyntax::json);
     try {
         const nlohmann::json j = nlohmann::json::parse(json);
         s.step = j.at("step").get<int64_t>();
@@ -52,7 +54,7 @@ TrainState train_state_from_json(const std::string& json, const std::string& sou
         s.skipped = j.at("skipped").get<int64_t>();
         s.position = {j.at("epoch").get<int64_t>(), j.at("batch").get<int64_t>()};
         const auto& r = j.at("rng");
-        NZ_CHECK(r.is_array() && r.size() == 4, "rng must hold 4 words, got {}", r.dump());
+        NZ_CHECK(r.is_array() && r.size() == 4, "rng must hold 4 words, got {}", excerpt(r.dump()));
         for (std::size_t i = 0; i < 4; ++i) s.rng[i] = std::stoull(r[i].get<std::string>());
         s.best_dev_loss = dparse(j.at("best_dev_loss").get<std::string>());
         s.best_step = j.at("best_step").get<int64_t>();
@@ -60,9 +62,9 @@ TrainState train_state_from_json(const std::string& json, const std::string& sou
         s.validations = j.at("validations").get<int64_t>();
         s.tgt_tokens = j.at("tgt_tokens").get<int64_t>();
     } catch (const nlohmann::json::exception& e) {
-        NZ_FAIL("{}: invalid train.state metadata: {}", source, e.what());
+        NZ_FAIL("{}: invalid train.state metadata: {}", source, excerpt(e.what()));
     } catch (const std::logic_error& e) {  // stoull
-        NZ_FAIL("{}: invalid train.state rng word: {}", source, e.what());
+        NZ_FAIL("{}: invalid train.state rng word: {}", source, excerpt(e.what()));
     }
     return s;
 }
