@@ -37,3 +37,9 @@ add_test(NAME e2e.html_report_chromium
 set_tests_properties(e2e.html_report_chromium PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77
                      ENVIRONMENT NAZAR_SCREENSHOT_DIR=${PROJECT_BINARY_DIR})
 # ---- end viz/demo -----------------------------------------------------------------------------
+
+# ---- hostile input through the CLI (issue 14 items 1, 8, 10, 15, 17; owner: harden-io) --------
+add_test(NAME e2e.cli_errors
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_cli_errors.sh $<TARGET_FILE:nazar_cli>)
+set_tests_properties(e2e.cli_errors PROPERTIES LABELS e2e TIMEOUT 120)
+# ---- end hostile input ------------------------------------------------------------------------
