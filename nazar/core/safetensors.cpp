@@ -172,12 +172,12 @@ void check_header_length(std::string_view first8, uint64_t file_size, const std:
     const bool text = std::all_of(first8.begin(), first8.begin() + 8, [](char c) {
         return (c >= 0x20 && c < 0x7f) || c == '\t' || c == '\n' || c == '\r';
     });
-    NZ_FAIL("'{}' is not a nazar model file: header length {} (its first 8 bytes) exceeds {}{}",
-            src, n,
+    NZ_FAIL("'{}' is not a nazar model file: header length {} exceeds {}{}", src, n,
             n > kSafetensorsMaxHeader ? fmt::format("the {} byte limit", kSafetensorsMaxHeader)
                                       : fmt::format("the file size {}", file_size),
-            text ? fmt::format(" (the file starts with text: '{}')", printable(first8.substr(0, 8)))
-                 : std::string());
+            text
+                ? fmt::format(" (its first 8 bytes are text: '{}')", printable(first8.substr(0, 8)))
+                : std::string());
 }
 
 }  // namespace

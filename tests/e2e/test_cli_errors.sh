@@ -50,7 +50,7 @@ expect "unknown flags in order" 2 "unknown option --modle (did you mean --model?
 expect "missing required option" 2 "--model is required; run 'nazar translate --help' for the options" -- translate
 expect "unexpected argument" 2 "unexpected argument 'extra'" -- translate --model "$MODEL" extra
 printf 'hello\tbonjour\nworld\tmonde\n' > train.tsv
-expect "TSV as --model" 1 "'train.tsv' is not a nazar model file" "starts with text" -- translate --model train.tsv
+expect "TSV as --model" 1 "'train.tsv' is not a nazar model file" "its first 8 bytes are text" -- translate --model train.tsv
 
 # ---- items 1, 8, 10: model files ------------------------------------------------------------
 python3 - "$MODEL" <<'EOF'

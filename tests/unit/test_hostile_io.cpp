@@ -221,7 +221,7 @@ TEST(HostileIo, TextPassedAsAModelSaysNotAModelFile) {
     const std::string e = error_of([&] { (void)load_model(dir.file("train.tsv")); });
     expect_clean(e);
     EXPECT_NE(e.find("is not a nazar model file"), std::string::npos) << e;
-    EXPECT_NE(e.find("(the file starts with text: 'hello"), std::string::npos) << e;
+    EXPECT_NE(e.find("(its first 8 bytes are text: 'hello"), std::string::npos) << e;
     write(dir.file("short"), "abc");
     EXPECT_NE(error_of([&] { (void)load_model(dir.file("short")); }).find("not a nazar model"),
               std::string::npos);
