@@ -55,6 +55,8 @@ viz::Heatmap to_heatmap(const std::string& source, const Translation& tr,
 }
 
 int run_attention(const AttentionArgs& a) {
+    if (a.no_terminal && a.svg.empty() && a.html.empty())
+        throw UsageError("attention: --no-terminal without --svg or --html would draw nothing");
     apply_threads_option(a.threads);
     const bool color = viz::use_color(viz::parse_color_mode(a.color), fileno(stdout));
     const std::string& input = a.input;

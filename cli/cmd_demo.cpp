@@ -70,9 +70,9 @@ int run_demo(DemoArgs& a) {
     const bool color = viz::use_color(viz::parse_color_mode(a.color), fileno(stdout));
     const auto t0 = std::chrono::steady_clock::now();
     fmt::print(
-        "nazar demo — {} at character level, {} attention ({} threads)\n",
+        "nazar demo — {} at character level, {} attention ({} thread{})\n",
         cfg.task == demo::Task::dates ? "human-written dates -> ISO 8601" : "string reversal",
-        cfg.attention, num_threads());
+        cfg.attention, num_threads(), num_threads() == 1 ? "" : "s");
     const demo::TaskData data =
         demo::make_task(cfg.task, cfg.n_train, cfg.n_dev, cfg.n_test, cfg.seed, cfg.max_length);
     demo::DemoModel m = demo::build_demo_model(cfg, data);

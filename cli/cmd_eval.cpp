@@ -7,6 +7,7 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "nazar/core/check.h"
+#include "nazar/core/fileio.h"
 #include "nazar/eval/aer.h"
 #include "nazar/eval/bleu.h"
 #include "nazar/eval/chrf.h"
@@ -56,6 +57,9 @@ std::vector<std::string> read_lines(const std::string& path, std::string_view wh
     if (path == "-") {
         text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     } else {
+        // A directory opens as an empty stream: refuse it (and say what a path is) first.
+        if (const std::string why = file_problem(path, true); !why.empty())
+            throw UsageError(fmt::format("{} '{}' {}", what, path, why));
         std::ifstream in(path, std::ios::binary);
         if (!in)
             throw UsageError(

@@ -62,7 +62,7 @@ void setup_score(CLI::App& app, std::function<int()>& run) {
         ->check(CLI::Range(1, 1 << 20))
         ->capture_default_str();
     app.add_option("--digits", a->digits, "Digits after the decimal point")
-        ->check(CLI::Range(6, 17))
+        ->check(CLI::Range(0, 17))
         ->capture_default_str();
     add_max_line_bytes_option(app, a->max_line_bytes);
     app.add_flag("--skip-bad-lines", a->skip_bad_lines,

@@ -1,14 +1,25 @@
 // nazar — one binary, many subcommands (DESIGN.md §6). Subcommands live in cmd_<name>.cpp and
 // register themselves (command.h). Exit codes: 0 ok, 1 failure, 2 usage / configuration error.
+//
+// Every error is one line on stderr, "nazar: error: <message>", with the hint (if any) on the
+// same line: a misspelled subcommand or flag gets the closest name as a suggestion. Source
+// locations of library checks are printed only with NAZAR_ERROR_LOCATION=1 in the environment.
 #include "cli/command.h"
 #include "cli/options.h"
 #include "nazar/core/check.h"
 #include "nazar/core/threads.h"
+#include "nazar/train/train_config.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace nazar::cli {
 std::vector<Command>& commands() {
@@ -17,6 +28,69 @@ std::vector<Command>& commands() {
 }
 }  // namespace nazar::cli
 
+namespace {
+
+// The candidate closest to `word` by edit distance, or "" when none is close enough.
+std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
+    std::string best;
+    std::size_t best_d = std::string::npos;
+    for (const auto& c : candidates) {
+        const std::size_t d = nazar::edit_distance(word, c);
+        if (d < best_d) best_d = d, best = c;
+    }
+    const std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
+    return best_d <= limit ? best : std::string();
+}
+
+void print_error(const std::string& message) {
+    std::fprintf(stderr, "nazar: error: %s\n", nazar::detail::one_line(message).c_str());
+}
+
+std::string with_location(const nazar::Error& e) {
+    const char* env = std::getenv("NAZAR_ERROR_LOCATION");
+    if (!env || !*env || std::string_view(env) == "0" || e.where().empty()) return e.what();
+    return fmt::format("{} [{}]", e.what(), e.where());
+}
+
+// The long option names of `app` ("--beam"), for suggestions.
+std::vector<std::string> long_names(const CLI::App& app) {
+    std::vector<std::string> out;
+    for (const CLI::Option* o : app.get_options())
+        for (const auto& n : o->get_lnames()) out.push_back("--" + n);
+    return out;
+}
+
+// CLI11's own parse errors, rewritten as one line: unknown arguments in the order given, with
+// a suggestion; the hint to --help on the same line.
+std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app,
+                                const CLI::App* sub) {
+    const CLI::App& where = sub ? *sub : app;
+    const std::string help =
+        sub ? fmt::format("run 'nazar {} --help' for the options", sub->get_name())
+            : std::string("run 'nazar --help' for the commands");
+    if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+        std::vector<std::string> extras = where.remaining();
+        if (extras.empty()) extras = app.remaining();
+        for (const std::string& arg : extras) {
+            if (arg.rfind("-", 0) == 0 && arg.size() > 1) {
+                const std::string flag = arg.substr(0, arg.find('='));
+                const std::string s = closest(flag, long_names(where));
+                return fmt::format(
+                    "unknown option {}{}; {}", flag,
+                    s.empty() ? std::string() : fmt::format(" (did you mean {}?)", s), help);
+            }
+        }
+        if (!extras.empty())
+            return fmt::format("unexpected argument '{}'; {}", extras.front(), help);
+    }
+    std::string msg = e.what();
+    std::replace_if(
+        msg.begin(), msg.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+    return fmt::format("{}; {}", msg, help);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     using namespace nazar::cli;
     CLI::App app{
@@ -24,8 +98,10 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", "nazar 0.1.0");
     int threads = 0;
-    app.add_option("--threads", threads, "Threads for BLAS and nazar's own loops (0 = all cores)")
-        ->check(CLI::NonNegativeNumber);
+    app.add_option("--threads", threads,
+                   fmt::format("Threads for BLAS and nazar's own loops (0 = all cores, at most {})",
+                               nazar::kMaxThreads))
+        ->check(CLI::Range(0, nazar::kMaxThreads));
 
     auto& cmds = commands();
     std::sort(cmds.begin(), cmds.end(), [](const Command& a, const Command& b) {
@@ -33,29 +109,60 @@ int main(int argc, char** argv) {
     });
     std::vector<std::function<int()>> runs(cmds.size());
     std::vector<CLI::App*> subs;
+    std::vector<std::string> names;
     for (std::size_t i = 0; i < cmds.size(); ++i) {
         CLI::App* sub = app.add_subcommand(cmds[i].name, cmds[i].help);
         cmds[i].setup(*sub, runs[i]);
         subs.push_back(sub);
+        names.emplace_back(cmds[i].name);
+    }
+
+    // The first word that is not a global option must be a subcommand: a misspelled one gets
+    // a suggestion (CLI11 would say only "A subcommand is required").
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (arg == "--threads") {
+            ++i;
+            continue;
+        }
+        if (arg.rfind("-", 0) == 0) continue;  // --threads=N, --help, --version, unknown flags
+        if (std::find(names.begin(), names.end(), arg) == names.end()) {
+            const std::string s = closest(arg, names);
+            print_error(
+                fmt::format("unknown command '{}'{}; run 'nazar --help' for the commands", arg,
+                            s.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", s)));
+            return 2;
+        }
+        break;
     }
 
     try {
         parse_command_line(app, argc, argv);  // an empty number is an error (cli/options.h)
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e) == 0 ? 0 : 2;
+        const CLI::App* sub = nullptr;
+        for (const CLI::App* s : subs)
+            if (s->parsed()) sub = s;
+        print_error(parse_error_message(e, app, sub));
+        return 2;
     }
     try {
         nazar::set_num_threads(threads);
         for (std::size_t i = 0; i < subs.size(); ++i)
             if (subs[i]->parsed()) return runs[i] ? runs[i]() : 0;
     } catch (const nazar::UsageError& e) {
-        std::fprintf(stderr, "nazar: error: %s\n", e.what());
-        std::fprintf(
-            stderr, "---> HINT: run 'nazar %s --help' for the options\n",
-            app.get_subcommands().empty() ? "" : app.get_subcommands()[0]->get_name().c_str());
+        print_error(with_location(e));
         return 2;
+    } catch (const nazar::Error& e) {
+        print_error(with_location(e));
+        return 1;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "nazar: error: %s\n", e.what());
+        print_error(e.what());
         return 1;
     }
     return 0;

@@ -14,6 +14,11 @@ void check_message(const char* what) {
     // nazar::Error's constructor escapes line breaks and control bytes (core/check.h).
     if (std::memchr(what, '\n', n) || std::memchr(what, '\r', n))
         fail(std::string("nazar::Error message is not one line: ") + what);
+    // Messages quote at most ~200 bytes of input (core/text_limits.h: excerpt); with a file name
+    // and a few numbers around it, a message stays well under this.
+    if (n > kMaxMessage)
+        fail("nazar::Error message of " + std::to_string(n) +
+             " bytes (inputs must be quoted as excerpts): " + std::string(what, 300) + "...");
 }
 
 void fail(const std::string& what) {

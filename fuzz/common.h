@@ -18,7 +18,11 @@
 
 namespace nazar::fuzz {
 
-// Aborts (a finding) when an error message is not one line or is empty.
+// The longest error message accepted: input is quoted in excerpts of <= 200 bytes.
+inline constexpr std::size_t kMaxMessage = 2000;
+
+// Aborts (a finding) when an error message is not one line, is empty or is longer than
+// kMaxMessage.
 void check_message(const char* what);
 
 // Runs f(); returns true when it returned normally, false when it threw nazar::Error (after

@@ -3,10 +3,13 @@
 // vocabularies) -> the vocabulary and tokenizer strings of the metadata.
 //
 // Properties: hostile bytes give a one-line nazar::Error or a result; a parsed file serializes
-// and parses back to the same tensors (bit for bit) and metadata.
+// and parses back to the same tensors (bit for bit) and metadata; the same bytes read through a
+// real file (load_safetensors: regular-file check, header length checked against the file size
+// before the rest is read) give the same answer as from memory.
 // Seeds: fuzz/corpus/safetensors/ (real tiny models written by nazar and by PyTorch).
 #include "fuzz/common.h"
 
+#include "nazar/core/fileio.h"
 #include "nazar/core/safetensors.h"
 #include "nazar/data/tokenizer.h"
 #include "nazar/data/vocab.h"
@@ -38,9 +41,19 @@ void check_round_trip(const SafeTensors& st) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     SafeTensors st;
-    if (!fuzz::expect_error_or_ok(
-            [&] { st = parse_safetensors(fuzz::as_text(data, size), "fuzz.safetensors"); }))
-        return 0;
+    const bool parsed = fuzz::expect_error_or_ok(
+        [&] { st = parse_safetensors(fuzz::as_text(data, size), "fuzz.safetensors"); });
+    // The file route (what `--model F` does) must agree with the in-memory one.
+    static const std::string path = fuzz::scratch_path("model.safetensors");
+    fuzz::write_bytes(path, fuzz::as_text(data, size));
+    SafeTensors from_file;
+    const bool loaded = fuzz::expect_error_or_ok([&] { from_file = load_safetensors(path); });
+    if (loaded != parsed)
+        fuzz::fail(parsed ? "parsed from memory but not from a file"
+                          : "parsed from a file but not from memory");
+    if (loaded && (from_file.names() != st.names() || from_file.metadata != st.metadata))
+        fuzz::fail("a file and its bytes in memory parse differently");
+    if (!parsed) return 0;
     check_round_trip(st);
 
     // Any nazar.config: the loader checks the file's tensors against the config's shapes before

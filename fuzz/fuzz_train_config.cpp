@@ -1,6 +1,6 @@
 // Fuzzes the configuration parsers: the YAML training configuration (train/train_config.h),
 // its stored JSON form (checkpoint metadata "train.config"), and the model configuration JSON
-// (models/config.h, the model file's "nazar.config").
+// (models/config.h, the model file's "nazar.config"), and a checkpoint's train.state JSON.
 //
 // Properties: hostile text gives a one-line nazar::Error (UsageError for user mistakes) or a
 // configuration; an accepted configuration survives its JSON round trip unchanged.
@@ -8,6 +8,7 @@
 #include "fuzz/common.h"
 
 #include "nazar/models/config.h"
+#include "nazar/train/checkpoint.h"
 #include "nazar/train/train_config.h"
 
 using namespace nazar;
@@ -35,6 +36,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     TrainConfig stored;
     if (fuzz::expect_error_or_ok([&] { stored = config_from_json(text, "fuzz.json"); }))
         check_train_round_trip(stored);
+
+    // A checkpoint's "train.state" metadata.
+    fuzz::expect_error_or_ok([&] { (void)train_state_from_json(text, "fuzz.state"); });
 
     ModelConfig mc;
     if (fuzz::expect_error_or_ok([&] { mc = model_config_from_string(text); })) {

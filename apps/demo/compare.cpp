@@ -74,9 +74,9 @@ std::vector<CompareRow> run_compare(const CompareConfig& cfg, std::FILE* out) {
     fmt::print(out,
                "nazar demo --compare: every mechanism, same data, same seed, {} training steps of "
                "64 pairs{} "
-               "({} threads)\n",
+               "({} thread{})\n",
                cfg.steps, cfg.seconds > 0 ? fmt::format(" (at most {} s each)", cfg.seconds) : "",
-               num_threads());
+               num_threads(), num_threads() == 1 ? "" : "s");
     fmt::print(
         out,
         "train ms: per step (forward + backward + Adam); decode µs: per batched greedy step (100 "

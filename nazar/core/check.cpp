@@ -31,7 +31,7 @@ std::string one_line(const std::string& s) {
 }
 
 void throw_error(const char* file, int line, const std::string& msg) {
-    throw Error(fmt::format("{}:{} {}", basename(file), line, msg));
+    throw Error(msg, fmt::format("{}:{}", basename(file), line));
 }
 
 }  // namespace nazar::detail

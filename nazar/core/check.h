@@ -14,10 +14,13 @@
 //
 //   Invariants: a condition nazar's own code guarantees (shapes between layers, step order, an
 //   index in range). A failure is a bug in nazar or in a program calling the API wrongly, so the
-//   message starts with nazar's source location for the report:
-//     NZ_CHECK(t < T, "step {} of {}", t, T);  // always on: "decoder.cpp:88 step 9 of 9"
-//     NZ_CHECK_SHAPE(enc_out, {B, S, C});      // "luong.cpp:88 enc_out: expected (4, 7, 512),
-//                                              //  got (4, 7, 256)"
+//   error carries nazar's source location for the report, in Error::where() (kept out of what(),
+//   which stays the one line a user reads; the CLI appends " [file:line]" when
+//   NAZAR_ERROR_LOCATION=1 is set, and library callers can log where()):
+//     NZ_CHECK(t < T, "step {} of {}", t, T);  // always on; what() "step 9 of 9",
+//                                              //  where() "decoder.cpp:88"
+//     NZ_CHECK_SHAPE(enc_out, {B, S, C});      // "enc_out: expected (4, 7, 512),
+//                                              //  got (4, 7, 256)" at luong.cpp:88
 //     NZ_DCHECK(idx < V);                      // debug builds only; for inner loops
 //     NZ_FAIL("unreachable: {}", kind);        // an impossible branch
 //
@@ -32,6 +35,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace nazar {
 
@@ -40,9 +44,17 @@ namespace detail {
 std::string one_line(const std::string& s);
 }  // namespace detail
 
+// what() is the message a user reads; where() is the source location of an NZ_CHECK/NZ_FAIL
+// ("check.cpp:12", empty otherwise), kept out of the message: the CLI prints it only when
+// NAZAR_ERROR_LOCATION is set in the environment.
 class Error : public std::runtime_error {
 public:
-    explicit Error(const std::string& what) : std::runtime_error(detail::one_line(what)) {}
+    explicit Error(const std::string& what, std::string where = {})
+        : std::runtime_error(detail::one_line(what)), where_(std::move(where)) {}
+    const std::string& where() const noexcept { return where_; }
+
+private:
+    std::string where_;
 };
 
 // Configuration/usage errors (the CLI exits 2 for these, 1 for other errors).

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -102,7 +103,7 @@ void atomic_write_file(const std::string& path, std::string_view bytes) {
     }
 }
 
-std::string read_file(const std::string& path) {
+std::string read_file(const std::string& path, std::size_t max_bytes) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         const int err = errno;
@@ -117,10 +118,10 @@ std::string read_file(const std::string& path) {
         const int err = errno;
         NZ_FAIL("cannot read '{}': {}", path, errno_str(err));
     }
-    NZ_CHECK(!S_ISDIR(st.st_mode), "cannot read '{}': {}", path, errno_str(EISDIR));
+    NZ_CHECK(!S_ISDIR(st.st_mode), "cannot read '{}': it is a directory, not a file", path);
 
     std::string out;
-    if (S_ISREG(st.st_mode)) out.reserve(static_cast<std::size_t>(st.st_size));
+    if (S_ISREG(st.st_mode)) out.reserve(std::min(static_cast<std::size_t>(st.st_size), max_bytes));
     char buf[1 << 16];
     for (;;) {
         const ssize_t n = ::read(fd, buf, sizeof buf);
@@ -131,7 +132,63 @@ std::string read_file(const std::string& path) {
         }
         if (n == 0) break;
         out.append(buf, static_cast<std::size_t>(n));
+        NZ_CHECK(out.size() <= max_bytes, "cannot read '{}': larger than the limit of {} bytes",
+                 path, max_bytes);
     }
+    return out;
+}
+
+std::string file_problem(const std::string& path, bool allow_streams) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+        const int err = errno;
+        return err == ENOENT ? std::string("does not exist") : errno_str(err);
+    }
+    if (S_ISREG(st.st_mode)) return {};
+    if (S_ISDIR(st.st_mode)) return "is a directory, not a file";
+    if (allow_streams && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) return {};
+    const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a file";
+    return fmt::format("is {}, not a regular file", kind);
+}
+
+std::string read_regular_file(const std::string& path, std::size_t max_bytes, uint64_t* file_size) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO: no wait
+    if (fd < 0) {
+        const int err = errno;
+        NZ_FAIL("cannot read '{}': {}", path, err == ENOENT ? "it does not exist" : errno_str(err));
+    }
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        NZ_FAIL("cannot read '{}': {}", path, errno_str(err));
+    }
+    if (!S_ISREG(st.st_mode)) {  // the same words as file_problem, for the opened file
+        const std::string why = file_problem(path, false);
+        NZ_FAIL("cannot read '{}': it {}", path, why.empty() ? "is not a regular file" : why);
+    }
+    if (file_size) *file_size = static_cast<uint64_t>(st.st_size);
+    const auto size = std::min(static_cast<std::size_t>(st.st_size), max_bytes);
+    std::string out(size, '\0');
+    std::size_t got = 0;
+    while (got < size) {
+        const ssize_t n = ::read(fd, out.data() + got, size - got);
+        if (n < 0) {
+            const int err = errno;
+            if (err == EINTR) continue;
+            NZ_FAIL("cannot read '{}' (after {} bytes): {}", path, got, errno_str(err));
+        }
+        if (n == 0) break;  // shrank while reading
+        got += static_cast<std::size_t>(n);
+    }
+    out.resize(got);
     return out;
 }
 

@@ -12,6 +12,7 @@
 // read_file(path): the whole file as bytes; nazar::Error names the path and the reason.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -19,8 +20,22 @@ namespace nazar {
 
 void atomic_write_file(const std::string& path, std::string_view bytes);
 
-std::string read_file(const std::string& path);
+// With `max_bytes`, a longer file or stream is refused (nazar::Error naming the limit) after
+// reading at most max_bytes + 1 bytes: /dev/zero as a configuration ends at once.
+std::string read_file(const std::string& path, std::size_t max_bytes = SIZE_MAX);
 
 bool file_exists(const std::string& path);  // a regular file (or a link to one) exists there
+
+// Why `path` cannot be read as a file, as words that follow the quoted path: "" when it can;
+// "does not exist", "is a directory", "is a FIFO, not a regular file", ... A FIFO or character
+// device is acceptable only with `allow_streams` (line-by-line readers, `<(...)`), never for a
+// model file, whose size must be known first.
+std::string file_problem(const std::string& path, bool allow_streams);
+
+// The first `max_bytes` bytes of the file at `path` (all of it by default), read only up to
+// the size fstat reports; `*file_size` gets that size. nazar::Error with file_problem's words
+// unless it is a regular file (a FIFO or device is never waited on or read).
+std::string read_regular_file(const std::string& path, std::size_t max_bytes = SIZE_MAX,
+                              uint64_t* file_size = nullptr);
 
 }  // namespace nazar

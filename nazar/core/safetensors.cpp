@@ -2,6 +2,7 @@
 
 #include "nazar/core/check.h"
 #include "nazar/core/fileio.h"
+#include "nazar/core/text_limits.h"
 
 #include <nlohmann/json.hpp>
 
@@ -159,6 +160,26 @@ Tensor decode(const Entry& e, const char* data, const std::string& src) {
     return t;
 }
 
+// The 8-byte header length against the limit and the file size, before anything else is read.
+void check_header_length(std::string_view first8, uint64_t file_size, const std::string& src) {
+    NZ_CHECK(first8.size() >= 8 && file_size >= 8,
+             "'{}' is not a nazar model file: {} bytes, shorter than the 8-byte header length", src,
+             file_size);
+    uint64_t n = 0;
+    std::memcpy(&n, first8.data(), 8);
+    if (n <= kSafetensorsMaxHeader && n <= file_size - 8) return;
+    // Text (a corpus, a configuration) read as a length is a huge number: say what it is.
+    const bool text = std::all_of(first8.begin(), first8.begin() + 8, [](char c) {
+        return (c >= 0x20 && c < 0x7f) || c == '\t' || c == '\n' || c == '\r';
+    });
+    NZ_FAIL("'{}' is not a nazar model file: header length {} exceeds {}{}", src, n,
+            n > kSafetensorsMaxHeader ? fmt::format("the {} byte limit", kSafetensorsMaxHeader)
+                                      : fmt::format("the file size {}", file_size),
+            text
+                ? fmt::format(" (its first 8 bytes are text: '{}')", printable(first8.substr(0, 8)))
+                : std::string());
+}
+
 }  // namespace
 
 // ---- SafeTensors ------------------------------------------------------------------------
@@ -212,18 +233,14 @@ void SafeTensors::get_params(const ParamList& params) const {
 
 SafeTensors parse_safetensors(std::string_view bytes, const std::string& source) {
     const std::string& src = source;
-    NZ_CHECK(bytes.size() >= 8,
-             "'{}': not a safetensors file: {} bytes, shorter than the 8-byte header length", src,
-             bytes.size());
+    check_header_length(bytes.substr(0, std::min<std::size_t>(8, bytes.size())), bytes.size(), src);
     uint64_t n = 0;
     std::memcpy(&n, bytes.data(), 8);
-    NZ_CHECK(n <= kSafetensorsMaxHeader, "'{}': header length {} exceeds the {} byte limit", src, n,
-             kSafetensorsMaxHeader);
-    NZ_CHECK(n <= bytes.size() - 8, "'{}': header length {} exceeds the file size {}", src, n,
-             bytes.size());
     const std::string_view header = bytes.substr(8, n);
     NZ_CHECK(!header.empty() && header[0] == '{',
              "'{}': header must be a JSON object starting with '{{'", src);
+
+    check_nesting(header, fmt::format("'{}': header", src), TextSyntax::json);
 
     // Duplicate keys: nlohmann silently keeps the last; track the keys of every open object.
     std::vector<std::set<std::string>> open;
@@ -323,7 +340,12 @@ std::string serialize_safetensors(const SafeTensors& st) {
 }
 
 SafeTensors load_safetensors(const std::string& path) {
-    return parse_safetensors(read_file(path), path);
+    // The header length is checked against the file size before the file is read, and only
+    // regular files are read (/dev/zero, /dev/urandom or a FIFO would grow without end).
+    uint64_t size = 0;
+    const std::string first8 = read_regular_file(path, 8, &size);
+    check_header_length(first8, size, path);
+    return parse_safetensors(read_regular_file(path), path);
 }
 
 void save_safetensors(const std::string& path, const SafeTensors& st) {

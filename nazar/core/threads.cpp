@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -31,7 +32,14 @@ public:
         for (auto& t : workers_) t.join();
         workers_.clear();
         stop_ = false;
-        for (int i = 1; i < n; ++i) workers_.emplace_back([this] { loop(); });
+        try {
+            for (int i = 1; i < n; ++i) workers_.emplace_back([this] { loop(); });
+        } catch (const std::system_error& e) {  // EAGAIN: process/thread or memory limits
+            size_ = static_cast<int>(workers_.size()) + 1;  // the pool works with what started
+            throw Error(fmt::format(
+                "cannot start {} threads ({} started: {}); give a smaller --threads or threads:", n,
+                size_, e.what()));
+        }
         size_ = n;
     }
 
@@ -152,7 +160,8 @@ Pool& pool() {
 
 void set_num_threads(int n) {
     if (n <= 0) n = default_threads();
-    NZ_CHECK(n <= 1024, "thread count {} is not sensible", n);
+    if (n > kMaxThreads)
+        throw UsageError(fmt::format("threads: {} is above the maximum of {}", n, kMaxThreads));
     pool().resize(n);
     blas_set_num_threads(n);
 }

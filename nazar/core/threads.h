@@ -14,6 +14,10 @@
 
 namespace nazar {
 
+// The most threads set_num_threads accepts (UsageError above it). A count the system cannot
+// start (thread or memory limits) is a one-line nazar::Error naming the count.
+inline constexpr int kMaxThreads = 1024;
+
 void set_num_threads(int n);  // n <= 0: number of cores
 int num_threads();
 

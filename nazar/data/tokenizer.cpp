@@ -1,6 +1,7 @@
 #include "nazar/data/tokenizer.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/text_limits.h"
 #include "nazar/data/utf8.h"
 
 #include <sentencepiece_processor.h>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cstdio>
 #include <unordered_map>
 
 // Exported by libsentencepiece but not declared in the Debian 12 headers (0.1.97).
@@ -139,6 +141,22 @@ Tokenizer Tokenizer::train_spm(const std::function<bool(std::string&)>& next,
     const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &proto);
     sentencepiece::logging::SetMinLogLevel(old_level);
     if (it.error()) std::rethrow_exception(it.error());
+    if (!status.ok()) {
+        // SentencePiece's own words name an option nazar does not have ("--character_coverage");
+        // say the minimum for this data in nazar's. Its check: vocab_size >= characters kept +
+        // special pieces, reported as "Vocabulary size is smaller than required_chars. V vs N".
+        const std::string msg = status.ToString();
+        const std::string tag = "smaller than required_chars. ";
+        long long asked = 0, needed = 0;
+        if (const auto at = msg.find(tag);
+            at != std::string::npos &&
+            std::sscanf(msg.c_str() + at + tag.size(), "%lld vs %lld", &asked, &needed) == 2)
+            throw UsageError(fmt::format(
+                "spm_vocab_size {} is below the minimum of {} for this data (one piece for each "
+                "distinct character of the training text{}, plus the special pieces); use "
+                "spm_vocab_size {} or more",
+                o.vocab_size, needed, o.byte_fallback ? ", 256 byte pieces" : "", needed));
+    }
     NZ_CHECK(status.ok(), "SentencePiece training failed (vocab_size {}, {}): {}", o.vocab_size,
              o.model_type == SpmModelType::bpe ? "bpe" : "unigram", status.ToString());
     return spm_from_proto(std::move(proto));
@@ -237,15 +255,21 @@ std::string Tokenizer::to_string() const {
 }
 
 Tokenizer Tokenizer::from_string(std::string_view s) {
+    check_nesting(s, "tokenizer metadata", TextSyntax::json);
     nlohmann::json j;
     try {
         j = nlohmann::json::parse(s);
     } catch (const nlohmann::json::exception& e) {
-        throw Error(fmt::format("tokenizer metadata is not valid JSON: {}", e.what()));
+        throw Error(fmt::format("tokenizer metadata is not valid JSON: {}", excerpt(e.what())));
     }
     NZ_CHECK(j.is_object() && j.contains("kind") && j["kind"].is_string(),
              "tokenizer metadata has no \"kind\": {:.80}", std::string(s));
-    const TokenizerKind kind = parse_tokenizer_kind(j["kind"].get<std::string>());
+    TokenizerKind kind;
+    try {
+        kind = parse_tokenizer_kind(j["kind"].get<std::string>());
+    } catch (const UsageError& e) {  // from a file, not from the user: not a usage error
+        throw Error(fmt::format("tokenizer metadata: {}", e.what()));
+    }
     if (kind == TokenizerKind::character) return character();
     if (kind == TokenizerKind::word) return word();
     NZ_CHECK(j.contains("spm_model_base64") && j["spm_model_base64"].is_string(),

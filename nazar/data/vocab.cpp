@@ -1,6 +1,7 @@
 #include "nazar/data/vocab.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/text_limits.h"
 
 #include <nlohmann/json.hpp>
 
@@ -106,11 +107,12 @@ std::string Vocab::to_json() const {
 }
 
 Vocab Vocab::from_json(std::string_view json) try {
+    check_nesting(json, "vocabulary metadata", TextSyntax::json);
     nlohmann::json j;
     try {
         j = nlohmann::json::parse(json);
     } catch (const nlohmann::json::exception& e) {
-        throw Error(fmt::format("vocabulary metadata is not valid JSON: {}", e.what()));
+        throw Error(fmt::format("vocabulary metadata is not valid JSON: {}", excerpt(e.what())));
     }
     NZ_CHECK(j.is_object() && j.contains("pieces") && j["pieces"].is_array(),
              "vocabulary metadata has no \"pieces\" array");

@@ -105,8 +105,8 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
     for (int i = 0; i < n; ++i) {
         const std::size_t bad = utf8::find_invalid(sentences[i]);
         if (bad != utf8::npos)
-            throw Error(fmt::format("sentence {}: invalid UTF-8 at byte {} (0x{:02x})", i, bad + 1,
-                                    static_cast<unsigned char>(sentences[i][bad])));
+            throw Error(fmt::format("sentence {} of {}: invalid UTF-8 at byte {} (0x{:02x})", i + 1,
+                                    n, bad + 1, static_cast<unsigned char>(sentences[i][bad])));
         d.src_tok.encode(sentences[i], pieces);
         d.src_vocab.encode(pieces, ids[i]);
         out[i].source_tokens.assign(pieces.views.begin(), pieces.views.end());

@@ -138,8 +138,9 @@ std::string bleu_preprocess(std::string_view line, const BleuOptions& opt) {
 
 BleuStats corpus_bleu_stats(std::span<const std::string> hyps, RefStreams refs,
                             const BleuOptions& opt) {
-    NZ_CHECK(opt.max_ngram_order >= 1, "max_ngram_order must be at least 1, got {}",
-             opt.max_ngram_order);
+    if (opt.max_ngram_order < 1 || opt.max_ngram_order > kMaxBleuOrder)
+        throw UsageError(fmt::format("BLEU n-gram order must be in [1, {}], got {}", kMaxBleuOrder,
+                                     opt.max_ngram_order));
     check_ref_streams(hyps.size(), refs);
     const int N = opt.max_ngram_order;
     BleuStats total{.correct = std::vector<int64_t>(N, 0), .total = std::vector<int64_t>(N, 0)};

@@ -29,6 +29,9 @@ namespace nazar {
 enum class BleuSmooth { exp, floor, add_k, none };
 enum class BleuTokenize { mteval_13a, none, chars };  // sacreBLEU's "13a", "none", "char"
 
+// The largest n-gram order accepted (UsageError above); BLEU's standard order is 4.
+inline constexpr int kMaxBleuOrder = 100;
+
 struct BleuOptions {
     BleuSmooth smooth_method = BleuSmooth::exp;
     std::optional<double> smooth_value{};  // floor: 0.1, add-k: 1 when unset; ignored otherwise

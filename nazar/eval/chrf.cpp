@@ -109,9 +109,13 @@ void segment_stats(std::span<const std::string> hyps, RefStreams refs, const Chr
 }
 
 void check_options(const ChrfOptions& opt) {
-    NZ_CHECK(opt.char_order >= 1, "chrF char_order must be at least 1, got {}", opt.char_order);
-    NZ_CHECK(opt.word_order >= 0, "chrF word_order must be non-negative, got {}", opt.word_order);
-    NZ_CHECK(opt.beta >= 0, "chrF beta must be non-negative, got {}", opt.beta);
+    if (opt.char_order < 1 || opt.char_order > kMaxChrfOrder)
+        throw UsageError(fmt::format("chrF character order must be in [1, {}], got {}",
+                                     kMaxChrfOrder, opt.char_order));
+    if (opt.word_order < 0 || opt.word_order > kMaxChrfOrder)
+        throw UsageError(fmt::format("chrF word order must be in [0, {}], got {}", kMaxChrfOrder,
+                                     opt.word_order));
+    if (opt.beta < 0) throw UsageError(fmt::format("chrF beta must be >= 0, got {}", opt.beta));
 }
 
 }  // namespace

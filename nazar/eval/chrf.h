@@ -24,6 +24,10 @@
 
 namespace nazar {
 
+// The largest character and word n-gram orders accepted (UsageError above): statistics and
+// work grow with the order, and sacrebleu's defaults are 6 and 0 (chrF++: 2).
+inline constexpr int kMaxChrfOrder = 100;
+
 struct ChrfOptions {
     int char_order = 6;
     int word_order = 0;  // 2 = chrF++

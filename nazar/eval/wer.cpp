@@ -44,6 +44,11 @@ EditCounts edit_distance(std::span<const uint32_t> hyp, std::span<const uint32_t
         uint32_t cost, s, d, i;
     };
     const std::size_t H = hyp.size(), R = ref.size();
+    if (static_cast<double>(H + 1) * static_cast<double>(R + 1) >
+        static_cast<double>(kMaxEditCells))
+        throw UsageError(fmt::format(
+            "{} hypothesis and {} reference units need {} alignment cells, above the limit of {}",
+            H, R, static_cast<double>(H + 1) * static_cast<double>(R + 1), kMaxEditCells));
     thread_local std::vector<Cell> prev, cur;
     prev.resize(H + 1);
     cur.resize(H + 1);
@@ -69,6 +74,20 @@ EditCounts edit_distance(std::span<const uint32_t> hyp, std::span<const uint32_t
     const Cell& end = prev[H];
     return {.substitutions = end.s, .deletions = end.d, .insertions = end.i};
 }
+
+namespace {
+// edit_distance, naming the (1-based) segment when it is too long to align.
+EditCounts segment_distance(std::span<const uint32_t> hyp, std::span<const uint32_t> ref,
+                            std::size_t index, ErrorMetric metric) {
+    try {
+        return edit_distance(hyp, ref);
+    } catch (const UsageError& e) {
+        throw UsageError(
+            fmt::format("segment {}: {} {}", index + 1,
+                        metric == ErrorMetric::cer ? "characters:" : "tokens:", e.what()));
+    }
+}
+}  // namespace
 
 ErrorRate corpus_error_rate(std::span<const std::string> hyps, RefStreams refs,
                             ErrorMetric metric) {
@@ -113,7 +132,7 @@ ErrorRate corpus_error_rate(std::span<const std::string> hyps, RefStreams refs,
             const auto ref_len = static_cast<int64_t>(ids[s].size());
             const EditCounts e = metric == ErrorMetric::per
                                      ? bag_counts(hyp_len, ref_len, bag.match[s - 1])
-                                     : edit_distance(ids[0], ids[s]);
+                                     : segment_distance(ids[0], ids[s], i, metric);
             if (s == 1 || e.errors() < best.errors()) best = e, best_len = ref_len;
         }
         out.substitutions += best.substitutions;

@@ -34,7 +34,13 @@ struct EditCounts {
     int64_t errors() const { return substitutions + deletions + insertions; }
 };
 
+// The most cells (|hyp| + 1) · (|ref| + 1) one alignment may fill: about 32768 tokens against
+// 32768, a second or two. A longer segment is refused (UsageError naming the segment and both
+// lengths) instead of running for minutes; PER and exact have no such limit.
+inline constexpr int64_t kMaxEditCells = int64_t{1} << 30;
+
 // Levenshtein distance between two id sequences with its S/D/I split (see file header).
+// Throws UsageError when the sequences need more than kMaxEditCells cells.
 EditCounts edit_distance(std::span<const uint32_t> hyp, std::span<const uint32_t> ref);
 
 struct ErrorRate {

@@ -1,6 +1,8 @@
 // ModelConfig: names, derived sizes, validation, JSON (config.h).
 #include "nazar/models/config.h"
 
+#include "nazar/core/text_limits.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -280,7 +282,7 @@ class Reader {
 public:
     Reader(const json& j, std::string where) : j_(j), where_(std::move(where)) {
         usage_check(j.is_object(), "model config: '{}' must be an object, got {}", where_,
-                    j.dump());
+                    excerpt(j.dump()));
     }
     template <class T>
     void get(const char* key, T& out) {
@@ -296,12 +298,12 @@ public:
                                             it->template get<int64_t>() >= INT_MIN &&
                                             it->template get<int64_t>() <= INT_MAX;
                 usage_check(fits, "model config: '{}{}' must be an integer, got {}", prefix(), key,
-                            it->dump());
+                            excerpt(it->dump()));
             }
             out = it->template get<T>();
         } catch (const json::exception&) {
             throw UsageError(fmt::format("model config: '{}{}' has the wrong type: {}", prefix(),
-                                         key, it->dump()));
+                                         key, excerpt(it->dump())));
         }
     }
     template <class E, class Parse>
@@ -390,11 +392,12 @@ std::string to_json_string(const ModelConfig& cfg) {
 }
 
 ModelConfig model_config_from_string(std::string_view text) {
+    check_nesting(text, "model config", TextSyntax::json);
     json j;
     try {
         j = json::parse(text);
     } catch (const json::exception& e) {
-        throw UsageError(fmt::format("model config is not valid JSON: {}", e.what()));
+        throw UsageError(fmt::format("model config is not valid JSON: {}", excerpt(e.what())));
     }
     return model_config_from_json(j);
 }

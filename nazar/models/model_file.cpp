@@ -145,8 +145,10 @@ LoadedModel model_from_safetensors(const SafeTensors& st) {
     try {
         cfg = model_config_from_string(st.meta(kModelConfigKey));
         validate(cfg);
-    } catch (const UsageError& e) {  // name the file: the config came from it, not from the user
-        throw UsageError(fmt::format("'{}': {}: {}", st.source, kModelConfigKey, e.what()));
+    } catch (const Error& e) {
+        // Name the file: the config came from it, not from the user, so a bad value is a
+        // corrupt file (exit 1), not a usage error (exit 2 with a --help hint).
+        throw Error(fmt::format("'{}': {}: {}", st.source, kModelConfigKey, e.what()));
     }
     // Every tensor the model will allocate must be in the file at its size before anything is
     // allocated: a config with huge sizes then fails here, and a model that passes costs at most

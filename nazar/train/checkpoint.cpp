@@ -3,6 +3,7 @@
 
 #include "nazar/core/check.h"
 #include "nazar/core/fileio.h"
+#include "nazar/core/text_limits.h"
 #include "nazar/core/threads.h"
 #include "nazar/models/model_file.h"
 
@@ -50,6 +51,7 @@ std::string train_state_to_json(const TrainState& s) {
 
 TrainState train_state_from_json(const std::string& json, const std::string& source) {
     TrainState s;
+    check_nesting(json, source + ": train.state", TextSyntax::json);
     try {
         const nlohmann::json j = nlohmann::json::parse(json);
         s.step = j.at("step").get<int64_t>();
@@ -68,9 +70,9 @@ TrainState train_state_from_json(const std::string& json, const std::string& sou
         // Older checkpoints lack it (a streak of skips then restarts at 0).
         s.skipped_in_a_row = j.value("skipped_in_a_row", int64_t{0});
     } catch (const nlohmann::json::exception& e) {
-        NZ_FAIL("{}: invalid train.state metadata: {}", source, e.what());
+        NZ_FAIL("{}: invalid train.state metadata: {}", source, excerpt(e.what()));
     } catch (const std::logic_error& e) {  // stoull
-        NZ_FAIL("{}: invalid train.state rng word: {}", source, e.what());
+        NZ_FAIL("{}: invalid train.state rng word: {}", source, excerpt(e.what()));
     }
     check_train_state(s, source);
     return s;

@@ -3,6 +3,7 @@
 
 #include "nazar/core/check.h"
 #include "nazar/core/fileio.h"
+#include "nazar/core/text_limits.h"
 #include "nazar/data/utf8.h"
 #include "nazar/train/choices.h"
 
@@ -392,22 +393,23 @@ void set_config_value(TrainConfig& cfg, std::string_view key, std::string_view v
     if (!k) {
         const std::string s = suggest_key(key);
         usage(where,
-              fmt::format("unknown key '{}'{}", normalize(key),
+              fmt::format("unknown key '{}'{}", excerpt(normalize(key)),
                           s.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", s)));
     }
     const std::string v(value);
+    const std::string shown = excerpt(v);  // messages quote at most kMaxEcho bytes
     // Values end up in checkpoint JSON ("train.config"), which must be UTF-8.
     if (!utf8::is_valid(v)) usage(where, fmt::format("{}: the value is not valid UTF-8", k->key));
     auto range = [&](double x) {
         if (k->min < k->max && (x < k->min || x > k->max || (k->max_open && x >= k->max)))
-            usage(where, fmt::format("{}: {} is out of range {}", k->key, v, range_text(*k)));
+            usage(where, fmt::format("{}: {} is out of range {}", k->key, shown, range_text(*k)));
     };
     switch (k->type) {
         case KeyType::integer: {
             long long x = 0;
             const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
             if (v.empty() || ec != std::errc() || p != v.data() + v.size())
-                usage(where, fmt::format("{}: expected an integer, got '{}'", k->key, v));
+                usage(where, fmt::format("{}: expected an integer, got '{}'", k->key, shown));
             range(static_cast<double>(x));
             cfg.*std::get<int C::*>(k->field) = static_cast<int>(x);
             break;
@@ -417,7 +419,7 @@ void set_config_value(TrainConfig& cfg, std::string_view key, std::string_view v
             errno = 0;
             const double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
             if (v.empty() || end != v.c_str() + v.size() || errno == ERANGE || !std::isfinite(x))
-                usage(where, fmt::format("{}: expected a number, got '{}'", k->key, v));
+                usage(where, fmt::format("{}: expected a number, got '{}'", k->key, shown));
             range(x);
             cfg.*std::get<double C::*>(k->field) = x;
             break;
@@ -425,16 +427,17 @@ void set_config_value(TrainConfig& cfg, std::string_view key, std::string_view v
         case KeyType::boolean: {
             bool b = false;
             if (!parse_bool(v, b))
-                usage(where, fmt::format("{}: expected true or false, got '{}'", k->key, v));
+                usage(where, fmt::format("{}: expected true or false, got '{}'", k->key, shown));
             cfg.*std::get<bool C::*>(k->field) = b;
             break;
         }
         case KeyType::choice: {
             if (std::find(k->choices.begin(), k->choices.end(), v) == k->choices.end()) {
                 const std::string s = closest(v, k->choices);
-                usage(where, fmt::format("{}: '{}' is not one of {}{}", k->key, v, join(k->choices),
-                                         s.empty() ? std::string()
-                                                   : fmt::format(" (did you mean '{}'?)", s)));
+                usage(where,
+                      fmt::format(
+                          "{}: '{}' is not one of {}{}", k->key, shown, join(k->choices),
+                          s.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", s)));
             }
             cfg.*std::get<std::string C::*>(k->field) = v;
             break;
@@ -464,6 +467,11 @@ std::string get_config_value(const TrainConfig& cfg, const ConfigKey& k) {
 }
 
 void apply_yaml_config(TrainConfig& cfg, const std::string& yaml_text, const std::string& source) {
+    try {
+        check_nesting(yaml_text, source, TextSyntax::yaml);  // before yaml-cpp recurses
+    } catch (const Error& e) {
+        throw UsageError(e.what());  // the user's own configuration
+    }
     YAML::Node root;
     try {
         const std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
@@ -522,8 +530,15 @@ void apply_yaml_config(TrainConfig& cfg, const std::string& yaml_text, const std
 }
 
 void apply_yaml_file(TrainConfig& cfg, const std::string& path) {
-    if (!file_exists(path)) usage("--config", fmt::format("file '{}' does not exist", path));
-    apply_yaml_config(cfg, read_file(path), path);
+    if (const std::string why = file_problem(path, true); !why.empty())
+        usage("--config", fmt::format("file '{}' {}", path, why));
+    std::string text;
+    try {
+        text = read_file(path, kMaxConfigBytes);
+    } catch (const Error& e) {
+        throw UsageError(e.what());
+    }
+    apply_yaml_config(cfg, text, path);
 }
 
 std::string config_to_json(const TrainConfig& cfg) {
@@ -533,11 +548,13 @@ std::string config_to_json(const TrainConfig& cfg) {
 }
 
 TrainConfig config_from_json(const std::string& json, const std::string& source) {
+    check_nesting(json, source + ": stored training configuration", TextSyntax::json);
     nlohmann::json j;
     try {
         j = nlohmann::json::parse(json);
     } catch (const nlohmann::json::exception& e) {
-        NZ_FAIL("{}: stored training configuration is not valid JSON: {}", source, e.what());
+        NZ_FAIL("{}: stored training configuration is not valid JSON: {}", source,
+                excerpt(e.what()));
     }
     NZ_CHECK(j.is_object(), "{}: stored training configuration is not a JSON object", source);
     TrainConfig cfg = TrainConfig::defaults();
@@ -574,8 +591,9 @@ void validate_config(const TrainConfig& cfg) {
     for (const auto& k : config_keys()) {
         if (k.type != KeyType::file) continue;
         const std::string& path = cfg.*std::get<std::string C::*>(k.field);
-        if (!path.empty() && path != "-" && !file_exists(path))
-            usage("", fmt::format("{}: file '{}' does not exist", k.key, path));
+        if (path.empty() || path == "-") continue;
+        if (const std::string why = file_problem(path, true); !why.empty())
+            usage("", fmt::format("{}: file '{}' {}", k.key, path, why));
     }
     // The metrics log is appended to: never to one of the inputs (device and inode compared).
     if (!cfg.metrics_log.empty()) {

@@ -127,6 +127,9 @@ std::string get_config_value(const TrainConfig& cfg, const ConfigKey& k);  // ca
 
 // YAML: applies every key of the document (flat or by section). `source` names it in errors.
 void apply_yaml_config(TrainConfig& cfg, const std::string& yaml_text, const std::string& source);
+// The largest --config file read (a configuration is a few hundred bytes).
+inline constexpr std::size_t kMaxConfigBytes = std::size_t{1} << 20;
+
 void apply_yaml_file(TrainConfig& cfg, const std::string& path);
 
 // JSON object of every key (checkpoint metadata "train.config"), and back.

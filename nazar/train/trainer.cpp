@@ -479,9 +479,10 @@ TrainResult Trainer::run() {
             if (cfg_.patience > 0 && state_.bad_validations >= cfg_.patience) {
                 result.early_stopped = true;
                 progress.message(fmt::format(
-                    "early stopping: {} validations without a better dev loss (best {:.4f} "
+                    "early stopping: {} validation{} without a better dev loss (best {:.4f} "
                     "at step {})",
-                    state_.bad_validations, state_.best_dev_loss, state_.best_step));
+                    state_.bad_validations, state_.bad_validations == 1 ? "" : "s",
+                    state_.best_dev_loss, state_.best_step));
             }
         } else if (cfg_.checkpoint_interval > 0 && state_.step % cfg_.checkpoint_interval == 0 &&
                    cfg_.keep_last) {

@@ -59,6 +59,24 @@ std::string cut(const std::string& s, int max_cps) {
     return out + "…";
 }
 
+// A title line of at most `max_cps` code points: cut at the last space that keeps at least half
+// of it (a word is never split unless it alone is that long), then "…".
+std::string ellipsize_words(const std::string& s, int max_cps) {
+    auto parts = split_cps(s);
+    const int n = static_cast<int>(parts.size());
+    if (n <= max_cps) return s;
+    int end = std::max(max_cps - 1, 1);
+    for (int i = end; i >= (max_cps + 1) / 2; --i)
+        if (parts[static_cast<std::size_t>(i)] == " ") {
+            end = i;
+            break;
+        }
+    while (end > 1 && parts[static_cast<std::size_t>(end - 1)] == " ") --end;
+    std::string out;
+    for (int i = 0; i < end; ++i) out += parts[static_cast<std::size_t>(i)];
+    return out + "…";
+}
+
 constexpr std::string_view kRamp = " .:-=+*#%@";
 char ramp(float w) {
     const float c = std::isfinite(w) ? std::clamp(w, 0.0f, 1.0f) : 0.0f;
@@ -225,14 +243,18 @@ std::string render_svg(const Heatmap& h, const SvgOptions& opt) {
         height, font, T, S);
     o += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width,
                      height);
-    o += fmt::format(
-        "<text x=\"8\" y=\"18\" font-size=\"13\" font-weight=\"bold\">{}</text>\n",
-        xml_escape(
-            cut(h.source_text.empty() ? fmt::format("{} source tokens", S) : h.source_text, 90)));
-    o += fmt::format(
-        "<text x=\"8\" y=\"36\" font-size=\"13\">→ {}</text>\n",
-        xml_escape(
-            cut(h.target_text.empty() ? fmt::format("{} output tokens", T) : h.target_text, 90)));
+    // The two title lines fit the canvas: at most as many code points as 13 px monospace
+    // characters fit between the 8 px margins (the "→ " prefix of the second line included);
+    // longer titles end at a word boundary with "…".
+    const int title_cps = std::max(8, static_cast<int>((width - 16) / (13 * 0.62)));
+    o += fmt::format("<text x=\"8\" y=\"18\" font-size=\"13\" font-weight=\"bold\">{}</text>\n",
+                     xml_escape(ellipsize_words(
+                         h.source_text.empty() ? fmt::format("{} source tokens", S) : h.source_text,
+                         title_cps)));
+    o += fmt::format("<text x=\"8\" y=\"36\" font-size=\"13\">→ {}</text>\n",
+                     xml_escape(ellipsize_words(
+                         h.target_text.empty() ? fmt::format("{} output tokens", T) : h.target_text,
+                         title_cps - 2)));
     // axis titles
     o += fmt::format(
         "<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#555555\">source tokens →</text>\n", x0,

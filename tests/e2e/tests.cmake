@@ -43,3 +43,8 @@ add_test(NAME e2e.cli_harden
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_cli_harden.sh $<TARGET_FILE:nazar_cli>)
 set_tests_properties(e2e.cli_harden PROPERTIES LABELS e2e TIMEOUT 600)
 # ---- end harden-cli ---------------------------------------------------------------------------
+# ---- hostile input through the CLI (issue 14 items 1, 8, 10, 15, 17; owner: harden-io) --------
+add_test(NAME e2e.cli_errors
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_cli_errors.sh $<TARGET_FILE:nazar_cli>)
+set_tests_properties(e2e.cli_errors PROPERTIES LABELS e2e TIMEOUT 120)
+# ---- end hostile input ------------------------------------------------------------------------
