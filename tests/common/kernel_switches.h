@@ -10,7 +10,7 @@
 
 #include "nazar/attention/additive_kernels.h"
 #include "nazar/core/blas.h"
-#include "nazar/core/gemm_nn512.h"
+#include "nazar/core/gemm/nn512.h"
 #include "nazar/core/threads.h"
 
 #include <functional>
@@ -39,7 +39,7 @@ inline SwitchGuard<bool> keep_additive_avx512() {
 inline SwitchGuard<bool> keep_small_gemm_avx512() {
     return {small_gemm_avx512(), [](bool on) { set_small_gemm_avx512(on); }};
 }
-// detail::set_nn512 (nazar's own NN kernel, gemm_nn512.h).
+// detail::set_nn512 (nazar's own NN kernel, core/gemm/nn512.h).
 inline SwitchGuard<bool> keep_nn512() {
     return {detail::nn512_available(), [](bool on) { detail::set_nn512(on); }};
 }

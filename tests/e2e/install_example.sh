@@ -21,7 +21,7 @@ done
 echo "ok   installed into a temporary prefix"
 
 # Public headers only: internals (kernels, SIMD helpers, the naive oracle) and apps/ stay out.
-for f in include/nazar/core/kernels.h include/nazar/core/gemm_nn512.h include/nazar/attention/vec.h \
+for f in include/nazar/core/kernels.h include/nazar/core/gemm include/nazar/core/simd.h include/nazar/attention/vec.h \
          include/nazar/attention/naive.h include/apps include/nazar/demo; do
     [[ ! -e "$dir/prefix/$f" ]] || { echo "FAIL: internal $f was installed"; exit 1; }
 done
