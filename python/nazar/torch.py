@@ -1,4 +1,6 @@
-"""nazar in PyTorch: the same layers, attention and models, with the same parameter names.
+"""nazar in PyTorch (``nazar.torch``): the same layers, attention and models, with the same
+parameter names. Pure Python over torch and numpy; it does not need nazar's extension, and
+python/nazar_torch.py still imports it as ``nazar_torch`` from a source checkout (tests, tools).
 
 The state_dict names follow nazar's weight-naming contract (DESIGN.md §5), so a nazar
 .safetensors model loads here and vice versa (docs/pytorch.md):
