@@ -41,7 +41,7 @@ class AttentionMap:
 
     source: List[str]
     target: List[str]
-    weights: np.ndarray  # (T, S) float32
+    weights: np.ndarray = field(repr=False)  # (T, S) float32
     source_text: str = ""
     target_text: str = ""
     caption: str = ""
