@@ -15,6 +15,9 @@ test_pkgs+=(clang-14 libclang-rt-14-dev llvm-14)
 test_pkgs+=(clang-format-14)
 # viz (tests/e2e/test_html_report.sh): headless Chromium opens the HTML report; a font for its screenshot
 test_pkgs+=(chromium fonts-dejavu-core)
+# python (python/, docs/python.md): the package nazar (pybind11) and its pytest tests; setuptools
+# and wheel are pip's build backend for `pip install --no-build-isolation .`
+test_pkgs+=(pybind11-dev python3-pybind11 python3-pytest python3-dev python3-setuptools python3-wheel)
 
 want=("${build_pkgs[@]}")
 case "${1:-all}" in

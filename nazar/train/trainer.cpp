@@ -393,16 +393,18 @@ TrainResult Trainer::run() {
                         "BLEU {:.2f} ({} sentences){}",
                         state_.step, v.loss, v.perplexity, v.accuracy, v.exact, v.bleu, v.sampled,
                         improved ? " | best" : ""));
-        metrics.write({{"type", "valid"},
-                       {"step", state_.step},
-                       {"epoch", state_.position.epoch + 1},
-                       {"loss", v.loss},
-                       {"perplexity", v.perplexity},
-                       {"accuracy", v.accuracy},
-                       {"exact", v.exact},
-                       {"bleu", v.bleu},
-                       {"sampled", v.sampled},
-                       {"best", improved}});
+        const nlohmann::json record = {{"type", "valid"},
+                                       {"step", state_.step},
+                                       {"epoch", state_.position.epoch + 1},
+                                       {"loss", v.loss},
+                                       {"perplexity", v.perplexity},
+                                       {"accuracy", v.accuracy},
+                                       {"exact", v.exact},
+                                       {"bleu", v.bleu},
+                                       {"sampled", v.sampled},
+                                       {"best", improved}};
+        metrics.write(record);
+        if (hooks_.on_record) hooks_.on_record(record);
         result.last_valid = v;
         result.validated = true;
     };
@@ -446,13 +448,15 @@ TrainResult Trainer::run() {
         if (progress.due()) {
             const ProgressLine& p = progress.last();
             result.last_train_loss = p.loss;
-            metrics.write({{"type", "train"},
-                           {"step", p.step},
-                           {"epoch", p.epoch},
-                           {"loss", p.loss},
-                           {"tokens_per_s", p.tokens_per_s},
-                           {"lr", p.lr},
-                           {"grad_norm", last_norm_}});
+            const nlohmann::json record = {{"type", "train"},
+                                           {"step", p.step},
+                                           {"epoch", p.epoch},
+                                           {"loss", p.loss},
+                                           {"tokens_per_s", p.tokens_per_s},
+                                           {"lr", p.lr},
+                                           {"grad_norm", last_norm_}};
+            metrics.write(record);
+            if (hooks_.on_record) hooks_.on_record(record);
         }
         if (has_dev_ && state_.step % cfg_.valid_interval == 0) {
             const ValidationResult v = validate();

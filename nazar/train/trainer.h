@@ -39,6 +39,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace nazar {
 
 // The model section of a TrainConfig as a ModelConfig for the given vocabulary sizes.
@@ -83,6 +85,10 @@ struct TrainerHooks {
     // last.safetensors at that step boundary and returns with `interrupted` set; resuming from
     // it continues exactly.
     const std::atomic<bool>* interrupt = nullptr;
+    // Front ends' progress callback (the Python package): each record the metrics log gets
+    // ({"type": "train", ...} every progress window, {"type": "valid", ...} after each
+    // validation), whether or not a log file is set. Called on the training thread.
+    std::function<void(const nlohmann::json& record)> on_record;
 };
 
 class Trainer {

@@ -1,0 +1,351 @@
+"""Translation, scoring, forced alignment and attention heatmaps (docs/python.md)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _nazar
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _sentences(sentences: Union[str, Iterable[str]], what: str = "sentences") -> List[str]:
+    if isinstance(sentences, str):
+        raise TypeError(f"{what} must be a list of strings, not one string (wrap it: [s])")
+    out = list(sentences)
+    for i, s in enumerate(out):
+        if not isinstance(s, str):
+            raise TypeError(f"{what}[{i}] is {type(s).__name__}, not str")
+    return out
+
+
+def _positive(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class AttentionMap:
+    """One heatmap: rows are output tokens (ending ``</s>`` when the hypothesis finished),
+    columns source tokens, ``weights[t, i]`` the attention α of docs/spec.md §1.
+
+    In a notebook it draws itself (``_repr_svg_`` / ``_repr_html_``) with the renderer of
+    ``nazar attention --svg``; :meth:`to_matplotlib` draws it on matplotlib axes."""
+
+    source: List[str]
+    target: List[str]
+    weights: np.ndarray = field(repr=False)  # (T, S) float32
+    source_text: str = ""
+    target_text: str = ""
+    caption: str = ""
+
+    def to_svg(self, standalone: bool = True) -> str:
+        """The SVG of ``nazar attention --svg`` (standalone: with the ``<?xml?>`` prologue)."""
+        return _nazar.render_svg(
+            self.source,
+            self.target,
+            self.weights,
+            self.source_text,
+            self.target_text,
+            self.caption,
+            standalone,
+        )
+
+    def to_terminal(self, color: bool = False) -> str:
+        """The text heatmap ``nazar attention`` prints (ANSI colours when ``color``)."""
+        return _nazar.render_terminal(self.source, self.target, self.weights, color)
+
+    def _repr_svg_(self) -> str:
+        return self.to_svg(standalone=False)
+
+    def _repr_html_(self) -> str:
+        return self.to_svg(standalone=False)
+
+    def to_matplotlib(self, ax=None, cmap: str = "Reds"):
+        """Draws the heatmap on ``ax`` (a new figure's axes when None) and returns the axes.
+        Needs matplotlib (Debian ``python3-matplotlib``)."""
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError as e:  # pragma: no cover - optional dependency
+            raise ImportError("to_matplotlib needs matplotlib (apt-get install python3-matplotlib)") from e
+        if ax is None:
+            _, ax = plt.subplots(figsize=(0.4 * len(self.source) + 2, 0.4 * len(self.target) + 1.5))
+        ax.imshow(self.weights, cmap=cmap, vmin=0.0, vmax=1.0, aspect="equal")
+        ax.set_xticks(range(len(self.source)))
+        ax.set_xticklabels(self.source, rotation=90)
+        ax.set_yticks(range(len(self.target)))
+        ax.set_yticklabels(self.target)
+        ax.xaxis.tick_top()
+        if self.caption:
+            ax.set_xlabel(self.caption)
+        return ax
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """One output of beam search (docs/decoding.md)."""
+
+    text: str  # detokenised output, without </s>
+    tokens: List[str]  # output pieces (after unknown-word replacement), without </s>
+    score: float  # log p / lp + cp, what the n-best list is sorted by
+    log_prob: float  # log p(Y | X), Y including </s> when finished
+    finished: bool  # False: cut at the maximum length
+    alignment: Optional[List[Tuple[int, int]]] = None  # hard links (source, target), on request
+    # (n, S) float32: one row per token, then the row of </s> when finished; on request.
+    attention: Optional[np.ndarray] = field(default=None, repr=False)
+
+    def pharaoh(self) -> str:
+        """The hard alignment as ``nazar translate --alignment hard`` prints it ("0-0 2-1")."""
+        if self.alignment is None:
+            raise ValueError("no alignment: translate with alignment='hard'")
+        return " ".join(f"{s}-{t}" for s, t in self.alignment)
+
+
+@dataclass(frozen=True)
+class Translation:
+    """The result for one input sentence: its source tokens and up to ``n_best`` hypotheses,
+    best first. ``text``, ``tokens``, ``score``, ``attention`` and ``alignment`` are the best
+    hypothesis's."""
+
+    source: str
+    source_tokens: List[str]
+    hypotheses: List[Hypothesis]
+
+    @property
+    def best(self) -> Hypothesis:
+        return self.hypotheses[0]
+
+    @property
+    def text(self) -> str:
+        return self.hypotheses[0].text
+
+    @property
+    def tokens(self) -> List[str]:
+        return self.hypotheses[0].tokens
+
+    @property
+    def score(self) -> float:
+        return self.hypotheses[0].score
+
+    @property
+    def attention(self) -> Optional[np.ndarray]:
+        return self.hypotheses[0].attention
+
+    @property
+    def alignment(self) -> Optional[List[Tuple[int, int]]]:
+        return self.hypotheses[0].alignment
+
+    def attention_map(self, index: int = 0, caption: str = "") -> AttentionMap:
+        """The heatmap of hypothesis ``index`` (translate with ``attention=True``), as
+        ``nazar attention`` draws it."""
+        h = self.hypotheses[index]
+        if h.attention is None:
+            raise ValueError("no attention: translate with attention=True")
+        target = list(h.tokens)
+        if h.attention.shape[0] > len(target):
+            target.append("</s>")
+        w = np.zeros((len(target), len(self.source_tokens)), dtype=np.float32)
+        rows = min(len(target), h.attention.shape[0])
+        cols = min(len(self.source_tokens), h.attention.shape[1])
+        w[:rows, :cols] = h.attention[:rows, :cols]
+        return AttentionMap(list(self.source_tokens), target, w, self.source, h.text, caption)
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Forced decoding of one (source, target) pair, as ``nazar align``."""
+
+    source_tokens: List[str]
+    target_tokens: List[str]
+    log_prob: float  # log p(target </s> | source), = score()
+    attention: np.ndarray = field(repr=False)  # (T + 1, S): target tokens, then </s>
+    links: List[Tuple[int, int]] = field(default_factory=list)  # hard links (source, target)
+
+    def pharaoh(self) -> str:
+        """``nazar align`` 's line: "i-j" pairs, source index first."""
+        return " ".join(f"{s}-{t}" for s, t in self.links)
+
+    def attention_map(self, caption: str = "") -> AttentionMap:
+        return AttentionMap(
+            list(self.source_tokens),
+            list(self.target_tokens) + ["</s>"],
+            np.ascontiguousarray(self.attention),
+            caption=caption,
+        )
+
+
+class Translator:
+    """A model file loaded once, translating lists of strings (``nazar::Translator``).
+
+    Thread-safe: any number of Python threads may call :meth:`translate` at once; the GIL is
+    released while nazar decodes. ``replicas`` model copies serve that many calls at the same
+    time (more wait). ``threads`` sets the process-wide thread count of nazar's BLAS and loops
+    (None leaves it as it is; 0 = all cores)."""
+
+    def __init__(self, path: PathLike, threads: Optional[int] = None, replicas: int = 1):
+        self._path = os.fspath(path)
+        self._threads = threads
+        self._replicas = _positive("replicas", replicas)
+        if threads is not None:
+            _nazar.set_num_threads(int(threads))
+        self._tr = _nazar.Translator(self._path, self._replicas)
+        self._text_model = None  # score / align: loaded on first use
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def __repr__(self) -> str:
+        return f"nazar.Translator({self._path!r}, replicas={self._replicas})"
+
+    def __reduce__(self):
+        return (Translator, (self._path, self._threads, self._replicas))
+
+    def translate(
+        self,
+        sentences: Iterable[str],
+        beam: int = 5,
+        n_best: int = 1,
+        alignment: Optional[str] = None,
+        attention: bool = False,
+        replace_unk: bool = False,
+        batch_size: int = 32,
+        length_penalty: float = 0.6,
+        coverage_penalty: float = 0.0,
+        max_length_ratio: float = 2.0,
+        max_length_extra: int = 5,
+        max_length: int = 512,
+        dictionary: Optional[PathLike] = None,
+    ) -> List[Translation]:
+        """Translates ``sentences`` (a list of str) with beam search (``beam=1``: greedy), as
+        ``nazar translate`` does, and returns one :class:`Translation` per sentence, in order.
+
+        ``alignment``: None, ``"hard"`` (fills ``Hypothesis.alignment``) or ``"soft"`` (fills
+        ``Hypothesis.attention``, like ``attention=True``). ``attention=True`` keeps each
+        hypothesis's attention matrix as a float32 array (target × source). ``replace_unk``
+        replaces ``<unk>`` by the most-attended source token (or its entry in ``dictionary``, a
+        ``source<TAB>target`` file)."""
+        src = _sentences(sentences)
+        if alignment not in (None, "none", "hard", "soft"):
+            raise ValueError(f"alignment must be None, 'hard' or 'soft', got {alignment!r}")
+        want_links = alignment == "hard"
+        want_attention = bool(attention) or alignment == "soft"
+        raw = self._tr.translate(
+            src,
+            _positive("beam", beam),
+            _positive("n_best", n_best),
+            want_links,
+            want_attention,
+            bool(replace_unk),
+            _positive("batch_size", batch_size),
+            float(length_penalty),
+            float(coverage_penalty),
+            float(max_length_ratio),
+            int(max_length_extra),
+            _positive("max_length", max_length),
+            "" if dictionary is None else os.fspath(dictionary),
+        )
+        out = []
+        for s, (source_tokens, hyps) in zip(src, raw):
+            n_src = len(source_tokens)
+            out.append(
+                Translation(
+                    s,
+                    source_tokens,
+                    [
+                        Hypothesis(
+                            text,
+                            tokens,
+                            score,
+                            log_prob,
+                            finished,
+                            links,
+                            None if att is None else att[:, :n_src],
+                        )
+                        for (text, tokens, score, log_prob, finished, links, att) in hyps
+                    ],
+                )
+            )
+        return out
+
+    def _model(self):
+        if self._text_model is None:
+            self._text_model = _nazar.TextModel(self._path)
+        return self._text_model
+
+    def score(
+        self, sources: Iterable[str], targets: Iterable[str], batch_size: int = 32
+    ) -> List[float]:
+        """log p(target | source) of each pair under forced decoding (``nazar score``)."""
+        return self._model().score(
+            _sentences(sources, "sources"),
+            _sentences(targets, "targets"),
+            _positive("batch_size", batch_size),
+        )
+
+    def align(
+        self, sources: Iterable[str], targets: Iterable[str], batch_size: int = 32
+    ) -> List[Alignment]:
+        """Forced-decoding attention and hard alignment of each pair (``nazar align``)."""
+        raw = self._model().align(
+            _sentences(sources, "sources"),
+            _sentences(targets, "targets"),
+            _positive("batch_size", batch_size),
+        )
+        return [Alignment(sp, tp, lp, att, links) for (lp, sp, tp, att, links) in raw]
+
+    def attention(
+        self, sentences: Iterable[str], beam: int = 1, batch_size: int = 32
+    ) -> List[AttentionMap]:
+        """Heatmaps of the translations of ``sentences`` (``nazar attention``; greedy by
+        default)."""
+        caption = f"{self._path} · " + ("greedy" if beam == 1 else f"beam {beam}")
+        return [
+            t.attention_map(caption=caption)
+            for t in self.translate(sentences, beam=beam, batch_size=batch_size, attention=True)
+        ]
+
+
+def _translator(model: Union[PathLike, Translator]) -> Translator:
+    return model if isinstance(model, Translator) else Translator(model)
+
+
+def translate(model: Union[PathLike, Translator], sentences: Iterable[str], **options) -> List[Translation]:
+    """``Translator(model).translate(sentences, **options)`` (loads the file each call)."""
+    return _translator(model).translate(sentences, **options)
+
+
+def score(
+    model: Union[PathLike, Translator], sources: Iterable[str], targets: Iterable[str], batch_size: int = 32
+) -> List[float]:
+    """log p(target | source) per pair (``nazar score``)."""
+    return _translator(model).score(sources, targets, batch_size)
+
+
+def align(
+    model: Union[PathLike, Translator], sources: Iterable[str], targets: Iterable[str], batch_size: int = 32
+) -> List[Alignment]:
+    """Forced alignment per pair (``nazar align``)."""
+    return _translator(model).align(sources, targets, batch_size)
+
+
+def attention(
+    model: Union[PathLike, Translator], sentences: Iterable[str], beam: int = 1, batch_size: int = 32
+) -> List[AttentionMap]:
+    """Attention heatmaps of the translations (``nazar attention``)."""
+    return _translator(model).attention(sentences, beam, batch_size)
+
+
+def render_html(maps: Sequence[AttentionMap], title: str = "nazar attention") -> str:
+    """A self-contained HTML report of several heatmaps (``nazar attention --html``)."""
+    return _nazar.render_html(
+        [(m.source, m.target, m.weights, m.source_text, m.target_text, m.caption) for m in maps],
+        title,
+    )

@@ -1,0 +1,253 @@
+// nazar.train (docs/python.md "Train"): the CLI's trainer with the CLI's configuration rules.
+//
+//   configuration  defaults (or, with `resume`, the checkpoint's stored configuration) < the YAML
+//                  file or the dict (passed as JSON text, which YAML reads) < keyword overrides;
+//                  on resume only resumable keys may change and files go next to the
+//                  checkpoint, exactly as cli/cmd_train.cpp does it with the same library calls.
+//   progress       TrainerHooks::on_record hands each metrics-log record (train window,
+//                  validation) to the Python callback, with the GIL held only for that call; a
+//                  callback returning False stops the run like an interrupt (checkpoint written).
+//   Ctrl-C         called from the main thread, train() installs a SIGINT handler for the run
+//                  that sets the trainer's interrupt flag, as the CLI's does: the update in flight
+//                  finishes, last.safetensors is written, Python's handler is restored and
+//                  KeyboardInterrupt is raised; resume=save_dir continues bit for bit.
+//   GIL            released for the whole run, so other Python threads keep running.
+#include "common.h"
+
+#include "nazar/core/check.h"
+#include "nazar/core/threads.h"
+#include "nazar/train/trainer.h"
+
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace nazar::py {
+namespace {
+
+std::atomic<bool> g_sigint{false};
+extern "C" void on_sigint(int) {
+    g_sigint.store(true);
+}
+
+// SIGINT -> g_sigint while alive (main thread only); the previous handler comes back after.
+class SigintScope {
+public:
+    SigintScope() {
+        struct sigaction sa {};
+        sa.sa_handler = on_sigint;
+        sigemptyset(&sa.sa_mask);
+        installed_ = sigaction(SIGINT, &sa, &old_) == 0;
+    }
+    ~SigintScope() {
+        if (installed_) sigaction(SIGINT, &old_, nullptr);
+    }
+    SigintScope(const SigintScope&) = delete;
+    SigintScope& operator=(const SigintScope&) = delete;
+
+private:
+    struct sigaction old_ {};
+    bool installed_ = false;
+};
+
+pb::object to_python(const nlohmann::json& j) {
+    switch (j.type()) {
+        case nlohmann::json::value_t::boolean:
+            return pb::bool_(j.get<bool>());
+        case nlohmann::json::value_t::number_integer:
+            return pb::int_(j.get<int64_t>());
+        case nlohmann::json::value_t::number_unsigned:
+            return pb::int_(j.get<uint64_t>());
+        case nlohmann::json::value_t::number_float:
+            return pb::float_(j.get<double>());
+        case nlohmann::json::value_t::string:
+            return pb::str(j.get<std::string>());
+        case nlohmann::json::value_t::object: {
+            pb::dict d;
+            for (const auto& [k, v] : j.items()) d[pb::str(k)] = to_python(v);
+            return d;
+        }
+        case nlohmann::json::value_t::array: {
+            pb::list l;
+            for (const auto& v : j) l.append(to_python(v));
+            return l;
+        }
+        default:
+            return pb::none();
+    }
+}
+
+pb::dict validation_dict(const ValidationResult& v) {
+    pb::dict d;
+    d["loss"] = v.loss;
+    d["perplexity"] = v.perplexity;
+    d["tokens"] = v.tokens;
+    d["accuracy"] = v.accuracy;
+    d["exact"] = v.exact;
+    d["bleu"] = v.bleu;
+    d["sampled"] = v.sampled;
+    d["examples"] = v.examples;
+    return d;
+}
+
+// Every key with its value typed as the table declares it (int, float, bool, str).
+pb::dict config_dict(const TrainConfig& cfg) {
+    pb::dict d;
+    for (const ConfigKey& k : config_keys()) {
+        const std::string v = get_config_value(cfg, k);
+        switch (k.type) {
+            case KeyType::integer:
+                d[k.key] = pb::int_(std::stoll(v));
+                break;
+            case KeyType::real:
+                d[k.key] = pb::float_(std::stod(v));
+                break;
+            case KeyType::boolean:
+                d[k.key] = pb::bool_(v == "true");
+                break;
+            default:
+                d[k.key] = pb::str(v);
+                break;
+        }
+    }
+    return d;
+}
+
+TrainConfig make_config(const std::string& yaml_text, const std::string& yaml_source,
+                        const std::string& config_path,
+                        const std::vector<std::pair<std::string, std::string>>& overrides,
+                        const std::string& resume) {
+    std::unique_ptr<Checkpoint> ck;
+    TrainConfig cfg = TrainConfig::defaults();
+    if (!resume.empty()) {
+        ck = std::make_unique<Checkpoint>(load_checkpoint(resolve_checkpoint(resume)));
+        cfg = ck->config;
+    }
+    if (!config_path.empty()) apply_yaml_file(cfg, config_path);
+    if (!yaml_text.empty()) apply_yaml_config(cfg, yaml_text, yaml_source);
+    for (const auto& [key, value] : overrides) {
+        const ConfigKey* k = find_config_key(key);
+        if (!k) {
+            const std::string s = suggest_key(key);
+            throw UsageError(
+                fmt::format("unknown option '{}'{}", key,
+                            s.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", s)));
+        }
+        set_config_value(cfg, k->key, value, k->key);
+    }
+    if (ck) {
+        const std::vector<std::string> changed = changed_keys(ck->config, cfg);
+        cfg = make_resume_config(ck->config, cfg, changed);
+        if (std::find(changed.begin(), changed.end(), "save_dir") == changed.end())
+            cfg.save_dir = std::filesystem::path(resolve_checkpoint(resume)).parent_path().string();
+        if (cfg.save_dir.empty()) cfg.save_dir = ".";
+    }
+    return cfg;
+}
+
+pb::dict train(const std::string& yaml_text, const std::string& yaml_source,
+               const std::string& config_path,
+               const std::vector<std::pair<std::string, std::string>>& overrides,
+               const std::string& resume, pb::object callback) {
+    TrainConfig cfg;
+    std::unique_ptr<Trainer> trainer;
+    std::atomic<bool> stop{false};
+    const bool main_thread = pb::module_::import("threading")
+                                 .attr("current_thread")()
+                                 .is(pb::module_::import("threading").attr("main_thread")());
+    {
+        pb::gil_scoped_release nogil;
+        cfg = make_config(yaml_text, yaml_source, config_path, overrides, resume);
+        if (cfg.threads > 0) set_num_threads(cfg.threads);
+        check_config(cfg);  // before any data is read
+    }
+    std::unique_ptr<pb::error_already_set> callback_error;
+    TrainerHooks hooks;
+    hooks.interrupt = &stop;
+    if (!callback.is_none())
+        hooks.on_record = [&](const nlohmann::json& record) {
+            if (stop.load()) return;
+            pb::gil_scoped_acquire gil;
+            try {
+                const pb::object r = callback(to_python(record));
+                if (!r.is_none() && !r.cast<bool>()) stop.store(true);
+            } catch (pb::error_already_set& e) {
+                callback_error = std::make_unique<pb::error_already_set>(std::move(e));
+                stop.store(true);
+            }
+        };
+    // SIGINT sets g_sigint; stop_after (polled after each batch, before the interrupt flag)
+    // forwards it to the trainer's flag.
+    hooks.stop_after = [&](int64_t) {
+        if (g_sigint.load()) stop.store(true);
+        return false;
+    };
+    TrainResult r;
+    bool interrupted_by_signal = false;
+    {
+        pb::gil_scoped_release nogil;
+        trainer = std::make_unique<Trainer>(cfg, resume, hooks);
+        g_sigint.store(false);
+        std::unique_ptr<SigintScope> sigint;
+        if (main_thread) sigint = std::make_unique<SigintScope>();
+        r = trainer->run();
+        sigint.reset();
+        interrupted_by_signal = g_sigint.exchange(false);
+    }
+    if (callback_error) throw std::move(*callback_error);
+    if (interrupted_by_signal && r.interrupted) {
+        const std::string msg = fmt::format(
+            "training interrupted at step {}: checkpoint written to {}/last.safetensors; continue "
+            "with nazar.train(resume='{}')",
+            r.state.step, cfg.save_dir, cfg.save_dir);
+        PyErr_SetString(PyExc_KeyboardInterrupt, msg.c_str());
+        throw pb::error_already_set();
+    }
+    pb::dict d;
+    d["model_path"] = r.model_path;
+    d["save_dir"] = cfg.save_dir;
+    d["step"] = r.state.step;
+    d["skipped"] = r.state.skipped;
+    d["target_tokens"] = r.state.tgt_tokens;
+    d["interrupted"] = r.interrupted;
+    d["early_stopped"] = r.early_stopped;
+    d["last_train_loss"] = r.last_train_loss;
+    d["last_valid"] = r.validated ? pb::object(validation_dict(r.last_valid)) : pb::none();
+    d["config"] = config_dict(cfg);
+    return d;
+}
+
+// The configuration a run would use, as a dict (every key), without reading any data.
+pb::dict resolve_config(const std::string& yaml_text, const std::string& yaml_source,
+                        const std::string& config_path,
+                        const std::vector<std::pair<std::string, std::string>>& overrides,
+                        const std::string& resume) {
+    const TrainConfig cfg = make_config(yaml_text, yaml_source, config_path, overrides, resume);
+    return config_dict(cfg);
+}
+
+}  // namespace
+
+void init_train(pb::module_& m) {
+    m.def("train", &train, pb::arg("yaml_text"), pb::arg("yaml_source"), pb::arg("config_path"),
+          pb::arg("overrides"), pb::arg("resume"), pb::arg("callback"));
+    m.def("resolve_config", &resolve_config, pb::arg("yaml_text"), pb::arg("yaml_source"),
+          pb::arg("config_path"), pb::arg("overrides"), pb::arg("resume"));
+    m.def("config_keys", [] {
+        pb::list l;
+        for (const ConfigKey& k : config_keys())
+            l.append(pb::make_tuple(k.key, k.section, k.def, describe_key(k), k.resumable));
+        return l;
+    });
+}
+
+}  // namespace nazar::py

@@ -1,0 +1,303 @@
+// Translation, scoring, forced alignment and heatmaps (docs/python.md "Translate").
+//
+//   Translator        nazar::Translator (thread-safe; `replicas` model copies); translate()
+//                     releases the GIL for the whole decode and returns plain tuples that
+//                     python/nazar/_translate.py wraps in Translation / Hypothesis objects.
+//   TextModel         one model with its tokenizers and vocabularies for score() and align(),
+//                     as `nazar score` / `nazar align` load it; a mutex serialises callers
+//                     (a Seq2Seq keeps scratch buffers), the GIL is released while it computes.
+//   render_*          the heatmap renderers of `nazar attention` (nazar/viz/heatmap.h).
+#include "common.h"
+
+#include "nazar/core/check.h"
+#include "nazar/data/pipeline.h"
+#include "nazar/data/tokenizer.h"
+#include "nazar/data/vocab.h"
+#include "nazar/decode/alignment.h"
+#include "nazar/decode/translator.h"
+#include "nazar/models/model_file.h"
+#include "nazar/train/trainer.h"
+#include "nazar/viz/heatmap.h"
+
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nazar::py {
+namespace {
+
+using IdRows = std::vector<std::vector<int32_t>>;
+
+class TextModel {
+public:
+    explicit TextModel(const std::string& path) : path_(path), loaded_(load_model(path)) {
+        src_tok_ = Tokenizer::from_string(meta(kSrcTokenizerKey));
+        tgt_tok_ = Tokenizer::from_string(meta(kTgtTokenizerKey));
+        src_vocab_ = Vocab::from_json(meta(kSrcVocabKey));
+        tgt_vocab_ = Vocab::from_json(meta(kTgtVocabKey));
+    }
+
+    // log p(target </s> | source) per pair, as `nazar score`.
+    std::vector<double> score(const std::vector<std::string>& src,
+                              const std::vector<std::string>& tgt, int batch_size) {
+        IdRows s, t;
+        encode(src, tgt, s, t);
+        std::vector<double> out;
+        std::lock_guard lock(mutex_);
+        for_batches(s, t, batch_size, [&](const IdRows& bs, const IdRows& bt) {
+            const Batch b = batch_from_ids(bs, bt);
+            std::vector<double> scores(bs.size(), 0.0);
+            loaded_.model->score(b, scores);
+            out.insert(out.end(), scores.begin(), scores.end());
+        });
+        return out;
+    }
+
+    // Forced decoding of each pair, as `nazar align`: (log p, attention (T_b + 1, S_b)).
+    std::vector<ForcedAlignment> align(const std::vector<std::string>& src,
+                                       const std::vector<std::string>& tgt, int batch_size,
+                                       std::vector<std::vector<std::string>>& src_pieces,
+                                       std::vector<std::vector<std::string>>& tgt_pieces) {
+        IdRows s, t;
+        encode(src, tgt, s, t);
+        for (const auto& row : s) src_pieces.push_back(pieces(row, src_vocab_));
+        for (const auto& row : t) tgt_pieces.push_back(pieces(row, tgt_vocab_));
+        std::vector<ForcedAlignment> out;
+        std::lock_guard lock(mutex_);
+        Seq2Seq& model = *loaded_.model;
+        const int32_t pad = model.config().special_ids.pad;
+        for_batches(s, t, batch_size, [&](const IdRows& bs, const IdRows& bt) {
+            int S = 0;
+            for (const auto& r : bs) S = std::max(S, static_cast<int>(r.size()));
+            std::vector<int32_t> ids(bs.size() * static_cast<std::size_t>(S), pad);
+            std::vector<int> lengths;
+            for (std::size_t b = 0; b < bs.size(); ++b) {
+                std::copy(bs[b].begin(), bs[b].end(),
+                          ids.begin() + static_cast<std::ptrdiff_t>(b * S));
+                lengths.push_back(static_cast<int>(bs[b].size()));
+            }
+            auto res = forced_alignment(model, ids, lengths, S, bt);
+            for (auto& r : res) out.push_back(std::move(r));
+        });
+        return out;
+    }
+
+    const std::string& path() const { return path_; }
+
+private:
+    const std::string& meta(const char* key) const {
+        const auto it = loaded_.metadata.find(key);
+        if (it == loaded_.metadata.end())
+            throw Error(fmt::format(
+                "'{}' lacks metadata '{}' (vocabularies and tokenizers are needed to score text)",
+                path_, key));
+        return it->second;
+    }
+
+    void encode(const std::vector<std::string>& src, const std::vector<std::string>& tgt, IdRows& s,
+                IdRows& t) const {
+        if (src.size() != tgt.size())
+            throw UsageError(fmt::format("{} sources but {} targets: give one target per source",
+                                         src.size(), tgt.size()));
+        for (std::size_t i = 0; i < src.size(); ++i) {
+            const std::string where = fmt::format("pair {}", i);
+            s.push_back(encode_line(src[i], src_tok_, src_vocab_, where));
+            t.push_back(encode_line(tgt[i], tgt_tok_, tgt_vocab_, where));
+        }
+    }
+
+    static std::vector<std::string> pieces(const std::vector<int32_t>& ids, const Vocab& v) {
+        std::vector<std::string> p;
+        for (int32_t id : ids) p.emplace_back(v.piece(id));
+        return p;
+    }
+
+    template <class F>
+    static void for_batches(const IdRows& s, const IdRows& t, int batch_size, F&& f) {
+        if (batch_size < 1) throw UsageError(fmt::format("batch_size {} is not >= 1", batch_size));
+        for (std::size_t i = 0; i < s.size(); i += static_cast<std::size_t>(batch_size)) {
+            const std::size_t e = std::min(s.size(), i + static_cast<std::size_t>(batch_size));
+            f(IdRows(s.begin() + static_cast<std::ptrdiff_t>(i),
+                     s.begin() + static_cast<std::ptrdiff_t>(e)),
+              IdRows(t.begin() + static_cast<std::ptrdiff_t>(i),
+                     t.begin() + static_cast<std::ptrdiff_t>(e)));
+        }
+    }
+
+    std::string path_;
+    LoadedModel loaded_;
+    Tokenizer src_tok_ = Tokenizer::character(), tgt_tok_ = Tokenizer::character();
+    Vocab src_vocab_, tgt_vocab_;
+    std::mutex mutex_;
+};
+
+pb::list links_to_list(const std::vector<AlignmentLink>& links) {
+    pb::list l;
+    for (const AlignmentLink& a : links) l.append(pb::make_tuple(a.src, a.tgt));
+    return l;
+}
+
+viz::Heatmap to_heatmap(const std::vector<std::string>& source,
+                        const std::vector<std::string>& target,
+                        const pb::array_t<float, pb::array::c_style | pb::array::forcecast>& w,
+                        const std::string& source_text, const std::string& target_text,
+                        const std::string& caption) {
+    if (w.ndim() != 2)
+        throw UsageError(
+            fmt::format("weights must be 2-D (target x source), got {} dimensions", w.ndim()));
+    viz::Heatmap h;
+    h.source = source;
+    h.target = target;
+    h.weights = Tensor::from({w.shape(0), w.shape(1)},
+                             std::span<const float>(w.data(), static_cast<std::size_t>(w.size())));
+    h.source_text = source_text;
+    h.target_text = target_text;
+    h.caption = caption;
+    viz::check_heatmap(h);
+    return h;
+}
+
+}  // namespace
+
+void init_translate(pb::module_& m) {
+    pb::class_<Translator>(m, "Translator")
+        .def(pb::init([](const std::string& path, int replicas) {
+                 pb::gil_scoped_release nogil;
+                 return std::make_unique<Translator>(path, TranslatorConfig{.replicas = replicas});
+             }),
+             pb::arg("path"), pb::arg("replicas") = 1)
+        .def_property_readonly("replicas", &Translator::replicas)
+        .def_property_readonly("model_path", &Translator::model_path)
+        .def(
+            "translate",
+            [](const Translator& tr, std::vector<std::string> sentences, int beam, int n_best,
+               bool alignments, bool attention, bool replace_unk, int batch_size,
+               float length_penalty, float coverage_penalty, float max_length_ratio,
+               int max_length_extra, int max_length, const std::string& dictionary) {
+                TranslationOptions o;
+                o.beam_size = beam;
+                o.n_best = n_best;
+                o.alignments = alignments;
+                o.attention = attention;
+                o.replace_unk = replace_unk;
+                o.batch_size = batch_size;
+                o.length_penalty = length_penalty;
+                o.coverage_penalty = coverage_penalty;
+                o.max_length_ratio = max_length_ratio;
+                o.max_length_extra = max_length_extra;
+                o.max_length = max_length;
+                if (!dictionary.empty() && !replace_unk)
+                    throw UsageError("dictionary needs replace_unk=True");
+                if (n_best > beam)
+                    throw UsageError(fmt::format("n_best {} exceeds beam {}", n_best, beam));
+                std::vector<Translation> res;
+                {
+                    pb::gil_scoped_release nogil;
+                    UnkDictionary dict;
+                    if (!dictionary.empty()) {
+                        dict = load_unk_dictionary(dictionary);
+                        o.dictionary = &dict;
+                    }
+                    res = tr.translate(sentences, o);
+                }
+                pb::list out;
+                for (Translation& t : res) {
+                    pb::list hyps;
+                    for (TranslationHypothesis& h : t.hypotheses) {
+                        pb::object links = alignments ? pb::object(links_to_list(h.alignment))
+                                                      : pb::object(pb::none());
+                        pb::object att = attention ? pb::object(to_numpy(std::move(h.attention)))
+                                                   : pb::object(pb::none());
+                        hyps.append(pb::make_tuple(h.text, pb::cast(h.tokens), h.score, h.log_prob,
+                                                   h.finished, links, att));
+                    }
+                    out.append(pb::make_tuple(pb::cast(t.source_tokens), hyps));
+                }
+                return out;
+            },
+            pb::arg("sentences"), pb::arg("beam"), pb::arg("n_best"), pb::arg("alignments"),
+            pb::arg("attention"), pb::arg("replace_unk"), pb::arg("batch_size"),
+            pb::arg("length_penalty"), pb::arg("coverage_penalty"), pb::arg("max_length_ratio"),
+            pb::arg("max_length_extra"), pb::arg("max_length"), pb::arg("dictionary"));
+
+    pb::class_<TextModel>(m, "TextModel")
+        .def(pb::init([](const std::string& path) {
+                 pb::gil_scoped_release nogil;
+                 return std::make_unique<TextModel>(path);
+             }),
+             pb::arg("path"))
+        .def_property_readonly("path", &TextModel::path)
+        .def(
+            "score",
+            [](TextModel& tm, const std::vector<std::string>& src,
+               const std::vector<std::string>& tgt, int batch_size) {
+                pb::gil_scoped_release nogil;
+                return tm.score(src, tgt, batch_size);
+            },
+            pb::arg("sources"), pb::arg("targets"), pb::arg("batch_size"))
+        .def(
+            "align",
+            [](TextModel& tm, const std::vector<std::string>& src,
+               const std::vector<std::string>& tgt, int batch_size) {
+                std::vector<ForcedAlignment> res;
+                std::vector<std::vector<std::string>> sp, tp;
+                {
+                    pb::gil_scoped_release nogil;
+                    res = tm.align(src, tgt, batch_size, sp, tp);
+                }
+                pb::list out;
+                for (std::size_t b = 0; b < res.size(); ++b) {
+                    const int n_tgt = static_cast<int>(tp[b].size());
+                    pb::list links = links_to_list(hard_alignment(res[b].attention, n_tgt));
+                    out.append(pb::make_tuple(res[b].log_prob, pb::cast(sp[b]), pb::cast(tp[b]),
+                                              to_numpy(std::move(res[b].attention)), links));
+                }
+                return out;
+            },
+            pb::arg("sources"), pb::arg("targets"), pb::arg("batch_size"));
+
+    m.def(
+        "render_svg",
+        [](const std::vector<std::string>& source, const std::vector<std::string>& target,
+           const pb::array_t<float, pb::array::c_style | pb::array::forcecast>& w,
+           const std::string& source_text, const std::string& target_text,
+           const std::string& caption, bool standalone) {
+            const viz::Heatmap h = to_heatmap(source, target, w, source_text, target_text, caption);
+            viz::SvgOptions o;
+            o.standalone = standalone;
+            return viz::render_svg(h, o);
+        },
+        pb::arg("source"), pb::arg("target"), pb::arg("weights"), pb::arg("source_text"),
+        pb::arg("target_text"), pb::arg("caption"), pb::arg("standalone"));
+    m.def(
+        "render_terminal",
+        [](const std::vector<std::string>& source, const std::vector<std::string>& target,
+           const pb::array_t<float, pb::array::c_style | pb::array::forcecast>& w, bool color) {
+            const viz::Heatmap h = to_heatmap(source, target, w, "", "", "");
+            return viz::render_terminal(h, {.color = color});
+        },
+        pb::arg("source"), pb::arg("target"), pb::arg("weights"), pb::arg("color"));
+    m.def(
+        "render_html",
+        [](const pb::list& maps, const std::string& title) {
+            std::vector<viz::Heatmap> hs;
+            for (const pb::handle& o : maps) {
+                const auto t = o.cast<pb::tuple>();
+                hs.push_back(to_heatmap(
+                    t[0].cast<std::vector<std::string>>(), t[1].cast<std::vector<std::string>>(),
+                    t[2].cast<pb::array_t<float, pb::array::c_style | pb::array::forcecast>>(),
+                    t[3].cast<std::string>(), t[4].cast<std::string>(), t[5].cast<std::string>()));
+            }
+            viz::HtmlOptions ho;
+            ho.title = title;
+            return viz::render_html(hs, ho);
+        },
+        pb::arg("maps"), pb::arg("title"));
+}
+
+}  // namespace nazar::py

@@ -1,0 +1,141 @@
+"""nazar.Translator against `nazar translate` on the same model and input (docs/python.md)."""
+
+import json
+import threading
+
+import numpy as np
+import pytest
+
+import nazar
+from conftest import SENTENCES, run_cli
+
+
+def cli_lines(model_path, *args, sentences=SENTENCES):
+    p = run_cli("translate", "--model", model_path, *args, input="\n".join(sentences) + "\n")
+    return p.stdout.splitlines()
+
+
+@pytest.fixture(scope="module")
+def tr(model_path):
+    return nazar.Translator(model_path, replicas=2)
+
+
+@pytest.mark.parametrize("beam", [1, 5])
+def test_text_equals_cli(tr, model_path, beam):
+    out = tr.translate(SENTENCES, beam=beam)
+    assert [t.text for t in out] == cli_lines(model_path, "--beam", str(beam))
+    assert [t.source for t in out] == SENTENCES
+
+
+def test_nbest_and_scores_equal_cli(tr, model_path):
+    out = tr.translate(SENTENCES, beam=4, n_best=3)
+    expected = [
+        f"{i} ||| {h.text} ||| {h.score:.6f}" for i, t in enumerate(out) for h in t.hypotheses
+    ]
+    assert expected == cli_lines(model_path, "--beam", "4", "--n-best", "3")
+    for t in out:
+        assert 1 <= len(t.hypotheses) <= 3
+        scores = [h.score for h in t.hypotheses]
+        assert scores == sorted(scores, reverse=True)
+        assert t.score == t.hypotheses[0].score
+
+
+def test_hard_alignment_equals_cli(tr, model_path):
+    out = tr.translate(SENTENCES, alignment="hard")
+    assert [f"{t.text} ||| {t.best.pharaoh()}" for t in out] == cli_lines(
+        model_path, "--alignment", "hard"
+    )
+
+
+def test_soft_alignment_equals_cli_and_attention_rows_sum_to_one(tr, model_path):
+    out = tr.translate(SENTENCES, alignment="soft")
+    lines = cli_lines(model_path, "--alignment", "soft")
+    assert len(lines) == len(out)
+    for t, line in zip(out, lines):
+        text, matrix = line.split(" ||| ")
+        assert text == t.text
+        a = t.attention
+        assert isinstance(a, np.ndarray) and a.dtype == np.float32
+        # target x source: one row per output token, then the row of </s> (docs/spec.md §8)
+        n = len(t.tokens) + (1 if t.best.finished else 0)
+        assert a.shape == (n, len(t.source_tokens))
+        np.testing.assert_allclose(a[: len(t.tokens)], np.array(json.loads(matrix)), atol=5e-6)
+        # global attention: each row is a softmax over the real source positions
+        np.testing.assert_allclose(a.sum(axis=1), 1.0, atol=1e-5)
+        assert (a >= 0).all()
+
+
+def test_attention_flag_and_map(tr):
+    t = tr.translate(["a b c d"], beam=1, attention=True)[0]
+    assert t.attention is not None and t.alignment is None
+    m = t.attention_map()
+    assert m.source == t.source_tokens == ["a", "b", "c", "d"]
+    assert m.target[: len(t.tokens)] == t.tokens
+    assert m.weights.shape == (len(m.target), len(m.source))
+    assert tr.translate(["a"], beam=1)[0].attention is None
+
+
+def test_two_threads_give_the_results_of_one(tr):
+    inputs = SENTENCES * 20
+    alone = [t.text for t in tr.translate(inputs, beam=3)]
+    results = [None, None]
+
+    def work(k):
+        results[k] = [t.text for t in tr.translate(inputs, beam=3)]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert results[0] == alone and results[1] == alone
+
+
+def test_batch_size_does_not_change_results(tr):
+    a = tr.translate(SENTENCES, beam=5, batch_size=1)
+    b = tr.translate(SENTENCES, beam=5, batch_size=64)
+    # the texts are equal; scores differ by the rounding of differently shaped products
+    assert [t.text for t in a] == [t.text for t in b]
+    assert [t.score for t in a] == pytest.approx([t.score for t in b], rel=1e-5, abs=1e-5)
+
+
+def test_results_pickle(tr):
+    import pickle
+
+    out = tr.translate(SENTENCES[:2], attention=True, alignment="hard")
+    back = pickle.loads(pickle.dumps(out))
+    assert [t.text for t in back] == [t.text for t in out]
+    np.testing.assert_array_equal(back[0].attention, out[0].attention)
+    tr2 = pickle.loads(pickle.dumps(tr))
+    assert [t.text for t in tr2.translate(SENTENCES)] == [t.text for t in tr.translate(SENTENCES)]
+
+
+def test_errors_are_python_exceptions_with_the_cli_message(tmp_path):
+    missing = str(tmp_path / "missing.safetensors")
+    with pytest.raises(nazar.Error) as e:
+        nazar.Translator(missing)
+    assert isinstance(e.value, RuntimeError)
+    msg = str(e.value)
+    assert "\n" not in msg and missing in msg
+    cli = run_cli("translate", "--model", missing, input="a\n", check=False)
+    assert cli.returncode != 0
+    assert cli.stderr.strip() == f"nazar: error: {msg}"
+
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}")
+    with pytest.raises(nazar.Error) as e:
+        nazar.Translator(str(bad))
+    assert "\n" not in str(e.value)
+
+
+def test_bad_arguments_are_value_errors(tr):
+    with pytest.raises(ValueError, match="beam"):
+        tr.translate(["a"], beam=0)
+    with pytest.raises(ValueError, match="n_best 3 exceeds beam 2"):
+        tr.translate(["a"], beam=2, n_best=3)
+    with pytest.raises(ValueError, match="alignment"):
+        tr.translate(["a"], alignment="fuzzy")
+    with pytest.raises(TypeError):
+        tr.translate("a b c")
+    with pytest.raises(ValueError, match="replace_unk"):
+        tr.translate(["a"], dictionary="dict.tsv")
