@@ -1,7 +1,7 @@
-// One decoder step of every attention mechanism at B=64, S=50, d_s=d_h=512, d_a=256 (SPEC §9):
+// One decoder step of every attention mechanism, B=64 S=50 d_s=d_h=512 d_a=256 (docs/spec.md §9):
 // precompute (keys once per batch), forward, and forward+backward. Before timing, each
 // mechanism's forward is validated against a naive double-precision computation written
-// straight from SPEC §3-5 (attention/naive.h), with padded sentences in the batch.
+// straight from docs/spec.md §3-5 (attention/naive.h), with padded sentences in the batch.
 // Output: Google Benchmark's table; each line carries the shapes as its label and GFLOP/s from
 // the multiply-add count of attention_cost (the same model `nazar explain` prints).
 // Threads: NAZAR_THREADS (default 1, so numbers from a shared machine stay comparable).
@@ -97,7 +97,7 @@ void bm_precompute(benchmark::State& st, const Mech& m, const Inputs& in) {
     st.SetLabel(label(m));
 }
 
-// The notes' accounting (SPEC §9, first column): keys recomputed at every step.
+// The notes' accounting (docs/spec.md §9, first column): keys recomputed at every step.
 void bm_keys_per_step(benchmark::State& st, const Mech& m, const Inputs& in) {
     Rng rng(5);
     Attention att(m.cfg, rng);

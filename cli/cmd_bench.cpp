@@ -1,5 +1,5 @@
 // `nazar bench <what>`: throughput of training and decoding on a stated configuration
-// (DESIGN.md §6), the measurements behind `make bench-compare` (docs/performance.md).
+// (docs/design.md §6), the measurements behind `make bench-compare` (docs/performance.md).
 //
 //   nazar bench train  --preset standard|small --attention bahdanau|general|general-feed|local-p
 //   nazar bench decode --preset ... --attention ... --beam K --batch N --sentences M

@@ -1,5 +1,5 @@
-// `nazar explain`: SPEC.md §10's worked examples pushed through nazar's real attention code
-// (precompute -> scores -> masked softmax -> context), the example-2 shapes, and SPEC §9's
+// `nazar explain`: docs/spec.md §10's worked examples pushed through nazar's real attention code
+// (precompute -> scores -> masked softmax -> context), the example-2 shapes, and docs/spec.md §9's
 // per-step cost table (multiply-adds and parameters, optionally measured times) for any sizes.
 #include "apps/demo/explain.h"
 #include "cli/command.h"
@@ -92,7 +92,7 @@ struct Row {
     std::string name;
     AttentionConfig cfg;
     bool luong = false;          // decoder adds W_c [s; c]: H·(H + C)
-    bool keys_per_step = false;  // the notes' count: U_a h_i (and W_a s) recomputed per position
+    bool keys_per_step = false;  // docs/spec.md §9 col. 1: U_a h_i, W_a s per position
 };
 
 // Median time of one decoder step's attention at batch B: the attention forward (keys_per_step:
@@ -152,7 +152,7 @@ void cost_table(const ExplainOptions& o) {
                           {fmt::format("local-m general (D={})", D), lm, true},
                           {fmt::format("local-p general (D={})", D), lp, true}};
 
-    fmt::print("\nSPEC §9 — cost of one decoder step for one sentence, in multiply-adds\n");
+    fmt::print("\ndocs/spec.md §9 — cost of one decoder step for one sentence, in multiply-adds\n");
     fmt::print(
         "  S={} (source length), d_s=H={}, d_h=C={}, d_a=A={}, local D={} (local-p predictor "
         "P=H)\n",
@@ -200,8 +200,8 @@ void cost_table(const ExplainOptions& o) {
                    human(total), human(c.params), human(c.params + wc), t);
     }
     const AttentionCost ca = attention_cost(add, S), cg = attention_cost(gen, S);
-    fmt::print("\n  SPEC §9 figures: U_a H = S·A·C = {} ({}); W_a H = S·H·C = {} ({});\n", ca.keys,
-               human(ca.keys), cg.keys, human(cg.keys));
+    fmt::print("\n  docs/spec.md §9 figures: U_a H = S·A·C = {} ({}); W_a H = S·H·C = {} ({});\n",
+               ca.keys, human(ca.keys), cg.keys, human(cg.keys));
     fmt::print(
         "  Bahdanau per step with keys once = W_a s + S·A add/tanh + S·A v = {} ({}, context not "
         "counted);\n",
@@ -228,7 +228,8 @@ void cost_table(const ExplainOptions& o) {
 
 void examples() {
     fmt::print(
-        "SPEC §10 — worked examples through nazar's attention code (scores -> masked softmax -> "
+        "docs/spec.md §10 — worked examples through nazar's attention code (scores -> "
+        "masked softmax -> "
         "context)\n");
     fmt::print(
         "The scores are the notes' values; q = e_1 makes each score the first entry of (W_a) "
@@ -245,7 +246,7 @@ void examples() {
         "0.6831)\n");
 }
 
-// SPEC §3/§4 on a whole (tiny) model: every number of one decoder step, checked against the model.
+// docs/spec.md §3-4 on a tiny model: every number of one decoder step, checked against the model.
 void model_steps() {
     fmt::print(
         "\nThe same four steps inside a model (apps/demo/explain.h): a tiny seq2seq whose weights "
@@ -275,9 +276,9 @@ void run_explain(const ExplainOptions& o) {
 void setup_explain(CLI::App& app, std::function<int()>& run) {
     auto o = std::make_shared<ExplainOptions>();
     app.add_option("topic", o->topic,
-                   "all | examples (SPEC §10 softmax examples) | model (one decoder step of a tiny "
+                   "all | examples (docs/spec.md §10) | model (one decoder step of a tiny "
                    "Bahdanau and "
-                   "Luong model, by hand vs the code) | cost (SPEC §9 counts with measured times)")
+                   "Luong model, by hand vs the code) | cost (docs/spec.md §9 counts, timed)")
         ->check(CLI::IsMember({"all", "examples", "model", "cost"}))
         ->capture_default_str();
     app.add_option("--src-len", o->src_len, "Source length S")
@@ -309,7 +310,7 @@ void setup_explain(CLI::App& app, std::function<int()>& run) {
 }  // namespace
 
 NZ_REGISTER_COMMAND(explain,
-                    "Worked examples and the attention cost model of SPEC.md, computed live",
+                    "Worked examples and the attention cost model of docs/spec.md, computed live",
                     setup_explain);
 
 }  // namespace nazar::cli

@@ -1,7 +1,7 @@
 // `nazar score --model M --src F --tgt F` (or `--tsv F`): the log-probability of each target
 // given its source under forced decoding, log p(y | x) = Σ_t log p(y_t | y_<t, x) including </s>
-// (models/seq2seq.h Seq2Seq::score), one number per line in input order (DESIGN.md §6). This is
-// what the PyTorch parity check compares. Sentences are scored in batches of --batch, in input
+// (models/seq2seq.h Seq2Seq::score), one number per line in input order (docs/design.md §6). This
+// is what the PyTorch parity check compares. Sentences are scored in batches of --batch, in input
 // order; a sentence's score does not depend on its batch (up to BLAS summation order).
 #include "cli/command.h"
 #include "cli/options.h"

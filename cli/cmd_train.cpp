@@ -1,4 +1,4 @@
-// `nazar train --config run.yaml [--key value ...] [--resume DIR_OR_FILE]` (DESIGN.md §6).
+// `nazar train --config run.yaml [--key value ...] [--resume DIR_OR_FILE]` (docs/design.md §6).
 // Every key of the option table (nazar/train/train_config.h) is a flag here: the flags, their
 // help and their checks are generated from that one table. Precedence: defaults < YAML < flags
 // (the global `nazar --threads` counts as a flag, below train's own --threads); with --resume

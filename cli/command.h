@@ -2,7 +2,7 @@
 // adding a subcommand never touches main.cpp:
 //
 //   static void setup_explain(CLI::App& app, std::function<int()>& run) { ... run = [..]{...}; }
-//   NZ_REGISTER_COMMAND(explain, "Worked examples and the cost model of SPEC.md", setup_explain);
+//   NZ_REGISTER_COMMAND(explain, "Worked examples of docs/spec.md", setup_explain);
 //
 // `setup` declares options on the subcommand and sets `run`, which returns the exit code.
 // Errors are thrown (nazar::Error / nazar::UsageError); main.cpp prints them.

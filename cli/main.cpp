@@ -1,4 +1,4 @@
-// nazar — one binary, many subcommands (DESIGN.md §6). Subcommands live in cmd_<name>.cpp and
+// nazar — one binary, many subcommands (docs/design.md §6). Subcommands live in cmd_<name>.cpp and
 // register themselves (command.h). Exit codes: 0 ok, 1 failure, 2 usage / configuration error.
 //
 // Every error is one line on stderr, "nazar: error: <message>", with the hint (if any) on the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages nazar needs, only those that are missing (DESIGN.md §3).
+# Installs the Debian packages nazar needs, only those that are missing (docs/design.md §3).
 # Idempotent: on a machine that has them all it runs no apt command at all.
 # Usage: scripts/install-deps.sh [build|test|all]   (default: all)
 set -euo pipefail

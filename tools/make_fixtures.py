@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the PyTorch parity fixtures of nazar (STYLE.md, Tests §4 "Reference").
+"""Writes the PyTorch parity fixtures of nazar (docs/design.md §8.4, "Reference").
 
 For every case: build the layer of python/nazar_torch.py with seeded float32 weights and
 inputs (every batch has a padded sentence), switch to float64 (so the reference is exact up to

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the whole-model PyTorch parity fixtures of nazar (STYLE.md, Tests §4 "Reference").
+"""Writes the whole-model PyTorch parity fixtures of nazar (docs/design.md §8.4, "Reference").
 
 For every case (a nazar model config: Bahdanau GRU, deep output + tied embeddings, LSTM; Luong
 dot, general with and without input feeding, concat, local-m, local-p, LSTM; two ablations;
@@ -100,7 +100,7 @@ CASES = {
     "bahdanau_lstm_mean": ({"encoder": {"cell": "lstm", "hidden_size": 5, "bidirectional": False},
                             "decoder": {"kind": "bahdanau", "cell": "lstm", "hidden_size": 5},
                             "attention": {"score": "additive", "attention_size": 3}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
-    # the ablations SPEC §6 allows when named: a multiplicative score before the RNN step (with a
+    # the ablations docs/spec.md §6 allows when named: a multiplicative score before the RNN step (with a
     # learned scale), and the additive score after it (with local-p)
     "ablation_bahdanau_general": ({"encoder": {"hidden_size": 4},
                                    "decoder": {"kind": "bahdanau", "hidden_size": 5, "attention_timing": "before"},

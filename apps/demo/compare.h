@@ -1,4 +1,4 @@
-// `nazar demo --compare`: the notes' side-by-side table (Bahdanau vs Luong: speed, parameters,
+// `nazar demo --compare`: docs/spec.md §11's table (Bahdanau vs Luong: speed, parameters,
 // "slightly better on long sequences") turned into a measurement on this machine. Every
 // mechanism is trained on the same generated data, from the same seed, with the same budget
 // (steps, and optionally a time cap), then decoded greedily on the same held-out set.

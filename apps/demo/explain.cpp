@@ -73,7 +73,7 @@ StepWalkthrough explain_model_step(DecoderKind kind) {
                att);  // step 0 emits the first word; teacher forcing feeds "Le" next
     const std::vector<double> s_prev = row(st.h.select(0), 0);
     model.step(le, enc, st, lp,
-               att);  // step 1: the step the notes' example 1 walks through ("chat")
+               att);  // step 1: the step of docs/spec.md §10's example 1 ("chat")
     const std::vector<double> s_new = row(st.h.select(0), 0);
 
     StepWalkthrough w;
@@ -82,7 +82,8 @@ StepWalkthrough explain_model_step(DecoderKind kind) {
         "{} — one decoder step of a tiny model, by hand and by nazar's code\n",
         bahdanau ? "Bahdanau (additive score, attention BEFORE the RNN step, query s_{t-1})"
                  : "Luong general (bilinear score, attention AFTER the RNN step, query s_t)");
-    o += "  source \"The cat sat\" (3 word tokens), output so far \"Le\": the notes' example 1 "
+    o += "  source \"The cat sat\" (3 word tokens), output so far \"Le\": "
+         "docs/spec.md §10's example 1 "
          "step, which predicts word 2.\n";
     o += fmt::format(
         "  sizes: E = 3, encoder 2 per direction -> C = d_h = 4, H = d_s = 4{}; seeded weights "

@@ -1,4 +1,4 @@
-// `nazar explain model`: one decoder step of a tiny seq2seq model, walked through SPEC.md's four
+// `nazar explain model`: one decoder step of a tiny seq2seq model, through docs/spec.md §1's four
 // steps (score -> weights -> context -> output) with every number printed, for Bahdanau and for
 // Luong general. The tiny model (word tokens "The cat sat" -> "Le chat s'est assis", E = 3, C = 4,
 // H = 4, A = 3) is seeded, not trained: its weights are printed, so each value can be checked by

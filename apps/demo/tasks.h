@@ -1,6 +1,6 @@
 // Built-in tasks of `nazar demo`, generated in code (no data files): a pair is a source string,
 // a target string, and for dates the source character spans that spell the day, month and year,
-// so a test can check where the attention looks (the notes' "highlighting").
+// so a test can check where the attention looks ("highlighting", docs/spec.md §11).
 //
 //   dates     a human-written date in one of many formats and 7 languages -> its ISO form:
 //               "Thursday, 3 May 1979" -> "1979-05-03", "03/05/79" (day/month/year, as written in

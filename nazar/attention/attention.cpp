@@ -1,13 +1,13 @@
 // Attention: precompute keys once per batch; per step score the window, softmax, context.
-// Math of every block is written above it; the score kernels live in additive_kernels.cpp / luong.cpp,
-// the window and position predictor in local.cpp, and the equations of one row (softmax,
+// Math of every block is written above it; the score kernels live in additive_kernels.cpp /
+// luong.cpp, the window and position predictor in local.cpp, and the equations of one row (softmax,
 // local-p Gaussian, context, their backward) in attention_rows.cpp, shared with the all-steps
 // path (attention_steps*.cpp).
 #include "nazar/attention/attention.h"
 
+#include "nazar/attention/additive_kernels.h"
 #include "nazar/attention/attention_detail.h"
 #include "nazar/attention/attention_rows.h"
-#include "nazar/attention/additive_kernels.h"
 #include "nazar/attention/local.h"
 #include "nazar/attention/luong.h"
 #include "nazar/attention/vec.h"

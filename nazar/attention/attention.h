@@ -1,4 +1,4 @@
-// The attention mechanisms of nazar behind one runtime interface (SPEC.md §3-6). Decoders hold
+// The attention mechanisms of nazar behind one runtime interface (docs/spec.md §3-6). Decoders hold
 // one `Attention`; the score kind, scaling and local mode are chosen by a typed config.
 //
 //   score   additive/concat  e[b,i] = v_a · tanh(W_q q[b] + W_k h[b,i])      (additive_kernels.h)
@@ -11,7 +11,7 @@
 //   context c[b] = Σ_i α[b,i] h[b,i]
 // Keys W_k h are computed ONCE per batch (precompute); a step computes only the query side and
 // the scores inside the window, so local attention costs O(D) per step, not O(S).
-// Who calls it when (before / after the RNN step) is the decoder's business (SPEC §3, §4).
+// Who calls it when (before / after the RNN step) is the decoder's business (docs/spec.md §3, §4).
 //
 // Weight storage: column j of a step's weights (B, W) is source position start[b] + j.
 // Global: W = S, start = 0. Local: W = 2D+1, start = first window position (>= 0); columns
@@ -21,7 +21,7 @@
 // `grad`. The caller zeroes them once per batch; d_keys collects every step's gradient and is
 // turned into d_enc_out / grad.W_k by ONE precompute_backward call after the last step
 // (allocate it as Tensor::like(keys.keys); for dot it is (0)-shaped and unused).
-// Oracle: naive.h (double precision, straight from the SPEC, forward and backward);
+// Oracle: naive.h (double precision, straight from docs/spec.md, forward and backward);
 // derivations: docs/derivations/attention.md. The equations of one row (softmax, window, local-p
 // Gaussian, context, and their backward) are written once, in attention_rows.h (internal), and
 // called by both the per-step and the all-steps path.
@@ -32,7 +32,7 @@
 //   dot              (none)
 //   scale learned    scale (1)
 //   local-p          position.weight W_p (P, H)   position_v.weight v_p (1, P)
-// No biases (the SPEC equations have none). Shape letters: B S H C A D, P = position size d_p.
+// No biases (docs/spec.md has none). Shape letters: B S H C A D, P = position size d_p.
 #pragma once
 
 #include "nazar/core/blas.h"
@@ -84,7 +84,7 @@ std::string describe(const AttentionConfig& cfg);  // "local-p general D=10 (H=5
 // `general`; missing A for additive/concat; scale on additive/concat; D < 1 for local).
 void validate(const AttentionConfig& cfg);
 
-// Multiply-adds of one sentence of length S (SPEC §9), for `explain` and the benchmark.
+// Multiply-adds of one sentence of length S (docs/spec.md §9), for `explain` and the benchmark.
 struct AttentionCost {
     int64_t keys = 0;     // once per batch: S·A·C (additive/concat), S·H·C (general), 0 (dot)
     int64_t query = 0;    // per step: A·H (additive/concat) + P·H + P (local-p predictor)

@@ -1,4 +1,4 @@
-// AttentionConfig: names, validation, the cost model of SPEC §9.
+// AttentionConfig: names, validation, the cost model of docs/spec.md §9.
 #include "nazar/attention/attention.h"
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
-// Local attention (Luong, Pham & Manning 2015, §3.2; SPEC.md §5): the window arithmetic and the
-// local-p position predictor. The Gaussian of local-p's weights is a row equation
+// Local attention (Luong, Pham & Manning 2015, §3.2; docs/spec.md §5): the window arithmetic and
+// the local-p position predictor. The Gaussian of local-p's weights is a row equation
 // (attention_rows.h); attention.cpp combines these with any score.
 //
 // Exact semantics (the PyTorch reference python/nazar_torch.py follows these to the letter):

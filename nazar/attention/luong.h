@@ -1,10 +1,11 @@
 // Multiplicative attention scores (Luong, Pham & Manning 2015, §3.1, eq. 8):
 //
 //   dot      e_i = s · q · h_i            requires H == C (validate() names both sizes and
-//                                         suggests `general`: the notes' "mistake 3")
+//                                         suggests `general`; docs/spec.md §4.1, "mistake 3")
 //   general  e_i = s · q · (W_a h_i)      W_a = key.weight: (H, C); keys W_a h_i once per batch
 //   concat   v_a · tanh(W_a [q; h_i]) = v_a · tanh(W_q q + W_k h_i): the additive kernel of
-//            additive_kernels.h with the same parameter names (Luong's timing is the decoder's choice)
+//            additive_kernels.h with the same parameter names (Luong's timing is the decoder's
+//            choice)
 //   s        1 (ScaleMode::none), 1/sqrt(C) (inv_sqrt), or a learned scalar "scale" (learned)
 //
 // OpenNMT-py applies W to the query instead: the same score with W = W_aᵀ (matters for fixtures).

@@ -107,7 +107,7 @@ void score_backward(const Attention& att, const float* q, const float* h, double
     }
 }
 
-// One sentence at one step, from the definitions (SPEC §3-5).
+// One sentence at one step, from the definitions (docs/spec.md §3-5).
 struct Row {
     int lo = 0, hi = -1;  // the window [lo, hi]
     double p = 0;         // p_t (local)

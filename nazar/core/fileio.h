@@ -1,4 +1,4 @@
-// Whole-file reads and crash-safe writes (DESIGN.md §5: "a crash never leaves a broken or
+// Whole-file reads and crash-safe writes (docs/design.md §5: "a crash never leaves a broken or
 // half-written file").
 //
 // atomic_write_file(path, bytes):

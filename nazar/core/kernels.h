@@ -5,7 +5,7 @@
 //
 // Every function takes `out` last; `out` may alias the input unless stated otherwise.
 // Softmax rows are "masked" by a length: entries at and beyond len[r] get weight exactly 0
-// (SPEC §6: padding gets score −∞, hence weight 0). A row with len 0 is all zeros.
+// (docs/spec.md §6: padding gets score −∞, hence weight 0). A row with len 0 is all zeros.
 #pragma once
 
 #include "nazar/core/tensor.h"

@@ -9,7 +9,7 @@
 //   };
 //
 // The names passed to f are the PyTorch state_dict names relative to the module
-// (DESIGN.md §5), so a model prefixes them ("encoder.rnn." + "weight_ih_l0") and gets the
+// (docs/design.md §5), so a model prefixes them ("encoder.rnn." + "weight_ih_l0") and gets the
 // weight-naming contract for free. collect_params() zips a params/grad pair into a ParamList.
 // An empty (numel 0) tensor is an absent parameter (e.g. a disabled bias) and is skipped.
 #pragma once

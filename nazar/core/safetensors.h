@@ -1,4 +1,4 @@
-// The model-file format: safetensors (DESIGN.md §5), https://github.com/huggingface/safetensors
+// The model-file format (docs/design.md §5): https://github.com/huggingface/safetensors
 //
 //   bytes 0..7   N, the header length, unsigned 64-bit little-endian
 //   bytes 8..    the header: N bytes of JSON, an object
@@ -19,7 +19,7 @@
 // shape × dtype size != end − begin, offsets out of range / overlapping / leaving gaps, more
 // than 4 dimensions (nazar's Tensor limit), non-string metadata.
 //
-// Tensor names are PyTorch state_dict names (DESIGN.md §5 weight-naming contract), so
+// Tensor names are PyTorch state_dict names (docs/design.md §5 weight-naming contract), so
 // set_params()/get_params() move a ParamList (params.h) in and out by name.
 #pragma once
 

@@ -1,4 +1,4 @@
-// One thread setting for all of nazar: BLAS and our own loops (DESIGN.md §4).
+// One thread setting for all of nazar: BLAS and our own loops (docs/design.md §4).
 //
 // set_num_threads(n) sizes both the GEMM library and the pool behind parallel_for; the default is
 // the number of cores. parallel_for splits [0, n) into contiguous chunks in a fixed way that

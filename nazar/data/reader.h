@@ -1,4 +1,4 @@
-// Readers for parallel text (DESIGN.md §5): a TSV file (source<TAB>target), two line-aligned
+// Readers for parallel text (docs/design.md §5): a TSV file (source<TAB>target), two line-aligned
 // files, or stdin ("-") for translate. Plain or gzip-compressed (zlib detects gzip by its
 // magic bytes, so the file name does not matter); UTF-8 with or without a byte order mark;
 // lines end in \n or \r\n (the \r is removed). A last line without a newline still counts.

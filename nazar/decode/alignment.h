@@ -1,4 +1,5 @@
-// Alignments from attention weights (SPEC.md §8), unknown-word replacement and forced alignment.
+// Alignments from attention weights (docs/spec.md §8), unknown-word replacement and forced
+// alignment.
 //
 //   hard    link (i, j) for every target token j: i = argmax_i a[j, i] (lowest i on ties), printed
 //           as Pharaoh/Moses "i-j" pairs, source index first, 0-based ("0-0 2-1 1-2"). Indices

@@ -1,4 +1,4 @@
-// Batched beam search (SPEC.md §8) on the Seq2Seq step API, the semantics of the PyTorch
+// Batched beam search (docs/spec.md §8) on the Seq2Seq step API, the semantics of the PyTorch
 // reference python/nazar_torch.py beam_search (which decodes one sentence at a time).
 //
 // Per sentence, with K = beam_size and F = hypotheses finished so far:

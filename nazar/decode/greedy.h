@@ -1,4 +1,4 @@
-// Batched greedy decoding (SPEC.md §8) on the Seq2Seq step API.
+// Batched greedy decoding (docs/spec.md §8) on the Seq2Seq step API.
 //
 //   y_0 = <s>;  y_t = argmax_{v ∉ {<pad>, <s>}} log p(v | y_<t, x)   for every sentence of the
 //   batch at once.

@@ -211,16 +211,17 @@ std::vector<std::string> validate(const ModelConfig& cfg) {
                          (multiplicative(score) && timing == AttentionTiming::before);
     if (unusual) {
         const char* which = timing == AttentionTiming::after ? "after" : "before";
-        usage_check(
-            dec.attention_timing != AttentionTiming::automatic,
-            "score '{}' with the {} decoder computes attention {} the RNN step, an unusual "
-            "combination "
-            "(SPEC.md §6); to run it as an ablation set decoder attention_timing: {} explicitly",
-            to_string(score), to_string(dec.kind), which, which);
+        usage_check(dec.attention_timing != AttentionTiming::automatic,
+                    "score '{}' with the {} decoder computes attention {} the RNN step, an unusual "
+                    "combination "
+                    "(docs/spec.md §6.3); to run it as an ablation set decoder "
+                    "attention_timing: {} explicitly",
+                    to_string(score), to_string(dec.kind), which, which);
         warnings.push_back(fmt::format(
             "attention score '{}' with attention_timing '{}' mixes Bahdanau's and Luong's designs "
             "(ablation). "
-            "The notes' mistake 2: with timing 'after' the query s_t is computed before the "
+            "The study notes' mistake 2 (docs/spec.md §6.3): with timing 'after' the query "
+            "s_t is computed before the "
             "context, so s_t "
             "already 'knows' what it will emit and attention cannot inform that choice; with "
             "'before' a "

@@ -1,5 +1,5 @@
-// ModelConfig: every hyper-parameter needed to rebuild a seq2seq model (SPEC.md §2-5), its JSON
-// form (stored as "nazar.config" in the model file, DESIGN.md §5) and its validation.
+// ModelConfig: every hyper-parameter needed to rebuild a seq2seq model (docs/spec.md §2-5), its
+// JSON form (stored as "nazar.config" in the model file, docs/design.md §5) and its validation.
 //
 // JSON (PyTorch spelling; every key optional on input, defaults below; unknown keys are a
 // UsageError naming the key, so a typo never silently trains the wrong model):
@@ -34,7 +34,7 @@
 //                     (Bahdanau); after = query s_t (Luong). "auto" = the decoder's own timing.
 //                     An unusual score/timing pair (additive score with Luong timing, dot/general
 //                     with Bahdanau timing) must be named explicitly and produces a warning
-//                     (SPEC §6, the notes' mistake 2). bahdanau + after is not supported (its RNN
+//                     (docs/spec.md §6.3: mistake 2). bahdanau + after is not supported (its RNN
 //                     input needs c_t before the step): UsageError.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The attention decoders (SPEC.md §3 Bahdanau, §4 Luong, §5 local), one step at a time.
+// The attention decoders (docs/spec.md §3 Bahdanau, §4 Luong, §5 local), one step at a time.
 // One class serves both kinds: they share the stacked cells, the embedding, the attention and
 // the backward bookkeeping, and differ only in where attention sits and what reaches the output.
 // Per step t (e_t = Emb_tgt(y_{t-1}), s^l = state of layer l, s = top layer, L layers):

@@ -1,4 +1,4 @@
-// The encoder (SPEC.md §2) and the bridge that turns it into the decoder's initial state (§3).
+// The encoder (docs/spec.md §2) and the bridge that turns it into the decoder's initial state (§3).
 //
 //   Encoder:  x_i = Emb_src[src_i]  ->  RNN (GRU/LSTM, L layers, optional bidirectional)
 //             enc_out (B, S, C), C = dirs·H_enc; 0 at padding positions; final states as torch h_n.

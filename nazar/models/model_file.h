@@ -1,5 +1,5 @@
-// The model file (DESIGN.md §5): one .safetensors holding every parameter and what is needed to
-// rebuild and use the model.
+// The model file (docs/design.md §5): one .safetensors holding every parameter and what is needed
+// to rebuild and use the model.
 //
 //   tensors        float32, by weight-naming-contract name (Seq2Seq::parameters()). With tied
 //                  target embeddings "generator.weight" is ALSO written (a copy of

@@ -1,4 +1,4 @@
-// The whole attention seq2seq model (SPEC.md §2-7): encoder, bridge, attention, decoder,
+// The whole attention seq2seq model (docs/spec.md §2-7): encoder, bridge, attention, decoder,
 // generator; training forward+backward, evaluation loss, forced-decoding scores, and the
 // incremental step API that greedy and beam search build on.
 //
@@ -18,7 +18,7 @@
 //   step API:    encode() once -> init_state() -> step() repeatedly; select_rows()/select_state()
 //                gather rows (expand a batch to beams, reorder beams). Eval mode.
 //
-// Parameters (parameters(): DESIGN.md §5 names, in this order):
+// Parameters (parameters(): docs/design.md §5 names, in this order):
 //   encoder.embedding.weight, encoder.rnn.*, bridge.weight/bias (absent for zero),
 //   decoder.embedding.weight, decoder.rnn.*, decoder.combine.weight (luong),
 //   decoder.deep_output.{state,prev,context}.weight (deep output), attention.* (attention.h),

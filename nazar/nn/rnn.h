@@ -5,7 +5,7 @@
 //   x (B, T, I), lengths (B)  ->  out (B, T, dirs·H) = [h_fwd ; h_bwd] at every position
 //   final.h (L·dirs, B, H) (and final.c for LSTM), index = layer·dirs + dir, as torch's h_n.
 //
-// Padding (SPEC §2): positions t >= lengths[b] output 0 and do not change the state, so the
+// Padding (docs/spec.md §2): positions t >= lengths[b] output 0 and do not change the state, so the
 // forward direction's final state is its state after the last real token, and the backward
 // direction starts at the sentence's own last real token from its initial state. A padded
 // sentence gives the same outputs and final states as if it were alone in the batch.

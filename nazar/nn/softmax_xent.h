@@ -1,4 +1,4 @@
-// Fused output layer + cross-entropy (SPEC.md §7, DESIGN.md §4 "fuse log-softmax + NLL").
+// Fused output layer + cross-entropy (docs/spec.md §7, docs/design.md §4: fused log-softmax + NLL).
 //
 //   z[n]    = W x[n] + b                                   logits, (V) per row
 //   lp[n]   = z[n] − logsumexp(z[n])                       log-softmax (never log(softmax))

@@ -1,4 +1,4 @@
-// Training checkpoints (DESIGN.md §5): ONE safetensors file that is a complete model file
+// Training checkpoints (docs/design.md §5): ONE safetensors file that is a complete model file
 // (models/model_file.h: parameters, nazar.config, vocabularies, tokenizers; `translate` and
 // `score` accept it as a model) plus everything `train --resume` needs to continue exactly:
 //

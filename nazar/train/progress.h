@@ -1,4 +1,4 @@
-// What training shows and records while it runs (DESIGN.md §6):
+// What training shows and records while it runs (docs/design.md §6):
 //
 //   Progress    one line on stderr:
 //                 step 1200/5000 | epoch 3 | loss 2.314 | 18.4k tok/s | lr 1.00e-03 | ETA 4m12s

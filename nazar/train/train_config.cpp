@@ -626,7 +626,7 @@ void validate_config(const TrainConfig& cfg) {
     if (cfg.save_dir.empty()) usage("", "save_dir is empty: name the run's directory");
     if (cfg.max_steps == 0 && cfg.max_epochs == 0)
         usage("", "max_steps and max_epochs are both 0: training would never stop");
-    // Model sizes (SPEC §4: dot needs d_s = d_h).
+    // Model sizes (docs/spec.md §4: dot needs d_s = d_h).
     const int d_h = cfg.hidden_size * (cfg.bidirectional ? 2 : 1);
     const int d_s = cfg.decoder_hidden_size ? cfg.decoder_hidden_size : d_h;
     if (cfg.attention == "dot" && d_s != d_h)

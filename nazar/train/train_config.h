@@ -1,6 +1,6 @@
 // The training configuration: ONE table of options (key, type, default, help, range) from which
 // the YAML reader, the `nazar train` flags and `nazar train --help` are all generated, so every
-// YAML key is also a flag (`--key value`) and the help lists every key (DESIGN.md §6).
+// YAML key is also a flag (`--key value`) and the help lists every key (docs/design.md §6).
 //
 // Precedence: table defaults < YAML file (`--config run.yaml`) < flags. On `--resume`, the
 // checkpoint's stored configuration replaces the defaults; a key that shapes the model or the

@@ -1,4 +1,4 @@
-// The training loop (SPEC.md §7, DESIGN.md §4-6).
+// The training loop (docs/spec.md §7, docs/design.md §4-6).
 //
 // One update, top to bottom:
 //   batch   ← batcher.next()                       (bucketed, shuffled per epoch from the seed)

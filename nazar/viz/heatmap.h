@@ -1,6 +1,6 @@
-// Attention heatmaps (SPEC.md §8: the weights are how a user sees what the model looked at —
-// the notes' "highlighting"): one row per output token, one column per source token, the cell's
-// colour encodes the weight α[t, i] in [0, 1].
+// Attention heatmaps (docs/spec.md §8: the weights are how a user sees what the model looked at —
+// "highlighting", docs/spec.md §11): one row per output token, one column per source token, the
+// cell's colour encodes the weight α[t, i] in [0, 1].
 //
 //   terminal  ANSI 24-bit background colours, two columns per cell, source tokens written
 //             vertically above their column; plain mode (not a TTY, NO_COLOR set, or asked)

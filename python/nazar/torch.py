@@ -2,7 +2,7 @@
 parameter names. Pure Python over torch and numpy; it does not need nazar's extension, and
 python/nazar_torch.py still imports it as ``nazar_torch`` from a source checkout (tests, tools).
 
-The state_dict names follow nazar's weight-naming contract (DESIGN.md §5), so a nazar
+The state_dict names follow nazar's weight-naming contract (docs/design.md §5), so a nazar
 .safetensors model loads here and vice versa (docs/pytorch.md):
 
     model, meta = load_model("model.safetensors")    # a Seq2Seq built from meta["nazar.config"]
@@ -22,7 +22,7 @@ The state_dict names follow nazar's weight-naming contract (DESIGN.md §5), so a
     Seq2Seq              encoder.*, bridge.*, decoder.*, attention.*, generator.*
                          (nazar/models/seq2seq.h, decoder.h, encoder.h, config.h)
 
-Attention follows nazar/attention/attention.h and local.h to the letter (SPEC.md §3-5):
+Attention follows nazar/attention/attention.h and local.h to the letter (docs/spec.md §3-5):
 scores over the real positions of each sentence (padding gets weight exactly 0); local-m
 centres on min(t, S_b - 1); local-p predicts p_t = S_b * sigmoid(v_p . tanh(W_p q)), centres
 on min(floor(p_t + 0.5), S_b - 1), and multiplies the window softmax by
@@ -297,7 +297,7 @@ if torch is not None:
 
     # -----------------------------------------------------------------------------------------
     # Models (nazar/models/: config.h, encoder.h, decoder.h, seq2seq.h, model_file.h), with the
-    # DESIGN.md §5 state_dict names: encoder.embedding, encoder.rnn, bridge, decoder.embedding,
+    # docs/design.md §5 state_dict names: encoder.embedding, encoder.rnn, bridge, decoder.embedding,
     # decoder.rnn, decoder.combine, decoder.deep_output.{state,prev,context}, attention, generator.
     # Written to be read: one decoder step is one function, the same for training and decoding.
 
@@ -687,7 +687,7 @@ if torch is not None:
             lp = torch.log_softmax(logits, -1).gather(-1, batch.tgt_out[..., None]).squeeze(-1)
             return lp.masked_fill(batch.tgt_out == model.config["special_ids"]["pad"], 0.0).sum(1)
 
-    # ---- decoding (nazar/decode/greedy.h; beam search as SPEC.md §8) ----
+    # ---- decoding (nazar/decode/greedy.h; beam search as docs/spec.md §8) ----
 
     def max_decode_length(S_b, max_length_ratio=2.0, max_length_extra=5, max_length=512):
         """min(max_length, max(1, floor(ratio · S_b) + extra)), ratio · S_b in float32 like nazar."""
@@ -749,7 +749,7 @@ if torch is not None:
 
     def beam_search(model, src, beam_size=5, n_best=1, alpha=0.6, beta=0.0, max_length_ratio=2.0,
                     max_length_extra=5, max_length=512, margins=None):
-        """Beam search, one sentence at a time, written plainly (SPEC.md §8).
+        """Beam search, one sentence at a time, written plainly (docs/spec.md §8).
 
         Each step expands every live hypothesis by every token except <pad> and <s> (masked to
         −inf: never emitted; log_prob stays the model's own Σ log p, = score()) and keeps the best `width`

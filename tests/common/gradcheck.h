@@ -1,4 +1,4 @@
-// Finite-difference gradient checks (STYLE.md, Tests §2).
+// Finite-difference gradient checks (docs/design.md §8.2).
 //
 // Usage: run forward + backward once to fill the analytic gradients, then
 //   check_gradients(loss, {{"x", x, d_x}, {"W", W, grad_W}}, {.eps = 1e-2, .rtol = 1e-2});

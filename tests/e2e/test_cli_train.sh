@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end check of `nazar train` and `nazar score` (DESIGN.md §6):
+# End-to-end check of `nazar train` and `nazar score` (docs/design.md §6):
 #   - configuration errors: one line, exit code 2, reported before any data is read;
 #   - every configuration key is a flag documented by --help; flags override the YAML file;
 #   - training from YAML writes model/best/last files and plain progress lines when not a TTY;

@@ -1,4 +1,4 @@
-// `train --resume` continues exactly (DESIGN.md §5): a run interrupted between checkpoints
+// `train --resume` continues exactly (docs/design.md §5): a run interrupted between checkpoints
 // (a simulated kill: the process stops without saving) and resumed from its last checkpoint, or
 // a run stopped by max_steps and resumed with a larger one, ends with the same bits as the
 // uninterrupted run: every weight, every optimizer moment, and the training state (step, batcher

@@ -9,8 +9,8 @@
 // above both with margin while a wrong transpose or a missing term (errors of O(0.1)) fails.
 // local-p: the window position round(p_t) is piecewise constant; the test asserts every p_t is
 // more than 0.05 away from a rounding boundary, far beyond what an eps perturbation moves it.
-#include "nazar/attention/attention.h"
 #include "nazar/attention/additive_kernels.h"
+#include "nazar/attention/attention.h"
 #include "nazar/core/params.h"
 #include "tests/common/gradcheck.h"
 #include "tests/common/test_util.h"

@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 
@@ -202,6 +203,7 @@ def main():
     # 6. trained by `nazar train` (word tokens, Luong general + input feeding): the model file and
     #    the checkpoint load in PyTorch and score as `nazar score` does
     trained = os.path.join(args.work, "trained")
+    shutil.rmtree(trained, ignore_errors=True)  # a fresh run: nazar train refuses a used save_dir
     train_tsv = os.path.join(args.work, "reverse.tsv")
     rng = random.Random(3)
     with open(train_tsv, "w") as f:

@@ -1,4 +1,4 @@
-// PyTorch parity harness (STYLE.md, Tests §4 "Reference").
+// PyTorch parity harness (docs/design.md §8.4, "Reference").
 //
 // A fixture (tools/make_fixtures.py) holds a layer's inputs, its parameters by state_dict
 // name, its outputs, the loss weights "R.<output>" of L = Σ out ⊙ R, and "grad.<name>" for
@@ -70,7 +70,7 @@ public:
     }
 
     // Copies the fixture's parameters into nazar's by name. The two name sets must be equal:
-    // a parameter only one side has is a broken weight-naming contract (DESIGN.md §5).
+    // a parameter only one side has is a broken weight-naming contract (docs/design.md §5).
     void set_params(const ParamList& params) {
         std::set<std::string> ours, theirs;
         for (const auto& p : params) ours.insert(p.name);

@@ -2,7 +2,7 @@
 //
 // Per case (Bahdanau GRU; Bahdanau deep output + tied embeddings + 2 decoder layers; Bahdanau
 // LSTM with a mean bridge; Luong dot, general, general + input feeding + 1/sqrt(C) scale, concat,
-// local-m, local-p; LSTM encoder and decoder; two SPEC §6 ablations; scheduled sampling; an
+// local-m, local-p; LSTM encoder and decoder; two docs/spec.md §6 ablations; scheduled sampling; an
 // empty source sentence) the fixture pair is a nazar model file WRITTEN BY PYTORCH
 // (python/nazar_torch.py save_model) and the float64 values nazar_torch.py computes from it.
 // nazar must:
@@ -289,8 +289,8 @@ TEST(ParityModels, LuongLstm) {
 TEST(ParityModels, BahdanauLstmMeanBridge) {
     check_model("bahdanau_lstm_mean");
 }  // unidirectional encoder
-// SPEC §6 ablations (named explicitly in the config): general score before the RNN step with a
-// learned scale; additive score after it, with local-p
+// docs/spec.md §6 ablations (named explicitly in the config): general score before the RNN step
+// with a learned scale; additive score after it, with local-p
 TEST(ParityModels, AblationBahdanauGeneral) {
     check_model("ablation_bahdanau_general");
 }

@@ -1,4 +1,4 @@
-# PyTorch parity, live (STYLE.md Tests §4): CTest regenerates the fixtures from
+# PyTorch parity, live (docs/design.md §8.4): CTest regenerates the fixtures from
 # python/nazar_torch.py into ${PROJECT_BINARY_DIR}/parity-fixtures before the C++ parity tests
 # run; they prefer those files and fall back to the committed tests/parity/fixtures when the
 # regeneration was skipped (no python3-torch: exit code 77 = skipped, and the directory is

@@ -1,5 +1,5 @@
-// `nazar explain` prints SPEC §10's corrected weights and SPEC §9's counts at the default sizes.
-// Runs the built CLI (make test builds every target before ctest runs).
+// `nazar explain` prints docs/spec.md §10's corrected weights and docs/spec.md §9's counts at the
+// default sizes. Runs the built CLI (make test builds every target before ctest runs).
 #include <gtest/gtest.h>
 
 #include <cstdio>

@@ -1,8 +1,8 @@
-// Global attention: SPEC §10 worked examples through the real code path, hand-checked scores
-// for every score kind, the notes' mistakes (padding, dot size mismatch), config parsing and
-// the SPEC §9 cost model.
-#include "nazar/attention/attention.h"
+// Global attention: docs/spec.md §10 worked examples through the real code path, hand-checked
+// scores for every score kind, docs/spec.md §11's mistakes (padding, dot H != C), config parsing
+// and the docs/spec.md §9 cost model.
 #include "nazar/attention/additive_kernels.h"
+#include "nazar/attention/attention.h"
 #include "nazar/attention/luong.h"
 #include "nazar/core/blas.h"
 #include "tests/common/kernel_switches.h"
@@ -17,8 +17,8 @@ using nazar::test::random_tensor;
 
 namespace {
 
-// Dot attention with q = (1, 0) and h_i = (e_i, y_i) scores exactly e_i: the weights of SPEC §10
-// come out of the real precompute -> forward path, and the context is Σ α_i h_i.
+// Dot attention with q = (1, 0) and h_i = (e_i, y_i) scores exactly e_i: the weights of
+// docs/spec.md §10 come out of the real precompute -> forward path, and the context is Σ α_i h_i.
 struct DotExample {
     Tensor weights, context;
 };
@@ -45,7 +45,7 @@ DotExample run_dot_example(const std::vector<float>& scores, const std::vector<f
 
 TEST(AttentionGlobal, SpecExample1Weights) {
     auto r = run_dot_example({0.5f, 2.1f, 0.3f}, {1, 2, 3});
-    const float want[] = {0.1477f, 0.7314f, 0.1209f};  // SPEC §10 (the notes print 0.12/0.79/0.09)
+    const float want[] = {0.1477f, 0.7314f, 0.1209f};  // docs/spec.md §10 (notes: 0.12/0.79/0.09)
     for (int i = 0; i < 3; ++i) EXPECT_NEAR(r.weights[i], want[i], 5e-5) << i;
     // context = Σ α_i h_i; second component = Σ α_i y_i
     EXPECT_NEAR(r.context[1], 0.1477f * 1 + 0.7314f * 2 + 0.1209f * 3, 5e-4);
@@ -55,7 +55,7 @@ TEST(AttentionGlobal, SpecExample1Weights) {
 TEST(AttentionGlobal, SpecExample2Weights) {
     auto r = run_dot_example({1.2f, 3.5f, 0.8f, 2.1f, 0.5f}, {0, 0, 0, 0, 0});
     const float want[] = {0.0685f, 0.6831f, 0.0459f, 0.1685f,
-                          0.0340f};  // the notes print 0.64 for position 2
+                          0.0340f};  // the notes print 0.64 (docs/spec.md §10)
     float sum = 0;
     for (int i = 0; i < 5; ++i) {
         EXPECT_NEAR(r.weights[i], want[i], 5e-5) << i;
@@ -340,7 +340,7 @@ TEST(AttentionConfig, ParameterNamesAndShapes) {
     EXPECT_FLOAT_EQ(gen.params.scale[0], 0.25f);
 }
 
-// SPEC §9 at S = 50, d_s = d_h = 512, d_a = 256.
+// docs/spec.md §9 at S = 50, d_s = d_h = 512, d_a = 256.
 TEST(AttentionConfig, CostModelReproducesSpecSection9) {
     const AttentionConfig add{.score = ScoreKind::additive,
                               .query_size = 512,

@@ -1,5 +1,5 @@
-// Local attention (SPEC §5): window placement and clipping, local-m beyond the sentence, the
-// local-p Gaussian, padding, and per-step work that does not grow with S.
+// Local attention (docs/spec.md §5): window placement and clipping, local-m beyond the sentence,
+// the local-p Gaussian, padding, and per-step work that does not grow with S.
 #include "nazar/attention/attention.h"
 #include "nazar/attention/local.h"
 #include "tests/common/test_util.h"

@@ -1,5 +1,5 @@
-// Composition check (STYLE.md, Tests §3): the batched, precomputed-keys, fused and windowed
-// implementation against attn::naive (double, one score at a time straight from SPEC §3-5),
+// Composition check (docs/design.md §8.3): the batched, precomputed-keys, fused and windowed
+// implementation against attn::naive (double, one score at a time straight from docs/spec.md §3-5),
 // forward and backward, for every variant, with padded and empty sentences and decoder steps
 // beyond a sentence; the backward both per step (backward + precompute_backward) and, for
 // dot/general, all steps at once (backward_steps).

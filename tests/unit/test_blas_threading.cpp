@@ -83,9 +83,10 @@ TEST(BlasThreading, FixedThreadCountIsBitIdentical) {
 }
 
 TEST(BlasThreading, SmallMKernelAvx512AndAvx2AreBitIdentical) {
-    // Both paths keep one 8-lane accumulator per C entry in the same k order (core/gemm/small_m_*.cpp), so every
-    // M in [1, 8], N with a remainder past the 8- and 12-row blocks, and K with a scalar tail must
-    // agree bit for bit. Skipped where the CPU lacks AVX-512 (both runs would be AVX2).
+    // Both paths keep one 8-lane accumulator per C entry in the same k order
+    // (core/gemm/small_m_*.cpp), so every M in [1, 8], N with a remainder past the 8- and 12-row
+    // blocks, and K with a scalar tail must agree bit for bit. Skipped where the CPU lacks AVX-512
+    // (both runs would be AVX2).
     const auto keep = test::keep_small_gemm_avx512();
     const auto keep_threads = test::keep_num_threads();
     if (!set_small_gemm_avx512(true))

@@ -134,7 +134,7 @@ TEST(Kernels, VectorMathMatchesLibm) {
     EXPECT_EQ(kernels::sigmoid1(-200.0f), 0.0f);
 }
 
-// SPEC §10 worked examples, through the real masked softmax.
+// docs/spec.md §10 worked examples, through the real masked softmax.
 TEST(Kernels, SoftmaxWorkedExamples) {
     Tensor s1 = Tensor::from({1, 3}, std::vector<float>{0.5f, 2.1f, 0.3f}), a1({1, 3});
     kernels::masked_softmax(s1, {}, a1);

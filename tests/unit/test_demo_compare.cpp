@@ -1,5 +1,5 @@
 // `nazar demo --compare`: bucket edges, one row per mechanism with the parameter counts of the
-// notes' table (attention + Luong's W_c), and the printed table's shape.
+// notes' table (docs/spec.md §11; attention + Luong's W_c), and the printed table's shape.
 #include "apps/demo/compare.h"
 #include "nazar/core/threads.h"
 

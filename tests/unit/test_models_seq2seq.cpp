@@ -1,4 +1,4 @@
-// Seq2Seq: parameter names (DESIGN.md §5), score/loss consistency, padding invariance, the
+// Seq2Seq: parameter names (docs/design.md §5), score/loss consistency, padding invariance, the
 // incremental step API against forced decoding, row selection, += gradients, determinism.
 #include "nazar/models/seq2seq.h"
 #include "tests/common/test_util.h"

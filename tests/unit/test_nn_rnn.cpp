@@ -76,9 +76,9 @@ static Tensor state_of(TensorView s, int b) {
 
 class RNNBoth : public ::testing::TestWithParam<CellType> {};
 
-// SPEC §2: a sentence of length L < T gives exactly the same outputs and final states as if it
-// were alone in the batch; its gradients too. Dropout between layers is on (same seed both
-// ways would give different masks for different shapes), so it is set to 0 here.
+// docs/spec.md §2: a sentence of length L < T gives exactly the same outputs and final states as if
+// it were alone in the batch; its gradients too. Dropout between layers is on (same seed both ways
+// would give different masks for different shapes), so it is set to 0 here.
 TEST_P(RNNBoth, PaddedBatchEqualsEachSentenceAlone) {
     const CellType cell = GetParam();
     const bool lstm = cell == CellType::lstm;
