@@ -57,6 +57,7 @@ def train(
     config: Config = None,
     *,
     resume: Optional[PathLike] = None,
+    overwrite: bool = False,
     callback: Optional[Callable[[Dict[str, Any]], Optional[bool]]] = None,
     **overrides: Any,
 ) -> TrainResult:
@@ -75,9 +76,12 @@ def train(
     continues bit for bit. The GIL is released while training. Progress lines go to stderr
     as on the command line (``progress="none"`` hides them).
 
+    As on the command line, a ``save_dir`` that holds another run is refused unless ``resume``
+    continues it or ``overwrite=True`` replaces it (its model, best and last files are removed).
+
     Errors: ``ValueError`` with the command line's one-line message for a configuration
     mistake (unknown key, bad value, missing file), :class:`nazar.Error` for bad data."""
-    return TrainResult(**_nazar.train(*_args(config, overrides, resume), callback))
+    return TrainResult(**_nazar.train(*_args(config, overrides, resume), overwrite, callback))
 
 
 def resolve_config(

@@ -16,6 +16,7 @@
 
 #include "nazar/core/check.h"
 #include "nazar/core/threads.h"
+#include "nazar/train/run_dir.h"
 #include "nazar/train/trainer.h"
 
 #include <fmt/format.h>
@@ -25,6 +26,7 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -157,7 +159,7 @@ TrainConfig make_config(const std::string& yaml_text, const std::string& yaml_so
 pb::dict train(const std::string& yaml_text, const std::string& yaml_source,
                const std::string& config_path,
                const std::vector<std::pair<std::string, std::string>>& overrides,
-               const std::string& resume, pb::object callback) {
+               const std::string& resume, bool overwrite, pb::object callback) {
     TrainConfig cfg;
     std::unique_ptr<Trainer> trainer;
     std::atomic<bool> stop{false};
@@ -169,6 +171,16 @@ pb::dict train(const std::string& yaml_text, const std::string& yaml_source,
         cfg = make_config(yaml_text, yaml_source, config_path, overrides, resume);
         if (cfg.threads > 0) set_num_threads(cfg.threads);
         check_config(cfg);  // before any data is read
+        if (overwrite && !resume.empty())
+            throw UsageError(
+                "overwrite and resume exclude each other: resume continues the run in its "
+                "directory, overwrite starts a new one there");
+        // As `nazar train`: refuse an old run's directory (unless resume or overwrite), remove
+        // stale temporaries, and make sure the first checkpoint can be written.
+        const RunDirReport prepared =
+            prepare_run_dir(cfg.save_dir, {.resume = !resume.empty(), .overwrite = overwrite});
+        for (const auto& n : prepared.removed)
+            std::fprintf(stderr, "removed from %s: %s\n", cfg.save_dir.c_str(), n.c_str());
     }
     std::unique_ptr<pb::error_already_set> callback_error;
     TrainerHooks hooks;
@@ -239,7 +251,7 @@ pb::dict resolve_config(const std::string& yaml_text, const std::string& yaml_so
 
 void init_train(pb::module_& m) {
     m.def("train", &train, pb::arg("yaml_text"), pb::arg("yaml_source"), pb::arg("config_path"),
-          pb::arg("overrides"), pb::arg("resume"), pb::arg("callback"));
+          pb::arg("overrides"), pb::arg("resume"), pb::arg("overwrite"), pb::arg("callback"));
     m.def("resolve_config", &resolve_config, pb::arg("yaml_text"), pb::arg("yaml_source"),
           pb::arg("config_path"), pb::arg("overrides"), pb::arg("resume"));
     m.def("config_keys", [] {

@@ -97,6 +97,20 @@ def test_callback_exception_propagates(tmp_path, data_paths):
                     max_steps=20, callback=boom)
 
 
+def test_a_used_save_dir_is_refused_unless_resumed_or_overwritten(tmp_path, data_paths):
+    train, dev = data_paths
+    run = str(tmp_path / "run")
+    nazar.train(TRAIN_CONFIG, train=train, dev=dev, save_dir=run, max_steps=5)
+    before = read(os.path.join(run, "model.safetensors"))
+    with pytest.raises(ValueError, match="is not empty"):
+        nazar.train(TRAIN_CONFIG, train=train, dev=dev, save_dir=run, max_steps=5)
+    assert read(os.path.join(run, "model.safetensors")) == before  # nothing was touched
+    with pytest.raises(ValueError, match="exclude each other"):
+        nazar.train(TRAIN_CONFIG, train=train, dev=dev, save_dir=run, resume=run, overwrite=True)
+    r = nazar.train(TRAIN_CONFIG, train=train, dev=dev, save_dir=run, max_steps=3, overwrite=True)
+    assert r.step == 3 and read(os.path.join(run, "model.safetensors")) != before
+
+
 def test_configuration_errors_are_the_clis(tmp_path, data_paths):
     train, dev = data_paths
     bad = dict(TRAIN_CONFIG, model=dict(TRAIN_CONFIG["model"], hiden_size=8))
