@@ -76,12 +76,12 @@ bench-compare: deps $(BUILD)/build.ninja
 	/usr/bin/python3 bench/compare/run.py --nazar $(BUILD)/nazar $(BENCH_FLAGS)
 
 # OpenBLAS vs oneDNN sgemm on the model's shapes (docs/performance.md). Needs Debian's
-# libdnnl-dev, which nazar itself does not use. Unsets OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE for
+# libdnnl-dev (nazar's default GEMM backend since issue 15). Unsets OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE for
 # itself (the core that ran is printed); KERNELS=env keeps them.
 KERNELS ?= auto
 .PHONY: blas-backends
 blas-backends: deps-build
-	@test -f /usr/include/oneapi/dnnl/dnnl.h || { echo "blas-backends needs libdnnl-dev (apt-get install libdnnl-dev); nazar does not depend on it"; exit 1; }
+	@test -f /usr/include/oneapi/dnnl/dnnl.h || { echo "blas-backends needs libdnnl-dev (scripts/install-deps.sh installs it)"; exit 1; }
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target blas_backends
 	$(if $(filter env,$(KERNELS)),,env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE) OMP_NUM_THREADS=1 $(BUILD)/bench/blas_backends
