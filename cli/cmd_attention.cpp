@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,6 +64,16 @@ int run_attention(const AttentionArgs& a) {
     const std::vector<std::string> inputs = {input, a.model};
     if (!a.svg.empty()) refuse_same_file(a.svg, inputs);
     if (!a.html.empty()) refuse_same_file(a.html, inputs);
+    if (!a.svg.empty() && !a.html.empty()) {
+        std::error_code ec1, ec2;
+        const auto svg = std::filesystem::weakly_canonical(a.svg, ec1);
+        const auto html = std::filesystem::weakly_canonical(a.html, ec2);
+        if (a.svg == a.html || (!ec1 && !ec2 && svg == html))
+            throw UsageError(fmt::format(
+                "attention: --svg and --html name the same file '{}': one would overwrite the "
+                "other (give two files)",
+                a.html));
+    }
     Translator tr(a.model);
     std::unique_ptr<LineReader> reader;
     try {

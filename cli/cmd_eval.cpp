@@ -5,9 +5,11 @@
 //   signature: nrefs:2|case:mixed|eff:no|tok:13a|smooth:exp|version:nazar-0.1.0
 // or one JSON object with --json, or only the number with --score-only.
 #include "cli/command.h"
+#include "cli/options.h"
 #include "cli/output.h"
 #include "nazar/core/check.h"
 #include "nazar/core/fileio.h"
+#include "nazar/data/reader.h"
 #include "nazar/eval/aer.h"
 #include "nazar/eval/bleu.h"
 #include "nazar/eval/chrf.h"
@@ -15,6 +17,10 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -48,36 +54,42 @@ struct EvalOptions {
     int chrf_beta = 2;
     bool chrf_whitespace = false;
     bool chrf_eps_smoothing = false;
+    std::size_t max_line_bytes = kDefaultMaxLineBytes;
 };
 
-// Lines of a file ("-" = stdin): split on '\n', a trailing '\r' dropped, no line after a final
-// '\n'.
-std::vector<std::string> read_lines(const std::string& path, std::string_view what) {
-    std::string text;
-    if (path == "-") {
-        text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-    } else {
+bool isatty_path(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return false;
+    const bool tty = ::isatty(fd) != 0;
+    ::close(fd);
+    return tty;
+}
+
+// Lines of a file ("-" = stdin; gzip is decompressed): line endings and a UTF-8 BOM on line 1
+// dropped, no line after a final '\n'. A line longer than max_line_bytes is an error naming the
+// file and line (so /dev/zero or a 10 MB line fails at once, not after gigabytes); a device
+// other than a terminal is refused (an endless /dev/urandom of short lines would never end).
+std::vector<std::string> read_lines(const std::string& path, std::string_view what,
+                                    std::size_t max_line_bytes) {
+    if (path != "-") {
         // A directory opens as an empty stream: refuse it (and say what a path is) first.
         if (const std::string why = file_problem(path, true); !why.empty())
             throw UsageError(fmt::format("{} '{}' {}", what, path, why));
-        std::ifstream in(path, std::ios::binary);
-        if (!in)
-            throw UsageError(
-                fmt::format("cannot open {} '{}': {}", what, path, std::strerror(errno)));
-        std::ostringstream ss;
-        ss << in.rdbuf();
-        text = std::move(ss).str();
+        struct stat st {};
+        if (::stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode) && !isatty_path(path))
+            throw UsageError(fmt::format(
+                "{} '{}' is a character device, not a file or a pipe (give a file, or '-')", what,
+                path));
+    }
+    std::unique_ptr<LineReader> reader;
+    try {
+        reader = std::make_unique<LineReader>(path, max_line_bytes);
+    } catch (const Error& e) {
+        throw UsageError(fmt::format("cannot open {}: {}", what, e.what()));
     }
     std::vector<std::string> lines;
-    std::size_t pos = 0;
-    while (pos < text.size()) {
-        std::size_t end = text.find('\n', pos);
-        if (end == std::string::npos) end = text.size();
-        std::size_t stop = end;
-        if (stop > pos && text[stop - 1] == '\r') --stop;
-        lines.emplace_back(text, pos, stop - pos);
-        pos = end + 1;
-    }
+    std::string_view line;
+    while (reader->next(line)) lines.emplace_back(line);
     return lines;
 }
 
@@ -127,11 +139,11 @@ int run_eval(const EvalOptions& o) {
     inputs.push_back(o.possible);
     OutputSink sink("-", inputs);
 
-    const std::vector<std::string> hyps = read_lines(o.hyp, "hypothesis file");
+    const std::vector<std::string> hyps = read_lines(o.hyp, "hypothesis file", o.max_line_bytes);
     std::vector<std::vector<std::string>> refs;
     for (const auto& path : o.refs) {
-        refs.push_back(
-            read_lines(path, o.metric == "aer" ? "gold alignment file" : "reference file"));
+        refs.push_back(read_lines(
+            path, o.metric == "aer" ? "gold alignment file" : "reference file", o.max_line_bytes));
         check_count(o.hyp, hyps.size(),
                     o.metric == "aer" ? "gold alignment file" : "reference file", path,
                     refs.back().size());
@@ -183,7 +195,7 @@ int run_eval(const EvalOptions& o) {
     } else {  // aer
         std::vector<std::string> possible;
         if (!o.possible.empty()) {
-            possible = read_lines(o.possible, "possible-links file");
+            possible = read_lines(o.possible, "possible-links file", o.max_line_bytes);
             if (possible.size() != refs[0].size())
                 throw UsageError(fmt::format(
                     "line-count mismatch: gold alignment file '{}' has {} lines but "
@@ -247,6 +259,7 @@ void setup_eval(CLI::App& app, std::function<int()>& run) {
                  "chrf: keep whitespace in character n-grams");
     app.add_flag("--chrf-eps-smoothing", o->chrf_eps_smoothing,
                  "chrf: chrF++.py-style epsilon smoothing");
+    add_max_line_bytes_option(app, o->max_line_bytes);
     run = [o] { return run_eval(*o); };
 }
 

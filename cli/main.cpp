@@ -13,12 +13,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace nazar::cli {
@@ -42,8 +45,32 @@ std::string closest(std::string_view word, const std::vector<std::string>& candi
     return best_d <= limit ? best : std::string();
 }
 
+// One line, and a bounded one: a message that quotes an argument or a path is cut after
+// kMaxErrorBytes (at a UTF-8 boundary), so a 50 KB argument is not echoed back whole.
+constexpr std::size_t kMaxErrorBytes = 1000;
+
 void print_error(const std::string& message) {
-    std::fprintf(stderr, "nazar: error: %s\n", nazar::detail::one_line(message).c_str());
+    std::string line = nazar::detail::one_line(message);
+    if (line.size() > kMaxErrorBytes) {
+        std::size_t cut = kMaxErrorBytes;
+        while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+        line = line.substr(0, cut) + "... (" + std::to_string(line.size() - cut) + " bytes cut)";
+    }
+    std::fprintf(stderr, "nazar: error: %s\n", line.c_str());
+}
+
+// The safety net under every command's results: what went to standard output through stdio
+// (bench, demo, explain, --help-like listings) must have arrived, or the run fails (exit 1), so
+// `nazar bench ... > /dev/full` or a closed stdout never exits 0 with the results lost. The
+// commands that write results through cli/output.h check each write themselves.
+int check_stdout() {
+    errno = 0;
+    const bool flushed = std::fflush(stdout) == 0;
+    const int err = flushed ? 0 : errno;
+    if (flushed && !std::ferror(stdout)) return 0;
+    std::fprintf(stderr, "nazar: error: cannot write standard output: %s (results lost)\n",
+                 err ? std::strerror(err) : "a write failed");
+    return 1;
 }
 
 std::string with_location(const nazar::Error& e) {
@@ -154,12 +181,24 @@ int main(int argc, char** argv) {
     try {
         nazar::set_num_threads(threads);
         for (std::size_t i = 0; i < subs.size(); ++i)
-            if (subs[i]->parsed()) return runs[i] ? runs[i]() : 0;
+            if (subs[i]->parsed()) {
+                const int rc = runs[i] ? runs[i]() : 0;
+                return rc == 0 ? check_stdout() : rc;
+            }
     } catch (const nazar::UsageError& e) {
         print_error(with_location(e));
         return 2;
     } catch (const nazar::Error& e) {
         print_error(with_location(e));
+        return 1;
+    } catch (const std::system_error& e) {
+        // fmt::print throws this when stdout's write fails (a full disk, a closed descriptor).
+        if (std::ferror(stdout)) {
+            print_error(
+                fmt::format("cannot write standard output: {} (results lost)", e.code().message()));
+        } else {
+            print_error(e.what());
+        }
         return 1;
     } catch (const std::exception& e) {
         print_error(e.what());

@@ -41,13 +41,51 @@ struct TempFile {
 
 }  // namespace
 
-void atomic_write_file(const std::string& path, std::string_view bytes) {
-    NZ_CHECK(!path.empty(), "atomic_write_file: empty path");
-    const std::string dir = dir_of(path);
+namespace {
+
+// Where atomic_write_file puts the bytes: `path`, or the file a symbolic link at `path` names
+// (the link stays a link; a dangling link's target is created). Anything there that is not a
+// regular file is refused: renaming over it would replace a device, a FIFO or a socket with a
+// regular file (`--svg /dev/null` run as root would delete the system's /dev/null), and
+// writing into it is not atomic and may block.
+std::string write_target(const std::string& path) {
+    std::string target = path;
+    for (int hops = 0;; ++hops) {
+        struct stat st {};
+        if (::lstat(target.c_str(), &st) != 0) {
+            const int err = errno;
+            if (err == ENOENT) return target;  // a new file
+            NZ_FAIL("cannot write '{}': {}", path, errno_str(err));
+        }
+        if (S_ISREG(st.st_mode)) return target;
+        if (!S_ISLNK(st.st_mode)) {
+            const std::string why = file_problem(target, false);
+            NZ_FAIL("cannot write '{}': it {}", path, why.empty() ? "is not a regular file" : why);
+        }
+        if (hops >= 40) NZ_FAIL("cannot write '{}': too many levels of symbolic links", path);
+        std::string link(4096, '\0');
+        const ssize_t n = ::readlink(target.c_str(), link.data(), link.size());
+        if (n < 0) {
+            const int err = errno;
+            NZ_FAIL("cannot write '{}': {}", path, errno_str(err));
+        }
+        link.resize(static_cast<std::size_t>(n));
+        target =
+            (link.front() == '/' || dir_of(target) == ".") ? link : dir_of(target) + "/" + link;
+    }
+}
+
+}  // namespace
+
+void atomic_write_file(const std::string& user_path, std::string_view bytes) {
+    NZ_CHECK(!user_path.empty(), "atomic_write_file: empty path");
+    const std::string& path = user_path;
+    const std::string target = write_target(user_path);
+    const std::string dir = dir_of(target);
 
     // mkstemp picks a unique name in the target's directory (same filesystem => atomic rename).
     TempFile tmp;
-    std::string templ = path + ".tmp.XXXXXX";
+    std::string templ = target + ".tmp.XXXXXX";
     tmp.fd = ::mkstemp(templ.data());
     if (tmp.fd < 0) {
         const int err = errno;
@@ -83,7 +121,7 @@ void atomic_write_file(const std::string& path, std::string_view bytes) {
         const int err = errno;
         NZ_FAIL("cannot write '{}': close failed: {}", path, errno_str(err));
     }
-    if (::rename(tmp.name.c_str(), path.c_str()) != 0) {
+    if (::rename(tmp.name.c_str(), target.c_str()) != 0) {
         const int err = errno;
         NZ_FAIL("cannot write '{}': renaming the temporary file over it failed: {}", path,
                 errno_str(err));

@@ -5,6 +5,8 @@
 //   1. create a unique temporary file next to `path` (same directory, so rename is atomic),
 //   2. write all bytes, fsync it, close it,
 //   3. rename it over `path`, then fsync the directory so the rename itself is durable.
+// A symbolic link at `path` is followed (the file it names is replaced, the link stays); a
+// directory, device, FIFO or socket at `path` is refused (renaming over it would replace it).
 // On any failure (disk full, permission, path is a directory, ...) the previous file at
 // `path` is untouched, the temporary is removed, and nazar::Error names the path, the step
 // that failed and strerror(errno). A reader therefore sees either the old or the new file.

@@ -2,11 +2,15 @@
 #include "nazar/decode/alignment.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/fileio.h"
+#include "nazar/core/text_limits.h"
 #include "nazar/data/reader.h"
 #include "nazar/data/vocab.h"
 #include "nazar/models/seq2seq.h"
 
 #include <fmt/format.h>
+
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
@@ -68,13 +72,19 @@ std::string format_soft_alignment(TensorView attention, int n_tgt) {
 
 UnkDictionary load_unk_dictionary(const std::string& path) {
     UnkDictionary dict;
-    LineReader reader(path);
+    // A regular file (or a pipe): /dev/zero or /dev/urandom as a dictionary would never end.
+    if (const std::string why = file_problem(path, false); !why.empty()) {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0 || !S_ISFIFO(st.st_mode))
+            throw Error(fmt::format("cannot read the --dict file '{}': it {}", path, why));
+    }
+    LineReader reader(path, kDefaultMaxLineBytes);
     std::string_view line;
     while (reader.next(line)) {
         if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
         const auto tab = line.find('\t');
         NZ_CHECK(tab != std::string_view::npos, "{}:{}: expected 'source<TAB>target', got '{}'",
-                 path, reader.line_number(), line);
+                 path, reader.line_number(), excerpt(line));
         dict.emplace(std::string(line.substr(0, tab)),
                      std::string(line.substr(tab + 1)));  // first wins
     }

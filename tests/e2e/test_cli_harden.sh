@@ -274,6 +274,46 @@ grep -q "(1 thread" d1.out && ok "demo --threads 1 overrides the global one" ||
 "$NAZAR" --threads 3 bench local --preset small --lengths 8 --json > b3.out 2>&1
 grep -q '"threads":3' b3.out && ok "nazar --threads 3 bench: threads 3" || bad "bench threads" "$(cat b3.out)"
 
+# ---- found by verifying issue 14 on the merged tree ---------------------------------------
+# --svg/--html never rename over a device, FIFO or the same file; a link is followed.
+mkfifo fifo.svg
+printf '3 May 1979\n' | "$NAZAR" attention --model "$M" --svg fifo.svg --no-terminal 2> err.txt
+rc=$?
+expect_fail "attention --svg FIFO" 1 "cannot write 'fifo.svg': it is a FIFO, not a regular file"
+[ -p fifo.svg ] && ok "attention --svg FIFO: the FIFO is still there" || bad "--svg replaced the FIFO"
+ln -s target.svg link.svg
+printf '3 May 1979\n' | "$NAZAR" attention --model "$M" --svg link.svg --no-terminal 2> err.txt
+if [ $? = 0 ] && [ -L link.svg ] && grep -q '<svg' target.svg; then
+    ok "attention --svg LINK writes the link's target, the link stays"
+else
+    bad "attention --svg LINK" "$(cat err.txt)"
+fi
+printf '3 May 1979\n' | "$NAZAR" attention --model "$M" --svg same.svg --html same.svg \
+    --no-terminal 2> err.txt
+rc=$?
+expect_fail "attention --svg X --html X" 2 "--svg and --html name the same file"
+# eval and --dict refuse endless devices; eval caps its lines.
+"$NAZAR" eval -r in.txt -i /dev/zero 2> err.txt
+rc=$?
+expect_fail "eval -i /dev/zero" 2 "'/dev/zero' is a character device"
+head -c 200000 /dev/zero | tr '\0' a > long.txt
+"$NAZAR" eval -r long.txt -i long.txt 2> err.txt
+rc=$?
+expect_fail "eval of a 200 KB line" 1 "long.txt:1: line longer than 65536 bytes"
+"$NAZAR" translate --model "$M" --input in.txt --replace-unk --dict /dev/zero 2> err.txt
+rc=$?
+expect_fail "translate --dict /dev/zero" 1 "--dict file '/dev/zero': it is a character device"
+# Results printed through stdio (bench, explain) are checked too.
+"$NAZAR" explain > /dev/full 2> err.txt
+rc=$?
+expect_fail "explain > /dev/full" 1 "cannot write standard output"
+# A huge argument is not echoed back whole.
+"$NAZAR" translate --model "$M" --alignment "$(head -c 50000 /dev/zero | tr '\0' z)" \
+    < in.txt 2> err.txt
+rc=$?
+[ "$(wc -c < err.txt)" -lt 1200 ] && ok "a 50 KB argument is cut in the error line" ||
+    bad "a 50 KB argument echoed: $(wc -c < err.txt) bytes"
+
 # ---- 13 (and 14 for attention): terminal and pipe, line by line ---------------------------
 $PY "$HERE/cli_interactive.py" "$NAZAR" "$M" "$dir" || fail=1
 
