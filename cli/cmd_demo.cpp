@@ -59,6 +59,95 @@ void write_file(const std::string& path, const std::string& text) {
     atomic_write_file(path, text);
 }
 
+// Exact match on the held-out test set (and, for dates, the alignment accuracy).
+demo::EvalReport report_held_out(demo::DemoModel& m, const demo::DemoConfig& cfg,
+                                 const demo::TaskData& data) {
+    const demo::EvalReport ev = demo::evaluate(m, data.test);
+    int correct = 0;
+    for (const auto& d : ev.decoded) correct += d.correct;
+    fmt::print(
+        "\nheld-out exact match: {:.1f}% ({} / {})   greedy decoding {:.0f} µs per batched step\n",
+        ev.exact, correct, ev.decoded.size(), ev.us_per_step);
+    if (cfg.task == demo::Task::dates) {
+        int64_t n = 0;
+        const double al = demo::date_alignment_accuracy(ev, data.test, &n);
+        fmt::print(
+            "alignment: {:.1f}% of {} month/day output characters attend most to the source "
+            "characters that "
+            "spell them\n",
+            al, n);
+    }
+    return ev;
+}
+
+// Prints the showcase (dates) and held-out translations, the wrong ones first; returns the
+// showcase's decodings.
+demo::EvalReport print_translations(demo::DemoModel& m, const demo::DemoConfig& cfg,
+                                    const demo::EvalReport& ev, int examples) {
+    std::vector<demo::Example> shown =
+        cfg.task == demo::Task::dates ? showcase() : std::vector<demo::Example>{};
+    const demo::EvalReport sh = demo::evaluate(m, shown);
+    fmt::print("\ntranslations:\n");
+    auto line = [](const demo::Decoded& d) {
+        fmt::print("  {:<36} -> {:<12} {}\n", d.source, d.hypothesis,
+                   d.correct ? "ok" : "expected " + d.reference);
+    };
+    for (const auto& d : sh.decoded) line(d);
+    int listed = 0;
+    for (const auto& d : ev.decoded)
+        if (!d.correct && listed < examples) line(d), ++listed;
+    for (const auto& d : ev.decoded)
+        if (d.correct && listed < examples) line(d), ++listed;
+    return sh;
+}
+
+// Heatmaps of the showcase and the first held-out sentences, 12 at most.
+std::vector<viz::Heatmap> heatmaps(const std::string& mech, const demo::EvalReport& sh,
+                                   const demo::EvalReport& ev) {
+    std::vector<viz::Heatmap> maps;
+    for (const auto& d : sh.decoded)
+        maps.push_back(heatmap_of(
+            d, mech + " · " + (d.correct ? "correct" : "wrong: expected " + d.reference)));
+    for (std::size_t k = 0; k < ev.decoded.size() && maps.size() < 12; ++k)
+        maps.push_back(
+            heatmap_of(ev.decoded[k],
+                       mech + " · held-out " +
+                           (ev.decoded[k].correct ? "correct"
+                                                  : "wrong: expected " + ev.decoded[k].reference)));
+    return maps;
+}
+
+// Writes demo-attention.svg, demo-report.html and the model file into the output directory.
+void write_outputs(const DemoArgs& a, const demo::DemoModel& m,
+                   const std::vector<viz::Heatmap>& maps, const std::string& mech,
+                   const demo::TrainReport& tr, const demo::EvalReport& ev) {
+    const demo::DemoConfig& cfg = a.cfg;
+    std::filesystem::create_directories(a.out_dir);
+    const std::string svg = (std::filesystem::path(a.out_dir) / "demo-attention.svg").string();
+    const std::string html = (std::filesystem::path(a.out_dir) / "demo-report.html").string();
+    if (!maps.empty()) write_file(svg, viz::render_svg(maps[0]));
+    const std::string summary = fmt::format(
+        "task: {}; attention: {}\ntraining: {} steps, {:.1f} s ({:.1f} ms/step), {} parameters\n"
+        "held-out exact match: {:.1f}% of {} sentences",
+        demo::to_string(cfg.task), mech, tr.steps, tr.seconds, tr.ms_per_step, tr.parameters,
+        ev.exact, ev.decoded.size());
+    write_file(html, viz::render_html(
+                         maps, {.title = "nazar demo: attention as highlighting",
+                                .intro = "A character-level seq2seq model trained by `nazar demo`. "
+                                         "For every output character, the row shows which source "
+                                         "characters lit up.",
+                                .sections = {{"Run", summary}}}));
+    if (!a.save.empty()) {
+        const std::string model_path = (std::filesystem::path(a.out_dir) / a.save).string();
+        save_model(model_path, *m.model, m.metadata());
+        fmt::print(
+            "\nwrote {}, {} and {} (try: echo '14 juillet 1989' | nazar attention --model {})\n",
+            svg, html, model_path, model_path);
+    } else {
+        fmt::print("\nwrote {} and {}\n", svg, html);
+    }
+}
+
 int run_demo(DemoArgs& a) {
     apply_threads_option(a.threads);
     if (a.compare) {
@@ -93,50 +182,10 @@ int run_demo(DemoArgs& a) {
                tr.steps, cfg.batch_size, tr.seconds, tr.ms_per_step, tr.parameters,
                tr.stopped_by_time ? " (stopped by --seconds)" : "");
 
-    const demo::EvalReport ev = demo::evaluate(m, data.test);
-    int correct = 0;
-    for (const auto& d : ev.decoded) correct += d.correct;
-    fmt::print(
-        "\nheld-out exact match: {:.1f}% ({} / {})   greedy decoding {:.0f} µs per batched step\n",
-        ev.exact, correct, ev.decoded.size(), ev.us_per_step);
-    if (cfg.task == demo::Task::dates) {
-        int64_t n = 0;
-        const double al = demo::date_alignment_accuracy(ev, data.test, &n);
-        fmt::print(
-            "alignment: {:.1f}% of {} month/day output characters attend most to the source "
-            "characters that "
-            "spell them\n",
-            al, n);
-    }
-
-    // translations: the showcase (dates) and held-out examples, the wrong ones first
-    std::vector<demo::Example> shown =
-        cfg.task == demo::Task::dates ? showcase() : std::vector<demo::Example>{};
-    const demo::EvalReport sh = demo::evaluate(m, shown);
-    fmt::print("\ntranslations:\n");
-    auto line = [](const demo::Decoded& d) {
-        fmt::print("  {:<36} -> {:<12} {}\n", d.source, d.hypothesis,
-                   d.correct ? "ok" : "expected " + d.reference);
-    };
-    for (const auto& d : sh.decoded) line(d);
-    int listed = 0;
-    for (const auto& d : ev.decoded)
-        if (!d.correct && listed < a.examples) line(d), ++listed;
-    for (const auto& d : ev.decoded)
-        if (d.correct && listed < a.examples) line(d), ++listed;
-
-    // heatmaps
+    const demo::EvalReport ev = report_held_out(m, cfg, data);
+    const demo::EvalReport sh = print_translations(m, cfg, ev, a.examples);
     const std::string mech = describe(attention_config(m.model->config()));
-    std::vector<viz::Heatmap> maps;
-    for (const auto& d : sh.decoded)
-        maps.push_back(heatmap_of(
-            d, mech + " · " + (d.correct ? "correct" : "wrong: expected " + d.reference)));
-    for (std::size_t k = 0; k < ev.decoded.size() && maps.size() < 12; ++k)
-        maps.push_back(
-            heatmap_of(ev.decoded[k],
-                       mech + " · held-out " +
-                           (ev.decoded[k].correct ? "correct"
-                                                  : "wrong: expected " + ev.decoded[k].reference)));
+    const std::vector<viz::Heatmap> maps = heatmaps(mech, sh, ev);
     if (!maps.empty()) {
         fmt::print(
             "\nattention of \"{}\" -> \"{}\" (rows: output characters; columns: source "
@@ -144,30 +193,7 @@ int run_demo(DemoArgs& a) {
             maps[0].source_text, maps[0].target_text);
         fmt::print("{}", viz::render_terminal(maps[0], {.color = color}));
     }
-    std::filesystem::create_directories(a.out_dir);
-    const std::string svg = (std::filesystem::path(a.out_dir) / "demo-attention.svg").string();
-    const std::string html = (std::filesystem::path(a.out_dir) / "demo-report.html").string();
-    if (!maps.empty()) write_file(svg, viz::render_svg(maps[0]));
-    const std::string summary = fmt::format(
-        "task: {}; attention: {}\ntraining: {} steps, {:.1f} s ({:.1f} ms/step), {} parameters\n"
-        "held-out exact match: {:.1f}% of {} sentences",
-        demo::to_string(cfg.task), mech, tr.steps, tr.seconds, tr.ms_per_step, tr.parameters,
-        ev.exact, ev.decoded.size());
-    write_file(html, viz::render_html(
-                         maps, {.title = "nazar demo: attention as highlighting",
-                                .intro = "A character-level seq2seq model trained by `nazar demo`. "
-                                         "For every output character, the row shows which source "
-                                         "characters lit up.",
-                                .sections = {{"Run", summary}}}));
-    if (!a.save.empty()) {
-        const std::string model_path = (std::filesystem::path(a.out_dir) / a.save).string();
-        save_model(model_path, *m.model, m.metadata());
-        fmt::print(
-            "\nwrote {}, {} and {} (try: echo '14 juillet 1989' | nazar attention --model {})\n",
-            svg, html, model_path, model_path);
-    } else {
-        fmt::print("\nwrote {} and {}\n", svg, html);
-    }
+    write_outputs(a, m, maps, mech, tr, ev);
     const double total =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     fmt::print("total time {:.1f} s\n", total);

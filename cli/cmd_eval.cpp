@@ -124,31 +124,9 @@ void emit(OutputSink& sink, const EvalOptions& o, double score, const std::strin
     sink.write(text);
 }
 
-int run_eval(const EvalOptions& o) {
-    if (!o.possible.empty() && o.metric != "aer")
-        throw UsageError(
-            fmt::format("--possible is only used with --metric aer (got --metric {})", o.metric));
-    if (o.metric == "aer" && o.refs.size() != 1)
-        throw UsageError(fmt::format(
-            "--metric aer takes exactly one --ref (the gold alignments), got {}", o.refs.size()));
-    int stdin_users = (o.hyp == "-");
-    for (const auto& r : o.refs) stdin_users += (r == "-");
-    if (stdin_users > 1) throw UsageError("only one of --hyp / --ref may read stdin ('-')");
-    std::vector<std::string> inputs = o.refs;
-    inputs.push_back(o.hyp);
-    inputs.push_back(o.possible);
-    OutputSink sink("-", inputs);
-
-    const std::vector<std::string> hyps = read_lines(o.hyp, "hypothesis file", o.max_line_bytes);
-    std::vector<std::vector<std::string>> refs;
-    for (const auto& path : o.refs) {
-        refs.push_back(read_lines(
-            path, o.metric == "aer" ? "gold alignment file" : "reference file", o.max_line_bytes));
-        check_count(o.hyp, hyps.size(),
-                    o.metric == "aer" ? "gold alignment file" : "reference file", path,
-                    refs.back().size());
-    }
-
+// Scores the hypotheses with the chosen metric and writes the result.
+void score_and_emit(OutputSink& sink, const EvalOptions& o, const std::vector<std::string>& hyps,
+                    const std::vector<std::vector<std::string>>& refs) {
     if (o.metric == "bleu") {
         BleuOptions opt{.smooth_method = parse_bleu_smooth(o.smooth_method),
                         .tokenize = parse_bleu_tokenize(o.tokenize),
@@ -214,6 +192,34 @@ int run_eval(const EvalOptions& o) {
               {"hyp_and_possible", s.hyp_and_possible},
               {"segments", s.segments}});
     }
+}
+
+int run_eval(const EvalOptions& o) {
+    if (!o.possible.empty() && o.metric != "aer")
+        throw UsageError(
+            fmt::format("--possible is only used with --metric aer (got --metric {})", o.metric));
+    if (o.metric == "aer" && o.refs.size() != 1)
+        throw UsageError(fmt::format(
+            "--metric aer takes exactly one --ref (the gold alignments), got {}", o.refs.size()));
+    int stdin_users = (o.hyp == "-");
+    for (const auto& r : o.refs) stdin_users += (r == "-");
+    if (stdin_users > 1) throw UsageError("only one of --hyp / --ref may read stdin ('-')");
+    std::vector<std::string> inputs = o.refs;
+    inputs.push_back(o.hyp);
+    inputs.push_back(o.possible);
+    OutputSink sink("-", inputs);
+
+    const std::vector<std::string> hyps = read_lines(o.hyp, "hypothesis file", o.max_line_bytes);
+    std::vector<std::vector<std::string>> refs;
+    for (const auto& path : o.refs) {
+        refs.push_back(read_lines(
+            path, o.metric == "aer" ? "gold alignment file" : "reference file", o.max_line_bytes));
+        check_count(o.hyp, hyps.size(),
+                    o.metric == "aer" ? "gold alignment file" : "reference file", path,
+                    refs.back().size());
+    }
+
+    score_and_emit(sink, o, hyps, refs);
     sink.close();
     return 0;
 }

@@ -133,6 +133,63 @@ double measure_us(const Row& r, int B, int S) {
     return times[times.size() / 2];
 }
 
+// One row of the cost table: multiply-adds of each part, parameters, and the timing.
+void print_cost_row(const Row& r, const ExplainOptions& o, bool measure) {
+    const int S = o.src_len, H = o.dec_dim, C = o.enc_dim, A = o.att_dim;
+    const bool dot_ok = r.cfg.score != ScoreKind::dot || H == C;
+    AttentionCost c = attention_cost(r.cfg, S);
+    int64_t keys = c.keys, score = c.query + c.scores;
+    if (r.keys_per_step) {  // per position: W_a s + U_a h_i + v_a·tanh, as the notes count
+        keys = 0;
+        score = static_cast<int64_t>(S) *
+                (static_cast<int64_t>(A) * H + static_cast<int64_t>(A) * C + A);
+    }
+    const int64_t wc = r.luong ? static_cast<int64_t>(H) * (H + C) : 0;
+    const int64_t total = score + c.context + wc;
+    std::string t = "";
+    if (measure)
+        t = dot_ok ? fmt::format("{:>12.1f}", measure_us(r, o.batch, S))
+                   : fmt::format("{:>12}", "-");
+    if (!dot_ok) {
+        fmt::print("  {:<34}  needs H == C (got H={}, C={}): use general\n", r.name, H, C);
+        return;
+    }
+    fmt::print("  {:<34}{:>9}{:>9}{:>9}{:>9}{:>9}{:>11}{:>10}{}\n", r.name,
+               keys ? human(keys) : "-", human(score), human(c.context), wc ? human(wc) : "-",
+               human(total), human(c.params), human(c.params + wc), t);
+}
+
+// The docs/spec.md §9 figures and the notes' "Luong is 20x faster" claim, recomputed.
+void print_spec_figures(const ExplainOptions& o, const AttentionConfig& add,
+                        const AttentionConfig& gen) {
+    const int S = o.src_len, H = o.dec_dim, C = o.enc_dim, A = o.att_dim;
+    const AttentionCost ca = attention_cost(add, S), cg = attention_cost(gen, S);
+    fmt::print("\n  docs/spec.md §9 figures: U_a H = S·A·C = {} ({}); W_a H = S·H·C = {} ({});\n",
+               ca.keys, human(ca.keys), cg.keys, human(cg.keys));
+    fmt::print(
+        "  Bahdanau per step with keys once = W_a s + S·A add/tanh + S·A v = {} ({}, context not "
+        "counted);\n",
+        ca.query + ca.scores, human(ca.query + ca.scores));
+    fmt::print("  Luong general per step = S·H scores + S·C context + W_c {}x{} = {} ({}).\n", H,
+               H + C, cg.scores + cg.context + static_cast<int64_t>(H) * (H + C),
+               human(cg.scores + cg.context + static_cast<int64_t>(H) * (H + C)));
+    const double notes =
+        static_cast<double>(S) * (static_cast<double>(A) * H + static_cast<double>(A) * C + A) +
+        ca.context;
+    const double bahdanau = static_cast<double>(ca.query + ca.scores + ca.context);
+    const double luong =
+        static_cast<double>(cg.scores + cg.context) + static_cast<double>(H) * (H + C);
+    fmt::print(
+        "  The notes' \"Luong is 20x faster\" recomputes U_a h_i every step: {} / {} = {:.1f}x "
+        "here.\n",
+        human(notes), human(luong), notes / luong);
+    fmt::print(
+        "  With keys computed once, as nazar does for every score, Bahdanau's step costs {} vs "
+        "Luong's {}\n"
+        "  ({:.2f}x; Luong's W_c combine is {:.0f}% of its step).\n",
+        human(bahdanau), human(luong), bahdanau / luong, 100.0 * H * (H + C) / luong);
+}
+
 void cost_table(const ExplainOptions& o) {
     const int S = o.src_len, H = o.dec_dim, C = o.enc_dim, A = o.att_dim, D = o.window;
     const AttentionConfig add{
@@ -176,54 +233,8 @@ void cost_table(const ExplainOptions& o) {
     fmt::print("  {:<34}{:>9}{:>9}{:>9}{:>9}{:>9}{:>11}{:>10}", "mechanism", "keys", "score",
                "context", "W_c", "total", "attn par", "+W_c par");
     fmt::print("{}\n", measure ? fmt::format("{:>12}", fmt::format("µs B={}", o.batch)) : "");
-    for (const Row& r : rows) {
-        const bool dot_ok = r.cfg.score != ScoreKind::dot || H == C;
-        AttentionCost c = attention_cost(r.cfg, S);
-        int64_t keys = c.keys, score = c.query + c.scores;
-        if (r.keys_per_step) {  // per position: W_a s + U_a h_i + v_a·tanh, as the notes count
-            keys = 0;
-            score = static_cast<int64_t>(S) *
-                    (static_cast<int64_t>(A) * H + static_cast<int64_t>(A) * C + A);
-        }
-        const int64_t wc = r.luong ? static_cast<int64_t>(H) * (H + C) : 0;
-        const int64_t total = score + c.context + wc;
-        std::string t = "";
-        if (measure)
-            t = dot_ok ? fmt::format("{:>12.1f}", measure_us(r, o.batch, S))
-                       : fmt::format("{:>12}", "-");
-        if (!dot_ok) {
-            fmt::print("  {:<34}  needs H == C (got H={}, C={}): use general\n", r.name, H, C);
-            continue;
-        }
-        fmt::print("  {:<34}{:>9}{:>9}{:>9}{:>9}{:>9}{:>11}{:>10}{}\n", r.name,
-                   keys ? human(keys) : "-", human(score), human(c.context), wc ? human(wc) : "-",
-                   human(total), human(c.params), human(c.params + wc), t);
-    }
-    const AttentionCost ca = attention_cost(add, S), cg = attention_cost(gen, S);
-    fmt::print("\n  docs/spec.md §9 figures: U_a H = S·A·C = {} ({}); W_a H = S·H·C = {} ({});\n",
-               ca.keys, human(ca.keys), cg.keys, human(cg.keys));
-    fmt::print(
-        "  Bahdanau per step with keys once = W_a s + S·A add/tanh + S·A v = {} ({}, context not "
-        "counted);\n",
-        ca.query + ca.scores, human(ca.query + ca.scores));
-    fmt::print("  Luong general per step = S·H scores + S·C context + W_c {}x{} = {} ({}).\n", H,
-               H + C, cg.scores + cg.context + static_cast<int64_t>(H) * (H + C),
-               human(cg.scores + cg.context + static_cast<int64_t>(H) * (H + C)));
-    const double notes =
-        static_cast<double>(S) * (static_cast<double>(A) * H + static_cast<double>(A) * C + A) +
-        ca.context;
-    const double bahdanau = static_cast<double>(ca.query + ca.scores + ca.context);
-    const double luong =
-        static_cast<double>(cg.scores + cg.context) + static_cast<double>(H) * (H + C);
-    fmt::print(
-        "  The notes' \"Luong is 20x faster\" recomputes U_a h_i every step: {} / {} = {:.1f}x "
-        "here.\n",
-        human(notes), human(luong), notes / luong);
-    fmt::print(
-        "  With keys computed once, as nazar does for every score, Bahdanau's step costs {} vs "
-        "Luong's {}\n"
-        "  ({:.2f}x; Luong's W_c combine is {:.0f}% of its step).\n",
-        human(bahdanau), human(luong), bahdanau / luong, 100.0 * H * (H + C) / luong);
+    for (const Row& r : rows) print_cost_row(r, o, measure);
+    print_spec_figures(o, add, gen);
 }
 
 void examples() {

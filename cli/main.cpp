@@ -116,6 +116,39 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app,
     return fmt::format("{}; {}", msg, help);
 }
 
+// Runs the parsed subcommand and turns what it throws into one error line and an exit code:
+// 2 for a usage error, 1 for any other failure (lost output included), 0 when all went well.
+int run_parsed(const std::vector<CLI::App*>& subs, const std::vector<std::function<int()>>& runs,
+               int threads) {
+    try {
+        nazar::set_num_threads(threads);
+        for (std::size_t i = 0; i < subs.size(); ++i)
+            if (subs[i]->parsed()) {
+                const int rc = runs[i] ? runs[i]() : 0;
+                return rc == 0 ? check_stdout() : rc;
+            }
+    } catch (const nazar::UsageError& e) {
+        print_error(with_location(e));
+        return 2;
+    } catch (const nazar::Error& e) {
+        print_error(with_location(e));
+        return 1;
+    } catch (const std::system_error& e) {
+        // fmt::print throws this when stdout's write fails (a full disk, a closed descriptor).
+        if (std::ferror(stdout)) {
+            print_error(
+                fmt::format("cannot write standard output: {} (results lost)", e.code().message()));
+        } else {
+            print_error(e.what());
+        }
+        return 1;
+    } catch (const std::exception& e) {
+        print_error(e.what());
+        return 1;
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -178,31 +211,5 @@ int main(int argc, char** argv) {
         print_error(parse_error_message(e, app, sub));
         return 2;
     }
-    try {
-        nazar::set_num_threads(threads);
-        for (std::size_t i = 0; i < subs.size(); ++i)
-            if (subs[i]->parsed()) {
-                const int rc = runs[i] ? runs[i]() : 0;
-                return rc == 0 ? check_stdout() : rc;
-            }
-    } catch (const nazar::UsageError& e) {
-        print_error(with_location(e));
-        return 2;
-    } catch (const nazar::Error& e) {
-        print_error(with_location(e));
-        return 1;
-    } catch (const std::system_error& e) {
-        // fmt::print throws this when stdout's write fails (a full disk, a closed descriptor).
-        if (std::ferror(stdout)) {
-            print_error(
-                fmt::format("cannot write standard output: {} (results lost)", e.code().message()));
-        } else {
-            print_error(e.what());
-        }
-        return 1;
-    } catch (const std::exception& e) {
-        print_error(e.what());
-        return 1;
-    }
-    return 0;
+    return run_parsed(subs, runs, threads);
 }

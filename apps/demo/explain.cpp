@@ -43,6 +43,81 @@ std::vector<double> softmax(const std::vector<double>& e) {
     return a;
 }
 
+// Step 1 by hand: the scores e_2i of the query q against the encoder states h_i.
+std::vector<double> scores_by_hand(std::string& o, bool bahdanau, const AttentionParams& P,
+                                   const std::vector<std::vector<double>>& h,
+                                   const std::vector<double>& q) {
+    const int S = static_cast<int>(h.size());
+    std::vector<double> e(S);
+    if (bahdanau) {
+        o += fmt::format(
+            "  query: s_1 = {} (the decoder state after \"Le\"; Bahdanau looks BEFORE updating "
+            "it)\n",
+            vec(q));
+        const std::vector<double> u = matvec(P.W_q, q);
+        o += fmt::format("  W_a s_1 = {}   (per step)\n", vec(u));
+        o += "  1. scores e_2i = v_a · tanh(W_a s_1 + U_a h_i)   (U_a h_i: once per sentence)\n";
+        for (int i = 0; i < S; ++i) {
+            const std::vector<double> k = matvec(P.W_k, h[i]);
+            double sum = 0;
+            for (int a = 0; a < P.v_a.dim(1); ++a) sum += P.v_a.at(0, a) * std::tanh(u[a] + k[a]);
+            e[i] = sum;
+            o += fmt::format("     i={} U_a h_i = {}  e_2{} = {:8.4f}\n", i, vec(k), i, e[i]);
+        }
+    } else {
+        o += fmt::format("  RNN first: s_2 = GRU(Emb(\"Le\"), s_1) = {}\n", vec(q));
+        o += "  1. scores e_2i = s_2 · (W_a h_i)   (W_a h_i: once per sentence)\n";
+        for (int i = 0; i < S; ++i) {
+            const std::vector<double> k = matvec(P.W_k, h[i]);
+            double sum = 0;
+            for (std::size_t a = 0; a < k.size(); ++a) sum += q[a] * k[a];
+            e[i] = sum;
+            o += fmt::format("     i={} W_a h_i = {}  e_2{} = {:8.4f}\n", i, vec(k), i, e[i]);
+        }
+    }
+    return e;
+}
+
+// Step 4 by hand: the input of the output layer (s_2, or Luong's attentional state s̃_2).
+std::vector<double> output_input_by_hand(std::string& o, bool bahdanau, const Seq2Seq& model,
+                                         const std::vector<double>& q, const std::vector<double>& c,
+                                         const std::vector<double>& s_new) {
+    std::vector<double> out_in;
+    if (bahdanau) {
+        o += fmt::format(
+            "  4. RNN with the context fed in: s_2 = GRU([Emb(\"Le\"); c_2], s_1) = {}   (nazar's "
+            "GRU)\n",
+            vec(s_new));
+        out_in = s_new;
+        o += "     output p(y_2) = softmax(W_o s_2 + b_o)\n";
+    } else {
+        std::vector<double> sc = q;
+        sc.insert(sc.end(), c.begin(), c.end());
+        out_in = matvec(model.decoder.combine.params.weight, sc);
+        for (double& x : out_in) x = std::tanh(x);
+        o += fmt::format("  4. attentional state s̃_2 = tanh(W_c [s_2; c_2]) = {}\n", vec(out_in));
+        o += "     output p(y_2) = softmax(W_o s̃_2 + b_o)\n";
+    }
+    return out_in;
+}
+
+// The output distribution by hand, and its three most likely tokens.
+std::vector<double> output_by_hand(std::string& o, const Seq2Seq& model, const Vocab& tv,
+                                   const std::vector<double>& out_in) {
+    const int V = tv.size();
+    const TensorView Wo = model.generator_weight();
+    std::vector<double> logits = matvec(Wo, out_in);
+    for (int v = 0; v < V; ++v) logits[v] += model.generator.params.bias[v];
+    const std::vector<double> p = softmax(logits);
+    std::vector<int> order(static_cast<std::size_t>(V));
+    for (int v = 0; v < V; ++v) order[v] = v;
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return p[a] > p[b]; });
+    o += "     most likely next tokens (untrained, so not yet \"chat\"):";
+    for (int k = 0; k < 3; ++k) o += fmt::format("  {} {:.4f}", tv.piece(order[k]), p[order[k]]);
+    o += "\n";
+    return p;
+}
+
 }  // namespace
 
 StepWalkthrough explain_model_step(DecoderKind kind) {
@@ -105,65 +180,16 @@ StepWalkthrough explain_model_step(DecoderKind kind) {
         h[i] = row(enc.enc_out.select(0), i);
         o += fmt::format("    h_{} ({:<3}) = {}\n", i, src_words[i], vec(h[i]));
     }
-    std::vector<double> e(S), q = bahdanau ? s_prev : s_new;
-    if (bahdanau) {
-        o += fmt::format(
-            "  query: s_1 = {} (the decoder state after \"Le\"; Bahdanau looks BEFORE updating "
-            "it)\n",
-            vec(q));
-        const std::vector<double> u = matvec(P.W_q, q);
-        o += fmt::format("  W_a s_1 = {}   (per step)\n", vec(u));
-        o += "  1. scores e_2i = v_a · tanh(W_a s_1 + U_a h_i)   (U_a h_i: once per sentence)\n";
-        for (int i = 0; i < S; ++i) {
-            const std::vector<double> k = matvec(P.W_k, h[i]);
-            double sum = 0;
-            for (int a = 0; a < P.v_a.dim(1); ++a) sum += P.v_a.at(0, a) * std::tanh(u[a] + k[a]);
-            e[i] = sum;
-            o += fmt::format("     i={} U_a h_i = {}  e_2{} = {:8.4f}\n", i, vec(k), i, e[i]);
-        }
-    } else {
-        o += fmt::format("  RNN first: s_2 = GRU(Emb(\"Le\"), s_1) = {}\n", vec(q));
-        o += "  1. scores e_2i = s_2 · (W_a h_i)   (W_a h_i: once per sentence)\n";
-        for (int i = 0; i < S; ++i) {
-            const std::vector<double> k = matvec(P.W_k, h[i]);
-            double sum = 0;
-            for (std::size_t a = 0; a < k.size(); ++a) sum += q[a] * k[a];
-            e[i] = sum;
-            o += fmt::format("     i={} W_a h_i = {}  e_2{} = {:8.4f}\n", i, vec(k), i, e[i]);
-        }
-    }
+    const std::vector<double> q = bahdanau ? s_prev : s_new;
+    const std::vector<double> e = scores_by_hand(o, bahdanau, P, h, q);
     const std::vector<double> alpha = softmax(e);
     o += fmt::format("  2. weights α_2 = softmax(e_2) = {}   (Σ = 1)\n", vec(alpha));
     std::vector<double> c(h[0].size(), 0.0);
     for (int i = 0; i < S; ++i)
         for (std::size_t k = 0; k < c.size(); ++k) c[k] += alpha[i] * h[i][k];
     o += fmt::format("  3. context c_2 = Σ_i α_2i h_i = {}\n", vec(c));
-    std::vector<double> out_in;
-    if (bahdanau) {
-        o += fmt::format(
-            "  4. RNN with the context fed in: s_2 = GRU([Emb(\"Le\"); c_2], s_1) = {}   (nazar's "
-            "GRU)\n",
-            vec(s_new));
-        out_in = s_new;
-        o += "     output p(y_2) = softmax(W_o s_2 + b_o)\n";
-    } else {
-        std::vector<double> sc = q;
-        sc.insert(sc.end(), c.begin(), c.end());
-        out_in = matvec(model.decoder.combine.params.weight, sc);
-        for (double& x : out_in) x = std::tanh(x);
-        o += fmt::format("  4. attentional state s̃_2 = tanh(W_c [s_2; c_2]) = {}\n", vec(out_in));
-        o += "     output p(y_2) = softmax(W_o s̃_2 + b_o)\n";
-    }
-    const TensorView Wo = model.generator_weight();
-    std::vector<double> logits = matvec(Wo, out_in);
-    for (int v = 0; v < V; ++v) logits[v] += model.generator.params.bias[v];
-    const std::vector<double> p = softmax(logits);
-    std::vector<int> order(static_cast<std::size_t>(V));
-    for (int v = 0; v < V; ++v) order[v] = v;
-    std::sort(order.begin(), order.end(), [&](int a, int b) { return p[a] > p[b]; });
-    o += "     most likely next tokens (untrained, so not yet \"chat\"):";
-    for (int k = 0; k < 3; ++k) o += fmt::format("  {} {:.4f}", tv.piece(order[k]), p[order[k]]);
-    o += "\n";
+    const std::vector<double> out_in = output_input_by_hand(o, bahdanau, model, q, c, s_new);
+    const std::vector<double> p = output_by_hand(o, model, tv, out_in);
     for (int i = 0; i < S; ++i)
         w.max_weight_diff = std::max(w.max_weight_diff, std::abs(alpha[i] - att.at(0, i)));
     for (int v = 0; v < V; ++v)

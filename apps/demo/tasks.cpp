@@ -1,3 +1,4 @@
+// Longer than 80 lines: format_date(), the table of date formats (data).
 #include "apps/demo/tasks.h"
 
 #include "nazar/core/check.h"

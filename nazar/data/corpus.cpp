@@ -146,6 +146,42 @@ struct PairEqual {
     }
 };
 
+// The length filters (empty side, too long, length ratio): true, counted in `s`, when the pair
+// with side lengths ns and nt is dropped.
+bool dropped_by_length(const FilterOptions& f, int64_t ns, int64_t nt, LoadSummary& s) {
+    const bool empty = ns == 0 || nt == 0;
+    if (empty && f.drop_empty) {
+        ++s.empty;
+        return true;
+    }
+    if (f.max_length > 0 && (ns > f.max_length || nt > f.max_length)) {
+        ++s.too_long;
+        return true;
+    }
+    if (!empty && f.max_length_ratio > 0.f &&
+        static_cast<double>(std::max(ns, nt)) >
+            f.max_length_ratio * static_cast<double>(std::min(ns, nt))) {
+        ++s.ratio;
+        return true;
+    }
+    return false;
+}
+
+// The counts of a finished load; an Error for an empty corpus or one emptied by filtering.
+void count_pairs(const PairReader& reader, const Corpus& corpus, LoadSummary& s) {
+    s.read = reader.lines_read();
+    s.bad = reader.bad_lines();
+    s.kept = corpus.size();
+    s.src_tokens = corpus.src_tokens();
+    s.tgt_tokens = corpus.tgt_tokens();
+    NZ_CHECK(s.read == s.kept + s.dropped(),
+             "pair accounting broken: read {} != kept {} + dropped {}", s.read, s.kept,
+             s.dropped());
+    if (s.read == 0) throw Error(fmt::format("{}: empty corpus (no lines)", s.name));
+    if (s.kept == 0)
+        throw Error(fmt::format("{}: no pairs left after filtering ({})", s.name, s.str()));
+}
+
 Corpus load(const CorpusFiles& files, SideMap& src_map, SideMap& tgt_map, const LoadOptions& o,
             LoadSummary& s) {
     const FilterOptions& f = o.filter;
@@ -188,21 +224,7 @@ Corpus load(const CorpusFiles& files, SideMap& src_map, SideMap& tgt_map, const 
         for (int i = 0; i < n; ++i) {
             Slot& slot = block[i];
             const int64_t ns = src_map.length(slot.s), nt = tgt_map.length(slot.t);
-            const bool empty = ns == 0 || nt == 0;
-            if (empty && f.drop_empty) {
-                ++s.empty;
-                continue;
-            }
-            if (f.max_length > 0 && (ns > f.max_length || nt > f.max_length)) {
-                ++s.too_long;
-                continue;
-            }
-            if (!empty && f.max_length_ratio > 0.f &&
-                static_cast<double>(std::max(ns, nt)) >
-                    f.max_length_ratio * static_cast<double>(std::min(ns, nt))) {
-                ++s.ratio;
-                continue;
-            }
+            if (dropped_by_length(f, ns, nt, s)) continue;
             // A pair with <unk> is never called a duplicate: different words may hide behind it.
             const bool unk_s = src_map.finish(slot.s), unk_t = tgt_map.finish(slot.t);
             corpus.add(slot.s.ids, slot.t.ids);
@@ -217,17 +239,7 @@ Corpus load(const CorpusFiles& files, SideMap& src_map, SideMap& tgt_map, const 
                 for (int32_t id : slot.t.ids) tgt_map.counter->count(id);
         }
     }
-    s.read = reader.lines_read();
-    s.bad = reader.bad_lines();
-    s.kept = corpus.size();
-    s.src_tokens = corpus.src_tokens();
-    s.tgt_tokens = corpus.tgt_tokens();
-    NZ_CHECK(s.read == s.kept + s.dropped(),
-             "pair accounting broken: read {} != kept {} + dropped {}", s.read, s.kept,
-             s.dropped());
-    if (s.read == 0) throw Error(fmt::format("{}: empty corpus (no lines)", s.name));
-    if (s.kept == 0)
-        throw Error(fmt::format("{}: no pairs left after filtering ({})", s.name, s.str()));
+    count_pairs(reader, corpus, s);
     corpus.shrink_to_fit();
 #ifdef __GLIBC__
     malloc_trim(0);  // hand the growth copies of the id arrays back to the system

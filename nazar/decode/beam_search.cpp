@@ -161,6 +161,89 @@ void offer_row(const float* lp, int V, double base, int rank, int w,
         if (!(lp[y] < t)) offer(y);
 }
 
+// Scratch of advance(), reused every step.
+struct StepScratch {
+    std::vector<Candidate> cands;
+    std::vector<int> live, live_rows;
+    std::vector<double> live_lp;
+};
+
+// One step of sentence `s`, whose live hypotheses are rows [row0, row0 + s.live.size()) of
+// the step's log-probs (rows, V) and attention (rows, S): keeps the best candidates, finishes
+// those that end in </s>, and the live ones too when the sentence stops. Returns whether it
+// goes on; then st.live_rows holds the rows its new live hypotheses extend.
+bool advance(Sentence& s, int row0, TensorView lp_view, TensorView at_view, const BeamOptions& o,
+             const SpecialIds& sp, StepScratch& st) {
+    const int V = lp_view.dim(1), S = at_view.dim(1), K = o.beam_size;
+    const int n_live = static_cast<int>(s.live.size());  // rows [row0, row0 + n_live)
+    const int w = K - static_cast<int>(s.done.size());
+    const std::array<int32_t, 3> forbid = {sp.pad, sp.bos,
+                                           s.steps + 1 < o.min_length ? sp.eos : -1};
+    st.cands.clear();
+    for (int k = 0; k < n_live; ++k)
+        offer_row(lp_view.data() + static_cast<int64_t>(row0 + k) * V, V, s.live_lp[k], k, w,
+                  forbid, st.cands);
+    st.live.clear();
+    st.live_lp.clear();
+    st.live_rows.clear();
+    for (const Candidate& c : st.cands) {
+        const int node = static_cast<int>(s.nodes.size());
+        s.nodes.push_back({s.live[c.rank], c.token});
+        const float* a = at_view.data() + static_cast<int64_t>(row0 + c.rank) * S;
+        s.attn.insert(s.attn.end(), a, a + s.S_b);
+        if (c.token == sp.eos) {
+            s.finish(node, c.total, true, o);
+        } else {
+            st.live.push_back(node);
+            st.live_lp.push_back(c.total);
+            st.live_rows.push_back(row0 + c.rank);
+        }
+    }
+    s.live.assign(st.live.begin(), st.live.end());
+    s.live_lp.assign(st.live_lp.begin(), st.live_lp.end());
+    ++s.steps;
+    bool stop = s.live.empty() || static_cast<int>(s.done.size()) >= K || s.steps >= s.limit ||
+                (o.early_stop && s.settled(o));
+    if (stop) {
+        // Cut at the limit (or settled): the live ones count too.
+        if (static_cast<int>(s.done.size()) < K)
+            for (std::size_t k = 0; k < s.live.size(); ++k)
+                s.finish(s.live[k], s.live_lp[k], false, o);
+        s.live.clear();
+        s.live_lp.clear();
+        s.active = false;
+        return false;
+    }
+    return true;
+}
+
+// The n_best hypotheses of each sentence, best first.
+void collect(std::vector<Sentence>& sent, const BeamOptions& o,
+             std::vector<std::vector<Hypothesis>>& results) {
+    const int B = static_cast<int>(sent.size());
+    for (int b = 0; b < B; ++b) {
+        Sentence& s = sent[b];
+        // stable: finished in the order they finished, then the unfinished in rank order
+        std::stable_sort(s.done.begin(), s.done.end(),
+                         [](const Done& x, const Done& y) { return x.score > y.score; });
+        const int n = std::min<int>(o.n_best, static_cast<int>(s.done.size()));
+        for (int k = 0; k < n; ++k) {
+            const Done& d = s.done[k];
+            Hypothesis h;
+            h.finished = d.finished;
+            h.log_prob = d.log_prob;
+            h.score = d.score;
+            h.attention = s.path_attention(d.node);
+            h.tokens.resize(s.length(d.node));
+            int node = d.node;
+            for (int t = static_cast<int>(h.tokens.size()) - 1; t >= 0;
+                 --t, node = s.nodes[node].parent)
+                h.tokens[t] = s.nodes[node].token;
+            results[b].push_back(std::move(h));
+        }
+    }
+}
+
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const int32_t> src,
@@ -196,9 +279,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
     std::iota(row_sentence.begin(), row_sentence.end(), 0);
     std::vector<int32_t> prev(B, sp.bos);
     Tensor log_probs({static_cast<int64_t>(B) * K, V}), attn({static_cast<int64_t>(B) * K, S});
-    std::vector<Candidate> cands;  // scratch, reused every step
-    std::vector<int> live, live_rows;
-    std::vector<double> live_lp;
+    StepScratch st;
 
     while (!row_sentence.empty()) {
         const int N = static_cast<int>(row_sentence.size());
@@ -210,48 +291,12 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
         for (int row0 = 0; row0 < N;) {
             Sentence& s = sent[row_sentence[row0]];
             const int n_live = static_cast<int>(s.live.size());  // rows [row0, row0 + n_live)
-            const int w = K - static_cast<int>(s.done.size());
-            const std::array<int32_t, 3> forbid = {sp.pad, sp.bos,
-                                                   s.steps + 1 < o.min_length ? sp.eos : -1};
-            cands.clear();
-            for (int k = 0; k < n_live; ++k)
-                offer_row(lp_view.data() + static_cast<int64_t>(row0 + k) * V, V, s.live_lp[k], k,
-                          w, forbid, cands);
-            live.clear();
-            live_lp.clear();
-            live_rows.clear();
-            for (const Candidate& c : cands) {
-                const int node = static_cast<int>(s.nodes.size());
-                s.nodes.push_back({s.live[c.rank], c.token});
-                const float* a = at_view.data() + static_cast<int64_t>(row0 + c.rank) * S;
-                s.attn.insert(s.attn.end(), a, a + s.S_b);
-                if (c.token == sp.eos) {
-                    s.finish(node, c.total, true, o);
-                } else {
-                    live.push_back(node);
-                    live_lp.push_back(c.total);
-                    live_rows.push_back(row0 + c.rank);
-                }
-            }
-            s.live.assign(live.begin(), live.end());
-            s.live_lp.assign(live_lp.begin(), live_lp.end());
-            ++s.steps;
+            const bool goes_on = advance(s, row0, lp_view, at_view, o, sp, st);
             row0 += n_live;
-            bool stop = s.live.empty() || static_cast<int>(s.done.size()) >= K ||
-                        s.steps >= s.limit || (o.early_stop && s.settled(o));
-            if (stop) {
-                if (static_cast<int>(s.done.size()) <
-                    K)  // cut at the limit (or settled): live ones count too
-                    for (std::size_t k = 0; k < s.live.size(); ++k)
-                        s.finish(s.live[k], s.live_lp[k], false, o);
-                s.live.clear();
-                s.live_lp.clear();
-                s.active = false;
-                continue;
-            }
+            if (!goes_on) continue;
             for (std::size_t k = 0; k < s.live.size(); ++k) {
                 next_row_sentence.push_back(s.b);
-                parents.push_back(live_rows[k]);
+                parents.push_back(st.live_rows[k]);
                 prev.push_back(s.nodes[s.live[k]].token);
             }
         }
@@ -270,27 +315,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
         std::swap(row_sentence, next_row_sentence);
     }
 
-    for (int b = 0; b < B; ++b) {
-        Sentence& s = sent[b];
-        // stable: finished in the order they finished, then the unfinished in rank order
-        std::stable_sort(s.done.begin(), s.done.end(),
-                         [](const Done& x, const Done& y) { return x.score > y.score; });
-        const int n = std::min<int>(o.n_best, static_cast<int>(s.done.size()));
-        for (int k = 0; k < n; ++k) {
-            const Done& d = s.done[k];
-            Hypothesis h;
-            h.finished = d.finished;
-            h.log_prob = d.log_prob;
-            h.score = d.score;
-            h.attention = s.path_attention(d.node);
-            h.tokens.resize(s.length(d.node));
-            int node = d.node;
-            for (int t = static_cast<int>(h.tokens.size()) - 1; t >= 0;
-                 --t, node = s.nodes[node].parent)
-                h.tokens[t] = s.nodes[node].token;
-            results[b].push_back(std::move(h));
-        }
-    }
+    collect(sent, o, results);
     return results;
 }
 

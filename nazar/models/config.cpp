@@ -123,7 +123,10 @@ AttentionConfig attention_config(const ModelConfig& cfg) {
     return a;
 }
 
-std::vector<std::string> validate(const ModelConfig& cfg) {
+namespace {
+
+// Sizes: lower bounds, and upper bounds that keep derived sizes within int.
+void check_sizes(const ModelConfig& cfg) {
     const auto& enc = cfg.encoder;
     const auto& dec = cfg.decoder;
     usage_check(cfg.src_vocab_size >= 5 && cfg.tgt_vocab_size >= 5,
@@ -162,6 +165,12 @@ std::vector<std::string> validate(const ModelConfig& cfg) {
     usage_check(enc.num_layers <= kMaxLayers && dec.num_layers <= kMaxLayers,
                 "num_layers must be <= {}, got encoder {} and decoder {}", kMaxLayers,
                 enc.num_layers, dec.num_layers);
+}
+
+// Options that contradict the decoder kind, the encoder or each other.
+void check_combinations(const ModelConfig& cfg) {
+    const auto& enc = cfg.encoder;
+    const auto& dec = cfg.decoder;
     usage_check(!(dec.deep_output && dec.kind == DecoderKind::luong),
                 "deep_output is Bahdanau's output layer; the luong decoder's output is tanh(W_c "
                 "[s_t; c_t]) "
@@ -186,6 +195,10 @@ std::vector<std::string> validate(const ModelConfig& cfg) {
                     "embedding_size ({})",
                     d_out, dec.deep_output ? "deep_output_size" : "decoder hidden_size",
                     cfg.embedding_size);
+}
+
+// The special ids: inside both vocabularies and distinct.
+void check_special_ids(const ModelConfig& cfg) {
     const auto& sp = cfg.special_ids;
     const std::pair<const char*, int> specials[] = {
         {"pad", sp.pad}, {"unk", sp.unk}, {"bos", sp.bos}, {"eos", sp.eos}};
@@ -198,8 +211,11 @@ std::vector<std::string> validate(const ModelConfig& cfg) {
                     sp.unk != sp.eos && sp.bos != sp.eos,
                 "special ids must be distinct, got pad {}, unk {}, bos {}, eos {}", sp.pad, sp.unk,
                 sp.bos, sp.eos);
-    validate(attention_config(cfg));
+}
 
+// Attention timing against the decoder and the score; the warning of an unusual pairing.
+std::vector<std::string> check_timing(const ModelConfig& cfg) {
+    const auto& dec = cfg.decoder;
     std::vector<std::string> warnings;
     const AttentionTiming timing = effective_timing(cfg);
     usage_check(!(dec.kind == DecoderKind::bahdanau && timing == AttentionTiming::after),
@@ -229,6 +245,16 @@ std::vector<std::string> validate(const ModelConfig& cfg) {
             to_string(score), which));
     }
     return warnings;
+}
+
+}  // namespace
+
+std::vector<std::string> validate(const ModelConfig& cfg) {
+    check_sizes(cfg);
+    check_combinations(cfg);
+    check_special_ids(cfg);
+    validate(attention_config(cfg));
+    return check_timing(cfg);
 }
 
 void validate_and_warn(const ModelConfig& cfg) {

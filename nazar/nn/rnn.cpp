@@ -74,12 +74,72 @@ RNNState RNN::zero_state(int B) const {
     return s;
 }
 
+// Layer k, direction d (0 = forward in time, 1 = backward) of forward(): fills the direction's
+// cache, its half of cache.layer_out[k] and its final state.
+void RNN::forward_direction(int k, int d, const RNNState& initial, RNNState& final,
+                            RNNCache& cache) const {
+    const int B = cache.B, T = cache.T, H = cfg.hidden_size, D = directions(), G = gates();
+    const bool lstm = cfg.cell == CellType::lstm;
+    const std::span<const int> len(cache.lengths);
+    const Tensor& X = cache.layer_in[k];  // (T, B, In)
+    Tensor& Y = cache.layer_out[k];       // (T, B, D·H)
+    const int idx = k * D + d;
+    const bool fwd = d == 0;
+    const RNNCellParams& P = params.cells[idx];
+    RNNDirectionCache& dc = cache.dirs[idx];
+    dc.h.resize({T + 1, B, H}, false);
+    const int h0 = fwd ? 0 : T;
+    if (absent(initial.h))
+        dc.h.select(h0).zero();
+    else
+        dc.h.select(h0).copy_from(initial.h.select(idx));
+    dc.gates.resize({T, B, G * H}, false);
+    if (lstm) {
+        dc.c.resize({T + 1, B, H}, false);
+        if (absent(initial.c))
+            dc.c.select(h0).zero();
+        else
+            dc.c.select(h0).copy_from(initial.c.select(idx));
+        dc.tanh_c.resize({T, B, H}, false);
+        cell_project_input(P, X, dc.gates);  // a = x W_ihᵀ + b_ih for all steps (one GEMM)
+    } else {
+        dc.gi.resize({T, B, G * H}, false);
+        dc.gh_n.resize({T, B, H}, false);
+        cell_project_input(P, X, dc.gi);  // gi for all steps (one GEMM)
+        dc.gates.zero();                  // gh starts from 0 (+ b_hh + h W_hhᵀ per step)
+    }
+    if (B > kSmallGemmRows)
+        refresh_weight_t(dc.whh_t, P.weight_hh);
+    else
+        dc.whh_t.reset();
+    for (int s = 0; s < T; ++s) {
+        const int t = fwd ? s : T - 1 - s;
+        const int prev = fwd ? t : t + 1, next = fwd ? t + 1 : t;
+        const StepMask mask{len, t};
+        const TensorView a = dc.gates.select(t), hp = dc.h.select(prev), hn = dc.h.select(next);
+        cell_add_recurrent(P, hp, a, weight_t_rows(dc.whh_t));
+        if (lstm)
+            lstm::gates_forward(hp, dc.c.select(prev), a, dc.tanh_c.select(t), hn,
+                                dc.c.select(next), mask);
+        else
+            gru::gates_forward(dc.gi.select(t), hp, a, dc.gh_n.select(t), hn, mask);
+        float* y = Y.data() + static_cast<int64_t>(t) * B * D * H + d * H;
+        for (int b = 0; b < B; ++b, y += D * H) {
+            if (mask.active(b))
+                std::memcpy(y, hn.data() + static_cast<int64_t>(b) * H, sizeof(float) * H);
+            else
+                std::fill_n(y, H, 0.0f);
+        }
+    }
+    final.h.select(idx).copy_from(dc.h.select(fwd ? T : 0));
+    if (lstm) final.c.select(idx).copy_from(dc.c.select(fwd ? T : 0));
+}
+
 void RNN::forward(TensorView x, std::span<const int> lengths, const RNNState& initial,
                   TensorView out, RNNState& final, RNNCache& cache, Rng& rng, Mode mode) const {
     NZ_CHECK(x.ndim() == 3 && x.dim(2) == cfg.input_size, "RNN::forward: x {} needs (B, T, {})",
              x.shape().str(), cfg.input_size);
-    const int B = x.dim(0), T = x.dim(1), H = cfg.hidden_size, D = directions(), L = cfg.num_layers,
-              G = gates();
+    const int B = x.dim(0), T = x.dim(1), H = cfg.hidden_size, D = directions(), L = cfg.num_layers;
     const bool lstm = cfg.cell == CellType::lstm;
     NZ_CHECK_SHAPE(out, {B, T, D * H});
     NZ_CHECK(lengths.empty() || static_cast<int>(lengths.size()) == B,
@@ -107,7 +167,6 @@ void RNN::forward(TensorView x, std::span<const int> lengths, const RNNState& in
         final.c.resize({L * D, B, H}, false);
     else
         final.c.resize({0}, false);
-    const std::span<const int> len(cache.lengths);
 
     cache.layer_in[0].resize({T, B, cfg.input_size}, false);
     to_time_major(x, cache.layer_in[0]);
@@ -117,64 +176,71 @@ void RNN::forward(TensorView x, std::span<const int> lengths, const RNNState& in
             cache.layer_in[k].resize({T, B, D * H}, false);
             dropout.forward(cache.layer_out[k - 1], cache.layer_in[k], cache.dropout[k], rng, mode);
         }
-        const Tensor& X = cache.layer_in[k];  // (T, B, In)
-        Tensor& Y = cache.layer_out[k];       // (T, B, D·H)
-        Y.resize({T, B, D * H}, false);
-        for (int d = 0; d < D; ++d) {
-            const int idx = k * D + d;
-            const bool fwd = d == 0;
-            const RNNCellParams& P = params.cells[idx];
-            RNNDirectionCache& dc = cache.dirs[idx];
-            dc.h.resize({T + 1, B, H}, false);
-            const int h0 = fwd ? 0 : T;
-            if (absent(initial.h))
-                dc.h.select(h0).zero();
-            else
-                dc.h.select(h0).copy_from(initial.h.select(idx));
-            dc.gates.resize({T, B, G * H}, false);
-            if (lstm) {
-                dc.c.resize({T + 1, B, H}, false);
-                if (absent(initial.c))
-                    dc.c.select(h0).zero();
-                else
-                    dc.c.select(h0).copy_from(initial.c.select(idx));
-                dc.tanh_c.resize({T, B, H}, false);
-                cell_project_input(P, X, dc.gates);  // a = x W_ihᵀ + b_ih for all steps (one GEMM)
-            } else {
-                dc.gi.resize({T, B, G * H}, false);
-                dc.gh_n.resize({T, B, H}, false);
-                cell_project_input(P, X, dc.gi);  // gi for all steps (one GEMM)
-                dc.gates.zero();                  // gh starts from 0 (+ b_hh + h W_hhᵀ per step)
-            }
-            if (B > kSmallGemmRows)
-                refresh_weight_t(dc.whh_t, P.weight_hh);
-            else
-                dc.whh_t.reset();
-            for (int s = 0; s < T; ++s) {
-                const int t = fwd ? s : T - 1 - s;
-                const int prev = fwd ? t : t + 1, next = fwd ? t + 1 : t;
-                const StepMask mask{len, t};
-                const TensorView a = dc.gates.select(t), hp = dc.h.select(prev),
-                                 hn = dc.h.select(next);
-                cell_add_recurrent(P, hp, a, weight_t_rows(dc.whh_t));
-                if (lstm)
-                    lstm::gates_forward(hp, dc.c.select(prev), a, dc.tanh_c.select(t), hn,
-                                        dc.c.select(next), mask);
-                else
-                    gru::gates_forward(dc.gi.select(t), hp, a, dc.gh_n.select(t), hn, mask);
-                float* y = Y.data() + static_cast<int64_t>(t) * B * D * H + d * H;
-                for (int b = 0; b < B; ++b, y += D * H) {
-                    if (mask.active(b))
-                        std::memcpy(y, hn.data() + static_cast<int64_t>(b) * H, sizeof(float) * H);
-                    else
-                        std::fill_n(y, H, 0.0f);
-                }
-            }
-            final.h.select(idx).copy_from(dc.h.select(fwd ? T : 0));
-            if (lstm) final.c.select(idx).copy_from(dc.c.select(fwd ? T : 0));
-        }
+        cache.layer_out[k].resize({T, B, D * H}, false);  // (T, B, D·H)
+        for (int d = 0; d < D; ++d) forward_direction(k, d, initial, final, cache);
     }
     to_batch_major(cache.layer_out[L - 1], out, false);
+}
+
+// Layer k, direction d of backward(): from d_layer_out_ and d_final to the direction's
+// parameter gradients, d_initial and (when need_d_in) d_layer_in_.
+void RNN::backward_direction(int k, int d, const RNNState& d_final, const RNNCache& cache,
+                             bool need_d_in, RNNState& d_initial) {
+    const int B = cache.B, T = cache.T, H = cfg.hidden_size, D = directions();
+    const bool lstm = cfg.cell == CellType::lstm;
+    const std::span<const int> len(cache.lengths);
+    const Tensor& X = cache.layer_in[k];  // (T, B, In)
+    const int idx = k * D + d;
+    const bool fwd = d == 0;
+    const RNNCellParams& P = params.cells[idx];
+    RNNCellParams& Pg = grad.cells[idx];
+    const RNNDirectionCache& dc = cache.dirs[idx];
+    if (absent(d_final.h))
+        d_h_.zero();
+    else
+        d_h_.copy_from(d_final.h.select(idx));
+    if (lstm) {
+        if (absent(d_final.c))
+            d_c_.zero();
+        else
+            d_c_.copy_from(d_final.c.select(idx));
+    }
+    // Steps in reverse processing order: forward direction t = T−1 … 0, backward 0 … T−1.
+    for (int s = 0; s < T; ++s) {
+        const int t = fwd ? T - 1 - s : s;
+        const int prev = fwd ? t : t + 1;
+        const StepMask mask{len, t};
+        // d_h' = (from the later step) + d_out[t] of this direction
+        const float* dy = d_layer_out_.data() + static_cast<int64_t>(t) * B * D * H + d * H;
+        for (int b = 0; b < B; ++b)
+            kernels::axpy(H, 1.0f, dy + static_cast<int64_t>(b) * D * H,
+                          d_h_.data() + static_cast<int64_t>(b) * H);
+        d_h_next_.zero();
+        const TensorView hp = dc.h.select(prev), dgi = d_gi_.select(t);
+        if (lstm) {
+            d_c_next_.zero();
+            lstm::gates_backward(d_h_, d_c_, dc.c.select(prev), dc.gates.select(t),
+                                 dc.tanh_c.select(t), dgi, d_h_next_, d_c_next_, mask);
+            // a = … + h W_hhᵀ   =>   d_h += d_a W_hh   (weight gradient after the loop)
+            gemm(dgi, false, P.weight_hh, false, d_h_next_, 1.0f, 1.0f);
+            std::swap(d_c_, d_c_next_);
+        } else {
+            const TensorView dgh = d_gh_.select(t);
+            gru::gates_backward(d_h_, hp, dc.gates.select(t), dc.gh_n.select(t), dgi, dgh,
+                                d_h_next_, mask);
+            gemm(dgh, false, P.weight_hh, false, d_h_next_, 1.0f, 1.0f);
+        }
+        std::swap(d_h_, d_h_next_);
+    }
+    if (!absent(d_initial.h))
+        kernels::axpy(B * H, 1.0f, d_h_.data(), d_initial.h.select(idx).data());
+    if (lstm && !absent(d_initial.c))
+        kernels::axpy(B * H, 1.0f, d_c_.data(), d_initial.c.select(idx).data());
+    // d_W_hh += Σ_t d_a[t]ᵀ h_prev[t];  h_prev = h[0..T) (forward) or h[1..T] (backward)
+    const TensorView h_prev = dc.h.slice(fwd ? 0 : 1, fwd ? T : T + 1);
+    cell_add_recurrent_backward(P, Pg, lstm ? d_gi_ : d_gh_, h_prev, TensorView());
+    // d_W_ih += d_giᵀ X;  d_b_ih += Σ d_gi;  d_X += d_gi W_ih   (one GEMM each, all steps)
+    cell_project_input_backward(P, Pg, d_gi_, X, need_d_in ? d_layer_in_.view() : TensorView());
 }
 
 void RNN::backward(TensorView d_out, const RNNState& d_final, const RNNCache& cache, TensorView d_x,
@@ -212,60 +278,7 @@ void RNN::backward(TensorView d_out, const RNNState& d_final, const RNNCache& ca
         const int In = X.dim(2);
         const bool need_d_in = k > 0 || !absent(d_x);
         if (need_d_in) d_layer_in_.resize({T, B, In});  // zeroed; both directions add into it
-        for (int d = 0; d < D; ++d) {
-            const int idx = k * D + d;
-            const bool fwd = d == 0;
-            const RNNCellParams& P = params.cells[idx];
-            RNNCellParams& Pg = grad.cells[idx];
-            const RNNDirectionCache& dc = cache.dirs[idx];
-            if (absent(d_final.h))
-                d_h_.zero();
-            else
-                d_h_.copy_from(d_final.h.select(idx));
-            if (lstm) {
-                if (absent(d_final.c))
-                    d_c_.zero();
-                else
-                    d_c_.copy_from(d_final.c.select(idx));
-            }
-            // Steps in reverse processing order: forward direction t = T−1 … 0, backward 0 … T−1.
-            for (int s = 0; s < T; ++s) {
-                const int t = fwd ? T - 1 - s : s;
-                const int prev = fwd ? t : t + 1;
-                const StepMask mask{len, t};
-                // d_h' = (from the later step) + d_out[t] of this direction
-                const float* dy = d_layer_out_.data() + static_cast<int64_t>(t) * B * D * H + d * H;
-                for (int b = 0; b < B; ++b)
-                    kernels::axpy(H, 1.0f, dy + static_cast<int64_t>(b) * D * H,
-                                  d_h_.data() + static_cast<int64_t>(b) * H);
-                d_h_next_.zero();
-                const TensorView hp = dc.h.select(prev), dgi = d_gi_.select(t);
-                if (lstm) {
-                    d_c_next_.zero();
-                    lstm::gates_backward(d_h_, d_c_, dc.c.select(prev), dc.gates.select(t),
-                                         dc.tanh_c.select(t), dgi, d_h_next_, d_c_next_, mask);
-                    // a = … + h W_hhᵀ   =>   d_h += d_a W_hh   (weight gradient after the loop)
-                    gemm(dgi, false, P.weight_hh, false, d_h_next_, 1.0f, 1.0f);
-                    std::swap(d_c_, d_c_next_);
-                } else {
-                    const TensorView dgh = d_gh_.select(t);
-                    gru::gates_backward(d_h_, hp, dc.gates.select(t), dc.gh_n.select(t), dgi, dgh,
-                                        d_h_next_, mask);
-                    gemm(dgh, false, P.weight_hh, false, d_h_next_, 1.0f, 1.0f);
-                }
-                std::swap(d_h_, d_h_next_);
-            }
-            if (!absent(d_initial.h))
-                kernels::axpy(B * H, 1.0f, d_h_.data(), d_initial.h.select(idx).data());
-            if (lstm && !absent(d_initial.c))
-                kernels::axpy(B * H, 1.0f, d_c_.data(), d_initial.c.select(idx).data());
-            // d_W_hh += Σ_t d_a[t]ᵀ h_prev[t];  h_prev = h[0..T) (forward) or h[1..T] (backward)
-            const TensorView h_prev = dc.h.slice(fwd ? 0 : 1, fwd ? T : T + 1);
-            cell_add_recurrent_backward(P, Pg, lstm ? d_gi_ : d_gh_, h_prev, TensorView());
-            // d_W_ih += d_giᵀ X;  d_b_ih += Σ d_gi;  d_X += d_gi W_ih   (one GEMM each, all steps)
-            cell_project_input_backward(P, Pg, d_gi_, X,
-                                        need_d_in ? d_layer_in_.view() : TensorView());
-        }
+        for (int d = 0; d < D; ++d) backward_direction(k, d, d_final, cache, need_d_in, d_initial);
         if (k > 0) {  // through the dropout between layer k−1 and k
             d_layer_out_.zero();
             dropout.backward(d_layer_in_, cache.dropout[k], d_layer_out_);

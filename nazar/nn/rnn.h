@@ -131,6 +131,10 @@ public:
     RNNParams grad;
 
 private:
+    void forward_direction(int k, int d, const RNNState& initial, RNNState& final,
+                           RNNCache& cache) const;  // layer k, direction d
+    void backward_direction(int k, int d, const RNNState& d_final, const RNNCache& cache,
+                            bool need_d_in, RNNState& d_initial);
     // Backward scratch, sized once per batch (not state).
     Tensor d_layer_in_{Shape{0}};   // (T, B, I or dirs·H)
     Tensor d_layer_out_{Shape{0}};  // (T, B, dirs·H)

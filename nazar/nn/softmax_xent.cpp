@@ -80,6 +80,26 @@ bool present(TensorView t) {
     return t.data() != nullptr && t.numel() > 0;
 }
 
+// The shapes of SoftmaxXent::run's arguments (the gradients only when `backward`).
+void check_shapes(TensorView X, TensorView W, TensorView b, std::span<const int> targets,
+                  bool backward, TensorView d_X, TensorView d_W, TensorView d_b) {
+    NZ_CHECK(X.ndim() == 2 && W.ndim() == 2, "softmax_xent: X {} and W {} must be 2-D",
+             X.shape().str(), W.shape().str());
+    const int N = X.dim(0), H = X.dim(1), V = W.dim(0);
+    NZ_CHECK_SHAPE(W, {V, H});
+    const bool has_bias = present(b);
+    NZ_CHECK(!has_bias || (b.ndim() == 1 && b.numel() == V), "softmax_xent: bias {} for V = {}",
+             b.shape().str(), V);
+    NZ_CHECK(static_cast<int64_t>(targets.size()) == N, "softmax_xent: {} targets for {} rows",
+             targets.size(), N);
+    if (backward) {
+        NZ_CHECK_SHAPE(d_X, {N, H});
+        NZ_CHECK_SHAPE(d_W, {V, H});
+        NZ_CHECK(present(d_b) == has_bias && (!has_bias || d_b.shape() == b.shape()),
+                 "softmax_xent: d_b {} for bias {}", d_b.shape().str(), b.shape().str());
+    }
+}
+
 }  // namespace
 
 int64_t count_targets(std::span<const int> targets, int ignore_index) {
@@ -109,21 +129,9 @@ XentStats SoftmaxXent::forward_backward(TensorView X, TensorView W, TensorView b
 XentStats SoftmaxXent::run(TensorView X, TensorView W, TensorView b, std::span<const int> targets,
                            bool backward, float grad_scale, TensorView d_X, TensorView d_W,
                            TensorView d_b) {
-    NZ_CHECK(X.ndim() == 2 && W.ndim() == 2, "softmax_xent: X {} and W {} must be 2-D",
-             X.shape().str(), W.shape().str());
+    check_shapes(X, W, b, targets, backward, d_X, d_W, d_b);
     const int N = X.dim(0), H = X.dim(1), V = W.dim(0);
-    NZ_CHECK_SHAPE(W, {V, H});
     const bool has_bias = present(b);
-    NZ_CHECK(!has_bias || (b.ndim() == 1 && b.numel() == V), "softmax_xent: bias {} for V = {}",
-             b.shape().str(), V);
-    NZ_CHECK(static_cast<int64_t>(targets.size()) == N, "softmax_xent: {} targets for {} rows",
-             targets.size(), N);
-    if (backward) {
-        NZ_CHECK_SHAPE(d_X, {N, H});
-        NZ_CHECK_SHAPE(d_W, {V, H});
-        NZ_CHECK(present(d_b) == has_bias && (!has_bias || d_b.shape() == b.shape()),
-                 "softmax_xent: d_b {} for bias {}", d_b.shape().str(), b.shape().str());
-    }
     rows_.clear();
     for (int n = 0; n < N; ++n) {
         const int y = targets[n];

@@ -3,9 +3,6 @@
 
 #include "nazar/core/check.h"
 #include "nazar/core/threads.h"
-#include "nazar/decode/greedy.h"
-#include "nazar/eval/bleu.h"
-#include "nazar/eval/wer.h"
 #include "nazar/models/model_file.h"
 #include "nazar/train/choices.h"
 #include "nazar/train/clip.h"
@@ -23,7 +20,6 @@ namespace nazar {
 namespace {
 
 constexpr uint64_t kTrainRngStream = 7;  // dropout + scheduled sampling; init uses Seq2Seq's own
-constexpr int kDecodeChunk = 64;         // sentences per greedy batch in validation
 
 // Every choice below comes from parse_choices (choices.h): an unknown name was already a
 // UsageError, so the switches are exhaustive and nothing falls back to a default.
@@ -280,64 +276,6 @@ void Trainer::save(const std::string& name) {
                     *schedule_, state_);
 }
 
-ValidationResult Trainer::validate() {
-    NZ_CHECK(has_dev_, "validate: no dev data (set dev, or dev_src and dev_tgt)");
-    ValidationResult r;
-    // Loss over the whole dev set (teacher forcing, eval mode, no label smoothing).
-    Batcher dev_batches(dev_, {.batch_tokens = cfg_.batch_tokens,
-                               .batch_size = cfg_.batch_tokens > 0 ? 0 : cfg_.batch_size,
-                               .shuffle = false});
-    Batch batch;
-    double loss = 0;
-    int64_t correct = 0;
-    for (int64_t k = 0; k < dev_batches.num_batches(); ++k) {
-        dev_batches.make_batch(k, batch);
-        const LossStats st = model_->eval_loss(batch);
-        loss += st.loss;
-        r.tokens += st.tokens;
-        correct += st.correct;
-    }
-    r.loss = r.tokens ? loss / static_cast<double>(r.tokens) : 0.0;
-    r.perplexity = std::exp(r.loss);
-    r.accuracy =
-        r.tokens ? 100.0 * static_cast<double>(correct) / static_cast<double>(r.tokens) : 0.0;
-
-    // Greedy decoding of an evenly spaced sample, sorted by length to limit padding.
-    const int64_t N = dev_.size(), K = std::min<int64_t>(cfg_.valid_sample, N);
-    if (K == 0) return r;
-    std::vector<int64_t> idx(static_cast<std::size_t>(K));
-    for (int64_t i = 0; i < K; ++i) idx[i] = i * N / K;
-    std::stable_sort(idx.begin(), idx.end(),
-                     [&](int64_t a, int64_t b) { return dev_.src_length(a) < dev_.src_length(b); });
-    const GreedyOptions gopt{.max_length_ratio = 2.0f,
-                             .max_length_extra = 10,
-                             .max_length = cfg_.valid_max_length > 0 ? cfg_.valid_max_length : 512};
-    std::vector<std::string> hyps(idx.size()), refs(idx.size());
-    for (std::size_t begin = 0; begin < idx.size(); begin += kDecodeChunk) {
-        const std::size_t end = std::min(idx.size(), begin + kDecodeChunk);
-        std::vector<std::vector<int32_t>> src;
-        for (std::size_t i = begin; i < end; ++i) {
-            const auto s = dev_.src(idx[i]);
-            src.emplace_back(s.begin(), s.end());
-        }
-        const Batch b = batch_from_ids(src, {});
-        const auto out = greedy_decode(*model_, b.src, b.src_lengths, b.S, gopt);
-        for (std::size_t i = begin; i < end; ++i) {
-            hyps[i] = data_.tgt_vocab.decode(out[i - begin].tokens, data_.tgt_tokenizer);
-            refs[i] = data_.tgt_vocab.decode(dev_.tgt(idx[i]), data_.tgt_tokenizer);
-        }
-    }
-    const std::vector<std::vector<std::string>> streams{refs};
-    r.exact = exact_match(hyps, streams).score;
-    r.bleu = corpus_bleu(hyps, streams).score;
-    r.sampled = K;
-    for (std::size_t i = 0; i < std::min<std::size_t>(3, idx.size()); ++i)
-        r.examples.push_back(fmt::format(
-            "{} ||| {} ||| {}", data_.src_vocab.decode(dev_.src(idx[i]), data_.src_tokenizer),
-            hyps[i], refs[i]));
-    return r;
-}
-
 bool Trainer::train_one(Batch& batch) {
     const BatchPosition pos = batcher_->position();  // after next(): this batch is pos.batch - 1
     zero_grads(params_);
@@ -372,43 +310,156 @@ bool Trainer::train_one(Batch& batch) {
     return true;
 }
 
-TrainResult Trainer::run() {
-    std::filesystem::create_directories(cfg_.save_dir);
-    Progress progress(parse_choices(cfg_).progress, cfg_.log_interval);
-    MetricsLog metrics(cfg_.metrics_log);
+// The per-run state of run(): the progress display, the metrics log and the result so far.
+struct Trainer::RunLog {
+    RunLog(ProgressMode mode, int64_t log_interval, const std::string& metrics_path)
+        : progress(mode, log_interval), metrics(metrics_path) {}
+    Progress progress;
+    MetricsLog metrics;
     TrainResult result;
-    progress.message(fmt::format(
+    int64_t saved_last_at = -1, validated_at = -1;
+};
+
+void Trainer::announce(RunLog& log) const {
+    log.progress.message(fmt::format(
         "model: {} parameters, {} (vocabularies {} / {}); {} training pairs, {} dev pairs",
         thousands(count_params(params_)), describe(attention_config(model_->config())),
         data_.src_vocab.size(), data_.tgt_vocab.size(), thousands(data_.corpus.size()),
         thousands(has_dev_ ? dev_.size() : 0)));
     if (state_.step > 0)
-        progress.message(fmt::format("resuming at step {} (epoch {}, batch {})", state_.step,
-                                     state_.position.epoch + 1, state_.position.batch));
+        log.progress.message(fmt::format("resuming at step {} (epoch {}, batch {})", state_.step,
+                                         state_.position.epoch + 1, state_.position.batch));
+}
 
-    int64_t saved_last_at = -1, validated_at = -1;
-    auto report = [&](const ValidationResult& v, bool improved) {
-        progress.message(
-            fmt::format("valid step {} | loss {:.4f} | ppl {:.2f} | acc {:.1f}% | exact {:.1f}% | "
-                        "BLEU {:.2f} ({} sentences){}",
-                        state_.step, v.loss, v.perplexity, v.accuracy, v.exact, v.bleu, v.sampled,
-                        improved ? " | best" : ""));
-        const nlohmann::json record = {{"type", "valid"},
-                                       {"step", state_.step},
-                                       {"epoch", state_.position.epoch + 1},
-                                       {"loss", v.loss},
-                                       {"perplexity", v.perplexity},
-                                       {"accuracy", v.accuracy},
-                                       {"exact", v.exact},
-                                       {"bleu", v.bleu},
-                                       {"sampled", v.sampled},
-                                       {"best", improved}};
-        metrics.write(record);
+void Trainer::report(RunLog& log, const ValidationResult& v, bool improved) {
+    log.progress.message(
+        fmt::format("valid step {} | loss {:.4f} | ppl {:.2f} | acc {:.1f}% | exact {:.1f}% | "
+                    "BLEU {:.2f} ({} sentences){}",
+                    state_.step, v.loss, v.perplexity, v.accuracy, v.exact, v.bleu, v.sampled,
+                    improved ? " | best" : ""));
+    const nlohmann::json record = {{"type", "valid"},
+                                   {"step", state_.step},
+                                   {"epoch", state_.position.epoch + 1},
+                                   {"loss", v.loss},
+                                   {"perplexity", v.perplexity},
+                                   {"accuracy", v.accuracy},
+                                   {"exact", v.exact},
+                                   {"bleu", v.bleu},
+                                   {"sampled", v.sampled},
+                                   {"best", improved}};
+    log.metrics.write(record);
+    if (hooks_.on_record) hooks_.on_record(record);
+    log.result.last_valid = v;
+    log.result.validated = true;
+}
+
+TrainResult Trainer::stop_interrupted(RunLog& log) {
+    log.progress.finish();
+    save("last.safetensors");
+    log.progress.message(
+        fmt::format("interrupted at step {}: checkpoint written to {}/last.safetensors; continue "
+                    "with: nazar train --resume {}",
+                    state_.step, cfg_.save_dir, cfg_.save_dir));
+    log.result.interrupted = true;
+    log.result.state = state_;
+    return log.result;
+}
+
+void Trainer::note_skipped(RunLog& log) {
+    log.progress.message(last_skip_);
+    if (state_.skipped_in_a_row >= cfg_.max_skipped_updates) {
+        log.progress.finish();
+        throw Error(fmt::format(
+            "training stopped: {} updates in a row were skipped for a non-finite loss or "
+            "gradient (max_skipped_updates {}; the last: {}); nothing was saved after "
+            "step {} (the last checkpoint is left as it was): lower lr, set clip_norm, or "
+            "check the data",
+            state_.skipped_in_a_row, cfg_.max_skipped_updates, last_skip_, state_.step));
+    }
+}
+
+void Trainer::log_update(RunLog& log, int64_t total) {
+    log.progress.update(state_.step, total, state_.position.epoch + 1, last_loss_, last_tokens_,
+                        optim_->lr());
+    if (log.progress.due()) {
+        const ProgressLine& p = log.progress.last();
+        log.result.last_train_loss = p.loss;
+        const nlohmann::json record = {{"type", "train"},
+                                       {"step", p.step},
+                                       {"epoch", p.epoch},
+                                       {"loss", p.loss},
+                                       {"tokens_per_s", p.tokens_per_s},
+                                       {"lr", p.lr},
+                                       {"grad_norm", last_norm_}};
+        log.metrics.write(record);
         if (hooks_.on_record) hooks_.on_record(record);
-        result.last_valid = v;
-        result.validated = true;
-    };
+    }
+}
 
+void Trainer::validate_on_interval(RunLog& log) {
+    const ValidationResult v = validate();
+    ++state_.validations;
+    const bool improved = v.loss < state_.best_dev_loss;  // early stopping, schedule
+    const bool new_best = v.loss < best_loss_;            // best.safetensors
+    if (improved) {
+        state_.best_dev_loss = v.loss;
+        state_.best_step = state_.step;
+        state_.bad_validations = 0;
+    } else {
+        ++state_.bad_validations;
+    }
+    if (schedule_->on_validation(v.loss))
+        log.progress.message(
+            fmt::format("learning rate reduced to {:.3e}", schedule_->lr(state_.step + 1, 0)));
+    report(log, v, new_best);
+    log.validated_at = state_.step;
+    if (new_best) {
+        best_loss_ = v.loss;
+        if (cfg_.keep_best) save("best.safetensors");
+    }
+    if (cfg_.keep_last) save("last.safetensors"), log.saved_last_at = state_.step;
+    if (cfg_.patience > 0 && state_.bad_validations >= cfg_.patience) {
+        log.result.early_stopped = true;
+        log.progress.message(
+            fmt::format("early stopping: {} validation{} without a better dev loss (best {:.4f} "
+                        "at step {})",
+                        state_.bad_validations, state_.bad_validations == 1 ? "" : "s",
+                        state_.best_dev_loss, state_.best_step));
+    }
+}
+
+TrainResult Trainer::finish_run(RunLog& log) {
+    log.progress.finish();
+    log.result.early_stopped =
+        log.result.early_stopped || (cfg_.patience > 0 && state_.bad_validations >= cfg_.patience);
+    // Off the interval, one more validation. It counts for best.safetensors like any other
+    // (the best file is never worse than the final model), but not for early stopping or the
+    // schedule, so that resuming from last.safetensors equals an uninterrupted run.
+    if (has_dev_ && log.validated_at != state_.step) {
+        const ValidationResult v = validate();
+        const bool new_best = v.loss < best_loss_;
+        report(log, v, new_best);
+        if (new_best) {
+            best_loss_ = v.loss;
+            if (cfg_.keep_best) save("best.safetensors");
+        }
+    }
+    if (cfg_.keep_last && log.saved_last_at != state_.step) save("last.safetensors");
+    check_finite(params_, "model.safetensors");
+    log.result.model_path = (std::filesystem::path(cfg_.save_dir) / "model.safetensors").string();
+    save_model(log.result.model_path, *model_, metadata());
+    log.progress.message(fmt::format(
+        "done: {} updates ({} skipped), {} epochs completed, {} target tokens; model written to {}",
+        state_.step, state_.skipped, completed_epochs(), thousands(state_.tgt_tokens),
+        log.result.model_path));
+    log.result.state = state_;
+    return log.result;
+}
+
+TrainResult Trainer::run() {
+    std::filesystem::create_directories(cfg_.save_dir);
+    RunLog log(parse_choices(cfg_).progress, cfg_.log_interval, cfg_.metrics_log);
+    announce(log);
     Batch batch;
     const int64_t total = total_steps();
     while (!stop_now()) {
@@ -418,107 +469,22 @@ TrainResult Trainer::run() {
         state_.position = batcher_->position();
         state_.rng = rng_.state();
         if (hooks_.stop_after && hooks_.stop_after(state_.batches))
-            return result;  // a simulated kill
-        if (hooks_.interrupt && hooks_.interrupt->load()) {
-            progress.finish();
-            save("last.safetensors");
-            progress.message(fmt::format(
-                "interrupted at step {}: checkpoint written to {}/last.safetensors; continue "
-                "with: nazar train --resume {}",
-                state_.step, cfg_.save_dir, cfg_.save_dir));
-            result.interrupted = true;
-            result.state = state_;
-            return result;
-        }
+            return log.result;  // a simulated kill
+        if (hooks_.interrupt && hooks_.interrupt->load()) return stop_interrupted(log);
         if (!updated) {
-            progress.message(last_skip_);
-            if (state_.skipped_in_a_row >= cfg_.max_skipped_updates) {
-                progress.finish();
-                throw Error(fmt::format(
-                    "training stopped: {} updates in a row were skipped for a non-finite loss or "
-                    "gradient (max_skipped_updates {}; the last: {}); nothing was saved after "
-                    "step {} (the last checkpoint is left as it was): lower lr, set clip_norm, or "
-                    "check the data",
-                    state_.skipped_in_a_row, cfg_.max_skipped_updates, last_skip_, state_.step));
-            }
+            note_skipped(log);
             continue;
         }
-        progress.update(state_.step, total, state_.position.epoch + 1, last_loss_, last_tokens_,
-                        optim_->lr());
-        if (progress.due()) {
-            const ProgressLine& p = progress.last();
-            result.last_train_loss = p.loss;
-            const nlohmann::json record = {{"type", "train"},
-                                           {"step", p.step},
-                                           {"epoch", p.epoch},
-                                           {"loss", p.loss},
-                                           {"tokens_per_s", p.tokens_per_s},
-                                           {"lr", p.lr},
-                                           {"grad_norm", last_norm_}};
-            metrics.write(record);
-            if (hooks_.on_record) hooks_.on_record(record);
-        }
+        log_update(log, total);
         if (has_dev_ && state_.step % cfg_.valid_interval == 0) {
-            const ValidationResult v = validate();
-            ++state_.validations;
-            const bool improved = v.loss < state_.best_dev_loss;  // early stopping, schedule
-            const bool new_best = v.loss < best_loss_;            // best.safetensors
-            if (improved) {
-                state_.best_dev_loss = v.loss;
-                state_.best_step = state_.step;
-                state_.bad_validations = 0;
-            } else {
-                ++state_.bad_validations;
-            }
-            if (schedule_->on_validation(v.loss))
-                progress.message(fmt::format("learning rate reduced to {:.3e}",
-                                             schedule_->lr(state_.step + 1, 0)));
-            report(v, new_best);
-            validated_at = state_.step;
-            if (new_best) {
-                best_loss_ = v.loss;
-                if (cfg_.keep_best) save("best.safetensors");
-            }
-            if (cfg_.keep_last) save("last.safetensors"), saved_last_at = state_.step;
-            if (cfg_.patience > 0 && state_.bad_validations >= cfg_.patience) {
-                result.early_stopped = true;
-                progress.message(fmt::format(
-                    "early stopping: {} validation{} without a better dev loss (best {:.4f} "
-                    "at step {})",
-                    state_.bad_validations, state_.bad_validations == 1 ? "" : "s",
-                    state_.best_dev_loss, state_.best_step));
-            }
+            validate_on_interval(log);
         } else if (cfg_.checkpoint_interval > 0 && state_.step % cfg_.checkpoint_interval == 0 &&
                    cfg_.keep_last) {
             save("last.safetensors");
-            saved_last_at = state_.step;
+            log.saved_last_at = state_.step;
         }
     }
-    progress.finish();
-    result.early_stopped =
-        result.early_stopped || (cfg_.patience > 0 && state_.bad_validations >= cfg_.patience);
-    // Off the interval, one more validation. It counts for best.safetensors like any other
-    // (the best file is never worse than the final model), but not for early stopping or the
-    // schedule, so that resuming from last.safetensors equals an uninterrupted run.
-    if (has_dev_ && validated_at != state_.step) {
-        const ValidationResult v = validate();
-        const bool new_best = v.loss < best_loss_;
-        report(v, new_best);
-        if (new_best) {
-            best_loss_ = v.loss;
-            if (cfg_.keep_best) save("best.safetensors");
-        }
-    }
-    if (cfg_.keep_last && saved_last_at != state_.step) save("last.safetensors");
-    check_finite(params_, "model.safetensors");
-    result.model_path = (std::filesystem::path(cfg_.save_dir) / "model.safetensors").string();
-    save_model(result.model_path, *model_, metadata());
-    progress.message(fmt::format(
-        "done: {} updates ({} skipped), {} epochs completed, {} target tokens; model written to {}",
-        state_.step, state_.skipped, completed_epochs(), thousands(state_.tgt_tokens),
-        result.model_path));
-    result.state = state_;
-    return result;
+    return finish_run(log);
 }
 
 }  // namespace nazar

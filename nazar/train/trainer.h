@@ -117,6 +117,15 @@ private:
     bool stop_now() const;
     int64_t completed_epochs() const;
     int64_t total_steps() const;
+    // The parts of run() (trainer.cpp).
+    struct RunLog;                     // progress, metrics log, result so far
+    void announce(RunLog& log) const;  // model and data sizes; the resume point
+    void report(RunLog& log, const ValidationResult& v, bool improved);  // log + metrics record
+    TrainResult stop_interrupted(RunLog& log);    // last.safetensors after TrainerHooks::interrupt
+    void note_skipped(RunLog& log);               // Error after max_skipped_updates in a row
+    void log_update(RunLog& log, int64_t total);  // progress line, "train" metrics record
+    void validate_on_interval(RunLog& log);       // early stopping, schedule, best/last files
+    TrainResult finish_run(RunLog& log);          // final validation, last and model files
 
     TrainConfig cfg_;
     TrainerHooks hooks_;

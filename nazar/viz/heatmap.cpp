@@ -215,38 +215,58 @@ std::string render_terminal(const Heatmap& h, const TerminalOptions& opt) {
     return out;
 }
 
-std::string render_svg(const Heatmap& h, const SvgOptions& opt) {
-    check_heatmap(h);
+namespace {
+
+// Sizes and positions of an SVG heatmap, and its cut labels.
+struct SvgLayout {
+    int c = 0, font = 0;  // cell size, label font size (px)
+    std::vector<std::string> src, tgt;
+    int src_len = 1, tgt_len = 1;  // longest label (code points)
+    int title_h = 44;
+    int x0 = 0, y0 = 0;  // top left of the cells
+    int bar_x = 0, bar_h = 0, width = 0, height = 0;
+    std::string gid;  // id of the colour scale gradient
+};
+
+SvgLayout svg_layout(const Heatmap& h, const SvgOptions& opt) {
+    SvgLayout L;
     const int T = static_cast<int>(h.target.size()), S = static_cast<int>(h.source.size());
-    const int c = opt.cell > 0 ? opt.cell : (std::max(S, T) <= 30 ? 22 : 16);
-    const int font = std::clamp(c - 6, 9, 13);
-    const double char_w = font * 0.62;  // monospace advance
-    std::vector<std::string> src(static_cast<std::size_t>(S)), tgt(static_cast<std::size_t>(T));
-    int src_len = 1, tgt_len = 1;
+    L.c = opt.cell > 0 ? opt.cell : (std::max(S, T) <= 30 ? 22 : 16);
+    L.font = std::clamp(L.c - 6, 9, 13);
+    const double char_w = L.font * 0.62;  // monospace advance
+    L.src.resize(static_cast<std::size_t>(S));
+    L.tgt.resize(static_cast<std::size_t>(T));
     for (int i = 0; i < S; ++i)
-        src_len = std::max(src_len, cps(src[i] = cut(display_token(h.source[i]), 16)));
+        L.src_len = std::max(L.src_len, cps(L.src[i] = cut(display_token(h.source[i]), 16)));
     for (int t = 0; t < T; ++t)
-        tgt_len = std::max(tgt_len, cps(tgt[t] = cut(display_token(h.target[t]), 16)));
-    const int title_h = 44;
-    const int x0 = 34 + static_cast<int>(tgt_len * char_w) + 8;
-    const int y0 = title_h + 18 + static_cast<int>(src_len * char_w) + 8;
-    const int bar_x = x0 + S * c + 24, bar_h = std::clamp(T * c, 120, 320);
-    const int width = std::max(bar_x + 110, 420), height = y0 + std::max(T * c, bar_h) + 24;
-    const std::string gid = (opt.id.empty() ? std::string("hm") : opt.id) + "-scale";
-    std::string o;
+        L.tgt_len = std::max(L.tgt_len, cps(L.tgt[t] = cut(display_token(h.target[t]), 16)));
+    L.x0 = 34 + static_cast<int>(L.tgt_len * char_w) + 8;
+    L.y0 = L.title_h + 18 + static_cast<int>(L.src_len * char_w) + 8;
+    L.bar_x = L.x0 + S * L.c + 24;
+    L.bar_h = std::clamp(T * L.c, 120, 320);
+    L.width = std::max(L.bar_x + 110, 420);
+    L.height = L.y0 + std::max(T * L.c, L.bar_h) + 24;
+    L.gid = (opt.id.empty() ? std::string("hm") : opt.id) + "-scale";
+    return L;
+}
+
+// The XML declaration, the <svg> element, the background, the two title lines, the axis titles.
+void svg_header(std::string& o, const Heatmap& h, const SvgOptions& opt, const SvgLayout& L) {
+    const int T = static_cast<int>(h.target.size()), S = static_cast<int>(h.source.size());
     if (opt.standalone) o += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
     o += fmt::format(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\"{} width=\"{}\" height=\"{}\" "
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\"{} width=\"{}\" "
+        "height=\"{}\" "
         "viewBox=\"0 0 {} {}\" font-family=\"DejaVu Sans Mono, Menlo, Consolas, monospace\" "
         "font-size=\"{}\" data-rows=\"{}\" data-cols=\"{}\">\n",
-        opt.id.empty() ? "" : fmt::format(" id=\"{}\"", xml_escape(opt.id)), width, height, width,
-        height, font, T, S);
-    o += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width,
-                     height);
+        opt.id.empty() ? "" : fmt::format(" id=\"{}\"", xml_escape(opt.id)), L.width, L.height,
+        L.width, L.height, L.font, T, S);
+    o += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n",
+                     L.width, L.height);
     // The two title lines fit the canvas: at most as many code points as 13 px monospace
     // characters fit between the 8 px margins (the "→ " prefix of the second line included);
     // longer titles end at a word boundary with "…".
-    const int title_cps = std::max(8, static_cast<int>((width - 16) / (13 * 0.62)));
+    const int title_cps = std::max(8, static_cast<int>((L.width - 16) / (13 * 0.62)));
     o += fmt::format("<text x=\"8\" y=\"18\" font-size=\"13\" font-weight=\"bold\">{}</text>\n",
                      xml_escape(ellipsize_words(
                          h.source_text.empty() ? fmt::format("{} source tokens", S) : h.source_text,
@@ -257,26 +277,33 @@ std::string render_svg(const Heatmap& h, const SvgOptions& opt) {
                          title_cps - 2)));
     // axis titles
     o += fmt::format(
-        "<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#555555\">source tokens →</text>\n", x0,
-        title_h + 12);
+        "<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#555555\">source tokens →</text>\n", L.x0,
+        L.title_h + 12);
     o += fmt::format(
         "<text transform=\"translate(16,{}) rotate(-90)\" font-size=\"11\" fill=\"#555555\" "
         "text-anchor=\"end\">output tokens →</text>\n",
-        y0);
+        L.y0);
+}
+
+// The source and output token labels and one cell per weight.
+void svg_labels_and_cells(std::string& o, const Heatmap& h, const SvgLayout& L) {
+    const int T = static_cast<int>(h.target.size()), S = static_cast<int>(h.source.size());
     // labels
     o += "<g class=\"src-labels\">\n";
     for (int i = 0; i < S; ++i) {
-        if (src_len == 1)  // single characters (char level) stand upright, centred on their column
+        // Single characters (char level) stand upright, centred on their column.
+        if (L.src_len == 1)
             o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-                             x0 + i * c + c / 2.0, y0 - 5, xml_escape(src[i]));
+                             L.x0 + i * L.c + L.c / 2.0, L.y0 - 5, xml_escape(L.src[i]));
         else
             o += fmt::format("<text transform=\"translate({:.1f},{}) rotate(-90)\">{}</text>\n",
-                             x0 + i * c + c / 2.0 + font * 0.35, y0 - 5, xml_escape(src[i]));
+                             L.x0 + i * L.c + L.c / 2.0 + L.font * 0.35, L.y0 - 5,
+                             xml_escape(L.src[i]));
     }
     o += "</g>\n<g class=\"tgt-labels\" text-anchor=\"end\">\n";
     for (int t = 0; t < T; ++t)
-        o += fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", x0 - 5,
-                         y0 + t * c + c / 2.0 + font * 0.35, xml_escape(tgt[t]));
+        o += fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", L.x0 - 5,
+                         L.y0 + t * L.c + L.c / 2.0 + L.font * 0.35, xml_escape(L.tgt[t]));
     o += "</g>\n<g class=\"cells\" stroke=\"#ffffff\" stroke-width=\"0.5\">\n";
     const TensorView w = h.weights;
     for (int t = 0; t < T; ++t)
@@ -287,34 +314,50 @@ std::string render_svg(const Heatmap& h, const SvgOptions& opt) {
                 "data-t=\"{}\" data-i=\"{}\" data-w=\"{:.4f}\"><title>output {} '{}' ← source {} "
                 "'{}': "
                 "{:.4f}</title></rect>\n",
-                x0 + i * c, y0 + t * c, c, c, hex(colour(v)), t, i, v, t, xml_escape(tgt[t]), i,
-                xml_escape(src[i]), v);
+                L.x0 + i * L.c, L.y0 + t * L.c, L.c, L.c, hex(colour(v)), t, i, v, t,
+                xml_escape(L.tgt[t]), i, xml_escape(L.src[i]), v);
         }
     o += "</g>\n";
+}
+
+// The colour scale with its ticks and title.
+void svg_legend(std::string& o, const SvgLayout& L) {
     // colour scale + legend
     o += fmt::format("<defs><linearGradient id=\"{}\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n",
-                     xml_escape(gid));
+                     xml_escape(L.gid));
     for (int k = 0; k <= 10; ++k)
         o += fmt::format("<stop offset=\"{:.1f}\" stop-color=\"{}\"/>\n", k / 10.0,
                          hex(colour(k / 10.0f)));
     o += "</linearGradient></defs>\n<g class=\"legend\">\n";
     o += fmt::format(
-        "<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"{}\" fill=\"url(#{})\" stroke=\"#888888\" "
+        "<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"{}\" fill=\"url(#{})\" "
+        "stroke=\"#888888\" "
         "stroke-width=\"0.5\"/>\n",
-        bar_x, y0, bar_h, xml_escape(gid));
+        L.bar_x, L.y0, L.bar_h, xml_escape(L.gid));
     for (int k = 0; k <= 4; ++k) {
-        const double y = y0 + bar_h - bar_h * k / 4.0;
+        const double y = L.y0 + L.bar_h - L.bar_h * k / 4.0;
         o += fmt::format(
             "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#444444\"/>\n",
-            bar_x + 14, y, bar_x + 18, y);
-        o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\">{:.2f}</text>\n", bar_x + 21,
-                         y + 4, k / 4.0);
+            L.bar_x + 14, y, L.bar_x + 18, y);
+        o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\">{:.2f}</text>\n",
+                         L.bar_x + 21, y + 4, k / 4.0);
     }
     o += fmt::format(
         "<text transform=\"translate({},{}) rotate(-90)\" font-size=\"11\" fill=\"#555555\" "
         "text-anchor=\"end\">attention weight α</text>\n",
-        bar_x - 5, y0);
+        L.bar_x - 5, L.y0);
     o += "</g>\n</svg>\n";
+}
+
+}  // namespace
+
+std::string render_svg(const Heatmap& h, const SvgOptions& opt) {
+    check_heatmap(h);
+    const SvgLayout L = svg_layout(h, opt);
+    std::string o;
+    svg_header(o, h, opt, L);
+    svg_labels_and_cells(o, h, L);
+    svg_legend(o, L);
     return o;
 }
 

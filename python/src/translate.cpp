@@ -1,3 +1,4 @@
+// Longer than 80 lines: init_translate(), the list of pybind11 bindings (data).
 // Translation, scoring, forced alignment and heatmaps (docs/python.md "Translate").
 //
 //   Translator        nazar::Translator (thread-safe; `replicas` model copies); translate()

@@ -100,7 +100,7 @@ expect "chrF order bounded" 2 "chrF character order must be in [1, 100], got 100
 python3 -c "import sys; sys.stdout.write(' '.join(['w%d' % (i % 7) for i in range(2000000)]) + '\n')" > long.txt
 python3 -c "import sys; sys.stdout.write(' '.join(['w%d' % (i % 5) for i in range(2000000)]) + '\n')" > long_ref.txt
 expect "WER on a 2M-word line" 2 "segment 1: tokens: 2000000 hypothesis and 2000000 reference units" "above the limit" \
-    -- eval -m wer -r long_ref.txt -i long.txt
+    -- eval -m wer --max-line-bytes 100000000 -r long_ref.txt -i long.txt
 
 # ---- item 17 ---------------------------------------------------------------------------------
 expect "attention --no-terminal alone" 2 "--no-terminal without --svg or --html" -- attention --model "$MODEL" --no-terminal

@@ -1,0 +1,79 @@
+// Trainer::validate(): dev loss and a greedy-decoded sample (trainer.h).
+#include "nazar/train/trainer.h"
+
+#include "nazar/core/check.h"
+#include "nazar/decode/greedy.h"
+#include "nazar/eval/bleu.h"
+#include "nazar/eval/wer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace nazar {
+namespace {
+
+constexpr int kDecodeChunk = 64;  // sentences per greedy batch in validation
+
+}  // namespace
+
+ValidationResult Trainer::validate() {
+    NZ_CHECK(has_dev_, "validate: no dev data (set dev, or dev_src and dev_tgt)");
+    ValidationResult r;
+    // Loss over the whole dev set (teacher forcing, eval mode, no label smoothing).
+    Batcher dev_batches(dev_, {.batch_tokens = cfg_.batch_tokens,
+                               .batch_size = cfg_.batch_tokens > 0 ? 0 : cfg_.batch_size,
+                               .shuffle = false});
+    Batch batch;
+    double loss = 0;
+    int64_t correct = 0;
+    for (int64_t k = 0; k < dev_batches.num_batches(); ++k) {
+        dev_batches.make_batch(k, batch);
+        const LossStats st = model_->eval_loss(batch);
+        loss += st.loss;
+        r.tokens += st.tokens;
+        correct += st.correct;
+    }
+    r.loss = r.tokens ? loss / static_cast<double>(r.tokens) : 0.0;
+    r.perplexity = std::exp(r.loss);
+    r.accuracy =
+        r.tokens ? 100.0 * static_cast<double>(correct) / static_cast<double>(r.tokens) : 0.0;
+
+    // Greedy decoding of an evenly spaced sample, sorted by length to limit padding.
+    const int64_t N = dev_.size(), K = std::min<int64_t>(cfg_.valid_sample, N);
+    if (K == 0) return r;
+    std::vector<int64_t> idx(static_cast<std::size_t>(K));
+    for (int64_t i = 0; i < K; ++i) idx[i] = i * N / K;
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](int64_t a, int64_t b) { return dev_.src_length(a) < dev_.src_length(b); });
+    const GreedyOptions gopt{.max_length_ratio = 2.0f,
+                             .max_length_extra = 10,
+                             .max_length = cfg_.valid_max_length > 0 ? cfg_.valid_max_length : 512};
+    std::vector<std::string> hyps(idx.size()), refs(idx.size());
+    for (std::size_t begin = 0; begin < idx.size(); begin += kDecodeChunk) {
+        const std::size_t end = std::min(idx.size(), begin + kDecodeChunk);
+        std::vector<std::vector<int32_t>> src;
+        for (std::size_t i = begin; i < end; ++i) {
+            const auto s = dev_.src(idx[i]);
+            src.emplace_back(s.begin(), s.end());
+        }
+        const Batch b = batch_from_ids(src, {});
+        const auto out = greedy_decode(*model_, b.src, b.src_lengths, b.S, gopt);
+        for (std::size_t i = begin; i < end; ++i) {
+            hyps[i] = data_.tgt_vocab.decode(out[i - begin].tokens, data_.tgt_tokenizer);
+            refs[i] = data_.tgt_vocab.decode(dev_.tgt(idx[i]), data_.tgt_tokenizer);
+        }
+    }
+    const std::vector<std::vector<std::string>> streams{refs};
+    r.exact = exact_match(hyps, streams).score;
+    r.bleu = corpus_bleu(hyps, streams).score;
+    r.sampled = K;
+    for (std::size_t i = 0; i < std::min<std::size_t>(3, idx.size()); ++i)
+        r.examples.push_back(fmt::format(
+            "{} ||| {} ||| {}", data_.src_vocab.decode(dev_.src(idx[i]), data_.src_tokenizer),
+            hyps[i], refs[i]));
+    return r;
+}
+
+}  // namespace nazar
