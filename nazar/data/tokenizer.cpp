@@ -36,7 +36,8 @@ TokenizerKind parse_tokenizer_kind(std::string_view name) {
     if (name == "char") return TokenizerKind::character;
     if (name == "word") return TokenizerKind::word;
     if (name == "spm") return TokenizerKind::spm;
-    throw UsageError(fmt::format("unknown tokenizer '{}' (expected char, word or spm)", name));
+    throw UsageError(
+        fmt::format("unknown tokenizer '{}' (expected char, word or spm)", excerpt(name)));
 }
 
 Tokenizer::Tokenizer() = default;

@@ -86,7 +86,7 @@ AttentionTiming parse_attention_timing(std::string_view s) {
 CellType parse_cell_type(std::string_view s) {
     if (s == "gru") return CellType::gru;
     if (s == "lstm") return CellType::lstm;
-    throw UsageError(fmt::format("unknown cell '{}' (expected gru or lstm)", s));
+    throw UsageError(fmt::format("unknown cell '{}' (expected gru or lstm)", excerpt(s)));
 }
 
 int encoder_output_size(const ModelConfig& cfg) {

@@ -2,6 +2,7 @@
 #include "nazar/train/choices.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/text_limits.h"
 #include "nazar/train/train_config.h"
 
 #include <fmt/format.h>
@@ -27,13 +28,13 @@ ScheduleKind parse_schedule_kind(std::string_view s) {
     throw UsageError(
         fmt::format("schedule: '{}' is not one of constant, warmup, inverse_sqrt, "
                     "step_decay, plateau",
-                    s));
+                    excerpt(s)));
 }
 
 SpmModelType parse_spm_model_type(std::string_view s) {
     if (s == "unigram") return SpmModelType::unigram;
     if (s == "bpe") return SpmModelType::bpe;
-    throw UsageError(fmt::format("spm_model_type: '{}' is not one of unigram, bpe", s));
+    throw UsageError(fmt::format("spm_model_type: '{}' is not one of unigram, bpe", excerpt(s)));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "nazar/train/optim.h"
 
+#include "nazar/core/text_limits.h"
 #include "nazar/core/threads.h"
 
 #include <fmt/format.h>
@@ -92,7 +93,8 @@ OptimKind parse_optim_kind(const std::string& name) {
     if (name == "sgd") return OptimKind::sgd;
     if (name == "adam") return OptimKind::adam;
     if (name == "adamw") return OptimKind::adamw;
-    throw UsageError(fmt::format("unknown optimizer '{}' (choices: sgd, adam, adamw)", name));
+    throw UsageError(
+        fmt::format("unknown optimizer '{}' (choices: sgd, adam, adamw)", excerpt(name)));
 }
 
 Optimizer::Optimizer(OptimKind kind, ParamList params, double lr)

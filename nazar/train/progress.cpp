@@ -2,6 +2,7 @@
 #include "nazar/train/progress.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/text_limits.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -18,7 +19,8 @@ ProgressMode parse_progress_mode(std::string_view name) {
     if (name == "tty") return ProgressMode::tty;
     if (name == "plain") return ProgressMode::plain;
     if (name == "none") return ProgressMode::none;
-    throw UsageError(fmt::format("progress: '{}' is not one of auto, tty, plain, none", name));
+    throw UsageError(
+        fmt::format("progress: '{}' is not one of auto, tty, plain, none", excerpt(name)));
 }
 
 std::string format_duration(double s) {

@@ -1,6 +1,7 @@
 #include "nazar/viz/heatmap.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/text_limits.h"
 
 #include <fmt/format.h>
 
@@ -155,7 +156,7 @@ ColorMode parse_color_mode(std::string_view s) {
     if (s == "auto") return ColorMode::automatic;
     if (s == "always") return ColorMode::always;
     if (s == "never") return ColorMode::never;
-    throw UsageError(fmt::format("--color: '{}' is not one of auto, always, never", s));
+    throw UsageError(fmt::format("--color: '{}' is not one of auto, always, never", excerpt(s)));
 }
 
 bool use_color(ColorMode mode, int fd) {

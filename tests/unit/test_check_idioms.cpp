@@ -64,5 +64,18 @@ TEST(CheckIdioms, InvariantsCarryTheSourceLocation) {
     EXPECT_TRUE(u.where().empty()) << u.where();
 }
 
+TEST(CheckIdioms, MessagesAreBoundedWhateverTheySay) {
+    // A call site that quotes a huge input whole still gives a bounded one-line message.
+    const std::string huge(50000, 'z');
+    const Error e =
+        error_of([&] { NZ_CHECK_INPUT(false, "unknown cell '{}' ({})", huge, "\u00e9"); });
+    const std::string m = e.what();
+    EXPECT_LE(m.size(), 1600u);
+    EXPECT_EQ(m.rfind("unknown cell 'zzz", 0), 0u);
+    EXPECT_NE(m.find("bytes cut)"), std::string::npos) << m.substr(m.size() - 40);
+    const std::string small = error_of([] { NZ_CHECK_INPUT(false, "short {}", 1); }).what();
+    EXPECT_EQ(small, "short 1");
+}
+
 }  // namespace
 }  // namespace nazar
