@@ -467,6 +467,44 @@ std::string get_config_value(const TrainConfig& cfg, const ConfigKey& k) {
         k.field);
 }
 
+namespace {
+// The number of YAML documents in `text`: a "---" marker line at column 0 after content, or
+// content after a "..." end marker, starts another. Block scalars are indented, so a marker
+// at column 0 is always one.
+int yaml_documents(std::string_view text) {
+    int docs = 0;
+    bool content = false, ended = false;
+    while (!text.empty()) {
+        const std::size_t nl = text.find('\n');
+        std::string_view line = text.substr(0, nl);
+        text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        const bool marker =
+            line.rfind("---", 0) == 0 && (line.size() == 3 || line[3] == ' ' || line[3] == '\t');
+        if (marker) {
+            if (content || docs == 0) ++docs;
+            content = false;
+            ended = false;
+            std::string_view rest = line.substr(3);
+            if (rest.find_first_not_of(" \t") != std::string_view::npos &&
+                rest.substr(rest.find_first_not_of(" \t")).front() != '#')
+                content = true;
+            continue;
+        }
+        if (line == "...") {
+            ended = true;
+            continue;
+        }
+        const std::size_t first = line.find_first_not_of(" \t");
+        if (first == std::string_view::npos || line[first] == '#' || line[0] == '%') continue;
+        if (!content && (docs == 0 || ended)) ++docs;
+        content = true;
+        ended = false;
+    }
+    return docs;
+}
+}  // namespace
+
 void apply_yaml_config(TrainConfig& cfg, const std::string& yaml_text, const std::string& source) {
     try {
         check_nesting(yaml_text, source, TextSyntax::yaml);  // before yaml-cpp recurses
@@ -474,13 +512,14 @@ void apply_yaml_config(TrainConfig& cfg, const std::string& yaml_text, const std
         throw UsageError(e.what());  // the user's own configuration
     }
     YAML::Node root;
+    // A second document is found in the text, not with YAML::LoadAll: yaml-cpp 0.7's LoadAll
+    // loops forever (allocating) on some malformed flow mappings that Load refuses at once.
+    if (const int docs = yaml_documents(yaml_text); docs > 1)
+        usage(source, fmt::format("holds {} YAML documents (separated by '---'); put every key "
+                                  "in one document",
+                                  docs));
     try {
-        const std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
-        if (docs.size() > 1)
-            usage(source, fmt::format("holds {} YAML documents (separated by '---'); put every key "
-                                      "in one document",
-                                      docs.size()));
-        if (!docs.empty()) root = docs.front();
+        root = YAML::Load(yaml_text);
     } catch (const YAML::Exception& e) {
         usage(source, fmt::format("invalid YAML at line {}: {}", e.mark.line + 1, e.msg));
     }
