@@ -48,21 +48,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// `n` pairs "a c b<TAB>b c a" of 2..6 letters from {a..h}, deterministic in `seed`.
-std::string reversal_task(int n, uint64_t seed) {
-    Rng rng(seed);
-    std::string out;
-    for (int i = 0; i < n; ++i) {
-        const int len = 2 + static_cast<int>(rng.below(5));
-        std::string s[8];
-        for (int k = 0; k < len; ++k) s[k] = std::string(1, static_cast<char>('a' + rng.below(8)));
-        for (int k = 0; k < len; ++k) out += (k ? " " : "") + s[k];
-        out += '\t';
-        for (int k = len - 1; k >= 0; --k) out += s[k] + (k ? " " : "");
-        out += '\n';
-    }
-    return out;
-}
+using test::reversal_task;  // tests/common/test_util.h
 
 // A tiny, fast configuration on generated data in `dir`.
 TrainConfig tiny_train_config(const std::string& dir) {
