@@ -100,34 +100,80 @@ double load_average() {
     return getloadavg(l, 1) == 1 ? l[0] : -1;
 }
 
-double train_flops(const ModelConfig& cfg, const Batch& b) {
-    const double E = cfg.embedding_size, Hs = cfg.encoder.hidden_size, H = cfg.decoder.hidden_size;
-    const double V = cfg.tgt_vocab_size, G = cfg.encoder.cell == CellType::gru ? 3 : 4;
-    const double Gd = cfg.decoder.cell == CellType::gru ? 3 : 4;
-    const double dirs = cfg.encoder.bidirectional ? 2 : 1, C = dirs * Hs,
-                 D = generator_input_size(cfg);
+namespace {
+
+// The sizes the FLOP and byte counts below are made of (docs/performance.md, docs/shapes.md).
+struct CostDims {
+    double E, Hs, H, V, G, Gd, dirs, C, D, A, P, F;
+    bool additive, luong, dot, predictive;
+    LocalMode local;
+    int window;
+};
+
+CostDims cost_dims(const ModelConfig& cfg) {
     const AttentionConfig ac = attention_config(cfg);
-    const double A = ac.attention_size, P = ac.position_size;
-    const bool additive = ac.score == ScoreKind::additive || ac.score == ScoreKind::concat;
-    const bool luong = cfg.decoder.kind == DecoderKind::luong;
-    const double F = luong ? (cfg.decoder.input_feeding ? H : 0) : C;
+    CostDims d{};
+    d.E = cfg.embedding_size;
+    d.Hs = cfg.encoder.hidden_size;
+    d.H = cfg.decoder.hidden_size;
+    d.V = cfg.tgt_vocab_size;
+    d.G = cfg.encoder.cell == CellType::gru ? 3 : 4;
+    d.Gd = cfg.decoder.cell == CellType::gru ? 3 : 4;
+    d.dirs = cfg.encoder.bidirectional ? 2 : 1;
+    d.C = d.dirs * d.Hs;
+    d.D = generator_input_size(cfg);
+    d.A = ac.attention_size;
+    d.P = ac.position_size;
+    d.additive = ac.score == ScoreKind::additive || ac.score == ScoreKind::concat;
+    d.dot = ac.score == ScoreKind::dot;
+    d.luong = cfg.decoder.kind == DecoderKind::luong;
+    d.predictive = ac.local == LocalMode::predictive;
+    d.local = ac.local;
+    d.window = ac.window;
+    d.F = d.luong ? (cfg.decoder.input_feeding ? d.H : 0) : d.C;
+    return d;
+}
+
+// Multiply-adds of the encoder over S source tokens (both directions, keys once).
+double encoder_macs(const CostDims& d, double S) {
+    return S * d.dirs * (d.E * d.G * d.Hs + d.Hs * d.G * d.Hs) +
+           S * d.C * (d.dot ? 0 : (d.additive ? d.A : d.H));
+}
+
+// Multiply-adds of one decoder step of one row over S source positions.
+double decoder_step_macs(const CostDims& d, double S) {
+    const double n = d.local == LocalMode::global ? S : std::min<double>(2 * d.window + 1, S);
+    double step = (d.E + d.F) * d.Gd * d.H + d.H * d.Gd * d.H;  // decoder cell
+    step += d.additive ? d.H * d.A + n * d.A : n * d.H;         // query / scores
+    if (d.predictive) step += d.H * d.P + d.P;                  // position predictor
+    step += n * d.C;                                            // context
+    if (d.luong) step += (d.H + d.C) * d.H;                     // combine W_c
+    return step + d.D * d.V;                                    // generator
+}
+
+}  // namespace
+
+double train_flops(const ModelConfig& cfg, const Batch& b) {
+    const CostDims d = cost_dims(cfg);
     double fwd = 0;  // multiply-adds of the forward pass
-    for (int i = 0; i < b.B; ++i) {
-        const double Sb = b.src_lengths[i], Tb = b.tgt_lengths[i];
-        // encoder: input projection + recurrence per direction; keys once per batch
-        fwd += Sb * dirs * (E * G * Hs + Hs * G * Hs);
-        fwd += Sb * C * (ac.score == ScoreKind::dot ? 0 : (additive ? A : H));
-        const double n =
-            ac.local == LocalMode::global ? Sb : std::min<double>(2 * ac.window + 1, Sb);
-        double step = (E + F) * Gd * H + H * Gd * H;               // decoder cell
-        step += additive ? H * A + n * A : n * H;                  // query / scores
-        if (ac.local == LocalMode::predictive) step += H * P + P;  // position predictor
-        step += n * C;                                             // context
-        if (luong) step += (H + C) * H;                            // combine W_c
-        step += D * V;                                             // generator
-        fwd += Tb * step;
-    }
+    for (int i = 0; i < b.B; ++i)
+        fwd += encoder_macs(d, b.src_lengths[i]) +
+               b.tgt_lengths[i] * decoder_step_macs(d, b.src_lengths[i]);
     return 2.0 * 3.0 * fwd;
+}
+
+double decode_flops(const ModelConfig& cfg, double S, double rows, double steps) {
+    const CostDims d = cost_dims(cfg);
+    return 2.0 * (encoder_macs(d, S) + rows * steps * decoder_step_macs(d, S));
+}
+
+double decoder_step_weight_bytes(const ModelConfig& cfg) {
+    const CostDims d = cost_dims(cfg);
+    double w = (d.E + d.F) * d.Gd * d.H + d.H * d.Gd * d.H + d.D * d.V;
+    if (d.additive) w += d.H * d.A;
+    if (d.predictive) w += d.H * d.P;
+    if (d.luong) w += (d.H + d.C) * d.H;
+    return 4.0 * w;
 }
 
 namespace {
@@ -338,6 +384,47 @@ double thread_cpu_seconds() {
 }
 
 }  // namespace
+
+namespace {
+
+float sum_floats(const float* x, int64_t n) {
+    float acc[16] = {};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; ++j) acc[j] += x[i + j];
+    float r = 0;
+    for (float v : acc) r += v;
+    for (; i < n; ++i) r += x[i];
+    return r;
+}
+
+}  // namespace
+
+double read_bandwidth_gbs(double bytes) {
+    const auto n = static_cast<int64_t>(std::max(bytes, 4096.0) / 4);
+    std::vector<float> buf(static_cast<std::size_t>(n), 1.0f);
+    const int parts = num_threads();
+    std::vector<float> sums(static_cast<std::size_t>(parts));
+    const auto pass = [&] {
+        parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+            for (int64_t p = p0; p < p1; ++p)
+                sums[static_cast<std::size_t>(p)] =
+                    sum_floats(buf.data() + n * p / parts, n * (p + 1) / parts - n * p / parts);
+        });
+    };
+    pass();  // warm: the working set in cache as far as it fits, as a decoder's weights are
+    double best = 0;
+    for (int rep = 0; rep < 20; ++rep) {
+        Stopwatch sw;
+        sw.start();
+        pass();
+        best = std::max(best, 4.0 * static_cast<double>(n) / std::max(sw.stop().wall, 1e-9) / 1e9);
+    }
+    volatile float sink = sums[0];
+    (void)sink;
+    return best;
+}
 
 json fma_peak() {
 #if defined(__AVX2__) && defined(__FMA__)

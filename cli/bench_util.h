@@ -50,6 +50,17 @@ double load_average();  // 1-minute load average
 // forward's matrix products) on the batch's real tokens: docs/performance.md.
 double train_flops(const ModelConfig& cfg, const Batch& b);
 
+// Multiply-add FLOPs of decoding one sentence of S source tokens: the encoder once, then `steps`
+// decoder steps of `rows` rows (beam size K: every hypothesis row runs every step).
+double decode_flops(const ModelConfig& cfg, double S, double rows, double steps);
+// Bytes of weights one decoder step reads (fp32): the cell's input and recurrent matrices, the
+// attention query (additive), position predictor (local-p), W_c (Luong) and the generator. At
+// batch 1 a step streams all of them for a few rows: decoding's bandwidth roofline.
+double decoder_step_weight_bytes(const ModelConfig& cfg);
+// Read bandwidth in GB/s over nazar's pool for a working set of `bytes` (summed repeatedly, one
+// contiguous part per thread, as gemm() splits a product; best of several passes).
+double read_bandwidth_gbs(double bytes);
+
 nlohmann::json bench_gemm_rates(const Preset& p, int size);
 
 // The machine's FMA peak from a register-only loop (no memory traffic: the physical limit of

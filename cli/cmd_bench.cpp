@@ -126,31 +126,48 @@ json bench_decode(const BenchArgs& a) {
     if (!a.dump_batches.empty()) std::ofstream(a.dump_batches) << json(src).dump();
     const int batch = a.batch > 0 ? a.batch : 1;
     int64_t out_tokens = 0;
+    // For the rooflines: FLOPs of the decoded sentences (K rows each, one step per output token
+    // and one for </s>, up to the cap) and decoder steps per batch (its longest sentence).
+    double flops = 0, batch_steps = 0;
+    const auto count = [&](const std::vector<int32_t>& source, std::size_t out_len, double& most) {
+        const double steps = std::min<double>(static_cast<double>(out_len) + 1, a.max_length);
+        flops += decode_flops(cfg, static_cast<double>(source.size()), std::max(a.beam, 1), steps);
+        most = std::max(most, steps);
+    };
     auto run = [&](bool timed) {
         for (std::size_t i = 0; i < src.size(); i += batch) {
             const std::size_t end = std::min(src.size(), i + batch);
             const std::span<const std::vector<int32_t>> part(src.data() + i, end - i);
             const Batch b = batch_from_ids(part, {});
+            double most = 0;
             if (a.beam <= 1) {
                 const auto out =
                     greedy_decode(*model, b.src, b.src_lengths, b.S, {.max_length = a.max_length});
                 if (timed)
-                    for (const auto& r : out) out_tokens += static_cast<int64_t>(r.tokens.size());
+                    for (std::size_t r = 0; r < out.size(); ++r) {
+                        out_tokens += static_cast<int64_t>(out[r].tokens.size());
+                        count(src[i + r], out[r].tokens.size(), most);
+                    }
             } else {
                 const auto out = beam_search(*model, b.src, b.src_lengths, b.S,
                                              {.beam_size = a.beam, .max_length = a.max_length});
                 if (timed)
-                    for (const auto& r : out)
-                        out_tokens += static_cast<int64_t>(r[0].tokens.size());
+                    for (std::size_t r = 0; r < out.size(); ++r) {
+                        out_tokens += static_cast<int64_t>(out[r][0].tokens.size());
+                        count(src[i + r], out[r][0].tokens.size(), most);
+                    }
             }
+            batch_steps += most;
             if (!timed) break;  // warm-up: one batch
         }
     };
     run(false);
+    flops = batch_steps = 0;
     Stopwatch sw;
     sw.start();
     run(true);
     const Timing t = sw.stop();
+    const double weight_bytes = decoder_step_weight_bytes(cfg), rss = peak_rss_mb();
     return {{"what", "decode"},
             {"preset", a.preset},
             {"attention", a.attention},
@@ -161,7 +178,13 @@ json bench_decode(const BenchArgs& a) {
             {"wall_s", t.wall},
             {"cpu_s", t.cpu},
             {"sentences_per_s", static_cast<double>(src.size()) / t.wall},
-            {"peak_rss_mb", peak_rss_mb()}};
+            {"gflop", flops / 1e9},
+            {"gflops", flops / t.wall / 1e9},
+            {"steps", batch_steps},
+            {"step_weight_mb", weight_bytes / 1e6},
+            {"weight_gbs", weight_bytes * batch_steps / t.wall / 1e9},
+            {"read_gbs_step_weights", read_bandwidth_gbs(weight_bytes)},
+            {"peak_rss_mb", rss}};
 }
 
 void setup_bench(CLI::App& app, std::function<int()>& run) {

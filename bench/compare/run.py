@@ -214,6 +214,20 @@ def print_table(res, peak, peak_cpu):
               f"{fmt(ratio(get(nzr, 'sentences_per_s'), get(tb, 'sentences_per_s')), 2)}× | | | | "
               f"{fmt(ratio(ratio(get(nzr, 'sentences'), get(nzr, 'cpu_s')), ratio(get(tb, 'sentences'), get(tb, 'cpu_s'))), 2)}× | "
               f"{fmt(get(nzr, 'peak_rss_mb'))} / {fmt(get(tb, 'peak_rss_mb'))} |")
+    rows = [r for r in res["decode"] if get(r, "nazar", "gflops") is not None]
+    if rows:
+        # Issue 15's decoding targets: beam 5 at batch 64 against the FLOP roofline (sgemm peak x
+        # FLOPs per sentence), batch 1 against the bandwidth roofline (a step's weights / the read
+        # bandwidth of a working set that size, measured by the same process after decoding).
+        print("\n| decode (nazar) | sentences/s | GFLOP/s | of FLOP roofline (sgemm peak) | step weights MB | "
+              "weights streamed GB/s | read bandwidth GB/s | of bandwidth roofline |\n|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            nzr = r["nazar"]
+            kind = "greedy" if r["beam"] == 1 else f"beam {r['beam']}"
+            print(f"| {r['preset']} {r['attention']} {kind}, batch {r['batch']} | {fmt(nzr['sentences_per_s'], 1)} | "
+                  f"{fmt(nzr['gflops'], 1)} | {fmt(None if not peak else 100 * nzr['gflops'] / peak)}% | "
+                  f"{fmt(nzr['step_weight_mb'], 1)} | {fmt(nzr['weight_gbs'], 1)} | {fmt(nzr['read_gbs_step_weights'], 1)} | "
+                  f"{fmt(100 * ratio(nzr['weight_gbs'], nzr['read_gbs_step_weights']))}% |")
     if res["train"]:
         r0 = res["train"][0]
         print(f"\nfirst-step loss, same weights and batch ({r0['preset']} {r0['attention']}): nazar "
