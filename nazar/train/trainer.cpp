@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
@@ -382,6 +383,7 @@ struct Trainer::RunLog {
                    null_out ? null_out.get() : stderr),
           metrics(quiet ? std::string() : metrics_path) {}
     std::unique_ptr<FILE, int (*)(FILE*)> null_out;  // destroyed after `progress`
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     Progress progress;
     MetricsLog metrics;
     TrainResult result;
@@ -525,6 +527,15 @@ TrainResult Trainer::finish_run(RunLog& log) {
     check_finite(params_, "model.safetensors");
     log.result.model_path = (std::filesystem::path(cfg_.save_dir) / "model.safetensors").string();
     if (comm_->rank() == 0) save_model(log.result.model_path, *model_, metadata());
+    if (comm_->parallel()) {
+        const double total =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - log.started).count();
+        log.progress.message(fmt::format(
+            "gradient all-reduce (rank 0): {} calls, {:.2f} MB per update, {:.2f} s of {:.2f} s "
+            "in this run ({:.1f}%)",
+            grad_sum_->calls(), static_cast<double>(count_params(params_)) * 4 / 1e6,
+            grad_sum_->seconds(), total, total > 0 ? 100 * grad_sum_->seconds() / total : 0.0));
+    }
     log.progress.message(fmt::format(
         "done: {} updates ({} skipped), {} epochs completed, {} target tokens; model written to {}",
         state_.step, state_.skipped, completed_epochs(), thousands(state_.tgt_tokens),
