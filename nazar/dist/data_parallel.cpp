@@ -49,7 +49,10 @@ Batch batch_rows(const Batch& b, RowRange r) {
 
 void GradientSum::operator()(const ParamList& params) {
     if (!comm_.parallel()) return;
+    const auto w0 = std::chrono::steady_clock::now();
+    comm_.barrier("gradient all-reduce (waiting for every rank's backward)");
     const auto t0 = std::chrono::steady_clock::now();
+    wait_s_ += std::chrono::duration<double>(t0 - w0).count();
     bucket_.resize(bucket_floats_);
     // (tensor, offset, count) pieces of the current bucket, in order.
     struct Piece {
@@ -73,6 +76,15 @@ void GradientSum::operator()(const ParamList& params) {
     for (const auto& p : params) {
         float* g = p.grad->data();
         std::size_t left = static_cast<std::size_t>(p.grad->numel());
+        if (left >= bucket_floats_ / 2) {  // large: reduced where it lies, without copies
+            for (std::size_t i = 0; i < left; i += bucket_floats_) {
+                const std::size_t n = std::min(bucket_floats_, left - i);
+                comm_.all_reduce_sum(std::span<float>(g + i, n), "gradient all-reduce");
+                ++calls_;
+                bytes_ += static_cast<int64_t>(n) * 4;
+            }
+            continue;
+        }
         while (left > 0) {
             const std::size_t n = std::min(left, bucket_floats_ - filled);
             pieces.push_back({g, n});

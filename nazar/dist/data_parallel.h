@@ -32,7 +32,10 @@ RowRange shard_rows(int rows, int parts, int part);
 Batch batch_rows(const Batch& b, RowRange r);
 
 // Sums every parameter's gradient over all ranks, in place, in buckets of `bucket_floats`
-// floats (small tensors share a bucket; a large one is cut): one all-reduce per bucket.
+// floats (small tensors are copied into a shared bucket; one of at least half a bucket is reduced
+// in place, in bucket-sized pieces): one all-reduce per bucket or piece. A barrier
+// first separates the time spent waiting for the slowest rank from the transfer itself (one
+// latency per update).
 class GradientSum {
 public:
     explicit GradientSum(Communicator& comm, std::size_t bucket_floats = std::size_t{1} << 20)
@@ -41,14 +44,15 @@ public:
     // All-reduce calls and bytes (per rank, payload) so far: for the scaling model's check.
     int64_t calls() const { return calls_; }
     int64_t bytes() const { return bytes_; }
-    double seconds() const { return seconds_; }  // wall time inside sum (pack, reduce, unpack)
+    double wait_seconds() const { return wait_s_; }  // in the barrier: other ranks still computing
+    double seconds() const { return seconds_; }      // after it: pack, all-reduce, unpack
 
 private:
     Communicator& comm_;
     std::size_t bucket_floats_;
     std::vector<float> bucket_;
     int64_t calls_ = 0, bytes_ = 0;
-    double seconds_ = 0;
+    double wait_s_ = 0, seconds_ = 0;
 };
 
 // A cheap hash of every parameter value's bits (order and names included).

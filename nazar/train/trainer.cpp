@@ -531,10 +531,12 @@ TrainResult Trainer::finish_run(RunLog& log) {
         const double total =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - log.started).count();
         log.progress.message(fmt::format(
-            "gradient all-reduce (rank 0): {} calls, {:.2f} MB per update, {:.2f} s of {:.2f} s "
-            "in this run ({:.1f}%)",
-            grad_sum_->calls(), static_cast<double>(count_params(params_)) * 4 / 1e6,
-            grad_sum_->seconds(), total, total > 0 ? 100 * grad_sum_->seconds() / total : 0.0));
+            "gradient all-reduce (rank 0): {} calls, {:.2f} MB per update; of {:.2f} s in this "
+            "run, {:.2f} s ({:.1f}%) waiting for the other ranks, {:.2f} s ({:.1f}%) in the "
+            "transfer",
+            grad_sum_->calls(), static_cast<double>(count_params(params_)) * 4 / 1e6, total,
+            grad_sum_->wait_seconds(), total > 0 ? 100 * grad_sum_->wait_seconds() / total : 0.0,
+            grad_sum_->seconds(), total > 0 ? 100 * grad_sum_->seconds() / total : 0.0));
     }
     log.progress.message(fmt::format(
         "done: {} updates ({} skipped), {} epochs completed, {} target tokens; model written to {}",

@@ -10,10 +10,11 @@
 #      a resumed run continues from it to the end;
 #   5. a rank that hangs (SIGSTOP) ends the job through the other rank's watchdog (dist_timeout).
 # In a build without MPI: mpirun -np 2 nazar train is refused with a message naming the cause.
-# Usage: test_mpirun.sh NAZAR WITH_MPI(0|1) SANITIZE(0|1) PART, PART = equivalence (1), resume
-# (2, 3) or faults (4, 5): three ctest entries, each well under 30 s. Exit 77 = skipped.
+# Usage: test_mpirun.sh NAZAR WITH_MPI(0|1) SANITIZE(0|1) PART MPI_GRADIENT_SUM, PART =
+# equivalence (0: the bucketed gradient sum, tests/dist/mpi_gradient_sum.cpp; 1), resume (2, 3)
+# or faults (4, 5): three ctest entries, each well under 30 s. Exit 77 = skipped.
 set -euo pipefail
-nazar=$1 with_mpi=$2 sanitize=$3 part=$4
+nazar=$1 with_mpi=$2 sanitize=$3 part=$4 gradient_sum=$5
 here=$(cd "$(dirname "$0")" && pwd)
 if [ "$sanitize" = 1 ]; then
   # Open MPI's shared-memory transport and its PMIx client are not ASan/LSan-clean (reports
@@ -59,6 +60,10 @@ if [ "$with_mpi" != 1 ]; then
 fi
 
 if [ "$part" = equivalence ]; then
+# 0. The gradient sum's two paths, the drift check and the broadcast, on 2 and 3 ranks.
+for np in 2 3; do
+  "${mpirun[@]}" -np $np "$gradient_sum" || fail "mpi_gradient_sum on $np ranks"
+done
 # 1. Equivalence.
 "$nazar" train "${common[@]}" --max-steps 50 --batch-size 32 --save-dir one >one.log 2>&1 ||
   { cat one.log; fail "1 x 32"; }
