@@ -7,9 +7,12 @@
 // error is reported before any data is read, as one line, with exit code 2. Then, still before
 // the data, the save directory is prepared (train/run_dir.h): an old run's directory needs
 // --resume or --overwrite, stale temporaries are removed, and it must be writable.
+// Under mpirun (docs/distributed.md) every rank runs this; rank 0 alone prepares the directory,
+// and an error on any rank prints one line naming the rank and ends the whole job.
 #include "cli/command.h"
 #include "nazar/core/check.h"
 #include "nazar/core/threads.h"
+#include "nazar/dist/communicator.h"
 #include "nazar/train/run_dir.h"
 #include "nazar/train/trainer.h"
 
@@ -84,7 +87,7 @@ void apply_extras(const std::vector<std::string>& extras, TrainConfig& cfg) {
     }
 }
 
-int run_train(CLI::App& app, TrainArgs& a) {
+int train_here(CLI::App& app, TrainArgs& a, const dist::Communicator& comm) {
     std::unique_ptr<Checkpoint> ck;
     TrainConfig cfg = TrainConfig::defaults();
     if (!a.resume.empty()) {
@@ -130,7 +133,9 @@ int run_train(CLI::App& app, TrainArgs& a) {
     // Before the data is read: refuse an old run's directory, remove stale temporaries, and
     // make sure the first checkpoint can be written.
     const RunDirReport prepared =
-        prepare_run_dir(cfg.save_dir, {.resume = !a.resume.empty(), .overwrite = a.overwrite});
+        comm.rank() == 0
+            ? prepare_run_dir(cfg.save_dir, {.resume = !a.resume.empty(), .overwrite = a.overwrite})
+            : RunDirReport{};
     if (!prepared.removed.empty()) {
         std::string names;
         for (const auto& n : prepared.removed) names += (names.empty() ? "" : ", ") + n;
@@ -143,6 +148,20 @@ int run_train(CLI::App& app, TrainArgs& a) {
     const TrainResult r = trainer.run();
     if (r.interrupted) return 130;
     return r.state.step > 0 || cfg.max_steps == 0 ? 0 : 1;
+}
+
+int run_train(CLI::App& app, TrainArgs& a) {
+    dist::Communicator& comm = dist::world();  // a UsageError under mpirun in a build without MPI
+    if (!comm.parallel()) return train_here(app, a, comm);
+    try {
+        return train_here(app, a, comm);
+    } catch (const std::exception& e) {
+        // The other ranks would wait for this one until dist_timeout: end the job now.
+        fmt::print(stderr, "error: rank {} of {}: {}; ending the job\n", comm.rank(), comm.size(),
+                   e.what());
+        comm.abort(dynamic_cast<const UsageError*>(&e) ? 2 : 1);
+    }
+    return 1;  // not reached: abort() ends the process
 }
 
 void setup_train(CLI::App& app, std::function<int()>& run) {

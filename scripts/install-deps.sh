@@ -8,6 +8,8 @@ build_pkgs=(cmake ninja-build g++ make pkg-config libopenblas-dev libsentencepie
             libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libfmt-dev zlib1g-dev)
 # oneDNN: the GEMM library, kernels chosen from CPU feature bits (docs/performance.md)
 build_pkgs+=(libdnnl-dev)
+# MPI (docs/distributed.md): data-parallel training under mpirun; Open MPI 4.1 (libmpi + mpirun)
+build_pkgs+=(libopenmpi-dev openmpi-bin)
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev python3 python3-torch python3-numpy)
 # reliability (docs/reliability.md): clang + its sanitizer/libFuzzer runtimes, llvm-symbolizer
 test_pkgs+=(clang-14 libclang-rt-14-dev llvm-14)

@@ -250,6 +250,14 @@ std::vector<ConfigKey> make_table() {
         {"threads", "training", K::integer, "0",
          "Threads (0 = all cores); results are bit-identical for a fixed count", &C::threads, 0,
          1024},
+        {"accumulate", "training", K::integer, "1",
+         "Gradient accumulation: micro-batches of batch_size (or batch_tokens) per update; equals "
+         "one batch this many times larger",
+         &C::accumulate, 1, 1e6},
+        {"dist_timeout", "training", K::real, "600",
+         "mpirun: seconds a rank waits for the others in a collective before ending the job (0 = "
+         "no limit; must exceed validation time)",
+         &C::dist_timeout, 0, 1e7},
         {"save_dir", "training", K::text, "model",
          "Directory for model.safetensors, best and last checkpoints", &C::save_dir},
         {"keep_best", "training", K::boolean, "true",

@@ -83,6 +83,8 @@ struct TrainConfig {
     int max_skipped_updates = 0;  // consecutive skipped updates before training stops
     int seed = 0;
     int threads = 0;
+    int accumulate = 1;         // micro-batches summed per update (gradient accumulation)
+    double dist_timeout = 600;  // seconds a data-parallel collective may wait (0 = no limit)
     std::string save_dir;
     bool keep_best = false, keep_last = false;
     int checkpoint_interval = 0;

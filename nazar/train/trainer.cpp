@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
@@ -20,6 +21,27 @@ namespace nazar {
 namespace {
 
 constexpr uint64_t kTrainRngStream = 7;  // dropout + scheduled sampling; init uses Seq2Seq's own
+constexpr const char* kWorldSizeKey = "train.world_size";  // ranks that wrote a checkpoint
+constexpr int64_t kHashEvery = 100;  // updates between weight-hash checks of a parallel run
+
+// Resuming needs the same global batch (accumulate · ranks), else the batch plan and position
+// mean other batches: refuse, naming a setting that continues exactly when there is one.
+void check_resume_split(const Checkpoint& ck, const TrainConfig& cfg, int ranks) {
+    const int stored_ranks =
+        ck.file.has_meta(kWorldSizeKey) ? std::stoi(ck.file.meta(kWorldSizeKey)) : 1;
+    const int64_t before = int64_t{ck.config.accumulate} * stored_ranks,
+                  now = int64_t{cfg.accumulate} * ranks;
+    if (before == now) return;
+    throw UsageError(fmt::format(
+        "--resume: the checkpoint was written by {} rank(s) x accumulate {} (global batch = {} "
+        "batches), this run is {} rank(s) x accumulate {} ({}): the batch plan and position "
+        "would mean other batches; {}",
+        stored_ranks, ck.config.accumulate, before, ranks, cfg.accumulate, now,
+        before % ranks == 0
+            ? fmt::format("continue exactly with --accumulate {} on {} rank(s)", before / ranks,
+                          ranks)
+            : fmt::format("use ranks x accumulate = {}, or start a new run", before)));
+}
 
 // Every choice below comes from parse_choices (choices.h): an unknown name was already a
 // UsageError, so the switches are exhaustive and nothing falls back to a default.
@@ -165,6 +187,7 @@ TrainConfig make_resume_config(const TrainConfig& stored, const TrainConfig& req
 Trainer::Trainer(TrainConfig cfg, const std::string& resume, TrainerHooks hooks)
     : cfg_(std::move(cfg)),
       hooks_(std::move(hooks)),
+      comm_(&dist::world()),
       rng_(static_cast<uint64_t>(cfg_.seed), kTrainRngStream) {
     validate_config(cfg_);
     nazar::validate(model_config_from(cfg_, 5, 5));  // warnings are check_config()'s to print
@@ -220,10 +243,22 @@ Trainer::Trainer(TrainConfig cfg, const std::string& resume, TrainerHooks hooks)
     params_ = model_->parameters();
     optim_ = make_optimizer(cfg_, choices.optimizer, params_);
     schedule_ = std::make_unique<LrSchedule>(make_schedule(cfg_, choices.schedule));
+    comm_->set_timeout(cfg_.dist_timeout);
+    parts_ = cfg_.accumulate * comm_->size();
+    grad_sum_ = std::make_unique<dist::GradientSum>(*comm_);
+    const int64_t global = int64_t{cfg_.batch_tokens > 0 ? cfg_.batch_tokens : cfg_.batch_size} *
+                           parts_;  // the global batch (docs/distributed.md)
+    NZ_CHECK_INPUT(global <= std::numeric_limits<int>::max(),
+                   "{} x accumulate {} x {} rank(s) = {} is too large a global batch",
+                   cfg_.batch_tokens > 0 ? "batch_tokens" : "batch_size", cfg_.accumulate,
+                   comm_->size(), global);
     batcher_ = std::make_unique<Batcher>(
-        data_.corpus, BatchOptions{.batch_tokens = cfg_.batch_tokens,
-                                   .batch_size = cfg_.batch_tokens > 0 ? 0 : cfg_.batch_size,
-                                   .seed = static_cast<uint64_t>(cfg_.seed)});
+        data_.corpus,
+        BatchOptions{.batch_tokens = cfg_.batch_tokens > 0 ? static_cast<int>(global) : 0,
+                     .batch_size = cfg_.batch_tokens > 0 ? 0 : static_cast<int>(global),
+                     .seed = static_cast<uint64_t>(cfg_.seed)});
+    if (ck) check_resume_split(*ck, cfg_, comm_->size());
+    dist::broadcast_weights(*comm_, params_);  // identical from the seed; made certain
     if (ck) {
         optim_->load_state(ck->file);
         schedule_->load_state(ck->file);
@@ -231,7 +266,7 @@ Trainer::Trainer(TrainConfig cfg, const std::string& resume, TrainerHooks hooks)
         best_loss_ = ck->best_loss;
         rng_.set_state(state_.rng);
         batcher_->set_position(state_.position);
-        if (ck->threads != num_threads())
+        if (ck->threads != num_threads() && comm_->rank() == 0)
             fmt::print(
                 stderr,
                 "warning: the checkpoint was written with {} threads, this run uses {}: results "
@@ -269,9 +304,12 @@ bool Trainer::stop_now() const {
     return cfg_.patience > 0 && state_.bad_validations >= cfg_.patience;
 }
 
-void Trainer::save(const std::string& name) {
+void Trainer::save(const std::string& name, bool check_ranks) {
+    if (check_ranks) check_ranks_agree("before writing " + name);
+    if (comm_->rank() != 0) return;  // rank 0 alone writes files
     std::map<std::string, std::string> meta = metadata();
     meta[kBestLossKey] = loss_text(best_loss_);
+    meta[kWorldSizeKey] = std::to_string(comm_->size());
     save_checkpoint((std::filesystem::path(cfg_.save_dir) / name).string(), *model_, meta, *optim_,
                     *schedule_, state_);
 }
@@ -279,11 +317,10 @@ void Trainer::save(const std::string& name) {
 bool Trainer::train_one(Batch& batch) {
     const BatchPosition pos = batcher_->position();  // after next(): this batch is pos.batch - 1
     zero_grads(params_);
+    const TrainOptions opt{.label_smoothing = static_cast<float>(cfg_.label_smoothing),
+                           .sampling_prob = static_cast<float>(cfg_.scheduled_sampling)};
     const LossStats st =
-        model_->train_step(batch,
-                           {.label_smoothing = static_cast<float>(cfg_.label_smoothing),
-                            .sampling_prob = static_cast<float>(cfg_.scheduled_sampling)},
-                           rng_);
+        parts_ == 1 ? model_->train_step(batch, opt, rng_) : train_parts(batch, opt);
     if (hooks_.after_backward) hooks_.after_backward(state_.batches - 1, params_);  // 0-based
     const float norm = cfg_.clip_norm > 0
                            ? clip_grad_norm(params_, static_cast<float>(cfg_.clip_norm))
@@ -310,10 +347,43 @@ bool Trainer::train_one(Batch& batch) {
     return true;
 }
 
+LossStats Trainer::train_parts(const Batch& batch, TrainOptions opt) {
+    // Every rank holds the whole global batch: its target tokens need no communication.
+    const int64_t tokens = std::count_if(batch.tgt_out.begin(), batch.tgt_out.end(),
+                                         [](int32_t id) { return id != Vocab::pad; });
+    opt.grad_scale = tokens > 0 ? 1.0f / static_cast<float>(tokens) : 0.0f;
+    const uint64_t part_seed = rng_.next_u64();  // the same draw on every rank
+    double sums[3] = {0, 0, 0};                  // loss, correct, interrupt
+    for (int k = 0; k < cfg_.accumulate; ++k) {
+        const int part = comm_->rank() * cfg_.accumulate + k;
+        const dist::RowRange rows = dist::shard_rows(batch.B, parts_, part);
+        if (rows.size() == 0) continue;
+        Rng part_rng(part_seed, static_cast<uint64_t>(part) + 1);
+        const LossStats s = model_->train_step(dist::batch_rows(batch, rows), opt, part_rng);
+        sums[0] += s.loss;
+        sums[1] += static_cast<double>(s.correct);
+    }
+    (*grad_sum_)(params_);
+    sums[2] = hooks_.interrupt && hooks_.interrupt->load() ? 1 : 0;
+    comm_->all_reduce_sum(std::span<double>(sums), "loss all-reduce");
+    interrupt_agreed_ = sums[2] > 0;  // every rank stops at the same step
+    return {sums[0], tokens, static_cast<int64_t>(sums[1])};
+}
+
+void Trainer::check_ranks_agree(const std::string& when) const {
+    dist::check_weights_agree(*comm_, params_, when);
+}
+
 // The per-run state of run(): the progress display, the metrics log and the result so far.
+// Ranks other than 0 log nothing (their progress goes to /dev/null, no metrics file).
 struct Trainer::RunLog {
-    RunLog(ProgressMode mode, int64_t log_interval, const std::string& metrics_path)
-        : progress(mode, log_interval), metrics(metrics_path) {}
+    RunLog(ProgressMode mode, int64_t log_interval, const std::string& metrics_path, bool quiet)
+        : null_out(quiet ? std::fopen("/dev/null", "w") : nullptr, &std::fclose),
+          progress(quiet ? ProgressMode::none : mode, log_interval,
+                   null_out ? null_out.get() : stderr),
+          metrics(quiet ? std::string() : metrics_path) {}
+    std::unique_ptr<FILE, int (*)(FILE*)> null_out;  // destroyed after `progress`
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     Progress progress;
     MetricsLog metrics;
     TrainResult result;
@@ -326,6 +396,12 @@ void Trainer::announce(RunLog& log) const {
         thousands(count_params(params_)), describe(attention_config(model_->config())),
         data_.src_vocab.size(), data_.tgt_vocab.size(), thousands(data_.corpus.size()),
         thousands(has_dev_ ? dev_.size() : 0)));
+    if (parts_ > 1)
+        log.progress.message(fmt::format(
+            "global batch: {} {} = {} rank(s) x accumulate {} x {}",
+            parts_ * (cfg_.batch_tokens > 0 ? cfg_.batch_tokens : cfg_.batch_size),
+            cfg_.batch_tokens > 0 ? "tokens" : "sentences", comm_->size(), cfg_.accumulate,
+            cfg_.batch_tokens > 0 ? cfg_.batch_tokens : cfg_.batch_size));
     if (state_.step > 0)
         log.progress.message(fmt::format("resuming at step {} (epoch {}, batch {})", state_.step,
                                          state_.position.epoch + 1, state_.position.batch));
@@ -397,7 +473,9 @@ void Trainer::log_update(RunLog& log, int64_t total) {
 }
 
 void Trainer::validate_on_interval(RunLog& log) {
-    const ValidationResult v = validate();
+    // Rank 0 validates; the others take its loss, so schedule and early stopping agree.
+    ValidationResult v = comm_->rank() == 0 ? validate() : ValidationResult{};
+    if (comm_->parallel()) comm_->broadcast(std::span<double>(&v.loss, 1), "validation result");
     ++state_.validations;
     const bool improved = v.loss < state_.best_dev_loss;  // early stopping, schedule
     const bool new_best = v.loss < best_loss_;            // best.safetensors
@@ -435,19 +513,31 @@ TrainResult Trainer::finish_run(RunLog& log) {
     // Off the interval, one more validation. It counts for best.safetensors like any other
     // (the best file is never worse than the final model), but not for early stopping or the
     // schedule, so that resuming from last.safetensors equals an uninterrupted run.
-    if (has_dev_ && log.validated_at != state_.step) {
+    check_ranks_agree(fmt::format("at the end (step {})", state_.step));
+    if (has_dev_ && log.validated_at != state_.step && comm_->rank() == 0) {
         const ValidationResult v = validate();
         const bool new_best = v.loss < best_loss_;
         report(log, v, new_best);
         if (new_best) {
             best_loss_ = v.loss;
-            if (cfg_.keep_best) save("best.safetensors");
+            if (cfg_.keep_best) save("best.safetensors", false);  // rank 0 only: checked above
         }
     }
     if (cfg_.keep_last && log.saved_last_at != state_.step) save("last.safetensors");
     check_finite(params_, "model.safetensors");
     log.result.model_path = (std::filesystem::path(cfg_.save_dir) / "model.safetensors").string();
-    save_model(log.result.model_path, *model_, metadata());
+    if (comm_->rank() == 0) save_model(log.result.model_path, *model_, metadata());
+    if (comm_->parallel()) {
+        const double total =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - log.started).count();
+        log.progress.message(fmt::format(
+            "gradient all-reduce (rank 0): {} calls, {:.2f} MB per update; of {:.2f} s in this "
+            "run, {:.2f} s ({:.1f}%) waiting for the other ranks, {:.2f} s ({:.1f}%) in the "
+            "transfer",
+            grad_sum_->calls(), static_cast<double>(count_params(params_)) * 4 / 1e6, total,
+            grad_sum_->wait_seconds(), total > 0 ? 100 * grad_sum_->wait_seconds() / total : 0.0,
+            grad_sum_->seconds(), total > 0 ? 100 * grad_sum_->seconds() / total : 0.0));
+    }
     log.progress.message(fmt::format(
         "done: {} updates ({} skipped), {} epochs completed, {} target tokens; model written to {}",
         state_.step, state_.skipped, completed_epochs(), thousands(state_.tgt_tokens),
@@ -457,8 +547,9 @@ TrainResult Trainer::finish_run(RunLog& log) {
 }
 
 TrainResult Trainer::run() {
-    std::filesystem::create_directories(cfg_.save_dir);
-    RunLog log(parse_choices(cfg_).progress, cfg_.log_interval, cfg_.metrics_log);
+    if (comm_->rank() == 0) std::filesystem::create_directories(cfg_.save_dir);
+    RunLog log(parse_choices(cfg_).progress, cfg_.log_interval, cfg_.metrics_log,
+               comm_->rank() != 0);
     announce(log);
     Batch batch;
     const int64_t total = total_steps();
@@ -470,12 +561,15 @@ TrainResult Trainer::run() {
         state_.rng = rng_.state();
         if (hooks_.stop_after && hooks_.stop_after(state_.batches))
             return log.result;  // a simulated kill
-        if (hooks_.interrupt && hooks_.interrupt->load()) return stop_interrupted(log);
+        if (comm_->parallel() ? interrupt_agreed_ : hooks_.interrupt && hooks_.interrupt->load())
+            return stop_interrupted(log);
         if (!updated) {
             note_skipped(log);
             continue;
         }
         log_update(log, total);
+        if (comm_->parallel() && state_.step % kHashEvery == 0)
+            check_ranks_agree(fmt::format("after step {}", state_.step));
         if (has_dev_ && state_.step % cfg_.valid_interval == 0) {
             validate_on_interval(log);
         } else if (cfg_.checkpoint_interval > 0 && state_.step % cfg_.checkpoint_interval == 0 &&

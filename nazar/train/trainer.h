@@ -18,12 +18,21 @@
 // state, so a run stopped at step k and resumed equals an uninterrupted run (last and model
 // files; best.safetensors may then be a better, earlier model than the uninterrupted run's).
 //
+// Gradient accumulation and data parallelism (docs/distributed.md): with `accumulate` K and N
+// ranks (mpirun), the batcher draws global batches of K·N times batch_size (or batch_tokens); each
+// rank trains its K contiguous row parts of it (nazar/dist/data_parallel.h) with the loss scaled by
+// 1 / (target tokens of the global batch), the gradients are summed over the ranks, then one clip
+// of the global norm and one optimizer step: the same update as one process with that batch, up
+// to the floating-point summation order. Dropout and scheduled sampling then draw from a
+// generator per part, seeded from the training Rng. Rank 0 alone validates, logs and writes files.
+//
 // Determinism: the model's initial weights come from Rng(seed); the batch plan from the seed
 // and the epoch (data/batcher.h); dropout and scheduled sampling from a training Rng whose state
 // is checkpointed. Same seed + same thread count ⇒ bit-identical weights, interrupted or not.
 #pragma once
 
 #include "nazar/data/pipeline.h"
+#include "nazar/dist/data_parallel.h"
 #include "nazar/models/seq2seq.h"
 #include "nazar/train/checkpoint.h"
 #include "nazar/train/optim.h"
@@ -113,7 +122,10 @@ public:
 
 private:
     bool train_one(Batch& batch);  // one update; false when skipped
-    void save(const std::string& name);
+    // accumulate · ranks > 1: this rank's parts of the global batch, gradients summed over ranks.
+    LossStats train_parts(const Batch& batch, TrainOptions opt);
+    void check_ranks_agree(const std::string& when) const;        // weight hashes (dist)
+    void save(const std::string& name, bool check_ranks = true);  // rank 0 writes
     bool stop_now() const;
     int64_t completed_epochs() const;
     int64_t total_steps() const;
@@ -129,6 +141,10 @@ private:
 
     TrainConfig cfg_;
     TrainerHooks hooks_;
+    dist::Communicator* comm_;  // dist::world(): one process unless started by mpirun
+    int parts_ = 1;             // accumulate · ranks: row parts of a global batch
+    std::unique_ptr<dist::GradientSum> grad_sum_;
+    bool interrupt_agreed_ = false;  // some rank saw TrainerHooks::interrupt (parallel runs)
     TrainingData data_;
     Corpus dev_;
     bool has_dev_ = false;
