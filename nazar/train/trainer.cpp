@@ -279,11 +279,19 @@ void Trainer::save(const std::string& name) {
 bool Trainer::train_one(Batch& batch) {
     const BatchPosition pos = batcher_->position();  // after next(): this batch is pos.batch - 1
     zero_grads(params_);
-    const LossStats st =
-        model_->train_step(batch,
-                           {.label_smoothing = static_cast<float>(cfg_.label_smoothing),
-                            .sampling_prob = static_cast<float>(cfg_.scheduled_sampling)},
-                           rng_);
+    if (cfg_.word_dropout > 0)
+        word_dropout(batch, static_cast<float>(cfg_.word_dropout), model_->config().special_ids,
+                     rng_);
+    const LossStats st = model_->train_step(
+        batch,
+        {.label_smoothing = static_cast<float>(cfg_.label_smoothing),
+         .sampling_prob = static_cast<float>(cfg_.scheduled_sampling),
+         .dropout = {.embedding = static_cast<float>(cfg_.embedding_dropout),
+                     .encoder_output = static_cast<float>(cfg_.encoder_output_dropout),
+                     .decoder_output = static_cast<float>(cfg_.decoder_output_dropout),
+                     .attention = static_cast<float>(cfg_.attention_dropout),
+                     .per_sequence = cfg_.variational_dropout}},
+        rng_);
     if (hooks_.after_backward) hooks_.after_backward(state_.batches - 1, params_);  // 0-based
     const float norm = cfg_.clip_norm > 0
                            ? clip_grad_norm(params_, static_cast<float>(cfg_.clip_norm))
