@@ -15,7 +15,11 @@ scheduled sampling):
               loss (1)       Σ over non-pad target tokens of the (label-smoothed) cross-entropy
                              (evaluation: teacher forcing)
               train_loss (1) the same for the training step (= loss, except with scheduled
-                             sampling: metadata sampling_prob)
+                             sampling: metadata sampling_prob, or dropout: metadata dropout)
+     masks    mask.src_emb (B, S, E), mask.enc_out (B, S, C), mask.tgt_emb (T, B, E),
+              mask.dec_out (T, B, d_out), mask.attention (T, B, S): the training step's dropout
+              masks (0 or 1/(1−p)), only
+              in the DROPOUT cases (seq2seq.h DropoutMasks, nazar's layout)
               tokens (1)     non-pad target tokens
               greedy_tokens (B, n) I64, -1 padded; greedy_lengths (B); greedy_scores (B);
               greedy_attention (B, n, S) each token's attention weights, 0 padded
@@ -114,12 +118,26 @@ CASES = {
     # so nazar's train_step can be compared although its draws come from another generator)
     "bahdanau_sampled": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "bahdanau", "hidden_size": 5},
                           "attention": {"score": "additive", "attention_size": 3}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
+    # dropout at every site with fixed masks (DROPOUT): deep output and the mean bridge (which reads
+    # the dropped H); Luong split outputs with per-sentence masks; Luong input feeding
+    "bahdanau_dropout": ({"encoder": {"hidden_size": 4},
+                          "decoder": {"kind": "bahdanau", "hidden_size": 5, "bridge": "mean", "deep_output": True,
+                                      "deep_output_size": 4},
+                          "attention": {"score": "additive", "attention_size": 3}}, 0.1, SRC_LENGTHS, TGT_LENGTHS),
+    "luong_dropout": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "luong", "hidden_size": 5},
+                       "attention": {"score": "general"}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
+    "luong_feed_dropout": ({"encoder": {"hidden_size": 4},
+                            "decoder": {"kind": "luong", "hidden_size": 5, "input_feeding": True},
+                            "attention": {"score": "general"}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
     # an empty source sentence (S_b = 0): zero encoder states, mean bridge 0, empty local-p window
     "empty_source": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "luong", "hidden_size": 5},
                       "attention": {"score": "general", "local": "local-p", "window": 1}},
                      0.0, (4, 0, 2), (3, 2, 4)),
 }
 SAMPLING = {"bahdanau_sampled": 1.0}  # case -> scheduled sampling probability of the training step
+# case -> (dropout p, per_sequence): the training step runs with explicit masks at every dropout
+# site of nazar/models/seq2seq.h (DropoutMasks), drawn here and stored in the expect file
+DROPOUT = {"bahdanau_dropout": (0.3, False), "luong_dropout": (0.4, True), "luong_feed_dropout": (0.25, False)}
 GREEDY_MARGIN, POSITION_MARGIN = 1e-4, 1e-3
 BEAM = {"beam_size": 3, "n_best": 2, "alpha": 0.6, "beta": 0.2}
 
@@ -147,7 +165,7 @@ def check_positions(model):
     import torch
 
     def hook(att, args, _out):
-        query, _, _, lengths, t = args
+        query, _, _, lengths, t = args[:5]  # (a sixth: the dropout mask)
         p = att.positions(query, torch.as_tensor(lengths), t).detach()
         frac = (p + 0.5) - torch.floor(p + 0.5)
         real = torch.as_tensor(lengths) > 0
@@ -169,6 +187,24 @@ def check_greedy_margins(model, src, results):
         top = lp.topk(2, -1).values
         if float((top[:, 0] - top[:, 1]).min()) < GREEDY_MARGIN:
             raise Guard("greedy step with a near tie")
+
+
+def dropout_masks(cfg, batch, p, per_sequence, seed):
+    """Inverted-dropout masks (float64, 0 or 1/(1−p)) for Seq2Seq.forward's `masks`, batch-major;
+    per_sequence: one draw per sentence, repeated along the sequence axis."""
+    import torch
+    g = torch.Generator().manual_seed(seed + 2000)
+    B, S = batch.src.shape
+    T = batch.tgt_in.shape[1]
+    E, C, D = cfg["embedding_size"], nt.encoder_output_size(cfg), nt.generator_input_size(cfg)
+
+    def draw(n, width):
+        m = (torch.rand(B, 1 if per_sequence else n, width, generator=g, dtype=torch.float64) >= p)
+        return (m.to(torch.float64) / (1 - p)).expand(B, n, width).contiguous()
+    masks = {"src_emb": draw(S, E), "enc_out": draw(S, C), "tgt_emb": draw(T, E), "dec_out": draw(T, D)}
+    m = (torch.rand(B, 1 if per_sequence else T, S, generator=g, dtype=torch.float64) >= p)
+    masks["attention"] = (m.to(torch.float64) / (1 - p)).expand(B, T, S).contiguous()
+    return masks
 
 
 def build_case(name, seed):
@@ -196,7 +232,9 @@ def build_case(name, seed):
         with torch.no_grad():
             eval_total, tokens = nt.loss(ref, batch, smoothing)
         sampling, margins = SAMPLING.get(name, 0.0), []
-        total, _ = nt.loss(ref.train(), batch, smoothing, sampling_prob=sampling, margins=margins)  # dropout 0
+        masks = dropout_masks(cfg, batch, *DROPOUT[name], seed) if name in DROPOUT else None
+        total, _ = nt.loss(ref.train(), batch, smoothing, sampling_prob=sampling, margins=margins,
+                           masks=masks)  # RNN dropout 0
         if margins and min(margins) < GREEDY_MARGIN:
             raise Guard("scheduled-sampling argmax with a near tie")
         (total / tokens).backward()
@@ -242,11 +280,17 @@ def build_case(name, seed):
         params.append(k)
     outputs = ["scores", "loss", "train_loss", "tokens", "greedy_tokens", "greedy_lengths", "greedy_scores", "greedy_attention",
                "beam.tokens", "beam.lengths", "beam.finished", "beam.scores", "beam.log_probs", "beam.attention"]
+    if masks is not None:  # nazar's layout: src_emb, enc_out (B, S, ·); tgt_emb, dec_out time-major (T, B, ·)
+        for k, m in masks.items():
+            t["mask." + k] = f32(m.transpose(0, 1) if k in ("tgt_emb", "dec_out", "attention") else m)
     meta = {"case": name, "config": nt.config_json(cfg), "label_smoothing": repr(smoothing),
             "sampling_prob": repr(sampling), "seed": str(seed),
             "inputs": "src,src_lengths,tgt_in,tgt_out", "params": ",".join(params), "outputs": ",".join(outputs),
             "grads": ",".join(params),
             "beam": json.dumps(BEAM, sort_keys=True), "generator": GENERATOR}
+    if masks is not None:
+        meta["dropout"] = repr(DROPOUT[name][0])
+        meta["dropout_per_sequence"] = str(DROPOUT[name][1]).lower()
     return model, dict(vocab_meta(cfg), generator=GENERATOR, case=name), t, meta
 
 

@@ -199,6 +199,11 @@ void Attention::forward(TensorView query, const AttentionKeys& keys, TensorView 
         cache.scores.resize({B, W}, false);
     }
     step_windows(*this, query, lengths, t, cache);
+    const bool drop = cache.drop_mask.numel() > 0;
+    if (drop) {
+        NZ_CHECK_SHAPE(cache.drop_mask, {B, S});
+        cache.dropped.resize({B, W}, false);
+    }
 
     const float s = score_scale(), sigma = attn::gaussian_sigma(cfg.window);
     parallel_for(B, 4, [&](int64_t b0, int64_t b1) {
@@ -218,6 +223,12 @@ void Attention::forward(TensorView query, const AttentionKeys& keys, TensorView 
             const float p = predictive ? cache.position[b] : 0.0f;
             float* wt = cache.weights.data() + b * W;
             attn::row_weights(predictive, p, w, W, sigma, pr, wt);
+            if (drop) {  // α̃_j = α_j m_{start + j}: the context sums α̃ (not renormalised)
+                float* dr = cache.dropped.data() + b * W;
+                const float* m = cache.drop_mask.data() + b * S + w.start;
+                for (int j = 0; j < W; ++j) dr[j] = j < w.count ? wt[j] * m[j] : 0.0f;
+                wt = dr;
+            }
             attn::row_context(wt, w.count, enc_out.data() + (b * S + w.start) * C, C,
                               context.data() + b * C);
         }
@@ -260,6 +271,11 @@ void Attention::backward(TensorView d_context, TensorView query, const Attention
     sc.d_scale.resize({B}, true);
     sc.d_position.resize({B}, true);
     const float s = score_scale(), sigma = attn::gaussian_sigma(cfg.window);
+    const bool drop = cache.drop_mask.numel() > 0;
+    if (drop) {
+        NZ_CHECK_SHAPE(cache.drop_mask, {B, S});
+        NZ_CHECK_SHAPE(cache.dropped, {B, W});
+    }
 
     parallel_for(B, 4, [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0; b < b1; ++b) {
@@ -267,9 +283,15 @@ void Attention::backward(TensorView d_context, TensorView query, const Attention
             const int64_t first = b * S + w.start;  // the window's first source row
             float* dw = sc.d_weights.data() + b * W;
             float* de = sc.d_scores.data() + b * W;
-            attn::row_context_backward(d_context.data() + b * C, cache.weights.data() + b * W,
-                                       w.count, enc_out.data() + first * C, C, dw,
+            // c = Σ α̃_j h_j (α̃ = α ⊙ m with dropout)  =>  d_α̃_j = d_c · h_j; d_α_j = d_α̃_j m_j
+            const float* wt = (drop ? cache.dropped : cache.weights).data() + b * W;
+            attn::row_context_backward(d_context.data() + b * C, wt, w.count,
+                                       enc_out.data() + first * C, C, dw,
                                        d_enc_out.data() + first * C);
+            if (drop) {
+                const float* m = cache.drop_mask.data() + first;
+                for (int j = 0; j < w.count; ++j) dw[j] *= m[j];
+            }
             const float p = predictive ? cache.position[b] : 0.0f;
             const float d_p =
                 attn::row_weights_backward(predictive, p, w, sigma, cache.probs.data() + b * W, dw,

@@ -136,6 +136,12 @@ struct AttentionStepCache {
     std::vector<int> count;  // (B)     window length after clipping (S_b global)
     // scores e[b,i] evaluated by this step (instrumentation: O(B·D) local)
     int64_t score_evals = 0;
+    // Dropout on the weights (train mode), set by the caller BEFORE forward: (B, S) mask by source
+    // position (0 or 1/(1−p)), or (0) = none. With a mask, forward sums c = Σ_i α_i m_i h_i (no
+    // renormalisation, as torch's F.dropout on attention weights) and `weights` stays α;
+    // backward reads the same mask. Only the per-step forward/backward take masks.
+    Tensor drop_mask{Shape{0}};
+    Tensor dropped{Shape{0}};  // (B, W)  α ⊙ m over the window (with a mask)
 };
 
 // The query side's pre-activation gradients of one step, for callers that batch the query-side

@@ -77,6 +77,11 @@ void Attention::forward_steps(TensorView queries, const AttentionKeys& keys, Ten
         steps_sizes(*this, "forward_steps", queries, keys, enc_out, lengths, caches.size());
     const int T = z.T, B = z.B, S = z.S, H = z.H, C = z.C, K = z.K;
     NZ_CHECK_SHAPE(contexts, {T, B, C});
+    for (int t = 0; t < T; ++t)
+        NZ_CHECK(caches[t]->drop_mask.numel() == 0,
+                 "attention forward_steps: step {} has a dropout mask; masks need the per-step "
+                 "forward",
+                 t);
     const float* kdata = cfg.score == ScoreKind::dot ? enc_out.data() : keys.keys.data();
     attn::ForwardStepsScratch& sc = scratch_->steps_forward;
     if (cfg.local != LocalMode::global) {
@@ -124,6 +129,11 @@ void Attention::backward_steps(TensorView d_contexts, TensorView queries, const 
     const attn::StepsSizes z =
         steps_sizes(*this, "backward_steps", queries, keys, enc_out, lengths, caches.size());
     const int T = z.T, B = z.B, S = z.S, H = z.H, C = z.C, K = z.K;
+    for (int t = 0; t < T; ++t)
+        NZ_CHECK(caches[t]->drop_mask.numel() == 0,
+                 "attention backward_steps: step {} has a dropout mask; masks need the per-step "
+                 "backward",
+                 t);
     const bool dotk = cfg.score == ScoreKind::dot;
     NZ_CHECK_SHAPE(d_contexts, {T, B, C});
     NZ_CHECK_SHAPE(d_queries, {T, B, H});

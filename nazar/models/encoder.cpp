@@ -19,7 +19,8 @@ Encoder::Encoder(const ModelConfig& cfg, Rng& rng)
           rng) {}
 
 void Encoder::forward(std::span<const int32_t> src, std::span<const int> lengths,
-                      TensorView enc_out, EncoderCache& cache, Rng& rng, Mode mode) const {
+                      TensorView enc_out, EncoderCache& cache, Rng& rng, Mode mode,
+                      TensorView emb_mask) const {
     const int B = static_cast<int>(lengths.size());
     NZ_CHECK(B > 0 && src.size() % B == 0, "encoder: {} source ids for {} sentences", src.size(),
              B);
@@ -27,17 +28,23 @@ void Encoder::forward(std::span<const int32_t> src, std::span<const int> lengths
     NZ_CHECK_SHAPE(enc_out, {B, S, output_size()});
     cache.emb.resize({B, S, E}, false);
     embedding.forward(src, cache.emb);
+    if (!emb_mask.empty() && emb_mask.ndim() > 0) {  // x̃ = Emb[src] ⊙ m
+        NZ_CHECK_SHAPE(emb_mask, {B, S, E});
+        apply_dropout_mask(cache.emb, emb_mask);
+    }
     static const RNNState kZero{};
     rnn.forward(cache.emb, lengths, kZero, enc_out, cache.final, cache.rnn, rng, mode);
 }
 
 void Encoder::backward(std::span<const int32_t> src, TensorView d_enc_out, const RNNState& d_final,
-                       EncoderCache& cache) {
+                       EncoderCache& cache, TensorView emb_mask) {
     // x = Emb[src]  =>  d_Emb[src[n]] += d_x[n];   the RNN gives d_x (cache.emb is free after
     // forward: the RNN keeps its own time-major copy of x, so its storage holds d_x here).
     cache.emb.zero();
     RNNState no_initial;
     rnn.backward(d_enc_out, d_final, cache.rnn, cache.emb, no_initial);
+    if (!emb_mask.empty() && emb_mask.ndim() > 0)
+        apply_dropout_mask(cache.emb, emb_mask);  // x̃ = x ⊙ m  =>  d_x = d_x̃ ⊙ m
     embedding.backward(cache.emb, src);
 }
 

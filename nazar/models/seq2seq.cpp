@@ -20,6 +20,10 @@ const ModelConfig& checked(const ModelConfig& cfg) {
 bool absent(TensorView v) {
     return v.ndim() == 0 || v.numel() == 0;
 }  // default views have ndim 0
+// A dropout mask of this forward, or an empty view (no dropout at that site).
+TensorView mask_of(const DropoutMasks* m, Tensor DropoutMasks::*site) {
+    return m == nullptr || absent((m->*site).view()) ? TensorView() : (m->*site).view();
+}
 TensorView sel(const Tensor& x, int i) {
     return absent(x) ? TensorView() : x.select(i);
 }
@@ -58,6 +62,27 @@ int argmax_row(const float* x, int n) {
 
 }  // namespace
 
+void word_dropout(Batch& batch, float p, const SpecialIds& ids, Rng& rng) {
+    NZ_CHECK(p >= 0.0f && p < 1.0f, "word dropout must be in [0, 1), got {}", p);
+    if (p == 0.0f) return;
+    NZ_CHECK(static_cast<int>(batch.src_lengths.size()) == batch.B &&
+                 static_cast<int>(batch.tgt_lengths.size()) == batch.B &&
+                 static_cast<int64_t>(batch.src.size()) == int64_t{batch.B} * batch.S &&
+                 static_cast<int64_t>(batch.tgt_in.size()) == int64_t{batch.B} * batch.T,
+             "word dropout: inconsistent batch (B {} S {} T {})", batch.B, batch.S, batch.T);
+    for (int b = 0; b < batch.B; ++b) {
+        const int n = std::min(batch.src_lengths[b], batch.S);
+        for (int i = 0; i < n; ++i)
+            if (rng.uniform() < p) batch.src[static_cast<std::size_t>(b) * batch.S + i] = ids.unk;
+    }
+    for (int b = 0; b < batch.B; ++b) {
+        const int n = std::min(batch.tgt_lengths[b], batch.T);
+        for (int t = 1; t < n; ++t)
+            if (rng.uniform() < p)
+                batch.tgt_in[static_cast<std::size_t>(b) * batch.T + t] = ids.unk;
+    }
+}
+
 Seq2Seq::Seq2Seq(const ModelConfig& cfg, uint64_t seed) : Seq2Seq(checked(cfg), Rng(seed)) {}
 
 Seq2Seq::Seq2Seq(const ModelConfig& cfg, Rng&& rng)
@@ -90,7 +115,7 @@ TensorView Seq2Seq::generator_weight() const {
 }
 
 void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, Mode mode,
-                            bool split_outputs) {
+                            bool split_outputs, const DropoutMasks* masks) {
     const int B = batch.B, S = batch.S, T = batch.T;
     NZ_CHECK(B > 0 && T > 0, "seq2seq: empty batch (B = {}, T = {})", B, T);
     NZ_CHECK(static_cast<int64_t>(batch.src.size()) == int64_t{B} * S &&
@@ -103,6 +128,7 @@ void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, M
              batch.src_lengths.size());
     NZ_CHECK(sampling_prob >= 0 && sampling_prob <= 1, "sampling_prob must be in [0, 1], got {}",
              sampling_prob);
+    drop_ = mode == Mode::train ? masks : nullptr;
     encode_batch(batch, rng, mode);
     decoder_forward(batch, sampling_prob, rng, mode, split_outputs);
 }
@@ -115,7 +141,11 @@ void Seq2Seq::encode_batch(const Batch& batch, Rng& rng, Mode mode) {
     src_.S = S;
     src_.lengths.assign(batch.src_lengths.begin(), batch.src_lengths.end());
     src_.enc_out.resize({B, S, C}, false);
-    encoder.forward(batch.src, batch.src_lengths, src_.enc_out, enc_cache_, rng, mode);
+    encoder.forward(batch.src, batch.src_lengths, src_.enc_out, enc_cache_, rng, mode,
+                    mask_of(drop_, &DropoutMasks::src_emb));
+    // H̃ = H ⊙ m: what attention and the bridge read (the RNN keeps its own outputs)
+    if (const TensorView m = mask_of(drop_, &DropoutMasks::enc_out); !absent(m))
+        apply_dropout_mask(src_.enc_out, m);
     attention.precompute(src_.enc_out, src_.keys, B);
     decoder.prepare_steps(src_, B);
     h_all_.resize({T + 1, L, B, H}, false);
@@ -142,6 +172,7 @@ void Seq2Seq::decoder_forward(const Batch& batch, float sampling_prob, Rng& rng,
     targets_.resize(static_cast<std::size_t>(T) * B);
     if (static_cast<int>(steps_.size()) < T) steps_.resize(T);
     const bool sampling = mode == Mode::train && sampling_prob > 0;
+    const TensorView tgt_mask = mask_of(drop_, &DropoutMasks::tgt_emb);
     if (sampling) logits_.resize({B, V}, false);
     for (int t = 0; t < T; ++t)
         for (int b = 0; b < B; ++b) {
@@ -152,12 +183,22 @@ void Seq2Seq::decoder_forward(const Batch& batch, float sampling_prob, Rng& rng,
     // through layer 0's W_e at once (one GEMM, K = E); steps then add only the feed's W_f term.
     if (!sampling) {
         decoder.embedding.forward(inputs_, emb_.reshape({int64_t{T} * B, E}));
+        if (!absent(tgt_mask)) apply_dropout_mask(emb_, tgt_mask);  // ẽ_t = e_t ⊙ m_t
         gi0_.resize({T, B, decoder.gate_size()}, false);
         decoder.project_embeddings(emb_, gi0_);
     }
+    // attention dropout: each step's mask goes into its attention cache (cleared otherwise)
+    const TensorView att_mask = mask_of(drop_, &DropoutMasks::attention);
     // Luong without feeding, attention after: cells of all steps first, then attention + combine
-    split_ = split_outputs && !sampling && decoder.can_split_outputs();
+    split_ = split_outputs && !sampling && decoder.can_split_outputs() && absent(att_mask);
     for (int t = 0; t < T; ++t) {
+        Tensor& step_mask = steps_[t].attention.drop_mask;
+        if (absent(att_mask)) {
+            step_mask.resize({0});
+        } else {
+            step_mask.resize({B, batch.S}, false);
+            step_mask.copy_from(att_mask.select(t));
+        }
         int32_t* in = inputs_.data() + static_cast<std::size_t>(t) * B;
         if (sampling && t > 0) {
             // scheduled sampling: feed argmax_v p(v | step t-1) with probability p, per row
@@ -167,7 +208,10 @@ void Seq2Seq::decoder_forward(const Batch& batch, float sampling_prob, Rng& rng,
                 if (rng.bernoulli(sampling_prob))
                     in[b] = argmax_row(logits_.data() + static_cast<int64_t>(b) * V, V);
         }
-        if (sampling) decoder.embedding.forward({in, static_cast<std::size_t>(B)}, emb_.select(t));
+        if (sampling) {
+            decoder.embedding.forward({in, static_cast<std::size_t>(B)}, emb_.select(t));
+            if (!absent(tgt_mask)) apply_dropout_mask(emb_.select(t), tgt_mask.select(t));
+        }
         const TensorView gi0 = sampling ? TensorView() : gi0_.select(t);
         if (split_) {
             decoder.cells_forward(emb_.select(t), h_all_.select(t), sel(c_all_, t), src_,
@@ -219,6 +263,9 @@ void Seq2Seq::backward_batch(const Batch& batch, const TrainOptions& opt) {
         cur = decoder_steps_backward(T, &pass);
         pass.finish();
     }
+    // ẽ = e ⊙ m  =>  d_e = d_ẽ ⊙ m
+    if (const TensorView m = mask_of(drop_, &DropoutMasks::tgt_emb); !absent(m))
+        apply_dropout_mask(d_emb_, m);
     decoder.embedding.backward(d_emb_, inputs_);
     // d_h_[cur] = d loss / d s_0 (c_0 = 0 is a constant)
     d_enc_final_.h.resize(enc_cache_.final.h.shape());
@@ -226,7 +273,11 @@ void Seq2Seq::backward_batch(const Batch& batch, const TrainOptions& opt) {
     bridge.backward(d_h_[cur], src_.enc_out, enc_cache_.final, batch.src_lengths, bridge_cache_,
                     d_enc_out_, d_enc_final_);
     attention.precompute_backward(src_.enc_out, d_keys_, d_enc_out_);
-    encoder.backward(batch.src, d_enc_out_, d_enc_final_, enc_cache_);
+    // H̃ = H ⊙ m  =>  d_H = d_H̃ ⊙ m
+    if (const TensorView m = mask_of(drop_, &DropoutMasks::enc_out); !absent(m))
+        apply_dropout_mask(d_enc_out_, m);
+    encoder.backward(batch.src, d_enc_out_, d_enc_final_, enc_cache_,
+                     mask_of(drop_, &DropoutMasks::src_emb));
 }
 
 int Seq2Seq::decoder_steps_backward(int T, SequenceBackward* pass) {
@@ -261,9 +312,48 @@ int Seq2Seq::decoder_steps_backward(int T, SequenceBackward* pass) {
     return cur;
 }
 
+const DropoutMasks* Seq2Seq::train_masks(const Batch& batch, const TrainOptions& opt, Rng& rng) {
+    const int B = batch.B, S = batch.S, T = batch.T, E = cfg_.embedding_size;
+    const int C = encoder.output_size(), D = decoder.output_size();
+    constexpr int kSites = 5;
+    const Shape shapes[kSites] = {{B, S, E}, {B, S, C}, {T, B, E}, {T, B, D}, {T, B, S}};
+    Tensor DropoutMasks::*const sites[kSites] = {&DropoutMasks::src_emb, &DropoutMasks::enc_out,
+                                                 &DropoutMasks::tgt_emb, &DropoutMasks::dec_out,
+                                                 &DropoutMasks::attention};
+    const char* const names[kSites] = {"src_emb", "enc_out", "tgt_emb", "dec_out", "attention"};
+    if (opt.masks != nullptr) {
+        for (int i = 0; i < kSites; ++i) {
+            const Tensor& m = opt.masks->*sites[i];
+            NZ_CHECK(absent(m.view()) || m.shape() == shapes[i],
+                     "train_step: dropout mask {} is {}, the batch needs {}", names[i],
+                     m.shape().str(), shapes[i].str());
+        }
+        return opt.masks;
+    }
+    const DropoutOptions& d = opt.dropout;
+    const float p[kSites] = {d.embedding, d.encoder_output, d.embedding, d.decoder_output,
+                             d.attention};
+    const int axis[kSites] = {1, 1, 0, 0, 0};  // the sequence axis of each mask (per_sequence)
+    bool any = false;
+    for (int i = 0; i < kSites; ++i) {
+        NZ_CHECK(p[i] >= 0.0f && p[i] < 1.0f, "train_step: dropout {} must be in [0, 1), got {}",
+                 names[i], p[i]);
+        Tensor& m = masks_.*sites[i];
+        if (p[i] == 0.0f) {
+            m.resize({0});
+            continue;
+        }
+        m.resize(shapes[i], false);
+        draw_dropout_mask(m, p[i], rng, d.per_sequence ? axis[i] : -1);
+        any = true;
+    }
+    return any ? &masks_ : nullptr;
+}
+
 LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& rng) {
+    const DropoutMasks* masks = train_masks(batch, opt, rng);
     forward_batch(batch, opt.sampling_prob, rng, Mode::train,
-                  opt.decoder_backward == DecoderBackwardPath::sequence);
+                  opt.decoder_backward == DecoderBackwardPath::sequence, masks);
     const SoftmaxXentOptions xo{.ignore_index = cfg_.special_ids.pad,
                                 .label_smoothing = opt.label_smoothing,
                                 .chunk_rows = opt.chunk_rows};
@@ -276,11 +366,20 @@ LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& 
                             ? opt.grad_scale
                             : (tokens > 0 ? 1.0f / static_cast<float>(tokens) : 0.0f);
     d_out_.resize({T, B, D});
+    // the generator reads o_t ⊙ m (dec_out dropout), else o_t
+    const TensorView dec_mask = mask_of(drop_, &DropoutMasks::dec_out);
+    if (!absent(dec_mask)) {
+        gen_in_.resize({T, B, D}, false);
+        gen_in_.copy_from(out_);
+        apply_dropout_mask(gen_in_, dec_mask);
+    }
+    const TensorView gen_in = absent(dec_mask) ? out_.view() : gen_in_.view();
     Tensor& d_W =
         cfg_.tie_target_embeddings ? decoder.embedding.grad.weight : generator.grad.weight;
     const XentStats st = xent_->forward_backward(
-        out_.reshape({int64_t{T} * B, D}), generator_weight(), generator.params.bias, targets_,
+        gen_in.reshape({int64_t{T} * B, D}), generator_weight(), generator.params.bias, targets_,
         scale, d_out_.reshape({int64_t{T} * B, D}), d_W, generator.grad.bias);
+    if (!absent(dec_mask)) apply_dropout_mask(d_out_, dec_mask);  // d_o = d_õ ⊙ m
     backward_batch(batch, opt);
     return {st.loss, st.tokens, st.correct};
 }

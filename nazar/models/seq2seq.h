@@ -52,6 +52,36 @@ class SequenceBackward;
 // step_backward, every gradient accumulated per step: the reference the other is tested against.
 enum class DecoderBackwardPath { sequence, per_step };
 
+// Dropout at the model's sites (docs/models.md "Dropout"; train_step only, never in eval_loss,
+// score or the step API). Inverted: kept values are scaled by 1/(1−p). Masks hold 0 or 1/(1−p):
+//   src_emb  (B, S, E)      x̃_i = Emb_src[x_i] ⊙ m            (the encoder RNN's input)
+//   enc_out  (B, S, C)      H̃ = H ⊙ m  (attention keys and contexts, the mean bridge; the
+//                            backward-first / last bridges read the final states, not dropped)
+//   tgt_emb  (T, B, E)      ẽ_t = Emb_tgt[y_{t-1}] ⊙ m        (RNN input, deep output's L_y e_t)
+//   dec_out  (T, B, d_out)  logits = W_o (o_t ⊙ m) + b_o      (o_t: s_t, Bahdanau's deep output
+//                            t̃_t or Luong's s̃_t; the input-feeding s̃_{t-1} is not dropped)
+//   attention (T, B, S)     c_t = Σ_i α_ti m_ti h̃_i  (the weights after the softmax, by source
+//                            position; not renormalised; the weights reported stay α)
+// An empty ((0)-shaped) mask is no dropout at that site. With an attention mask the decoder runs
+// its per-step path (no split outputs / batched attention steps).
+struct DropoutMasks {
+    Tensor src_emb{Shape{0}}, enc_out{Shape{0}}, tgt_emb{Shape{0}}, dec_out{Shape{0}};
+    Tensor attention{Shape{0}};
+};
+
+// The drop probabilities of train_step's masks, each in [0, 1). Drawn from train_step's rng
+// before the forward, in the order src_emb, enc_out, tgt_emb, dec_out, attention (one uniform per
+// element; a site with p = 0 draws nothing). per_sequence: variational dropout, one mask per
+// sentence reused at every position (src_emb, enc_out: shared along S; tgt_emb, dec_out,
+// attention: along T).
+struct DropoutOptions {
+    float embedding = 0.0f;       // src_emb and tgt_emb
+    float encoder_output = 0.0f;  // enc_out
+    float decoder_output = 0.0f;  // dec_out
+    float attention = 0.0f;       // attention weights
+    bool per_sequence = false;
+};
+
 struct TrainOptions {
     float label_smoothing = 0.0f;  // ε in [0, 1)
     float sampling_prob = 0.0f;    // scheduled sampling p in [0, 1]
@@ -59,6 +89,10 @@ struct TrainOptions {
     int chunk_rows = 256;          // SoftmaxXent chunk (bounds the logits scratch)
     DecoderBackwardPath decoder_backward = DecoderBackwardPath::sequence;
     int decoder_chunk_rows = 512;  // sequence: rows per weight-gradient chunk (>= 1; whole steps)
+    DropoutOptions dropout{};
+    // Given: these masks are used as they are (tests, PyTorch parity with fixed masks) and
+    // `dropout` is ignored; each non-empty one must have its site's shape.
+    const DropoutMasks* masks = nullptr;
 };
 
 struct LossStats {
@@ -75,6 +109,14 @@ struct DecoderState {
     Tensor feed;  // (N, H)     luong: s̃_{t-1} (0 before the first step); else empty
     int rows() const { return h.ndim() == 3 ? h.dim(1) : 0; }
 };
+
+// Word dropout, on a training batch only (never on validation or decoding input): each real
+// source token (positions < src_lengths[b]) and each real decoder input token (tgt_in positions
+// 1 … tgt_lengths[b] − 1: never <s>, never padding) becomes ids.unk with probability p, one
+// uniform per such position from `rng`, the source row-major first, then the target. Lengths and
+// tgt_out (the targets the loss reads) are unchanged: whole tokens are replaced, not removed, so
+// the sentence keeps its positions. p in [0, 1); p = 0 draws nothing.
+void word_dropout(Batch& batch, float p, const SpecialIds& ids, Rng& rng);
 
 class Seq2Seq {
 public:
@@ -127,7 +169,9 @@ private:
     // Teacher-forced (optionally sampled) forward over the batch into the step caches; O (T, B,
     // d_out). split_outputs: the decoder may run cells_forward + outputs_forward (decided here).
     void forward_batch(const Batch& batch, float sampling_prob, Rng& rng, Mode mode,
-                       bool split_outputs = true);
+                       bool split_outputs = true, const DropoutMasks* masks = nullptr);
+    // The masks train_step uses: opt.masks (shapes checked), or drawn into masks_ from rng.
+    const DropoutMasks* train_masks(const Batch& batch, const TrainOptions& opt, Rng& rng);
     void encode_batch(const Batch& batch, Rng& rng, Mode mode);  // src_, h_all_[0], c_all_[0]
     void decoder_forward(const Batch& batch, float sampling_prob, Rng& rng, Mode mode,
                          bool split_outputs);  // the T steps: out_, steps_
@@ -138,6 +182,9 @@ private:
 
     ModelConfig cfg_;
     // ---- per-batch buffers (resized per batch, reused) ----
+    DropoutMasks masks_;                  // drawn by train_masks
+    const DropoutMasks* drop_ = nullptr;  // this forward's masks (train mode), else null
+    Tensor gen_in_;                       // (T, B, d_out) o_t ⊙ m when dec_out is masked
     EncoderCache enc_cache_;
     BridgeCache bridge_cache_;
     EncodedSource src_;            // N = B

@@ -46,4 +46,40 @@ void Dropout::backward(TensorView d_out, const DropoutCache& cache, TensorView d
     for (int64_t i = 0; i < n; ++i) d_x[i] += d_out[i] * m[i];
 }
 
+void draw_dropout_mask(TensorView mask, float p, Rng& rng, int shared_axis) {
+    NZ_CHECK(p >= 0.0f && p <= 1.0f, "dropout mask: p must be in [0, 1], got {}", p);
+    NZ_CHECK(shared_axis >= -1 && shared_axis < mask.ndim(),
+             "dropout mask: shared axis {} of a {}-D mask", shared_axis, mask.ndim());
+    if (p == 0.0f) {
+        mask.fill(1.0f);
+        return;
+    }
+    const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    float* m = mask.data();
+    if (shared_axis < 0) {
+        for (int64_t i = 0; i < mask.numel(); ++i) m[i] = rng.uniform() >= p ? scale : 0.0f;
+        return;
+    }
+    // (outer, n, inner): draw (outer, inner), repeat along n
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < shared_axis; ++d) outer *= mask.shape()[d];
+    for (int d = shared_axis + 1; d < mask.ndim(); ++d) inner *= mask.shape()[d];
+    const int64_t n = mask.shape()[shared_axis];
+    for (int64_t o = 0; o < outer; ++o) {
+        float* row = m + o * n * inner;
+        for (int64_t k = 0; k < inner; ++k) {
+            const float v = rng.uniform() >= p ? scale : 0.0f;
+            for (int64_t j = 0; j < n; ++j) row[j * inner + k] = v;
+        }
+    }
+}
+
+void apply_dropout_mask(TensorView x, TensorView mask) {
+    NZ_CHECK(x.numel() == mask.numel(), "dropout: mask {} for a tensor {}", mask.shape().str(),
+             x.shape().str());
+    float* px = x.data();
+    const float* pm = mask.data();
+    for (int64_t i = 0; i < x.numel(); ++i) px[i] *= pm[i];
+}
+
 }  // namespace nazar

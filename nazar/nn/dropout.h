@@ -44,4 +44,14 @@ public:
     Config cfg;
 };
 
+// ---- masks drawn ahead of a forward (the seq2seq dropout sites, docs/models.md) ----
+// Fills `mask` with 1/(1−p) (kept, probability 1−p) or 0 (dropped), one uniform per drawn element
+// from `rng` in row-major order; p = 1 gives 0 everywhere. shared_axis >= 0: variational
+// (per-sequence) dropout: one draw per element of the shape with that axis removed, the same
+// value repeated along the axis (Gal & Ghahramani 2016: one mask per sequence, reused at every
+// step); -1: one draw per element. p = 0 draws nothing and fills 1.
+void draw_dropout_mask(TensorView mask, float p, Rng& rng, int shared_axis = -1);
+// x ⊙= mask elementwise (same numel): forward out = x ⊙ m and backward d_x = d_out ⊙ m.
+void apply_dropout_mask(TensorView x, TensorView mask);
+
 }  // namespace nazar

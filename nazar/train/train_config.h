@@ -75,6 +75,12 @@ struct TrainConfig {
     double clip_norm = 0;
     double label_smoothing = 0;
     double scheduled_sampling = 0;
+    double embedding_dropout = 0;       // source and target embedding outputs
+    double encoder_output_dropout = 0;  // encoder states H before attention
+    double decoder_output_dropout = 0;  // the decoder's output o_t before the generator
+    double attention_dropout = 0;       // attention weights α before the context sum
+    bool variational_dropout = false;   // one mask per sentence, reused at every position
+    double word_dropout = 0;            // input tokens replaced by <unk>
     int max_steps = 0, max_epochs = 0;
     int valid_interval = 0;
     int valid_sample = 0;

@@ -317,8 +317,17 @@ void Trainer::save(const std::string& name, bool check_ranks) {
 bool Trainer::train_one(Batch& batch) {
     const BatchPosition pos = batcher_->position();  // after next(): this batch is pos.batch - 1
     zero_grads(params_);
-    const TrainOptions opt{.label_smoothing = static_cast<float>(cfg_.label_smoothing),
-                           .sampling_prob = static_cast<float>(cfg_.scheduled_sampling)};
+    if (cfg_.word_dropout > 0)  // on the whole global batch: the same draws on every rank
+        word_dropout(batch, static_cast<float>(cfg_.word_dropout), model_->config().special_ids,
+                     rng_);
+    const TrainOptions opt{
+        .label_smoothing = static_cast<float>(cfg_.label_smoothing),
+        .sampling_prob = static_cast<float>(cfg_.scheduled_sampling),
+        .dropout = {.embedding = static_cast<float>(cfg_.embedding_dropout),
+                    .encoder_output = static_cast<float>(cfg_.encoder_output_dropout),
+                    .decoder_output = static_cast<float>(cfg_.decoder_output_dropout),
+                    .attention = static_cast<float>(cfg_.attention_dropout),
+                    .per_sequence = cfg_.variational_dropout}};
     const LossStats st =
         parts_ == 1 ? model_->train_step(batch, opt, rng_) : train_parts(batch, opt);
     if (hooks_.after_backward) hooks_.after_backward(state_.batches - 1, params_);  // 0-based

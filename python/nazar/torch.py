@@ -271,7 +271,9 @@ if torch is not None:
                 out.append((max(0, c - D), min(Sb - 1, c + D)))
             return out
 
-        def forward(self, query, keys, enc_out, lengths, t=0):
+        def forward(self, query, keys, enc_out, lengths, t=0, mask=None):
+            """-> (context (B, C), weights α (B, S)). mask (B, S): a dropout mask on α by source
+            position (train mode): the context sums α ⊙ mask, not renormalised; α is returned."""
             B, S, _ = enc_out.shape
             lengths = torch.as_tensor(lengths, dtype=torch.int64)
             e = self._scores(query, keys)
@@ -292,7 +294,8 @@ if torch is not None:
                 sigma = self.window / 2.0
                 g = torch.exp(-((pos[None, :].to(p.dtype) - p[:, None]) ** 2) / (2 * sigma * sigma))
                 alpha = alpha * g
-            context = torch.bmm(alpha[:, None, :], enc_out).squeeze(1)
+            summed = alpha if mask is None else alpha * mask
+            context = torch.bmm(summed[:, None, :], enc_out).squeeze(1)
             return context, alpha
 
     # -----------------------------------------------------------------------------------------
@@ -317,7 +320,8 @@ if torch is not None:
             self.rnn = make_rnn(e["cell"], cfg["embedding_size"], e["hidden_size"], num_layers=e["num_layers"],
                                 bidirectional=e["bidirectional"], dropout=e["dropout"])
 
-        def forward(self, src, lengths):
+        def forward(self, src, lengths, emb_mask=None):
+            """emb_mask (B, S, E): a dropout mask (0 or 1/(1−p)) on the embeddings, or None."""
             lengths = _ids(lengths).cpu()
             if src.shape[1] == 0:  # no source positions at all: zero states
                 e, w = self.rnn, self.embedding.weight
@@ -325,7 +329,10 @@ if torch is not None:
                 return (w.new_zeros(src.shape[0], 0, dirs * e.hidden_size),
                         w.new_zeros(e.num_layers * dirs, src.shape[0], e.hidden_size))
             empty = lengths == 0
-            out, h_n = self.rnn(self.embedding(src), lengths.clamp(min=1))  # packing needs length >= 1
+            x = self.embedding(src)
+            if emb_mask is not None:
+                x = x * emb_mask
+            out, h_n = self.rnn(x, lengths.clamp(min=1))  # packing needs length >= 1
             if isinstance(h_n, tuple):
                 h_n = h_n[0]
             if bool(empty.any()):
@@ -373,12 +380,15 @@ if torch is not None:
                 self.combine = nn.Linear(H + C, H, bias=False)  # W_c (H, H + C)
             self.deep_output = DeepOutput(H, E, C, generator_input_size(cfg)) if d["deep_output"] else None
 
-        def step(self, t, prev, enc, state, attention):
-            """prev (N) ids y_{t-1}; enc: Encoded; state: State before the step.
+        def step(self, t, prev, enc, state, attention, emb_mask=None, att_mask=None):
+            """prev (N) ids y_{t-1}; enc: Encoded; state: State before the step; emb_mask (N, E) a
+            dropout mask on e_t, att_mask (N, S) one on the attention weights, or None.
             -> (o_t (N, d_out), attention weights (N, S), State after the step)."""
             e = self.embedding(prev)
+            if emb_mask is not None:
+                e = e * emb_mask
             if self.before:
-                ctx, alpha = attention(state.h[-1], enc.keys, enc.enc_out, enc.lengths, t)
+                ctx, alpha = attention(state.h[-1], enc.keys, enc.enc_out, enc.lengths, t, att_mask)
             x = [e]
             if self.kind == "bahdanau":
                 x.append(ctx)
@@ -392,7 +402,7 @@ if torch is not None:
                 c = None
             s = h[-1]
             if not self.before:
-                ctx, alpha = attention(s, enc.keys, enc.enc_out, enc.lengths, t)
+                ctx, alpha = attention(s, enc.keys, enc.enc_out, enc.lengths, t, att_mask)
             if self.kind == "luong":
                 o = torch.tanh(self.combine(torch.cat([s, ctx], -1)))
             elif self.deep_output is not None:
@@ -486,10 +496,14 @@ if torch is not None:
 
         # ---- the pieces, as nazar's step API (encode / init_state / step) ----
 
-        def encode(self, src, lengths):
-            """src (N, S) ids, lengths (N) -> Encoded (encoder, keys once, bridge's s_0)."""
+        def encode(self, src, lengths, masks=None):
+            """src (N, S) ids, lengths (N) -> Encoded (encoder, keys once, bridge's s_0). masks:
+            see forward (src_emb, enc_out)."""
             src, lengths = _ids(src), _ids(lengths)
-            enc_out, h_n = self.encoder(src, lengths)
+            masks = masks or {}
+            enc_out, h_n = self.encoder(src, lengths, masks.get("src_emb"))
+            if masks.get("enc_out") is not None:  # H̃ = H ⊙ m: attention and the bridge read it
+                enc_out = enc_out * masks["enc_out"]
             return Encoded(enc_out, self.attention.precompute(enc_out), lengths, self._bridge(enc_out, h_n, lengths))
 
         def _bridge(self, enc_out, h_n, lengths):
@@ -522,14 +536,21 @@ if torch is not None:
 
         # ---- teacher forcing ----
 
-        def forward(self, src, src_lengths, tgt_in, sampling_prob=0.0, generator=None, margins=None):
+        def forward(self, src, src_lengths, tgt_in, sampling_prob=0.0, generator=None, margins=None, masks=None):
             """Teacher-forced logits (B, T, V) and attention weights (B, T, S). Dropout (between
             stacked RNN layers) and scheduled sampling act in train mode only: with probability
             sampling_prob, for t > 0, a row feeds the argmax of its own step t−1 prediction instead
             of tgt_in[:, t] (no gradient through the choice; draws from `generator`, a
             torch.Generator, one per row per step), as Seq2Seq::train_step. margins: a list that
-            receives each sampled argmax's top-2 gap (fixture generators avoid near ties)."""
-            enc = self.encode(src, src_lengths)
+            receives each sampled argmax's top-2 gap (fixture generators avoid near ties).
+            masks (train mode only): explicit inverted-dropout masks (0 or 1/(1−p)) at nazar's
+            dropout sites (seq2seq.h DropoutMasks; docs/models.md), each optional: src_emb (B, S, E)
+            on the source embeddings, enc_out (B, S, C) on H (attention and bridge read H ⊙ m),
+            tgt_emb (B, T, E) on e_t, dec_out (B, T, d_out) on o_t before the generator (the input
+            feed s̃_{t-1} and scheduled sampling's argmax read o_t undropped), attention (B, T, S) on
+            the weights α_t before the context sum (not renormalised)."""
+            masks = (masks or {}) if self.training else {}
+            enc = self.encode(src, src_lengths, masks)
             state = self.init_state(enc)
             outs, alphas = [], []
             tgt_in = _ids(tgt_in)
@@ -543,10 +564,16 @@ if torch is not None:
                         if margins is not None:
                             top = logits.topk(2, -1).values
                             margins += (top[:, 0] - top[:, 1])[draw].tolist()
-                o, alpha, state = self.decoder.step(t, y, enc, state, self.attention)
+                m, a = masks.get("tgt_emb"), masks.get("attention")
+                o, alpha, state = self.decoder.step(t, y, enc, state, self.attention,
+                                                    None if m is None else m[:, t],
+                                                    None if a is None else a[:, t])
                 outs.append(o)
                 alphas.append(alpha)
-            return self.generator(torch.stack(outs, 1)), torch.stack(alphas, 1)
+            o = torch.stack(outs, 1)
+            if masks.get("dec_out") is not None:
+                o = o * masks["dec_out"]
+            return self.generator(o), torch.stack(alphas, 1)
 
     # ---- configuration (nazar/models/config.h) ----
 

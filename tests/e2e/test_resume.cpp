@@ -37,6 +37,12 @@ protected:
         cfg_.decoder_layers = 2;
         cfg_.dropout = 0.2;
         cfg_.scheduled_sampling = 0.25;
+        // every dropout site and word dropout draw from the checkpointed training Rng
+        cfg_.embedding_dropout = 0.1;
+        cfg_.encoder_output_dropout = 0.2;
+        cfg_.decoder_output_dropout = 0.3;
+        cfg_.attention_dropout = 0.1;
+        cfg_.word_dropout = 0.1;
         cfg_.schedule = "plateau";
         cfg_.plateau_patience = 0;
         cfg_.batch_size = 16;  // 10 batches an epoch: the runs cross epoch boundaries

@@ -157,3 +157,81 @@ TEST(GradModels, DropoutAndLabelSmoothingInTrainMode) {
 
 }  // namespace
 }  // namespace nazar
+
+namespace nazar {
+namespace {
+
+// The model's dropout sites (seq2seq.h DropoutOptions: embeddings, encoder states, decoder
+// output, attention weights; per element and per sentence), both decoder backward paths. The masks
+// are fixed by re-seeding the Rng each evaluation; the loss is re-run through train_step.
+void check_dropout(const ModelConfig& cfg, const TrainOptions& opt) {
+    Seq2Seq model(cfg, 3);
+    const Batch batch = tiny_batch();
+    ParamList params = model.parameters();
+    zero_grads(params);
+    Rng rng(11);
+    const double train = model.train_step(batch, opt, rng).loss;
+    EXPECT_GT(std::abs(train - model.eval_loss(batch).loss), 1e-3 * train)
+        << "the dropout masks changed nothing";
+    std::vector<Tensor> grads;
+    for (const auto& p : params) grads.push_back(*p.grad);
+    std::vector<test::GradTarget> targets;
+    for (std::size_t i = 0; i < params.size(); ++i)
+        targets.push_back({params[i].name, *params[i].value, grads[i]});
+    auto loss = [&] {
+        Rng same(11);
+        return model.train_step(batch, opt, same).loss;
+    };
+    EXPECT_TRUE(test::check_gradients(
+        loss, targets, {.eps = 1e-2, .rtol = 3e-2, .atol = 3e-3, .max_entries = 10}));
+}
+
+TrainOptions dropout_options(bool per_sequence, DecoderBackwardPath path) {
+    return {.grad_scale = 1.0f,
+            .decoder_backward = path,
+            .dropout = {.embedding = 0.3f,
+                        .encoder_output = 0.3f,
+                        .decoder_output = 0.3f,
+                        .attention = 0.3f,
+                        .per_sequence = per_sequence}};
+}
+
+TEST(GradModels, DropoutSitesBahdanauDeepOutputMeanBridge) {
+    auto c = tiny_config();
+    c.decoder.deep_output = true;
+    c.decoder.bridge = BridgeKind::mean;  // reads the dropped encoder states
+    for (const bool per_sequence : {false, true})
+        for (const auto path : {DecoderBackwardPath::sequence, DecoderBackwardPath::per_step}) {
+            SCOPED_TRACE(per_sequence ? "per sequence" : "per element");
+            check_dropout(c, dropout_options(per_sequence, path));
+        }
+}
+
+TEST(GradModels, DropoutSitesLuongSplitAndInputFeeding) {
+    for (const bool feeding : {false, true}) {  // no feeding: split outputs (sequence path)
+        auto c = tiny_config(DecoderKind::luong, ScoreKind::general);
+        c.decoder.input_feeding = feeding;
+        c.decoder.num_layers = 2;
+        c.decoder.dropout = 0.2f;
+        for (const bool per_sequence : {false, true})
+            check_dropout(c, dropout_options(per_sequence, DecoderBackwardPath::sequence));
+    }
+}
+
+TEST(GradModels, DropoutSitesLocalAttention) {  // masks by source position inside the windows
+    for (const auto local : {LocalMode::monotonic, LocalMode::predictive}) {
+        auto c = tiny_config(DecoderKind::luong, ScoreKind::general);
+        c.attention.local = local;
+        c.attention.window = 4;  // >= S: the local-p window never moves under perturbation
+        check_dropout(c, dropout_options(false, DecoderBackwardPath::sequence));
+    }
+}
+
+TEST(GradModels, DropoutSitesWithScheduledSampling) {
+    auto opt = dropout_options(false, DecoderBackwardPath::sequence);
+    opt.sampling_prob = 0.5f;  // the target embeddings are masked step by step
+    check_dropout(tiny_config(), opt);
+}
+
+}  // namespace
+}  // namespace nazar

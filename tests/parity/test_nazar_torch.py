@@ -309,6 +309,36 @@ class Models(unittest.TestCase):
         evald, _ = m.eval()(batch.src, batch.src_lengths, batch.tgt_in, sampling_prob=1.0)  # eval: no sampling
         torch.testing.assert_close(evald, teacher)
 
+    def test_dropout_masks(self):
+        """Masks of ones are the identity, eval mode ignores masks, and a zero mask on the decoder
+        output leaves only the generator bias (the mask really reaches each site)."""
+        m = self.model("bahdanau_deep_tied").train()
+        batch = nt.make_batch(SRC, TGT)
+        B, S = batch.src.shape
+        T = batch.tgt_in.shape[1]
+        E, C, D = 6, 8, 6
+
+        def full(v, *shape):
+            return torch.full(shape, v, dtype=torch.float64)
+        ones = {"src_emb": full(1, B, S, E), "enc_out": full(1, B, S, C), "tgt_emb": full(1, B, T, E),
+                "dec_out": full(1, B, T, D), "attention": full(1, B, T, S)}
+        plain, alpha = m(batch.src, batch.src_lengths, batch.tgt_in)
+        masked, alpha1 = m(batch.src, batch.src_lengths, batch.tgt_in, masks=ones)
+        torch.testing.assert_close(masked, plain)
+        torch.testing.assert_close(alpha1, alpha)
+        for site in ones:
+            with self.subTest(site=site):
+                dropped = dict(ones)
+                dropped[site] = 2 * torch.bernoulli(full(0.5, *ones[site].shape), generator=torch.Generator().manual_seed(1))
+                out, _ = m(batch.src, batch.src_lengths, batch.tgt_in, masks=dropped)
+                self.assertFalse(torch.allclose(out, plain), site)
+                evald, _ = m.eval()(batch.src, batch.src_lengths, batch.tgt_in, masks=dropped)
+                torch.testing.assert_close(evald, plain)
+                m.train()
+        zero = dict(ones, dec_out=full(0, B, T, D))
+        out, _ = m(batch.src, batch.src_lengths, batch.tgt_in, masks=zero)
+        torch.testing.assert_close(out, m.generator.bias.expand_as(out))
+
     def test_model_file_round_trip(self):
         for name in MODEL_VARIANTS:
             with self.subTest(name=name), tempfile.TemporaryDirectory() as d:

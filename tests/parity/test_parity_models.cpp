@@ -62,7 +62,10 @@ const char* const kCases[] = {"bahdanau_gru",
                               "ablation_bahdanau_general",
                               "ablation_luong_additive_local_p",
                               "bahdanau_sampled",
-                              "empty_source"};
+                              "empty_source",
+                              "bahdanau_dropout",
+                              "luong_dropout",
+                              "luong_feed_dropout"};
 
 // The fixture's batch, in batch_from_ids layout (tgt_in = <s> y, tgt_out = y </s>, pad 0).
 Batch batch_of(const Fixture& f) {
@@ -215,11 +218,28 @@ void check_model(const std::string& name) {
     f.expect_output("beam.attention", batt, kTol);
 
     // ---- (b) one training step: gradients of loss / tokens, every parameter by name ----
+    // dropout cases: the fixture's masks at every site (seq2seq.h DropoutMasks)
+    const bool dropout = f.st.has_meta("dropout");
+    DropoutMasks masks;
+    if (dropout) {
+        masks.src_emb = f["mask.src_emb"];
+        masks.enc_out = f["mask.enc_out"];
+        masks.tgt_emb = f["mask.tgt_emb"];
+        masks.dec_out = f["mask.dec_out"];
+        masks.attention = f["mask.attention"];
+    }
     zero_grads(params);
     Rng rng(5);
-    const LossStats st = model.train_step(
-        batch, {.label_smoothing = smoothing, .sampling_prob = sampling, .grad_scale = 0.0f}, rng);
-    if (sampling == 0.0f) {
+    const LossStats st = model.train_step(batch,
+                                          {.label_smoothing = smoothing,
+                                           .sampling_prob = sampling,
+                                           .grad_scale = 0.0f,
+                                           .masks = dropout ? &masks : nullptr},
+                                          rng);
+    if (dropout) {  // the masks must matter: a wrong site would otherwise pass unnoticed
+        EXPECT_GT(std::abs(st.loss - ev.loss), 1e-3 * ev.loss)
+            << "train_step with dropout masks gives the evaluation loss";
+    } else if (sampling == 0.0f) {
         EXPECT_NEAR(st.loss, ev.loss, 1e-6 * ev.loss)
             << "train_step and eval_loss disagree (dropout is 0)";
     }
@@ -304,6 +324,18 @@ TEST(ParityModels, BahdanauScheduledSampling) {
 // an empty source sentence in the batch (S_b = 0): zero encoder states, empty local-p window
 TEST(ParityModels, EmptySourceSentence) {
     check_model("empty_source");
+}
+// train mode with fixed dropout masks at every site (embeddings, encoder states, decoder output):
+// deep output + mean bridge (reads the dropped H); Luong split outputs with per-sentence masks;
+// Luong input feeding (the feed is not dropped)
+TEST(ParityModels, BahdanauDropoutMasks) {
+    check_model("bahdanau_dropout");
+}
+TEST(ParityModels, LuongDropoutMasksPerSentence) {
+    check_model("luong_dropout");
+}
+TEST(ParityModels, LuongInputFeedingDropoutMasks) {
+    check_model("luong_feed_dropout");
 }
 
 // ---- export for check_model_files.py (parity.model_files_cli); skipped in a plain ctest run ----
