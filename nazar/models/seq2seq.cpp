@@ -17,10 +17,10 @@ const ModelConfig& checked(const ModelConfig& cfg) {
     return cfg;
 }
 
-bool absent(TensorView v) {
+bool absent(ConstTensorView v) {
     return v.ndim() == 0 || v.numel() == 0;
 }  // default views have ndim 0
-TensorView sel(const Tensor& x, int i) {
+TensorView sel(Tensor& x, int i) {
     return absent(x) ? TensorView() : x.select(i);
 }
 
@@ -84,7 +84,7 @@ ParamList Seq2Seq::parameters() {
     return out;
 }
 
-TensorView Seq2Seq::generator_weight() const {
+ConstTensorView Seq2Seq::generator_weight() const {
     return cfg_.tie_target_embeddings ? decoder.embedding.params.weight.view()
                                       : generator.params.weight.view();
 }

@@ -31,13 +31,13 @@ public:
 
     // Draws one uniform per element from `rng` in train mode (p > 0); eval mode draws nothing.
     // out may alias x.
-    void forward(TensorView x,         // any shape
+    void forward(ConstTensorView x,    // any shape
                  TensorView out,       // same numel as x; overwritten
                  DropoutCache& cache,  // out: the mask (resized; empty when identity)
                  Rng& rng, Mode mode) const;
 
     // d_x += d_out ⊙ m  (d_x += d_out when the cache is empty).
-    void backward(TensorView d_out,  // same numel as x
+    void backward(ConstTensorView d_out,  // same numel as x
                   const DropoutCache& cache,
                   TensorView d_x) const;  // +=; must not alias d_out
 
