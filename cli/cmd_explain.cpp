@@ -31,7 +31,7 @@ std::string human(double x) {  // 3 significant digits: 6.55M, 157K, 25.6K
     return fmt::format("{}", x);
 }
 
-std::string vec(TensorView v, int n) {
+std::string vec(ConstTensorView v, int n) {
     std::string s = "[";
     for (int i = 0; i < n; ++i) s += fmt::format("{}{:.4f}", i ? ", " : "", v[i]);
     return s + (n < v.numel() ? ", ...]" : "]");

@@ -255,7 +255,7 @@ double date_alignment_accuracy(const EvalReport& r, std::span<const Example> exa
         const Decoded& d = r.decoded[i];
         const Example& e = examples[i];
         if (!d.correct || e.day.empty() || e.month.empty()) continue;
-        const TensorView a = d.attention;  // (n, S_b); rows 0..9 are the ISO characters
+        const ConstTensorView a = d.attention;  // (n, S_b); rows 0..9 are the ISO characters
         for (int row : {5, 6, 8, 9}) {
             const Span& span = row < 8 ? e.month : e.day;
             const float* w = a.data() + static_cast<int64_t>(row) * a.dim(1);

@@ -18,17 +18,17 @@ std::string vec(const std::vector<double>& v) {
     for (std::size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{:8.4f}", i ? ", " : "", v[i]);
     return s + "]";
 }
-std::vector<double> row(TensorView m, int r) {  // row r of a 2-D view
+std::vector<double> row(ConstTensorView m, int r) {  // row r of a 2-D view
     std::vector<double> out(static_cast<std::size_t>(m.dim(1)));
     for (int64_t c = 0; c < m.dim(1); ++c) out[c] = m.at(r, c);
     return out;
 }
-std::string matrix(const char* name, TensorView m) {
+std::string matrix(const char* name, ConstTensorView m) {
     std::string s = fmt::format("    {} ({}x{}):\n", name, m.dim(0), m.dim(1));
     for (int64_t r = 0; r < m.dim(0); ++r) s += "      " + vec(row(m, static_cast<int>(r))) + "\n";
     return s;
 }
-std::vector<double> matvec(TensorView W, const std::vector<double>& x) {  // W (R, C) · x (C)
+std::vector<double> matvec(ConstTensorView W, const std::vector<double>& x) {  // W (R, C) · x (C)
     std::vector<double> y(static_cast<std::size_t>(W.dim(0)), 0.0);
     for (int64_t r = 0; r < W.dim(0); ++r)
         for (int64_t c = 0; c < W.dim(1); ++c) y[r] += W.at(r, c) * x[c];
@@ -105,7 +105,7 @@ std::vector<double> output_input_by_hand(std::string& o, bool bahdanau, const Se
 std::vector<double> output_by_hand(std::string& o, const Seq2Seq& model, const Vocab& tv,
                                    const std::vector<double>& out_in) {
     const int V = tv.size();
-    const TensorView Wo = model.generator_weight();
+    const ConstTensorView Wo = model.generator_weight();
     std::vector<double> logits = matvec(Wo, out_in);
     for (int v = 0; v < V; ++v) logits[v] += model.generator.params.bias[v];
     const std::vector<double> p = softmax(logits);

@@ -75,7 +75,7 @@ float Attention::score_scale() const {
 }
 
 // keys = enc_out W_kᵀ: one GEMM over all B·S positions
-void Attention::precompute(TensorView enc_out, AttentionKeys& out, int step_rows) const {
+void Attention::precompute(ConstTensorView enc_out, AttentionKeys& out, int step_rows) const {
     NZ_CHECK(enc_out.ndim() == 3 && enc_out.dim(2) == cfg.context_size,
              "attention: enc_out must be (B, S, C={}), got {}", cfg.context_size,
              enc_out.shape().str());
@@ -93,13 +93,14 @@ void Attention::precompute(TensorView enc_out, AttentionKeys& out, int step_rows
 }
 
 // keys = enc_out W_kᵀ  =>  d_enc_out += d_keys W_k;  grad.W_k += d_keysᵀ enc_out
-void Attention::precompute_backward(TensorView enc_out, TensorView d_keys, TensorView d_enc_out) {
+void Attention::precompute_backward(ConstTensorView enc_out, ConstTensorView d_keys,
+                                    TensorView d_enc_out) {
     if (cfg.score == ScoreKind::dot) return;
     const int B = enc_out.dim(0), S = enc_out.dim(1), C = cfg.context_size, K = params.W_k.dim(0);
     NZ_CHECK_SHAPE(enc_out, {B, S, C});
     NZ_CHECK_SHAPE(d_keys, {B, S, K});
     NZ_CHECK_SHAPE(d_enc_out, {B, S, C});
-    const TensorView dk = d_keys.as_matrix(), x = enc_out.as_matrix();
+    const ConstTensorView dk = d_keys.as_matrix(), x = enc_out.as_matrix();
     gemm(dk, false, params.W_k, false, d_enc_out.as_matrix(), 1.0f, 1.0f);
     gemm(dk, true, x, false, grad.W_k, 1.0f, 1.0f);
 }
@@ -113,7 +114,7 @@ Attention::ScratchPtr::~ScratchPtr() = default;
 
 namespace {
 // The windows of one step (and local-p's predictor, which places them): start, count, p_t.
-void step_windows(const Attention& att, TensorView query, std::span<const int> lengths, int t,
+void step_windows(const Attention& att, ConstTensorView query, std::span<const int> lengths, int t,
                   AttentionStepCache& cache) {
     const AttentionConfig& cfg = att.cfg;
     const int B = query.dim(0);
@@ -139,7 +140,7 @@ void step_windows(const Attention& att, TensorView query, std::span<const int> l
 
 // The step's query-side parameters, after the rows: W_q and v_a (additive/concat), the learned
 // scale, the local-p predictor.
-void query_side_backward(Attention& att, attn::StepScratch& sc, TensorView query,
+void query_side_backward(Attention& att, attn::StepScratch& sc, ConstTensorView query,
                          std::span<const int> lengths, const AttentionStepCache& cache,
                          TensorView d_query, const AttentionQueryGrad* deferred) {
     const AttentionConfig& cfg = att.cfg;
@@ -172,7 +173,7 @@ void query_side_backward(Attention& att, attn::StepScratch& sc, TensorView query
 }
 }  // namespace
 
-void Attention::forward(TensorView query, const AttentionKeys& keys, TensorView enc_out,
+void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstTensorView enc_out,
                         std::span<const int> lengths, int t, TensorView context,
                         AttentionStepCache& cache) const {
     const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
@@ -235,10 +236,11 @@ void Attention::forward(TensorView query, const AttentionKeys& keys, TensorView 
     });
 }
 
-void Attention::backward(TensorView d_context, TensorView query, const AttentionKeys& keys,
-                         TensorView enc_out, std::span<const int> lengths,
-                         const AttentionStepCache& cache, TensorView d_query, TensorView d_keys,
-                         TensorView d_enc_out, const AttentionQueryGrad* deferred) {
+void Attention::backward(ConstTensorView d_context, ConstTensorView query,
+                         const AttentionKeys& keys, ConstTensorView enc_out,
+                         std::span<const int> lengths, const AttentionStepCache& cache,
+                         TensorView d_query, TensorView d_keys, TensorView d_enc_out,
+                         const AttentionQueryGrad* deferred) {
     const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
     const int A = cfg.attention_size, W = window_width(S);
     NZ_CHECK_SHAPE(d_context, {B, C});
@@ -320,7 +322,8 @@ bool Attention::has_query_weights() const {
     return is_additive(cfg.score) || cfg.local == LocalMode::predictive;
 }
 
-void Attention::query_weights_backward(TensorView d_u, TensorView d_pre, TensorView query) {
+void Attention::query_weights_backward(ConstTensorView d_u, ConstTensorView d_pre,
+                                       ConstTensorView query) {
     const int M = query.dim(0);
     NZ_CHECK_SHAPE(query, {M, cfg.query_size});
     // u = q W_qᵀ  =>  grad.W_q += d_uᵀ q

@@ -161,26 +161,26 @@ public:
 
     // step_rows: rows of the decoder steps that will read these keys (W_qᵀ is made for them
     // when that pays, blas.h). The keys capture the weights: precompute again after changing them.
-    void precompute(TensorView enc_out,  // (B, S, C)
-                    AttentionKeys& out,  // keys (B, S, K), resized
+    void precompute(ConstTensorView enc_out,  // (B, S, C)
+                    AttentionKeys& out,       // keys (B, S, K), resized
                     int step_rows = 0) const;
-    void precompute_backward(TensorView enc_out,     // (B, S, C)
-                             TensorView d_keys,      // (B, S, K)   sum over all steps (empty: dot)
-                             TensorView d_enc_out);  // (B, S, C)  +=, also += grad.W_k
+    void precompute_backward(ConstTensorView enc_out,  // (B, S, C)
+                             ConstTensorView d_keys,  // (B, S, K)   sum over all steps (empty: dot)
+                             TensorView d_enc_out);   // (B, S, C)  +=, also += grad.W_k
 
     // t: 0-based decoder step; local-m centres its window on min(t, S_b - 1).
-    void forward(TensorView query,              // (B, H)      s_{t-1} (Bahdanau) or s_t (Luong)
+    void forward(ConstTensorView query,         // (B, H)      s_{t-1} (Bahdanau) or s_t (Luong)
                  const AttentionKeys& keys,     // (B, S, K)
-                 TensorView enc_out,            // (B, S, C)   h
+                 ConstTensorView enc_out,       // (B, S, C)   h
                  std::span<const int> lengths,  // (B)         S_b, 0 <= S_b <= S
                  int t,
                  TensorView context,  // (B, C)      out: c (overwritten)
                  AttentionStepCache& cache) const;
     void backward(
-        TensorView d_context,  // (B, C)
-        TensorView query,      // (B, H)     same tensors forward saw
+        ConstTensorView d_context,  // (B, C)
+        ConstTensorView query,      // (B, H)     same tensors forward saw
         const AttentionKeys& keys,
-        TensorView enc_out,            // (B, S, C)
+        ConstTensorView enc_out,       // (B, S, C)
         std::span<const int> lengths,  // (B)
         const AttentionStepCache& cache,
         TensorView d_query,    // (B, H)     +=
@@ -189,10 +189,10 @@ public:
         const AttentionQueryGrad* deferred = nullptr);  // given: W_q / W_p gradients deferred
     // The deferred query-side weight gradients of M = T·B step rows at once:
     //   grad.W_q += d_uᵀ q (additive/concat);  grad.W_p += d_preᵀ q (local-p). Others: nothing.
-    bool has_query_weights() const;                 // additive/concat or local-p
-    void query_weights_backward(TensorView d_u,     // (M, A)  additive/concat; else ignored
-                                TensorView d_pre,   // (M, P)  local-p; else ignored
-                                TensorView query);  // (M, H)  the queries forward saw
+    bool has_query_weights() const;                      // additive/concat or local-p
+    void query_weights_backward(ConstTensorView d_u,     // (M, A)  additive/concat; else ignored
+                                ConstTensorView d_pre,   // (M, P)  local-p; else ignored
+                                ConstTensorView query);  // (M, H)  the queries forward saw
 
     // All T steps at once, for callers that run the attention after the whole recurrence (Luong
     // without input feeding, teacher forcing): dot/general scores, any locality (can_batch_steps).
@@ -206,17 +206,17 @@ public:
     // backward_steps() accept the caches of either. backward_steps adds grad.W_p itself
     // (nothing is deferred).
     bool can_batch_steps() const;
-    void forward_steps(TensorView queries,            // (T, B, H)  s_1 .. s_T
+    void forward_steps(ConstTensorView queries,       // (T, B, H)  s_1 .. s_T
                        const AttentionKeys& keys,     // (B, S, K)
-                       TensorView enc_out,            // (B, S, C)
+                       ConstTensorView enc_out,       // (B, S, C)
                        std::span<const int> lengths,  // (B)
                        TensorView contexts,           // (T, B, C)  out (overwritten)
                        std::span<AttentionStepCache* const> caches) const;  // [T] out
     void backward_steps(
-        TensorView d_contexts,  // (T, B, C)
-        TensorView queries,     // (T, B, H)
+        ConstTensorView d_contexts,  // (T, B, C)
+        ConstTensorView queries,     // (T, B, H)
         const AttentionKeys& keys,
-        TensorView enc_out,                                 // (B, S, C)
+        ConstTensorView enc_out,                            // (B, S, C)
         std::span<const int> lengths,                       // (B)
         std::span<const AttentionStepCache* const> caches,  // [T] from forward(_steps)
         TensorView d_queries,                               // (T, B, H)  +=

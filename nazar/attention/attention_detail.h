@@ -71,18 +71,18 @@ struct StepsSizes {
 
 // A step's cache from its rows of the all-steps scratch: raw scores, probs, weights (B, W),
 // the windows' start and count (B); score_evals = Σ count.
-void store_step(TensorView raw, TensorView probs, TensorView weights, std::span<const int> start,
-                std::span<const int> count, AttentionStepCache& c);
+void store_step(ConstTensorView raw, ConstTensorView probs, ConstTensorView weights,
+                std::span<const int> start, std::span<const int> count, AttentionStepCache& c);
 
 // forward_steps / backward_steps for local-m and local-p (attention_steps_local.cpp).
 // keys: (B, S, K), enc_out itself for dot; d_keys likewise (d_enc_out for dot).
 void forward_steps_local(const Attention& att, ForwardStepsScratch& sc, const StepsSizes& z,
-                         TensorView queries, const float* keys, TensorView enc_out,
+                         ConstTensorView queries, const float* keys, ConstTensorView enc_out,
                          std::span<const int> lengths, TensorView contexts,
                          std::span<AttentionStepCache* const> caches);
 void backward_steps_local(Attention& att, BackwardStepsScratch& sc, const StepsSizes& z,
-                          TensorView d_contexts, TensorView queries, const float* keys,
-                          float* d_keys, TensorView enc_out, std::span<const int> lengths,
+                          ConstTensorView d_contexts, ConstTensorView queries, const float* keys,
+                          float* d_keys, ConstTensorView enc_out, std::span<const int> lengths,
                           std::span<const AttentionStepCache* const> caches, TensorView d_queries,
                           TensorView d_enc_out);
 

@@ -25,8 +25,8 @@ namespace nazar {
 
 namespace {
 // The checks forward_steps and backward_steps share; returns the call's sizes.
-attn::StepsSizes steps_sizes(const Attention& att, const char* what, TensorView queries,
-                             const AttentionKeys& keys, TensorView enc_out,
+attn::StepsSizes steps_sizes(const Attention& att, const char* what, ConstTensorView queries,
+                             const AttentionKeys& keys, ConstTensorView enc_out,
                              std::span<const int> lengths, size_t n_caches) {
     NZ_CHECK(att.can_batch_steps(), "attention {} needs dot/general, got {}", what,
              describe(att.cfg));
@@ -50,7 +50,7 @@ attn::StepsSizes steps_sizes(const Attention& att, const char* what, TensorView 
 }
 }  // namespace
 
-void attn::store_step(TensorView raw, TensorView probs, TensorView weights,
+void attn::store_step(ConstTensorView raw, ConstTensorView probs, ConstTensorView weights,
                       std::span<const int> start, std::span<const int> count,
                       AttentionStepCache& c) {
     const int B = raw.dim(0), W = raw.dim(1);
@@ -70,8 +70,9 @@ bool Attention::can_batch_steps() const {
     return cfg.score == ScoreKind::dot || cfg.score == ScoreKind::general;
 }
 
-void Attention::forward_steps(TensorView queries, const AttentionKeys& keys, TensorView enc_out,
-                              std::span<const int> lengths, TensorView contexts,
+void Attention::forward_steps(ConstTensorView queries, const AttentionKeys& keys,
+                              ConstTensorView enc_out, std::span<const int> lengths,
+                              TensorView contexts,
                               std::span<AttentionStepCache* const> caches) const {
     const attn::StepsSizes z =
         steps_sizes(*this, "forward_steps", queries, keys, enc_out, lengths, caches.size());
@@ -122,8 +123,9 @@ void Attention::forward_steps(TensorView queries, const AttentionKeys& keys, Ten
 //   P = softmax(e) rows =>  d_e = P ⊙ (d_P − rowsum(P ⊙ d_P));  learned: d_s += Σ d_e ⊙ R
 //   e = s R, R = Q_b K_bᵀ   =>  d_R = s d_e;  d_Q_b += d_R K_b;  d_K_b += d_Rᵀ Q_b  (dot: K_b =
 //   h_b)
-void Attention::backward_steps(TensorView d_contexts, TensorView queries, const AttentionKeys& keys,
-                               TensorView enc_out, std::span<const int> lengths,
+void Attention::backward_steps(ConstTensorView d_contexts, ConstTensorView queries,
+                               const AttentionKeys& keys, ConstTensorView enc_out,
+                               std::span<const int> lengths,
                                std::span<const AttentionStepCache* const> caches,
                                TensorView d_queries, TensorView d_keys, TensorView d_enc_out) {
     const attn::StepsSizes z =

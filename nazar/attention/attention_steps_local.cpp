@@ -31,12 +31,12 @@ struct LocalSteps {
     int Sd = 0;                         // columns of the dense buffers: min(S, 2W)
     int64_t ldq = 0, ldd = 0, ldc = 0;  // row strides of Q, the dense buffers, C: B·H ...
     bool predictive = false, learned = false;
-    float s = 1.0f, sigma = 1.0f;  // score scale, local-p's σ
-    TensorView queries, enc_out;   // (T, B, H), (B, S, C)
-    const float* keys = nullptr;   // (B, S, K)
-    std::span<const int> lengths;  // (B)
+    float s = 1.0f, sigma = 1.0f;      // score scale, local-p's σ
+    ConstTensorView queries, enc_out;  // (T, B, H), (B, S, C)
+    const float* keys = nullptr;       // (B, S, K)
+    std::span<const int> lengths;      // (B)
 
-    LocalSteps(const Attention& att, const StepsSizes& sizes, TensorView q, TensorView h,
+    LocalSteps(const Attention& att, const StepsSizes& sizes, ConstTensorView q, ConstTensorView h,
                const float* k, std::span<const int> len)
         : z(sizes),
           Sd(std::min(sizes.S, 2 * sizes.W)),
@@ -138,7 +138,7 @@ void fill_cache(const LocalSteps& L, const ForwardStepsScratch& sc, int t, Atten
 }  // namespace
 
 void forward_steps_local(const Attention& att, ForwardStepsScratch& sc, const StepsSizes& z,
-                         TensorView queries, const float* keys, TensorView enc_out,
+                         ConstTensorView queries, const float* keys, ConstTensorView enc_out,
                          std::span<const int> lengths, TensorView contexts,
                          std::span<AttentionStepCache* const> caches) {
     const LocalSteps L(att, z, queries, enc_out, keys, lengths);
@@ -159,7 +159,7 @@ namespace {
 //   C_b = A_b h_b  =>  d_A_b = d_C_b h_bᵀ;  d_h_b += A_bᵀ d_C_b   (GEMMs)
 void dense_context_backward(const LocalSteps& L, BackwardStepsScratch& sc, int64_t b,
                             std::span<const AttentionStepCache* const> caches,
-                            TensorView d_contexts, TensorView d_enc_out) {
+                            ConstTensorView d_contexts, TensorView d_enc_out) {
     const int T = L.z.T, W = L.z.W, C = L.z.C, Sb = L.lengths[b];
     float* A = sc.dense_weights.data() + b * L.Sd;
     for (int t = 0; t < T; ++t) {
@@ -180,8 +180,9 @@ void dense_context_backward(const LocalSteps& L, BackwardStepsScratch& sc, int64
 // rows' d_r = s d_e into G_b (zero outside the windows) for two GEMMs:
 //   e = s Q_b K_bᵀ  =>  d_Q_b += G_b K_b;  d_K_b += G_bᵀ Q_b
 void backward_sentence(const LocalSteps& L, BackwardStepsScratch& sc, int64_t b,
-                       std::span<const AttentionStepCache* const> caches, TensorView d_contexts,
-                       float* d_keys, TensorView d_queries, TensorView d_enc_out) {
+                       std::span<const AttentionStepCache* const> caches,
+                       ConstTensorView d_contexts, float* d_keys, TensorView d_queries,
+                       TensorView d_enc_out) {
     const int T = L.z.T, B = L.z.B, W = L.z.W, C = L.z.C, K = L.z.K, H = L.z.H;
     const int Sb = L.lengths[b];
     const bool dense = dense_local(Sb, W) && Sb > 0;
@@ -244,8 +245,8 @@ void predictor_backward(Attention& att, const LocalSteps& L, BackwardStepsScratc
 }  // namespace
 
 void backward_steps_local(Attention& att, BackwardStepsScratch& sc, const StepsSizes& z,
-                          TensorView d_contexts, TensorView queries, const float* keys,
-                          float* d_keys, TensorView enc_out, std::span<const int> lengths,
+                          ConstTensorView d_contexts, ConstTensorView queries, const float* keys,
+                          float* d_keys, ConstTensorView enc_out, std::span<const int> lengths,
                           std::span<const AttentionStepCache* const> caches, TensorView d_queries,
                           TensorView d_enc_out) {
     const LocalSteps L(att, z, queries, enc_out, keys, lengths);

@@ -39,7 +39,7 @@ Window predictive_window(float p_t, int S_b, int D) {
     return window_around(c, S_b, D);
 }
 
-void predict_positions(TensorView query, TensorView W_p, TensorView v_p,
+void predict_positions(ConstTensorView query, ConstTensorView W_p, ConstTensorView v_p,
                        std::span<const int> lengths, TensorView hidden, TensorView sig,
                        TensorView p) {
     const int B = query.dim(0), H = query.dim(1), P = W_p.dim(0);
@@ -62,10 +62,10 @@ void predict_positions(TensorView query, TensorView W_p, TensorView v_p,
     }
 }
 
-void predict_positions_backward(TensorView d_p, TensorView query, TensorView W_p, TensorView v_p,
-                                std::span<const int> lengths, TensorView hidden, TensorView sig,
-                                TensorView d_pre, TensorView d_query, TensorView d_W_p,
-                                TensorView d_v_p) {
+void predict_positions_backward(ConstTensorView d_p, ConstTensorView query, ConstTensorView W_p,
+                                ConstTensorView v_p, std::span<const int> lengths,
+                                ConstTensorView hidden, ConstTensorView sig, TensorView d_pre,
+                                TensorView d_query, TensorView d_W_p, TensorView d_v_p) {
     const int B = query.dim(0), H = query.dim(1), P = W_p.dim(0);
     NZ_CHECK_SHAPE(d_p, {B});
     NZ_CHECK_SHAPE(d_pre, {B, P});
@@ -90,7 +90,7 @@ void predict_positions_backward(TensorView d_p, TensorView query, TensorView W_p
     gemm(d_pre, false, W_p, false, d_query, 1.0f, 1.0f);
 }
 
-void scatter_window(TensorView weights, std::span<const int> start, TensorView out) {
+void scatter_window(ConstTensorView weights, std::span<const int> start, TensorView out) {
     const int B = weights.dim(0), W = weights.dim(1), S = out.dim(1);
     NZ_CHECK(out.ndim() == 2 && out.dim(0) == B, "scatter_window: out {} for weights {}",
              out.shape().str(), weights.shape().str());

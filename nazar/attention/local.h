@@ -38,9 +38,9 @@ Window predictive_window(float p_t, int S_b, int D);
 
 // local-p predictor, batched (one GEMM each way):
 //   hidden = tanh(query W_pᵀ)  sig = sigmoid(hidden v_pᵀ)  p[b] = S_b · sig[b]
-void predict_positions(TensorView query,              // (B, H)
-                       TensorView W_p,                // (P, H)
-                       TensorView v_p,                // (1, P)
+void predict_positions(ConstTensorView query,         // (B, H)
+                       ConstTensorView W_p,           // (P, H)
+                       ConstTensorView v_p,           // (1, P)
                        std::span<const int> lengths,  // (B)
                        TensorView hidden,             // (B, P)  out
                        TensorView sig,                // (B)     out
@@ -48,20 +48,20 @@ void predict_positions(TensorView query,              // (B, H)
 // Backward from d_p (B): d_u = d_p · S_b · sig (1 - sig);  d_v_p += Σ_b d_u hidden[b];
 // d_pre = d_u v_p ⊙ (1 - hidden²);  d_W_p += d_preᵀ query;  d_query += d_pre W_p.
 void predict_positions_backward(
-    TensorView d_p,                // (B)
-    TensorView query,              // (B, H)
-    TensorView W_p,                // (P, H)
-    TensorView v_p,                // (1, P)
+    ConstTensorView d_p,           // (B)
+    ConstTensorView query,         // (B, H)
+    ConstTensorView W_p,           // (P, H)
+    ConstTensorView v_p,           // (1, P)
     std::span<const int> lengths,  // (B)
-    TensorView hidden,             // (B, P)  from forward
-    TensorView sig,                // (B)     from forward
+    ConstTensorView hidden,        // (B, P)  from forward
+    ConstTensorView sig,           // (B)     from forward
     TensorView d_pre,              // (B, P)  written (the caller may batch d_W_p from it)
     TensorView d_query,            // (B, H)  +=
     TensorView d_W_p,              // (P, H)  +=  (empty view: not computed)
     TensorView d_v_p);             // (1, P)  +=
 
 // out[b, start[b] + j] = weights[b, j] for j < W with start[b] + j < S; zero elsewhere.
-void scatter_window(TensorView weights,          // (B, W)
+void scatter_window(ConstTensorView weights,     // (B, W)
                     std::span<const int> start,  // (B)
                     TensorView out);             // (B, S) overwritten
 

@@ -180,7 +180,7 @@ void store(const Vec& from, TensorView to) {
 }
 }  // namespace
 
-void attention_forward(const Attention& att, TensorView query, TensorView enc_out,
+void attention_forward(const Attention& att, ConstTensorView query, ConstTensorView enc_out,
                        std::span<const int> lengths, int t, TensorView weights,
                        TensorView context) {
     const AttentionConfig& cfg = att.cfg;
@@ -200,8 +200,8 @@ void attention_forward(const Attention& att, TensorView query, TensorView enc_ou
     }
 }
 
-void attention_backward(const Attention& att, TensorView query, TensorView enc_out,
-                        std::span<const int> lengths, int t, TensorView d_context,
+void attention_backward(const Attention& att, ConstTensorView query, ConstTensorView enc_out,
+                        std::span<const int> lengths, int t, ConstTensorView d_context,
                         TensorView d_query, TensorView d_enc_out, AttentionParams& grad) {
     const AttentionConfig& cfg = att.cfg;
     const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;

@@ -10,8 +10,8 @@ namespace nazar::attn::naive {
 
 // Same inputs as Attention::precompute + forward; outputs dense weights and the context.
 void attention_forward(const Attention& att,
-                       TensorView query,              // (B, H)
-                       TensorView enc_out,            // (B, S, C)
+                       ConstTensorView query,         // (B, H)
+                       ConstTensorView enc_out,       // (B, S, C)
                        std::span<const int> lengths,  // (B)
                        int t,
                        TensorView weights,   // (B, S)  out: α at source positions
@@ -22,13 +22,13 @@ void attention_forward(const Attention& att,
 // like att.params, absent parameters (0)-shaped), every parameter's. All OVERWRITTEN (not +=).
 // The window choice of local-p (the rounding of p_t) is piecewise constant: no gradient.
 void attention_backward(const Attention& att,
-                        TensorView query,              // (B, H)
-                        TensorView enc_out,            // (B, S, C)
+                        ConstTensorView query,         // (B, H)
+                        ConstTensorView enc_out,       // (B, S, C)
                         std::span<const int> lengths,  // (B)
                         int t,
-                        TensorView d_context,    // (B, C)
-                        TensorView d_query,      // (B, H)     out
-                        TensorView d_enc_out,    // (B, S, C)  out
-                        AttentionParams& grad);  // out
+                        ConstTensorView d_context,  // (B, C)
+                        TensorView d_query,         // (B, H)     out
+                        TensorView d_enc_out,       // (B, S, C)  out
+                        AttentionParams& grad);     // out
 
 }  // namespace nazar::attn::naive

@@ -16,11 +16,11 @@
 
 namespace nazar {
 
-void gemm(TensorView a, bool ta, TensorView b, bool tb, TensorView c, float alpha = 1.0f,
+void gemm(ConstTensorView a, bool ta, ConstTensorView b, bool tb, TensorView c, float alpha = 1.0f,
           float beta = 0.0f);
 
-void gemm_batched(TensorView a, bool ta, TensorView b, bool tb, TensorView c, float alpha = 1.0f,
-                  float beta = 0.0f);
+void gemm_batched(ConstTensorView a, bool ta, ConstTensorView b, bool tb, TensorView c,
+                  float alpha = 1.0f, float beta = 0.0f);
 
 void gemm_raw(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
               const float* B, int ldb, float beta, float* C, int ldc);
@@ -63,7 +63,7 @@ inline constexpr int kSmallGemmRows = 8;
 // wt = Wᵀ of W (N x K, leading dimension ldw: a column block of a wider matrix is allowed),
 // strip-packed; reuses wt's memory when it is the only owner, never writes into a shared copy.
 void refresh_weight_t(WeightT& wt, const float* w, int N, int K, int ldw);
-void refresh_weight_t(WeightT& wt, TensorView w);  // all of W (N x K)
+void refresh_weight_t(WeightT& wt, ConstTensorView w);  // all of W (N x K)
 // Rows k0.. of a packed Wᵀ (the columns k0.. of W), or nothing.
 struct WeightTRows {
     const float* data = nullptr;  // strip 0, row k0

@@ -44,7 +44,7 @@ void axpy(int64_t n, float a, const float* x, float* y) {
     for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-void add_bias_rows(TensorView out, TensorView bias) {
+void add_bias_rows(TensorView out, ConstTensorView bias) {
     const TensorView m = out.as_matrix();
     const int R = m.dim(0), N = m.dim(1);
     NZ_CHECK(bias.numel() == N, "add_bias_rows: bias {} for rows of {}", bias.shape().str(), N);
@@ -55,8 +55,8 @@ void add_bias_rows(TensorView out, TensorView bias) {
     }
 }
 
-void sum_rows_into(TensorView d_out, TensorView d_bias) {
-    const TensorView m = d_out.as_matrix();
+void sum_rows_into(ConstTensorView d_out, TensorView d_bias) {
+    const ConstTensorView m = d_out.as_matrix();
     const int R = m.dim(0), N = m.dim(1);
     NZ_CHECK(d_bias.numel() == N, "sum_rows_into: d_bias {} for rows of {}", d_bias.shape().str(),
              N);
@@ -104,7 +104,7 @@ float logsumexp_row(const float* x, int n) {
     return mx + std::log(sum);
 }
 
-void masked_softmax(TensorView x, std::span<const int> len, TensorView out) {
+void masked_softmax(ConstTensorView x, std::span<const int> len, TensorView out) {
     NZ_CHECK(x.ndim() == 2 && out.shape() == x.shape(), "masked_softmax: x {} out {}",
              x.shape().str(), out.shape().str());
     const int R = x.dim(0), S = x.dim(1);
@@ -120,11 +120,11 @@ void masked_softmax(TensorView x, std::span<const int> len, TensorView out) {
     }
 }
 
-void softmax_backward(TensorView a, TensorView d_a, TensorView d_x, bool accumulate) {
+void softmax_backward(ConstTensorView a, ConstTensorView d_a, TensorView d_x, bool accumulate) {
     NZ_CHECK(a.shape() == d_a.shape() && a.shape() == d_x.shape(),
              "softmax_backward: a {} d_a {} d_x {}", a.shape().str(), d_a.shape().str(),
              d_x.shape().str());
-    const TensorView am = a.as_matrix();
+    const ConstTensorView am = a.as_matrix();
     const int R = am.dim(0), S = am.dim(1);
     for (int r = 0; r < R; ++r) {
         const float* ar = a.data() + static_cast<int64_t>(r) * S;
@@ -139,10 +139,10 @@ void softmax_backward(TensorView a, TensorView d_a, TensorView d_x, bool accumul
     }
 }
 
-void log_softmax(TensorView x, TensorView out) {
+void log_softmax(ConstTensorView x, TensorView out) {
     NZ_CHECK(out.shape() == x.shape(), "log_softmax: x {} out {}", x.shape().str(),
              out.shape().str());
-    const TensorView m = x.as_matrix();
+    const ConstTensorView m = x.as_matrix();
     const int R = m.dim(0), V = m.dim(1);
     for (int r = 0; r < R; ++r) {
         const float* xr = x.data() + static_cast<int64_t>(r) * V;

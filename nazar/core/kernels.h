@@ -26,19 +26,19 @@ void sigmoid(const float* x, float* y, int64_t n);
 // y = a * x + y
 void axpy(int64_t n, float a, const float* x, float* y);
 // out[r, :] += bias (rows, cols) + (cols)
-void add_bias_rows(TensorView out, TensorView bias);
+void add_bias_rows(TensorView out, ConstTensorView bias);
 // d_bias += Σ_r d_out[r, :]
-void sum_rows_into(TensorView d_out, TensorView d_bias);
+void sum_rows_into(ConstTensorView d_out, TensorView d_bias);
 
 // out[r, :len[r]] = softmax(x[r, :len[r]]), out[r, len[r]:] = 0. `len` empty = full rows.
 //   x, out: (R, S)   len: (R)
-void masked_softmax(TensorView x, std::span<const int> len, TensorView out);
+void masked_softmax(ConstTensorView x, std::span<const int> len, TensorView out);
 // Softmax backward for one or many rows (a = softmax output, zeros outside the mask):
 //   d_x = a ⊙ (d_a − Σ_s a ⊙ d_a), written (accumulate = false) or added (accumulate = true).
 //   a, d_a, d_x: (R, S)
-void softmax_backward(TensorView a, TensorView d_a, TensorView d_x, bool accumulate);
+void softmax_backward(ConstTensorView a, ConstTensorView d_a, TensorView d_x, bool accumulate);
 // out[r, :] = x[r, :] − logsumexp(x[r, :]);  x, out: (R, V)
-void log_softmax(TensorView x, TensorView out);
+void log_softmax(ConstTensorView x, TensorView out);
 
 // The same, on one contiguous row of n entries (used by attention windows and decoders).
 void softmax_row(const float* x, int n, float* out);
@@ -48,8 +48,8 @@ namespace naive {
 void exp(const float* x, float* y, int64_t n);
 void tanh(const float* x, float* y, int64_t n);
 void sigmoid(const float* x, float* y, int64_t n);
-void masked_softmax(TensorView x, std::span<const int> len, TensorView out);
-void log_softmax(TensorView x, TensorView out);
+void masked_softmax(ConstTensorView x, std::span<const int> len, TensorView out);
+void log_softmax(ConstTensorView x, TensorView out);
 }  // namespace naive
 
 }  // namespace nazar::kernels

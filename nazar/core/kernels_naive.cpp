@@ -17,7 +17,7 @@ void sigmoid(const float* x, float* y, int64_t n) {
         y[i] = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x[i]))));
 }
 
-void masked_softmax(TensorView x, std::span<const int> len, TensorView out) {
+void masked_softmax(ConstTensorView x, std::span<const int> len, TensorView out) {
     const int R = x.dim(0), S = x.dim(1);
     for (int r = 0; r < R; ++r) {
         const int n = len.empty() ? S : len[r];
@@ -29,8 +29,9 @@ void masked_softmax(TensorView x, std::span<const int> len, TensorView out) {
     }
 }
 
-void log_softmax(TensorView x, TensorView out) {
-    const TensorView m = x.as_matrix(), o = out.as_matrix();
+void log_softmax(ConstTensorView x, TensorView out) {
+    const ConstTensorView m = x.as_matrix();
+    const TensorView o = out.as_matrix();
     for (int r = 0; r < m.dim(0); ++r) {
         double mx = -std::numeric_limits<double>::infinity(), sum = 0;
         for (int v = 0; v < m.dim(1); ++v) mx = std::max(mx, static_cast<double>(m.at(r, v)));

@@ -184,7 +184,7 @@ void check_header_length(std::string_view first8, uint64_t file_size, const std:
 
 // ---- SafeTensors ------------------------------------------------------------------------
 
-void SafeTensors::set(const std::string& name, TensorView value) {
+void SafeTensors::set(const std::string& name, ConstTensorView value) {
     tensors_.insert_or_assign(name, Tensor::clone(value));
 }
 void SafeTensors::set(const std::string& name, Tensor&& value) {

@@ -39,7 +39,8 @@ inline constexpr uint64_t kSafetensorsMaxHeader = 100ull << 20;  // 100 MB, as u
 class SafeTensors {
 public:
     // ---- tensors (kept sorted by name) ----
-    void set(const std::string& name, TensorView value);  // deep copy; replaces an existing one
+    void set(const std::string& name,
+             ConstTensorView value);  // deep copy; replaces an existing one
     void set(const std::string& name, Tensor&& value);
     bool contains(const std::string& name) const { return tensors_.count(name) != 0; }
     // Throws nazar::Error naming the tensor and the source (file) when absent.

@@ -67,26 +67,31 @@ void aligned_free(float* p) {
 
 // ---- TensorView --------------------------------------------------------------------------
 
-float& TensorView::at(int64_t i) const {
+template <class T>
+T& BasicTensorView<T>::at(int64_t i) const {
     NZ_DCHECK(ndim() == 1 && i >= 0 && i < shape_[0]);
     return data_[i];
 }
-float& TensorView::at(int64_t i, int64_t j) const {
+template <class T>
+T& BasicTensorView<T>::at(int64_t i, int64_t j) const {
     NZ_DCHECK(ndim() == 2 && i >= 0 && i < shape_[0] && j >= 0 && j < shape_[1]);
     return data_[i * shape_[1] + j];
 }
-float& TensorView::at(int64_t i, int64_t j, int64_t k) const {
+template <class T>
+T& BasicTensorView<T>::at(int64_t i, int64_t j, int64_t k) const {
     NZ_DCHECK(ndim() == 3 && i >= 0 && i < shape_[0] && j >= 0 && j < shape_[1] && k >= 0 &&
               k < shape_[2]);
     return data_[(i * shape_[1] + j) * shape_[2] + k];
 }
-float& TensorView::at(int64_t i, int64_t j, int64_t k, int64_t l) const {
+template <class T>
+T& BasicTensorView<T>::at(int64_t i, int64_t j, int64_t k, int64_t l) const {
     NZ_DCHECK(ndim() == 4 && i >= 0 && i < shape_[0] && j >= 0 && j < shape_[1] && k >= 0 &&
               k < shape_[2] && l >= 0 && l < shape_[3]);
     return data_[((i * shape_[1] + j) * shape_[2] + k) * shape_[3] + l];
 }
 
-TensorView TensorView::slice(int64_t begin, int64_t end) const {
+template <class T>
+BasicTensorView<T> BasicTensorView<T>::slice(int64_t begin, int64_t end) const {
     NZ_CHECK(ndim() >= 1 && 0 <= begin && begin <= end && end <= shape_[0],
              "slice [{}, {}) out of range for shape {}", begin, end, shape_.str());
     Shape s = shape_;
@@ -95,7 +100,8 @@ TensorView TensorView::slice(int64_t begin, int64_t end) const {
     return {data_ + begin * row, s};
 }
 
-TensorView TensorView::select(int64_t i) const {
+template <class T>
+BasicTensorView<T> BasicTensorView<T>::select(int64_t i) const {
     NZ_CHECK(ndim() >= 1 && 0 <= i && i < shape_[0], "select {} out of range for shape {}", i,
              shape_.str());
     auto d = shape_.dims();
@@ -103,28 +109,37 @@ TensorView TensorView::select(int64_t i) const {
     return {data_ + i * s.numel(), s};
 }
 
-TensorView TensorView::reshape(Shape shape) const {
+template <class T>
+BasicTensorView<T> BasicTensorView<T>::reshape(Shape shape) const {
     NZ_CHECK(shape.numel() == numel(), "cannot reshape {} to {}", shape_.str(), shape.str());
     return {data_, shape};
 }
 
-TensorView TensorView::as_matrix() const {
+template <class T>
+BasicTensorView<T> BasicTensorView<T>::as_matrix() const {
     NZ_CHECK(ndim() >= 1, "as_matrix of a scalar");
     const int64_t last = shape_[-1];
     return {data_, Shape{last ? numel() / last : 0, last}};
 }
 
-void TensorView::zero() const {
+template <class T>
+void BasicTensorView<T>::zero() const requires(!std::is_const_v<T>) {
     if (numel()) std::memset(data_, 0, static_cast<std::size_t>(numel()) * sizeof(float));
 }
-void TensorView::fill(float value) const {
+template <class T>
+void BasicTensorView<T>::fill(float value) const requires(!std::is_const_v<T>) {
     std::fill_n(data_, numel(), value);
 }
-void TensorView::copy_from(TensorView src) const {
+template <class T>
+void BasicTensorView<T>::copy_from(BasicTensorView<const float> src) const
+    requires(!std::is_const_v<T>) {
     NZ_CHECK(src.numel() == numel(), "copy_from: {} into {}", src.shape().str(), shape_.str());
     if (numel() && src.data() != data_)
         std::memmove(data_, src.data(), static_cast<std::size_t>(numel()) * sizeof(float));
 }
+
+template class BasicTensorView<float>;
+template class BasicTensorView<const float>;
 
 // ---- Tensor ------------------------------------------------------------------------------
 
@@ -143,7 +158,7 @@ Tensor Tensor::from(Shape shape, std::span<const float> values) {
     return t;
 }
 
-Tensor Tensor::clone(TensorView v) {
+Tensor Tensor::clone(ConstTensorView v) {
     Tensor t(v.shape());
     t.copy_from(v);
     return t;
@@ -226,7 +241,7 @@ std::size_t Arena::capacity() const {
 
 // ---- comparisons -------------------------------------------------------------------------
 
-double max_abs_diff(TensorView a, TensorView b) {
+double max_abs_diff(ConstTensorView a, ConstTensorView b) {
     NZ_CHECK(a.numel() == b.numel(), "max_abs_diff: {} vs {}", a.shape().str(), b.shape().str());
     double m = 0;
     for (int64_t i = 0; i < a.numel(); ++i) {
@@ -236,7 +251,7 @@ double max_abs_diff(TensorView a, TensorView b) {
     return m;
 }
 
-double max_rel_error(TensorView a, TensorView b) {
+double max_rel_error(ConstTensorView a, ConstTensorView b) {
     double scale = 0;
     for (int64_t i = 0; i < b.numel(); ++i)
         scale = std::max(scale, std::abs(static_cast<double>(b[i])));

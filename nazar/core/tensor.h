@@ -3,6 +3,7 @@
 //   Shape       up to 4 dimensions, stored inline (no heap).
 //   TensorView  non-owning (pointer + shape); cheap to copy and pass by value. Views are always
 //               contiguous; sub-blocks with a leading dimension go through gemm_raw (blas.h).
+//   ConstTensorView  the read-only view: what a const Tensor gives and what inputs take.
 //   Tensor      owning, 64-byte aligned. Copy = deep copy. resize() reuses its buffer when it
 //               is large enough, so tensors held across steps stop allocating after warm-up.
 //   Arena       bump allocator for per-step scratch: alloc() is a pointer bump, reset() keeps
@@ -19,6 +20,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace nazar {
@@ -45,47 +47,64 @@ private:
     int n_ = 0;
 };
 
-class TensorView {
+// A non-owning view of contiguous floats. TensorView may write; ConstTensorView may only read.
+// A TensorView (or a Tensor) converts to a ConstTensorView implicitly, never the reverse, and a
+// const Tensor gives only ConstTensorViews: a function that takes ConstTensorView or
+// const Tensor& does not write through it. Copying a view does not copy the data, so a
+// `const TensorView` still writes (like `float* const`): read-only is spelled ConstTensorView.
+template <class T>
+class BasicTensorView {
 public:
-    TensorView() = default;
-    TensorView(float* data, Shape shape) : data_(data), shape_(shape) {}
+    BasicTensorView() = default;
+    BasicTensorView(T* data, Shape shape) : data_(data), shape_(shape) {}
+    template <class U>
+    requires(std::is_same_v<T, const U> && !std::is_const_v<U>)
+        BasicTensorView(BasicTensorView<U> v)  // NOLINT: writable -> read-only is always safe
+        : data_(v.data()), shape_(v.shape()) {}
 
-    float* data() const { return data_; }
+    T* data() const { return data_; }
     const Shape& shape() const { return shape_; }
     int ndim() const { return shape_.ndim(); }
     int dim(int i) const { return static_cast<int>(shape_[i]); }
     int64_t numel() const { return shape_.numel(); }
     bool empty() const { return numel() == 0; }
-    std::span<float> span() const { return {data_, static_cast<std::size_t>(numel())}; }
+    std::span<T> span() const { return {data_, static_cast<std::size_t>(numel())}; }
 
-    float& operator[](int64_t i) const { return data_[i]; }  // flat index
-    float& at(int64_t i) const;
-    float& at(int64_t i, int64_t j) const;
-    float& at(int64_t i, int64_t j, int64_t k) const;
-    float& at(int64_t i, int64_t j, int64_t k, int64_t l) const;
+    T& operator[](int64_t i) const { return data_[i]; }  // flat index
+    T& at(int64_t i) const;
+    T& at(int64_t i, int64_t j) const;
+    T& at(int64_t i, int64_t j, int64_t k) const;
+    T& at(int64_t i, int64_t j, int64_t k, int64_t l) const;
 
-    TensorView slice(int64_t begin, int64_t end) const;  // rows [begin, end) of dim 0
-    TensorView select(int64_t i) const;                  // sub-tensor i of dim 0 (drops it)
-    TensorView reshape(Shape shape) const;               // same numel, same data
-    TensorView as_matrix() const;  // (numel / last, last): leading dims collapsed
+    BasicTensorView slice(int64_t begin, int64_t end) const;  // rows [begin, end) of dim 0
+    BasicTensorView select(int64_t i) const;                  // sub-tensor i of dim 0 (drops it)
+    BasicTensorView reshape(Shape shape) const;               // same numel, same data
+    BasicTensorView as_matrix() const;  // (numel / last, last): leading dims collapsed
 
-    void zero() const;
-    void fill(float value) const;
-    void copy_from(TensorView src) const;  // shapes must have the same numel
+    void zero() const requires(!std::is_const_v<T>);
+    void fill(float value) const requires(!std::is_const_v<T>);
+    void copy_from(BasicTensorView<const float> src) const  // shapes must have the same numel
+        requires(!std::is_const_v<T>);
 
 private:
-    float* data_ = nullptr;
+    T* data_ = nullptr;
     Shape shape_{0};  // default: empty (numel 0), not a scalar
 };
 
+using TensorView = BasicTensorView<float>;
+using ConstTensorView = BasicTensorView<const float>;
+extern template class BasicTensorView<float>;
+extern template class BasicTensorView<const float>;
+
+// Constness is deep: a const Tensor gives const floats and ConstTensorViews only.
 class Tensor {
 public:
     Tensor() = default;
     explicit Tensor(Shape shape);  // zero-initialised
     static Tensor zeros(Shape shape) { return Tensor(shape); }
     static Tensor from(Shape shape, std::span<const float> values);
-    static Tensor like(TensorView v) { return Tensor(v.shape()); }
-    static Tensor clone(TensorView v);
+    static Tensor like(ConstTensorView v) { return Tensor(v.shape()); }
+    static Tensor clone(ConstTensorView v);
 
     Tensor(const Tensor& o);
     Tensor& operator=(const Tensor& o);
@@ -96,28 +115,41 @@ public:
     // unless `zero` is set).
     void resize(Shape shape, bool zero = true);
 
-    TensorView view() const { return {data_.get(), shape_}; }
-    operator TensorView() const { return view(); }  // NOLINT: views are the currency
+    TensorView view() { return {data_.get(), shape_}; }
+    ConstTensorView view() const { return {data_.get(), shape_}; }
+    operator TensorView() { return view(); }             // NOLINT: views are the currency
+    operator ConstTensorView() const { return view(); }  // NOLINT
 
-    float* data() const { return data_.get(); }
+    float* data() { return data_.get(); }
+    const float* data() const { return data_.get(); }
     const Shape& shape() const { return shape_; }
     int ndim() const { return shape_.ndim(); }
     int dim(int i) const { return static_cast<int>(shape_[i]); }
     int64_t numel() const { return shape_.numel(); }
     bool empty() const { return numel() == 0; }
-    std::span<float> span() const { return view().span(); }
-    float& operator[](int64_t i) const { return data_.get()[i]; }
+    std::span<float> span() { return view().span(); }
+    std::span<const float> span() const { return view().span(); }
+    float& operator[](int64_t i) { return data_.get()[i]; }
+    const float& operator[](int64_t i) const { return data_.get()[i]; }
     template <class... I>
-    float& at(I... i) const {
+    float& at(I... i) {
         return view().at(static_cast<int64_t>(i)...);
     }
-    TensorView slice(int64_t b, int64_t e) const { return view().slice(b, e); }
-    TensorView select(int64_t i) const { return view().select(i); }
-    TensorView reshape(Shape s) const { return view().reshape(s); }
-    TensorView as_matrix() const { return view().as_matrix(); }
-    void zero() const { view().zero(); }
-    void fill(float v) const { view().fill(v); }
-    void copy_from(TensorView src) const { view().copy_from(src); }
+    template <class... I>
+    const float& at(I... i) const {
+        return view().at(static_cast<int64_t>(i)...);
+    }
+    TensorView slice(int64_t b, int64_t e) { return view().slice(b, e); }
+    ConstTensorView slice(int64_t b, int64_t e) const { return view().slice(b, e); }
+    TensorView select(int64_t i) { return view().select(i); }
+    ConstTensorView select(int64_t i) const { return view().select(i); }
+    TensorView reshape(Shape s) { return view().reshape(s); }
+    ConstTensorView reshape(Shape s) const { return view().reshape(s); }
+    TensorView as_matrix() { return view().as_matrix(); }
+    ConstTensorView as_matrix() const { return view().as_matrix(); }
+    void zero() { view().zero(); }
+    void fill(float v) { view().fill(v); }
+    void copy_from(ConstTensorView src) { view().copy_from(src); }
 
 private:
     struct Free {
@@ -158,8 +190,8 @@ float* aligned_alloc_floats(int64_t n);  // 64-byte aligned, zeroed; throws on f
 void aligned_free(float* p);
 
 // Max |a - b| / max(max |b|, tiny): the norm-wise relative error used by parity tests.
-double max_rel_error(TensorView a, TensorView b);
-double max_abs_diff(TensorView a, TensorView b);
+double max_rel_error(ConstTensorView a, ConstTensorView b);
+double max_abs_diff(ConstTensorView a, ConstTensorView b);
 
 namespace detail {
 [[noreturn]] void shape_mismatch(const char* file, int line, const char* name, const Shape& want,

@@ -25,7 +25,7 @@ AlignmentFormat parse_alignment_format(std::string_view name) {
 }
 
 namespace {
-void check_rows(TensorView attention, int n_tgt, const char* what) {
+void check_rows(ConstTensorView attention, int n_tgt, const char* what) {
     NZ_CHECK(attention.ndim() == 2 || attention.numel() == 0,
              "{}: attention must be (n, S_b), got {} dims", what, attention.ndim());
     const int n = attention.ndim() == 2 ? attention.dim(0) : 0;
@@ -34,7 +34,7 @@ void check_rows(TensorView attention, int n_tgt, const char* what) {
 }
 }  // namespace
 
-std::vector<AlignmentLink> hard_alignment(TensorView attention, int n_tgt) {
+std::vector<AlignmentLink> hard_alignment(ConstTensorView attention, int n_tgt) {
     check_rows(attention, n_tgt, "hard_alignment");
     std::vector<AlignmentLink> links;
     const int S = attention.ndim() == 2 ? attention.dim(1) : 0;
@@ -56,7 +56,7 @@ std::string format_hard_alignment(std::span<const AlignmentLink> links) {
     return out;
 }
 
-std::string format_soft_alignment(TensorView attention, int n_tgt) {
+std::string format_soft_alignment(ConstTensorView attention, int n_tgt) {
     check_rows(attention, n_tgt, "format_soft_alignment");
     const int S = attention.ndim() == 2 ? attention.dim(1) : 0;
     std::string out = "[";
@@ -91,7 +91,7 @@ UnkDictionary load_unk_dictionary(const std::string& path) {
     return dict;
 }
 
-std::vector<std::string> output_pieces(std::span<const int32_t> tokens, TensorView attention,
+std::vector<std::string> output_pieces(std::span<const int32_t> tokens, ConstTensorView attention,
                                        const Vocab& tgt_vocab, int32_t eos, int32_t unk,
                                        bool replace_unk, std::span<const std::string> src_pieces,
                                        const UnkDictionary* dictionary) {

@@ -33,14 +33,14 @@ AlignmentFormat parse_alignment_format(
     std::string_view name);  // "none" | "hard" | "soft"; UsageError
 
 // Links for target rows j < n_tgt of attention (n, S_b), n_tgt <= n; none when S_b == 0.
-std::vector<AlignmentLink> hard_alignment(TensorView attention, int n_tgt);
+std::vector<AlignmentLink> hard_alignment(ConstTensorView attention, int n_tgt);
 std::string format_hard_alignment(std::span<const AlignmentLink> links);  // "i-j i-j ..."
-std::string format_soft_alignment(TensorView attention, int n_tgt);       // rows j < n_tgt as JSON
+std::string format_soft_alignment(ConstTensorView attention, int n_tgt);  // rows j < n_tgt as JSON
 
 // The output pieces of `tokens` (ids, </s> and after dropped): vocabulary pieces, with <unk>
 // replaced as above when `replace_unk` (attention (n, S_b) rows are the tokens' weights,
 // src_pieces has S_b entries; dictionary may be null).
-std::vector<std::string> output_pieces(std::span<const int32_t> tokens, TensorView attention,
+std::vector<std::string> output_pieces(std::span<const int32_t> tokens, ConstTensorView attention,
                                        const Vocab& tgt_vocab, int32_t eos, int32_t unk,
                                        bool replace_unk, std::span<const std::string> src_pieces,
                                        const UnkDictionary* dictionary);

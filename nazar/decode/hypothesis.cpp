@@ -14,7 +14,7 @@ double length_penalty(int n, float alpha) {
     return std::pow((5.0 + n) / 6.0, static_cast<double>(alpha));
 }
 
-double coverage_penalty(TensorView attention, float beta) {
+double coverage_penalty(ConstTensorView attention, float beta) {
     if (beta == 0.0f || attention.numel() == 0) return 0.0;
     NZ_CHECK(attention.ndim() == 2, "coverage_penalty: attention must be (n, S_b), got {} dims",
              attention.ndim());
@@ -27,7 +27,7 @@ double coverage_penalty(TensorView attention, float beta) {
     return static_cast<double>(beta) * sum;
 }
 
-double ranking_score(double log_prob, TensorView attention, float alpha, float beta) {
+double ranking_score(double log_prob, ConstTensorView attention, float alpha, float beta) {
     const int n = attention.ndim() == 2 ? static_cast<int>(attention.dim(0)) : 0;
     return log_prob / length_penalty(n, alpha) + coverage_penalty(attention, beta);
 }

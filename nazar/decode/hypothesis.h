@@ -27,10 +27,10 @@ struct Hypothesis {
 // ((5 + n) / 6)^alpha.
 double length_penalty(int n, float alpha);
 // beta · Σ_i log(clamp(Σ_t attention[t, i], 1e-10, 1)); 0 when beta == 0 or S_b == 0.
-double coverage_penalty(TensorView attention,  // (n, S_b)
+double coverage_penalty(ConstTensorView attention,  // (n, S_b)
                         float beta);
 // log_prob / length_penalty(n, alpha) + coverage_penalty(attention, beta), n = attention rows.
-double ranking_score(double log_prob, TensorView attention,  // (n, S_b)
+double ranking_score(double log_prob, ConstTensorView attention,  // (n, S_b)
                      float alpha, float beta);
 
 }  // namespace nazar

@@ -59,11 +59,11 @@ void Decoder::prepare_steps(EncodedSource& src, int step_rows) const {
     }
 }
 
-void Decoder::step_forward(int t, TensorView emb, TensorView h_prev, TensorView c_prev,
-                           TensorView feed_prev, const EncodedSource& src,
-                           const Attention& attention, TensorView h_new, TensorView c_new,
-                           TensorView out, DecoderStepCache& cache, Rng& rng, Mode mode,
-                           TensorView gi0) {
+void Decoder::step_forward(int t, ConstTensorView emb, ConstTensorView h_prev,
+                           ConstTensorView c_prev, ConstTensorView feed_prev,
+                           const EncodedSource& src, const Attention& attention, TensorView h_new,
+                           TensorView c_new, TensorView out, DecoderStepCache& cache, Rng& rng,
+                           Mode mode, TensorView gi0) {
     const int N = emb.dim(0);
     NZ_CHECK_SHAPE(emb, {N, E});
     NZ_CHECK_SHAPE(h_prev, {L, N, H});
@@ -81,7 +81,7 @@ void Decoder::step_forward(int t, TensorView emb, TensorView h_prev, TensorView 
     output_step_forward(t, emb, h_new, src, attention, out, cache);
 }
 
-void Decoder::cells_forward(TensorView emb, TensorView h_prev, TensorView c_prev,
+void Decoder::cells_forward(ConstTensorView emb, ConstTensorView h_prev, ConstTensorView c_prev,
                             const EncodedSource& src, TensorView h_new, TensorView c_new,
                             DecoderStepCache& cache, Rng& rng, Mode mode, TensorView gi0) {
     NZ_CHECK(can_split_outputs(),
@@ -96,8 +96,8 @@ void Decoder::cells_forward(TensorView emb, TensorView h_prev, TensorView c_prev
     cells_step_forward(h_prev, c_prev, src, h_new, c_new, cache, rng, mode, gi0);
 }
 
-void Decoder::assemble_x0(TensorView emb,        // (N, E)  e_t
-                          TensorView feed_prev,  // (N, H)  s̃_{t-1} (input feeding), else empty
+void Decoder::assemble_x0(ConstTensorView emb,        // (N, E)  e_t
+                          ConstTensorView feed_prev,  // (N, H)  s̃_{t-1} (input feeding), else empty
                           DecoderStepCache& cache) const {  // x0 out; reads context (bahdanau)
     // x0 = [e_t ; c_t] (bahdanau) | [e_t ; s̃_{t-1}] (input feeding) | e_t
     const int N = emb.dim(0), I0 = E + feed_;
@@ -108,8 +108,8 @@ void Decoder::assemble_x0(TensorView emb,        // (N, E)  e_t
 }
 
 // The stacked cells of one step on cache.x0: s^l_t for l = 0 … L−1.
-void Decoder::cells_step_forward(TensorView h_prev,  // (L, N, H)
-                                 TensorView c_prev,  // (L, N, H)  LSTM
+void Decoder::cells_step_forward(ConstTensorView h_prev,  // (L, N, H)
+                                 ConstTensorView c_prev,  // (L, N, H)  LSTM
                                  const EncodedSource& src,
                                  TensorView h_new,         // (L, N, H)  out
                                  TensorView c_new,         // (L, N, H)  out (LSTM)
@@ -161,13 +161,13 @@ void Decoder::cells_step_forward(TensorView h_prev,  // (L, N, H)
 
 // The step's output o_t from s_t (and, with Luong timing, the attention that reads s_t).
 void Decoder::output_step_forward(int t,
-                                  TensorView emb,    // (N, E)     e_t (deep output)
-                                  TensorView h_new,  // (L, N, H)  s_t of every layer
+                                  ConstTensorView emb,    // (N, E)     e_t (deep output)
+                                  ConstTensorView h_new,  // (L, N, H)  s_t of every layer
                                   const EncodedSource& src, const Attention& attention,
                                   TensorView out,             // (N, d_out) out: o_t
                                   DecoderStepCache& cache) {  // context (timing before) in; out
     const int N = emb.dim(0);
-    const TensorView s = h_new.select(L - 1);
+    const ConstTensorView s = h_new.select(L - 1);
     // Luong timing: c_t from the query s_t, after the RNN step.
     if (!before_)
         attention.forward(s, src.keys, src.enc_out, src.lengths, t, cache.context, cache.attention);
@@ -192,7 +192,7 @@ void Decoder::output_step_forward(int t,
     }
 }
 
-void Decoder::project_embeddings(TensorView emb, TensorView gi0) const {
+void Decoder::project_embeddings(ConstTensorView emb, TensorView gi0) const {
     const int T = emb.dim(0), N = emb.dim(1), GH = gate_size(), I0 = E + feed_;
     NZ_CHECK_SHAPE(emb, {T, N, E});
     NZ_CHECK_SHAPE(gi0, {T, N, GH});
@@ -207,7 +207,7 @@ void Decoder::project_embeddings(TensorView emb, TensorView gi0) const {
              p.bias_ih.numel() > 0 ? 1.0f : 0.0f, g, GH);
 }
 
-void Decoder::outputs_forward(TensorView h_all, const EncodedSource& src,
+void Decoder::outputs_forward(ConstTensorView h_all, const EncodedSource& src,
                               const Attention& attention, std::span<DecoderStepCache> steps,
                               DecoderOutputsCache& cache, TensorView out) {
     NZ_CHECK(can_split_outputs(),
@@ -221,7 +221,7 @@ void Decoder::outputs_forward(TensorView h_all, const EncodedSource& src,
     comb.resize({T, N, H + C}, false);
     if (attention.can_batch_steps()) {
         // global dot/general: every step's scores and contexts as per-sentence GEMMs
-        const TensorView q = decoder_rows::top_states(h_all, cache.q);
+        const ConstTensorView q = decoder_rows::top_states(h_all, cache.q);
         cache.ctx.resize({T, N, C}, false);
         cache.att.resize(T);
         for (int t = 0; t < T; ++t) cache.att[t] = &steps[t].attention;
@@ -235,7 +235,7 @@ void Decoder::outputs_forward(TensorView h_all, const EncodedSource& src,
     }
     for (int t = 0; t < T && !attention.can_batch_steps(); ++t) {
         // c_t = attn(query = s_t);  comb[t] = [s_t ; c_t]
-        const TensorView s = h_all.select(t + 1).select(L - 1);
+        const ConstTensorView s = h_all.select(t + 1).select(L - 1);
         DecoderStepCache& sc = steps[t];
         sc.context.resize({N, C}, false);
         attention.forward(s, src.keys, src.enc_out, src.lengths, t, sc.context, sc.attention);

@@ -94,7 +94,7 @@ struct SequenceBackwardBuffers {
 // pass's chunk buffers. The step writes its pre-activation gradients there and computes only
 // the data gradients the recurrence needs; the pass turns the rows into weight gradients.
 struct DeferredStep {
-    std::span<const Tensor> d_gi, d_gh;   // [L] (chunk, N, G·H) gate gradients (d_gh: GRU)
+    std::span<Tensor> d_gi, d_gh;         // [L] (chunk, N, G·H) gate gradients (d_gh: GRU)
     int row = 0;                          // this step's row of the chunk buffers
     TensorView d_z;                       // (N, H)  Luong combine: d (W_c [s; c]) of this step
     AttentionQueryGrad* query = nullptr;  // query-side rows, or null (no query weights)
@@ -120,26 +120,27 @@ public:
     // kSmallGemmRows rows (`step_rows`), clears them otherwise. Call once per batch, after any
     // change to the weights (as for the attention keys).
     void prepare_steps(EncodedSource& src, int step_rows) const;
-    void step_forward(int t,
-                      TensorView emb,        // (N, E)     e_t
-                      TensorView h_prev,     // (L, N, H)
-                      TensorView c_prev,     // (L, N, H)  LSTM
-                      TensorView feed_prev,  // (N, H)     s̃_{t-1} (luong input feeding), else empty
-                      const EncodedSource& src,  // N rows
-                      const Attention& attention,
-                      TensorView h_new,         // (L, N, H)  out
-                      TensorView c_new,         // (L, N, H)  out (LSTM)
-                      TensorView out,           // (N, d_out) out: o_t
-                      DecoderStepCache& cache,  // out
-                      Rng& rng, Mode mode,
-                      TensorView gi0 = {});  // (N, G·H) e_t W_eᵀ + b_ih from project_embeddings, or
-                                             // empty (computed here); += f_t W_fᵀ in place
+    void step_forward(
+        int t,
+        ConstTensorView emb,        // (N, E)     e_t
+        ConstTensorView h_prev,     // (L, N, H)
+        ConstTensorView c_prev,     // (L, N, H)  LSTM
+        ConstTensorView feed_prev,  // (N, H)     s̃_{t-1} (luong input feeding), else empty
+        const EncodedSource& src,   // N rows
+        const Attention& attention,
+        TensorView h_new,         // (L, N, H)  out
+        TensorView c_new,         // (L, N, H)  out (LSTM)
+        TensorView out,           // (N, d_out) out: o_t
+        DecoderStepCache& cache,  // out
+        Rng& rng, Mode mode,
+        TensorView gi0 = {});  // (N, G·H) e_t W_eᵀ + b_ih from project_embeddings, or
+                               // empty (computed here); += f_t W_fᵀ in place
 
     // Teacher forcing (inputs known in advance): the embedding half of layer 0's input
     // projection for all T steps as one GEMM (W_ih = [W_e | W_f] column blocks):
     //   gi0[t] = e_t W_eᵀ + b_ih;  step_forward(t, ..., gi0[t]) then adds only f_t W_fᵀ.
     int gate_size() const { return (cell == CellType::gru ? 3 : 4) * H; }  // G·H
-    void project_embeddings(TensorView emb,                                // (T, N, E)
+    void project_embeddings(ConstTensorView emb,                           // (T, N, E)
                             TensorView gi0) const;  // (T, N, G·H) overwritten
 
     // Backward of step_forward, the per-step reference: every gradient, weights included, is
@@ -147,13 +148,13 @@ public:
     // this step are added into them); d_h_prev/d_c_prev += gradient w.r.t. h_prev/c_prev.
     // d_out: gradient w.r.t. o_t (complete: the caller adds the next step's d_feed_prev first).
     void step_backward(int t,
-                       TensorView d_out,   // (N, d_out)
-                       TensorView emb,     // (N, E)     same tensors forward saw
-                       TensorView h_prev,  // (L, N, H)
-                       TensorView c_prev,  // (L, N, H)
-                       TensorView h_new,   // (L, N, H)
-                       TensorView c_new,   // (L, N, H)
-                       TensorView out,     // (N, d_out)
+                       ConstTensorView d_out,   // (N, d_out)
+                       ConstTensorView emb,     // (N, E)     same tensors forward saw
+                       ConstTensorView h_prev,  // (L, N, H)
+                       ConstTensorView c_prev,  // (L, N, H)
+                       ConstTensorView h_new,   // (L, N, H)
+                       ConstTensorView c_new,   // (L, N, H)
+                       ConstTensorView out,     // (N, d_out)
                        const EncodedSource& src, Attention& attention,
                        const DecoderStepCache& cache,
                        TensorView d_h_new,      // (L, N, H)  read and modified (scratch)
@@ -173,9 +174,9 @@ public:
     bool can_split_outputs() const { return kind == DecoderKind::luong && feed_ == 0 && !before_; }
     // step_forward's cells alone: s_t = cell(e_t, s_{t-1}) for every layer; cache.context,
     // cache.attention and out are left to outputs_forward. Needs can_split_outputs().
-    void cells_forward(TensorView emb,     // (N, E)     e_t
-                       TensorView h_prev,  // (L, N, H)
-                       TensorView c_prev,  // (L, N, H)  LSTM
+    void cells_forward(ConstTensorView emb,     // (N, E)     e_t
+                       ConstTensorView h_prev,  // (L, N, H)
+                       ConstTensorView c_prev,  // (L, N, H)  LSTM
                        const EncodedSource& src,
                        TensorView h_new,         // (L, N, H)  out
                        TensorView c_new,         // (L, N, H)  out (LSTM)
@@ -183,7 +184,7 @@ public:
                        Rng& rng, Mode mode,      // dropout between layers (train mode)
                        TensorView gi0 = {});     // (N, G·H) as step_forward's
     // c_t = attn(query = s_t), s̃_t = tanh(W_c [s_t ; c_t]) for t = 0 … T−1 (after cells_forward).
-    void outputs_forward(TensorView h_all,  // (T+1, L, N, H) s_0 … s_T
+    void outputs_forward(ConstTensorView h_all,  // (T+1, L, N, H) s_0 … s_T
                          const EncodedSource& src, const Attention& attention,
                          std::span<DecoderStepCache> steps,  // [T] context and attention written
                          DecoderOutputsCache& cache,         // out: what the backward reads
@@ -212,24 +213,25 @@ private:
     SequenceBackwardBuffers seq_buffers_;
 
     // step_forward's parts: layer 0's input, the stacked cells, the step's output
-    void assemble_x0(TensorView emb, TensorView feed_prev, DecoderStepCache& cache) const;
-    void cells_step_forward(TensorView h_prev, TensorView c_prev, const EncodedSource& src,
-                            TensorView h_new, TensorView c_new, DecoderStepCache& cache, Rng& rng,
-                            Mode mode, TensorView gi0);
-    void output_step_forward(int t, TensorView emb, TensorView h_new, const EncodedSource& src,
-                             const Attention& attention, TensorView out, DecoderStepCache& cache);
+    void assemble_x0(ConstTensorView emb, ConstTensorView feed_prev, DecoderStepCache& cache) const;
+    void cells_step_forward(ConstTensorView h_prev, ConstTensorView c_prev,
+                            const EncodedSource& src, TensorView h_new, TensorView c_new,
+                            DecoderStepCache& cache, Rng& rng, Mode mode, TensorView gi0);
+    void output_step_forward(int t, ConstTensorView emb, ConstTensorView h_new,
+                             const EncodedSource& src, const Attention& attention, TensorView out,
+                             DecoderStepCache& cache);
     // step_backward's parts, shared with SequenceBackward (`def` null: the per-step reference)
-    void output_step_backward(TensorView d_out, TensorView emb, TensorView h_new, TensorView out,
-                              const EncodedSource& src, Attention& attention,
+    void output_step_backward(ConstTensorView d_out, ConstTensorView emb, ConstTensorView h_new,
+                              ConstTensorView out, const EncodedSource& src, Attention& attention,
                               const DecoderStepCache& cache, TensorView d_h_new, TensorView d_ctx,
                               TensorView d_emb, TensorView d_enc_out, TensorView d_keys,
                               const DeferredStep* def);
-    void cells_step_backward(TensorView h_prev, TensorView c_prev, const EncodedSource& src,
-                             Attention& attention, const DecoderStepCache& cache,
-                             TensorView d_h_new, TensorView d_c_new, TensorView d_ctx,
-                             TensorView d_h_prev, TensorView d_c_prev, TensorView d_feed_prev,
-                             TensorView d_emb, TensorView d_enc_out, TensorView d_keys,
-                             const DeferredStep* def);
+    void cells_step_backward(ConstTensorView h_prev, ConstTensorView c_prev,
+                             const EncodedSource& src, Attention& attention,
+                             const DecoderStepCache& cache, TensorView d_h_new, TensorView d_c_new,
+                             TensorView d_ctx, TensorView d_h_prev, TensorView d_c_prev,
+                             TensorView d_feed_prev, TensorView d_emb, TensorView d_enc_out,
+                             TensorView d_keys, const DeferredStep* def);
 };
 
 }  // namespace nazar

@@ -10,9 +10,9 @@ namespace nazar {
 using decoder_rows::add_cols_out;
 using decoder_rows::tanh_backward;
 
-void Decoder::step_backward([[maybe_unused]] int t, TensorView d_out, TensorView emb,
-                            TensorView h_prev, TensorView c_prev, TensorView h_new,
-                            [[maybe_unused]] TensorView c_new, TensorView out,
+void Decoder::step_backward([[maybe_unused]] int t, ConstTensorView d_out, ConstTensorView emb,
+                            ConstTensorView h_prev, ConstTensorView c_prev, ConstTensorView h_new,
+                            [[maybe_unused]] ConstTensorView c_new, ConstTensorView out,
                             const EncodedSource& src, Attention& attention,
                             const DecoderStepCache& cache, TensorView d_h_new, TensorView d_c_new,
                             TensorView d_h_prev, TensorView d_c_prev, TensorView d_feed_prev,
@@ -31,8 +31,9 @@ void Decoder::step_backward([[maybe_unused]] int t, TensorView d_out, TensorView
 // The output o_t and, with Luong timing, the attention that read s_t: adds d s_t into
 // d_h_new[L−1] and d c_t into d_ctx. `def`: the combine's W_c gradient and the attention's
 // query-side weight gradients go to its rows instead of grad.
-void Decoder::output_step_backward(TensorView d_out, TensorView emb, TensorView h_new,
-                                   TensorView out, const EncodedSource& src, Attention& attention,
+void Decoder::output_step_backward(ConstTensorView d_out, ConstTensorView emb,
+                                   ConstTensorView h_new, ConstTensorView out,
+                                   const EncodedSource& src, Attention& attention,
                                    const DecoderStepCache& cache,
                                    TensorView d_h_new,    // (L, N, H)  d_h_new[L−1] +=
                                    TensorView d_ctx,      // (N, C)     +=
@@ -41,7 +42,8 @@ void Decoder::output_step_backward(TensorView d_out, TensorView emb, TensorView 
                                    TensorView d_keys,     // (N, S, K)  +=
                                    const DeferredStep* def) {
     const int N = emb.dim(0);
-    const TensorView s = h_new.select(L - 1), d_s = d_h_new.select(L - 1);
+    const ConstTensorView s = h_new.select(L - 1);
+    const TensorView d_s = d_h_new.select(L - 1);
     if (kind == DecoderKind::luong) {
         // s̃ = tanh(z), z = W_c [s; c]  =>  d_z = d_s̃ ⊙ (1 − s̃²);  d_[s; c] = d_z W_c;
         // grad.W_c += d_zᵀ [s; c]   (def: W_c's gradient comes per chunk, from def->d_z)
@@ -76,8 +78,9 @@ void Decoder::output_step_backward(TensorView d_out, TensorView emb, TensorView 
 // timing, the attention that read s_{t-1}. `def`: each cell's gate gradients go to its rows
 // (the weight gradients and layer 0's d_e = d_gi W_e come per chunk) and only what the
 // recurrence needs is computed here.
-void Decoder::cells_step_backward(TensorView h_prev, TensorView c_prev, const EncodedSource& src,
-                                  Attention& attention, const DecoderStepCache& cache,
+void Decoder::cells_step_backward(ConstTensorView h_prev, ConstTensorView c_prev,
+                                  const EncodedSource& src, Attention& attention,
+                                  const DecoderStepCache& cache,
                                   TensorView d_h_new,      // (L, N, H)  read and modified
                                   TensorView d_c_new,      // (L, N, H)  LSTM; read and modified
                                   TensorView d_ctx,        // (N, C)     d c_t (complete after)
@@ -92,7 +95,7 @@ void Decoder::cells_step_backward(TensorView h_prev, TensorView c_prev, const En
     // d_h_new[l] is complete once layer l+1 has added its input gradient
     d_x0_.resize({N, I0});
     for (int l = L - 1; l >= 0; --l) {
-        TensorView x = l == 0 ? TensorView(cache.x0) : TensorView(cache.layer_in[l]);
+        const ConstTensorView x = l == 0 ? cache.x0.view() : cache.layer_in[l].view();
         TensorView d_x = d_x0_;
         if (l > 0) {
             d_layer_.resize({N, H});

@@ -20,7 +20,7 @@ Encoder::Encoder(const ModelConfig& cfg, Rng& rng)
 
 void Encoder::forward(std::span<const int32_t> src, std::span<const int> lengths,
                       TensorView enc_out, EncoderCache& cache, Rng& rng, Mode mode,
-                      TensorView emb_mask) const {
+                      ConstTensorView emb_mask) const {
     const int B = static_cast<int>(lengths.size());
     NZ_CHECK(B > 0 && src.size() % B == 0, "encoder: {} source ids for {} sentences", src.size(),
              B);
@@ -36,8 +36,8 @@ void Encoder::forward(std::span<const int32_t> src, std::span<const int> lengths
     rnn.forward(cache.emb, lengths, kZero, enc_out, cache.final, cache.rnn, rng, mode);
 }
 
-void Encoder::backward(std::span<const int32_t> src, TensorView d_enc_out, const RNNState& d_final,
-                       EncoderCache& cache, TensorView emb_mask) {
+void Encoder::backward(std::span<const int32_t> src, ConstTensorView d_enc_out,
+                       const RNNState& d_final, EncoderCache& cache, ConstTensorView emb_mask) {
     // x = Emb[src]  =>  d_Emb[src[n]] += d_x[n];   the RNN gives d_x (cache.emb is free after
     // forward: the RNN keeps its own time-major copy of x, so its storage holds d_x here).
     cache.emb.zero();
@@ -65,8 +65,8 @@ Bridge::Bridge(const ModelConfig& cfg, Rng& rng)
     linear = Linear({.in_features = in, .out_features = layers * hidden}, rng);
 }
 
-void Bridge::forward(TensorView enc_out, const RNNState& enc_final, std::span<const int> lengths,
-                     TensorView h0, BridgeCache& cache) const {
+void Bridge::forward(ConstTensorView enc_out, const RNNState& enc_final,
+                     std::span<const int> lengths, TensorView h0, BridgeCache& cache) const {
     const int B = enc_out.dim(0), S = enc_out.dim(1), C = enc_out.dim(2), L = layers, H = hidden;
     NZ_CHECK_SHAPE(h0, {L, B, H});
     if (kind == BridgeKind::zero) {
@@ -108,7 +108,7 @@ void Bridge::forward(TensorView enc_out, const RNNState& enc_final, std::span<co
                         sizeof(float) * H);
 }
 
-void Bridge::backward(TensorView d_h0, TensorView enc_out, const RNNState& enc_final,
+void Bridge::backward(ConstTensorView d_h0, ConstTensorView enc_out, const RNNState& enc_final,
                       std::span<const int> lengths, BridgeCache& cache, TensorView d_enc_out,
                       RNNState& d_enc_final) {
     if (kind == BridgeKind::zero) return;

@@ -45,14 +45,14 @@ public:
                  TensorView enc_out,            // (B, S, C) out
                  EncoderCache& cache,           // out (keeps the ids' embeddings, RNN cache)
                  Rng& rng, Mode mode,
-                 TensorView emb_mask = {}) const;  // (B, S, E) dropout mask of the embeddings,
+                 ConstTensorView emb_mask = {}) const;  // (B, S, E) dropout mask of the embeddings,
                                                    // or empty (none)
     // d_final: gradient w.r.t. cache.final (empty tensors = zero).
     void backward(std::span<const int32_t> src,  // (B, S) same ids forward saw
-                  TensorView d_enc_out,          // (B, S, C)
+                  ConstTensorView d_enc_out,     // (B, S, C)
                   const RNNState& d_final,       // (L·dirs, B, H_enc) each; empty = zero
                   EncoderCache& cache,           // uses cache.emb's storage as scratch for d_emb
-                  TensorView emb_mask = {});     // the mask forward applied, or empty
+                  ConstTensorView emb_mask = {});     // the mask forward applied, or empty
 
     void collect(const std::string& prefix, ParamList& out);  // prefix "encoder."
 
@@ -76,13 +76,13 @@ public:
     int layers = 1, hidden = 0;          // L_dec, H
 
     // h0 (L, B, H) = initial decoder states (row-major layer-major, as DecoderState.h).
-    void forward(TensorView enc_out,            // (B, S, C)
+    void forward(ConstTensorView enc_out,       // (B, S, C)
                  const RNNState& enc_final,     // (L_enc·dirs, B, H_enc)
                  std::span<const int> lengths,  // (B)
                  TensorView h0,                 // (L, B, H) out
                  BridgeCache& cache) const;
-    void backward(TensorView d_h0,     // (L, B, H)
-                  TensorView enc_out,  // (B, S, C)
+    void backward(ConstTensorView d_h0,     // (L, B, H)
+                  ConstTensorView enc_out,  // (B, S, C)
                   const RNNState& enc_final, std::span<const int> lengths, BridgeCache& cache,
                   TensorView d_enc_out,    // (B, S, C) += (mean)
                   RNNState& d_enc_final);  // h (L_enc·dirs, B, H_enc) += (backward_first, last)

@@ -17,14 +17,14 @@ const ModelConfig& checked(const ModelConfig& cfg) {
     return cfg;
 }
 
-bool absent(TensorView v) {
+bool absent(ConstTensorView v) {
     return v.ndim() == 0 || v.numel() == 0;
 }  // default views have ndim 0
 // A dropout mask of this forward, or an empty view (no dropout at that site).
-TensorView mask_of(const DropoutMasks* m, Tensor DropoutMasks::*site) {
-    return m == nullptr || absent((m->*site).view()) ? TensorView() : (m->*site).view();
+ConstTensorView mask_of(const DropoutMasks* m, Tensor DropoutMasks::*site) {
+    return m == nullptr || absent((m->*site).view()) ? ConstTensorView() : (m->*site).view();
 }
-TensorView sel(const Tensor& x, int i) {
+TensorView sel(Tensor& x, int i) {
     return absent(x) ? TensorView() : x.select(i);
 }
 
@@ -109,7 +109,7 @@ ParamList Seq2Seq::parameters() {
     return out;
 }
 
-TensorView Seq2Seq::generator_weight() const {
+ConstTensorView Seq2Seq::generator_weight() const {
     return cfg_.tie_target_embeddings ? decoder.embedding.params.weight.view()
                                       : generator.params.weight.view();
 }
@@ -144,7 +144,7 @@ void Seq2Seq::encode_batch(const Batch& batch, Rng& rng, Mode mode) {
     encoder.forward(batch.src, batch.src_lengths, src_.enc_out, enc_cache_, rng, mode,
                     mask_of(drop_, &DropoutMasks::src_emb));
     // H̃ = H ⊙ m: what attention and the bridge read (the RNN keeps its own outputs)
-    if (const TensorView m = mask_of(drop_, &DropoutMasks::enc_out); !absent(m))
+    if (const ConstTensorView m = mask_of(drop_, &DropoutMasks::enc_out); !absent(m))
         apply_dropout_mask(src_.enc_out, m);
     attention.precompute(src_.enc_out, src_.keys, B);
     decoder.prepare_steps(src_, B);
@@ -172,7 +172,7 @@ void Seq2Seq::decoder_forward(const Batch& batch, float sampling_prob, Rng& rng,
     targets_.resize(static_cast<std::size_t>(T) * B);
     if (static_cast<int>(steps_.size()) < T) steps_.resize(T);
     const bool sampling = mode == Mode::train && sampling_prob > 0;
-    const TensorView tgt_mask = mask_of(drop_, &DropoutMasks::tgt_emb);
+    const ConstTensorView tgt_mask = mask_of(drop_, &DropoutMasks::tgt_emb);
     if (sampling) logits_.resize({B, V}, false);
     for (int t = 0; t < T; ++t)
         for (int b = 0; b < B; ++b) {
@@ -188,7 +188,7 @@ void Seq2Seq::decoder_forward(const Batch& batch, float sampling_prob, Rng& rng,
         decoder.project_embeddings(emb_, gi0_);
     }
     // attention dropout: each step's mask goes into its attention cache (cleared otherwise)
-    const TensorView att_mask = mask_of(drop_, &DropoutMasks::attention);
+    const ConstTensorView att_mask = mask_of(drop_, &DropoutMasks::attention);
     // Luong without feeding, attention after: cells of all steps first, then attention + combine
     split_ = split_outputs && !sampling && decoder.can_split_outputs() && absent(att_mask);
     for (int t = 0; t < T; ++t) {
@@ -264,7 +264,7 @@ void Seq2Seq::backward_batch(const Batch& batch, const TrainOptions& opt) {
         pass.finish();
     }
     // ẽ = e ⊙ m  =>  d_e = d_ẽ ⊙ m
-    if (const TensorView m = mask_of(drop_, &DropoutMasks::tgt_emb); !absent(m))
+    if (const ConstTensorView m = mask_of(drop_, &DropoutMasks::tgt_emb); !absent(m))
         apply_dropout_mask(d_emb_, m);
     decoder.embedding.backward(d_emb_, inputs_);
     // d_h_[cur] = d loss / d s_0 (c_0 = 0 is a constant)
@@ -274,7 +274,7 @@ void Seq2Seq::backward_batch(const Batch& batch, const TrainOptions& opt) {
                     d_enc_out_, d_enc_final_);
     attention.precompute_backward(src_.enc_out, d_keys_, d_enc_out_);
     // H̃ = H ⊙ m  =>  d_H = d_H̃ ⊙ m
-    if (const TensorView m = mask_of(drop_, &DropoutMasks::enc_out); !absent(m))
+    if (const ConstTensorView m = mask_of(drop_, &DropoutMasks::enc_out); !absent(m))
         apply_dropout_mask(d_enc_out_, m);
     encoder.backward(batch.src, d_enc_out_, d_enc_final_, enc_cache_,
                      mask_of(drop_, &DropoutMasks::src_emb));
@@ -367,7 +367,7 @@ LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& 
                             : (tokens > 0 ? 1.0f / static_cast<float>(tokens) : 0.0f);
     d_out_.resize({T, B, D});
     // the generator reads o_t ⊙ m (dec_out dropout), else o_t
-    const TensorView dec_mask = mask_of(drop_, &DropoutMasks::dec_out);
+    const ConstTensorView dec_mask = mask_of(drop_, &DropoutMasks::dec_out);
     if (!absent(dec_mask)) {
         gen_in_.resize({T, B, D}, false);
         gen_in_.copy_from(out_);

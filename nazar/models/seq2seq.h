@@ -162,7 +162,7 @@ public:
     Attention attention;
     Linear generator;  // weight empty when tied (decoder.embedding.weight is used)
 
-    TensorView generator_weight() const;  // (V, d_out): generator.weight or the tied embedding
+    ConstTensorView generator_weight() const;  // (V, d_out): generator.weight or the tied embedding
 
 private:
     Seq2Seq(const ModelConfig& cfg, Rng&& rng);  // cfg already validated; rng draws the init

@@ -12,8 +12,8 @@ namespace nazar {
 
 namespace {
 
-TensorView at_or_empty(TensorView x, int t) {
-    return x.ndim() == 0 || x.numel() == 0 ? TensorView() : x.select(t);
+ConstTensorView at_or_empty(ConstTensorView x, int t) {
+    return x.ndim() == 0 || x.numel() == 0 ? ConstTensorView() : x.select(t);
 }
 
 }  // namespace
@@ -23,7 +23,7 @@ SequenceBackward::SequenceBackward(Decoder& decoder, Attention& attention, const
                                    int chunk_rows)
     : dec_(decoder), attention_(attention), src_(src), fwd_(fwd), grads_(grads) {
     const Decoder& d = decoder;
-    const TensorView h_all = fwd.h_all;
+    const ConstTensorView h_all = fwd.h_all;
     T_ = h_all.dim(0) - 1;
     N_ = h_all.ndim() == 4 ? h_all.dim(2) : 0;
     NZ_CHECK(T_ > 0 && N_ > 0, "decoder backward: h_all {} needs (T+1, L, N, H) with T, N > 0",
@@ -104,7 +104,7 @@ DeferredStep SequenceBackward::deferred(int t, bool with_query) {
     return def;
 }
 
-void SequenceBackward::step(int t, TensorView d_out, TensorView d_h_new, TensorView d_c_new,
+void SequenceBackward::step(int t, ConstTensorView d_out, TensorView d_h_new, TensorView d_c_new,
                             TensorView d_h_prev, TensorView d_c_prev, TensorView d_feed_prev) {
     check_alive("step");
     NZ_CHECK(fwd_.outputs == nullptr,
@@ -156,7 +156,7 @@ void SequenceBackward::cells_step(int t, TensorView d_h_new, TensorView d_c_new,
     next_t_ = t - 1;
 }
 
-void SequenceBackward::outputs_backward(TensorView d_out) {
+void SequenceBackward::outputs_backward(ConstTensorView d_out) {
     check_alive("outputs_backward");
     NZ_CHECK(fwd_.outputs != nullptr,
              "decoder outputs_backward: the forward did not split the outputs (outputs_forward)");
@@ -224,7 +224,7 @@ TensorView SequenceBackward::gather_steps(int t0, int t1, const AtStep& at_step)
     return buf_.gather.reshape({int64_t{n} * N_, w});
 }
 
-TensorView SequenceBackward::states(int l, int t0, int t1) {
+ConstTensorView SequenceBackward::states(int l, int t0, int t1) {
     if (dec_.L == 1)  // contiguous
         return fwd_.h_all.slice(t0, t1).reshape({int64_t{t1 - t0} * N_, dec_.H});
     return gather_steps(t0, t1, [&](int t) { return fwd_.h_all.select(t).select(l); });

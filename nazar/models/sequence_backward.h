@@ -38,10 +38,10 @@ namespace nazar {
 // unchanged for the whole pass.
 struct DecoderSequence {
     std::span<const DecoderStepCache> steps;       // [T] what the steps' forward wrote
-    TensorView emb;                                // (T, N, E)       e_t
-    TensorView h_all;                              // (T+1, L, N, H)  s_0 … s_T
-    TensorView c_all;                              // (T+1, L, N, H)  LSTM cell states, else empty
-    TensorView out;                                // (T, N, d_out)   o_t
+    ConstTensorView emb;                           // (T, N, E)       e_t
+    ConstTensorView h_all;                         // (T+1, L, N, H)  s_0 … s_T
+    ConstTensorView c_all;                         // (T+1, L, N, H)  LSTM cell states, else empty
+    ConstTensorView out;                           // (T, N, d_out)   o_t
     const DecoderOutputsCache* outputs = nullptr;  // split outputs: outputs_forward's, else null
 };
 
@@ -68,13 +68,13 @@ public:
 
     // Split outputs: d s_t of every step from the combine (one GEMM over T·N rows) and the
     // attention (t = T−1 … 0), kept for cells_step. First, and once.
-    void outputs_backward(TensorView d_out);  // (T, N, H)  d s̃_t (complete)
+    void outputs_backward(ConstTensorView d_out);  // (T, N, H)  d s̃_t (complete)
 
     // Interleaved outputs: step t's output, attention and cells (Decoder::step_backward's terms,
     // weight gradients deferred). d_out is complete: the caller adds the next step's d_feed_prev
     // first.
     void step(int t,
-              TensorView d_out,         // (N, d_out)
+              ConstTensorView d_out,    // (N, d_out)
               TensorView d_h_new,       // (L, N, H)  d s_t carry; read and modified (scratch)
               TensorView d_c_new,       // (L, N, H)  LSTM; read and modified
               TensorView d_h_prev,      // (L, N, H)  +=
@@ -114,7 +114,7 @@ private:
     // (n·N, w): at_step(t) (N, w) for t in [t0, t1), made contiguous in buf_.gather
     template <class AtStep>
     TensorView gather_steps(int t0, int t1, const AtStep& at_step);
-    TensorView states(int l, int t0, int t1);  // s^l_t, t in [t0, t1), as ((t1−t0)·N, H)
+    ConstTensorView states(int l, int t0, int t1);  // s^l_t, t in [t0, t1), as ((t1−t0)·N, H)
 };
 
 }  // namespace nazar

@@ -5,7 +5,7 @@ namespace nazar {
 
 // "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
 // numel 1, so empty() is false) or a (0)-shaped one.
-static bool absent(TensorView v) {
+static bool absent(ConstTensorView v) {
     return v.data() == nullptr || v.numel() == 0;
 }
 
@@ -13,7 +13,7 @@ Dropout::Dropout(Config c) : cfg(c) {
     NZ_CHECK(cfg.p >= 0.0f && cfg.p <= 1.0f, "Dropout: p must be in [0, 1], got {}", cfg.p);
 }
 
-void Dropout::forward(TensorView x, TensorView out, DropoutCache& cache, Rng& rng,
+void Dropout::forward(ConstTensorView x, TensorView out, DropoutCache& cache, Rng& rng,
                       Mode mode) const {
     NZ_CHECK(out.numel() == x.numel(), "Dropout::forward: out {} vs x {}", out.shape().str(),
              x.shape().str());
@@ -31,7 +31,7 @@ void Dropout::forward(TensorView x, TensorView out, DropoutCache& cache, Rng& rn
     for (int64_t i = 0; i < n; ++i) out[i] = x[i] * m[i];
 }
 
-void Dropout::backward(TensorView d_out, const DropoutCache& cache, TensorView d_x) const {
+void Dropout::backward(ConstTensorView d_out, const DropoutCache& cache, TensorView d_x) const {
     NZ_CHECK(d_x.numel() == d_out.numel(), "Dropout::backward: d_x {} vs d_out {}",
              d_x.shape().str(), d_out.shape().str());
     const int64_t n = d_out.numel();
@@ -74,7 +74,7 @@ void draw_dropout_mask(TensorView mask, float p, Rng& rng, int shared_axis) {
     }
 }
 
-void apply_dropout_mask(TensorView x, TensorView mask) {
+void apply_dropout_mask(TensorView x, ConstTensorView mask) {
     NZ_CHECK(x.numel() == mask.numel(), "dropout: mask {} for a tensor {}", mask.shape().str(),
              x.shape().str());
     float* px = x.data();

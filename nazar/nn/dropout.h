@@ -31,13 +31,13 @@ public:
 
     // Draws one uniform per element from `rng` in train mode (p > 0); eval mode draws nothing.
     // out may alias x.
-    void forward(TensorView x,         // any shape
+    void forward(ConstTensorView x,    // any shape
                  TensorView out,       // same numel as x; overwritten
                  DropoutCache& cache,  // out: the mask (resized; empty when identity)
                  Rng& rng, Mode mode) const;
 
     // d_x += d_out ⊙ m  (d_x += d_out when the cache is empty).
-    void backward(TensorView d_out,  // same numel as x
+    void backward(ConstTensorView d_out,  // same numel as x
                   const DropoutCache& cache,
                   TensorView d_x) const;  // +=; must not alias d_out
 
@@ -52,6 +52,6 @@ public:
 // step); -1: one draw per element. p = 0 draws nothing and fills 1.
 void draw_dropout_mask(TensorView mask, float p, Rng& rng, int shared_axis = -1);
 // x ⊙= mask elementwise (same numel): forward out = x ⊙ m and backward d_x = d_out ⊙ m.
-void apply_dropout_mask(TensorView x, TensorView mask);
+void apply_dropout_mask(TensorView x, ConstTensorView mask);
 
 }  // namespace nazar

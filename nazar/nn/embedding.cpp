@@ -33,7 +33,7 @@ void Embedding::forward(std::span<const int32_t> ids, TensorView out) const {
     }
 }
 
-void Embedding::backward(TensorView d_out, std::span<const int32_t> ids) {
+void Embedding::backward(ConstTensorView d_out, std::span<const int32_t> ids) {
     const int V = params.weight.dim(0), E = params.weight.dim(1);
     const int64_t N = static_cast<int64_t>(ids.size());
     NZ_CHECK(d_out.numel() == N * E && d_out.shape()[-1] == E,

@@ -45,7 +45,7 @@ public:
                  TensorView out) const;         // (N, E) or (..., E) with N rows; overwritten
 
     // grad.weight[ids[n]] += d_out[n] for every n (ids == padding_idx skipped); records the rows.
-    void backward(TensorView d_out,               // (N, E) or (..., E)
+    void backward(ConstTensorView d_out,          // (N, E) or (..., E)
                   std::span<const int32_t> ids);  // (N)   same ids forward saw
 
     // Rows of grad.weight written since the last zero_grad(): sorted ascending, unique.

@@ -16,7 +16,7 @@ constexpr int64_t kGateRows = 16;  // rows per parallel chunk of the fused gate 
 
 // "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
 // numel 1, so empty() is false) or a (0)-shaped one.
-static bool absent(TensorView v) {
+static bool absent(ConstTensorView v) {
     return v.data() == nullptr || v.numel() == 0;
 }
 
@@ -45,21 +45,23 @@ RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, b
     return p;
 }
 
-static void check_rows(TensorView v, int cols, const char* what) {
+static void check_rows(ConstTensorView v, int cols, const char* what) {
     NZ_CHECK(v.ndim() >= 1 && v.shape()[-1] == cols, "{}: {} needs last dimension {}", what,
              v.shape().str(), cols);
 }
 
-static void fill_rows(TensorView m, TensorView bias) {  // m (R, C) rows = bias (C)
+static void fill_rows(TensorView m, ConstTensorView bias) {  // m (R, C) rows = bias (C)
     const int R = m.dim(0), C = m.dim(1);
     for (int r = 0; r < R; ++r) std::copy_n(bias.data(), C, m.data() + static_cast<int64_t>(r) * C);
 }
 
-void cell_project_input(const RNNCellParams& p, TensorView x, TensorView gi, WeightTRows wih_t) {
+void cell_project_input(const RNNCellParams& p, ConstTensorView x, TensorView gi,
+                        WeightTRows wih_t) {
     const int GH = p.weight_ih.dim(0), I = p.weight_ih.dim(1);
     check_rows(x, I, "cell_project_input x");
     check_rows(gi, GH, "cell_project_input gi");
-    const TensorView xm = x.as_matrix(), gm = gi.as_matrix();
+    const ConstTensorView xm = x.as_matrix();
+    const TensorView gm = gi.as_matrix();
     NZ_CHECK(xm.dim(0) == gm.dim(0), "cell_project_input: {} rows of x but {} of gi", xm.dim(0),
              gm.dim(0));
     if (xm.dim(0) == 0) return;
@@ -70,12 +72,12 @@ void cell_project_input(const RNNCellParams& p, TensorView x, TensorView gi, Wei
              GH);  // gi = x W_ihᵀ (+ b_ih)
 }
 
-void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad, TensorView d_gi,
-                                 TensorView x, TensorView d_x) {
+void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad, ConstTensorView d_gi,
+                                 ConstTensorView x, TensorView d_x) {
     const int GH = p.weight_ih.dim(0), I = p.weight_ih.dim(1);
     check_rows(x, I, "cell_project_input_backward x");
     check_rows(d_gi, GH, "cell_project_input_backward d_gi");
-    const TensorView xm = x.as_matrix(), dm = d_gi.as_matrix();
+    const ConstTensorView xm = x.as_matrix(), dm = d_gi.as_matrix();
     NZ_CHECK(xm.dim(0) == dm.dim(0), "cell_project_input_backward: {} rows of x but {} of d_gi",
              xm.dim(0), dm.dim(0));
     if (xm.dim(0) == 0) return;
@@ -89,7 +91,8 @@ void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad, Te
     }
 }
 
-void cell_add_recurrent(const RNNCellParams& p, TensorView h, TensorView a, WeightTRows whh_t) {
+void cell_add_recurrent(const RNNCellParams& p, ConstTensorView h, TensorView a,
+                        WeightTRows whh_t) {
     const int GH = p.weight_hh.dim(0), H = p.weight_hh.dim(1);
     NZ_CHECK(
         h.ndim() == 2 && h.dim(1) == H && a.ndim() == 2 && a.dim(1) == GH && a.dim(0) == h.dim(0),
@@ -101,10 +104,10 @@ void cell_add_recurrent(const RNNCellParams& p, TensorView h, TensorView a, Weig
              GH);  // a += h W_hhᵀ
 }
 
-void cell_add_recurrent_backward(const RNNCellParams& p, RNNCellParams& grad, TensorView d_a,
-                                 TensorView h, TensorView d_h) {
+void cell_add_recurrent_backward(const RNNCellParams& p, RNNCellParams& grad, ConstTensorView d_a,
+                                 ConstTensorView h, TensorView d_h) {
     const int GH = p.weight_hh.dim(0), H = p.weight_hh.dim(1);
-    const TensorView hm = h.as_matrix(), dm = d_a.as_matrix();
+    const ConstTensorView hm = h.as_matrix(), dm = d_a.as_matrix();
     NZ_CHECK(hm.dim(1) == H && dm.dim(1) == GH && hm.dim(0) == dm.dim(0),
              "cell_add_recurrent_backward: h {} and d_a {} do not fit weight_hh {}",
              h.shape().str(), d_a.shape().str(), p.weight_hh.shape().str());
@@ -121,8 +124,8 @@ void cell_add_recurrent_backward(const RNNCellParams& p, RNNCellParams& grad, Te
 
 namespace gru {
 
-void gates_forward(TensorView gi, TensorView h, TensorView gates, TensorView gh_n, TensorView h_new,
-                   StepMask mask) {
+void gates_forward(ConstTensorView gi, ConstTensorView h, TensorView gates, TensorView gh_n,
+                   TensorView h_new, StepMask mask) {
     const int N = h.dim(0), H = h.dim(1);
     NZ_CHECK_SHAPE(gi, {N, 3 * H});
     NZ_CHECK_SHAPE(gates, {N, 3 * H});
@@ -189,8 +192,9 @@ static void gates_backward_row(const float* __restrict dy, const float* __restri
     }
 }
 
-void gates_backward(TensorView d_h_new, TensorView h, TensorView gates, TensorView gh_n,
-                    TensorView d_gi, TensorView d_gh, TensorView d_h, StepMask mask) {
+void gates_backward(ConstTensorView d_h_new, ConstTensorView h, ConstTensorView gates,
+                    ConstTensorView gh_n, TensorView d_gi, TensorView d_gh, TensorView d_h,
+                    StepMask mask) {
     const int N = h.dim(0), H = h.dim(1);
     NZ_CHECK_SHAPE(d_h_new, {N, H});
     NZ_CHECK_SHAPE(gates, {N, 3 * H});
@@ -233,16 +237,16 @@ GRUCell::GRUCell(Config c, Rng& rng) : cfg(c) {
     grad = make_rnn_cell_params(3, cfg.input_size, cfg.hidden_size, cfg.bias, nullptr);
 }
 
-void GRUCell::project_input(TensorView x, TensorView gi) const {
+void GRUCell::project_input(ConstTensorView x, TensorView gi) const {
     cell_project_input(params, x, gi);
 }
 
-void GRUCell::project_input_backward(TensorView d_gi, TensorView x, TensorView d_x) {
+void GRUCell::project_input_backward(ConstTensorView d_gi, ConstTensorView x, TensorView d_x) {
     cell_project_input_backward(params, grad, d_gi, x, d_x);
 }
 
-void GRUCell::forward_projected(TensorView gi, TensorView h, TensorView h_new, GRUStepCache& cache,
-                                StepMask mask, WeightTRows whh_t) const {
+void GRUCell::forward_projected(ConstTensorView gi, ConstTensorView h, TensorView h_new,
+                                GRUStepCache& cache, StepMask mask, WeightTRows whh_t) const {
     const int H = cfg.hidden_size;
     NZ_CHECK(h.ndim() == 2 && h.dim(1) == H, "GRUCell: h {} needs (N, {})", h.shape().str(), H);
     const int N = h.dim(0);
@@ -253,8 +257,9 @@ void GRUCell::forward_projected(TensorView gi, TensorView h, TensorView h_new, G
     gru::gates_forward(gi, h, cache.gates, cache.gh_n, h_new, mask);
 }
 
-void GRUCell::backward_projected(TensorView d_h_new, TensorView h, const GRUStepCache& cache,
-                                 TensorView d_gi, TensorView d_h, StepMask mask) {
+void GRUCell::backward_projected(ConstTensorView d_h_new, ConstTensorView h,
+                                 const GRUStepCache& cache, TensorView d_gi, TensorView d_h,
+                                 StepMask mask) {
     const int N = h.dim(0), H = cfg.hidden_size;
     NZ_CHECK_SHAPE(d_gi, {N, 3 * H});
     d_gi_.resize({N, 3 * H}, false);
@@ -264,7 +269,7 @@ void GRUCell::backward_projected(TensorView d_h_new, TensorView h, const GRUStep
     cell_add_recurrent_backward(params, grad, d_gh_, h, d_h);
 }
 
-void GRUCell::forward(TensorView x, TensorView h, TensorView h_new, GRUStepCache& cache,
+void GRUCell::forward(ConstTensorView x, ConstTensorView h, TensorView h_new, GRUStepCache& cache,
                       StepMask mask, WeightTRows wih_t, WeightTRows whh_t) const {
     NZ_CHECK(x.ndim() == 2 && x.dim(1) == cfg.input_size && h.ndim() == 2 && x.dim(0) == h.dim(0),
              "GRUCell::forward: x {} and h {} do not fit input_size {}", x.shape().str(),
@@ -274,8 +279,8 @@ void GRUCell::forward(TensorView x, TensorView h, TensorView h_new, GRUStepCache
     forward_projected(cache.gi, h, h_new, cache, mask, whh_t);
 }
 
-void GRUCell::backward(TensorView d_h_new, TensorView x, TensorView h, const GRUStepCache& cache,
-                       TensorView d_x, TensorView d_h, StepMask mask) {
+void GRUCell::backward(ConstTensorView d_h_new, ConstTensorView x, ConstTensorView h,
+                       const GRUStepCache& cache, TensorView d_x, TensorView d_h, StepMask mask) {
     const int N = h.dim(0), H = cfg.hidden_size;
     NZ_CHECK(x.ndim() == 2 && x.dim(0) == N, "GRUCell::backward: x {} for h {}", x.shape().str(),
              h.shape().str());
@@ -286,7 +291,7 @@ void GRUCell::backward(TensorView d_h_new, TensorView x, TensorView h, const GRU
     cell_project_input_backward(params, grad, d_gi_, x, d_x);
 }
 
-void GRUCell::backward_data(TensorView d_h_new, TensorView h, const GRUStepCache& cache,
+void GRUCell::backward_data(ConstTensorView d_h_new, ConstTensorView h, const GRUStepCache& cache,
                             TensorView d_gi, TensorView d_gh, TensorView d_x, TensorView d_h,
                             StepMask mask) const {
     const int N = h.dim(0), H = cfg.hidden_size;

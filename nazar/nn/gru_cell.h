@@ -55,25 +55,25 @@ RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, b
 // The affine parts every cell and the RNN share (G·H = rows of the weights):
 //   gi = x W_ihᵀ + b_ih   for M rows at once (M = N for one step, T·B for a whole layer).
 void cell_project_input(const RNNCellParams& p,
-                        TensorView x,             // (M, I) or (..., I)
+                        ConstTensorView x,        // (M, I) or (..., I)
                         TensorView gi,            // (M, G·H) or (..., G·H); overwritten
                         WeightTRows wih_t = {});  // W_ihᵀ of this batch (blas.h) or none
 //   d_x += d_gi W_ih;  grad.weight_ih += d_giᵀ x;  grad.bias_ih += Σ_rows d_gi.
 void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad,
-                                 TensorView d_gi,  // (M, G·H)
-                                 TensorView x,     // (M, I)
-                                 TensorView d_x);  // (M, I) +=; empty view = not needed
+                                 ConstTensorView d_gi,  // (M, G·H)
+                                 ConstTensorView x,     // (M, I)
+                                 TensorView d_x);       // (M, I) +=; empty view = not needed
 //   a += b_hh, then a += h W_hhᵀ   (GRU passes a = 0 to get gh; LSTM passes a = gi).
 // whh_t: W_hhᵀ made for this batch (refresh_weight_t, blas.h), or null.
 void cell_add_recurrent(const RNNCellParams& p,
-                        TensorView h,  // (N, H)
-                        TensorView a,  // (N, G·H) +=
+                        ConstTensorView h,  // (N, H)
+                        TensorView a,       // (N, G·H) +=
                         WeightTRows whh_t = {});
 //   d_h += d_a W_hh;  grad.weight_hh += d_aᵀ h;  grad.bias_hh += Σ_rows d_a.
 void cell_add_recurrent_backward(const RNNCellParams& p, RNNCellParams& grad,
-                                 TensorView d_a,   // (N, G·H)
-                                 TensorView h,     // (N, H)
-                                 TensorView d_h);  // (N, H) +=; empty view = not needed
+                                 ConstTensorView d_a,  // (N, G·H)
+                                 ConstTensorView h,    // (N, H)
+                                 TensorView d_h);      // (N, H) +=; empty view = not needed
 
 // Which rows of a step are real tokens: row b is active iff t < lengths[b].
 // Default (empty lengths) = every row active.
@@ -97,24 +97,24 @@ namespace gru {
 //   gates on entry: gh = W_hh h + b_hh; on exit: r, z, n.  gh_n gets gh's n block.
 //   h_new = (1 − z) ⊙ n + z ⊙ h for active rows, h_new = h for masked rows.
 // h_new may alias h.
-void gates_forward(TensorView gi,     // (N, 3H)
-                   TensorView h,      // (N, H)
-                   TensorView gates,  // (N, 3H)  in: gh; out: r, z, n
-                   TensorView gh_n,   // (N, H)   out
-                   TensorView h_new,  // (N, H)   out
+void gates_forward(ConstTensorView gi,  // (N, 3H)
+                   ConstTensorView h,   // (N, H)
+                   TensorView gates,    // (N, 3H)  in: gh; out: r, z, n
+                   TensorView gh_n,     // (N, H)   out
+                   TensorView h_new,    // (N, H)   out
                    StepMask mask = {});
 
 // Fused gate backward. WRITES d_gi and d_gh (pre-activation gradients; zero rows for masked
 // rows) and ACCUMULATES the direct path into d_h:
 //   d_h += d_h_new ⊙ z   (active rows),   d_h += d_h_new   (masked rows).
 // The recurrent path d_h += d_gh W_hh and all parameter gradients are the caller's GEMMs.
-void gates_backward(TensorView d_h_new,  // (N, H)
-                    TensorView h,        // (N, H)   state forward started from
-                    TensorView gates,    // (N, 3H)  from forward
-                    TensorView gh_n,     // (N, H)   from forward
-                    TensorView d_gi,     // (N, 3H)  written
-                    TensorView d_gh,     // (N, 3H)  written
-                    TensorView d_h,      // (N, H)   +=; must not alias d_h_new
+void gates_backward(ConstTensorView d_h_new,  // (N, H)
+                    ConstTensorView h,        // (N, H)   state forward started from
+                    ConstTensorView gates,    // (N, 3H)  from forward
+                    ConstTensorView gh_n,     // (N, H)   from forward
+                    TensorView d_gi,          // (N, 3H)  written
+                    TensorView d_gh,          // (N, 3H)  written
+                    TensorView d_h,           // (N, H)   +=; must not alias d_h_new
                     StepMask mask = {});
 
 }  // namespace gru
@@ -131,41 +131,41 @@ public:
     GRUCell(Config cfg, Rng& rng);  // U(-1/sqrt(H), 1/sqrt(H)) for all four tensors
 
     // gi = x W_ihᵀ + b_ih for any number of rows (M = N for one step, B·T for a whole sequence).
-    void project_input(TensorView x,          // (M, I) or (..., I)
+    void project_input(ConstTensorView x,     // (M, I) or (..., I)
                        TensorView gi) const;  // (M, 3H) or (..., 3H); overwritten
     // d_x += d_gi W_ih;  grad.weight_ih += d_giᵀ x;  grad.bias_ih += Σ_rows d_gi.
-    void project_input_backward(TensorView d_gi,  // (M, 3H)
-                                TensorView x,     // (M, I)
-                                TensorView d_x);  // (M, I) +=; empty view = not needed
+    void project_input_backward(ConstTensorView d_gi,  // (M, 3H)
+                                ConstTensorView x,     // (M, I)
+                                TensorView d_x);       // (M, I) +=; empty view = not needed
 
     // One step from a precomputed projection.
-    void forward_projected(TensorView gi,        // (N, 3H)  W_ih x + b_ih
-                           TensorView h,         // (N, H)
+    void forward_projected(ConstTensorView gi,   // (N, 3H)  W_ih x + b_ih
+                           ConstTensorView h,    // (N, H)
                            TensorView h_new,     // (N, H)   out; may alias h only if the
                                                  //          caller does not need h for backward
                            GRUStepCache& cache,  // out
                            StepMask mask = {},
                            WeightTRows whh_t = {}) const;  // W_hhᵀ of this batch (blas.h) or none
     // d_gi += ∂/∂gi;  d_h += ∂/∂h;  grad.weight_hh += d_ghᵀ h;  grad.bias_hh += Σ d_gh.
-    void backward_projected(TensorView d_h_new,  // (N, H)
-                            TensorView h,        // (N, H)  same tensor forward saw
+    void backward_projected(ConstTensorView d_h_new,  // (N, H)
+                            ConstTensorView h,        // (N, H)  same tensor forward saw
                             const GRUStepCache& cache,
                             TensorView d_gi,  // (N, 3H) +=
                             TensorView d_h,   // (N, H)  +=
                             StepMask mask = {});
 
     // One step from a raw input (computes gi into cache.gi, then forward_projected).
-    void forward(TensorView x,         // (N, I)
-                 TensorView h,         // (N, H)
+    void forward(ConstTensorView x,    // (N, I)
+                 ConstTensorView h,    // (N, H)
                  TensorView h_new,     // (N, H) out
                  GRUStepCache& cache,  // out
                  StepMask mask = {},
                  WeightTRows wih_t = {},  // W_ihᵀ, W_hhᵀ of this batch (blas.h) or none
                  WeightTRows whh_t = {}) const;
     // d_x += ∂/∂x;  d_h += ∂/∂h;  grad += all four parameter gradients.
-    void backward(TensorView d_h_new,  // (N, H)
-                  TensorView x,        // (N, I)
-                  TensorView h,        // (N, H)
+    void backward(ConstTensorView d_h_new,  // (N, H)
+                  ConstTensorView x,        // (N, I)
+                  ConstTensorView h,        // (N, H)
                   const GRUStepCache& cache,
                   TensorView d_x,  // (N, I) +=; empty view = not needed
                   TensorView d_h,  // (N, H) +=
@@ -176,8 +176,8 @@ public:
     // order, as backward). grad is untouched: the caller later adds
     // grad.weight_ih += Σ d_giᵀ x, grad.weight_hh += Σ d_ghᵀ h and the bias row sums
     // (cell_project_input_backward / cell_add_recurrent_backward with an empty d_x / d_h).
-    void backward_data(TensorView d_h_new,  // (N, H)
-                       TensorView h,        // (N, H)
+    void backward_data(ConstTensorView d_h_new,  // (N, H)
+                       ConstTensorView h,        // (N, H)
                        const GRUStepCache& cache,
                        TensorView d_gi,  // (N, 3H) written
                        TensorView d_gh,  // (N, 3H) written

@@ -10,7 +10,7 @@ namespace nazar {
 
 // "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
 // numel 1, so empty() is false) or a (0)-shaped one.
-static bool absent(TensorView v) {
+static bool absent(ConstTensorView v) {
     return v.data() == nullptr || v.numel() == 0;
 }
 
@@ -31,10 +31,11 @@ Linear::Linear(Config c, Rng& rng) : cfg(c) {
     }
 }
 
-void Linear::forward(TensorView x, TensorView y) const {
+void Linear::forward(ConstTensorView x, TensorView y) const {
     NZ_CHECK(x.ndim() >= 1 && x.shape()[-1] == cfg.in_features,
              "Linear::forward: x {} needs last dim {}", x.shape().str(), cfg.in_features);
-    const TensorView xm = x.as_matrix(), ym = y.as_matrix();
+    const ConstTensorView xm = x.as_matrix();
+    const TensorView ym = y.as_matrix();
     NZ_CHECK(ym.dim(1) == cfg.out_features && ym.dim(0) == xm.dim(0),
              "Linear::forward: y {} does not match x {} and out_features {}", y.shape().str(),
              x.shape().str(), cfg.out_features);
@@ -48,8 +49,8 @@ void Linear::forward(TensorView x, TensorView y) const {
     }
 }
 
-void Linear::backward(TensorView d_y, TensorView x, TensorView d_x) {
-    const TensorView xm = x.as_matrix(), dym = d_y.as_matrix();
+void Linear::backward(ConstTensorView d_y, ConstTensorView x, TensorView d_x) {
+    const ConstTensorView xm = x.as_matrix(), dym = d_y.as_matrix();
     NZ_CHECK(
         xm.dim(1) == cfg.in_features && dym.dim(1) == cfg.out_features && xm.dim(0) == dym.dim(0),
         "Linear::backward: d_y {} and x {} do not match Linear({} -> {})", d_y.shape().str(),

@@ -37,13 +37,13 @@ public:
     Linear(Config cfg, Rng& rng);  // U(-1/sqrt(in), 1/sqrt(in)) for weight and bias
 
     // y = x Wᵀ + b. One GEMM over all rows.
-    void forward(TensorView x,         // (N, in)  or (..., in)
+    void forward(ConstTensorView x,    // (N, in)  or (..., in)
                  TensorView y) const;  // (N, out) or (..., out), same leading dims; overwritten
 
     // d_x += d_y W;  grad.weight += d_yᵀ x;  grad.bias += Σ_rows d_y.
-    void backward(TensorView d_y,   // (N, out) or (..., out)
-                  TensorView x,     // (N, in)  same tensor forward saw
-                  TensorView d_x);  // (N, in)  +=; pass an empty view when not needed
+    void backward(ConstTensorView d_y,  // (N, out) or (..., out)
+                  ConstTensorView x,    // (N, in)  same tensor forward saw
+                  TensorView d_x);      // (N, in)  +=; pass an empty view when not needed
 
     Config cfg;
     LinearParams params;

@@ -16,12 +16,12 @@ constexpr int64_t kGateRows = 16;  // rows per parallel chunk of the fused gate 
 
 // "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
 // numel 1, so empty() is false) or a (0)-shaped one.
-static bool absent(TensorView v) {
+static bool absent(ConstTensorView v) {
     return v.data() == nullptr || v.numel() == 0;
 }
 namespace lstm {
 
-void gates_forward(TensorView h, TensorView c, TensorView gates, TensorView tanh_c,
+void gates_forward(ConstTensorView h, ConstTensorView c, TensorView gates, TensorView tanh_c,
                    TensorView h_new, TensorView c_new, StepMask mask) {
     const int N = h.dim(0), H = h.dim(1);
     NZ_CHECK_SHAPE(c, {N, H});
@@ -62,9 +62,9 @@ void gates_forward(TensorView h, TensorView c, TensorView gates, TensorView tanh
     });
 }
 
-void gates_backward(TensorView d_h_new, TensorView d_c_new, TensorView c, TensorView gates,
-                    TensorView tanh_c, TensorView d_gates, TensorView d_h, TensorView d_c,
-                    StepMask mask) {
+void gates_backward(ConstTensorView d_h_new, ConstTensorView d_c_new, ConstTensorView c,
+                    ConstTensorView gates, ConstTensorView tanh_c, TensorView d_gates,
+                    TensorView d_h, TensorView d_c, StepMask mask) {
     const int N = c.dim(0), H = c.dim(1);
     NZ_CHECK_SHAPE(d_h_new, {N, H});
     if (!absent(d_c_new)) NZ_CHECK_SHAPE(d_c_new, {N, H});
@@ -125,17 +125,17 @@ LSTMCell::LSTMCell(Config c, Rng& rng) : cfg(c) {
     grad = make_rnn_cell_params(4, cfg.input_size, cfg.hidden_size, cfg.bias, nullptr);
 }
 
-void LSTMCell::project_input(TensorView x, TensorView gi) const {
+void LSTMCell::project_input(ConstTensorView x, TensorView gi) const {
     cell_project_input(params, x, gi);
 }
 
-void LSTMCell::project_input_backward(TensorView d_gi, TensorView x, TensorView d_x) {
+void LSTMCell::project_input_backward(ConstTensorView d_gi, ConstTensorView x, TensorView d_x) {
     cell_project_input_backward(params, grad, d_gi, x, d_x);
 }
 
-void LSTMCell::forward_projected(TensorView gi, TensorView h, TensorView c, TensorView h_new,
-                                 TensorView c_new, LSTMStepCache& cache, StepMask mask,
-                                 WeightTRows whh_t) const {
+void LSTMCell::forward_projected(ConstTensorView gi, ConstTensorView h, ConstTensorView c,
+                                 TensorView h_new, TensorView c_new, LSTMStepCache& cache,
+                                 StepMask mask, WeightTRows whh_t) const {
     const int H = cfg.hidden_size;
     NZ_CHECK(h.ndim() == 2 && h.dim(1) == H, "LSTMCell: h {} needs (N, {})", h.shape().str(), H);
     const int N = h.dim(0);
@@ -147,9 +147,9 @@ void LSTMCell::forward_projected(TensorView gi, TensorView h, TensorView c, Tens
     lstm::gates_forward(h, c, cache.gates, cache.tanh_c, h_new, c_new, mask);
 }
 
-void LSTMCell::backward_projected(TensorView d_h_new, TensorView d_c_new, TensorView h,
-                                  TensorView c, const LSTMStepCache& cache, TensorView d_gi,
-                                  TensorView d_h, TensorView d_c, StepMask mask) {
+void LSTMCell::backward_projected(ConstTensorView d_h_new, ConstTensorView d_c_new,
+                                  ConstTensorView h, ConstTensorView c, const LSTMStepCache& cache,
+                                  TensorView d_gi, TensorView d_h, TensorView d_c, StepMask mask) {
     const int N = h.dim(0), H = cfg.hidden_size;
     NZ_CHECK_SHAPE(d_gi, {N, 4 * H});
     d_gates_.resize({N, 4 * H}, false);
@@ -158,8 +158,8 @@ void LSTMCell::backward_projected(TensorView d_h_new, TensorView d_c_new, Tensor
     cell_add_recurrent_backward(params, grad, d_gates_, h, d_h);
 }
 
-void LSTMCell::forward(TensorView x, TensorView h, TensorView c, TensorView h_new, TensorView c_new,
-                       LSTMStepCache& cache, StepMask mask, WeightTRows wih_t,
+void LSTMCell::forward(ConstTensorView x, ConstTensorView h, ConstTensorView c, TensorView h_new,
+                       TensorView c_new, LSTMStepCache& cache, StepMask mask, WeightTRows wih_t,
                        WeightTRows whh_t) const {
     NZ_CHECK(x.ndim() == 2 && x.dim(1) == cfg.input_size && h.ndim() == 2 && x.dim(0) == h.dim(0),
              "LSTMCell::forward: x {} and h {} do not fit input_size {}", x.shape().str(),
@@ -173,9 +173,9 @@ void LSTMCell::forward(TensorView x, TensorView h, TensorView c, TensorView h_ne
     lstm::gates_forward(h, c, cache.gates, cache.tanh_c, h_new, c_new, mask);
 }
 
-void LSTMCell::backward(TensorView d_h_new, TensorView d_c_new, TensorView x, TensorView h,
-                        TensorView c, const LSTMStepCache& cache, TensorView d_x, TensorView d_h,
-                        TensorView d_c, StepMask mask) {
+void LSTMCell::backward(ConstTensorView d_h_new, ConstTensorView d_c_new, ConstTensorView x,
+                        ConstTensorView h, ConstTensorView c, const LSTMStepCache& cache,
+                        TensorView d_x, TensorView d_h, TensorView d_c, StepMask mask) {
     const int N = h.dim(0), H = cfg.hidden_size;
     NZ_CHECK(x.ndim() == 2 && x.dim(0) == N, "LSTMCell::backward: x {} for h {}", x.shape().str(),
              h.shape().str());
@@ -185,7 +185,7 @@ void LSTMCell::backward(TensorView d_h_new, TensorView d_c_new, TensorView x, Te
     cell_project_input_backward(params, grad, d_gates_, x, d_x);
 }
 
-void LSTMCell::backward_data(TensorView d_h_new, TensorView d_c_new, TensorView c,
+void LSTMCell::backward_data(ConstTensorView d_h_new, ConstTensorView d_c_new, ConstTensorView c,
                              const LSTMStepCache& cache, TensorView d_gates, TensorView d_x,
                              TensorView d_h, TensorView d_c, StepMask mask) const {
     const int N = c.dim(0), H = cfg.hidden_size;

@@ -33,8 +33,8 @@ namespace lstm {
 //   active rows: c_new = f ⊙ c + i ⊙ g, tanh_c = tanh(c_new), h_new = o ⊙ tanh_c;
 //   masked rows: c_new = c, h_new = h, tanh_c = 0 (unused).
 // h_new may alias h and c_new may alias c (row by row, inputs are read before writing).
-void gates_forward(TensorView h,       // (N, H)
-                   TensorView c,       // (N, H)
+void gates_forward(ConstTensorView h,  // (N, H)
+                   ConstTensorView c,  // (N, H)
                    TensorView gates,   // (N, 4H)  in: a; out: i, f, g, o
                    TensorView tanh_c,  // (N, H)   out
                    TensorView h_new,   // (N, H)   out
@@ -46,14 +46,14 @@ void gates_forward(TensorView h,       // (N, H)
 //   active rows: d_c += (d_c_new + d_h_new ⊙ o ⊙ (1 − tanh_c²)) ⊙ f
 //   masked rows: d_c += d_c_new,  d_h += d_h_new
 // The recurrent path d_h += d_gates W_hh and all parameter gradients are the caller's GEMMs.
-void gates_backward(TensorView d_h_new,  // (N, H)
-                    TensorView d_c_new,  // (N, H)   empty view = zero
-                    TensorView c,        // (N, H)   cell state forward started from
-                    TensorView gates,    // (N, 4H)  from forward
-                    TensorView tanh_c,   // (N, H)   from forward
-                    TensorView d_gates,  // (N, 4H)  written
-                    TensorView d_h,      // (N, H)   += (masked rows only); must not alias d_h_new
-                    TensorView d_c,      // (N, H)   +=; must not alias d_c_new
+void gates_backward(ConstTensorView d_h_new,  // (N, H)
+                    ConstTensorView d_c_new,  // (N, H)   empty view = zero
+                    ConstTensorView c,        // (N, H)   cell state forward started from
+                    ConstTensorView gates,    // (N, 4H)  from forward
+                    ConstTensorView tanh_c,   // (N, H)   from forward
+                    TensorView d_gates,       // (N, 4H)  written
+                    TensorView d_h,  // (N, H)   += (masked rows only); must not alias d_h_new
+                    TensorView d_c,  // (N, H)   +=; must not alias d_c_new
                     StepMask mask = {});
 
 }  // namespace lstm
@@ -70,27 +70,27 @@ public:
     LSTMCell(Config cfg, Rng& rng);  // U(-1/sqrt(H), 1/sqrt(H)) for all four tensors
 
     // gi = x W_ihᵀ + b_ih for any number of rows (M = N, or B·T for a whole sequence).
-    void project_input(TensorView x,          // (M, I) or (..., I)
+    void project_input(ConstTensorView x,     // (M, I) or (..., I)
                        TensorView gi) const;  // (M, 4H) or (..., 4H); overwritten
     // d_x += d_gi W_ih;  grad.weight_ih += d_giᵀ x;  grad.bias_ih += Σ_rows d_gi.
-    void project_input_backward(TensorView d_gi,  // (M, 4H)
-                                TensorView x,     // (M, I)
-                                TensorView d_x);  // (M, I) +=; empty view = not needed
+    void project_input_backward(ConstTensorView d_gi,  // (M, 4H)
+                                ConstTensorView x,     // (M, I)
+                                TensorView d_x);       // (M, I) +=; empty view = not needed
 
     // One step from a precomputed projection.
-    void forward_projected(TensorView gi,         // (N, 4H)  W_ih x + b_ih
-                           TensorView h,          // (N, H)
-                           TensorView c,          // (N, H)
+    void forward_projected(ConstTensorView gi,    // (N, 4H)  W_ih x + b_ih
+                           ConstTensorView h,     // (N, H)
+                           ConstTensorView c,     // (N, H)
                            TensorView h_new,      // (N, H)   out
                            TensorView c_new,      // (N, H)   out
                            LSTMStepCache& cache,  // out
                            StepMask mask = {},
                            WeightTRows whh_t = {}) const;  // W_hhᵀ of this batch (blas.h) or none
     // d_gi += ∂/∂gi;  d_h, d_c += ∂/∂h, ∂/∂c;  grad.weight_hh += d_aᵀ h;  grad.bias_hh += Σ d_a.
-    void backward_projected(TensorView d_h_new,  // (N, H)
-                            TensorView d_c_new,  // (N, H)  empty view = zero
-                            TensorView h,        // (N, H)  same tensors forward saw
-                            TensorView c,        // (N, H)
+    void backward_projected(ConstTensorView d_h_new,  // (N, H)
+                            ConstTensorView d_c_new,  // (N, H)  empty view = zero
+                            ConstTensorView h,        // (N, H)  same tensors forward saw
+                            ConstTensorView c,        // (N, H)
                             const LSTMStepCache& cache,
                             TensorView d_gi,  // (N, 4H) +=
                             TensorView d_h,   // (N, H)  +=
@@ -98,9 +98,9 @@ public:
                             StepMask mask = {});
 
     // One step from a raw input x: a = x W_ihᵀ + h W_hhᵀ + b_ih + b_hh straight into cache.gates.
-    void forward(TensorView x,          // (N, I)
-                 TensorView h,          // (N, H)
-                 TensorView c,          // (N, H)
+    void forward(ConstTensorView x,     // (N, I)
+                 ConstTensorView h,     // (N, H)
+                 ConstTensorView c,     // (N, H)
                  TensorView h_new,      // (N, H) out
                  TensorView c_new,      // (N, H) out
                  LSTMStepCache& cache,  // out
@@ -108,11 +108,11 @@ public:
                  WeightTRows wih_t = {},  // W_ihᵀ, W_hhᵀ of this batch (blas.h) or none
                  WeightTRows whh_t = {}) const;
     // d_x, d_h, d_c += their gradients;  grad += all four parameter gradients.
-    void backward(TensorView d_h_new,  // (N, H)
-                  TensorView d_c_new,  // (N, H)  empty view = zero
-                  TensorView x,        // (N, I)
-                  TensorView h,        // (N, H)
-                  TensorView c,        // (N, H)
+    void backward(ConstTensorView d_h_new,  // (N, H)
+                  ConstTensorView d_c_new,  // (N, H)  empty view = zero
+                  ConstTensorView x,        // (N, I)
+                  ConstTensorView h,        // (N, H)
+                  ConstTensorView c,        // (N, H)
                   const LSTMStepCache& cache,
                   TensorView d_x,  // (N, I) +=; empty view = not needed
                   TensorView d_h,  // (N, H) +=
@@ -121,9 +121,9 @@ public:
     // The data half of backward (see GRUCell::backward_data): WRITES d_gates (= d_gi = d_gh)
     // and ACCUMULATES d_x += d_gates W_ih, d_h += d_gates W_hh (+ masked rows' direct path),
     // d_c += ∂/∂c. grad is untouched (the caller batches the weight gradients).
-    void backward_data(TensorView d_h_new,  // (N, H)
-                       TensorView d_c_new,  // (N, H)  empty view = zero
-                       TensorView c,        // (N, H)
+    void backward_data(ConstTensorView d_h_new,  // (N, H)
+                       ConstTensorView d_c_new,  // (N, H)  empty view = zero
+                       ConstTensorView c,        // (N, H)
                        const LSTMStepCache& cache,
                        TensorView d_gates,  // (N, 4H) written
                        TensorView d_x,      // (N, I)  +=; empty view = not needed

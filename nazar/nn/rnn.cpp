@@ -17,14 +17,14 @@ namespace nazar {
 
 // "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
 // numel 1, so empty() is false) or a (0)-shaped one.
-static bool absent(TensorView v) {
+static bool absent(ConstTensorView v) {
     return v.data() == nullptr || v.numel() == 0;
 }
 
 namespace {
 
 // (B, T, C) batch-major <-> (T, B, C) time-major. `add` accumulates into dst.
-void to_time_major(TensorView src, TensorView dst) {
+void to_time_major(ConstTensorView src, TensorView dst) {
     const int B = src.dim(0), T = src.dim(1), C = src.dim(2);
     for (int b = 0; b < B; ++b)
         for (int t = 0; t < T; ++t)
@@ -32,7 +32,7 @@ void to_time_major(TensorView src, TensorView dst) {
                         src.data() + (static_cast<int64_t>(b) * T + t) * C, sizeof(float) * C);
 }
 
-void to_batch_major(TensorView src, TensorView dst, bool add) {
+void to_batch_major(ConstTensorView src, TensorView dst, bool add) {
     const int T = src.dim(0), B = src.dim(1), C = src.dim(2);
     for (int t = 0; t < T; ++t)
         for (int b = 0; b < B; ++b) {
@@ -135,7 +135,7 @@ void RNN::forward_direction(int k, int d, const RNNState& initial, RNNState& fin
     if (lstm) final.c.select(idx).copy_from(dc.c.select(fwd ? T : 0));
 }
 
-void RNN::forward(TensorView x, std::span<const int> lengths, const RNNState& initial,
+void RNN::forward(ConstTensorView x, std::span<const int> lengths, const RNNState& initial,
                   TensorView out, RNNState& final, RNNCache& cache, Rng& rng, Mode mode) const {
     NZ_CHECK(x.ndim() == 3 && x.dim(2) == cfg.input_size, "RNN::forward: x {} needs (B, T, {})",
              x.shape().str(), cfg.input_size);
@@ -216,7 +216,8 @@ void RNN::backward_direction(int k, int d, const RNNState& d_final, const RNNCac
             kernels::axpy(H, 1.0f, dy + static_cast<int64_t>(b) * D * H,
                           d_h_.data() + static_cast<int64_t>(b) * H);
         d_h_next_.zero();
-        const TensorView hp = dc.h.select(prev), dgi = d_gi_.select(t);
+        const ConstTensorView hp = dc.h.select(prev);
+        const TensorView dgi = d_gi_.select(t);
         if (lstm) {
             d_c_next_.zero();
             lstm::gates_backward(d_h_, d_c_, dc.c.select(prev), dc.gates.select(t),
@@ -237,14 +238,14 @@ void RNN::backward_direction(int k, int d, const RNNState& d_final, const RNNCac
     if (lstm && !absent(d_initial.c))
         kernels::axpy(B * H, 1.0f, d_c_.data(), d_initial.c.select(idx).data());
     // d_W_hh += Σ_t d_a[t]ᵀ h_prev[t];  h_prev = h[0..T) (forward) or h[1..T] (backward)
-    const TensorView h_prev = dc.h.slice(fwd ? 0 : 1, fwd ? T : T + 1);
+    const ConstTensorView h_prev = dc.h.slice(fwd ? 0 : 1, fwd ? T : T + 1);
     cell_add_recurrent_backward(P, Pg, lstm ? d_gi_ : d_gh_, h_prev, TensorView());
     // d_W_ih += d_giᵀ X;  d_b_ih += Σ d_gi;  d_X += d_gi W_ih   (one GEMM each, all steps)
     cell_project_input_backward(P, Pg, d_gi_, X, need_d_in ? d_layer_in_.view() : TensorView());
 }
 
-void RNN::backward(TensorView d_out, const RNNState& d_final, const RNNCache& cache, TensorView d_x,
-                   RNNState& d_initial) {
+void RNN::backward(ConstTensorView d_out, const RNNState& d_final, const RNNCache& cache,
+                   TensorView d_x, RNNState& d_initial) {
     const int B = cache.B, T = cache.T, H = cfg.hidden_size, D = directions(), L = cfg.num_layers,
               G = gates();
     const bool lstm = cfg.cell == CellType::lstm;

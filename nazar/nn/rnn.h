@@ -110,7 +110,7 @@ public:
 
     // lengths: each in [0, T]; empty span = every sentence has length T.
     // rng: draws dropout masks between layers in train mode (untouched otherwise).
-    void forward(TensorView x,                  // (B, T, I)
+    void forward(ConstTensorView x,             // (B, T, I)
                  std::span<const int> lengths,  // (B)
                  const RNNState& initial,       // (L·dirs, B, H) each; empty tensors = zeros
                  TensorView out,                // (B, T, dirs·H) overwritten; 0 at padding
@@ -120,7 +120,7 @@ public:
 
     // From d_out and d_final to d_x, d_initial and every parameter gradient.
     // d_out at padding positions is ignored (those outputs are constant 0).
-    void backward(TensorView d_out,         // (B, T, dirs·H)
+    void backward(ConstTensorView d_out,    // (B, T, dirs·H)
                   const RNNState& d_final,  // (L·dirs, B, H) each; empty tensors = zero
                   const RNNCache& cache,
                   TensorView d_x,        // (B, T, I) +=; empty view = not needed

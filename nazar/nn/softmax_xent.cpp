@@ -76,13 +76,14 @@ RowResult xent_row(float* z, int V, int y, float eps, bool backward, float scale
 
 // An absent bias is an empty view. A default-constructed Tensor has shape () and numel 1 but
 // no data, so both spellings of "none" are accepted.
-bool present(TensorView t) {
+bool present(ConstTensorView t) {
     return t.data() != nullptr && t.numel() > 0;
 }
 
 // The shapes of SoftmaxXent::run's arguments (the gradients only when `backward`).
-void check_shapes(TensorView X, TensorView W, TensorView b, std::span<const int> targets,
-                  bool backward, TensorView d_X, TensorView d_W, TensorView d_b) {
+void check_shapes(ConstTensorView X, ConstTensorView W, ConstTensorView b,
+                  std::span<const int> targets, bool backward, ConstTensorView d_X,
+                  ConstTensorView d_W, ConstTensorView d_b) {
     NZ_CHECK(X.ndim() == 2 && W.ndim() == 2, "softmax_xent: X {} and W {} must be 2-D",
              X.shape().str(), W.shape().str());
     const int N = X.dim(0), H = X.dim(1), V = W.dim(0);
@@ -115,20 +116,20 @@ SoftmaxXent::SoftmaxXent(SoftmaxXentOptions opt) : opt_(opt) {
              "SoftmaxXent: label_smoothing must be in [0, 1), got {}", opt.label_smoothing);
 }
 
-XentStats SoftmaxXent::forward(TensorView X, TensorView W, TensorView b,
+XentStats SoftmaxXent::forward(ConstTensorView X, ConstTensorView W, ConstTensorView b,
                                std::span<const int> targets) {
     return run(X, W, b, targets, false, 0.0f, {}, {}, {});
 }
 
-XentStats SoftmaxXent::forward_backward(TensorView X, TensorView W, TensorView b,
+XentStats SoftmaxXent::forward_backward(ConstTensorView X, ConstTensorView W, ConstTensorView b,
                                         std::span<const int> targets, float grad_scale,
                                         TensorView d_X, TensorView d_W, TensorView d_b) {
     return run(X, W, b, targets, true, grad_scale, d_X, d_W, d_b);
 }
 
-XentStats SoftmaxXent::run(TensorView X, TensorView W, TensorView b, std::span<const int> targets,
-                           bool backward, float grad_scale, TensorView d_X, TensorView d_W,
-                           TensorView d_b) {
+XentStats SoftmaxXent::run(ConstTensorView X, ConstTensorView W, ConstTensorView b,
+                           std::span<const int> targets, bool backward, float grad_scale,
+                           TensorView d_X, TensorView d_W, TensorView d_b) {
     check_shapes(X, W, b, targets, backward, d_X, d_W, d_b);
     const int N = X.dim(0), H = X.dim(1), V = W.dim(0);
     const bool has_bias = present(b);
@@ -158,11 +159,12 @@ XentStats SoftmaxXent::run(TensorView X, TensorView W, TensorView b, std::span<c
         const int* rows = rows_.data() + c0;
         // Runs without padding are used in place; otherwise the counted rows are gathered.
         const bool contiguous = rows[R - 1] - rows[0] == R - 1;
-        TensorView xc = contiguous ? X.slice(rows[0], rows[0] + R) : x_chunk_.slice(0, R);
+        const TensorView gathered = x_chunk_.slice(0, R);
         if (!contiguous)
             for (int r = 0; r < R; ++r)
                 std::copy_n(X.data() + static_cast<int64_t>(rows[r]) * H, H,
-                            xc.data() + static_cast<int64_t>(r) * H);
+                            gathered.data() + static_cast<int64_t>(r) * H);
+        const ConstTensorView xc = contiguous ? X.slice(rows[0], rows[0] + R) : gathered;
 
         // z = X_c Wᵀ + b
         TensorView z = logits_.slice(0, R);
@@ -200,7 +202,7 @@ XentStats SoftmaxXent::run(TensorView X, TensorView W, TensorView b, std::span<c
     return stats;
 }
 
-void output_log_probs(TensorView X, TensorView W, TensorView b, TensorView out) {
+void output_log_probs(ConstTensorView X, ConstTensorView W, ConstTensorView b, TensorView out) {
     NZ_CHECK(X.ndim() == 2 && W.ndim() == 2, "output_log_probs: X {} and W {} must be 2-D",
              X.shape().str(), W.shape().str());
     const int R = X.dim(0), H = X.dim(1), V = W.dim(0);

@@ -44,17 +44,17 @@ public:
     explicit SoftmaxXent(SoftmaxXentOptions opt = {});
 
     // Loss only (validation): no gradients.
-    XentStats forward(TensorView X,                   // (N, H)
-                      TensorView W,                   // (V, H)  generator.weight
-                      TensorView b,                   // (V)     generator.bias (empty: none)
+    XentStats forward(ConstTensorView X,              // (N, H)
+                      ConstTensorView W,              // (V, H)  generator.weight
+                      ConstTensorView b,              // (V)     generator.bias (empty: none)
                       std::span<const int> targets);  // (N)     in [0, V) or ignore_index
 
     // Loss and gradients in one pass over the chunks (the logits are not kept).
     //   d z[n][v] = grad_scale · (p[n][v] − (1−ε)·[v = y[n]] − ε/V)     (0 for ignored rows)
     //   d_X += d z · W;   d_W += d zᵀ · X;   d_b += Σ_n d z[n]
-    XentStats forward_backward(TensorView X,                  // (N, H)
-                               TensorView W,                  // (V, H)
-                               TensorView b,                  // (V) or empty
+    XentStats forward_backward(ConstTensorView X,             // (N, H)
+                               ConstTensorView W,             // (V, H)
+                               ConstTensorView b,             // (V) or empty
                                std::span<const int> targets,  // (N)
                                float grad_scale,
                                TensorView d_X,   // (N, H)  +=
@@ -66,8 +66,9 @@ public:
     int64_t logits_scratch() const { return logits_.numel(); }
 
 private:
-    XentStats run(TensorView X, TensorView W, TensorView b, std::span<const int> targets,
-                  bool backward, float grad_scale, TensorView d_X, TensorView d_W, TensorView d_b);
+    XentStats run(ConstTensorView X, ConstTensorView W, ConstTensorView b,
+                  std::span<const int> targets, bool backward, float grad_scale, TensorView d_X,
+                  TensorView d_W, TensorView d_b);
 
     SoftmaxXentOptions opt_;
     // Scratch reused across calls (sized on first use; no allocation in steady state).
@@ -81,9 +82,9 @@ private:
 
 // Log-probabilities of one chunk of rows, for scoring and decoding:
 //   out[r] = log_softmax(W x[r] + b)
-void output_log_probs(TensorView X,     // (R, H)
-                      TensorView W,     // (V, H)
-                      TensorView b,     // (V) or empty
-                      TensorView out);  // (R, V)  written
+void output_log_probs(ConstTensorView X,  // (R, H)
+                      ConstTensorView W,  // (V, H)
+                      ConstTensorView b,  // (V) or empty
+                      TensorView out);    // (R, V)  written
 
 }  // namespace nazar

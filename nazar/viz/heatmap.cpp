@@ -189,7 +189,7 @@ std::string render_terminal(const Heatmap& h, const TerminalOptions& opt) {
         }
         out += "\n";
     }
-    const TensorView w = h.weights;
+    const ConstTensorView w = h.weights;
     for (int t = 0; t < T; ++t) {
         out += pad_left(labels[t], label_w) + " ";
         for (int i = 0; i < S; ++i) {
@@ -306,7 +306,7 @@ void svg_labels_and_cells(std::string& o, const Heatmap& h, const SvgLayout& L) 
         o += fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", L.x0 - 5,
                          L.y0 + t * L.c + L.c / 2.0 + L.font * 0.35, xml_escape(L.tgt[t]));
     o += "</g>\n<g class=\"cells\" stroke=\"#ffffff\" stroke-width=\"0.5\">\n";
-    const TensorView w = h.weights;
+    const ConstTensorView w = h.weights;
     for (int t = 0; t < T; ++t)
         for (int i = 0; i < S; ++i) {
             const float v = w.at(t, i);

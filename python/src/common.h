@@ -16,7 +16,7 @@ namespace pb = pybind11;
 // shape = t's shape.
 pb::array_t<float> to_numpy(Tensor&& t);
 // A copy of a view (the view's memory stays with its owner).
-pb::array_t<float> copy_to_numpy(TensorView v);
+pb::array_t<float> copy_to_numpy(ConstTensorView v);
 
 void init_translate(pb::module_& m);
 void init_model(pb::module_& m);

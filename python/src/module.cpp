@@ -22,7 +22,7 @@ pb::array_t<float> to_numpy(Tensor&& t) {
     return pb::array_t<float>(shape, owner->data(), free_when_done);
 }
 
-pb::array_t<float> copy_to_numpy(TensorView v) {
+pb::array_t<float> copy_to_numpy(ConstTensorView v) {
     std::vector<pb::ssize_t> shape(v.shape().dims().begin(), v.shape().dims().end());
     pb::array_t<float> a(shape);
     if (v.numel() > 0) std::copy(v.data(), v.data() + v.numel(), a.mutable_data());

@@ -37,7 +37,7 @@ struct GradTarget {
     TensorView grad;   // analytic d loss / d value, same shape
 };
 
-inline double dot_loss(TensorView out, TensorView R) {
+inline double dot_loss(ConstTensorView out, ConstTensorView R) {
     double s = 0;
     for (int64_t i = 0; i < out.numel(); ++i) s += static_cast<double>(out[i]) * R[i];
     return s;

@@ -29,7 +29,7 @@ inline Tensor random_tensor(Rng& rng, Shape shape, float lo = -1.0f, float hi = 
 }
 
 // Norm-wise relative error max|a-b| / max|b| below tol (the parity tests' measure).
-inline ::testing::AssertionResult close_rel(TensorView a, TensorView b, double tol) {
+inline ::testing::AssertionResult close_rel(ConstTensorView a, ConstTensorView b, double tol) {
     if (!(a.shape() == b.shape()))
         return ::testing::AssertionFailure()
                << "shape " << a.shape().str() << " vs " << b.shape().str();
@@ -38,7 +38,7 @@ inline ::testing::AssertionResult close_rel(TensorView a, TensorView b, double t
     return ::testing::AssertionFailure() << "max relative error " << e << " > " << tol;
 }
 
-inline ::testing::AssertionResult close_abs(TensorView a, TensorView b, double tol) {
+inline ::testing::AssertionResult close_abs(ConstTensorView a, ConstTensorView b, double tol) {
     if (!(a.shape() == b.shape()))
         return ::testing::AssertionFailure()
                << "shape " << a.shape().str() << " vs " << b.shape().str();

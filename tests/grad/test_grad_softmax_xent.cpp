@@ -26,8 +26,8 @@ struct Reference {
     Tensor d_X, d_W, d_b;
 };
 
-Reference unfused(TensorView X, TensorView W, TensorView b, const std::vector<int>& y, int pad,
-                  float eps, float scale) {
+Reference unfused(ConstTensorView X, ConstTensorView W, ConstTensorView b,
+                  const std::vector<int>& y, int pad, float eps, float scale) {
     const int N = X.dim(0), H = X.dim(1), V = W.dim(0);
     Tensor z({N, V}), lp({N, V});
     gemm_naive(false, true, N, V, H, 1.0f, X.data(), H, W.data(), H, 0.0f, z.data(), V);  // Linear

@@ -80,11 +80,11 @@ public:
             if (theirs.count(p.name)) p.value->copy_from(st.get(p.name, p.value->shape()));
     }
 
-    void expect_output(const std::string& name, TensorView got, double tol) {
+    void expect_output(const std::string& name, ConstTensorView got, double tol) {
         compare(name, got, st.get(name), tol);
         compared_.insert(name);
     }
-    void expect_grad(const std::string& name, TensorView got, double tol) {
+    void expect_grad(const std::string& name, ConstTensorView got, double tol) {
         compare("grad." + name, got, st.get("grad." + name), tol);
         compared_.insert("grad." + name);
     }
@@ -106,7 +106,8 @@ public:
     nlohmann::json config;
 
 private:
-    void compare(const std::string& what, TensorView got, TensorView want, double tol) const {
+    void compare(const std::string& what, ConstTensorView got, ConstTensorView want,
+                 double tol) const {
         ASSERT_EQ(got.numel(), want.numel())
             << what << ": nazar " << got.shape().str() << " vs fixture " << want.shape().str()
             << " (" << path << ")";

@@ -17,8 +17,8 @@ struct StepResult {
     AttentionStepCache cache;
     Tensor context;
 };
-StepResult run_step(const Attention& att, TensorView q, TensorView h, const std::vector<int>& len,
-                    int t) {
+StepResult run_step(const Attention& att, ConstTensorView q, ConstTensorView h,
+                    const std::vector<int>& len, int t) {
     StepResult r;
     AttentionKeys keys;
     att.precompute(h, keys);

@@ -58,7 +58,7 @@ void expect_matches_oracle(AttentionConfig cfg, uint64_t seed) {
 
 // |got − ref| ≤ tol · max(1, max|ref|) elementwise: relative for large gradients, absolute for
 // small ones (the scalar d scale is a sum of O(1) terms that may cancel to near 0).
-::testing::AssertionResult close_grad(TensorView got, TensorView ref, double tol) {
+::testing::AssertionResult close_grad(ConstTensorView got, ConstTensorView ref, double tol) {
     double mx = 1.0;
     for (int64_t i = 0; i < ref.numel(); ++i) mx = std::max(mx, std::fabs(double(ref[i])));
     return close_abs(got, ref, tol * mx);
@@ -76,8 +76,9 @@ std::vector<std::pair<std::string, Tensor*>> grads_of(AttentionParams& p) {
 constexpr double kGradTol = 5e-5;
 
 // d_query, d_enc_out and every parameter gradient against the oracle's.
-void expect_grads_match(TensorView d_q, TensorView d_q_ref, TensorView d_h, TensorView d_h_ref,
-                        AttentionParams& got, AttentionParams& ref, const std::string& what) {
+void expect_grads_match(ConstTensorView d_q, ConstTensorView d_q_ref, ConstTensorView d_h,
+                        ConstTensorView d_h_ref, AttentionParams& got, AttentionParams& ref,
+                        const std::string& what) {
     EXPECT_TRUE(close_grad(d_q, d_q_ref, kGradTol)) << what << " d_query";
     EXPECT_TRUE(close_grad(d_h, d_h_ref, kGradTol)) << what << " d_enc_out";
     const auto a = grads_of(got), b = grads_of(ref);

@@ -8,6 +8,9 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <span>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 using namespace nazar;
@@ -34,6 +37,42 @@ TEST(Tensor, ShapeViewsAndErrors) {
         EXPECT_NE(std::string(e.what()).find("t: expected (3, 2), got (2, 3)"), std::string::npos)
             << e.what();
     }
+}
+
+// Constness is deep (tensor.h): what a const Tensor& or a ConstTensorView gives cannot write.
+// These fail at compile time when the contract breaks.
+template <class V>
+concept Fillable = requires(V v) {
+    v.fill(0.0f);
+};
+static_assert(std::is_same_v<decltype(std::declval<const Tensor&>().data()), const float*>);
+static_assert(std::is_same_v<decltype(std::declval<Tensor&>().data()), float*>);
+static_assert(std::is_same_v<decltype(std::declval<const Tensor&>()[0]), const float&>);
+static_assert(std::is_same_v<decltype(std::declval<const Tensor&>().at(0, 0)), const float&>);
+static_assert(std::is_same_v<decltype(std::declval<const Tensor&>().select(0)), ConstTensorView>);
+static_assert(std::is_same_v<decltype(std::declval<ConstTensorView>().data()), const float*>);
+static_assert(
+    std::is_same_v<decltype(std::declval<ConstTensorView>().span()), std::span<const float>>);
+static_assert(!std::is_convertible_v<const Tensor&, TensorView>);
+static_assert(!std::is_convertible_v<ConstTensorView, TensorView>);
+static_assert(std::is_convertible_v<TensorView, ConstTensorView>);
+static_assert(std::is_convertible_v<Tensor&, TensorView>);
+static_assert(std::is_convertible_v<Tensor&, ConstTensorView>);
+static_assert(std::is_convertible_v<const Tensor&, ConstTensorView>);
+static_assert(Fillable<TensorView> && Fillable<Tensor&>);
+static_assert(!Fillable<ConstTensorView> && !Fillable<const Tensor&>);
+
+TEST(Tensor, ConstViewsReadTheSameMemory) {
+    Tensor t = Tensor::from({2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6});
+    const Tensor& c = t;
+    const ConstTensorView v = t.view();  // writable -> read-only
+    EXPECT_EQ(v.data(), c.data());
+    EXPECT_EQ(c.select(1).data(), t.select(1).data());
+    EXPECT_EQ(v.at(1, 2), 6.0f);
+    t.at(1, 2) = 7.0f;  // the view sees writes made through the tensor
+    EXPECT_EQ(v.at(1, 2), 7.0f);
+    EXPECT_EQ(c.as_matrix().shape(), (Shape{2, 3}));
+    EXPECT_EQ(Tensor::clone(c.slice(1, 2)).at(0, 2), 7.0f);
 }
 
 TEST(Tensor, CopyIsDeepAndResizeReusesMemory) {

@@ -385,7 +385,7 @@ TEST(BeamSearch, TiesGoToTheLowerLiveRankThenTheLowerTokenId) {
     // min_length) at step 1, then all from live rank 0 at step 2 — the rule the vectorised
     // candidate screen in beam_search.cpp must keep (equal totals take the exact comparison).
     Seq2Seq m(tiny_config(), 31);
-    m.generator_weight().fill(0.0f);
+    m.generator.params.weight.fill(0.0f);  // the generator_weight(): no tying here
     if (m.generator.params.bias.numel() > 0) m.generator.params.bias.fill(0.0f);
     const Sources s = pad({{5, 6, 7}, {4}});
     for (int K : {3, 5}) {
@@ -417,7 +417,7 @@ TEST(BeamSearch, GreedyAndBeamOneTakeTheLowestIdOfTiedMaxima) {
     ModelConfig c = tiny_config();
     c.tgt_vocab_size = 40;
     Seq2Seq m(c, 37);
-    m.generator_weight().fill(0.0f);
+    m.generator.params.weight.fill(0.0f);  // the generator_weight(): no tying here
     Tensor& b = m.generator.params.bias;
     ASSERT_EQ(b.numel(), 40);
     b.fill(0.0f);

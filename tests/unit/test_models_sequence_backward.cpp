@@ -80,8 +80,8 @@ void run_forward(Seq2Seq& m, const Batch& b, Forward& f) {
                             f.h_all.select(t + 1), c_at(t + 1), f.steps[t], rng, Mode::train);
             continue;
         }
-        const TensorView feed =
-            feeding ? (t == 0 ? feed0.view() : f.out.select(t - 1)) : TensorView();
+        const ConstTensorView feed =
+            feeding ? (t == 0 ? feed0.view() : f.out.select(t - 1)) : ConstTensorView();
         d.step_forward(t, f.emb.select(t), f.h_all.select(t), c_at(t), feed, f.src, m.attention,
                        f.h_all.select(t + 1), c_at(t + 1), f.out.select(t), f.steps[t], rng,
                        Mode::train);
@@ -272,7 +272,7 @@ void abort_passes(Seq2Seq& m, Forward& f) {
     SequenceBackward pass = make_pass(m, f, g);
     if (f.split) pass.outputs_backward(g.d_out);
     step_back(m, f, g, pass, f.T - 1);
-    const Tensor bad(Shape{f.N + 1, m.decoder.L, m.decoder.H});  // a carry of the wrong shape
+    Tensor bad(Shape{f.N + 1, m.decoder.L, m.decoder.H});  // a carry of the wrong shape
     if (f.split)
         EXPECT_THROW(pass.cells_step(f.T - 2, bad, g.d_c[0], g.d_h[1], g.d_c[1]), Error);
     else

@@ -181,7 +181,7 @@ struct RefGRU {
     }
 };
 
-static std::vector<double> to_d(TensorView t) {
+static std::vector<double> to_d(ConstTensorView t) {
     return {t.data(), t.data() + t.numel()};
 }
 static Tensor to_f(const std::vector<double>& v, Shape s) {

@@ -51,8 +51,8 @@ struct Result {
 };
 
 // Runs forward + backward on a (B, T) batch with given initial states and upstream gradients.
-static Result run(RNN& rnn, TensorView x, std::span<const int> lengths, const RNNState& init,
-                  TensorView d_out, const RNNState& d_final) {
+static Result run(RNN& rnn, ConstTensorView x, std::span<const int> lengths, const RNNState& init,
+                  ConstTensorView d_out, const RNNState& d_final) {
     const int B = x.dim(0), T = x.dim(1);
     Result r;
     r.out = Tensor({B, T, rnn.output_size()});
@@ -68,7 +68,7 @@ static Result run(RNN& rnn, TensorView x, std::span<const int> lengths, const RN
 }
 
 // (L·dirs, B, H) -> the rows of sentence b as a (L·dirs, 1, H) tensor
-static Tensor state_of(TensorView s, int b) {
+static Tensor state_of(ConstTensorView s, int b) {
     Tensor t({s.dim(0), 1, s.dim(2)});
     for (int i = 0; i < s.dim(0); ++i) t.select(i).select(0).copy_from(s.select(i).select(b));
     return t;

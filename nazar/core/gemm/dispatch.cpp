@@ -28,7 +28,7 @@ std::atomic<GemmThreading>& threading() {
 }
 std::atomic<int> g_blas_threads{1};
 
-void check_matrix(const char* what, TensorView v) {
+void check_matrix(const char* what, ConstTensorView v) {
     NZ_CHECK(v.ndim() == 2, "gemm: {} must be 2-D, got {}", what, v.shape().str());
 }
 
@@ -114,7 +114,8 @@ GemmThreading gemm_threading() {
     return threading().load();
 }
 
-void gemm(TensorView a, bool ta, TensorView b, bool tb, TensorView c, float alpha, float beta) {
+void gemm(ConstTensorView a, bool ta, ConstTensorView b, bool tb, TensorView c, float alpha,
+          float beta) {
     check_matrix("A", a);
     check_matrix("B", b);
     check_matrix("C", c);
@@ -127,7 +128,7 @@ void gemm(TensorView a, bool ta, TensorView b, bool tb, TensorView c, float alph
              c.dim(1));
 }
 
-void gemm_batched(TensorView a, bool ta, TensorView b, bool tb, TensorView c, float alpha,
+void gemm_batched(ConstTensorView a, bool ta, ConstTensorView b, bool tb, TensorView c, float alpha,
                   float beta) {
     NZ_CHECK(a.ndim() == 3 && b.ndim() == 3 && c.ndim() == 3,
              "gemm_batched: 3-D views expected, got {} {} {}", a.shape().str(), b.shape().str(),

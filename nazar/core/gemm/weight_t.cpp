@@ -82,7 +82,7 @@ void refresh_weight_t(WeightT& wt, const float* w, int N, int K, int ldw) {
                     0.0f;
 }
 
-void refresh_weight_t(WeightT& wt, TensorView w) {
+void refresh_weight_t(WeightT& wt, ConstTensorView w) {
     NZ_CHECK(w.ndim() == 2, "gemm: W must be 2-D, got {}", w.shape().str());
     refresh_weight_t(wt, w.data(), w.dim(0), w.dim(1), w.dim(1));
 }
