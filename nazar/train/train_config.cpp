@@ -238,7 +238,8 @@ std::vector<ConfigKey> make_table() {
          "Dev pairs decoded (greedy, or beam valid_beam) for exact match, BLEU, chrF (0 = none)",
          &C::valid_sample, 0, 1e9},
         {"valid_max_length", "training", K::integer, "0",
-         "Validation decoding limit in tokens (0 = 2 x source length + 10, at most 512)",
+         "Validation output limit in tokens, whatever the source length (0 = 2 x source length "
+         "+ 10, at most 512)",
          &C::valid_max_length, 0, 1e6},
         {"valid_metric",
          "training",

@@ -52,17 +52,23 @@ ValidationResult Trainer::validate_weights() {
     // Greedy decoding of an evenly spaced sample, sorted by length to limit padding.
     const int64_t N = dev_.size(), K = std::min<int64_t>(cfg_.valid_sample, N);
     if (K == 0) return r;
+    // The output limit: valid_max_length tokens when set (whatever the source length: outputs
+    // may be much longer than their sources, e.g. digits -> words), else 2 · S_b + 10, at most
+    // 512.
+    const bool fixed = cfg_.valid_max_length > 0;
+    const float ratio = fixed ? 0.0f : 2.0f;
+    const int extra = fixed ? cfg_.valid_max_length : 10;
+    const int limit = fixed ? cfg_.valid_max_length : 512;
     const BeamOptions beam{.beam_size = cfg_.valid_beam,
-                           .max_length_ratio = 2.0f,
-                           .max_length_extra = 10,
-                           .max_length = cfg_.valid_max_length > 0 ? cfg_.valid_max_length : 512};
+                           .max_length_ratio = ratio,
+                           .max_length_extra = extra,
+                           .max_length = limit};
     std::vector<int64_t> idx(static_cast<std::size_t>(K));
     for (int64_t i = 0; i < K; ++i) idx[i] = i * N / K;
     std::stable_sort(idx.begin(), idx.end(),
                      [&](int64_t a, int64_t b) { return dev_.src_length(a) < dev_.src_length(b); });
-    const GreedyOptions gopt{.max_length_ratio = 2.0f,
-                             .max_length_extra = 10,
-                             .max_length = cfg_.valid_max_length > 0 ? cfg_.valid_max_length : 512};
+    const GreedyOptions gopt{
+        .max_length_ratio = ratio, .max_length_extra = extra, .max_length = limit};
     std::vector<std::string> hyps(idx.size()), refs(idx.size());
     for (std::size_t begin = 0; begin < idx.size(); begin += kDecodeChunk) {
         const std::size_t end = std::min(idx.size(), begin + kDecodeChunk);

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -260,6 +261,30 @@ TEST(ValidMetric, SelectsByTheChosenScore) {
 
     c.valid_sample = 0;
     EXPECT_THROW(validate_config(c), UsageError);
+}
+
+// valid_max_length is the output limit whatever the source length (outputs may be far longer
+// than their sources); 0 keeps 2 · S + 10.
+TEST(ValidMetric, ValidMaxLengthIsTheOutputLimit) {
+    set_num_threads(1);
+    const std::string dir = test::fresh_temp_dir("metric-length");
+    for (const int limit : {0, 30}) {
+        TrainConfig c = tiny_run(dir);
+        c.valid_max_length = limit;
+        Trainer t(c);
+        for (const ParamRef& p : t.model().parameters())  // never </s>: outputs run to the limit
+            if (p.name == "generator.bias") p.value->at(Vocab::eos) = -100.0f;
+        const ValidationResult v = t.validate();
+        ASSERT_FALSE(v.examples.empty());
+        const std::string& ex = v.examples[0];  // "src ||| hyp ||| ref", source of 2..6 words
+        const std::string src = ex.substr(0, ex.find(" ||| "));
+        const std::string hyp =
+            ex.substr(ex.find(" ||| ") + 5, ex.rfind(" ||| ") - ex.find(" ||| ") - 5);
+        const auto words = [](const std::string& x) {
+            return 1 + static_cast<int>(std::count(x.begin(), x.end(), ' '));
+        };
+        EXPECT_EQ(words(hyp), limit ? limit : 2 * words(src) + 10) << ex;
+    }
 }
 
 TEST(ValidMetric, BleuOnCharacterTargetsUsesChrf) {
