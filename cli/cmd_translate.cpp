@@ -42,7 +42,7 @@ struct TranslateArgs {
 
 // --ensemble-attention: a member index in [0, members), or "mean".
 int parse_ensemble_attention(const std::string& text, std::size_t members) {
-    if (text == "mean") return kMeanAttention;
+    if (text == "mean") return TranslationOptions::kMeanAttention;
     int k = -1;
     const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), k);
     if (text.empty() || ec != std::errc() || p != text.data() + text.size() || k < 0 ||

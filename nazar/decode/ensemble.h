@@ -22,13 +22,16 @@
 // take either.
 #pragma once
 
-#include "nazar/decode/ensemble_options.h"
 #include "nazar/models/seq2seq.h"
 
 #include <span>
 #include <vector>
 
 namespace nazar {
+
+// Ensemble attention (alignments, coverage penalty, replace_unk): a member index (0-based), or
+// this value for the mean of every member's attention (= TranslationOptions::kMeanAttention).
+inline constexpr int kMeanAttention = -1;
 
 class Ensemble {
 public:

@@ -16,8 +16,9 @@
 // and averages their log-probabilities (decode/ensemble.h: the arithmetic mean of the members'
 // log-probabilities, so a hypothesis's log_prob is the mean of the members' log p); the attention
 // (alignments, coverage, replace_unk) is member TranslationOptions::ensemble_attention's or the
-// mean (kMeanAttention). The files must share the source and target vocabularies and
-// tokenizers (Error naming the file that differs); a replica then holds every member.
+// mean (TranslationOptions::kMeanAttention). The files must share the source and target
+// vocabularies and tokenizers (Error naming the file that differs); a replica then holds every
+// member.
 //
 // Sentences are tokenized with the model's source tokenizer, sorted by length into batches of
 // batch_size, decoded with beam search (beam_search.h; beam_size 1 = greedy) and returned in
@@ -26,7 +27,6 @@
 
 #include "nazar/core/tensor.h"
 #include "nazar/decode/alignment.h"
-#include "nazar/decode/ensemble_options.h"
 
 #include <memory>
 #include <span>
@@ -52,7 +52,9 @@ struct TranslationOptions {
     bool attention = false;                     // keep the attention matrices
     bool replace_unk = false;                   // copy the most-attended source token for <unk>
     const UnkDictionary* dictionary = nullptr;  // optional translations for replace_unk
-    int ensemble_attention = 0;                 // ensembles: member index, or kMeanAttention
+    // Ensembles: the attention of this member (0-based), or the mean of all (kMeanAttention).
+    static constexpr int kMeanAttention = -1;
+    int ensemble_attention = 0;
 };
 
 struct TranslationHypothesis {
