@@ -3,6 +3,9 @@
 // (models/seq2seq.h Seq2Seq::score), one number per line in input order (docs/design.md §6). This
 // is what the PyTorch parity check compares. Sentences are scored in batches of --batch, in input
 // order; a sentence's score does not depend on its batch (up to BLAS summation order).
+// Several --model files score as an ensemble (decode/ensemble.h): the per-step log-probabilities
+// are averaged, so a sentence's score is the mean of the members' scores (summed in double,
+// divided by the member count); members must share vocabularies and tokenizers.
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"
@@ -24,7 +27,8 @@ namespace nazar::cli {
 namespace {
 
 struct ScoreArgs {
-    std::string model, src, tgt, tsv;
+    std::vector<std::string> models;
+    std::string src, tgt, tsv;
     int batch = 32;
     int digits = 6;
     bool skip_bad_lines = false;
@@ -33,27 +37,58 @@ struct ScoreArgs {
 
 int run_score(const ScoreArgs& a) {
     const CorpusFiles files = pair_files(a.src, a.tgt, a.tsv);
-    const TextModel tm = load_text_model(a.model, "score");
+    std::vector<TextModel> members;
+    for (const auto& path : a.models) {
+        members.push_back(load_text_model(path, "score"));
+        const TextModel &first = members.front(), &tm = members.back();
+        const std::pair<const char*, bool> same[] = {
+            {"source tokenizer", tm.src_tok.to_string() == first.src_tok.to_string()},
+            {"target tokenizer", tm.tgt_tok.to_string() == first.tgt_tok.to_string()},
+            {"source vocabulary", tm.src_vocab.to_json() == first.src_vocab.to_json()},
+            {"target vocabulary", tm.tgt_vocab.to_json() == first.tgt_vocab.to_json()}};
+        for (const auto& [what, ok] : same)
+            if (!ok)
+                throw Error(
+                    fmt::format("ensemble: '{}' has another {} than '{}': members must "
+                                "share the source and target vocabularies and tokenizers",
+                                path, what, a.models.front()));
+    }
     PairReader reader(files, a.skip_bad_lines, a.max_line_bytes);
-    OutputSink out("-", {a.src, a.tgt, a.tsv, a.model});
-    std::vector<double> scores;
+    std::vector<std::string> inputs = {a.src, a.tgt, a.tsv};
+    inputs.insert(inputs.end(), a.models.begin(), a.models.end());
+    OutputSink out("-", inputs);
+    std::vector<double> scores, member;
     std::string text;
-    for_each_pair_batch(reader, tm, a.batch, [&](const IdRows& src, const IdRows& tgt) {
-        const Batch b = batch_from_ids(src, tgt);
-        scores.assign(src.size(), 0.0);
-        tm.loaded.model->score(b, scores);
-        text.clear();
-        for (double s : scores) fmt::format_to(std::back_inserter(text), "{:.{}f}\n", s, a.digits);
-        out.write(text);
-    });
+    for_each_pair_batch(reader, members.front(), a.batch,
+                        [&](const IdRows& src, const IdRows& tgt) {
+                            const Batch b = batch_from_ids(src, tgt);
+                            scores.assign(src.size(), 0.0);
+                            members.front().loaded.model->score(b, scores);
+                            for (std::size_t m = 1; m < members.size(); ++m) {
+                                member.assign(src.size(), 0.0);
+                                members[m].loaded.model->score(b, member);
+                                for (std::size_t i = 0; i < scores.size(); ++i)
+                                    scores[i] += member[i];
+                            }
+                            if (members.size() > 1)
+                                for (double& s : scores) s /= static_cast<double>(members.size());
+                            text.clear();
+                            for (double s : scores)
+                                fmt::format_to(std::back_inserter(text), "{:.{}f}\n", s, a.digits);
+                            out.write(text);
+                        });
     out.close();
     return 0;
 }
 
 void setup_score(CLI::App& app, std::function<int()>& run) {
     auto a = std::make_shared<ScoreArgs>();
-    app.add_option("--model", a->model, "Model file (model.safetensors or a checkpoint)")
-        ->required();
+    app.add_option("--model", a->models,
+                   "Model file (model.safetensors or a checkpoint); repeat for an ensemble (the "
+                   "mean of the members' scores)")
+        ->required()
+        ->take_all()
+        ->allow_extra_args(false);
     app.add_option("--src", a->src, "Source sentences, one per line ('-' = stdin)");
     app.add_option("--tgt", a->tgt, "Target sentences, line-aligned with --src");
     app.add_option("--tsv", a->tsv,

@@ -11,6 +11,7 @@
 #include "cli/options.h"
 #include "cli/output.h"
 #include "nazar/core/check.h"
+#include "nazar/core/text_limits.h"
 #include "nazar/core/threads.h"
 #include "nazar/data/reader.h"
 #include "nazar/decode/translator.h"
@@ -18,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <unistd.h>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -28,13 +30,28 @@ namespace nazar::cli {
 namespace {
 
 struct TranslateArgs {
-    std::string model, input = "-", output = "-", alignment = "none", dict;
+    std::string input = "-", output = "-", alignment = "none", dict;
+    std::vector<std::string> models;  // several: an ensemble
+    std::string ensemble_attention = "0";
     TranslationOptions opt;
     int chunk = 1024;
     int threads = -1;
     std::size_t max_line_bytes = kDefaultMaxLineBytes;
     bool scores = false, progress = false;
 };
+
+// --ensemble-attention: a member index in [0, members), or "mean".
+int parse_ensemble_attention(const std::string& text, std::size_t members) {
+    if (text == "mean") return TranslationOptions::kMeanAttention;
+    int k = -1;
+    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), k);
+    if (text.empty() || ec != std::errc() || p != text.data() + text.size() || k < 0 ||
+        static_cast<std::size_t>(k) >= members)
+        throw UsageError(fmt::format(
+            "--ensemble-attention: '{}' is not a member (0..{} for {} --model file{}) or 'mean'",
+            excerpt(text), members - 1, members, members == 1 ? "" : "s"));
+    return k;
+}
 
 int run_translate(TranslateArgs& a) {
     apply_threads_option(a.threads);
@@ -53,9 +70,12 @@ int run_translate(TranslateArgs& a) {
         throw UsageError(
             fmt::format("--n-best {} exceeds --beam {}", a.opt.n_best, a.opt.beam_size));
 
-    const Translator translator(a.model);
+    a.opt.ensemble_attention = parse_ensemble_attention(a.ensemble_attention, a.models.size());
+    const Translator translator(a.models);
     LineReader reader(a.input, a.max_line_bytes);
-    OutputSink out(a.output, {a.input, a.model, a.dict});
+    std::vector<std::string> inputs = {a.input, a.dict};
+    inputs.insert(inputs.end(), a.models.begin(), a.models.end());
+    OutputSink out(a.output, inputs);
     const bool interactive = a.input == "-" && isatty(STDIN_FILENO);
     const bool progress = a.progress || (!interactive && isatty(STDERR_FILENO));
     const auto start = std::chrono::steady_clock::now();
@@ -115,8 +135,16 @@ int run_translate(TranslateArgs& a) {
 void setup_translate(CLI::App& app, std::function<int()>& run) {
     auto a = std::make_shared<TranslateArgs>();
     auto& o = a->opt;
-    app.add_option("--model", a->model, "Model file (model.safetensors or a checkpoint)")
-        ->required();
+    app.add_option("--model", a->models,
+                   "Model file (model.safetensors or a checkpoint); repeat for an ensemble (the "
+                   "members' log-probabilities are averaged at each step)")
+        ->required()
+        ->take_all()
+        ->allow_extra_args(false);
+    app.add_option("--ensemble-attention", a->ensemble_attention,
+                   "Ensembles: the attention (alignments, coverage penalty, --replace-unk) of "
+                   "member K (0-based, in --model order) or the mean of all")
+        ->capture_default_str();
     app.add_option("--input", a->input, "Sentences, one per line ('-' = stdin; gzip is detected)")
         ->capture_default_str();
     app.add_option("--output", a->output, "Where to write ('-' = stdout)")->capture_default_str();

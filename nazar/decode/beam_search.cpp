@@ -244,11 +244,22 @@ void collect(std::vector<Sentence>& sent, const BeamOptions& o,
     }
 }
 
-}  // namespace
+// The step API's source and state types of a model (Seq2Seq or Ensemble).
+template <class Model>
+struct StepTypes {
+    using Source = EncodedSource;
+    using State = DecoderState;
+};
+template <>
+struct StepTypes<Ensemble> {
+    using Source = Ensemble::Source;
+    using State = Ensemble::State;
+};
 
-std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const int32_t> src,
-                                                 std::span<const int> lengths, int S,
-                                                 const BeamOptions& o) {
+template <class Model>
+std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int32_t> src,
+                                               std::span<const int> lengths, int S,
+                                               const BeamOptions& o) {
     validate(o);
     const int B = static_cast<int>(lengths.size());
     NZ_CHECK(static_cast<int64_t>(src.size()) == static_cast<int64_t>(B) * S,
@@ -270,11 +281,11 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
         s.live_lp = {0.0};
     }
 
-    EncodedSource enc, rows_enc;
+    typename StepTypes<Model>::Source enc, rows_enc;
     model.encode(src, lengths, S, enc, K);
-    DecoderState state, next_state;
+    typename StepTypes<Model>::State state, next_state;
     model.init_state(enc, state);
-    const EncodedSource* cur = &enc;
+    const typename StepTypes<Model>::Source* cur = &enc;
     std::vector<int> row_sentence(B), next_row_sentence, parents;
     std::iota(row_sentence.begin(), row_sentence.end(), 0);
     std::vector<int32_t> prev(B, sp.bos);
@@ -319,9 +330,10 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
     return results;
 }
 
-std::vector<std::vector<Hypothesis>> beam_search_sorted(
-    Seq2Seq& model, std::span<const std::vector<int32_t>> sentences, const BeamOptions& options,
-    int batch_size) {
+template <class Model>
+std::vector<std::vector<Hypothesis>> sorted_impl(Model& model,
+                                                 std::span<const std::vector<int32_t>> sentences,
+                                                 const BeamOptions& options, int batch_size) {
     NZ_CHECK(batch_size >= 1, "beam_search_sorted: batch_size must be >= 1, got {}", batch_size);
     const int n = static_cast<int>(sentences.size());
     std::vector<int> order(n);
@@ -345,6 +357,32 @@ std::vector<std::vector<Hypothesis>> beam_search_sorted(
         for (int i = begin; i < end; ++i) out[order[i]] = std::move(res[i - begin]);
     }
     return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const int32_t> src,
+                                                 std::span<const int> lengths, int S,
+                                                 const BeamOptions& o) {
+    return beam_impl(model, src, lengths, S, o);
+}
+
+std::vector<std::vector<Hypothesis>> beam_search(Ensemble& model, std::span<const int32_t> src,
+                                                 std::span<const int> lengths, int S,
+                                                 const BeamOptions& o) {
+    return beam_impl(model, src, lengths, S, o);
+}
+
+std::vector<std::vector<Hypothesis>> beam_search_sorted(
+    Seq2Seq& model, std::span<const std::vector<int32_t>> sentences, const BeamOptions& options,
+    int batch_size) {
+    return sorted_impl(model, sentences, options, batch_size);
+}
+
+std::vector<std::vector<Hypothesis>> beam_search_sorted(
+    Ensemble& model, std::span<const std::vector<int32_t>> sentences, const BeamOptions& options,
+    int batch_size) {
+    return sorted_impl(model, sentences, options, batch_size);
 }
 
 }  // namespace nazar

@@ -25,6 +25,7 @@
 // and returns results in input order.
 #pragma once
 
+#include "nazar/decode/ensemble.h"
 #include "nazar/decode/hypothesis.h"
 #include "nazar/models/seq2seq.h"
 
@@ -57,11 +58,19 @@ int max_output_length(int S_b, float max_length_ratio, int max_length_extra, int
 std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const int32_t> src,
                                                  std::span<const int> lengths, int S,
                                                  const BeamOptions& options = {});
+// The same over an ensemble's averaged log-probabilities (ensemble.h): log_prob is the sum of
+// the averaged log-probabilities, the attention the ensemble's (one member's or the mean).
+std::vector<std::vector<Hypothesis>> beam_search(Ensemble& model, std::span<const int32_t> src,
+                                                 std::span<const int> lengths, int S,
+                                                 const BeamOptions& options = {});
 
 // Sentences of any lengths (no <s>/</s>): sorted by length (longest first, stable), decoded in
 // batches of at most batch_size, returned in input order.
 std::vector<std::vector<Hypothesis>> beam_search_sorted(
     Seq2Seq& model, std::span<const std::vector<int32_t>> sentences,
+    const BeamOptions& options = {}, int batch_size = 32);
+std::vector<std::vector<Hypothesis>> beam_search_sorted(
+    Ensemble& model, std::span<const std::vector<int32_t>> sentences,
     const BeamOptions& options = {}, int batch_size = 32);
 
 }  // namespace nazar

@@ -46,11 +46,22 @@ int best_token(const float* lp, int V, int32_t pad, int32_t bos) {
     return first;  // every allowed entry is NaN or −inf: the scan keeps the first allowed id
 }
 
-}  // namespace
+// The step API's source and state types of a model (Seq2Seq or Ensemble).
+template <class Model>
+struct StepTypes {
+    using Source = EncodedSource;
+    using State = DecoderState;
+};
+template <>
+struct StepTypes<Ensemble> {
+    using Source = Ensemble::Source;
+    using State = Ensemble::State;
+};
 
-std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t> src,
-                                        std::span<const int> lengths, int S,
-                                        const GreedyOptions& options) {
+template <class Model>
+std::vector<GreedyResult> greedy_impl(Model& model, std::span<const int32_t> src,
+                                      std::span<const int> lengths, int S,
+                                      const GreedyOptions& options) {
     NZ_CHECK(options.max_length >= 1, "greedy: max_length must be >= 1, got {}",
              options.max_length);
     NZ_CHECK(options.max_length_ratio >= 0, "greedy: max_length_ratio must be >= 0, got {}",
@@ -66,9 +77,9 @@ std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t>
                                        options.max_length_extra, options.max_length);
         longest = std::max(longest, max_len[b]);
     }
-    EncodedSource enc;
+    typename StepTypes<Model>::Source enc;
     model.encode(src, lengths, S, enc);
-    DecoderState state;
+    typename StepTypes<Model>::State state;
     model.init_state(enc, state);
     std::vector<int32_t> prev(B, sp.bos);
     std::vector<bool> done(B, false);
@@ -103,6 +114,20 @@ std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t>
         results[b].attention = Tensor::from({n, lengths[b]}, rows[b]);
     }
     return results;
+}
+
+}  // namespace
+
+std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t> src,
+                                        std::span<const int> lengths, int S,
+                                        const GreedyOptions& options) {
+    return greedy_impl(model, src, lengths, S, options);
+}
+
+std::vector<GreedyResult> greedy_decode(Ensemble& model, std::span<const int32_t> src,
+                                        std::span<const int> lengths, int S,
+                                        const GreedyOptions& options) {
+    return greedy_impl(model, src, lengths, S, options);
 }
 
 }  // namespace nazar

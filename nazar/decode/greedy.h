@@ -14,6 +14,7 @@
 // summation order).
 #pragma once
 
+#include "nazar/decode/ensemble.h"
 #include "nazar/models/seq2seq.h"
 
 #include <cstdint>
@@ -37,6 +38,11 @@ struct GreedyResult {
 
 // src (B·S) row-major, lengths (B) in [0, S]. Returns B results in order.
 std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t> src,
+                                        std::span<const int> lengths, int S,
+                                        const GreedyOptions& options = {});
+// The same over an ensemble's averaged log-probabilities (ensemble.h); the score is the sum of
+// the averaged log-probabilities of the emitted tokens.
+std::vector<GreedyResult> greedy_decode(Ensemble& model, std::span<const int32_t> src,
                                         std::span<const int> lengths, int S,
                                         const GreedyOptions& options = {});
 

@@ -6,6 +6,7 @@
 #include "nazar/data/utf8.h"
 #include "nazar/data/vocab.h"
 #include "nazar/decode/beam_search.h"
+#include "nazar/decode/ensemble.h"
 #include "nazar/models/model_file.h"
 
 #include <fmt/format.h>
@@ -16,26 +17,27 @@
 namespace nazar {
 
 struct Translator::Impl {
-    std::string path;
+    std::vector<std::string> paths;
     Tokenizer src_tok, tgt_tok;
     Vocab src_vocab, tgt_vocab;
     SpecialIds special;
-    std::vector<std::unique_ptr<Seq2Seq>> models;
-    std::vector<Seq2Seq*> free;  // replicas not in use
+    std::vector<std::unique_ptr<Seq2Seq>> models;  // replicas × members
+    using Replica = std::vector<Seq2Seq*>;         // one model per member
+    std::vector<Replica> free;                     // replicas not in use
     std::mutex m;
     std::condition_variable cv;
 
-    Seq2Seq* acquire() {
+    Replica acquire() {
         std::unique_lock lk(m);
         cv.wait(lk, [&] { return !free.empty(); });
-        Seq2Seq* model = free.back();
+        Replica model = std::move(free.back());
         free.pop_back();
         return model;
     }
-    void release(Seq2Seq* model) {
+    void release(Replica model) {
         {
             std::lock_guard lk(m);
-            free.push_back(model);
+            free.push_back(std::move(model));
         }
         cv.notify_one();
     }
@@ -54,25 +56,53 @@ const std::string& require_meta(const std::map<std::string, std::string>& meta, 
 }  // namespace
 
 Translator::Translator(const std::string& model_path, const TranslatorConfig& config)
+    : Translator(std::vector<std::string>{model_path}, config) {}
+
+Translator::Translator(const std::vector<std::string>& model_paths, const TranslatorConfig& config)
     : impl_(std::make_unique<Impl>()) {
     if (config.replicas < 1)
         throw UsageError(fmt::format("replicas must be >= 1, got {}", config.replicas));
+    if (model_paths.empty()) throw UsageError("no model file given");
     Impl& d = *impl_;
-    d.path = model_path;
-    const SafeTensors st = load_safetensors(model_path);  // read once, every replica built from it
-    for (int r = 0; r < config.replicas; ++r) {
-        LoadedModel m = model_from_safetensors(st);
-        if (r == 0) {
-            d.src_tok =
-                Tokenizer::from_string(require_meta(m.metadata, kSrcTokenizerKey, model_path));
-            d.tgt_tok =
-                Tokenizer::from_string(require_meta(m.metadata, kTgtTokenizerKey, model_path));
-            d.src_vocab = Vocab::from_json(require_meta(m.metadata, kSrcVocabKey, model_path));
-            d.tgt_vocab = Vocab::from_json(require_meta(m.metadata, kTgtVocabKey, model_path));
-            d.special = m.model->config().special_ids;
+    d.paths = model_paths;
+    d.free.resize(config.replicas);
+    const std::string& first = model_paths[0];
+    for (std::size_t k = 0; k < model_paths.size(); ++k) {
+        const std::string& path = model_paths[k];
+        const SafeTensors st = load_safetensors(path);  // read once, every replica built from it
+        for (int r = 0; r < config.replicas; ++r) {
+            LoadedModel m = model_from_safetensors(st);
+            if (r == 0) {
+                const char* keys[] = {kSrcTokenizerKey, kTgtTokenizerKey, kSrcVocabKey,
+                                      kTgtVocabKey};
+                std::string text[4];
+                for (int i = 0; i < 4; ++i) text[i] = require_meta(m.metadata, keys[i], path);
+                if (k == 0) {
+                    d.src_tok = Tokenizer::from_string(text[0]);
+                    d.tgt_tok = Tokenizer::from_string(text[1]);
+                    d.src_vocab = Vocab::from_json(text[2]);
+                    d.tgt_vocab = Vocab::from_json(text[3]);
+                    d.special = m.model->config().special_ids;
+                } else {
+                    const std::string mine[4] = {d.src_tok.to_string(), d.tgt_tok.to_string(),
+                                                 d.src_vocab.to_json(), d.tgt_vocab.to_json()};
+                    const char* what[4] = {"source tokenizer", "target tokenizer",
+                                           "source vocabulary", "target vocabulary"};
+                    const std::string theirs[4] = {Tokenizer::from_string(text[0]).to_string(),
+                                                   Tokenizer::from_string(text[1]).to_string(),
+                                                   Vocab::from_json(text[2]).to_json(),
+                                                   Vocab::from_json(text[3]).to_json()};
+                    for (int i = 0; i < 4; ++i)
+                        if (theirs[i] != mine[i])
+                            throw Error(fmt::format(
+                                "ensemble: '{}' has another {} than '{}': members must share the "
+                                "source and target vocabularies and tokenizers",
+                                path, what[i], first));
+                }
+            }
+            d.models.push_back(std::move(m.model));
+            d.free[r].push_back(d.models.back().get());
         }
-        d.models.push_back(std::move(m.model));
-        d.free.push_back(d.models.back().get());
     }
 }
 
@@ -82,7 +112,10 @@ int Translator::replicas() const {
     return static_cast<int>(impl_->models.size());
 }
 const std::string& Translator::model_path() const {
-    return impl_->path;
+    return impl_->paths[0];
+}
+const std::vector<std::string>& Translator::model_paths() const {
+    return impl_->paths;
 }
 
 std::vector<Translation> Translator::translate(std::span<const std::string> sentences,
@@ -112,15 +145,27 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
         out[i].source_tokens.assign(pieces.views.begin(), pieces.views.end());
     }
 
-    Seq2Seq* model = impl_->acquire();
+    const int members = static_cast<int>(d.paths.size());
+    if (o.ensemble_attention != kMeanAttention &&
+        (o.ensemble_attention < 0 || o.ensemble_attention >= members))
+        throw UsageError(fmt::format(
+            "ensemble attention: member {} does not exist (the ensemble has {} member{}: 0..{}, "
+            "or mean)",
+            o.ensemble_attention, members, members == 1 ? "" : "s", members - 1));
+    Impl::Replica model = impl_->acquire();
     std::vector<std::vector<Hypothesis>> hyps;
     try {
-        hyps = beam_search_sorted(*model, ids, beam, o.batch_size);
+        if (members == 1) {
+            hyps = beam_search_sorted(*model[0], ids, beam, o.batch_size);
+        } else {
+            Ensemble ensemble(model, o.ensemble_attention);
+            hyps = beam_search_sorted(ensemble, ids, beam, o.batch_size);
+        }
     } catch (...) {
-        impl_->release(model);
+        impl_->release(std::move(model));
         throw;
     }
-    impl_->release(model);
+    impl_->release(std::move(model));
 
     for (int i = 0; i < n; ++i) {
         for (Hypothesis& h : hyps[i]) {

@@ -12,6 +12,14 @@
 // parallel_for, shared process-wide); with several concurrent callers, set it to cores/replicas.
 // Memory: one replica is the parameters plus per-batch buffers (batch_size · beam_size rows).
 //
+// Ensembles: Translator({"a.safetensors", "b.safetensors"}) decodes with every model at each step
+// and averages their log-probabilities (decode/ensemble.h: the arithmetic mean of the members'
+// log-probabilities, so a hypothesis's log_prob is the mean of the members' log p); the attention
+// (alignments, coverage, replace_unk) is member TranslationOptions::ensemble_attention's or the
+// mean (TranslationOptions::kMeanAttention). The files must share the source and target
+// vocabularies and tokenizers (Error naming the file that differs); a replica then holds every
+// member.
+//
 // Sentences are tokenized with the model's source tokenizer, sorted by length into batches of
 // batch_size, decoded with beam search (beam_search.h; beam_size 1 = greedy) and returned in
 // input order. Output text is the target tokenizer's detokenisation of the pieces before </s>.
@@ -44,6 +52,9 @@ struct TranslationOptions {
     bool attention = false;                     // keep the attention matrices
     bool replace_unk = false;                   // copy the most-attended source token for <unk>
     const UnkDictionary* dictionary = nullptr;  // optional translations for replace_unk
+    // Ensembles: the attention of this member (0-based), or the mean of all (kMeanAttention).
+    static constexpr int kMeanAttention = -1;
+    int ensemble_attention = 0;
 };
 
 struct TranslationHypothesis {
@@ -65,6 +76,9 @@ struct Translation {
 class Translator {
 public:
     explicit Translator(const std::string& model_path, const TranslatorConfig& config = {});
+    // An ensemble of the models (one path: the same as above).
+    explicit Translator(const std::vector<std::string>& model_paths,
+                        const TranslatorConfig& config = {});
     ~Translator();
     Translator(const Translator&) = delete;
     Translator& operator=(const Translator&) = delete;
@@ -75,7 +89,8 @@ public:
                                        const TranslationOptions& options = {}) const;
 
     int replicas() const;
-    const std::string& model_path() const;
+    const std::string& model_path() const;                // the first model's
+    const std::vector<std::string>& model_paths() const;  // every member's
 
 private:
     struct Impl;

@@ -123,10 +123,11 @@ void check_finite(const ParamList& params, const std::string& what) {
 
 void save_checkpoint(const std::string& path, Seq2Seq& model,
                      const std::map<std::string, std::string>& metadata, const Optimizer& optimizer,
-                     const LrSchedule& schedule, const TrainState& state) {
+                     const LrSchedule& schedule, const TrainState& state, const Ema* ema) {
     check_finite(model.parameters(), path);
     SafeTensors st;
     model_to_safetensors(model, metadata, st);
+    if (ema) ema->save_raw(st);
     optimizer.save_state(st);
     schedule.save_state(st);
     st.metadata["train.state"] = train_state_to_json(state);

@@ -12,6 +12,8 @@
 //                                           early-stopping state, tokens trained on,
 //                                           the current run of skipped updates
 //             train.threads                 thread count of the run (bit-identity needs the same)
+//   tensors   train.raw.<param>             ema_decay > 0 only: the raw weights, while the model
+//                                           part holds their moving average (train/ema.h)
 // Doubles are written as shortest round-trip text and RNG words as decimal integers, so a
 // resumed run's state equals the uninterrupted run's state bit for bit.
 // The file is written atomically (save_safetensors: temp file, fsync, rename); a parameter that
@@ -22,6 +24,7 @@
 #include "nazar/core/safetensors.h"
 #include "nazar/data/batcher.h"
 #include "nazar/models/seq2seq.h"
+#include "nazar/train/ema.h"
 #include "nazar/train/optim.h"
 #include "nazar/train/schedule.h"
 #include "nazar/train/train_config.h"
@@ -70,9 +73,10 @@ void check_train_state(const TrainState& s, const std::string& source);
 void check_finite(const ParamList& params, const std::string& what);
 
 // `metadata` carries the vocabularies/tokenizers (model_file.h keys) and train.config.
+// With `ema` (swapped: the model holds the average), its raw weights go in as train.raw.*.
 void save_checkpoint(const std::string& path, Seq2Seq& model,
                      const std::map<std::string, std::string>& metadata, const Optimizer& optimizer,
-                     const LrSchedule& schedule, const TrainState& state);
+                     const LrSchedule& schedule, const TrainState& state, const Ema* ema = nullptr);
 
 // A directory means DIR/last.safetensors. Throws UsageError when there is no such file.
 std::string resolve_checkpoint(const std::string& dir_or_file);

@@ -37,6 +37,15 @@ SpmModelType parse_spm_model_type(std::string_view s) {
     throw UsageError(fmt::format("spm_model_type: '{}' is not one of unigram, bpe", excerpt(s)));
 }
 
+ValidMetric parse_valid_metric(std::string_view s) {
+    if (s == "loss") return ValidMetric::loss;
+    if (s == "bleu") return ValidMetric::bleu;
+    if (s == "chrf") return ValidMetric::chrf;
+    if (s == "exact") return ValidMetric::exact;
+    throw UsageError(
+        fmt::format("valid_metric: '{}' is not one of loss, bleu, chrf, exact", excerpt(s)));
+}
+
 }  // namespace
 
 TrainChoices parse_choices(const TrainConfig& c) {
@@ -55,6 +64,7 @@ TrainChoices parse_choices(const TrainConfig& c) {
     t.optimizer = parse_optim_kind(checked(c, &C::optimizer, "optimizer"));
     t.schedule = parse_schedule_kind(checked(c, &C::schedule, "schedule"));
     t.progress = parse_progress_mode(checked(c, &C::progress, "progress"));
+    t.valid_metric = parse_valid_metric(checked(c, &C::valid_metric, "valid_metric"));
     return t;
 }
 

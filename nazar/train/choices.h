@@ -20,6 +20,8 @@ namespace nazar {
 struct TrainConfig;
 
 enum class ScheduleKind { constant, warmup, inverse_sqrt, step_decay, plateau };
+// valid_metric: what early stopping and best.safetensors go by.
+enum class ValidMetric { loss, bleu, chrf, exact };
 
 struct TrainChoices {
     TokenizerKind tokenizer = TokenizerKind::word;
@@ -34,6 +36,7 @@ struct TrainChoices {
     OptimKind optimizer = OptimKind::adam;
     ScheduleKind schedule = ScheduleKind::constant;
     ProgressMode progress = ProgressMode::plain;  // "auto" resolves here (stderr a terminal?)
+    ValidMetric valid_metric = ValidMetric::loss;
 };
 
 // Throws UsageError (one line, naming the key and its choices) on the first unknown value.

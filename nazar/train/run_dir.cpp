@@ -2,6 +2,7 @@
 #include "nazar/train/run_dir.h"
 
 #include "nazar/core/check.h"
+#include "nazar/train/average.h"
 
 #include <fmt/format.h>
 
@@ -74,6 +75,10 @@ void check_writable(const std::string& dir) {
 bool is_stale_temporary(std::string_view name) {
     for (const char* f : kRunFiles)
         if (mkstemp_name(name, std::string(f) + ".tmp.")) return true;
+    if (const std::size_t tmp = name.rfind(".tmp.");
+        tmp != std::string_view::npos && periodic_checkpoint_step(name.substr(0, tmp)) >= 0 &&
+        mkstemp_name(name, name.substr(0, tmp + 5)))
+        return true;
     return mkstemp_name(name, kProbePrefix);
 }
 
@@ -92,7 +97,9 @@ RunDirReport prepare_run_dir(const std::string& dir, const RunDirOptions& option
             if (is_stale_temporary(name))
                 temporaries.push_back(name);
             else if (std::find_if(std::begin(kRunFiles), std::end(kRunFiles),
-                                  [&](const char* f) { return name == f; }) != std::end(kRunFiles))
+                                  [&](const char* f) { return name == f; }) !=
+                         std::end(kRunFiles) ||
+                     periodic_checkpoint_step(name) >= 0)
                 ours.push_back(name);
             else
                 others.push_back(name);

@@ -256,12 +256,30 @@ std::vector<ConfigKey> make_table() {
         {"valid_interval", "training", K::integer, "500",
          "Validate every N updates (and at the end)", &C::valid_interval, 1, 2e9},
         {"valid_sample", "training", K::integer, "100",
-         "Dev pairs greedily decoded for BLEU/accuracy (0 = none)", &C::valid_sample, 0, 1e9},
+         "Dev pairs decoded (greedy, or beam valid_beam) for exact match, BLEU, chrF (0 = none)",
+         &C::valid_sample, 0, 1e9},
         {"valid_max_length", "training", K::integer, "0",
-         "Greedy decoding limit in tokens (0 = 2 x source length + 10, at most 512)",
+         "Validation output limit in tokens, whatever the source length (0 = 2 x source length "
+         "+ 10, at most 512)",
          &C::valid_max_length, 0, 1e6},
+        {"valid_metric",
+         "training",
+         K::choice,
+         "loss",
+         "What early stopping and best.safetensors go by: dev loss, or BLEU / chrF / exact match "
+         "of the decoded valid_sample (bleu on character-tokenized targets uses chrf, with a "
+         "warning)",
+         &C::valid_metric,
+         0,
+         0,
+         false,
+         {"loss", "bleu", "chrf", "exact"}},
+        {"valid_beam", "training", K::integer, "1",
+         "Validation decoding: 1 = greedy, K > 1 = beam search of size K (length penalty 0.6)",
+         &C::valid_beam, 1, 1024},
         {"patience", "training", K::integer, "0",
-         "Early stopping: validations without a better dev loss (0 = off)", &C::patience, 0, 1e6},
+         "Early stopping: validations without a better valid_metric (0 = off)", &C::patience, 0,
+         1e6},
         {"max_skipped_updates", "training", K::integer, "100",
          "Stop with an error after this many consecutive skipped updates (non-finite loss or "
          "gradient), keeping the last checkpoint",
@@ -282,12 +300,20 @@ std::vector<ConfigKey> make_table() {
         {"save_dir", "training", K::text, "model",
          "Directory for model.safetensors, best and last checkpoints", &C::save_dir},
         {"keep_best", "training", K::boolean, "true",
-         "Keep the checkpoint with the best dev loss (best.safetensors)", &C::keep_best},
+         "Keep the checkpoint with the best valid_metric (best.safetensors)", &C::keep_best},
         {"keep_last", "training", K::boolean, "true",
          "Keep the latest checkpoint (last.safetensors)", &C::keep_last},
         {"checkpoint_interval", "training", K::integer, "0",
          "Write last.safetensors every N updates (0 = at validations only)",
          &C::checkpoint_interval, 0, 2e9},
+        {"keep_checkpoints", "training", K::integer, "0",
+         "Also write checkpoint-<step>.safetensors whenever last.safetensors is written (and at "
+         "the end) and keep the K latest, for `nazar average --last K` (0 = none)",
+         &C::keep_checkpoints, 0, 1e6},
+        {"ema_decay", "training", K::real, "0",
+         "Exponential moving average of the weights, decay d (e.g. 0.999; 0 = off): validation "
+         "and the saved models use the average",
+         &C::ema_decay, 0, 1, true},
         {"metrics_log", "training", K::text, "",
          "Append JSON lines of training/validation metrics here", &C::metrics_log},
         {"log_interval", "training", K::integer, "50",
@@ -309,7 +335,8 @@ std::vector<ConfigKey> make_table() {
     const std::vector<std::string_view> fixed_in_resume = {
         "tokenizer",    "spm_model",    "spm_vocab_size", "spm_model_type",   "vocab_size",
         "min_freq",     "shared_vocab", "max_length",     "max_length_ratio", "skip_bad_lines",
-        "batch_tokens", "batch_size",   "optimizer",      "schedule",         "seed"};
+        "batch_tokens", "batch_size",   "optimizer",      "schedule",         "seed",
+        "ema_decay",    "valid_metric"};
     for (auto& k : t)
         if (std::string_view(k.section) == "model" ||
             std::find(fixed_in_resume.begin(), fixed_in_resume.end(), k.key) !=
@@ -693,6 +720,10 @@ void validate_config(const TrainConfig& cfg) {
               fmt::format("vocab_size must be 0 (no limit) or >= 5 (4 specials + 1 piece), got {}",
                           cfg.vocab_size));
     if (cfg.save_dir.empty()) usage("", "save_dir is empty: name the run's directory");
+    if (cfg.valid_metric != "loss" && cfg.valid_sample == 0)
+        usage("", fmt::format("valid_metric {} scores decoded dev sentences: set valid_sample > 0 "
+                              "(or valid_metric: loss)",
+                              cfg.valid_metric));
     if (cfg.max_steps == 0 && cfg.max_epochs == 0)
         usage("", "max_steps and max_epochs are both 0: training would never stop");
     // Model sizes (docs/spec.md §4: dot needs d_s = d_h).

@@ -85,6 +85,8 @@ struct TrainConfig {
     int valid_interval = 0;
     int valid_sample = 0;
     int valid_max_length = 0;
+    std::string valid_metric;  // loss | bleu | chrf | exact: early stopping and best selection
+    int valid_beam = 1;        // validation decoding: 1 = greedy, else beam search of this size
     int patience = 0;
     int max_skipped_updates = 0;  // consecutive skipped updates before training stops
     int seed = 0;
@@ -94,6 +96,8 @@ struct TrainConfig {
     std::string save_dir;
     bool keep_best = false, keep_last = false;
     int checkpoint_interval = 0;
+    int keep_checkpoints = 0;  // periodic checkpoint-<step>.safetensors kept (0 = none)
+    double ema_decay = 0;      // exponential moving average of the weights (0 = off)
     std::string metrics_log;
     int log_interval = 0;
     std::string progress;  // auto | tty | plain | none

@@ -4,6 +4,7 @@
 #include "nazar/core/check.h"
 #include "nazar/core/threads.h"
 #include "nazar/models/model_file.h"
+#include "nazar/train/average.h"
 #include "nazar/train/choices.h"
 #include "nazar/train/clip.h"
 #include "nazar/train/progress.h"
@@ -273,10 +274,50 @@ Trainer::Trainer(TrainConfig cfg, const std::string& resume, TrainerHooks hooks)
                 "will not be bit-identical to an uninterrupted run\n",
                 ck->threads, num_threads());
     }
+    if (cfg_.ema_decay > 0) {
+        ema_ = std::make_unique<Ema>(params_, cfg_.ema_decay);
+        if (ck) ema_->load_raw(ck->file, ck->file.source);
+    }
+    metric_ = choices.valid_metric;
+    if (metric_ == ValidMetric::bleu && data_.tgt_tokenizer.kind() == TokenizerKind::character) {
+        metric_ = ValidMetric::chrf;
+        fmt::print(stderr,
+                   "warning: valid_metric bleu is meaningless on character-tokenized targets "
+                   "(each target is one word, so BLEU is 0 until it is exact); early stopping "
+                   "and best.safetensors go by chrF instead\n");
+    }
     state_.rng = rng_.state();
 }
 
 Trainer::~Trainer() = default;
+
+double Trainer::criterion(const ValidationResult& v) const {
+    switch (metric_) {
+        case ValidMetric::bleu:
+            return 100.0 - v.bleu;
+        case ValidMetric::chrf:
+            return 100.0 - v.chrf;
+        case ValidMetric::exact:
+            return 100.0 - v.exact;
+        case ValidMetric::loss:
+            break;
+    }
+    return v.loss;
+}
+
+const char* Trainer::metric_name() const {
+    switch (metric_) {
+        case ValidMetric::bleu:
+            return "BLEU";
+        case ValidMetric::chrf:
+            return "chrF";
+        case ValidMetric::exact:
+            return "exact match";
+        case ValidMetric::loss:
+            break;
+    }
+    return "dev loss";
+}
 
 std::map<std::string, std::string> Trainer::metadata() const {
     return {{kSrcVocabKey, data_.src_vocab.to_json()},
@@ -310,8 +351,9 @@ void Trainer::save(const std::string& name, bool check_ranks) {
     std::map<std::string, std::string> meta = metadata();
     meta[kBestLossKey] = loss_text(best_loss_);
     meta[kWorldSizeKey] = std::to_string(comm_->size());
+    const EmaScope average(ema_.get());  // the model part of the file is the average
     save_checkpoint((std::filesystem::path(cfg_.save_dir) / name).string(), *model_, meta, *optim_,
-                    *schedule_, state_);
+                    *schedule_, state_, ema_.get());
 }
 
 bool Trainer::train_one(Batch& batch) {
@@ -348,6 +390,7 @@ bool Trainer::train_one(Batch& batch) {
     optim_->set_lr(schedule_->lr(optim_->steps() + 1, static_cast<int>(pos.epoch)));
     optim_->step();
     ++state_.step;
+    if (ema_) ema_->update(state_.step);
     state_.skipped_in_a_row = 0;
     state_.tgt_tokens += st.tokens;
     last_loss_ = st.loss;
@@ -399,6 +442,16 @@ struct Trainer::RunLog {
     int64_t saved_last_at = -1, validated_at = -1;
 };
 
+void Trainer::save_periodic(RunLog& log) {
+    if (cfg_.keep_last) save("last.safetensors");
+    if (cfg_.keep_checkpoints > 0) {
+        save(periodic_checkpoint_name(state_.step));
+        if (comm_->rank() == 0)  // rank 0 alone writes (and deletes) files
+            prune_periodic_checkpoints(cfg_.save_dir, cfg_.keep_checkpoints, state_.step);
+    }
+    log.saved_last_at = state_.step;
+}
+
 void Trainer::announce(RunLog& log) const {
     log.progress.message(fmt::format(
         "model: {} parameters, {} (vocabularies {} / {}); {} training pairs, {} dev pairs",
@@ -417,11 +470,15 @@ void Trainer::announce(RunLog& log) const {
 }
 
 void Trainer::report(RunLog& log, const ValidationResult& v, bool improved) {
-    log.progress.message(
-        fmt::format("valid step {} | loss {:.4f} | ppl {:.2f} | acc {:.1f}% | exact {:.1f}% | "
-                    "BLEU {:.2f} ({} sentences){}",
-                    state_.step, v.loss, v.perplexity, v.accuracy, v.exact, v.bleu, v.sampled,
-                    improved ? " | best" : ""));
+    log.progress.message(fmt::format(
+        "valid step {} | loss {:.4f} | ppl {:.2f} | acc {:.1f}% | exact {:.1f}% | "
+        "{} | chrF {:.2f} ({} sentences{}{}){}",
+        state_.step, v.loss, v.perplexity, v.accuracy, v.exact,
+        data_.tgt_tokenizer.kind() == TokenizerKind::character
+            ? std::string("BLEU n/a (char targets)")
+            : fmt::format("BLEU {:.2f}", v.bleu),
+        v.chrf, v.sampled, cfg_.valid_beam > 1 ? fmt::format(", beam {}", cfg_.valid_beam) : "",
+        ema_ ? ", EMA weights" : "", improved ? fmt::format(" | best by {}", metric_name()) : ""));
     const nlohmann::json record = {{"type", "valid"},
                                    {"step", state_.step},
                                    {"epoch", state_.position.epoch + 1},
@@ -430,6 +487,7 @@ void Trainer::report(RunLog& log, const ValidationResult& v, bool improved) {
                                    {"accuracy", v.accuracy},
                                    {"exact", v.exact},
                                    {"bleu", v.bleu},
+                                   {"chrf", v.chrf},
                                    {"sampled", v.sampled},
                                    {"best", improved}};
     log.metrics.write(record);
@@ -482,14 +540,18 @@ void Trainer::log_update(RunLog& log, int64_t total) {
 }
 
 void Trainer::validate_on_interval(RunLog& log) {
-    // Rank 0 validates; the others take its loss, so schedule and early stopping agree.
+    // Rank 0 validates; the others take its loss and selection criterion (valid_metric), so
+    // schedule, early stopping and best selection agree on every rank.
     ValidationResult v = comm_->rank() == 0 ? validate() : ValidationResult{};
-    if (comm_->parallel()) comm_->broadcast(std::span<double>(&v.loss, 1), "validation result");
+    double shared[2] = {v.loss, comm_->rank() == 0 ? criterion(v) : 0.0};
+    if (comm_->parallel()) comm_->broadcast(std::span<double>(shared, 2), "validation result");
+    v.loss = shared[0];
     ++state_.validations;
-    const bool improved = v.loss < state_.best_dev_loss;  // early stopping, schedule
-    const bool new_best = v.loss < best_loss_;            // best.safetensors
+    const double c = shared[1];
+    const bool improved = c < state_.best_dev_loss;  // early stopping
+    const bool new_best = c < best_loss_;            // best.safetensors
     if (improved) {
-        state_.best_dev_loss = v.loss;
+        state_.best_dev_loss = c;
         state_.best_step = state_.step;
         state_.bad_validations = 0;
     } else {
@@ -501,17 +563,17 @@ void Trainer::validate_on_interval(RunLog& log) {
     report(log, v, new_best);
     log.validated_at = state_.step;
     if (new_best) {
-        best_loss_ = v.loss;
+        best_loss_ = c;
         if (cfg_.keep_best) save("best.safetensors");
     }
-    if (cfg_.keep_last) save("last.safetensors"), log.saved_last_at = state_.step;
+    save_periodic(log);
     if (cfg_.patience > 0 && state_.bad_validations >= cfg_.patience) {
         log.result.early_stopped = true;
-        log.progress.message(
-            fmt::format("early stopping: {} validation{} without a better dev loss (best {:.4f} "
-                        "at step {})",
-                        state_.bad_validations, state_.bad_validations == 1 ? "" : "s",
-                        state_.best_dev_loss, state_.best_step));
+        const bool loss = metric_ == ValidMetric::loss;
+        log.progress.message(fmt::format(
+            "early stopping: {} validation{} without a better {} (best {:.4f} at step {})",
+            state_.bad_validations, state_.bad_validations == 1 ? "" : "s", metric_name(),
+            loss ? state_.best_dev_loss : 100.0 - state_.best_dev_loss, state_.best_step));
     }
 }
 
@@ -525,17 +587,20 @@ TrainResult Trainer::finish_run(RunLog& log) {
     check_ranks_agree(fmt::format("at the end (step {})", state_.step));
     if (has_dev_ && log.validated_at != state_.step && comm_->rank() == 0) {
         const ValidationResult v = validate();
-        const bool new_best = v.loss < best_loss_;
+        const bool new_best = criterion(v) < best_loss_;
         report(log, v, new_best);
         if (new_best) {
-            best_loss_ = v.loss;
+            best_loss_ = criterion(v);
             if (cfg_.keep_best) save("best.safetensors", false);  // rank 0 only: checked above
         }
     }
-    if (cfg_.keep_last && log.saved_last_at != state_.step) save("last.safetensors");
-    check_finite(params_, "model.safetensors");
+    if (log.saved_last_at != state_.step) save_periodic(log);
     log.result.model_path = (std::filesystem::path(cfg_.save_dir) / "model.safetensors").string();
-    if (comm_->rank() == 0) save_model(log.result.model_path, *model_, metadata());
+    if (comm_->rank() == 0) {
+        const EmaScope average(ema_.get());  // model.safetensors: the moving average
+        check_finite(params_, "model.safetensors");
+        save_model(log.result.model_path, *model_, metadata());
+    }
     if (comm_->parallel()) {
         const double total =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - log.started).count();
@@ -582,9 +647,8 @@ TrainResult Trainer::run() {
         if (has_dev_ && state_.step % cfg_.valid_interval == 0) {
             validate_on_interval(log);
         } else if (cfg_.checkpoint_interval > 0 && state_.step % cfg_.checkpoint_interval == 0 &&
-                   cfg_.keep_last) {
-            save("last.safetensors");
-            log.saved_last_at = state_.step;
+                   (cfg_.keep_last || cfg_.keep_checkpoints > 0)) {
+            save_periodic(log);
         }
     }
     return finish_run(log);

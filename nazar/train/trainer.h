@@ -9,9 +9,12 @@
 //                                  max_skipped_updates skips in a row stop training (an Error)
 //   lr      ← schedule.lr(step + 1, completed epochs);  optimizer.step()
 // Every `valid_interval` updates: dev loss and perplexity over the whole dev set, greedy decoding
-// (decode/greedy.h) of `valid_sample` evenly spaced dev pairs scored by exact match and BLEU
-// (eval/), schedule.on_validation(dev loss), early stopping after `patience` validations without
-// a better dev loss, best.safetensors when it improved, last.safetensors. At the end:
+// (decode/greedy.h; beam search of size valid_beam when > 1) of `valid_sample` evenly spaced dev
+// pairs scored by exact match, BLEU and chrF (eval/), schedule.on_validation(dev loss), early
+// stopping after `patience` validations without a better valid_metric (dev loss by default),
+// best.safetensors when it improved, last.safetensors (and checkpoint-<step>.safetensors with
+// keep_checkpoints, the K latest kept). With ema_decay, the update is followed by the moving
+// average's (ema.h), validation uses the average, and files hold it as their model. At the end:
 // last.safetensors and model.safetensors (the final weights; what translate needs). When training
 // ends between validations, one more validation is reported (log and metrics) and writes
 // best.safetensors when it is the best so far, without changing the early-stopping or schedule
@@ -35,6 +38,8 @@
 #include "nazar/dist/data_parallel.h"
 #include "nazar/models/seq2seq.h"
 #include "nazar/train/checkpoint.h"
+#include "nazar/train/choices.h"
+#include "nazar/train/ema.h"
 #include "nazar/train/optim.h"
 #include "nazar/train/schedule.h"
 #include "nazar/train/train_config.h"
@@ -67,9 +72,13 @@ struct ValidationResult {
     double loss = 0;        // mean per target token
     double perplexity = 0;  // exp(loss)
     int64_t tokens = 0;
-    double accuracy = 0;                // token accuracy under teacher forcing, percent
-    double exact = 0;                   // greedy exact match on the sample, percent
-    double bleu = 0;                    // greedy corpus BLEU on the sample
+    double accuracy = 0;  // token accuracy under teacher forcing, percent
+    double exact = 0;     // exact match on the decoded sample, percent
+    double bleu = 0;      // corpus BLEU on the decoded sample
+    double chrf = 0;      // corpus chrF2 on the decoded sample
+    // What early stopping and best.safetensors go by, lower is better: the dev loss for
+    // valid_metric loss, else 100 − the metric's score (train.state's best_dev_loss holds it).
+    double criterion = 0;
     int64_t sampled = 0;                // sentences decoded
     std::vector<std::string> examples;  // first few "src ||| hyp ||| ref" lines
 };
@@ -127,10 +136,14 @@ private:
     void check_ranks_agree(const std::string& when) const;        // weight hashes (dist)
     void save(const std::string& name, bool check_ranks = true);  // rank 0 writes
     bool stop_now() const;
+    double criterion(const ValidationResult& v) const;
+    ValidationResult validate_weights();  // validate() with the model's current weights
+    const char* metric_name() const;
     int64_t completed_epochs() const;
     int64_t total_steps() const;
     // The parts of run() (trainer.cpp).
     struct RunLog;                     // progress, metrics log, result so far
+    void save_periodic(RunLog& log);   // last.safetensors and checkpoint-<step>.safetensors
     void announce(RunLog& log) const;  // model and data sizes; the resume point
     void report(RunLog& log, const ValidationResult& v, bool improved);  // log + metrics record
     TrainResult stop_interrupted(RunLog& log);    // last.safetensors after TrainerHooks::interrupt
@@ -153,6 +166,8 @@ private:
     std::unique_ptr<Optimizer> optim_;
     std::unique_ptr<LrSchedule> schedule_;
     std::unique_ptr<Batcher> batcher_;
+    std::unique_ptr<Ema> ema_;                // ema_decay > 0
+    ValidMetric metric_ = ValidMetric::loss;  // valid_metric (bleu on char targets: chrf)
     Rng rng_;
     TrainState state_;
     // The last update, for progress and metrics.

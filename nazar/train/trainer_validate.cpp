@@ -2,8 +2,10 @@
 #include "nazar/train/trainer.h"
 
 #include "nazar/core/check.h"
+#include "nazar/decode/beam_search.h"
 #include "nazar/decode/greedy.h"
 #include "nazar/eval/bleu.h"
+#include "nazar/eval/chrf.h"
 #include "nazar/eval/wer.h"
 
 #include <fmt/format.h>
@@ -20,6 +22,13 @@ constexpr int kDecodeChunk = 64;  // sentences per greedy batch in validation
 
 ValidationResult Trainer::validate() {
     NZ_CHECK(has_dev_, "validate: no dev data (set dev, or dev_src and dev_tgt)");
+    const EmaScope average(ema_.get());
+    ValidationResult r = validate_weights();
+    r.criterion = criterion(r);
+    return r;
+}
+
+ValidationResult Trainer::validate_weights() {
     ValidationResult r;
     // Loss over the whole dev set (teacher forcing, eval mode, no label smoothing).
     Batcher dev_batches(dev_, {.batch_tokens = cfg_.batch_tokens,
@@ -43,13 +52,23 @@ ValidationResult Trainer::validate() {
     // Greedy decoding of an evenly spaced sample, sorted by length to limit padding.
     const int64_t N = dev_.size(), K = std::min<int64_t>(cfg_.valid_sample, N);
     if (K == 0) return r;
+    // The output limit: valid_max_length tokens when set (whatever the source length: outputs
+    // may be much longer than their sources, e.g. digits -> words), else 2 · S_b + 10, at most
+    // 512.
+    const bool fixed = cfg_.valid_max_length > 0;
+    const float ratio = fixed ? 0.0f : 2.0f;
+    const int extra = fixed ? cfg_.valid_max_length : 10;
+    const int limit = fixed ? cfg_.valid_max_length : 512;
+    const BeamOptions beam{.beam_size = cfg_.valid_beam,
+                           .max_length_ratio = ratio,
+                           .max_length_extra = extra,
+                           .max_length = limit};
     std::vector<int64_t> idx(static_cast<std::size_t>(K));
     for (int64_t i = 0; i < K; ++i) idx[i] = i * N / K;
     std::stable_sort(idx.begin(), idx.end(),
                      [&](int64_t a, int64_t b) { return dev_.src_length(a) < dev_.src_length(b); });
-    const GreedyOptions gopt{.max_length_ratio = 2.0f,
-                             .max_length_extra = 10,
-                             .max_length = cfg_.valid_max_length > 0 ? cfg_.valid_max_length : 512};
+    const GreedyOptions gopt{
+        .max_length_ratio = ratio, .max_length_extra = extra, .max_length = limit};
     std::vector<std::string> hyps(idx.size()), refs(idx.size());
     for (std::size_t begin = 0; begin < idx.size(); begin += kDecodeChunk) {
         const std::size_t end = std::min(idx.size(), begin + kDecodeChunk);
@@ -59,15 +78,23 @@ ValidationResult Trainer::validate() {
             src.emplace_back(s.begin(), s.end());
         }
         const Batch b = batch_from_ids(src, {});
-        const auto out = greedy_decode(*model_, b.src, b.src_lengths, b.S, gopt);
+        std::vector<std::vector<int32_t>> tokens;
+        if (cfg_.valid_beam > 1) {
+            for (auto& h : beam_search(*model_, b.src, b.src_lengths, b.S, beam))
+                tokens.push_back(std::move(h.front().tokens));
+        } else {
+            for (auto& g : greedy_decode(*model_, b.src, b.src_lengths, b.S, gopt))
+                tokens.push_back(std::move(g.tokens));
+        }
         for (std::size_t i = begin; i < end; ++i) {
-            hyps[i] = data_.tgt_vocab.decode(out[i - begin].tokens, data_.tgt_tokenizer);
+            hyps[i] = data_.tgt_vocab.decode(tokens[i - begin], data_.tgt_tokenizer);
             refs[i] = data_.tgt_vocab.decode(dev_.tgt(idx[i]), data_.tgt_tokenizer);
         }
     }
     const std::vector<std::vector<std::string>> streams{refs};
     r.exact = exact_match(hyps, streams).score;
     r.bleu = corpus_bleu(hyps, streams).score;
+    r.chrf = corpus_chrf(hyps, streams).score;
     r.sampled = K;
     for (std::size_t i = 0; i < std::min<std::size_t>(3, idx.size()); ++i)
         r.examples.push_back(fmt::format(

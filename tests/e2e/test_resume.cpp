@@ -125,6 +125,32 @@ TEST_F(Resume, StoppedByMaxStepsThenResumedIsBitIdentical) {
     expect_same_files(full.save_dir + "/model.safetensors", first.save_dir + "/model.safetensors");
 }
 
+// The moving average of the weights (ema_decay), periodic checkpoints (keep_checkpoints) and a
+// decoded validation metric (valid_metric, valid_beam) are restored exactly too.
+TEST_F(Resume, EmaPeriodicCheckpointsAndMetricResumeBitIdentical) {
+    cfg_.ema_decay = 0.9;
+    cfg_.keep_checkpoints = 3;
+    cfg_.valid_metric = "chrf";
+    cfg_.valid_beam = 2;
+    const TrainConfig full = with_dir("ema-full");
+    const TrainResult whole = Trainer(full).run();
+    const TrainConfig killed = with_dir("ema-killed");
+    TrainerHooks hooks;
+    hooks.stop_after = [](int64_t batches) { return batches == 26; };
+    Trainer(killed, "", hooks).run();
+    const Checkpoint ck = load_checkpoint(killed.save_dir + "/last.safetensors");
+    ASSERT_EQ(ck.state.step, 21);
+    ASSERT_TRUE(ck.file.contains("train.raw.generator.bias"));
+    const TrainResult rest =
+        Trainer(make_resume_config(ck.config, killed, {}), killed.save_dir).run();
+    EXPECT_EQ(rest.state, whole.state);
+    for (const char* f :
+         {"last.safetensors", "model.safetensors", "best.safetensors", "checkpoint-30.safetensors",
+          "checkpoint-35.safetensors", "checkpoint-40.safetensors"})
+        expect_same_files(full.save_dir + "/" + f, killed.save_dir + "/" + f);
+    EXPECT_FALSE(std::filesystem::exists(killed.save_dir + "/checkpoint-28.safetensors"));
+}
+
 TEST_F(Resume, RefusesChangedDataOrModel) {
     TrainConfig first = with_dir("refuse");
     first.max_steps = 5;

@@ -1,0 +1,65 @@
+// Ensemble decoding (docs/decoding.md, "Ensembles"): several models decode as one. At each step
+// every member takes the same previous tokens and the ensemble's log-probabilities are the
+// arithmetic mean of the members' log-probabilities:
+//   log q(y | y_<t, x) = (1/M) Σ_m log p_m(y | y_<t, x)
+// i.e. the normalised-by-nothing geometric mean of the members' distributions (a product of
+// experts, as Marian's ensembles), not the log of their mean probability. Why: a sentence's
+// ensemble score is then exactly the mean of the members' scores (Σ_t of a mean = mean of Σ_t),
+// so `nazar score` with several models and the translate scores agree; it needs no exp/log over
+// the vocabulary per step; and a token any member finds implausible is vetoed rather than
+// rescued by one confident member. The values are not renormalised (Σ_y q ≤ 1), like the
+// greedy/beam scores of a single model which are its own Σ log p.
+// M = 1 is the member itself, bit for bit; M identical members give that member's values
+// exactly ((a + a) / 2 = a in float). The attention (coverage penalty, alignments, replace_unk)
+// is one member's (`attention_member`, default 0) or the mean of all members' (kMeanAttention).
+//
+// Members must agree on the target vocabulary size and the special ids (Error naming the
+// member otherwise); they read the same source ids, so the text front ends (decode/translator.h,
+// `nazar score`) also require equal source and target vocabularies and tokenizers. Members may
+// differ in everything else (cell, sizes, attention, decoder kind).
+//
+// The interface mirrors Seq2Seq's step API (models/seq2seq.h), so greedy_decode and beam_search
+// take either.
+#pragma once
+
+#include "nazar/models/seq2seq.h"
+
+#include <span>
+#include <vector>
+
+namespace nazar {
+
+// Ensemble attention (alignments, coverage penalty, replace_unk): a member index (0-based), or
+// this value for the mean of every member's attention (= TranslationOptions::kMeanAttention).
+inline constexpr int kMeanAttention = -1;
+
+class Ensemble {
+public:
+    struct Source {
+        std::vector<EncodedSource> m;  // per member
+    };
+    struct State {
+        std::vector<DecoderState> m;  // per member
+    };
+
+    // Members are borrowed (not owned) and used by one thread at a time.
+    explicit Ensemble(std::vector<Seq2Seq*> members, int attention_member = 0);
+
+    int size() const { return static_cast<int>(members_.size()); }
+    const ModelConfig& config() const { return members_[0]->config(); }  // vocab, special ids
+
+    void encode(std::span<const int32_t> src, std::span<const int> lengths, int S, Source& out,
+                int rows_per_sentence = 1);
+    void select_rows(const Source& in, std::span<const int> rows, Source& out) const;
+    void init_state(const Source& src, State& state);
+    void step(std::span<const int32_t> prev, const Source& src, State& state, TensorView log_probs,
+              TensorView attention);
+    void select_state(const State& in, std::span<const int> rows, State& out) const;
+
+private:
+    std::vector<Seq2Seq*> members_;
+    int attention_member_;
+    Tensor lp_scratch_, attn_scratch_;
+};
+
+}  // namespace nazar
