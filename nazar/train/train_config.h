@@ -75,6 +75,7 @@ struct TrainConfig {
     double clip_norm = 0;
     double label_smoothing = 0;
     double scheduled_sampling = 0;
+    std::string precision;  // fp32 | bf16: the large products' inputs (docs/training.md)
     int max_steps = 0, max_epochs = 0;
     int valid_interval = 0;
     int valid_sample = 0;

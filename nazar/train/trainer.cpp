@@ -2,6 +2,7 @@
 #include "nazar/train/trainer.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/gemm/bf16.h"
 #include "nazar/core/threads.h"
 #include "nazar/models/model_file.h"
 #include "nazar/train/choices.h"
@@ -279,11 +280,18 @@ void Trainer::save(const std::string& name) {
 bool Trainer::train_one(Batch& batch) {
     const BatchPosition pos = batcher_->position();  // after next(): this batch is pos.batch - 1
     zero_grads(params_);
-    const LossStats st =
-        model_->train_step(batch,
-                           {.label_smoothing = static_cast<float>(cfg_.label_smoothing),
-                            .sampling_prob = static_cast<float>(cfg_.scheduled_sampling)},
-                           rng_);
+    LossStats st;
+    {
+        // precision: bf16 runs the step's large products with bf16 inputs (gemm/bf16.h); the
+        // weights are constant until optim_->step(), after the scope
+        const GemmPrecisionScope scope(
+            cfg_.precision == "bf16" ? GemmPrecision::bf16 : GemmPrecision::fp32,
+            constant_ranges(params_));
+        st = model_->train_step(batch,
+                                {.label_smoothing = static_cast<float>(cfg_.label_smoothing),
+                                 .sampling_prob = static_cast<float>(cfg_.scheduled_sampling)},
+                                rng_);
+    }
     if (hooks_.after_backward) hooks_.after_backward(state_.batches - 1, params_);  // 0-based
     const float norm = cfg_.clip_norm > 0
                            ? clip_grad_norm(params_, static_cast<float>(cfg_.clip_norm))
