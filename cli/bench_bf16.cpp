@@ -7,6 +7,11 @@
 #include "nazar/core/rng.h"
 #include "nazar/core/tensor.h"
 
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define NZ_BENCH_BF16_REG 1
+#endif
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -80,6 +85,69 @@ std::map<std::string, std::pair<double, double>> rates(
     return best;
 }
 
+#ifdef NZ_BENCH_BF16_REG
+// Register-only loops on one thread, 24 independent accumulators (no memory traffic): what the
+// instructions themselves deliver. vdpbf16ps does 32 multiply-adds (64 FLOPs) per instruction,
+// vfmadd231ps 16 (32 FLOPs).
+__attribute__((target("avx512f,avx512bf16"))) float dpbf16_loop(long n) {
+    __m512 c[24];
+    for (int i = 0; i < 24; ++i) c[i] = _mm512_set1_ps(static_cast<float>(i));
+    __m512i a = _mm512_set1_epi32(0x3F803F80), b = _mm512_set1_epi32(0x3F003F00);
+    for (long k = 0; k < n; ++k) {
+#pragma GCC unroll 24
+        for (int i = 0; i < 24; ++i)
+            c[i] = _mm512_dpbf16_ps(c[i], reinterpret_cast<__m512bh>(a),
+                                    reinterpret_cast<__m512bh>(b));
+        asm volatile("" : "+v"(a));
+    }
+    for (int i = 1; i < 24; ++i) c[0] = _mm512_add_ps(c[0], c[i]);
+    alignas(64) float v[16];
+    _mm512_store_ps(v, c[0]);
+    return v[0] + v[15];
+}
+__attribute__((target("avx512f"))) float fma_loop(long n) {
+    __m512 c[24];
+    for (int i = 0; i < 24; ++i) c[i] = _mm512_set1_ps(static_cast<float>(i));
+    __m512 a = _mm512_set1_ps(1.0001f), b = _mm512_set1_ps(0.9999f);
+    for (long k = 0; k < n; ++k) {
+#pragma GCC unroll 24
+        for (int i = 0; i < 24; ++i) c[i] = _mm512_fmadd_ps(a, c[i], b);
+        asm volatile("" : "+v"(a));
+    }
+    for (int i = 1; i < 24; ++i) c[0] = _mm512_add_ps(c[0], c[i]);
+    alignas(64) float v[16];
+    _mm512_store_ps(v, c[0]);
+    return v[0] + v[15];
+}
+#endif
+
+// {"vdpbf16ps", "vfmadd231ps"} GFLOP per CPU-second of one thread, interleaved, best of 3; null
+// where the CPU lacks AVX512-BF16.
+json instruction_peaks() {
+#ifdef NZ_BENCH_BF16_REG
+    if (!bf16_fast_available()) return nullptr;
+    const long n = 2000000;
+    double best_bf = 0, best_fma = 0;
+    volatile float sink = 0;
+    for (int r = 0; r < 3; ++r) {
+        Stopwatch sw;
+        sw.start();
+        sink = sink + dpbf16_loop(n);
+        const double tb = sw.stop().cpu;
+        sw.start();
+        sink = sink + fma_loop(n);
+        const double tf = sw.stop().cpu;
+        best_bf = std::max(best_bf, 24.0 * 64 * n / std::max(tb, 1e-9) / 1e9);
+        best_fma = std::max(best_fma, 24.0 * 32 * n / std::max(tf, 1e-9) / 1e9);
+    }
+    return {{"vdpbf16ps_gflops_per_cpu_s", best_bf},
+            {"vfmadd231ps_gflops_per_cpu_s", best_fma},
+            {"bf16_over_fp32", best_bf / std::max(best_fma, 1e-9)}};
+#else
+    return nullptr;
+#endif
+}
+
 json shape_rates(Operands& o, bool weight_b, double min_seconds) {
     std::vector<std::pair<std::string, std::function<void()>>> v;
     v.emplace_back("fp32", [&] { o.fp32(); });
@@ -131,6 +199,7 @@ json bf16_gemm_peak(int size) {
     j["bf16_gflops"] = peak;  // the roofline: the best bf16 kernel's rate
     j["bf16_gflops_per_cpu_s"] = peak_cpu;
     j["bf16_over_fp32"] = peak / std::max(1e-9, r.at("fp32").first);
+    j["instructions"] = instruction_peaks();
     return j;
 }
 

@@ -55,6 +55,7 @@ TrainChoices parse_choices(const TrainConfig& c) {
     t.optimizer = parse_optim_kind(checked(c, &C::optimizer, "optimizer"));
     t.schedule = parse_schedule_kind(checked(c, &C::schedule, "schedule"));
     t.progress = parse_progress_mode(checked(c, &C::progress, "progress"));
+    t.precision = parse_precision(checked(c, &C::precision, "precision"));
     return t;
 }
 

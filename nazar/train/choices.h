@@ -10,6 +10,7 @@
 #pragma once
 
 #include "nazar/attention/attention.h"
+#include "nazar/core/gemm/bf16.h"
 #include "nazar/data/tokenizer.h"
 #include "nazar/models/config.h"
 #include "nazar/train/optim.h"
@@ -34,6 +35,7 @@ struct TrainChoices {
     OptimKind optimizer = OptimKind::adam;
     ScheduleKind schedule = ScheduleKind::constant;
     ProgressMode progress = ProgressMode::plain;  // "auto" resolves here (stderr a terminal?)
+    GemmPrecision precision = GemmPrecision::fp32;
 };
 
 // Throws UsageError (one line, naming the key and its choices) on the first unknown value.

@@ -284,9 +284,8 @@ bool Trainer::train_one(Batch& batch) {
     {
         // precision: bf16 runs the step's large products with bf16 inputs (gemm/bf16.h); the
         // weights are constant until optim_->step(), after the scope
-        const GemmPrecisionScope scope(
-            cfg_.precision == "bf16" ? GemmPrecision::bf16 : GemmPrecision::fp32,
-            constant_ranges(params_));
+        // cfg_.precision was checked by parse_choices (TrainChoices::precision) in the constructor
+        const GemmPrecisionScope scope(parse_precision(cfg_.precision), constant_ranges(params_));
         st = model_->train_step(batch,
                                 {.label_smoothing = static_cast<float>(cfg_.label_smoothing),
                                  .sampling_prob = static_cast<float>(cfg_.scheduled_sampling)},

@@ -183,7 +183,7 @@ const char* precision_name(GemmPrecision p) {
 GemmPrecision parse_precision(const std::string& s) {
     if (s == "fp32") return GemmPrecision::fp32;
     if (s == "bf16") return GemmPrecision::bf16;
-    throw UsageError(fmt::format("precision '{}': expected fp32 or bf16", s));
+    throw UsageError(fmt::format("precision: '{}' is not one of fp32, bf16", s));
 }
 
 GemmPrecision gemm_precision() {
