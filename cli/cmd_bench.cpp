@@ -13,10 +13,12 @@
 // [--min-len, --max-len], ids uniform over the non-special vocabulary. --dump-batches writes
 // them (JSON) and --save-init the initial model, so bench/compare/torch_bench.py trains the
 // same model from the same weights on the same batches. --json prints one JSON object.
+#include "cli/bench_bf16.h"
 #include "cli/bench_util.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "nazar/core/blas.h"
+#include "nazar/core/gemm/bf16.h"
 #include "nazar/core/threads.h"
 #include "nazar/decode/beam_search.h"
 #include "nazar/decode/greedy.h"
@@ -40,6 +42,7 @@ using nlohmann::json;
 
 struct BenchArgs {
     std::string what, preset = "standard", attention = "bahdanau", save_init, dump_batches;
+    std::string precision = "fp32";
     int threads = 0, steps = 10, warmup = 2, batches = 8, batch = 0, beam = 5, sentences = 64,
         max_length = 40;
     int min_len = 15, max_len = 35, size = 2048, seed = 1, chunk_rows = 256;
@@ -48,6 +51,29 @@ struct BenchArgs {
 };
 
 // ---- train ----
+// What the bf16 products of a timed run did (share of the step's FLOPs, their rate) and the
+// machine's bf16 GEMM peak measured now, the roofline the step's rate is set against.
+json bf16_train_report(GemmPrecision p, const Bf16Counters& before, double flops, const Timing& t,
+                       int size) {
+    if (p != GemmPrecision::bf16) return nullptr;
+    const Bf16Counters now = bf16_counters();
+    const double f = now.flops - before.flops, s = now.seconds - before.seconds;
+    json peak = bf16_gemm_peak(size);
+    const double roof = peak["bf16_gflops"].get<double>(),
+                 roof_cpu = peak["bf16_gflops_per_cpu_s"].get<double>();
+    // flop_over_analytic: the bf16 products' FLOPs over the step's analytic count, which counts
+    // real tokens only (the products also run over padding), so it may exceed 1
+    return {{"kernel", bf16_description()},
+            {"products", now.products - before.products},
+            {"gflop", f / 1e9},
+            {"flop_over_analytic", flops > 0 ? f / flops : 0.0},
+            {"gemm_gflops", s > 0 ? f / s / 1e9 : 0.0},
+            {"peak", peak},
+            {"step_fraction_of_bf16_peak", roof > 0 ? flops / t.wall / 1e9 / roof : 0.0},
+            {"step_fraction_of_bf16_peak_per_cpu_s",
+             roof_cpu > 0 ? flops / t.cpu / 1e9 / roof_cpu : 0.0}};
+}
+
 json bench_train(const BenchArgs& a) {
     const Preset p = preset(a.preset);
     const ModelConfig cfg = model_config(p, a.attention);
@@ -77,11 +103,20 @@ json bench_train(const BenchArgs& a) {
     int64_t tokens = 0, src_tokens = 0;
     double flops = 0;
     Stopwatch sw;
+    const GemmPrecision precision = parse_precision(a.precision);
+    Bf16Counters bf16_before;
     for (int s = 0; s < a.warmup + a.steps; ++s) {
-        if (s == a.warmup) sw.start();
+        if (s == a.warmup) {
+            sw.start();
+            bf16_before = bf16_counters();
+        }
         const Batch& b = batches[static_cast<std::size_t>(s) % batches.size()];
         zero_grads(params);
-        const LossStats st = model.train_step(b, topt, rng);
+        LossStats st;
+        {
+            const GemmPrecisionScope scope(precision, constant_ranges(params));
+            st = model.train_step(b, topt, rng);
+        }
         opt.step();
         if (s == 0) first_loss = st.loss / std::max<int64_t>(st.tokens, 1);
         if (s >= a.warmup) {
@@ -91,7 +126,10 @@ json bench_train(const BenchArgs& a) {
         }
     }
     const Timing t = sw.stop();
+    json bf16 = bf16_train_report(precision, bf16_before, flops, t, a.size);
     return {{"what", "train"},
+            {"precision", a.precision},
+            {"bf16", bf16},
             {"preset", a.preset},
             {"attention", a.attention},
             {"steps", a.steps},
@@ -223,6 +261,12 @@ void setup_bench(CLI::App& app, std::function<int()>& run) {
     app.add_option("--seed", a->seed, "Weights and data seed")->capture_default_str();
     app.add_option("--save-init", a->save_init, "Write the initial model file here (for PyTorch)");
     app.add_option("--dump-batches", a->dump_batches, "Write the synthetic data here (JSON)");
+    app.add_option("--precision", a->precision,
+                   "train: inputs of the large products (bf16: fp32 accumulation, and the "
+                   "machine's bf16 GEMM peak measured too); gemm: bf16 kernels on the training "
+                   "shapes")
+        ->check(CLI::IsMember({"fp32", "bf16"}))
+        ->capture_default_str();
     app.add_flag("--json", a->json_out, "One JSON object on stdout");
     run = [a] {
         apply_threads_option(a->threads);
@@ -231,6 +275,8 @@ void setup_bench(CLI::App& app, std::function<int()>& run) {
             j = bench_train(*a);
         else if (a->what == "decode")
             j = bench_decode(*a);
+        else if (a->what == "gemm" && a->precision == "bf16")
+            j = bench_bf16_gemm(preset(a->preset), a->size);
         else if (a->what == "gemm")
             j = bench_gemm_rates(preset(a->preset), a->size);
         else if (a->what == "cpu")
@@ -241,7 +287,8 @@ void setup_bench(CLI::App& app, std::function<int()>& run) {
             j = bench_epoch_scaling(preset(a->preset), a->corpus, a->seed, a->min_len, a->max_len);
         j["blas"] = blas_description();
         j["cpu"] = cpu_report();
-        if (a->what == "gemm")  // the sgemm rate as a share of the FMA peak, per CPU-second
+        if (a->what == "gemm" &&
+            a->precision == "fp32")  // the sgemm rate as a share of the FMA peak, per CPU-second
             j["peak"]["fraction_of_fma_peak"] =
                 j["peak"]["gflops_per_cpu_s"].get<double>() /
                 std::max(1e-9, j["cpu"]["fma_peak"].value("gflops_per_cpu_s", 0.0));

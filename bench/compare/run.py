@@ -92,6 +92,12 @@ def main():
     if "gemm" in sections:
         sys.stderr.write("sgemm peak and the model's GEMM shapes\n")
         res["gemm"] = run_json(nz + ["gemm", "--json", "--size", "1536" if q else "2048"], env)
+    if "gemm" in sections or "train" in sections:
+        # the bf16 roofline of bf16 training: the machine's bf16 GEMM peak, and every bf16 kernel on
+        # the training shapes (conversions included)
+        sys.stderr.write("bf16 GEMM peak and the training shapes in bf16\n")
+        res["gemm_bf16"] = run_json(nz + ["gemm", "--json", "--precision", "bf16", "--size",
+                                          "1536" if q else "2048"], env)
     peak = (res.get("gemm") or {}).get("peak", {}).get("gflops")
 
     if "train" in sections:
@@ -109,6 +115,13 @@ def main():
                                             "--save-init", m, "--dump-batches", b], env)
                 tb = [PY, TORCH, "train", "--model", m, "--batches", b, "--steps", str(steps), "--warmup", str(warm)]
                 r["torch_best"] = run_json(tb + ["--threads", "1"], best_env)
+                if preset == "standard" and (not q or att == "bahdanau"):
+                    # mixed precision on both sides: nazar --precision bf16, PyTorch bf16 autocast
+                    r["nazar_bf16"] = run_json(nz + ["train", "--json", "--preset", preset, "--attention", att,
+                                                     "--steps", str(steps), "--warmup", str(warm), "--batches",
+                                                     str(min(steps, 8)), "--precision", "bf16", "--size",
+                                                     "1024"], env)
+                    r["torch_autocast"] = run_json(tb + ["--threads", "1", "--autocast", "bf16"], best_env)
                 if not q or (preset == "standard" and att == "bahdanau"):
                     # the obvious setting is slow (its pools spin against each other): fewer steps
                     to = [PY, TORCH, "train", "--model", m, "--batches", b, "--steps", str(max(2, steps // 3)),
@@ -228,6 +241,7 @@ def print_table(res, peak, peak_cpu):
                   f"{fmt(nzr['gflops'], 1)} | {fmt(None if not peak else 100 * nzr['gflops'] / peak)}% | "
                   f"{fmt(nzr['step_weight_mb'], 1)} | {fmt(nzr['weight_gbs'], 1)} | {fmt(nzr['read_gbs_step_weights'], 1)} | "
                   f"{fmt(100 * ratio(nzr['weight_gbs'], nzr['read_gbs_step_weights']))}% |")
+    print_bf16_table(res, peak)
     if res["train"]:
         r0 = res["train"][0]
         print(f"\nfirst-step loss, same weights and batch ({r0['preset']} {r0['attention']}): nazar "
@@ -251,6 +265,33 @@ def print_table(res, peak, peak_cpu):
             print(f"| {x['pairs']} | {x['target_tokens']} | {x['epoch_cpu_s']:.2f} | {x['cpu_ms_per_pair']:.2f} | "
                   f"{x['epoch_s']:.2f} |")
         print(f"(small config, Bahdanau; load average {ep['load_avg']:.1f})")
+
+
+def print_bf16_table(res, peak):
+    """Mixed-precision training: nazar fp32 / bf16 against PyTorch fp32 / bf16 autocast, and the
+    bf16 GEMM roofline measured in the same run."""
+    gb = res.get("gemm_bf16") or {}
+    bpeak = get(gb, "peak", "bf16_gflops")
+    rows = [r for r in res["train"] if r.get("nazar_bf16") or r.get("torch_autocast")]
+    if not gb and not rows:
+        return
+    if gb:
+        p = gb["peak"]
+        print(f"\nbf16 GEMM peak ({p['M']}³, {gb.get('kernel')}): {fmt(bpeak, 1)} GFLOP/s wall "
+              f"({fmt(p.get('bf16_over_fp32'), 2)}× the fp32 sgemm measured beside it, "
+              f"{fmt(get(p, 'fp32', 'gflops'), 1)} GFLOP/s); per kernel: "
+              + ", ".join(f"{k} {v['gflops']:.1f}" for k, v in p.items() if isinstance(v, dict)))
+    print("\n| train (mixed precision) | nazar fp32 | nazar bf16 | bf16 / fp32 | PyTorch fp32 best | "
+          "PyTorch bf16 autocast | nazar bf16 / PyTorch autocast | nazar bf16 FLOP rate (of bf16 peak) |"
+          "\n|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        n32, n16, tb, ta = r.get("nazar"), r.get("nazar_bf16"), r.get("torch_best"), r.get("torch_autocast")
+        gf = get(n16, "gflops")
+        print(f"| {r['preset']} {r['attention']}: target tokens/s | {fmt(get(n32, 'tokens_per_s'))} | "
+              f"{fmt(get(n16, 'tokens_per_s'))} | {fmt(ratio(get(n16, 'tokens_per_s'), get(n32, 'tokens_per_s')), 2)}× | "
+              f"{fmt(get(tb, 'tokens_per_s'))} | {fmt(get(ta, 'tokens_per_s'))} | "
+              f"{fmt(ratio(get(n16, 'tokens_per_s'), get(ta, 'tokens_per_s')), 2)}× | {fmt(gf, 1)} GFLOP/s "
+              f"({fmt(None if not bpeak or gf is None else 100 * gf / bpeak)}%) |")
 
 
 if __name__ == "__main__":

@@ -4,11 +4,14 @@ Seq2Seq, loaded from the initial model file `nazar bench` wrote, trained on the 
 dumped (same weights, same batches, Adam lr 1e-3, loss = mean token cross-entropy), or decoding
 its sources. Prints one JSON object.
 
-    torch_bench.py train  --model M --batches B.json --steps N --warmup K --threads T
+    torch_bench.py train  --model M --batches B.json --steps N --warmup K --threads T [--autocast bf16]
     torch_bench.py decode --model M --sources S.json --beam K --batch N --max-length L --threads T
 
 Threads: torch.set_num_threads(T); OpenBLAS's own pool is sized by OPENBLAS_NUM_THREADS, which
 the caller sets (the best setting on a 2-core machine is T = 1 with 2 OpenBLAS threads).
+--autocast bf16: the forward pass and the loss run under torch.autocast("cpu", dtype=torch.bfloat16)
+(PyTorch's mixed precision: matrix products with bf16 inputs, fp32 master weights and optimizer),
+the backward pass outside it, as PyTorch's documentation shows.
 PyTorch "at its best": batches are tensors before timing, the loop does nothing but
 zero_grad / forward / backward / step, and local-p windows are computed with tensor ops
 instead of the reference's per-sentence Python loop.
@@ -79,8 +82,9 @@ def train(a):
             t0, c0 = time.perf_counter(), time.process_time()
         batch = batches[s % len(batches)]
         opt.zero_grad(set_to_none=True)
-        total, n = nt.loss(model, batch)
-        loss = total / max(n, 1)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast == "bf16"):
+            total, n = nt.loss(model, batch)
+            loss = total.float() / max(n, 1)
         loss.backward()
         opt.step()
         if s == 0:
@@ -88,7 +92,7 @@ def train(a):
         if s >= a.warmup:
             tokens += n
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return {"what": "train", "steps": a.steps, "target_tokens": tokens, "wall_s": wall, "cpu_s": cpu,
+    return {"what": "train", "autocast": a.autocast, "steps": a.steps, "target_tokens": tokens, "wall_s": wall, "cpu_s": cpu,
             "tokens_per_s": tokens / wall, "first_loss": first_loss, "peak_rss_mb": peak_rss_mb(),
             "rss_before_training_mb": rss_ready}
 
@@ -185,6 +189,7 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--autocast", choices=["none", "bf16"], default="none", help="train: bf16 autocast")
     p.add_argument("--beam", type=int, default=5)
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--max-length", type=int, default=40)

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "nazar/attention/attention.h"
+#include "nazar/core/gemm/bf16.h"
 #include "nazar/data/tokenizer.h"
 #include "nazar/models/config.h"
 #include "nazar/train/optim.h"
@@ -37,6 +38,7 @@ struct TrainChoices {
     ScheduleKind schedule = ScheduleKind::constant;
     ProgressMode progress = ProgressMode::plain;  // "auto" resolves here (stderr a terminal?)
     ValidMetric valid_metric = ValidMetric::loss;
+    GemmPrecision precision = GemmPrecision::fp32;
 };
 
 // Throws UsageError (one line, naming the key and its choices) on the first unknown value.

@@ -249,6 +249,17 @@ std::vector<ConfigKey> make_table() {
          "Replace each source and decoder-input token by <unk> with this probability (training "
          "batches only)",
          &C::word_dropout, 0, 1, true},
+        {"precision",
+         "training",
+         K::choice,
+         "fp32",
+         "Inputs of the large matrix products: fp32, or bf16 with fp32 accumulation (weights, "
+         "optimizer state and loss stay fp32)",
+         &C::precision,
+         0,
+         0,
+         false,
+         {"fp32", "bf16"}},
         {"max_steps", "training", K::integer, "0", "Stop after this many updates (0 = no limit)",
          &C::max_steps, 0, 2e9},
         {"max_epochs", "training", K::integer, "10", "Stop after this many epochs (0 = no limit)",

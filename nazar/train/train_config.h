@@ -81,6 +81,7 @@ struct TrainConfig {
     double attention_dropout = 0;       // attention weights α before the context sum
     bool variational_dropout = false;   // one mask per sentence, reused at every position
     double word_dropout = 0;            // input tokens replaced by <unk>
+    std::string precision;  // fp32 | bf16: the large products' inputs (docs/training.md)
     int max_steps = 0, max_epochs = 0;
     int valid_interval = 0;
     int valid_sample = 0;

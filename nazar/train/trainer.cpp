@@ -2,6 +2,7 @@
 #include "nazar/train/trainer.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/gemm/bf16.h"
 #include "nazar/core/threads.h"
 #include "nazar/models/model_file.h"
 #include "nazar/train/average.h"
@@ -370,8 +371,14 @@ bool Trainer::train_one(Batch& batch) {
                     .decoder_output = static_cast<float>(cfg_.decoder_output_dropout),
                     .attention = static_cast<float>(cfg_.attention_dropout),
                     .per_sequence = cfg_.variational_dropout}};
-    const LossStats st =
-        parts_ == 1 ? model_->train_step(batch, opt, rng_) : train_parts(batch, opt);
+    LossStats st;
+    {
+        // precision: bf16 runs the step's large products with bf16 inputs (gemm/bf16.h); the
+        // weights are constant until optim_->step(), after the scope. cfg_.precision was checked
+        // by parse_choices (TrainChoices::precision) in the constructor.
+        const GemmPrecisionScope scope(parse_precision(cfg_.precision), constant_ranges(params_));
+        st = parts_ == 1 ? model_->train_step(batch, opt, rng_) : train_parts(batch, opt);
+    }
     if (hooks_.after_backward) hooks_.after_backward(state_.batches - 1, params_);  // 0-based
     const float norm = cfg_.clip_norm > 0
                            ? clip_grad_norm(params_, static_cast<float>(cfg_.clip_norm))

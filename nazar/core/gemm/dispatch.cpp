@@ -3,6 +3,7 @@
 // for the rest, split over nazar's pool (docs/performance.md, "GEMM paths").
 #include "nazar/core/blas.h"
 #include "nazar/core/cpu_features.h"
+#include "nazar/core/gemm/bf16.h"
 #include "nazar/core/gemm/internal.h"
 #include "nazar/core/gemm/nn512.h"
 
@@ -103,7 +104,18 @@ void gemm_dispatch(bool ta, bool tb, int M, int N, int K, float alpha, const flo
     on_library(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+// Whether this product runs in bf16 now (a bf16 GemmPrecisionScope, bf16.h): one relaxed load
+// outside a scope, so fp32 runs exactly as before.
+bool in_bf16(int M, int N, int K) {
+    return gemm_precision() == GemmPrecision::bf16 && bf16_product_pays(M, N, K);
+}
+
 }  // namespace
+
+void gemm_detail::gemm_fp32(bool ta, bool tb, int M, int N, int K, float alpha, const float* A,
+                            int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+    gemm_dispatch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
 
 void set_gemm_threading(GemmThreading t) {
     threading().store(t);
@@ -142,13 +154,17 @@ void gemm_batched(ConstTensorView a, bool ta, ConstTensorView b, bool tb, Tensor
 void gemm_raw(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
               const float* B, int ldb, float beta, float* C, int ldc) {
     GemmProfile* p = profile();
-    if (!p) {
-        gemm_dispatch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
+    const bool bf16 = in_bf16(M, N, K);
+    const auto run = [&] {
+        if (bf16)
+            gemm_bf16_scoped(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        else
+            gemm_dispatch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    };
+    if (!p) return run();
     const auto t0 = std::chrono::steady_clock::now();
-    gemm_dispatch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    profile_add(p, ta, tb, M, N, K, seconds_since(t0), false);
+    run();
+    profile_add(p, ta, tb, M, N, K, seconds_since(t0), false, bf16);
 }
 
 void gemv_raw(bool ta, int M, int N, float alpha, const float* A, int lda, const float* x,
@@ -158,7 +174,8 @@ void gemv_raw(bool ta, int M, int N, float alpha, const float* A, int lda, const
 
 void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const float* W, int ldw,
               WeightTRows wt, float beta, float* C, int ldc) {
-    if (!wt || M <= kSmallGemmRows || M > kNn512Rows || !detail::nn512_available()) {
+    if (!wt || M <= kSmallGemmRows || M > kNn512Rows || !detail::nn512_available() ||
+        in_bf16(M, N, K)) {
         gemm_raw(false, true, M, N, K, alpha, A, lda, W, ldw, beta, C, ldc);
         return;
     }
@@ -168,7 +185,7 @@ void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const f
         detail::gemm_nn512_packed(M, c0, c1, K, alpha, A, lda, wt.data, wt.strip_stride, beta, C,
                                   ldc);
     });
-    if (p) profile_add(p, false, true, M, N, K, seconds_since(t0), true);
+    if (p) profile_add(p, false, true, M, N, K, seconds_since(t0), true, false);
 }
 
 std::string blas_description() {

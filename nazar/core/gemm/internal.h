@@ -10,6 +10,7 @@
 //   weight_t.cpp        refresh_weight_t: the strip-packed Wᵀ that gemm_xwt reads
 //   profile.cpp         NAZAR_GEMM_PROFILE=1: time per product shape
 //   naive.cpp           gemm_naive: the triple loop, the tests' oracle
+//   bf16.cpp            gemm_bf16 and the precision switch (bf16.h); bf16_internal.h lists the rest
 #pragma once
 
 #include "nazar/core/threads.h"
@@ -102,11 +103,20 @@ IsaTier expected_tier();
 // stderr saying so, why, and what to do. Later calls do nothing.
 void check_library_once();
 
+// ---- dispatch.cpp, bf16.cpp ----
+// The fp32 product on the path dispatch.cpp picks (what gemm_raw runs outside a bf16 scope).
+void gemm_fp32(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+               const float* B, int ldb, float beta, float* C, int ldc);
+// gemm_raw's product inside a bf16 GemmPrecisionScope (bf16.h): the AVX512-BF16 kernel, op(B)
+// packed once per scope when it lies in the scope's constant memory; or the fallback.
+void gemm_bf16_scoped(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+                      const float* B, int ldb, float beta, float* C, int ldc);
+
 // ---- profile.cpp ----
 // Non-null only with NAZAR_GEMM_PROFILE=1 (decided on the first call).
 class GemmProfile;
 GemmProfile* profile();
-void profile_add(GemmProfile* p, bool ta, bool tb, int M, int N, int K, double seconds,
-                 bool packed);
+void profile_add(GemmProfile* p, bool ta, bool tb, int M, int N, int K, double seconds, bool packed,
+                 bool bf16);
 
 }  // namespace nazar::gemm_detail

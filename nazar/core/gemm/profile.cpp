@@ -17,9 +17,9 @@ namespace nazar::gemm_detail {
 
 class GemmProfile {
 public:
-    void add(bool ta, bool tb, int M, int N, int K, double seconds, bool packed) {
+    void add(bool ta, bool tb, int M, int N, int K, double seconds, bool packed, bool bf16) {
         std::lock_guard lk(m_);
-        auto& e = t_[{ta, tb, M, N, K, packed}];
+        auto& e = t_[{ta, tb, M, N, K, packed, bf16}];
         ++e.calls;
         e.seconds += seconds;
     }
@@ -40,16 +40,16 @@ private:
         int64_t calls = 0;
         double seconds = 0;
     };
-    using Key = std::tuple<bool, bool, int, int, int, bool>;
+    using Key = std::tuple<bool, bool, int, int, int, bool, bool>;
     static std::string row(const Key& k, const Entry& e, double total) {
-        const auto& [ta, tb, M, N, K, packed] = k;
+        const auto& [ta, tb, M, N, K, packed, bf16] = k;
         const double gflops =
             e.seconds > 0 ? 2e-9 * M * N * K * static_cast<double>(e.calls) / e.seconds : 0.0;
         return fmt::format(
-            "{:9.1f} ms {:5.1f}% {:8} calls  {}{} M {:5} N {:5} K {:5} {:7.1f} GFLOP/s{}",
+            "{:9.1f} ms {:5.1f}% {:8} calls  {}{} M {:5} N {:5} K {:5} {:7.1f} GFLOP/s{}{}",
             1e3 * e.seconds, total > 0 ? 100 * e.seconds / total : 0.0, e.calls, ta ? 'T' : 'N',
             tb ? 'T' : 'N', M, N, K, gflops,
-            packed ? "  (x Wᵀ through the packed per-batch Wᵀ)" : "");
+            packed ? "  (x Wᵀ through the packed per-batch Wᵀ)" : "", bf16 ? "  (bf16)" : "");
     }
     std::mutex m_;
     std::map<Key, Entry> t_;
@@ -61,9 +61,9 @@ GemmProfile* profile() {
     return p.get();
 }
 
-void profile_add(GemmProfile* p, bool ta, bool tb, int M, int N, int K, double seconds,
-                 bool packed) {
-    p->add(ta, tb, M, N, K, seconds, packed);
+void profile_add(GemmProfile* p, bool ta, bool tb, int M, int N, int K, double seconds, bool packed,
+                 bool bf16) {
+    p->add(ta, tb, M, N, K, seconds, packed, bf16);
 }
 
 }  // namespace nazar::gemm_detail
