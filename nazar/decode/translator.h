@@ -19,10 +19,12 @@
 
 #include "nazar/core/tensor.h"
 #include "nazar/decode/alignment.h"
+#include "nazar/models/config.h"
 
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace nazar {
@@ -76,6 +78,15 @@ public:
 
     int replicas() const;
     const std::string& model_path() const;
+
+    // What a front end needs to describe the model and to check a request before queueing it
+    // (the server's /v1/models and its tokens-per-sentence limit): the loaded configuration
+    // (vocabulary sizes included), the tokenizer kinds ("char", "word", "spm"), and the source
+    // pieces the model would read for `sentence` (throws Error on invalid UTF-8). Thread-safe.
+    const ModelConfig& config() const;
+    std::string_view source_tokenizer() const;
+    std::string_view target_tokenizer() const;
+    std::vector<std::string> source_pieces(std::string_view sentence) const;
 
 private:
     struct Impl;
