@@ -175,7 +175,7 @@ void setup_serve(CLI::App& app, std::function<int()>& run) {
         ->capture_default_str();
     app.add_option("--batch-window-ms", a->window_ms,
                    "How long a batch waits for more requests after its first one")
-        ->check(CLI::Range(0.0, 10000.0))
+        ->check(CLI::Range(0.0, 600000.0))
         ->capture_default_str();
     app.add_option("--batch-requests", c.batcher.max_requests,
                    "Most requests per batch (1 = no cross-request batching)")
