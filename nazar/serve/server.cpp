@@ -209,6 +209,7 @@ Server::Server(const ServerConfig& config, std::vector<NamedModel> models) {
     Impl& d = *impl_;
     d.routes();
     d.http.set_payload_max_length(config.limits.max_body_bytes);
+    d.http.set_tcp_nodelay(true);  // headers and body leave at once (no Nagle + delayed ACK)
     d.http.set_keep_alive_max_count(100000);
     d.http.set_keep_alive_timeout(5);
     d.http.set_read_timeout(10);
