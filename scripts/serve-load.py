@@ -76,7 +76,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nazar", required=True)
     ap.add_argument("--model")
-    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--seconds", type=int, default=10, help="per table row; 0: no table")
     ap.add_argument("--rss-seconds", type=int, default=60)
     ap.add_argument("--threads", type=int, default=1, help="the server's --threads")
     ap.add_argument("--beam", type=int, default=4)
@@ -99,10 +99,10 @@ def main():
 
     load_before = open("/proc/loadavg").read().split()[:3]
     rows = []
-    clients = [int(c) for c in a.clients.split(",")]
+    clients = [int(c) for c in a.clients.split(",")] if a.seconds > 0 else []
     modes = (("batched, 5 ms window", []), ("batched, no window", ["--batch-window-ms", "0"]),
              ("unbatched", ["--batch-requests", "1"]))
-    for mode, flags in modes:
+    for mode, flags in modes if clients else ():
         server = serve_util.Server(nazar, ["--model", model, "--threads", str(a.threads)] + flags)
         try:
             server.request("POST", "/v1/translate", {"text": SENTENCES})  # warm up
@@ -123,22 +123,23 @@ def main():
             server.terminate()
             server.kill()
 
-    print("| mode | clients | requests/s | p50 ms | p99 ms | failed / requests | mean batch "
-          "| requests per server CPU-second |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for mode, c, r, mb in rows:
-        print("| %s | %d | %.1f | %.1f | %.1f | %d / %d | %.1f | %.0f |" % (
-            mode, c, r["rps"], r["p50"], r["p99"], r["failed"], r["total"], mb,
-            r["total"] / r["cpu"] if r["cpu"] > 0 else 0))
-    by = {(m, c): r for m, c, r, _ in rows}
-    for mode, _ in modes[:2]:
-        for c in clients:
-            b, u = by.get((mode, c)), by.get(("unbatched", c))
-            if b and u and b["cpu"] > 0 and u["cpu"] > 0:
-                print("\n%s vs unbatched at %d clients: %.2fx requests/s, %.2fx requests per "
-                      "CPU-second" % (mode, c, b["rps"] / u["rps"],
-                                      (b["total"] / b["cpu"]) / (u["total"] / u["cpu"])), end="")
-    print()
+    if rows:
+        print("| mode | clients | requests/s | p50 ms | p99 ms | failed / requests | mean batch "
+              "| requests per server CPU-second |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for mode, c, r, mb in rows:
+            print("| %s | %d | %.1f | %.1f | %.1f | %d / %d | %.1f | %.0f |" % (
+                mode, c, r["rps"], r["p50"], r["p99"], r["failed"], r["total"], mb,
+                r["total"] / r["cpu"] if r["cpu"] > 0 else 0))
+        by = {(m, c): r for m, c, r, _ in rows}
+        for mode, _ in modes[:2]:
+            for c in clients:
+                b, u = by.get((mode, c)), by.get(("unbatched", c))
+                if b and u and b["cpu"] > 0 and u["cpu"] > 0:
+                    print("\n%s vs unbatched at %d clients: %.2fx requests/s, %.2fx requests per "
+                          "CPU-second" % (mode, c, b["rps"] / u["rps"],
+                                          (b["total"] / b["cpu"]) / (u["total"] / u["cpu"])), end="")
+        print()
 
     if a.rss_seconds > 0:
         server = serve_util.Server(nazar, ["--model", model, "--threads", str(a.threads)])
@@ -159,9 +160,12 @@ def main():
             print("\nRSS over a %d s run at 64 clients (%s requests, %s non-2xx): %s" %
                   (a.rss_seconds, total, non2xx.group(1) if non2xx else 0,
                    ", ".join("%ds %.1f MB" % (t, kb / 1024) for t, kb in samples)))
-            if len(samples) > 2:
-                print("growth from the second sample to the last: %+.1f MB" %
-                      ((samples[-1][1] - samples[1][1]) / 1024))
+            half = len(samples) // 2
+            if half >= 1:
+                print("growth over the second half (%d s to %d s): %+.1f MB; over the whole run: "
+                      "%+.1f MB" % (samples[half][0], samples[-1][0],
+                                    (samples[-1][1] - samples[half][1]) / 1024,
+                                    (samples[-1][1] - samples[0][1]) / 1024))
         finally:
             server.terminate()
             server.kill()

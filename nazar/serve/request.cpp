@@ -46,10 +46,19 @@ void check_depth(std::string_view body) {
     }
 }
 
-// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
+// nlohmann's message without its "[json.exception.parse_error.101] " prefix, and at most 200
+// bytes (it may quote a token of the input: a number of a million digits), cut at a UTF-8
+// boundary (the body was checked to be valid UTF-8).
 std::string parse_reason(const char* what) {
     const char* p = std::strstr(what, "] ");
-    return p ? std::string(p + 2) : std::string(what);
+    std::string r = p ? std::string(p + 2) : std::string(what);
+    constexpr std::size_t kMax = 200;
+    if (r.size() > kMax) {
+        std::size_t cut = kMax;
+        while (cut > 0 && (static_cast<unsigned char>(r[cut]) & 0xC0) == 0x80) --cut;
+        r = r.substr(0, cut) + "...";
+    }
+    return r;
 }
 
 const char* type_name(const json& v) {
@@ -152,7 +161,7 @@ TranslateRequest parse_translate_request(std::string_view body, const RequestLim
     json j;
     try {
         j = json::parse(body);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number overflow
         throw HttpError(400, "malformed JSON: " + parse_reason(e.what()));
     }
     if (!j.is_object())

@@ -88,7 +88,18 @@ struct Server::Impl {
 
 void Server::Impl::translate(const httplib::Request& req, httplib::Response& res) {
     const Clock::time_point arrived = Clock::now();
-    ++in_flight;
+    // Counted until the answer is set, whatever leaves this function (an exception other than
+    // HttpError becomes a 500 in httplib's exception handler).
+    struct InFlight {
+        Impl& d;
+        Clock::time_point t0;
+        explicit InFlight(Impl& impl, Clock::time_point t) : d(impl), t0(t) { ++d.in_flight; }
+        ~InFlight() {
+            --d.in_flight;
+            d.metrics.observe_translate_latency(
+                std::chrono::duration<double>(Clock::now() - t0).count());
+        }
+    } guard(*this, arrived);
     try {
         if (draining) throw HttpError(503, "the server is shutting down");
         TranslateRequest r = parse_translate_request(req.body, cfg.limits);
@@ -129,9 +140,6 @@ void Server::Impl::translate(const httplib::Request& req, httplib::Response& res
     } catch (const HttpError& e) {
         set_error(res, e.status(), e.what());
     }
-    --in_flight;
-    metrics.observe_translate_latency(
-        std::chrono::duration<double>(Clock::now() - arrived).count());
 }
 
 void Server::Impl::routes() {

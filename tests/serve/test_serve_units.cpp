@@ -92,6 +92,12 @@ TEST(ServeRequest, RefusesWithStatusAndReason) {
               "request body: invalid UTF-8 at byte 12 (0xc3)");
     EXPECT_EQ(status_of(R"({"text": ["\ud800"]})", lim), 400);  // lone surrogate escape
     EXPECT_EQ(status_of(std::string(40, '['), lim), 400);
+    // A number too large for a double (found by fuzz_serve_request), with a bounded message.
+    RequestLimits wide;
+    EXPECT_EQ(status_of(R"({"text": ["a"], "beam": 1e999})", wide), 400);
+    const std::string huge = "{\"beam\": 9e" + std::string(5000, '9') + "}";
+    EXPECT_EQ(status_of(huge, wide), 400);
+    EXPECT_LT(message_of(huge, wide).size(), 400u);
     EXPECT_EQ(status_of(std::string(101, ' '), lim), 413);
     EXPECT_EQ(message_of(R"({"text": ["a"], "beam": 2, "n_best": 3})", lim),
               "n_best 3 exceeds beam 2");
