@@ -19,7 +19,6 @@
 
 #include "nazar/core/tensor.h"
 #include "nazar/decode/alignment.h"
-#include "nazar/models/config.h"
 
 #include <memory>
 #include <span>
@@ -28,6 +27,8 @@
 #include <vector>
 
 namespace nazar {
+
+struct ModelConfig;  // models/config.h (Translator::config)
 
 struct TranslatorConfig {
     int replicas = 1;  // model copies = concurrent translate() calls served without waiting

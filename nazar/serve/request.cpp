@@ -2,6 +2,7 @@
 #include "nazar/serve/request.h"
 
 #include "nazar/data/utf8.h"
+#include "nazar/models/config.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

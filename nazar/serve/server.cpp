@@ -251,8 +251,9 @@ void Server::run() {
     Impl& d = *impl_;
     if (!d.bound) bind();
     std::atomic<bool> listening_done{false};
+    bool listened_ok = true;
     std::thread listener([&] {
-        d.http.listen_after_bind();
+        listened_ok = d.http.listen_after_bind();
         listening_done = true;
         std::lock_guard lk(d.m);
         d.cv.notify_all();
@@ -273,6 +274,14 @@ void Server::run() {
     }
     listener.join();
     d.batcher.stop();
+    bool stopped = false;
+    {
+        std::lock_guard lk(d.m);
+        stopped = d.stop_requested;
+    }
+    if (!listened_ok && !stopped)
+        throw Error(fmt::format("the server on {}:{} stopped accepting connections (accept failed)",
+                                d.cfg.host, d.cfg.port));
 }
 
 void Server::stop() {
