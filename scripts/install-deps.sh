@@ -10,6 +10,8 @@ build_pkgs=(cmake ninja-build g++ make pkg-config libopenblas-dev libsentencepie
 build_pkgs+=(libdnnl-dev)
 # MPI (docs/distributed.md): data-parallel training under mpirun; Open MPI 4.1 (libmpi + mpirun)
 build_pkgs+=(libopenmpi-dev openmpi-bin)
+# serve (docs/serve.md): the HTTP server library of `nazar serve`
+build_pkgs+=(libcpp-httplib-dev)
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev python3 python3-torch python3-numpy)
 # reliability (docs/reliability.md): clang + its sanitizer/libFuzzer runtimes, llvm-symbolizer
 test_pkgs+=(clang-14 libclang-rt-14-dev llvm-14)
@@ -19,6 +21,8 @@ test_pkgs+=(clang-format-14)
 test_pkgs+=(chromium fonts-dejavu-core)
 # python (python/, docs/python.md): the package nazar (pybind11) and its pytest tests; setuptools
 # and wheel are pip's build backend for `pip install --no-build-isolation .`
+# serve (docs/serve.md): the explorer's browser test (Chromium driven by Selenium), the load test
+test_pkgs+=(chromium-driver python3-selenium wrk)
 test_pkgs+=(pybind11-dev python3-pybind11 python3-pytest python3-dev python3-setuptools python3-wheel)
 
 want=("${build_pkgs[@]}")

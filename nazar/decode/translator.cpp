@@ -117,6 +117,22 @@ const std::string& Translator::model_path() const {
 const std::vector<std::string>& Translator::model_paths() const {
     return impl_->paths;
 }
+const ModelConfig& Translator::config() const {
+    return impl_->models.front()->config();
+}
+std::string_view Translator::source_tokenizer() const {
+    return to_string(impl_->src_tok.kind());
+}
+std::string_view Translator::target_tokenizer() const {
+    return to_string(impl_->tgt_tok.kind());
+}
+std::vector<std::string> Translator::source_pieces(std::string_view sentence) const {
+    const std::size_t bad = utf8::find_invalid(sentence);
+    if (bad != utf8::npos)
+        throw Error(fmt::format("invalid UTF-8 at byte {} (0x{:02x})", bad + 1,
+                                static_cast<unsigned char>(sentence[bad])));
+    return impl_->src_tok.encode(sentence);
+}
 
 std::vector<Translation> Translator::translate(std::span<const std::string> sentences,
                                                const TranslationOptions& o) const {

@@ -31,9 +31,12 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace nazar {
+
+struct ModelConfig;  // models/config.h (Translator::config)
 
 struct TranslatorConfig {
     int replicas = 1;  // model copies = concurrent translate() calls served without waiting
@@ -91,6 +94,15 @@ public:
     int replicas() const;
     const std::string& model_path() const;                // the first model's
     const std::vector<std::string>& model_paths() const;  // every member's
+
+    // What a front end needs to describe the model and to check a request before queueing it
+    // (the server's /v1/models and its tokens-per-sentence limit): the loaded configuration
+    // (vocabulary sizes included), the tokenizer kinds ("char", "word", "spm"), and the source
+    // pieces the model would read for `sentence` (throws Error on invalid UTF-8). Thread-safe.
+    const ModelConfig& config() const;
+    std::string_view source_tokenizer() const;
+    std::string_view target_tokenizer() const;
+    std::vector<std::string> source_pieces(std::string_view sentence) const;
 
 private:
     struct Impl;

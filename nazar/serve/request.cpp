@@ -1,0 +1,295 @@
+// Request parsing and JSON bodies of the server (request.h).
+#include "nazar/serve/request.h"
+
+#include "nazar/data/utf8.h"
+#include "nazar/models/config.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+namespace nazar::serve {
+
+using nlohmann::json;
+
+namespace {
+
+// Deeper nesting than any valid request needs is refused before the parser sees it (a body of
+// a million '[' would otherwise build a million nested values).
+constexpr int kMaxJsonDepth = 32;
+
+void check_depth(std::string_view body) {
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    for (std::size_t i = 0; i < body.size(); ++i) {
+        const char c = body[i];
+        if (in_string) {
+            if (escaped) {
+                escaped = false;
+            } else if (c == '\\') {
+                escaped = true;
+            } else if (c == '"') {
+                in_string = false;
+            }
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > kMaxJsonDepth)
+                throw HttpError(400, fmt::format("malformed JSON: nested deeper than {} levels "
+                                                 "at byte {}",
+                                                 kMaxJsonDepth, i + 1));
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+}
+
+// nlohmann's message without its "[json.exception.parse_error.101] " prefix, and at most 200
+// bytes (it may quote a token of the input: a number of a million digits), cut at a UTF-8
+// boundary (the body was checked to be valid UTF-8).
+std::string parse_reason(const char* what) {
+    const char* p = std::strstr(what, "] ");
+    std::string r = p ? std::string(p + 2) : std::string(what);
+    constexpr std::size_t kMax = 200;
+    if (r.size() > kMax) {
+        std::size_t cut = kMax;
+        while (cut > 0 && (static_cast<unsigned char>(r[cut]) & 0xC0) == 0x80) --cut;
+        r = r.substr(0, cut) + "...";
+    }
+    return r;
+}
+
+const char* type_name(const json& v) {
+    return v.type_name();  // "string", "number", "array", "object", "null", "boolean"
+}
+
+int get_int(const json& v, const char* key, int lo, int hi, const char* flag) {
+    if (!v.is_number_integer())
+        throw HttpError(400, fmt::format("'{}' must be an integer, got {}", key, type_name(v)));
+    // get<int64_t> of an unsigned above INT64_MAX would wrap: compare as unsigned first.
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi))
+        throw HttpError(400, fmt::format("'{}' must be in [{}, {}]{}, got {}", key, lo, hi, flag,
+                                         v.get<uint64_t>()));
+    const int64_t x = v.get<int64_t>();
+    if (x < lo || x > hi)
+        throw HttpError(400,
+                        fmt::format("'{}' must be in [{}, {}]{}, got {}", key, lo, hi, flag, x));
+    return static_cast<int>(x);
+}
+
+float get_penalty(const json& v, const char* key) {
+    if (!v.is_number())
+        throw HttpError(400, fmt::format("'{}' must be a number, got {}", key, type_name(v)));
+    const double x = v.get<double>();
+    if (!(x >= 0 && x <= 100))
+        throw HttpError(400, fmt::format("'{}' must be in [0, 100], got {}", key, x));
+    return static_cast<float>(x);
+}
+
+bool get_bool(const json& v, const char* key) {
+    if (!v.is_boolean())
+        throw HttpError(400, fmt::format("'{}' must be true or false, got {}", key, type_name(v)));
+    return v.get<bool>();
+}
+
+void read_text(const json& v, const RequestLimits& limits, std::vector<std::string>& out) {
+    if (v.is_string()) {
+        out.push_back(v.get<std::string>());
+    } else if (v.is_array()) {
+        if (v.size() > static_cast<std::size_t>(limits.max_sentences))
+            throw HttpError(400, fmt::format("{} sentences exceed the limit of {} per request "
+                                             "(--max-sentences)",
+                                             v.size(), limits.max_sentences));
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            if (!v[i].is_string())
+                throw HttpError(400, fmt::format("'text' item {} must be a string, got {}", i + 1,
+                                                 type_name(v[i])));
+            out.push_back(v[i].get<std::string>());
+        }
+    } else {
+        throw HttpError(400, fmt::format("'text' must be a string or an array of strings, got {}",
+                                         type_name(v)));
+    }
+    if (out.empty()) throw HttpError(400, "'text' has no sentences");
+}
+
+json matrix(TensorView m, int rows) {
+    json out = json::array();
+    for (int r = 0; r < rows; ++r) {
+        json row = json::array();
+        const float* p = m.data() + static_cast<int64_t>(r) * m.dim(1);
+        // 6 decimals: weights are in [0, 1], and the shortest form keeps the body small.
+        for (int64_t c = 0; c < m.dim(1); ++c)
+            row.push_back(std::round(static_cast<double>(p[c]) * 1e6) / 1e6);
+        out.push_back(std::move(row));
+    }
+    return out;
+}
+
+}  // namespace
+
+TranslationOptions TranslateRequest::options() const {
+    TranslationOptions o;
+    o.beam_size = beam;
+    o.n_best = n_best;
+    o.length_penalty = length_penalty;
+    o.coverage_penalty = coverage_penalty;
+    o.replace_unk = replace_unk;
+    o.attention = true;  // every batch keeps them: the response picks what was asked for
+    return o;
+}
+
+std::string TranslateRequest::batch_key() const {
+    uint32_t lp = 0, cp = 0;
+    std::memcpy(&lp, &length_penalty, sizeof lp);
+    std::memcpy(&cp, &coverage_penalty, sizeof cp);
+    return fmt::format("{}\x1f{}\x1f{}\x1f{:08x}\x1f{:08x}\x1f{}", model, beam, n_best, lp, cp,
+                       replace_unk ? 1 : 0);
+}
+
+TranslateRequest parse_translate_request(std::string_view body, const RequestLimits& limits) {
+    if (body.size() > limits.max_body_bytes)
+        throw HttpError(413, fmt::format("request body of {} bytes exceeds the limit of {} bytes "
+                                         "(--max-body-bytes)",
+                                         body.size(), limits.max_body_bytes));
+    if (const std::size_t bad = utf8::find_invalid(body); bad != utf8::npos)
+        throw HttpError(400, fmt::format("request body: invalid UTF-8 at byte {} (0x{:02x})",
+                                         bad + 1, static_cast<unsigned char>(body[bad])));
+    check_depth(body);
+    json j;
+    try {
+        j = json::parse(body);
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number overflow
+        throw HttpError(400, "malformed JSON: " + parse_reason(e.what()));
+    }
+    if (!j.is_object())
+        throw HttpError(400,
+                        fmt::format("the request must be a JSON object, got {}", type_name(j)));
+
+    TranslateRequest r;
+    bool has_text = false;
+    for (const auto& [key, v] : j.items()) {
+        if (key == "text") {
+            read_text(v, limits, r.text);
+            has_text = true;
+        } else if (key == "model") {
+            if (!v.is_string() && !v.is_null())
+                throw HttpError(400, fmt::format("'model' must be a string, got {}", type_name(v)));
+            r.model = v.is_null() ? std::string() : v.get<std::string>();
+        } else if (key == "beam") {
+            r.beam = get_int(v, "beam", 1, limits.max_beam, " (--max-beam)");
+        } else if (key == "n_best") {
+            r.n_best = get_int(v, "n_best", 1, limits.max_beam, " (--max-beam)");
+        } else if (key == "attention") {
+            r.attention = get_bool(v, "attention");
+        } else if (key == "alignment") {
+            if (v.is_null()) {
+                r.alignment = AlignmentFormat::none;
+            } else if (v.is_string() && (v == "none" || v == "hard" || v == "soft")) {
+                r.alignment = parse_alignment_format(v.get<std::string>());
+            } else {
+                throw HttpError(400, fmt::format("'alignment' must be null, \"hard\" or \"soft\", "
+                                                 "got {}",
+                                                 v.dump()));
+            }
+        } else if (key == "length_penalty") {
+            r.length_penalty = get_penalty(v, "length_penalty");
+        } else if (key == "coverage_penalty") {
+            r.coverage_penalty = get_penalty(v, "coverage_penalty");
+        } else if (key == "replace_unk") {
+            r.replace_unk = get_bool(v, "replace_unk");
+        } else {
+            throw HttpError(400, fmt::format("unknown field '{}' (fields: text, model, beam, "
+                                             "n_best, attention, alignment, length_penalty, "
+                                             "coverage_penalty, replace_unk)",
+                                             key));
+        }
+    }
+    if (!has_text) throw HttpError(400, "the request has no 'text'");
+    if (r.n_best > r.beam)
+        throw HttpError(400, fmt::format("n_best {} exceeds beam {}", r.n_best, r.beam));
+    return r;
+}
+
+std::string to_json(const TranslateRequest& r) {
+    json j;
+    j["text"] = r.text;
+    j["model"] = r.model;
+    j["beam"] = r.beam;
+    j["n_best"] = r.n_best;
+    j["attention"] = r.attention;
+    j["alignment"] = r.alignment == AlignmentFormat::none
+                         ? json(nullptr)
+                         : json(r.alignment == AlignmentFormat::hard ? "hard" : "soft");
+    j["length_penalty"] = r.length_penalty;
+    j["coverage_penalty"] = r.coverage_penalty;
+    j["replace_unk"] = r.replace_unk;
+    return j.dump();
+}
+
+std::string translation_response(const TranslateRequest& r, const std::string& model_name,
+                                 const std::vector<Translation>& translations,
+                                 const BatchInfo& batch) {
+    json out;
+    out["model"] = model_name;
+    json list = json::array();
+    for (const Translation& t : translations) {
+        json hyps = json::array();
+        for (const TranslationHypothesis& h : t.hypotheses) {
+            json jh;
+            jh["text"] = h.text;
+            jh["tokens"] = h.tokens;
+            jh["score"] = h.score;
+            jh["log_prob"] = h.log_prob;
+            jh["finished"] = h.finished;
+            const int n_tgt = static_cast<int>(h.tokens.size());
+            const bool have = h.attention.ndim() == 2;
+            if (r.attention && have) jh["attention"] = matrix(h.attention, h.attention.dim(0));
+            if (r.alignment == AlignmentFormat::soft)
+                jh["alignment"] = have ? matrix(h.attention, n_tgt) : json::array();
+            if (r.alignment == AlignmentFormat::hard) {
+                json links = json::array();
+                if (have)
+                    for (const AlignmentLink& l : hard_alignment(h.attention, n_tgt))
+                        links.push_back({l.src, l.tgt});
+                jh["alignment"] = std::move(links);
+            }
+            hyps.push_back(std::move(jh));
+        }
+        list.push_back({{"source_tokens", t.source_tokens}, {"hypotheses", std::move(hyps)}});
+    }
+    out["translations"] = std::move(list);
+    out["batch"] = {{"requests", batch.requests},
+                    {"sentences", batch.sentences},
+                    {"queue_ms", batch.queue_ms},
+                    {"decode_ms", batch.decode_ms}};
+    return out.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string error_body(int status, std::string_view message) {
+    json j = {{"error", std::string(message)}, {"status", status}};
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string models_body(std::span<const NamedModel> models) {
+    json list = json::array();
+    for (const NamedModel& m : models) {
+        const ModelConfig& c = m.translator->config();
+        list.push_back(
+            {{"name", m.name},
+             {"file", std::filesystem::path(m.translator->model_path()).filename().string()},
+             {"config", nazar::to_json(c)},
+             {"src_vocab_size", c.src_vocab_size},
+             {"tgt_vocab_size", c.tgt_vocab_size},
+             {"src_tokenizer", m.translator->source_tokenizer()},
+             {"tgt_tokenizer", m.translator->target_tokenizer()}});
+    }
+    json j = {{"default", models.empty() ? json(nullptr) : json(models.front().name)},
+              {"models", std::move(list)}};
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace nazar::serve
