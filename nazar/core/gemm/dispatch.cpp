@@ -5,6 +5,7 @@
 #include "nazar/core/cpu_features.h"
 #include "nazar/core/gemm/internal.h"
 #include "nazar/core/gemm/nn512.h"
+#include "nazar/core/gemm/packed.h"
 
 #include <fmt/format.h>
 
@@ -140,6 +141,8 @@ void gemm_batched(TensorView a, bool ta, TensorView b, bool tb, TensorView c, fl
 
 void gemm_raw(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
               const float* B, int ldb, float beta, float* C, int ldc) {
+    // a loaded model's reduced-precision weights (packed.h)
+    if (!ta && tb && try_packed(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     GemmProfile* p = profile();
     if (!p) {
         gemm_dispatch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -157,6 +160,7 @@ void gemv_raw(bool ta, int M, int N, float alpha, const float* A, int lda, const
 
 void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const float* W, int ldw,
               WeightTRows wt, float beta, float* C, int ldc) {
+    if (try_packed(M, N, K, alpha, A, lda, W, ldw, beta, C, ldc)) return;
     if (!wt || M <= kSmallGemmRows || M > kNn512Rows || !detail::nn512_available()) {
         gemm_raw(false, true, M, N, K, alpha, A, lda, W, ldw, beta, C, ldc);
         return;
