@@ -40,6 +40,7 @@ using nlohmann::json;
 
 struct BenchArgs {
     std::string what, preset = "standard", attention = "bahdanau", save_init, dump_batches;
+    std::string precision = "fp32";  // decode: the model's weight products (packed.h)
     int threads = 0, steps = 10, warmup = 2, batches = 8, batch = 0, beam = 5, sentences = 64,
         max_length = 40;
     int min_len = 15, max_len = 35, size = 2048, seed = 1, chunk_rows = 256;
@@ -120,6 +121,8 @@ json bench_decode(const BenchArgs& a) {
     } else {
         model = std::make_unique<Seq2Seq>(cfg, static_cast<uint64_t>(a.seed));
     }
+    const Precision precision = parse_precision(a.precision);
+    model->set_precision(precision);
     Rng data_rng(static_cast<uint64_t>(a.seed), 13);
     auto [src, tgt] =
         synthetic_pairs(data_rng, a.sentences, p.src_vocab, p.tgt_vocab, a.min_len, a.max_len);
@@ -156,6 +159,8 @@ json bench_decode(const BenchArgs& a) {
             {"attention", a.attention},
             {"beam", a.beam},
             {"batch", batch},
+            {"precision", a.precision},
+            {"kernel", packed_kernel(precision)},
             {"sentences", src.size()},
             {"output_tokens", out_tokens},
             {"wall_s", t.wall},
@@ -183,6 +188,10 @@ void setup_bench(CLI::App& app, std::function<int()>& run) {
     app.add_option("--batches", a->batches, "train: distinct synthetic batches (cycled)")
         ->capture_default_str();
     app.add_option("--batch", a->batch, "Sentences per batch (0 = the preset's; decode: 1)")
+        ->capture_default_str();
+    app.add_option("--precision", a->precision,
+                   "decode: weight products in fp32, bf16 or int8 (docs/performance.md)")
+        ->check(CLI::IsMember({"fp32", "bf16", "int8"}))
         ->capture_default_str();
     app.add_option("--beam", a->beam, "decode: beam size (1 = greedy)")->capture_default_str();
     app.add_option("--sentences", a->sentences, "decode: sentences timed")->capture_default_str();

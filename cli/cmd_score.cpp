@@ -24,7 +24,7 @@ namespace nazar::cli {
 namespace {
 
 struct ScoreArgs {
-    std::string model, src, tgt, tsv;
+    std::string model, src, tgt, tsv, precision;
     int batch = 32;
     int digits = 6;
     bool skip_bad_lines = false;
@@ -34,6 +34,7 @@ struct ScoreArgs {
 int run_score(const ScoreArgs& a) {
     const CorpusFiles files = pair_files(a.src, a.tgt, a.tsv);
     const TextModel tm = load_text_model(a.model, "score");
+    if (const auto p = parse_precision_option(a.precision)) tm.loaded.model->set_precision(*p);
     PairReader reader(files, a.skip_bad_lines, a.max_line_bytes);
     OutputSink out("-", {a.src, a.tgt, a.tsv, a.model});
     std::vector<double> scores;
@@ -54,6 +55,7 @@ void setup_score(CLI::App& app, std::function<int()>& run) {
     auto a = std::make_shared<ScoreArgs>();
     app.add_option("--model", a->model, "Model file (model.safetensors or a checkpoint)")
         ->required();
+    add_precision_option(app, a->precision);
     app.add_option("--src", a->src, "Source sentences, one per line ('-' = stdin)");
     app.add_option("--tgt", a->tgt, "Target sentences, line-aligned with --src");
     app.add_option("--tsv", a->tsv,

@@ -28,7 +28,7 @@ namespace nazar::cli {
 namespace {
 
 struct TranslateArgs {
-    std::string model, input = "-", output = "-", alignment = "none", dict;
+    std::string model, input = "-", output = "-", alignment = "none", dict, precision;
     TranslationOptions opt;
     int chunk = 1024;
     int threads = -1;
@@ -53,7 +53,7 @@ int run_translate(TranslateArgs& a) {
         throw UsageError(
             fmt::format("--n-best {} exceeds --beam {}", a.opt.n_best, a.opt.beam_size));
 
-    const Translator translator(a.model);
+    const Translator translator(a.model, {.precision = parse_precision_option(a.precision)});
     LineReader reader(a.input, a.max_line_bytes);
     OutputSink out(a.output, {a.input, a.model, a.dict});
     const bool interactive = a.input == "-" && isatty(STDIN_FILENO);
@@ -117,6 +117,7 @@ void setup_translate(CLI::App& app, std::function<int()>& run) {
     auto& o = a->opt;
     app.add_option("--model", a->model, "Model file (model.safetensors or a checkpoint)")
         ->required();
+    add_precision_option(app, a->precision);
     app.add_option("--input", a->input, "Sentences, one per line ('-' = stdin; gzip is detected)")
         ->capture_default_str();
     app.add_option("--output", a->output, "Where to write ('-' = stdout)")->capture_default_str();

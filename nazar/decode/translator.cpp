@@ -61,7 +61,8 @@ Translator::Translator(const std::string& model_path, const TranslatorConfig& co
     d.path = model_path;
     const SafeTensors st = load_safetensors(model_path);  // read once, every replica built from it
     for (int r = 0; r < config.replicas; ++r) {
-        LoadedModel m = model_from_safetensors(st);
+        LoadedModel m = model_from_safetensors(st, /*inference=*/true);
+        if (config.precision) m.model->set_precision(*config.precision);
         if (r == 0) {
             d.src_tok =
                 Tokenizer::from_string(require_meta(m.metadata, kSrcTokenizerKey, model_path));

@@ -17,10 +17,12 @@
 // input order. Output text is the target tokenizer's detokenisation of the pieces before </s>.
 #pragma once
 
+#include "nazar/core/gemm/packed.h"
 #include "nazar/core/tensor.h"
 #include "nazar/decode/alignment.h"
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -29,6 +31,9 @@ namespace nazar {
 
 struct TranslatorConfig {
     int replicas = 1;  // model copies = concurrent translate() calls served without waiting
+    // Precision of the weight products (core/gemm/packed.h). Unset: the file's own (fp32, or
+    // the precision `nazar quantize` stored).
+    std::optional<Precision> precision;
 };
 
 struct TranslationOptions {

@@ -262,6 +262,9 @@ int Seq2Seq::decoder_steps_backward(int T, SequenceBackward* pass) {
 }
 
 LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& rng) {
+    NZ_CHECK_USAGE(precision_ == Precision::fp32,
+                   "cannot train a model running in {}: its packed weights are for inference",
+                   precision_name(precision_));
     forward_batch(batch, opt.sampling_prob, rng, Mode::train,
                   opt.decoder_backward == DecoderBackwardPath::sequence);
     const SoftmaxXentOptions xo{.ignore_index = cfg_.special_ids.pad,

@@ -29,6 +29,7 @@
 #pragma once
 
 #include "nazar/attention/attention.h"
+#include "nazar/core/gemm/packed.h"
 #include "nazar/core/params.h"
 #include "nazar/data/batcher.h"
 #include "nazar/models/config.h"
@@ -122,7 +123,19 @@ public:
 
     TensorView generator_weight() const;  // (V, d_out): generator.weight or the tied embedding
 
+    // Precision of the weight products (DESIGN §7; nazar/models/precision.cpp): bf16 / int8
+    // pack every weight matrix a product reads (the matrices quantized_file.h lists, and a
+    // tied generator's embedding) once, and gemm runs them packed; states, softmax, attention
+    // weights and accumulation stay fp32. fp32 drops the packed copies. Inference only: train_step
+    // refuses a model not in fp32, and the fp32 weights must not change while packed.
+    void set_precision(Precision p);
+    Precision precision() const { return precision_; }
+    std::size_t packed_bytes() const;  // memory of the packed copies
+
 private:
+    Precision precision_ = Precision::fp32;
+    std::unique_ptr<PackedWeights> packed_;
+
     Seq2Seq(const ModelConfig& cfg, Rng&& rng);  // cfg already validated; rng draws the init
     // Teacher-forced (optionally sampled) forward over the batch into the step caches; O (T, B,
     // d_out). split_outputs: the decoder may run cells_forward + outputs_forward (decided here).
