@@ -4,6 +4,8 @@
 // within 0.02 (bf16) / 0.1 (int8) + 2% of its size of the fp32 one, for a model of small
 // random weights (values measured: about a tenth of that).
 #include "nazar/decode/beam_search.h"
+#include "nazar/models/model_file.h"
+#include "nazar/models/quantized_file.h"
 #include "nazar/models/seq2seq.h"
 #include "tests/common/tiny_models.h"
 
@@ -87,6 +89,44 @@ TEST(ModelPrecision, TrainingRefused) {
     m.set_precision(Precision::int8);
     Rng rng(1);
     EXPECT_THROW(m.train_step(some_batch(), {}, rng), UsageError);
+}
+
+// A quantized model file through bytes: I8 / BF16 tensors round-trip raw; loading it for
+// inference gives the model set to the file's precision, whose int8 values are the file's
+// (the scores equal those of set_precision on the original model within 1e-6 relative: only
+// the per-row scales may differ in their last bit); loading it for training is refused.
+TEST(ModelPrecision, QuantizedFileRoundTrip) {
+    Seq2Seq m(mid_config(DecoderKind::bahdanau, ScoreKind::additive), 5);
+    SafeTensors st;
+    model_to_safetensors(m, {}, st);
+    const Batch b = some_batch();
+    for (Precision p : {Precision::int8, Precision::bf16}) {
+        const SafeTensors q = quantize_model_file(st, p);
+        EXPECT_EQ(q.meta(kPrecisionKey), precision_name(p));
+        ASSERT_TRUE(q.raw().count("decoder.rnn.weight_hh_l0"));
+        EXPECT_EQ(q.raw().at("decoder.rnn.weight_hh_l0").dtype,
+                  p == Precision::int8 ? "I8" : "BF16");
+        EXPECT_EQ(q.contains("decoder.rnn.weight_hh_l0.scale"), p == Precision::int8);
+        EXPECT_FALSE(q.raw().count("decoder.embedding.weight"));  // lookups stay F32
+        EXPECT_FALSE(q.raw().count("attention.v.weight"));        // one-row vectors too
+        const SafeTensors back = parse_safetensors(serialize_safetensors(q), "q.safetensors");
+        ASSERT_EQ(back.raw().size(), q.raw().size());
+        for (const auto& [name, r] : q.raw()) EXPECT_EQ(back.raw().at(name).bytes, r.bytes) << name;
+        try {
+            model_from_safetensors(back);
+            ADD_FAILURE() << "a quantized file loaded for training";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("quantized"), std::string::npos) << e.what();
+        }
+        LoadedModel lm = model_from_safetensors(back, /*inference=*/true);
+        EXPECT_EQ(lm.model->precision(), p);
+        m.set_precision(p);
+        const std::vector<double> want = scores(m, b), got = scores(*lm.model, b);
+        m.set_precision(Precision::fp32);
+        for (int i = 0; i < b.B; ++i)
+            EXPECT_NEAR(got[i], want[i], 1e-6 * std::fabs(want[i]))
+                << precision_name(p) << " " << i;
+    }
 }
 
 }  // namespace
