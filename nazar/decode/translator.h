@@ -33,7 +33,7 @@ struct TranslatorConfig {
     int replicas = 1;  // model copies = concurrent translate() calls served without waiting
     // Precision of the weight products (core/gemm/packed.h). Unset: the file's own (fp32, or
     // the precision `nazar quantize` stored).
-    std::optional<Precision> precision;
+    std::optional<Precision> precision{};
 };
 
 struct TranslationOptions {
