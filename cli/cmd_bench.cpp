@@ -17,6 +17,7 @@
 #include "cli/command.h"
 #include "cli/options.h"
 #include "nazar/core/blas.h"
+#include "nazar/core/gemm/packed.h"
 #include "nazar/core/threads.h"
 #include "nazar/decode/beam_search.h"
 #include "nazar/decode/greedy.h"

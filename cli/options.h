@@ -2,7 +2,7 @@
 // and the check that an empty value is never silently taken for something else.
 #pragma once
 
-#include "nazar/core/gemm/packed.h"
+#include "nazar/core/precision.h"
 
 #include <CLI/CLI.hpp>
 

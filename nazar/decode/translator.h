@@ -17,7 +17,7 @@
 // input order. Output text is the target tokenizer's detokenisation of the pieces before </s>.
 #pragma once
 
-#include "nazar/core/gemm/packed.h"
+#include "nazar/core/precision.h"
 #include "nazar/core/tensor.h"
 #include "nazar/decode/alignment.h"
 

@@ -5,6 +5,8 @@
 
 namespace nazar {
 
+Seq2Seq::~Seq2Seq() = default;
+
 void Seq2Seq::set_precision(Precision p) {
     packed_.reset();
     precision_ = Precision::fp32;

@@ -1,6 +1,8 @@
 // Seq2Seq: the training step, evaluation, scoring and the incremental step API (seq2seq.h).
 #include "nazar/models/seq2seq.h"
 
+#include "nazar/core/gemm/packed.h"
+
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 #include "nazar/models/sequence_backward.h"

@@ -29,8 +29,8 @@
 #pragma once
 
 #include "nazar/attention/attention.h"
-#include "nazar/core/gemm/packed.h"
 #include "nazar/core/params.h"
+#include "nazar/core/precision.h"
 #include "nazar/data/batcher.h"
 #include "nazar/models/config.h"
 #include "nazar/models/decoder.h"
@@ -77,12 +77,15 @@ struct DecoderState {
     int rows() const { return h.ndim() == 3 ? h.dim(1) : 0; }
 };
 
+class PackedWeights;  // core/gemm/packed.h
+
 class Seq2Seq {
 public:
     // Validates cfg (UsageError), initialises every parameter from Rng(seed) as PyTorch would.
     explicit Seq2Seq(const ModelConfig& cfg, uint64_t seed = 1);
     Seq2Seq(const Seq2Seq&) = delete;
     Seq2Seq& operator=(const Seq2Seq&) = delete;
+    ~Seq2Seq();  // models/precision.cpp (PackedWeights is complete there)
 
     const ModelConfig& config() const { return cfg_; }
     ParamList parameters();  // names and order as above; pointers stay valid for the model's life

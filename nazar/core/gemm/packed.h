@@ -21,6 +21,8 @@
 // reported once on stderr.
 #pragma once
 
+#include "nazar/core/precision.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,12 +30,6 @@
 #include <vector>
 
 namespace nazar {
-
-// The precision a loaded model runs its weight products in (DESIGN §7: chosen at load).
-enum class Precision { fp32, bf16, int8 };
-const char* precision_name(Precision p);  // "fp32", "bf16", "int8"
-// "fp32" | "bf16" | "int8"; anything else: a one-line error naming the choices.
-Precision parse_precision(std::string_view s);
 
 // bf16 bits of x, rounded to nearest even (NaN stays NaN).
 uint16_t float_to_bf16(float x);
