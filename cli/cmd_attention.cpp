@@ -28,7 +28,7 @@ namespace {
 constexpr std::size_t kChunk = 1024;  // most sentences translated at a time
 
 struct AttentionArgs {
-    std::string model, input = "-", svg, html, color = "auto", title;
+    std::string model, input = "-", svg, html, color = "auto", title, precision;
     int beam = 1, sentence = 1, threads = -1, batch = 32;
     bool no_terminal = false;
     std::size_t max_line_bytes = kDefaultMaxLineBytes;
@@ -74,7 +74,7 @@ int run_attention(const AttentionArgs& a) {
                 "other (give two files)",
                 a.html));
     }
-    Translator tr(a.model);
+    Translator tr(a.model, {.precision = parse_precision_option(a.precision)});
     std::unique_ptr<LineReader> reader;
     try {
         reader = std::make_unique<LineReader>(input, a.max_line_bytes);
@@ -136,6 +136,7 @@ int run_attention(const AttentionArgs& a) {
 void setup_attention(CLI::App& app, std::function<int()>& run) {
     auto a = std::make_shared<AttentionArgs>();
     app.add_option("--model,-m", a->model, "Model file (.safetensors)")->required();
+    add_precision_option(app, a->precision);
     app.add_option("--input,-i", a->input,
                    "Sentences, one per line ('-' = stdin; gzip is detected)")
         ->capture_default_str();

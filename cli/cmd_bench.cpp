@@ -19,6 +19,7 @@
 #include "cli/options.h"
 #include "nazar/core/blas.h"
 #include "nazar/core/gemm/bf16.h"
+#include "nazar/core/gemm/packed.h"
 #include "nazar/core/threads.h"
 #include "nazar/decode/beam_search.h"
 #include "nazar/decode/greedy.h"
@@ -42,7 +43,8 @@ using nlohmann::json;
 
 struct BenchArgs {
     std::string what, preset = "standard", attention = "bahdanau", save_init, dump_batches;
-    std::string precision = "fp32";
+    std::string precision =
+        "fp32";  // train/gemm: bf16 products (bf16.h); decode: packed weights (packed.h)
     int threads = 0, steps = 10, warmup = 2, batches = 8, batch = 0, beam = 5, sentences = 64,
         max_length = 40;
     int min_len = 15, max_len = 35, size = 2048, seed = 1, chunk_rows = 256;
@@ -103,7 +105,7 @@ json bench_train(const BenchArgs& a) {
     int64_t tokens = 0, src_tokens = 0;
     double flops = 0;
     Stopwatch sw;
-    const GemmPrecision precision = parse_precision(a.precision);
+    const GemmPrecision precision = parse_gemm_precision(a.precision);
     Bf16Counters bf16_before;
     for (int s = 0; s < a.warmup + a.steps; ++s) {
         if (s == a.warmup) {
@@ -158,6 +160,8 @@ json bench_decode(const BenchArgs& a) {
     } else {
         model = std::make_unique<Seq2Seq>(cfg, static_cast<uint64_t>(a.seed));
     }
+    const Precision precision = parse_precision(a.precision);
+    model->set_precision(precision);
     Rng data_rng(static_cast<uint64_t>(a.seed), 13);
     auto [src, tgt] =
         synthetic_pairs(data_rng, a.sentences, p.src_vocab, p.tgt_vocab, a.min_len, a.max_len);
@@ -211,6 +215,8 @@ json bench_decode(const BenchArgs& a) {
             {"attention", a.attention},
             {"beam", a.beam},
             {"batch", batch},
+            {"precision", a.precision},
+            {"kernel", packed_kernel(precision)},
             {"sentences", src.size()},
             {"output_tokens", out_tokens},
             {"wall_s", t.wall},
@@ -262,14 +268,18 @@ void setup_bench(CLI::App& app, std::function<int()>& run) {
     app.add_option("--save-init", a->save_init, "Write the initial model file here (for PyTorch)");
     app.add_option("--dump-batches", a->dump_batches, "Write the synthetic data here (JSON)");
     app.add_option("--precision", a->precision,
-                   "train: inputs of the large products (bf16: fp32 accumulation, and the "
-                   "machine's bf16 GEMM peak measured too); gemm: bf16 kernels on the training "
-                   "shapes")
-        ->check(CLI::IsMember({"fp32", "bf16"}))
+                   "decode: weight products in fp32, bf16 or int8 (packed once); train: inputs of "
+                   "the large products (bf16: fp32 accumulation, and the machine's bf16 GEMM peak "
+                   "measured too); gemm: bf16 kernels on the training shapes")
+        ->check(CLI::IsMember({"fp32", "bf16", "int8"}))
         ->capture_default_str();
     app.add_flag("--json", a->json_out, "One JSON object on stdout");
     run = [a] {
         apply_threads_option(a->threads);
+        if (a->precision == "int8" && a->what != "decode")
+            throw UsageError(
+                "bench: --precision int8 is for `bench decode` (train and gemm take "
+                "fp32 or bf16)");
         json j;
         if (a->what == "train")
             j = bench_train(*a);

@@ -28,7 +28,7 @@ namespace {
 
 struct ScoreArgs {
     std::vector<std::string> models;
-    std::string src, tgt, tsv;
+    std::string src, tgt, tsv, precision;
     int batch = 32;
     int digits = 6;
     bool skip_bad_lines = false;
@@ -53,6 +53,8 @@ int run_score(const ScoreArgs& a) {
                                 "share the source and target vocabularies and tokenizers",
                                 path, what, a.models.front()));
     }
+    if (const auto p = parse_precision_option(a.precision))
+        for (TextModel& m : members) m.loaded.model->set_precision(*p);
     PairReader reader(files, a.skip_bad_lines, a.max_line_bytes);
     std::vector<std::string> inputs = {a.src, a.tgt, a.tsv};
     inputs.insert(inputs.end(), a.models.begin(), a.models.end());
@@ -89,6 +91,7 @@ void setup_score(CLI::App& app, std::function<int()>& run) {
         ->required()
         ->take_all()
         ->allow_extra_args(false);
+    add_precision_option(app, a->precision);
     app.add_option("--src", a->src, "Source sentences, one per line ('-' = stdin)");
     app.add_option("--tgt", a->tgt, "Target sentences, line-aligned with --src");
     app.add_option("--tsv", a->tsv,

@@ -30,7 +30,7 @@ namespace nazar::cli {
 namespace {
 
 struct TranslateArgs {
-    std::string input = "-", output = "-", alignment = "none", dict;
+    std::string input = "-", output = "-", alignment = "none", dict, precision;
     std::vector<std::string> models;  // several: an ensemble
     std::string ensemble_attention = "0";
     TranslationOptions opt;
@@ -71,7 +71,7 @@ int run_translate(TranslateArgs& a) {
             fmt::format("--n-best {} exceeds --beam {}", a.opt.n_best, a.opt.beam_size));
 
     a.opt.ensemble_attention = parse_ensemble_attention(a.ensemble_attention, a.models.size());
-    const Translator translator(a.models);
+    const Translator translator(a.models, {.precision = parse_precision_option(a.precision)});
     LineReader reader(a.input, a.max_line_bytes);
     std::vector<std::string> inputs = {a.input, a.dict};
     inputs.insert(inputs.end(), a.models.begin(), a.models.end());
@@ -145,6 +145,7 @@ void setup_translate(CLI::App& app, std::function<int()>& run) {
                    "Ensembles: the attention (alignments, coverage penalty, --replace-unk) of "
                    "member K (0-based, in --model order) or the mean of all")
         ->capture_default_str();
+    add_precision_option(app, a->precision);
     app.add_option("--input", a->input, "Sentences, one per line ('-' = stdin; gzip is detected)")
         ->capture_default_str();
     app.add_option("--output", a->output, "Where to write ('-' = stdout)")->capture_default_str();

@@ -22,6 +22,19 @@ void apply_threads_option(int threads) {
     if (threads >= 0) set_num_threads(threads);
 }
 
+CLI::Option* add_precision_option(CLI::App& app, std::string& precision) {
+    return app
+        .add_option("--precision", precision,
+                    "Precision of the weight products: fp32, bf16 or int8 (default: the model "
+                    "file's own; docs/performance.md)")
+        ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
+}
+
+std::optional<Precision> parse_precision_option(const std::string& precision) {
+    if (precision.empty()) return std::nullopt;
+    return parse_precision(precision);
+}
+
 CLI::Option* add_max_line_bytes_option(CLI::App& app, std::size_t& max_line_bytes) {
     return app
         .add_option("--max-line-bytes", max_line_bytes,

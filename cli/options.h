@@ -2,9 +2,13 @@
 // and the check that an empty value is never silently taken for something else.
 #pragma once
 
+#include "nazar/core/precision.h"
+
 #include <CLI/CLI.hpp>
 
 #include <cstddef>
+#include <optional>
+#include <string>
 
 namespace nazar::cli {
 
@@ -13,6 +17,11 @@ namespace nazar::cli {
 CLI::Option* add_threads_option(CLI::App& app, int& threads);
 // Applies a subcommand's --threads if it was given (the global one is applied by main()).
 void apply_threads_option(int threads);
+
+// `--precision fp32|bf16|int8`: the precision of the model's weight products (core/gemm/packed.h).
+// Not given (""): the model file's own.
+CLI::Option* add_precision_option(CLI::App& app, std::string& precision);
+std::optional<Precision> parse_precision_option(const std::string& precision);
 
 // `--max-line-bytes N`: the longest input line accepted (LineReader's cap; docs/decoding.md).
 CLI::Option* add_max_line_bytes_option(CLI::App& app, std::size_t& max_line_bytes);

@@ -32,7 +32,7 @@ std::string printable(std::string_view s, std::size_t max_len = 80) {
     return out;
 }
 
-enum class DType { f32, f64, i64, i32 };
+enum class DType { f32, f64, i64, i32, i8, bf16 };
 
 struct Entry {
     std::string name;
@@ -46,17 +46,28 @@ DType parse_dtype(const std::string& src, const std::string& name, const std::st
     if (s == "F64") return DType::f64;
     if (s == "I64") return DType::i64;
     if (s == "I32") return DType::i32;
-    static const std::set<std::string> known = {"BOOL", "U8",  "I8",   "U16",     "I16",    "U32",
-                                                "U64",  "F16", "BF16", "F8_E4M3", "F8_E5M2"};
+    if (s == "I8") return DType::i8;
+    if (s == "BF16") return DType::bf16;
+    static const std::set<std::string> known = {"BOOL", "U8",  "U16",     "I16",    "U32",
+                                                "U64",  "F16", "F8_E4M3", "F8_E5M2"};
     if (known.count(s))
         NZ_FAIL(
-            "'{}': tensor '{}' has dtype {}, which nazar does not load (F32, F64, I64, I32 only)",
+            "'{}': tensor '{}' has dtype {}, which nazar does not load (F32, F64, I64, I32, and "
+            "I8 / BF16 in quantized model files, only)",
             src, printable(name), s);
     NZ_FAIL("'{}': tensor '{}' has unknown dtype '{}'", src, printable(name), printable(s));
 }
 
 std::size_t dtype_size(DType d) {
+    if (d == DType::i8) return 1;
+    if (d == DType::bf16) return 2;
     return (d == DType::f64 || d == DType::i64) ? 8 : 4;
+}
+
+std::size_t raw_dtype_size(const std::string& dtype) {
+    NZ_CHECK(dtype == "I8" || dtype == "BF16", "safetensors: raw dtype must be I8 or BF16, got {}",
+             dtype);
+    return dtype == "I8" ? 1 : 2;
 }
 
 uint64_t read_u64(const json& v, const std::string& src, const std::string& name,
@@ -156,6 +167,9 @@ Tensor decode(const Entry& e, const char* data, const std::string& src) {
                 out[i] = int_to_float(v, src, e.name, i);
             }
             break;
+        case DType::i8:
+        case DType::bf16:
+            NZ_FAIL("'{}': tensor '{}': raw dtype decoded as float", src, printable(e.name));
     }
     return t;
 }
@@ -185,10 +199,19 @@ void check_header_length(std::string_view first8, uint64_t file_size, const std:
 // ---- SafeTensors ------------------------------------------------------------------------
 
 void SafeTensors::set(const std::string& name, ConstTensorView value) {
+    raw_.erase(name);
     tensors_.insert_or_assign(name, Tensor::clone(value));
 }
 void SafeTensors::set(const std::string& name, Tensor&& value) {
+    raw_.erase(name);
     tensors_.insert_or_assign(name, std::move(value));
+}
+void SafeTensors::set_raw(const std::string& name, RawTensor t) {
+    NZ_CHECK(static_cast<uint64_t>(t.shape.numel()) * raw_dtype_size(t.dtype) == t.bytes.size(),
+             "safetensors: raw tensor '{}' {} {} holds {} bytes", name, t.dtype, t.shape.str(),
+             t.bytes.size());
+    tensors_.erase(name);
+    raw_.insert_or_assign(name, std::move(t));
 }
 
 const Tensor& SafeTensors::get(const std::string& name) const {
@@ -303,20 +326,35 @@ SafeTensors parse_safetensors(std::string_view bytes, const std::string& source)
              pos);
 
     const char* data = bytes.data() + 8 + n;
-    for (const auto& e : entries) st.set(e.name, decode(e, data, src));
+    for (const auto& e : entries) {
+        if (e.dtype == DType::i8 || e.dtype == DType::bf16)
+            st.set_raw(e.name, {e.dtype == DType::i8 ? "I8" : "BF16",
+                                Shape(std::span<const int64_t>(e.shape)),
+                                std::string(data + e.begin, e.end - e.begin)});
+        else
+            st.set(e.name, decode(e, data, src));
+    }
     return st;
 }
 
 std::string serialize_safetensors(const SafeTensors& st) {
     json h = json::object();
     uint64_t pos = 0;
-    for (const auto& [name, t] : st.tensors()) {
+    // float and raw tensors merged in name order (a name is in one map only: set / set_raw)
+    std::map<std::string, std::pair<const Tensor*, const RawTensor*>> all;
+    for (const auto& [name, t] : st.tensors()) all[name].first = &t;
+    for (const auto& [name, r] : st.raw()) all[name].second = &r;
+    for (const auto& [name, tr] : all) {
         NZ_CHECK(!name.empty() && name != "__metadata__", "safetensors: invalid tensor name '{}'",
                  name);
+        const Shape& sh = tr.first ? tr.first->shape() : tr.second->shape;
         json shape = json::array();
-        for (int64_t d : t.shape().dims()) shape.push_back(d);
-        const uint64_t bytes = static_cast<uint64_t>(t.numel()) * 4;
-        h[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {pos, pos + bytes}}};
+        for (int64_t d : sh.dims()) shape.push_back(d);
+        const uint64_t bytes = tr.first ? static_cast<uint64_t>(tr.first->numel()) * 4
+                                        : static_cast<uint64_t>(tr.second->bytes.size());
+        h[name] = {{"dtype", tr.first ? std::string("F32") : tr.second->dtype},
+                   {"shape", shape},
+                   {"data_offsets", {pos, pos + bytes}}};
         pos += bytes;
     }
     if (!st.metadata.empty()) h["__metadata__"] = st.metadata;
@@ -333,9 +371,13 @@ std::string serialize_safetensors(const SafeTensors& st) {
     const uint64_t n = header.size();
     out.append(reinterpret_cast<const char*>(&n), 8);
     out += header;
-    for (const auto& [name, t] : st.tensors())
-        out.append(reinterpret_cast<const char*>(t.data()),
-                   static_cast<std::size_t>(t.numel()) * 4);
+    for (const auto& [name, tr] : all) {
+        if (tr.first)
+            out.append(reinterpret_cast<const char*>(tr.first->data()),
+                       static_cast<std::size_t>(tr.first->numel()) * 4);
+        else
+            out += tr.second->bytes;
+    }
     return out;
 }
 

@@ -10,8 +10,11 @@
 //
 // Loading accepts F32 (native) and converts F64, I64, I32 to float32: integers must be
 // exactly representable (|v| <= 2^24 or a float-exact value), F64 must be within float range.
-// Saving writes F32 only, through atomic_write_file (fileio.h), header padded with spaces to
-// a multiple of 8 bytes, tensors in name order: the same content gives the same bytes.
+// I8 and BF16 tensors (quantized model files: nazar quantize, README "Formats") are kept as
+// they are, raw bytes, in raw() — never converted here; model_file.h decides what they mean.
+// Saving writes the F32 tensors and the raw ones, through atomic_write_file (fileio.h), header
+// padded with spaces to a multiple of 8 bytes, tensors in name order: the same content gives the
+// same bytes.
 //
 // A hostile or corrupt file gives a one-line nazar::Error naming the file and the problem,
 // never a crash, a hang or an allocation larger than the file: header length beyond the file
@@ -36,6 +39,13 @@ namespace nazar {
 
 inline constexpr uint64_t kSafetensorsMaxHeader = 100ull << 20;  // 100 MB, as upstream
 
+// A tensor kept in its own dtype ("I8" or "BF16"): row-major little-endian bytes.
+struct RawTensor {
+    std::string dtype;
+    Shape shape;
+    std::string bytes;
+};
+
 class SafeTensors {
 public:
     // ---- tensors (kept sorted by name) ----
@@ -54,6 +64,11 @@ public:
     std::size_t size() const { return tensors_.size(); }
     const std::map<std::string, Tensor>& tensors() const { return tensors_; }
 
+    // ---- raw tensors (I8, BF16); a name is either a float tensor or a raw one ----
+    void set_raw(const std::string& name, RawTensor t);  // dtype I8 or BF16, bytes must fit
+    const std::map<std::string, RawTensor>& raw() const { return raw_; }
+    void erase_raw(const std::string& name) { raw_.erase(name); }
+
     // ---- metadata: the "__metadata__" string map ----
     std::map<std::string, std::string> metadata;
     bool has_meta(const std::string& key) const { return metadata.count(key) != 0; }
@@ -71,6 +86,7 @@ public:
 
 private:
     std::map<std::string, Tensor> tensors_;
+    std::map<std::string, RawTensor> raw_;
 };
 
 // Parses a whole file image. `source` names it in errors.

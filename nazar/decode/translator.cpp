@@ -71,7 +71,8 @@ Translator::Translator(const std::vector<std::string>& model_paths, const Transl
         const std::string& path = model_paths[k];
         const SafeTensors st = load_safetensors(path);  // read once, every replica built from it
         for (int r = 0; r < config.replicas; ++r) {
-            LoadedModel m = model_from_safetensors(st);
+            LoadedModel m = model_from_safetensors(st, /*inference=*/true);
+            if (config.precision) m.model->set_precision(*config.precision);
             if (r == 0) {
                 const char* keys[] = {kSrcTokenizerKey, kTgtTokenizerKey, kSrcVocabKey,
                                       kTgtVocabKey};

@@ -25,10 +25,12 @@
 // input order. Output text is the target tokenizer's detokenisation of the pieces before </s>.
 #pragma once
 
+#include "nazar/core/precision.h"
 #include "nazar/core/tensor.h"
 #include "nazar/decode/alignment.h"
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,6 +42,9 @@ struct ModelConfig;  // models/config.h (Translator::config)
 
 struct TranslatorConfig {
     int replicas = 1;  // model copies = concurrent translate() calls served without waiting
+    // Precision of the weight products (core/gemm/packed.h). Unset: the file's own (fp32, or
+    // the precision `nazar quantize` stored).
+    std::optional<Precision> precision{};
 };
 
 struct TranslationOptions {

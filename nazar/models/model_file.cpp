@@ -2,9 +2,11 @@
 #include "nazar/models/model_file.h"
 
 #include "nazar/data/vocab.h"
+#include "nazar/models/quantized_file.h"
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <set>
 
 namespace nazar {
@@ -135,7 +137,16 @@ std::vector<std::pair<std::string, Shape>> model_param_shapes(const ModelConfig&
     return out;
 }
 
-LoadedModel model_from_safetensors(const SafeTensors& st) {
+LoadedModel model_from_safetensors(const SafeTensors& st, bool inference) {
+    if (const std::optional<Precision> p = file_precision(st)) {
+        NZ_CHECK(inference,
+                 "'{}' is a quantized ({}) model file, for translate, score and attention only: "
+                 "training needs the fp32 model or a checkpoint",
+                 st.source, precision_name(*p));
+        LoadedModel m = model_from_safetensors(dequantize_model_file(st), false);
+        m.model->set_precision(*p);
+        return m;
+    }
     NZ_CHECK(st.has_meta(kModelFormatKey), "'{}' is not a nazar model file (no '{}' metadata)",
              st.source, kModelFormatKey);
     NZ_CHECK(st.meta(kModelFormatKey) == kModelFormatVersion,
@@ -224,8 +235,8 @@ void save_model(const std::string& path, Seq2Seq& model,
     save_safetensors(path, st);
 }
 
-LoadedModel load_model(const std::string& path) {
-    return model_from_safetensors(load_safetensors(path));
+LoadedModel load_model(const std::string& path, bool inference) {
+    return model_from_safetensors(load_safetensors(path), inference);
 }
 
 }  // namespace nazar

@@ -61,7 +61,10 @@ std::vector<std::pair<std::string, Shape>> model_param_shapes(const ModelConfig&
 void model_to_safetensors(Seq2Seq& model, const std::map<std::string, std::string>& metadata,
                           SafeTensors& out);
 // Rebuilds the model from `st` with every check listed above (errors name st.source).
-LoadedModel model_from_safetensors(const SafeTensors& st);
+// inference: a quantized model file (quantized_file.h: nazar quantize) is accepted, its
+// matrices dequantized and the model set to the file's precision; without it such a file is
+// refused (training needs fp32 weights).
+LoadedModel model_from_safetensors(const SafeTensors& st, bool inference = false);
 
 // Throws nazar::Error naming the first tensor of `st` (in name order) among those `wanted`
 // accepts (all when empty) that holds NaN or inf, with the element's index and the value:
@@ -74,6 +77,6 @@ void check_finite_tensors(const SafeTensors& st,
 
 void save_model(const std::string& path, Seq2Seq& model,
                 const std::map<std::string, std::string>& metadata = {});
-LoadedModel load_model(const std::string& path);
+LoadedModel load_model(const std::string& path, bool inference = false);
 
 }  // namespace nazar

@@ -1,6 +1,8 @@
 // Seq2Seq: the training step, evaluation, scoring and the incremental step API (seq2seq.h).
 #include "nazar/models/seq2seq.h"
 
+#include "nazar/core/gemm/packed.h"
+
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 #include "nazar/models/sequence_backward.h"
@@ -351,6 +353,9 @@ const DropoutMasks* Seq2Seq::train_masks(const Batch& batch, const TrainOptions&
 }
 
 LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& rng) {
+    NZ_CHECK_USAGE(precision_ == Precision::fp32,
+                   "cannot train a model running in {}: its packed weights are for inference",
+                   precision_name(precision_));
     const DropoutMasks* masks = train_masks(batch, opt, rng);
     forward_batch(batch, opt.sampling_prob, rng, Mode::train,
                   opt.decoder_backward == DecoderBackwardPath::sequence, masks);

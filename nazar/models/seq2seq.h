@@ -30,6 +30,7 @@
 
 #include "nazar/attention/attention.h"
 #include "nazar/core/params.h"
+#include "nazar/core/precision.h"
 #include "nazar/data/batcher.h"
 #include "nazar/models/config.h"
 #include "nazar/models/decoder.h"
@@ -117,6 +118,7 @@ struct DecoderState {
 // tgt_out (the targets the loss reads) are unchanged: whole tokens are replaced, not removed, so
 // the sentence keeps its positions. p in [0, 1); p = 0 draws nothing.
 void word_dropout(Batch& batch, float p, const SpecialIds& ids, Rng& rng);
+class PackedWeights;  // core/gemm/packed.h
 
 class Seq2Seq {
 public:
@@ -124,6 +126,7 @@ public:
     explicit Seq2Seq(const ModelConfig& cfg, uint64_t seed = 1);
     Seq2Seq(const Seq2Seq&) = delete;
     Seq2Seq& operator=(const Seq2Seq&) = delete;
+    ~Seq2Seq();  // models/precision.cpp (PackedWeights is complete there)
 
     const ModelConfig& config() const { return cfg_; }
     ParamList parameters();  // names and order as above; pointers stay valid for the model's life
@@ -164,7 +167,19 @@ public:
 
     ConstTensorView generator_weight() const;  // (V, d_out): generator.weight or the tied embedding
 
+    // Precision of the weight products (DESIGN §7; nazar/models/precision.cpp): bf16 / int8
+    // pack every weight matrix a product reads (the matrices quantized_file.h lists, and a
+    // tied generator's embedding) once, and gemm runs them packed; states, softmax, attention
+    // weights and accumulation stay fp32. fp32 drops the packed copies. Inference only: train_step
+    // refuses a model not in fp32, and the fp32 weights must not change while packed.
+    void set_precision(Precision p);
+    Precision precision() const { return precision_; }
+    std::size_t packed_bytes() const;  // memory of the packed copies
+
 private:
+    Precision precision_ = Precision::fp32;
+    std::unique_ptr<PackedWeights> packed_;
+
     Seq2Seq(const ModelConfig& cfg, Rng&& rng);  // cfg already validated; rng draws the init
     // Teacher-forced (optionally sampled) forward over the batch into the step caches; O (T, B,
     // d_out). split_outputs: the decoder may run cells_forward + outputs_forward (decided here).

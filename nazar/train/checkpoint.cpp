@@ -149,6 +149,10 @@ std::string resolve_checkpoint(const std::string& dir_or_file) {
 Checkpoint load_checkpoint(const std::string& path) {
     Checkpoint c;
     c.file = load_safetensors(path);
+    NZ_CHECK(!c.file.has_meta("nazar.precision"),
+             "'{}' is a quantized ({}) model file, for inference only: training resumes from an "
+             "fp32 checkpoint",
+             path, c.file.meta("nazar.precision"));
     NZ_CHECK(
         c.file.has_meta("train.state") && c.file.has_meta("train.config"),
         "'{}' is a model file, not a training checkpoint (no train.state / train.config metadata)",

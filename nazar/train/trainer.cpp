@@ -376,7 +376,8 @@ bool Trainer::train_one(Batch& batch) {
         // precision: bf16 runs the step's large products with bf16 inputs (gemm/bf16.h); the
         // weights are constant until optim_->step(), after the scope. cfg_.precision was checked
         // by parse_choices (TrainChoices::precision) in the constructor.
-        const GemmPrecisionScope scope(parse_precision(cfg_.precision), constant_ranges(params_));
+        const GemmPrecisionScope scope(parse_gemm_precision(cfg_.precision),
+                                       constant_ranges(params_));
         st = parts_ == 1 ? model_->train_step(batch, opt, rng_) : train_parts(batch, opt);
     }
     if (hooks_.after_backward) hooks_.after_backward(state_.batches - 1, params_);  // 0-based

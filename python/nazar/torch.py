@@ -58,7 +58,7 @@ except ImportError:  # pragma: no cover
 # Written exactly as nazar writes it (sorted names, compact JSON with sorted keys, header padded
 # with spaces to 8 bytes), so an all-F32 file has the same bytes from either side.
 
-_DTYPES = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32}
+_DTYPES = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32, "I8": np.int8}
 _NAMES = {np.dtype(v): k for k, v in _DTYPES.items()}
 MAX_HEADER = 100 << 20
 
@@ -128,6 +128,15 @@ def parse_safetensors(data, source="<memory>"):
     buf = memoryview(data)[8 + n:]
     tensors, pos = {}, 0
     for name, e in sorted(header.items(), key=lambda kv: tuple(kv[1]["data_offsets"])):
+        if e["dtype"] == "BF16":  # quantized model files: widened to float32 here (exact)
+            b, end = e["data_offsets"]
+            count = int(np.prod(e["shape"], dtype=np.int64))
+            if b != pos or end - b != count * 2 or end > len(buf):
+                raise ValueError(f"{source}: bad data_offsets for {name!r}")
+            bits = np.frombuffer(buf[b:end], dtype="<u2").astype(np.uint32) << 16
+            tensors[name] = bits.view(np.float32).reshape(e["shape"])
+            pos = end
+            continue
         dt = np.dtype(_DTYPES[e["dtype"]]).newbyteorder("<")
         b, end = e["data_offsets"]
         count = int(np.prod(e["shape"], dtype=np.int64))
@@ -143,6 +152,31 @@ def parse_safetensors(data, source="<memory>"):
 def load_safetensors(path):
     with open(path, "rb") as f:
         return parse_safetensors(f.read(), path)
+
+
+def dequantize(tensors, metadata, source="<memory>"):
+    """The fp32 tensors of a quantized model file (nazar quantize; README "Formats"): int8
+    matrices times their per-row "<name>.scale" (w = w_q * s_row, in float32 as nazar does), the
+    ".scale" tensors dropped; bf16 ones are float32 already (parse_safetensors). Files without
+    "nazar.precision" come back unchanged."""
+    precision = metadata.get("nazar.precision")
+    if precision is None:
+        return tensors
+    if precision not in ("int8", "bf16"):
+        raise ValueError(f"{source}: nazar.precision must be int8 or bf16, got {precision!r}")
+    out = {}
+    for name, t in tensors.items():
+        if name.endswith(".scale") and name[:-len(".scale")] in tensors \
+                and tensors[name[:-len(".scale")]].dtype == np.int8:
+            continue
+        if t.dtype == np.int8:
+            if precision != "int8" or name + ".scale" not in tensors:
+                raise ValueError(f"{source}: int8 tensor {name!r} without {name + '.scale'!r}")
+            scale = tensors[name + ".scale"].astype(np.float32)
+            out[name] = t.astype(np.float32) * scale[:, None]
+        else:
+            out[name] = t
+    return out
 
 
 def load_state_dict(module, path, prefix="", strict=True):
@@ -664,6 +698,7 @@ if torch is not None:
         """(model, metadata) from a nazar model file or checkpoint (optim.* / train.* tensors are
         ignored). dtype: e.g. torch.float64 for a reference computation; default float32."""
         tensors, meta = load_safetensors(path)
+        tensors = dequantize(tensors, meta, path)  # quantized files (nazar quantize)
         if meta.get("nazar.format") != MODEL_FORMAT:
             raise ValueError(f"{path}: not a nazar model file of format {MODEL_FORMAT} "
                              f"(nazar.format = {meta.get('nazar.format')!r})")

@@ -43,6 +43,13 @@ if(EXISTS ${NAZAR_PARITY_PYTHON})
   set_tests_properties(parity.model_files_cli PROPERTIES
     FIXTURES_REQUIRED nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 300)
 
+  # Quantized model files (nazar quantize): loaded by nazar_torch.py by dequantizing, the same
+  # scores as nazar's fp32 products on the same file, close to its int8 / bf16 ones.
+  add_test(NAME parity.quantized_files
+           COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/check_quantized_files.py
+                   --nazar $<TARGET_FILE:nazar_cli> --work ${PROJECT_BINARY_DIR}/parity-quantized-files)
+  set_tests_properties(parity.quantized_files PROPERTIES SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 300)
+
   # Optimizer fixtures (tools/make_optim_fixtures.py, owner: optim): the committed files are what
   # the script makes. test_parity_optim reads the committed files, so this entry only regenerates
   # into its own directory and compares.

@@ -172,9 +172,9 @@ TEST(GemmBf16, Avx512Bf16WithoutTheCpuIsAnError) {
 }
 
 TEST(GemmBf16, ParsesPrecision) {
-    EXPECT_EQ(parse_precision("fp32"), GemmPrecision::fp32);
-    EXPECT_EQ(parse_precision("bf16"), GemmPrecision::bf16);
-    EXPECT_THROW(parse_precision("fp16"), UsageError);
+    EXPECT_EQ(parse_gemm_precision("fp32"), GemmPrecision::fp32);
+    EXPECT_EQ(parse_gemm_precision("bf16"), GemmPrecision::bf16);
+    EXPECT_THROW(parse_gemm_precision("fp16"), UsageError);
     EXPECT_STREQ(precision_name(GemmPrecision::bf16), "bf16");
 }
 

@@ -43,7 +43,9 @@ TEST(TrainChoices, EveryListedNameParses) {
             EXPECT_EQ(choice_error(cfg), "") << k.key << " = " << name;
         }
     }
-    EXPECT_EQ(keys, 14);  // tokenizer ... valid_metric, precision: a new choice key needs a TrainChoices field
+    EXPECT_EQ(
+        keys,
+        14);  // tokenizer ... valid_metric, precision: a new choice key needs a TrainChoices field
 }
 
 // A value written by code bypasses the YAML/flag reader: parse_choices still rejects it, naming

@@ -180,7 +180,7 @@ const char* precision_name(GemmPrecision p) {
     return p == GemmPrecision::bf16 ? "bf16" : "fp32";
 }
 
-GemmPrecision parse_precision(const std::string& s) {
+GemmPrecision parse_gemm_precision(const std::string& s) {
     if (s == "fp32") return GemmPrecision::fp32;
     if (s == "bf16") return GemmPrecision::bf16;
     throw UsageError(fmt::format("precision: '{}' is not one of fp32, bf16", s));

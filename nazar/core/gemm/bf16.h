@@ -63,7 +63,7 @@ std::string bf16_description();
 enum class GemmPrecision { fp32, bf16 };
 // "fp32" | "bf16"; parse throws nazar::Error naming the choices.
 const char* precision_name(GemmPrecision p);
-GemmPrecision parse_precision(const std::string& s);
+GemmPrecision parse_gemm_precision(const std::string& s);
 // The precision gemm runs in now (process-wide: products split over the pool see it too).
 GemmPrecision gemm_precision();
 // Whether a product of this shape runs in bf16 under a bf16 scope: at least 16 rows, 32 columns

@@ -6,6 +6,7 @@
 #include "nazar/core/gemm/bf16.h"
 #include "nazar/core/gemm/internal.h"
 #include "nazar/core/gemm/nn512.h"
+#include "nazar/core/gemm/packed.h"
 
 #include <fmt/format.h>
 
@@ -153,6 +154,8 @@ void gemm_batched(ConstTensorView a, bool ta, ConstTensorView b, bool tb, Tensor
 
 void gemm_raw(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
               const float* B, int ldb, float beta, float* C, int ldc) {
+    // a loaded model's reduced-precision weights (packed.h)
+    if (!ta && tb && try_packed(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     GemmProfile* p = profile();
     const bool bf16 = in_bf16(M, N, K);
     const auto run = [&] {
@@ -174,6 +177,7 @@ void gemv_raw(bool ta, int M, int N, float alpha, const float* A, int lda, const
 
 void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const float* W, int ldw,
               WeightTRows wt, float beta, float* C, int ldc) {
+    if (try_packed(M, N, K, alpha, A, lda, W, ldw, beta, C, ldc)) return;
     if (!wt || M <= kSmallGemmRows || M > kNn512Rows || !detail::nn512_available() ||
         in_bf16(M, N, K)) {
         gemm_raw(false, true, M, N, K, alpha, A, lda, W, ldw, beta, C, ldc);

@@ -2,6 +2,7 @@
 #include "nazar/core/blas.h"
 #include "nazar/core/gemm/internal.h"
 #include "nazar/core/gemm/nn512.h"
+#include "nazar/core/gemm/packed.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -62,7 +63,10 @@ void pack_rows8(const float* w, int N, int K, int ldw, int n0, float* t) {
 void refresh_weight_t(WeightT& wt, const float* w, int N, int K, int ldw) {
     // The naive build multiplies with loops either way: nothing would read it.
     const bool used = gemm_detail::kHaveBlas && detail::nn512_available();
-    if (!used || N == 0 || K == 0) {
+    // a matrix with a packed bf16 / int8 copy (packed.h) is multiplied from that one
+    int pn = 0, pk = 0;
+    const bool packed = gemm_detail::any_packed() && gemm_detail::find_packed(w, ldw, &pn, &pk);
+    if (!used || packed || N == 0 || K == 0) {
         wt.reset();
         return;
     }

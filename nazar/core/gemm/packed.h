@@ -1,0 +1,137 @@
+// Reduced-precision weights for inference (docs/performance.md, "bf16 and int8 inference").
+//
+// A PackedMatrix holds a weight matrix W (N x K, PyTorch's (out, in) layout) once, in the layout
+// its kernel reads: 16-column panels (16 consecutive rows of W), each a run of 4-byte groups
+// along K — 2 bf16 values (bf16) or 4 int8 values (int8) — so the kernel broadcasts one 4-byte
+// group of an activation row and multiplies it against 16 outputs at once
+// (AVX512-BF16 vdpbf16ps, AVX512-VNNI vpdpbusd), with no horizontal sums.
+//
+//   bf16: W rounded to bf16 (round to nearest even); activations rounded to bf16 per call;
+//         products exact in fp32, accumulated in fp32.
+//   int8: W quantized symmetrically per output row, w_q = round(w / s_n), s_n = max_k |w| / 127;
+//         activations quantized per call and per row (token) m, a_q = round(a / r_m),
+//         r_m = max_k |a| / 127; products accumulated exactly in int32;
+//         C = alpha r_m s_n Σ a_q w_q + beta C. (Per row beats per tensor: docs/performance.md.)
+//
+// gemm_packed computes C = alpha A W[n0:n1, k0:k0+k]ᵀ + beta C for any sub-block of W: the
+// column split of the decoder's W_ih ([W_e | W_f]) and row splits over threads use it.
+// The fast kernels run where cpu_features() reports AVX512-BF16 / AVX512-VNNI (with AVX-512
+// F/BW/VL/DQ) and NAZAR_ISA allows AVX-512; elsewhere a portable path computes the same
+// quantities (int8: bit-identical; bf16: the same rounded inputs, another summation order),
+// reported once on stderr.
+#pragma once
+
+#include "nazar/core/precision.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nazar {
+
+// bf16 bits of x, rounded to nearest even (NaN stays NaN).
+uint16_t float_to_bf16(float x);
+inline float bf16_to_float(uint16_t b) {
+    const uint32_t u = static_cast<uint32_t>(b) << 16;
+    float f;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+}
+
+class PackedMatrix {
+public:
+    PackedMatrix();
+    ~PackedMatrix();
+    PackedMatrix(PackedMatrix&&) noexcept;
+    PackedMatrix& operator=(PackedMatrix&&) noexcept;
+
+    // W (N x K, leading dimension ldw) in precision p (bf16 or int8).
+    static PackedMatrix pack(const float* w, int N, int K, int ldw, Precision p);
+    // From a quantized model file: int8 rows q (N x K) with per-row scales (N).
+    static PackedMatrix from_int8(const int8_t* q, const float* scales, int N, int K);
+    // From bf16 rows (N x K).
+    static PackedMatrix from_bf16(const uint16_t* b, int N, int K);
+
+    Precision precision() const { return precision_; }
+    int rows() const { return N_; }
+    int cols() const { return K_; }
+    std::size_t bytes() const;  // memory held
+
+    // Element (n, k) as the kernels see it: the bf16 value, or the int8 value (int8).
+    float value(int n, int k) const;
+    int8_t q(int n, int k) const;                           // int8 only
+    const float* scales() const { return scales_.data(); }  // int8: (N) per-row scales
+    uint16_t bf16(int n, int k) const;                      // bf16 only
+    // Dequantized row n (K floats): value(n, k) · scale_n (int8), value(n, k) (bf16).
+    void dequantize_row(int n, float* out) const;
+
+    // Number of 4-byte groups along K (K padded to 2 bf16 / 4 int8 per group).
+    int groups() const { return G_; }
+    // Panel p (16 rows of W): groups() x 16 x 4 bytes.
+    const uint8_t* panel(int p) const {
+        return data_.data() + static_cast<std::size_t>(p) * G_ * 64;
+    }
+    // int8: Σ_k w_q(n, k) over the groups [g0, g1) for every row n (the kernel's correction for
+    // unsigned activations), made on first use and kept.
+    const int32_t* group_sums(int g0, int g1) const;
+
+private:
+    Precision precision_ = Precision::fp32;
+    int N_ = 0, K_ = 0, G_ = 0;
+    std::vector<uint8_t> data_;  // panels, padded with zeros
+    std::vector<float> scales_;  // int8
+    struct SumCache;
+    std::unique_ptr<SumCache> sums_;
+    void alloc(Precision p, int N, int K);
+    uint8_t* at_byte(int n, int k);
+};
+
+// C (M x (n1 - n0), ldc) = alpha A (M x k, lda) W[n0:n1, k0:k0 + k]ᵀ + beta C.
+void gemm_packed(int M, int n0, int n1, int k0, int k, float alpha, const float* A, int lda,
+                 const PackedMatrix& W, float beta, float* C, int ldc);
+
+// The kernel gemm_packed runs for p on this CPU: "avx512-bf16", "avx512-vnni" or "portable".
+const char* packed_kernel(Precision p);
+// Tests and benchmarks: force the portable path (false) or allow the fast one (true, default).
+void set_packed_fast(bool allowed);
+// Whether the CPU (and NAZAR_ISA) allows the fast kernel for p.
+bool packed_fast_available(Precision p);
+
+// ---- packed weights registered for gemm (blas.h) ----
+// While a PackedWeights object lives, every product gemm_raw / gemm / gemm_xwt computes as
+// A Wᵀ with W (or a sub-block of it) one of its registered fp32 matrices runs on the packed
+// copy instead. A loaded model owns one (Seq2Seq::set_precision): layers above gemm do not
+// know the precision (DESIGN §7). Registered matrices must not change while registered.
+class PackedWeights {
+public:
+    PackedWeights() = default;
+    ~PackedWeights();
+    PackedWeights(const PackedWeights&) = delete;
+    PackedWeights& operator=(const PackedWeights&) = delete;
+
+    // Pack W (N x K, row-major, contiguous) and register it under its address.
+    void add(const float* w, int N, int K, Precision p);
+    // Register an already packed matrix (a quantized file) under the address of w.
+    void add(const float* w, PackedMatrix m);
+    std::size_t count() const { return entries_.size(); }
+    std::size_t bytes() const;
+    void clear();
+
+private:
+    std::vector<const float*> entries_;
+};
+
+namespace gemm_detail {
+// The registered matrix holding B (with ldb = its K) and the row/column of B in it, or null.
+const PackedMatrix* find_packed(const float* B, int ldb, int* n0, int* k0);
+// Fast check: whether anything is registered at all.
+bool any_packed();
+// C = alpha A Bᵀ + beta C on the packed copy of B when B lies in a registered matrix (true);
+// false (nothing done) otherwise. gemm_raw and gemm_xwt ask first.
+bool try_packed(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+                float beta, float* C, int ldc);
+}  // namespace gemm_detail
+
+}  // namespace nazar

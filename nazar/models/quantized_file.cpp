@@ -1,0 +1,133 @@
+// Quantized model files (quantized_file.h).
+#include "nazar/models/quantized_file.h"
+
+#include "nazar/core/check.h"
+#include "nazar/models/config.h"
+
+#include <cmath>
+#include <cstring>
+#include <iterator>
+
+namespace nazar {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool state_tensor(const std::string& name) {
+    return name.rfind("optim.", 0) == 0 || name.rfind("train.", 0) == 0;
+}
+
+}  // namespace
+
+bool quantized_param(const std::string& name, const Shape& shape) {
+    // one-row matrices are vectors (attention v_a, v_p), read by the attention kernels
+    return shape.ndim() == 2 && shape[0] > 1 && shape[1] > 0 &&
+           !ends_with(name, "embedding.weight") && !state_tensor(name);
+}
+
+std::optional<Precision> file_precision(const SafeTensors& st) {
+    if (!st.has_meta(kPrecisionKey)) {
+        NZ_CHECK(st.raw().empty(),
+                 "'{}': tensor '{}' is stored as {} but the file has no '{}' metadata", st.source,
+                 st.raw().begin()->first, st.raw().begin()->second.dtype, kPrecisionKey);
+        return std::nullopt;
+    }
+    const std::string& v = st.meta(kPrecisionKey);
+    NZ_CHECK(v == "int8" || v == "bf16", "'{}': metadata '{}' must be int8 or bf16, got '{}'",
+             st.source, kPrecisionKey, v);
+    return parse_precision(v);
+}
+
+SafeTensors quantize_model_file(const SafeTensors& in, Precision p) {
+    NZ_CHECK(p != Precision::fp32, "quantize: precision must be int8 or bf16");
+    NZ_CHECK(!file_precision(in), "'{}' is already quantized ({}): quantize its fp32 model",
+             in.source, in.metadata.count(kPrecisionKey) ? in.meta(kPrecisionKey) : "");
+    SafeTensors out;
+    out.metadata = in.metadata;
+    out.metadata[kPrecisionKey] = precision_name(p);
+    // a model file for inference: a checkpoint's training state is left behind
+    for (auto it = out.metadata.begin(); it != out.metadata.end();)
+        it = it->first.rfind("train.", 0) == 0 ? out.metadata.erase(it) : std::next(it);
+    // tied: generator.weight is the F32 target embedding's copy, and stays one
+    const bool tied = in.has_meta("nazar.config") &&
+                      model_config_from_string(in.meta("nazar.config")).tie_target_embeddings;
+    for (const auto& [name, t] : in.tensors()) {
+        if (state_tensor(name)) continue;
+        if (!quantized_param(name, t.shape()) || (tied && name == "generator.weight")) {
+            out.set(name, t.view());
+            continue;
+        }
+        const int N = t.dim(0), K = t.dim(1);
+        const PackedMatrix m = PackedMatrix::pack(t.data(), N, K, K, p);
+        RawTensor r{p == Precision::int8 ? "I8" : "BF16", t.shape(), {}};
+        r.bytes.resize(static_cast<std::size_t>(t.numel()) * (p == Precision::int8 ? 1 : 2));
+        for (int n = 0; n < N; ++n)
+            for (int k = 0; k < K; ++k) {
+                const std::size_t i = static_cast<std::size_t>(n) * K + k;
+                if (p == Precision::int8) {
+                    const int8_t q = m.q(n, k);
+                    std::memcpy(&r.bytes[i], &q, 1);
+                } else {
+                    const uint16_t b = m.bf16(n, k);
+                    std::memcpy(&r.bytes[2 * i], &b, 2);
+                }
+            }
+        out.set_raw(name, std::move(r));
+        if (p == Precision::int8) {
+            Tensor s({N});
+            std::memcpy(s.data(), m.scales(), sizeof(float) * N);
+            out.set(name + kScaleSuffix, std::move(s));
+        }
+    }
+    return out;
+}
+
+SafeTensors dequantize_model_file(const SafeTensors& st) {
+    const std::optional<Precision> p = file_precision(st);
+    NZ_CHECK(p.has_value(), "'{}' is not a quantized model file", st.source);
+    SafeTensors out;
+    out.source = st.source;
+    out.metadata = st.metadata;
+    out.metadata.erase(kPrecisionKey);  // an fp32 model file now
+    for (const auto& [name, t] : st.tensors()) out.set(name, t.view());
+    for (const auto& [name, r] : st.raw()) {
+        const std::string want = *p == Precision::int8 ? "I8" : "BF16";
+        NZ_CHECK(r.dtype == want, "'{}': tensor '{}' is {} in a {} file (expected {})", st.source,
+                 name, r.dtype, precision_name(*p), want);
+        NZ_CHECK(r.shape.ndim() == 2, "'{}': quantized tensor '{}' has shape {}, expected a matrix",
+                 st.source, name, r.shape.str());
+        const int N = static_cast<int>(r.shape[0]), K = static_cast<int>(r.shape[1]);
+        Tensor w(r.shape);
+        if (*p == Precision::int8) {
+            const std::string sname = name + kScaleSuffix;
+            NZ_CHECK(st.contains(sname), "'{}': int8 tensor '{}' has no scales '{}'", st.source,
+                     name, sname);
+            const Tensor& s = st.get(sname, Shape{N});
+            for (int n = 0; n < N; ++n) {
+                NZ_CHECK(std::isfinite(s[n]) && s[n] >= 0,
+                         "'{}': tensor '{}' row {}: scale {} is not a finite value >= 0", st.source,
+                         sname, n, s[n]);
+                for (int k = 0; k < K; ++k) {
+                    const std::size_t i = static_cast<std::size_t>(n) * K + k;
+                    w[static_cast<int64_t>(i)] =
+                        static_cast<float>(static_cast<int8_t>(r.bytes[i])) * s[n];
+                }
+            }
+            out.erase(sname);
+        } else {
+            for (int64_t i = 0; i < w.numel(); ++i) {
+                uint16_t b;
+                std::memcpy(&b, &r.bytes[2 * static_cast<std::size_t>(i)], 2);
+                w[i] = bf16_to_float(b);
+            }
+        }
+        out.set(name, std::move(w));
+    }
+    return out;
+}
+
+}  // namespace nazar

@@ -1,0 +1,44 @@
+// Quantized model files (`nazar quantize`; README "Formats"): a model file whose weight
+// matrices are stored in reduced precision, for inference.
+//
+//   int8: each weight matrix W (N x K) as tensor "<name>" dtype I8 (N, K), w_q = round(w / s_n),
+//         and tensor "<name>.scale" dtype F32 (N), s_n = max_k |w_nk| / 127 (symmetric, per
+//         output row): w ≈ w_q · s_n.
+//   bf16: each weight matrix as tensor "<name>" dtype BF16 (N, K), rounded to nearest even.
+//   Which matrices: every 2-D parameter of more than one row except the embeddings (lookups;
+//   with tied embeddings the generator reads the target embedding, which stays F32 in the file
+//   and is packed at load). Everything else (biases, the one-row attention vectors v_a / v_p,
+//   embeddings, attention.scale) stays F32.
+//   Metadata: "nazar.precision" = "int8" | "bf16", besides the model file's own keys.
+// Loading one for inference (model_file.h, inference = true) dequantizes the matrices into the
+// model's fp32 parameters and sets the model's precision to the file's: re-quantizing the
+// dequantized rows gives back the file's int8 values (max |w_q| = 127 in every non-zero row).
+// Training from one is refused (model_from_safetensors with inference = false).
+#pragma once
+
+#include "nazar/core/gemm/packed.h"
+#include "nazar/core/safetensors.h"
+
+#include <optional>
+#include <string>
+
+namespace nazar {
+
+inline constexpr const char* kPrecisionKey = "nazar.precision";
+inline constexpr const char* kScaleSuffix = ".scale";
+
+// Whether the parameter `name` of shape `shape` is stored quantized.
+bool quantized_param(const std::string& name, const Shape& shape);
+
+// The file's precision: nullopt for an fp32 file (no nazar.precision, no raw tensors); an
+// error naming the file for an inconsistent one (raw tensors without the key or the reverse).
+std::optional<Precision> file_precision(const SafeTensors& st);
+
+// A model file (or checkpoint: its optim.* / train.* tensors are dropped) in precision p.
+SafeTensors quantize_model_file(const SafeTensors& in, Precision p);
+
+// The fp32 model file a quantized one stands for: raw tensors dequantized, ".scale" tensors
+// and nazar.precision removed. Errors name the file and the tensor.
+SafeTensors dequantize_model_file(const SafeTensors& st);
+
+}  // namespace nazar

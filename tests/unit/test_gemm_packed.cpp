@@ -1,0 +1,249 @@
+// Reduced-precision weight products (nazar/core/gemm/packed.h) against an fp64 oracle, on the
+// portable path everywhere and on the AVX512-BF16 / AVX512-VNNI kernels where the CPU has them
+// (skipped with a message otherwise). Stated bounds, per output element c = alpha Σ_k a_k w_k:
+//   bf16: against the fp64 sum of the bf16-ROUNDED inputs, |err| <= 2 K 2^-24 Σ|a_k w_k| (fp32
+//         accumulation only), and against the exact inputs |err| <= 2^-7 Σ|a_k w_k| + that.
+//   int8: against the exact inputs, |err| <= 0.5 s_n Σ|a_k| + 0.5 r_m Σ|w_k| + 0.25 k r_m s_n
+//         (half a quantization step on each side, s_n = max|w_n·| / 127 per row of W,
+//         r_m = max|a_m·| / 127 per row of A's block), plus 1e-5 relative for the fp32
+//         epilogue; and fast == portable bit for bit (the int32 sums are exact either way).
+// Sub-blocks of W (rows n0..n1, columns k0..k0+k, unaligned), alpha/beta, padded ldc (columns
+// outside the block untouched), thread counts, and the registry behind gemm_raw / gemm_xwt.
+#include "nazar/core/blas.h"
+#include "nazar/core/gemm/packed.h"
+#include "nazar/core/threads.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace nazar {
+namespace {
+
+struct FastGuard {
+    ~FastGuard() { set_packed_fast(true); }
+};
+struct ThreadGuard {
+    int saved = num_threads();
+    ~ThreadGuard() { set_num_threads(saved); }
+};
+
+// Row magnitudes spread over three decades, so per-row scales matter.
+std::vector<float> random_rows(int rows, int cols, uint32_t seed) {
+    std::mt19937 g(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f), mag(-3.0f, 0.0f);
+    std::vector<float> v(static_cast<std::size_t>(rows) * cols);
+    for (int r = 0; r < rows; ++r) {
+        const float s = std::pow(10.0f, mag(g));
+        for (int c = 0; c < cols; ++c) v[static_cast<std::size_t>(r) * cols + c] = s * u(g);
+    }
+    return v;
+}
+
+double rnd_bf16(float x) {
+    return bf16_to_float(float_to_bf16(x));
+}
+
+struct Case {
+    int M, N, K;        // A: M rows, W: N x K
+    int n0, n1, k0, k;  // the block of W
+    float alpha, beta;
+};
+
+// Runs one case on the current path, checks every element against its bound, returns C.
+std::vector<float> check_case(Precision p, const Case& c, uint32_t seed) {
+    const int lda = c.k + 3, NB = c.n1 - c.n0, ldc = NB + 5;
+    const std::vector<float> W = random_rows(c.N, c.K, seed);
+    const std::vector<float> A = random_rows(c.M, lda, seed + 1);
+    std::vector<float> C = random_rows(c.M, ldc, seed + 2);
+    const std::vector<float> C0 = C;
+    const PackedMatrix pm = PackedMatrix::pack(W.data(), c.N, c.K, c.K, p);
+    gemm_packed(c.M, c.n0, c.n1, c.k0, c.k, c.alpha, A.data(), lda, pm, c.beta, C.data(), ldc);
+    int bad = 0;
+    for (int m = 0; m < c.M; ++m) {
+        const float* a = A.data() + static_cast<std::size_t>(m) * lda;
+        double amax = 0;
+        for (int i = 0; i < c.k; ++i) amax = std::max(amax, std::fabs(double{a[i]}));
+        const double r = amax / 127;
+        for (int j = 0; j < ldc; ++j) {
+            const std::size_t at = static_cast<std::size_t>(m) * ldc + j;
+            if (j >= NB) {  // padding columns: untouched
+                EXPECT_EQ(C[at], C0[at]) << "m " << m << " padding column " << j;
+                continue;
+            }
+            const float* w = W.data() + static_cast<std::size_t>(c.n0 + j) * c.K + c.k0;
+            double exact = 0, rounded = 0, mag = 0, sa = 0, sw = 0, wmax = 0;
+            for (int n = 0; n < c.K; ++n)
+                wmax = std::max(wmax,
+                                std::fabs(double{W[static_cast<std::size_t>(c.n0 + j) * c.K + n]}));
+            for (int i = 0; i < c.k; ++i) {
+                exact += double{a[i]} * w[i];
+                rounded += rnd_bf16(a[i]) * rnd_bf16(w[i]);
+                mag += std::fabs(double{a[i]} * w[i]);
+                sa += std::fabs(double{a[i]});
+                sw += std::fabs(double{w[i]});
+            }
+            const double s = wmax / 127, base = c.beta * double{C0[at]};
+            const double got = C[at];
+            double want, bound;
+            if (p == Precision::bf16) {
+                const double acc = 2.0 * c.k * std::ldexp(1.0, -24) * mag;
+                want = c.alpha * rounded + base;
+                bound = std::fabs(c.alpha) * acc + 1e-6 * std::fabs(base) + 1e-30;
+                const double exact_bound =
+                    std::fabs(c.alpha) * (std::ldexp(1.0, -7) * mag + acc) + bound;
+                if (std::fabs(got - (c.alpha * exact + base)) > exact_bound && ++bad < 5)
+                    ADD_FAILURE() << "bf16 vs exact inputs, m " << m << " n " << j << ": got "
+                                  << got << " want " << c.alpha * exact + base;
+            } else {
+                want = c.alpha * exact + base;
+                bound = std::fabs(c.alpha) * (0.5 * s * sa + 0.5 * r * sw + 0.25 * c.k * r * s) *
+                            1.0001 +
+                        1e-5 * (std::fabs(c.alpha) * mag + std::fabs(base)) + 1e-30;
+            }
+            if (std::fabs(got - want) > bound && ++bad < 5)
+                ADD_FAILURE() << precision_name(p) << " m " << m << " n " << j << " (M " << c.M
+                              << " N " << c.N << " K " << c.K << " block " << c.n0 << ".." << c.n1
+                              << " x " << c.k0 << "+" << c.k << "): got " << got << " want " << want
+                              << " bound " << bound;
+        }
+    }
+    EXPECT_EQ(bad, 0);
+    return C;
+}
+
+const std::vector<Case>& cases() {
+    static const std::vector<Case> v = {
+        {1, 16, 32, 0, 16, 0, 32, 1.0f, 0.0f},        // one panel, one row
+        {5, 1536, 768, 0, 1536, 0, 768, 1.0f, 1.0f},  // a beam-5 step, bias already in C
+        {7, 50, 37, 0, 50, 0, 37, 0.5f, 0.0f},        // ragged N and K, 7 rows (6 + 1)
+        {13, 100, 301, 3, 97, 5, 290, -1.25f, 0.5f},  // unaligned block of rows and columns
+        {64, 96, 512, 16, 80, 256, 256, 1.0f, 1.0f},  // W_ih's second column block
+        {2, 33, 9, 1, 32, 1, 7, 2.0f, -1.0f},         // tiny, odd offsets everywhere
+        {320, 200, 130, 0, 200, 0, 130, 1.0f, 0.0f},  // many rows, split over the pool
+    };
+    return v;
+}
+
+void run_all(Precision p, bool fast) {
+    FastGuard keep;
+    set_packed_fast(fast);
+    ASSERT_STREQ(packed_kernel(p),
+                 fast ? (p == Precision::int8 ? "avx512-vnni" : "avx512-bf16") : "portable");
+    uint32_t seed = 11;
+    for (const Case& c : cases()) check_case(p, c, seed += 7);
+}
+
+TEST(GemmPacked, Bf16Portable) {
+    run_all(Precision::bf16, false);
+}
+TEST(GemmPacked, Int8Portable) {
+    run_all(Precision::int8, false);
+}
+TEST(GemmPacked, Bf16Fast) {
+    if (!packed_fast_available(Precision::bf16))
+        GTEST_SKIP() << "this CPU lacks AVX512-BF16 (with AVX-512 F/BW/VL/DQ): portable path only";
+    run_all(Precision::bf16, true);
+}
+TEST(GemmPacked, Int8Fast) {
+    if (!packed_fast_available(Precision::int8))
+        GTEST_SKIP() << "this CPU lacks AVX512-VNNI (with AVX-512 F/BW/VL/DQ): portable path only";
+    run_all(Precision::int8, true);
+}
+
+// int8: the fast kernel's int32 sums and epilogue equal the portable path's bit for bit.
+TEST(GemmPacked, Int8FastEqualsPortable) {
+    if (!packed_fast_available(Precision::int8))
+        GTEST_SKIP() << "this CPU lacks AVX512-VNNI (with AVX-512 F/BW/VL/DQ): portable path only";
+    FastGuard keep;
+    uint32_t seed = 5;
+    for (const Case& c : cases()) {
+        set_packed_fast(true);
+        const std::vector<float> fast = check_case(Precision::int8, c, seed);
+        set_packed_fast(false);
+        const std::vector<float> slow = check_case(Precision::int8, c, seed);
+        ASSERT_EQ(fast, slow) << "M " << c.M << " N " << c.N << " K " << c.K;
+        seed += 3;
+    }
+}
+
+// Each output is computed by one thread: the result does not depend on the thread count.
+TEST(GemmPacked, ThreadCountInvariant) {
+    ThreadGuard keep;
+    const Case c{320, 512, 256, 0, 512, 0, 256, 1.0f, 0.0f};
+    for (Precision p : {Precision::bf16, Precision::int8}) {
+        set_num_threads(1);
+        const std::vector<float> one = check_case(p, c, 99);
+        set_num_threads(2);
+        const std::vector<float> two = check_case(p, c, 99);
+        EXPECT_EQ(one, two) << precision_name(p);
+    }
+}
+
+// Quantized file contents round-trip: from_int8 / from_bf16 hold what pack made.
+TEST(GemmPacked, FromStoredValues) {
+    const int N = 21, K = 19;
+    const std::vector<float> W = random_rows(N, K, 3);
+    const PackedMatrix q = PackedMatrix::pack(W.data(), N, K, K, Precision::int8);
+    std::vector<int8_t> qs(static_cast<std::size_t>(N) * K);
+    std::vector<uint16_t> bs(qs.size());
+    for (int n = 0; n < N; ++n)
+        for (int k = 0; k < K; ++k) {
+            qs[static_cast<std::size_t>(n) * K + k] = q.q(n, k);
+            bs[static_cast<std::size_t>(n) * K + k] = float_to_bf16(W[n * K + k]);
+            // per-row symmetric scale: max |w| maps to ±127
+            EXPECT_LE(std::abs(q.q(n, k)), 127);
+        }
+    const PackedMatrix q2 = PackedMatrix::from_int8(qs.data(), q.scales(), N, K);
+    const PackedMatrix b2 = PackedMatrix::from_bf16(bs.data(), N, K);
+    std::vector<float> r1(K), r2(K);
+    for (int n = 0; n < N; ++n) {
+        q.dequantize_row(n, r1.data());
+        q2.dequantize_row(n, r2.data());
+        EXPECT_EQ(r1, r2);
+        b2.dequantize_row(n, r2.data());
+        for (int k = 0; k < K; ++k) {
+            EXPECT_EQ(r2[k], static_cast<float>(rnd_bf16(W[n * K + k])));
+            EXPECT_NEAR(r1[k], W[n * K + k], 0.5 * q.scales()[n] * 1.0001);
+        }
+    }
+}
+
+// gemm_raw / gemm_xwt on a registered matrix (or a block of it) run the packed product; once
+// the PackedWeights object is gone the same call is fp32 again.
+TEST(GemmPacked, RegistryRoutesProducts) {
+    const int M = 9, N = 70, K = 40;
+    const std::vector<float> W = random_rows(N, K, 8), A = random_rows(M, K, 9);
+    std::vector<float> fp32(M * N), packed(M * N), want(M * N), after(M * N);
+    gemm_raw(false, true, M, N, K, 1.0f, A.data(), K, W.data(), K, 0.0f, fp32.data(), N);
+    {
+        PackedWeights pw;
+        pw.add(W.data(), N, K, Precision::int8);
+        EXPECT_EQ(pw.count(), 1u);
+        const PackedMatrix pm = PackedMatrix::pack(W.data(), N, K, K, Precision::int8);
+        gemm_packed(M, 0, N, 0, K, 1.0f, A.data(), K, pm, 0.0f, want.data(), N);
+        gemm_raw(false, true, M, N, K, 1.0f, A.data(), K, W.data(), K, 0.0f, packed.data(), N);
+        EXPECT_EQ(packed, want);
+        EXPECT_NE(packed, fp32);
+        // a block: rows 16..47, columns 8..31 of W
+        std::vector<float> blk(M * 32), blk_want(M * 32);
+        gemm_xwt(M, 32, 24, 1.0f, A.data(), K, W.data() + 16 * K + 8, K, {}, 0.0f, blk.data(), 32);
+        gemm_packed(M, 16, 48, 8, 24, 1.0f, A.data(), K, pm, 0.0f, blk_want.data(), 32);
+        EXPECT_EQ(blk, blk_want);
+    }
+    gemm_raw(false, true, M, N, K, 1.0f, A.data(), K, W.data(), K, 0.0f, after.data(), N);
+    EXPECT_EQ(after, fp32);
+}
+
+TEST(GemmPacked, ParsePrecision) {
+    EXPECT_EQ(parse_precision("bf16"), Precision::bf16);
+    EXPECT_EQ(parse_precision("int8"), Precision::int8);
+    EXPECT_EQ(parse_precision("fp32"), Precision::fp32);
+    EXPECT_THROW(parse_precision("fp16"), Error);
+}
+
+}  // namespace
+}  // namespace nazar
