@@ -126,7 +126,7 @@ json bench_decode(const BenchArgs& a) {
     if (!a.dump_batches.empty()) std::ofstream(a.dump_batches) << json(src).dump();
     const int batch = a.batch > 0 ? a.batch : 1;
     int64_t out_tokens = 0;
-    auto run = [&](bool timed) {
+    auto run = [&, &src = src](bool timed) {
         for (std::size_t i = 0; i < src.size(); i += batch) {
             const std::size_t end = std::min(src.size(), i + batch);
             const std::span<const std::vector<int32_t>> part(src.data() + i, end - i);
