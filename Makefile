@@ -6,9 +6,13 @@ JOBS   ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
 # reliability: SANITIZE=0 = make test without the ASan/UBSan suite and the fuzzers;
-# FUZZ_SECONDS = time per fuzz target in make test.
+# FUZZ_SECONDS = time per fuzz target in make test; SANITIZE_CXX=clang++-14 builds the sanitizer
+# suite with clang in the fuzzers' directory (one instrumented build instead of two:
+# scripts/configure-instrumented.sh, docs/reliability.md).
 SANITIZE ?= 1
 FUZZ_SECONDS ?= 30
+SANITIZE_CXX ?= g++
+export SANITIZE_CXX
 
 .PHONY: all deps deps-build build test check demo demo-measure bench bench-compare explain clean format sanitize fuzz
 

@@ -176,7 +176,7 @@ json bench_decode(const BenchArgs& a) {
         flops += decode_flops(cfg, static_cast<double>(source.size()), std::max(a.beam, 1), steps);
         most = std::max(most, steps);
     };
-    auto run = [&](bool timed) {
+    auto run = [&, &src = src](bool timed) {
         for (std::size_t i = 0; i < src.size(); i += batch) {
             const std::size_t end = std::min(src.size(), i + batch);
             const std::span<const std::vector<int32_t>> part(src.data() + i, end - i);

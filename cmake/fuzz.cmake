@@ -4,7 +4,8 @@
 #
 # Where tests are built too, ctest replays every committed seed through its fuzzer once
 # ("fuzz.<name>.seeds", label fuzz). The time-bounded runs are scripts/run-fuzzers.sh (`make test`
-# calls it; it starts from the seeds as well, in a build dir without tests: build-fuzz).
+# calls it; it starts from the seeds as well: in build-fuzz, without tests, or with
+# SANITIZE_CXX=clang++-14 in the sanitizer suite's build-asan, where these ctest entries run).
 if(NAZAR_FUZZ)
   file(GLOB _fuzz_srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/fuzz/fuzz_*.cpp)
   set(_fuzz_targets)

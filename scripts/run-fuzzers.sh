@@ -5,33 +5,30 @@
 # allocation above 256 MB (inputs are at most 1 MiB; nothing may allocate like that).
 # Prints the number of inputs each target executed.
 #
-# Build: clang (libFuzzer) with ASan + UBSan, default dir build-fuzz, only the fuzz targets and
-# the libraries they link (no tests, no CLI).
+# Build (scripts/configure-instrumented.sh): clang 14 + libFuzzer + ASan + UBSan; only the
+# `fuzzers` target (the fuzz targets and the libraries they link). SANITIZE_CXX=g++ (default):
+# its own directory build-fuzz; SANITIZE_CXX=clang++-14: the sanitizer suite's build-asan, which
+# after scripts/run-sanitizers.sh (make test) is already up to date.
 #
-# Usage: scripts/run-fuzzers.sh [target ...]   (env: FUZZ_BUILD=dir, FUZZ_SECONDS=30, JOBS=n)
+# Usage: scripts/run-fuzzers.sh [target ...]   (env: SANITIZE_CXX, FUZZ_BUILD=dir, FUZZ_SECONDS=30,
+#                                              JOBS=n)
 # New inputs go to $BUILD/fuzz-work/<name>/ (not the committed corpus); a crashing input is
 # saved as $BUILD/fuzz-artifacts/<name>-crash-<sha1>: reproduce with `$BUILD/fuzz_<name> FILE`,
 # and add it to fuzz/corpus/<name>/ with the fix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=${FUZZ_BUILD:-build-fuzz}
 SECS=${FUZZ_SECONDS:-30}
 # Inputs up to 1 MiB (libFuzzer's default caps them near the largest seed, ~8 KB, which could
 # never reach 200 KB of nested brackets or a 100 KB line): FUZZ_MAX_LEN to change.
 MAX_LEN=${FUZZ_MAX_LEN:-1048576}
 JOBS=${JOBS:-$(nproc)}
-CLANG=clang++-14
-command -v "$CLANG" >/dev/null || CLANG=clang++
-
-if [ ! -f "$BUILD/build.ninja" ]; then
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_CXX_COMPILER="$CLANG" \
-        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 \
-        -DNAZAR_SANITIZE=address,undefined -DNAZAR_FUZZ=ON \
-        -DNAZAR_BUILD_TESTS=OFF -DNAZAR_BUILD_BENCH=OFF
-fi
-start=$SECONDS
+. scripts/configure-instrumented.sh
+BUILD=$(nazar_instrumented_dir fuzz)
+nazar_configure_instrumented fuzz "$BUILD"
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($16 + $17) / hz }' "/proc/$$/stat"; }
+start=$SECONDS c0=$(cpu)
 cmake --build "$BUILD" -j "$JOBS" --target fuzzers
-echo "run-fuzzers: build took $((SECONDS - start)) s" >&2
+echo "run-fuzzers: build took $((SECONDS - start)) s ($(($(cpu) - c0)) CPU s)" >&2
 
 if [ $# -gt 0 ]; then targets=("$@"); else
   targets=(); for s in fuzz/fuzz_*.cpp; do n=$(basename "$s" .cpp); targets+=("${n#fuzz_}"); done

@@ -1,33 +1,35 @@
 #!/usr/bin/env bash
 # The whole ctest suite under AddressSanitizer + UndefinedBehaviorSanitizer (docs/reliability.md).
 #
-# A gcc build directory (default build-asan) with -fsanitize=address,undefined
-# (+ float-cast-overflow) -fno-sanitize-recover=all: the first finding fails the test.
-# -O1 -g without NDEBUG: NZ_DCHECKs are on as well. OpenBLAS, yaml-cpp, SentencePiece and
-# libstdc++ are not instrumented (their own bugs are out of reach, our calls into them are not).
-# The PyTorch-driven parity scripts are not registered here (NAZAR_PARITY_PYTHON=/nonexistent):
-# they test Python, not nazar memory safety, and the C++ parity tests use the committed fixtures.
+# The instrumented build directory (default build-asan; scripts/configure-instrumented.sh):
+# -fsanitize=address,undefined -fno-sanitize-recover=all (the first finding fails the test),
+# -O1 with line tables, without NDEBUG (NZ_DCHECKs on). SANITIZE_CXX=g++ (default): gcc 12;
+# SANITIZE_CXX=clang++-14: clang 14 with libFuzzer coverage, the fuzz targets in the same
+# directory (scripts/run-fuzzers.sh then reuses its libraries) and fuzz.<name>.seeds in ctest.
+# Every ctest test is built and run here, whatever its label: nothing to register.
+# OpenBLAS, yaml-cpp, SentencePiece and libstdc++ are not instrumented (their own bugs are out
+# of reach, our calls into them are not).
 #
-# Usage: scripts/run-sanitizers.sh            (env: ASAN_BUILD=dir, JOBS=n, CTEST_FLAGS=...)
+# Usage: scripts/run-sanitizers.sh   (env: SANITIZE_CXX=g++|clang++-14, ASAN_BUILD=dir, JOBS=n,
+#                                     CTEST_FLAGS=...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=${ASAN_BUILD:-build-asan}
 JOBS=${JOBS:-$(nproc)}
+. scripts/configure-instrumented.sh
+BUILD=$(nazar_instrumented_dir suite)
+nazar_configure_instrumented suite "$BUILD"
 
-if [ ! -f "$BUILD/build.ninja" ]; then
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_CXX_COMPILER=g++ \
-        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 \
-        -DNAZAR_SANITIZE=address,undefined -DNAZAR_BUILD_BENCH=OFF \
-        -DNAZAR_PARITY_PYTHON=/nonexistent
-fi
-start=$SECONDS
+# CPU seconds (user+sys of this script's children so far), beside the wall time: the figure to
+# compare on a shared machine.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($16 + $17) / hz }' "/proc/$$/stat"; }
+start=$SECONDS c0=$(cpu)
 cmake --build "$BUILD" -j "$JOBS"
-echo "run-sanitizers: build took $((SECONDS - start)) s" >&2
+echo "run-sanitizers: build took $((SECONDS - start)) s ($(($(cpu) - c0)) CPU s)" >&2
 
 # Every finding aborts with a symbolized stack. Leak checking is on: a leak is a finding too.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:strict_string_checks=1:check_initialization_order=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 [ -x /usr/lib/llvm-14/bin/llvm-symbolizer ] && export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-/usr/lib/llvm-14/bin/llvm-symbolizer}
-start=$SECONDS
+start=$SECONDS c0=$(cpu)
 (cd "$BUILD" && ctest --output-on-failure -j "$JOBS" ${CTEST_FLAGS:-})
-echo "run-sanitizers: ctest took $((SECONDS - start)) s" >&2
+echo "run-sanitizers: ctest took $((SECONDS - start)) s ($(($(cpu) - c0)) CPU s)" >&2

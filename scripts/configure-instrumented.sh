@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Configures the instrumented build directories of scripts/run-sanitizers.sh and
+# scripts/run-fuzzers.sh (docs/reliability.md, "make test"). Sourced by both; by hand:
+#   scripts/configure-instrumented.sh suite|fuzz [dir]
+#
+# SANITIZE_CXX picks the layout:
+#   g++ (default)  suite: build-asan, gcc 12, ASan + UBSan, every test;
+#                  fuzz:  build-fuzz, clang 14 + libFuzzer + ASan + UBSan, fuzz targets only
+#                  (the libraries are compiled twice, once per compiler).
+#   clang++-14     one directory, build-asan, for both: clang 14, ASan + UBSan, libFuzzer
+#                  coverage on every target, tests and fuzz targets together, so the libraries
+#                  are compiled once and clang's faster compiles apply to the whole suite.
+# Both: -fno-sanitize-recover=all, -O1 with line tables only, NZ_DCHECKs on, no benchmarks; the
+# PyTorch-driven parity scripts are not registered (NAZAR_PARITY_PYTHON=/nonexistent: they test
+# Python, not nazar's memory safety; the C++ parity tests run on the committed fixtures).
+# A directory configured for another compiler or another NAZAR_FUZZ/NAZAR_BUILD_TESTS is
+# configured afresh.
+set -euo pipefail
+
+SANITIZE_CXX=${SANITIZE_CXX:-g++}
+
+# The directory of a role: ASAN_BUILD / FUZZ_BUILD, else the layout's default.
+nazar_instrumented_dir() {
+  case "$1:$SANITIZE_CXX" in
+    suite:*) echo "${ASAN_BUILD:-build-asan}" ;;
+    fuzz:g++ | fuzz:gcc) echo "${FUZZ_BUILD:-build-fuzz}" ;;
+    fuzz:*) echo "${FUZZ_BUILD:-${ASAN_BUILD:-build-asan}}" ;;
+  esac
+}
+
+nazar_configure_instrumented() {  # role dir
+  local role=$1 build=$2 cxx=$SANITIZE_CXX args
+  args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1
+        -DNAZAR_SANITIZE=address,undefined -DNAZAR_BUILD_BENCH=OFF)
+  case "$cxx:$role" in
+    g++:suite | gcc:suite)
+      cxx=g++; args+=(-DNAZAR_FUZZ=OFF -DNAZAR_BUILD_TESTS=ON -DNAZAR_PARITY_PYTHON=/nonexistent) ;;
+    g++:fuzz | gcc:fuzz)
+      cxx=clang++-14; args+=(-DNAZAR_FUZZ=ON -DNAZAR_BUILD_TESTS=OFF) ;;
+    *)
+      args+=(-DNAZAR_FUZZ=ON -DNAZAR_BUILD_TESTS=ON -DNAZAR_PARITY_PYTHON=/nonexistent) ;;
+  esac
+  if [ "${cxx#clang}" != "$cxx" ] && ! command -v "$cxx" >/dev/null; then cxx=clang++; fi
+  # An existing directory is kept when its compiler family, NAZAR_FUZZ and NAZAR_BUILD_TESTS are
+  # the layout's (whether the script or `cmake --preset asan|asan-clang|fuzz` configured it).
+  local cache="$build/CMakeCache.txt"
+  if [ -f "$cache" ]; then
+    local have want
+    have=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$cache")
+    have="${have##*/} $(sed -n 's/^NAZAR_FUZZ:BOOL=//p' "$cache") $(sed -n 's/^NAZAR_BUILD_TESTS:BOOL=//p' "$cache")"
+    want="${cxx##*/} $(printf '%s\n' "${args[@]}" | sed -n 's/^-DNAZAR_FUZZ=//p') $(printf '%s\n' "${args[@]}" | sed -n 's/^-DNAZAR_BUILD_TESTS=//p')"
+    [ "${have%%[-+]*} ${have#* }" = "${want%%[-+]*} ${want#* }" ] && [ -f "$build/build.ninja" ] && return 0
+    echo "configure-instrumented: $build is configured as [$have], this layout needs [$want]; configuring it afresh" >&2
+    rm -rf "$build"
+  fi
+  cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" "${args[@]}"
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  cd "$(dirname "$0")/.."
+  role=${1:?usage: scripts/configure-instrumented.sh suite|fuzz [dir]}
+  nazar_configure_instrumented "$role" "${2:-$(nazar_instrumented_dir "$role")}"
+fi
