@@ -11,4 +11,8 @@ const char* precision_name(Precision p);  // "fp32", "bf16", "int8"
 // "fp32" | "bf16" | "int8"; anything else: a one-line error naming the choices.
 Precision parse_precision(std::string_view s);
 
+// The inputs of training's large products (training.precision; core/gemm/bf16.h): fp32, or bf16
+// with fp32 accumulation.
+enum class GemmPrecision { fp32, bf16 };
+
 }  // namespace nazar

@@ -1,6 +1,8 @@
 // Translator: a pool of model replicas behind a thread-safe translate() (translator.h).
 #include "nazar/decode/translator.h"
 
+#include "nazar/core/precision.h"
+
 #include "nazar/core/check.h"
 #include "nazar/data/tokenizer.h"
 #include "nazar/data/utf8.h"

@@ -25,7 +25,6 @@
 // input order. Output text is the target tokenizer's detokenisation of the pieces before </s>.
 #pragma once
 
-#include "nazar/core/precision.h"
 #include "nazar/core/tensor.h"
 #include "nazar/decode/alignment.h"
 
@@ -37,6 +36,8 @@
 #include <vector>
 
 namespace nazar {
+
+enum class Precision;  // core/precision.h (opaque here: keeps this header's includes at five)
 
 struct ModelConfig;  // models/config.h (Translator::config)
 

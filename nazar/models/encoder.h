@@ -46,13 +46,13 @@ public:
                  EncoderCache& cache,           // out (keeps the ids' embeddings, RNN cache)
                  Rng& rng, Mode mode,
                  ConstTensorView emb_mask = {}) const;  // (B, S, E) dropout mask of the embeddings,
-                                                   // or empty (none)
+                                                        // or empty (none)
     // d_final: gradient w.r.t. cache.final (empty tensors = zero).
-    void backward(std::span<const int32_t> src,  // (B, S) same ids forward saw
-                  ConstTensorView d_enc_out,     // (B, S, C)
-                  const RNNState& d_final,       // (L·dirs, B, H_enc) each; empty = zero
-                  EncoderCache& cache,           // uses cache.emb's storage as scratch for d_emb
-                  ConstTensorView emb_mask = {});     // the mask forward applied, or empty
+    void backward(std::span<const int32_t> src,    // (B, S) same ids forward saw
+                  ConstTensorView d_enc_out,       // (B, S, C)
+                  const RNNState& d_final,         // (L·dirs, B, H_enc) each; empty = zero
+                  EncoderCache& cache,             // uses cache.emb's storage as scratch for d_emb
+                  ConstTensorView emb_mask = {});  // the mask forward applied, or empty
 
     void collect(const std::string& prefix, ParamList& out);  // prefix "encoder."
 

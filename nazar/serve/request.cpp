@@ -116,7 +116,7 @@ void read_text(const json& v, const RequestLimits& limits, std::vector<std::stri
     if (out.empty()) throw HttpError(400, "'text' has no sentences");
 }
 
-json matrix(TensorView m, int rows) {
+json matrix(ConstTensorView m, int rows) {
     json out = json::array();
     for (int r = 0; r < rows; ++r) {
         json row = json::array();

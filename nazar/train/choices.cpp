@@ -2,6 +2,7 @@
 #include "nazar/train/choices.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/gemm/bf16.h"
 #include "nazar/core/text_limits.h"
 #include "nazar/train/train_config.h"
 

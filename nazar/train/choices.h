@@ -10,7 +10,7 @@
 #pragma once
 
 #include "nazar/attention/attention.h"
-#include "nazar/core/gemm/bf16.h"
+#include "nazar/core/precision.h"
 #include "nazar/data/tokenizer.h"
 #include "nazar/models/config.h"
 #include "nazar/train/optim.h"

@@ -21,7 +21,7 @@
 namespace nazar {
 namespace {
 
-bool same(TensorView a, TensorView b) {
+bool same(ConstTensorView a, ConstTensorView b) {
     return a.shape() == b.shape() &&
            std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.numel())) ==
                0;

@@ -24,6 +24,7 @@
 #pragma once
 
 #include "nazar/core/params.h"
+#include "nazar/core/precision.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -60,7 +61,6 @@ bool bf16_onednn_available();
 std::string bf16_description();
 
 // ---- the precision switch of gemm ----
-enum class GemmPrecision { fp32, bf16 };
 // "fp32" | "bf16"; parse throws nazar::Error naming the choices.
 const char* precision_name(GemmPrecision p);
 GemmPrecision parse_gemm_precision(const std::string& s);

@@ -642,7 +642,7 @@ bool try_packed(int M, int N, int K, float alpha, const float* A, int lda, const
     if (prof)
         profile_add(prof, false, true, M, N, K,
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                    true);
+                    true, false);
     return true;
 }
 
