@@ -233,6 +233,7 @@ Corpus load(const CorpusFiles& files, SideMap& src_map, SideMap& tgt_map, const 
                 ++s.duplicate;
                 continue;
             }
+            if (o.tgt_text) o.tgt_text->push_back(slot.tgt);
             if (src_map.counter)
                 for (int32_t id : slot.s.ids) src_map.counter->count(id);
             if (tgt_map.counter)

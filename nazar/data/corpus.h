@@ -38,6 +38,9 @@ struct LoadOptions {
     FilterOptions filter{};
     bool skip_bad_lines = false;  // count and skip line-level errors instead of throwing
     bool print_summary = true;    // the summary line to stderr at the end of loading
+    // Given: the target line of every kept pair, as read (validation references: scores against
+    // the text, not against ids in which out-of-vocabulary words became <unk>).
+    std::vector<std::string>* tgt_text = nullptr;
 };
 
 struct LoadSummary {

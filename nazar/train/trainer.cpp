@@ -232,7 +232,7 @@ Trainer::Trainer(TrainConfig cfg, const std::string& resume, TrainerHooks hooks)
     if (!cfg_.dev.empty() || !cfg_.dev_src.empty()) {
         dev_ = load_corpus(files_of(cfg_.dev, cfg_.dev_src, cfg_.dev_tgt), data_.src_tokenizer,
                            data_.tgt_tokenizer, data_.src_vocab, data_.tgt_vocab,
-                           {.skip_bad_lines = cfg_.skip_bad_lines});
+                           {.skip_bad_lines = cfg_.skip_bad_lines, .tgt_text = &dev_text_});
         has_dev_ = dev_.size() > 0;
     }
     if (ck) {

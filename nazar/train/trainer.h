@@ -160,6 +160,7 @@ private:
     bool interrupt_agreed_ = false;  // some rank saw TrainerHooks::interrupt (parallel runs)
     TrainingData data_;
     Corpus dev_;
+    std::vector<std::string> dev_text_;  // dev target lines as read: the references of BLEU etc.
     bool has_dev_ = false;
     std::unique_ptr<Seq2Seq> model_;
     ParamList params_;

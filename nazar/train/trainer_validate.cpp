@@ -88,7 +88,11 @@ ValidationResult Trainer::validate_weights() {
         }
         for (std::size_t i = begin; i < end; ++i) {
             hyps[i] = data_.tgt_vocab.decode(tokens[i - begin], data_.tgt_tokenizer);
-            refs[i] = data_.tgt_vocab.decode(dev_.tgt(idx[i]), data_.tgt_tokenizer);
+            // the dev line as read: a reference decoded from ids would hold <unk> for every
+            // out-of-vocabulary word (and match a hypothesis's <unk>)
+            refs[i] = dev_text_.size() == static_cast<std::size_t>(dev_.size())
+                          ? dev_text_[static_cast<std::size_t>(idx[i])]
+                          : data_.tgt_vocab.decode(dev_.tgt(idx[i]), data_.tgt_tokenizer);
         }
     }
     const std::vector<std::vector<std::string>> streams{refs};

@@ -119,6 +119,27 @@ TEST(DataCorpus, EachFilterRuleIsCountedAndNamed) {
     EXPECT_EQ(tv.size(), 4 + 3);
 }
 
+// The references of validation: the target line of each kept pair as read, aligned with the
+// corpus (dropped pairs leave no line), with words the vocabulary lacks still in them.
+TEST(DataCorpus, TargetTextOfKeptPairsAsRead) {
+    TempFile f(
+        "a b\tc  d\n"  // kept, the double space as read
+        "\tvide\n"     // empty source: dropped
+        "b a\tzz\n"    // kept; "zz" is below min_freq 2: <unk> in the ids, not in the text
+        "a a\tc d\n");
+    Vocab sv, tv;
+    LoadSummary s;
+    std::vector<std::string> text;
+    LoadOptions o = kQuiet;
+    o.tgt_text = &text;
+    const Corpus c =
+        load_corpus_building_vocabs({.tsv = f.path}, Tokenizer::word(), Tokenizer::word(),
+                                    {.tgt = {.min_freq = 2}}, o, sv, tv, &s);
+    ASSERT_EQ(c.size(), 3);
+    EXPECT_EQ(text, (std::vector<std::string>{"c  d", "zz", "c d"}));
+    EXPECT_EQ(decode(tv, c.tgt(1)), "<unk>");
+}
+
 TEST(DataCorpus, LimitsAreInclusiveAndRatioIsSymmetric) {
     TempFile f(
         "a b c\tx y z\n"  // length 3 == max_length: kept
