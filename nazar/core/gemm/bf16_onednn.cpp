@@ -78,7 +78,9 @@ const Matmul& cached(bool ta, bool tb, int M, int N, int K, float alpha, float b
                      int ldb, int ldc) {
     using Key = std::tuple<bool, bool, int, int, int, float, float, int, int, int>;
     static std::mutex mu;
-    static std::map<Key, Matmul> cache;
+    // Never destroyed: the primitives live as long as the process (a static map would drop its
+    // handles at exit, which LeakSanitizer reports as leaks).
+    static auto& cache = *new std::map<Key, Matmul>;
     std::lock_guard lk(mu);
     const Key k{ta, tb, M, N, K, alpha, beta, lda, ldb, ldc};
     auto it = cache.find(k);
