@@ -139,7 +139,17 @@ void BasicTensorView<T>::copy_from(BasicTensorView<const float> src) const
 }
 
 template class BasicTensorView<float>;
-template class BasicTensorView<const float>;
+// The read-only view: its members one by one, not `template class`, which clang 14 applies to the
+// writing members too (their requires-clauses notwithstanding) and then fails to compile them.
+using CView = BasicTensorView<const float>;
+template const float& CView::at(int64_t) const;
+template const float& CView::at(int64_t, int64_t) const;
+template const float& CView::at(int64_t, int64_t, int64_t) const;
+template const float& CView::at(int64_t, int64_t, int64_t, int64_t) const;
+template CView CView::slice(int64_t, int64_t) const;
+template CView CView::select(int64_t) const;
+template CView CView::reshape(Shape) const;
+template CView CView::as_matrix() const;
 
 // ---- Tensor ------------------------------------------------------------------------------
 
