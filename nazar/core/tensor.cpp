@@ -139,8 +139,9 @@ void BasicTensorView<T>::copy_from(BasicTensorView<const float> src) const
 }
 
 template class BasicTensorView<float>;
-// The read-only view: its members one by one, not `template class`, which clang 14 applies to the
-// writing members too (their requires-clauses notwithstanding) and then fails to compile them.
+#if defined(__clang__)
+// clang 14 applies `template class` to the writing members too (their requires-clauses
+// notwithstanding) and fails to compile them: the read-only view's out-of-line members one by one.
 using CView = BasicTensorView<const float>;
 template const float& CView::at(int64_t) const;
 template const float& CView::at(int64_t, int64_t) const;
@@ -150,6 +151,9 @@ template CView CView::slice(int64_t, int64_t) const;
 template CView CView::select(int64_t) const;
 template CView CView::reshape(Shape) const;
 template CView CView::as_matrix() const;
+#else
+template class BasicTensorView<const float>;
+#endif
 
 // ---- Tensor ------------------------------------------------------------------------------
 

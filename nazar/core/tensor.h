@@ -94,7 +94,9 @@ private:
 using TensorView = BasicTensorView<float>;
 using ConstTensorView = BasicTensorView<const float>;
 extern template class BasicTensorView<float>;
-extern template class BasicTensorView<const float>;
+#if !defined(__clang__)  // clang 14: the read-only view's members are instantiated one by one
+extern template class BasicTensorView<const float>;  // (tensor.cpp), its inline ones implicitly
+#endif
 
 // Constness is deep: a const Tensor gives const floats and ConstTensorViews only.
 class Tensor {
