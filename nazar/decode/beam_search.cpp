@@ -15,6 +15,8 @@
 #include <limits>
 #include <numeric>
 
+#include "nazar/decode/step_types.h"
+
 namespace nazar {
 
 void validate(const BeamOptions& o) {
@@ -245,16 +247,7 @@ void collect(std::vector<Sentence>& sent, const BeamOptions& o,
 }
 
 // The step API's source and state types of a model (Seq2Seq or Ensemble).
-template <class Model>
-struct StepTypes {
-    using Source = EncodedSource;
-    using State = DecoderState;
-};
-template <>
-struct StepTypes<Ensemble> {
-    using Source = Ensemble::Source;
-    using State = Ensemble::State;
-};
+using detail::StepTypes;  // decode/step_types.h
 
 template <class Model>
 std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int32_t> src,

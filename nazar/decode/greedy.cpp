@@ -10,6 +10,8 @@
 #include <cstring>
 #include <limits>
 
+#include "nazar/decode/step_types.h"
+
 namespace nazar {
 
 namespace {
@@ -47,16 +49,7 @@ int best_token(const float* lp, int V, int32_t pad, int32_t bos) {
 }
 
 // The step API's source and state types of a model (Seq2Seq or Ensemble).
-template <class Model>
-struct StepTypes {
-    using Source = EncodedSource;
-    using State = DecoderState;
-};
-template <>
-struct StepTypes<Ensemble> {
-    using Source = Ensemble::Source;
-    using State = Ensemble::State;
-};
+using detail::StepTypes;  // decode/step_types.h
 
 template <class Model>
 std::vector<GreedyResult> greedy_impl(Model& model, std::span<const int32_t> src,
