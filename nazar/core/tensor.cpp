@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
 namespace nazar {
 
@@ -180,6 +181,26 @@ Tensor Tensor::clone(ConstTensorView v) {
 
 Tensor::Tensor(const Tensor& o) : Tensor(o.shape_) {
     copy_from(o.view());
+}
+
+Tensor::Tensor(Tensor&& o) noexcept
+    : data_(std::move(o.data_)),
+      capacity_(std::exchange(o.capacity_, 0)),
+      shape_(std::exchange(o.shape_, Shape{0})) {}
+
+Tensor& Tensor::operator=(Tensor&& o) noexcept {
+    if (this != &o) {
+        data_ = std::move(o.data_);
+        capacity_ = std::exchange(o.capacity_, 0);
+        shape_ = std::exchange(o.shape_, Shape{0});
+    }
+    return *this;
+}
+
+void Tensor::swap(Tensor& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(capacity_, o.capacity_);
+    std::swap(shape_, o.shape_);
 }
 
 Tensor& Tensor::operator=(const Tensor& o) {

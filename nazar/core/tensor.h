@@ -6,6 +6,7 @@
 //   ConstTensorView  the read-only view: what a const Tensor gives and what inputs take.
 //   Tensor      owning, 64-byte aligned. Copy = deep copy. resize() reuses its buffer when it
 //               is large enough, so tensors held across steps stop allocating after warm-up.
+//               A moved-from Tensor is empty (shape (0,), no buffer, capacity 0) and usable.
 //   Arena       bump allocator for per-step scratch: alloc() is a pointer bump, reset() keeps
 //               the memory. Nothing inside the time loop calls malloc.
 // Shape letters (docs/shapes.md): B batch, S source length, T target length, E embedding,
@@ -110,8 +111,12 @@ public:
 
     Tensor(const Tensor& o);
     Tensor& operator=(const Tensor& o);
-    Tensor(Tensor&&) noexcept = default;
-    Tensor& operator=(Tensor&&) noexcept = default;
+    // Moving takes the buffer, its capacity and the shape, and leaves `o` empty (shape (0,),
+    // capacity 0), like a default-constructed Tensor: a later resize() allocates afresh.
+    Tensor(Tensor&& o) noexcept;
+    Tensor& operator=(Tensor&& o) noexcept;
+    void swap(Tensor& o) noexcept;
+    friend void swap(Tensor& a, Tensor& b) noexcept { a.swap(b); }
 
     // Changes the shape; keeps the buffer when it has room (contents then unspecified
     // unless `zero` is set).
@@ -128,6 +133,7 @@ public:
     int ndim() const { return shape_.ndim(); }
     int dim(int i) const { return static_cast<int>(shape_[i]); }
     int64_t numel() const { return shape_.numel(); }
+    int64_t capacity() const { return capacity_; }  // floats the buffer holds (>= numel())
     bool empty() const { return numel() == 0; }
     std::span<float> span() { return view().span(); }
     std::span<const float> span() const { return view().span(); }
