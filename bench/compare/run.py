@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """`make bench-compare`: nazar vs PyTorch (python/nazar_torch.py) on identical configurations,
 weights and data, and nazar vs the machine's measured sgemm peak, in one run, printed as one
-table (method: docs/performance.md).
+table (method: docs/performance.md). The nazar side is `nazar bench ...`, whose runners live in
+apps/bench/ (runners.h: train, decode; util.h: presets, FLOP counts, GEMM rates, CPU report).
 
     bench/compare/run.py --nazar build/nazar [--quick] [--kernels auto|env] [--out F.json]
 

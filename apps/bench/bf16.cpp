@@ -1,6 +1,6 @@
 // `nazar bench gemm --precision bf16` and the bf16 roofline of `nazar bench train --precision
-// bf16` (cli/bench_bf16.h).
-#include "cli/bench_bf16.h"
+// bf16` (apps/bench/bf16.h).
+#include "apps/bench/bf16.h"
 
 #include "nazar/core/blas.h"
 #include "nazar/core/gemm/bf16.h"
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace nazar::cli {
+namespace nazar::bench {
 
 using nlohmann::json;
 
@@ -240,4 +240,4 @@ json bench_bf16_gemm(const Preset& p, int size) {
     return j;
 }
 
-}  // namespace nazar::cli
+}  // namespace nazar::bench

@@ -1,5 +1,5 @@
-// Helpers of `nazar bench` (see bench_util.h; method in docs/performance.md).
-#include "cli/bench_util.h"
+// Helpers of `nazar bench` (see util.h; method in docs/performance.md).
+#include "apps/bench/util.h"
 
 #include "nazar/core/blas.h"
 #include "nazar/core/check.h"
@@ -23,7 +23,7 @@
 #include <immintrin.h>
 #endif
 
-namespace nazar::cli {
+namespace nazar::bench {
 
 using nlohmann::json;
 
@@ -336,10 +336,10 @@ json bench_epoch_scaling(const Preset& p, const std::vector<int>& corpus, int se
     return {{"what", "epoch"}, {"preset", p.name}, {"rows", rows}};
 }
 
-}  // namespace nazar::cli
+}  // namespace nazar::bench
 
-// ---- what ran: features, paths, FMA peak (cli/bench_util.h) ----
-namespace nazar::cli {
+// ---- what ran: features, paths, FMA peak (apps/bench/util.h) ----
+namespace nazar::bench {
 namespace {
 
 // iters x R independent FMA chains of one vector each; returns a value that depends on all of
@@ -486,4 +486,4 @@ json cpu_report() {
             {"fma_peak", fma_peak()}};
 }
 
-}  // namespace nazar::cli
+}  // namespace nazar::bench

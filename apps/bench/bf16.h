@@ -2,11 +2,11 @@
 // rate on the training shapes, and the machine's bf16 GEMM peak (the roofline of bf16 training).
 #pragma once
 
-#include "cli/bench_util.h"
+#include "apps/bench/util.h"
 
 #include <nlohmann/json.hpp>
 
-namespace nazar::cli {
+namespace nazar::bench {
 
 // size³ NN product in fp32 and in bf16 on each bf16 kernel this machine runs, interleaved;
 // "bf16_gflops" is the best bf16 kernel's wall rate (all threads), the roofline; "instructions":
@@ -18,4 +18,4 @@ nlohmann::json bf16_gemm_peak(int size);
 // once as inside a training step), conversion included.
 nlohmann::json bench_bf16_gemm(const Preset& p, int size);
 
-}  // namespace nazar::cli
+}  // namespace nazar::bench

@@ -1,4 +1,4 @@
-// Helpers of `nazar bench` (cli/cmd_bench.cpp): presets, synthetic data, timing, memory, the
+// Helpers of `nazar bench` (apps/bench/runners.h): presets, synthetic data, timing, memory, the
 // analytic FLOP count (docs/performance.md) and the GEMM / scaling measurements.
 #pragma once
 
@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace nazar::cli {
+namespace nazar::bench {
 
 // The configurations of the performance issue (README, docs/performance.md).
 struct Preset {
@@ -74,4 +74,4 @@ nlohmann::json bench_local_scaling(const Preset& p, const std::vector<int>& leng
 nlohmann::json bench_epoch_scaling(const Preset& p, const std::vector<int>& corpus, int seed,
                                    int min_len, int max_len);
 
-}  // namespace nazar::cli
+}  // namespace nazar::bench
