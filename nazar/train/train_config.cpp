@@ -1,4 +1,4 @@
-// Longer than 500 lines, make_table() longer than 80: the table of configuration keys (data).
+// size: over 500 lines, make_table() over 80: the table of configuration keys (data).
 // The option table and its parsers (train_config.h).
 #include "nazar/train/train_config.h"
 
