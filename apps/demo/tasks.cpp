@@ -1,4 +1,3 @@
-// Longer than 80 lines: format_date(), the table of date formats (data).
 #include "apps/demo/tasks.h"
 
 #include "nazar/core/check.h"
@@ -116,6 +115,140 @@ const char* ordinal(int d) {
 constexpr int kNumFormats = 28;
 constexpr std::array<int, 3> kShortYearFormats = {6, 9, 15};
 
+// The parts of one date as format_date() writes them.
+struct DateParts {
+    int d = 0, wd = 0, mi = 0;  // day, weekday (Monday = 0), month index (January = 0)
+    std::string dd, mm, yy;     // zero-padded day, month, two-digit year
+    std::string ds, ms, yyyy;   // day, month and year as plain numbers
+};
+
+// Writes text and the day/month/year fields into an Example (Builder).
+struct DateOut {
+    Builder& b;
+    Example& e;
+    void day(const std::string& s) { b.field(s, e.day); }
+    void month(const std::string& s) { b.field(s, e.month); }
+    void year(const std::string& s) { b.field(s, e.year); }
+    void t(std::string_view s) { b.text(s); }
+};
+
+// The English formats with month names (0..8).
+void write_english(int f, const DateParts& p, DateOut& o) {
+    switch (f) {
+        case 0:
+            o.t(kEnDays[p.wd]), o.t(", "), o.day(p.ds), o.t(" "), o.month(kEnMonths[p.mi]),
+                o.t(" "), o.year(p.yyyy);
+            break;
+        case 1:
+            o.day(p.ds), o.t(" "), o.month(kEnMonths[p.mi]), o.t(" "), o.year(p.yyyy);
+            break;
+        case 2:
+            o.month(kEnMonths[p.mi]), o.t(" "), o.day(p.ds), o.t(", "), o.year(p.yyyy);
+            break;
+        case 3:
+            o.month(kEnMonths[p.mi]), o.t(" "), o.day(p.ds), o.t(ordinal(p.d)), o.t(", "),
+                o.year(p.yyyy);
+            break;
+        case 4:
+            o.t(kEnDays[p.wd]), o.t(", "), o.month(kEnMonths[p.mi]), o.t(" "), o.day(p.ds),
+                o.t(", "), o.year(p.yyyy);
+            break;
+        case 5:
+            o.day(p.ds), o.t(" "), o.month(abbrev(kEnMonths[p.mi])), o.t(" "), o.year(p.yyyy);
+            break;
+        case 6:
+            o.day(p.dd), o.t(" "), o.month(abbrev(kEnMonths[p.mi])), o.t(" "), o.year(p.yy);
+            break;
+        case 7:
+            o.day(p.ds), o.t(" "), o.month(upper(kEnMonths[p.mi])), o.t(" "), o.year(p.yyyy);
+            break;
+        case 8:
+            o.day(p.ds), o.t(" "), o.month(lower(kEnMonths[p.mi])), o.t(" "), o.year(p.yyyy);
+            break;
+        default:
+            NZ_FAIL("format_date: unhandled format {}", f);
+    }
+}
+
+// The numeric formats (9..15): day, month and year in figures.
+void write_numeric(int f, const DateParts& p, DateOut& o) {
+    switch (f) {
+        case 9:
+            o.day(p.dd), o.t("/"), o.month(p.mm), o.t("/"), o.year(p.yy);
+            break;
+        case 10:
+            o.day(p.ds), o.t("/"), o.month(p.ms), o.t("/"), o.year(p.yyyy);
+            break;
+        case 11:
+            o.day(p.dd), o.t("."), o.month(p.mm), o.t("."), o.year(p.yyyy);
+            break;
+        case 12:
+            o.year(p.yyyy), o.t("-"), o.month(p.mm), o.t("-"), o.day(p.dd);
+            break;
+        case 13:
+            o.day(p.dd), o.t("-"), o.month(p.mm), o.t("-"), o.year(p.yyyy);
+            break;
+        case 14:
+            o.year(p.yyyy), o.t("/"), o.month(p.mm), o.t("/"), o.day(p.dd);
+            break;
+        case 15:
+            o.day(p.dd), o.t("."), o.month(p.mm), o.t("."), o.year(p.yy);
+            break;
+        default:
+            NZ_FAIL("format_date: unhandled format {}", f);
+    }
+}
+
+// French, German, Spanish, Italian, Portuguese and Dutch (16..27).
+void write_european(int f, const DateParts& p, DateOut& o) {
+    switch (f) {
+        case 16:
+            o.t(kFrDays[p.wd]), o.t(" "), o.day(p.ds), o.t(p.d == 1 ? "er " : " "),
+                o.month(kFrMonths[p.mi]), o.t(" "), o.year(p.yyyy);
+            break;
+        case 17:
+            o.day(p.ds), o.t(p.d == 1 ? "er " : " "), o.month(kFrMonths[p.mi]), o.t(" "),
+                o.year(p.yyyy);
+            break;
+        case 18:
+            o.t("le "), o.day(p.ds), o.t(" "), o.month(kFrMonths[p.mi]), o.t(" "), o.year(p.yyyy);
+            break;
+        case 19:
+            o.t(kDeDays[p.wd]), o.t(", "), o.day(p.ds), o.t(". "), o.month(kDeMonths[p.mi]),
+                o.t(" "), o.year(p.yyyy);
+            break;
+        case 20:
+            o.day(p.ds), o.t(". "), o.month(kDeMonths[p.mi]), o.t(" "), o.year(p.yyyy);
+            break;
+        case 21:
+            o.day(p.ds), o.t(" de "), o.month(kEsMonths[p.mi]), o.t(" de "), o.year(p.yyyy);
+            break;
+        case 22:
+            o.t(kEsDays[p.wd]), o.t(", "), o.day(p.ds), o.t(" de "), o.month(kEsMonths[p.mi]),
+                o.t(" de "), o.year(p.yyyy);
+            break;
+        case 23:
+            o.day(p.ds), o.t(" "), o.month(kItMonths[p.mi]), o.t(" "), o.year(p.yyyy);
+            break;
+        case 24:
+            o.t(kItDays[p.wd]), o.t(" "), o.day(p.ds), o.t(" "), o.month(kItMonths[p.mi]), o.t(" "),
+                o.year(p.yyyy);
+            break;
+        case 25:
+            o.day(p.ds), o.t(" de "), o.month(kPtMonths[p.mi]), o.t(" de "), o.year(p.yyyy);
+            break;
+        case 26:
+            o.day(p.ds), o.t(" "), o.month(kNlMonths[p.mi]), o.t(" "), o.year(p.yyyy);
+            break;
+        case 27:
+            o.t(kNlDays[p.wd]), o.t(" "), o.day(p.ds), o.t(" "), o.month(kNlMonths[p.mi]), o.t(" "),
+                o.year(p.yyyy);
+            break;
+        default:
+            NZ_FAIL("format_date: unhandled format {}", f);
+    }
+}
+
 }  // namespace
 
 int num_date_formats() {
@@ -135,106 +268,23 @@ Example format_date(int f, int y, int m, int d) {
              "format_date: format {} writes a two-digit year, which reads as 1950..2049 (got {})",
              f, y);
     Builder b;
-    Example& e = b.ex;
-    const int wd = weekday(y, m, d), mi = m - 1;
-    const std::string dd = fmt::format("{:02d}", d), mm = fmt::format("{:02d}", m),
-                      yy = fmt::format("{:02d}", y % 100);
-    const std::string ds = std::to_string(d), ms = std::to_string(m), yyyy = std::to_string(y);
-    auto day = [&](const std::string& s) { b.field(s, e.day); };
-    auto month = [&](const std::string& s) { b.field(s, e.month); };
-    auto year = [&](const std::string& s) { b.field(s, e.year); };
-    auto t = [&](std::string_view s) { b.text(s); };
-    switch (f) {
-        case 0:
-            t(kEnDays[wd]), t(", "), day(ds), t(" "), month(kEnMonths[mi]), t(" "), year(yyyy);
-            break;
-        case 1:
-            day(ds), t(" "), month(kEnMonths[mi]), t(" "), year(yyyy);
-            break;
-        case 2:
-            month(kEnMonths[mi]), t(" "), day(ds), t(", "), year(yyyy);
-            break;
-        case 3:
-            month(kEnMonths[mi]), t(" "), day(ds), t(ordinal(d)), t(", "), year(yyyy);
-            break;
-        case 4:
-            t(kEnDays[wd]), t(", "), month(kEnMonths[mi]), t(" "), day(ds), t(", "), year(yyyy);
-            break;
-        case 5:
-            day(ds), t(" "), month(abbrev(kEnMonths[mi])), t(" "), year(yyyy);
-            break;
-        case 6:
-            day(dd), t(" "), month(abbrev(kEnMonths[mi])), t(" "), year(yy);
-            break;
-        case 7:
-            day(ds), t(" "), month(upper(kEnMonths[mi])), t(" "), year(yyyy);
-            break;
-        case 8:
-            day(ds), t(" "), month(lower(kEnMonths[mi])), t(" "), year(yyyy);
-            break;
-        case 9:
-            day(dd), t("/"), month(mm), t("/"), year(yy);
-            break;
-        case 10:
-            day(ds), t("/"), month(ms), t("/"), year(yyyy);
-            break;
-        case 11:
-            day(dd), t("."), month(mm), t("."), year(yyyy);
-            break;
-        case 12:
-            year(yyyy), t("-"), month(mm), t("-"), day(dd);
-            break;
-        case 13:
-            day(dd), t("-"), month(mm), t("-"), year(yyyy);
-            break;
-        case 14:
-            year(yyyy), t("/"), month(mm), t("/"), day(dd);
-            break;
-        case 15:
-            day(dd), t("."), month(mm), t("."), year(yy);
-            break;
-        case 16:
-            t(kFrDays[wd]), t(" "), day(ds), t(d == 1 ? "er " : " "), month(kFrMonths[mi]), t(" "),
-                year(yyyy);
-            break;
-        case 17:
-            day(ds), t(d == 1 ? "er " : " "), month(kFrMonths[mi]), t(" "), year(yyyy);
-            break;
-        case 18:
-            t("le "), day(ds), t(" "), month(kFrMonths[mi]), t(" "), year(yyyy);
-            break;
-        case 19:
-            t(kDeDays[wd]), t(", "), day(ds), t(". "), month(kDeMonths[mi]), t(" "), year(yyyy);
-            break;
-        case 20:
-            day(ds), t(". "), month(kDeMonths[mi]), t(" "), year(yyyy);
-            break;
-        case 21:
-            day(ds), t(" de "), month(kEsMonths[mi]), t(" de "), year(yyyy);
-            break;
-        case 22:
-            t(kEsDays[wd]), t(", "), day(ds), t(" de "), month(kEsMonths[mi]), t(" de "),
-                year(yyyy);
-            break;
-        case 23:
-            day(ds), t(" "), month(kItMonths[mi]), t(" "), year(yyyy);
-            break;
-        case 24:
-            t(kItDays[wd]), t(" "), day(ds), t(" "), month(kItMonths[mi]), t(" "), year(yyyy);
-            break;
-        case 25:
-            day(ds), t(" de "), month(kPtMonths[mi]), t(" de "), year(yyyy);
-            break;
-        case 26:
-            day(ds), t(" "), month(kNlMonths[mi]), t(" "), year(yyyy);
-            break;
-        case 27:
-            t(kNlDays[wd]), t(" "), day(ds), t(" "), month(kNlMonths[mi]), t(" "), year(yyyy);
-            break;
-        default:
-            NZ_FAIL("format_date: unhandled format {}", f);
-    }
-    e.target = iso_date(y, m, d);
+    DateOut out{b, b.ex};
+    const DateParts parts{.d = d,
+                          .wd = weekday(y, m, d),
+                          .mi = m - 1,
+                          .dd = fmt::format("{:02d}", d),
+                          .mm = fmt::format("{:02d}", m),
+                          .yy = fmt::format("{:02d}", y % 100),
+                          .ds = std::to_string(d),
+                          .ms = std::to_string(m),
+                          .yyyy = std::to_string(y)};
+    if (f <= 8)
+        write_english(f, parts, out);
+    else if (f <= 15)
+        write_numeric(f, parts, out);
+    else
+        write_european(f, parts, out);
+    b.ex.target = iso_date(y, m, d);
     return std::move(b.ex);
 }
 

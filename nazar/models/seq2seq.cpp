@@ -1,4 +1,5 @@
-// Seq2Seq: the training step, evaluation, scoring and the incremental step API (seq2seq.h).
+// Seq2Seq: the training step, evaluation and scoring (seq2seq.h); the incremental step API is in
+// seq2seq_steps.cpp.
 #include "nazar/models/seq2seq.h"
 
 #include "nazar/core/gemm/packed.h"
@@ -8,7 +9,6 @@
 #include "nazar/models/sequence_backward.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace nazar {
 
@@ -28,31 +28,6 @@ ConstTensorView mask_of(const DropoutMasks* m, Tensor DropoutMasks::*site) {
 }
 TensorView sel(Tensor& x, int i) {
     return absent(x) ? TensorView() : x.select(i);
-}
-
-// out rows n = in rows rows[n] along dimension `dim` (0 or 1) of a 2-, 3- or 4-D tensor. An
-// absent tensor ((0) placeholder: GRU's c, dot's keys, no feed) stays absent; a real one with no
-// elements (enc_out (N, 0, C) of empty sources) keeps its shape with N' = rows.size().
-void gather(const Tensor& in, int dim, std::span<const int> rows, Tensor& out) {
-    if (in.ndim() < 2) {
-        out = Tensor(Shape{0});
-        return;
-    }
-    Shape shape = in.shape();
-    const int N = static_cast<int>(shape[dim]);
-    shape[dim] = static_cast<int64_t>(rows.size());
-    out.resize(shape, false);
-    int64_t outer = 1, inner = 1;
-    for (int d = 0; d < dim; ++d) outer *= in.shape()[d];
-    for (int d = dim + 1; d < in.ndim(); ++d) inner *= in.shape()[d];
-    const int64_t M = static_cast<int64_t>(rows.size());
-    for (int64_t o = 0; o < outer; ++o)
-        for (int64_t n = 0; n < M; ++n) {
-            NZ_CHECK(rows[n] >= 0 && rows[n] < N, "row {} outside [0, {})", rows[n], N);
-            if (inner > 0)
-                std::memcpy(out.data() + (o * M + n) * inner, in.data() + (o * N + rows[n]) * inner,
-                            sizeof(float) * inner);
-        }
 }
 
 int argmax_row(const float* x, int n) {
@@ -422,91 +397,6 @@ void Seq2Seq::score(const Batch& batch, std::span<double> out) {
             if (y != cfg_.special_ids.pad) out[r % B] += lp.at(r - r0, y);
         }
     }
-}
-
-// ---- incremental decoding ----
-
-void Seq2Seq::encode(std::span<const int32_t> src, std::span<const int> lengths, int S,
-                     EncodedSource& out, int rows_per_sentence) {
-    const int N = static_cast<int>(lengths.size());
-    NZ_CHECK(N > 0 && static_cast<int64_t>(src.size()) == int64_t{N} * S,
-             "encode: {} ids for {} sentences of {}", src.size(), N, S);
-    Rng unused(0);
-    out.N = N;
-    out.S = S;
-    out.lengths.assign(lengths.begin(), lengths.end());
-    out.enc_out.resize({N, S, encoder.output_size()}, false);
-    encoder.forward(src, lengths, out.enc_out, step_enc_cache_, unused, Mode::eval);
-    const int step_rows = N * std::max(1, rows_per_sentence);
-    attention.precompute(out.enc_out, out.keys, step_rows);
-    decoder.prepare_steps(out, step_rows);
-    out.init_h.resize({decoder.L, N, decoder.H}, false);
-    bridge.forward(out.enc_out, step_enc_cache_.final, lengths, out.init_h, bridge_cache_);
-}
-
-void Seq2Seq::select_rows(const EncodedSource& in, std::span<const int> rows,
-                          EncodedSource& out) const {
-    NZ_CHECK(&in != &out, "select_rows: in and out must differ");
-    out.N = static_cast<int>(rows.size());
-    out.S = in.S;
-    out.lengths.resize(rows.size());
-    for (std::size_t n = 0; n < rows.size(); ++n) {
-        NZ_CHECK(rows[n] >= 0 && rows[n] < in.N, "select_rows: row {} outside [0, {})", rows[n],
-                 in.N);
-        out.lengths[n] = in.lengths[rows[n]];
-    }
-    gather(in.enc_out, 0, rows, out.enc_out);
-    gather(in.keys.keys, 0, rows, out.keys.keys);  // dot: (0) stays (0)
-    out.keys.query_t = in.keys.query_t;            // per-batch transposed weights: shared
-    out.wih_t = in.wih_t;
-    out.whh_t = in.whh_t;
-    gather(in.init_h, 1, rows, out.init_h);
-}
-
-void Seq2Seq::init_state(const EncodedSource& src, DecoderState& state) {
-    const int N = src.N, L = decoder.L, H = decoder.H;
-    state.t = 0;
-    state.h.resize({L, N, H}, false);
-    state.h.copy_from(src.init_h);
-    if (decoder.cell == CellType::lstm)
-        state.c.resize({L, N, H});
-    else
-        state.c = Tensor(Shape{0});
-    if (decoder.kind == DecoderKind::luong && decoder.feed_size() > 0)
-        state.feed.resize({N, H});
-    else
-        state.feed = Tensor(Shape{0});
-}
-
-void Seq2Seq::step(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state,
-                   TensorView log_probs, TensorView attn) {
-    const int N = static_cast<int>(prev.size());
-    NZ_CHECK(N == src.N && N == state.rows(), "step: {} tokens, {} source rows, {} state rows", N,
-             src.N, state.rows());
-    NZ_CHECK_SHAPE(log_probs, {N, cfg_.tgt_vocab_size});
-    Rng unused(0);
-    step_emb_.resize({N, decoder.E}, false);
-    decoder.embedding.forward(prev, step_emb_);
-    step_out_.resize({N, decoder.output_size()}, false);
-    // eval mode: the new state may overwrite the old one in place
-    decoder.step_forward(state.t, step_emb_, state.h, state.c, state.feed, src, attention, state.h,
-                         state.c, step_out_, step_cache_, unused, Mode::eval);
-    if (!absent(state.feed)) state.feed.copy_from(step_out_);
-    output_log_probs(step_out_, generator_weight(), generator.params.bias, log_probs);
-    if (!absent(attn)) {
-        NZ_CHECK_SHAPE(attn, {N, src.S});
-        dense_weights(step_cache_.attention, attn);
-    }
-    ++state.t;
-}
-
-void Seq2Seq::select_state(const DecoderState& in, std::span<const int> rows,
-                           DecoderState& out) const {
-    NZ_CHECK(&in != &out, "select_state: in and out must differ");
-    out.t = in.t;
-    gather(in.h, 1, rows, out.h);
-    gather(in.c, 1, rows, out.c);
-    gather(in.feed, 0, rows, out.feed);
 }
 
 }  // namespace nazar

@@ -130,7 +130,11 @@ public:
     std::map<std::string, std::string> metadata() const;  // vocabularies, tokenizers, train.config
 
 private:
-    bool train_one(Batch& batch);  // one update; false when skipped
+    // The parts of the constructor (trainer.cpp).
+    std::unique_ptr<Checkpoint> prepare_data(const std::string& resume,
+                                             const TrainChoices& choices);  // data_, dev_
+    void restore(const Checkpoint& ck);  // optimizer, schedule, state, RNG, batch position
+    bool train_one(Batch& batch);        // one update; false when skipped
     // accumulate · ranks > 1: this rank's parts of the global batch, gradients summed over ranks.
     LossStats train_parts(const Batch& batch, TrainOptions opt);
     void check_ranks_agree(const std::string& when) const;        // weight hashes (dist)
@@ -141,7 +145,7 @@ private:
     const char* metric_name() const;
     int64_t completed_epochs() const;
     int64_t total_steps() const;
-    // The parts of run() (trainer.cpp).
+    // The parts of run() (trainer_run.cpp).
     struct RunLog;                     // progress, metrics log, result so far
     void save_periodic(RunLog& log);   // last.safetensors and checkpoint-<step>.safetensors
     void announce(RunLog& log) const;  // model and data sizes; the resume point

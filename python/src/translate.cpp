@@ -1,4 +1,3 @@
-// Longer than 80 lines: init_translate(), the list of pybind11 bindings (data).
 // Translation, scoring, forced alignment and heatmaps (docs/python.md "Translate").
 //
 //   Translator        nazar::Translator (thread-safe; `replicas` model copies); translate()
@@ -163,9 +162,8 @@ viz::Heatmap to_heatmap(const std::vector<std::string>& source,
     return h;
 }
 
-}  // namespace
-
-void init_translate(pb::module_& m) {
+// nazar.Translator: translate() returns plain tuples (python/nazar/_translate.py wraps them).
+void bind_translator(pb::module_& m) {
     pb::class_<Translator>(m, "Translator")
         .def(pb::init([](const std::string& path, int replicas) {
                  pb::gil_scoped_release nogil;
@@ -225,7 +223,10 @@ void init_translate(pb::module_& m) {
             pb::arg("attention"), pb::arg("replace_unk"), pb::arg("batch_size"),
             pb::arg("length_penalty"), pb::arg("coverage_penalty"), pb::arg("max_length_ratio"),
             pb::arg("max_length_extra"), pb::arg("max_length"), pb::arg("dictionary"));
+}
 
+// TextModel: score() and align() of `nazar score` / `nazar align`.
+void bind_text_model(pb::module_& m) {
     pb::class_<TextModel>(m, "TextModel")
         .def(pb::init([](const std::string& path) {
                  pb::gil_scoped_release nogil;
@@ -261,7 +262,10 @@ void init_translate(pb::module_& m) {
                 return out;
             },
             pb::arg("sources"), pb::arg("targets"), pb::arg("batch_size"));
+}
 
+// The heatmap renderers of `nazar attention` (nazar/viz/heatmap.h).
+void bind_heatmaps(pb::module_& m) {
     m.def(
         "render_svg",
         [](const std::vector<std::string>& source, const std::vector<std::string>& target,
@@ -299,6 +303,14 @@ void init_translate(pb::module_& m) {
             return viz::render_html(hs, ho);
         },
         pb::arg("maps"), pb::arg("title"));
+}
+
+}  // namespace
+
+void init_translate(pb::module_& m) {
+    bind_translator(m);
+    bind_text_model(m);
+    bind_heatmaps(m);
 }
 
 }  // namespace nazar::py
