@@ -55,19 +55,21 @@ std::string write_target(const std::string& path) {
         if (::lstat(target.c_str(), &st) != 0) {
             const int err = errno;
             if (err == ENOENT) return target;  // a new file
-            NZ_FAIL("cannot write '{}': {}", path, errno_str(err));
+            throw Error(fmt::format("cannot write '{}': {}", path, errno_str(err)));
         }
         if (S_ISREG(st.st_mode)) return target;
         if (!S_ISLNK(st.st_mode)) {
             const std::string why = file_problem(target, false);
-            NZ_FAIL("cannot write '{}': it {}", path, why.empty() ? "is not a regular file" : why);
+            throw Error(fmt::format("cannot write '{}': it {}", path,
+                                    why.empty() ? "is not a regular file" : why));
         }
-        if (hops >= 40) NZ_FAIL("cannot write '{}': too many levels of symbolic links", path);
+        if (hops >= 40)
+            throw Error(fmt::format("cannot write '{}': too many levels of symbolic links", path));
         std::string link(4096, '\0');
         const ssize_t n = ::readlink(target.c_str(), link.data(), link.size());
         if (n < 0) {
             const int err = errno;
-            NZ_FAIL("cannot write '{}': {}", path, errno_str(err));
+            throw Error(fmt::format("cannot write '{}': {}", path, errno_str(err)));
         }
         link.resize(static_cast<std::size_t>(n));
         target =
@@ -89,8 +91,8 @@ void atomic_write_file(const std::string& user_path, std::string_view bytes) {
     tmp.fd = ::mkstemp(templ.data());
     if (tmp.fd < 0) {
         const int err = errno;
-        NZ_FAIL("cannot write '{}': creating a temporary file in '{}' failed: {}", path, dir,
-                errno_str(err));
+        throw Error(fmt::format("cannot write '{}': creating a temporary file in '{}' failed: {}",
+                                path, dir, errno_str(err)));
     }
     tmp.name = templ;
     // mkstemp creates mode 0600; give the file the usual permissions (0666 & ~umask).
@@ -105,26 +107,26 @@ void atomic_write_file(const std::string& user_path, std::string_view bytes) {
         if (n < 0) {
             const int err = errno;
             if (err == EINTR) continue;
-            NZ_FAIL("cannot write '{}': writing {} bytes failed after {}: {}", path, bytes.size(),
-                    bytes.size() - left, errno_str(err));
+            throw Error(fmt::format("cannot write '{}': writing {} bytes failed after {}: {}", path,
+                                    bytes.size(), bytes.size() - left, errno_str(err)));
         }
         p += n;
         left -= static_cast<std::size_t>(n);
     }
     if (::fsync(tmp.fd) != 0) {
         const int err = errno;
-        NZ_FAIL("cannot write '{}': fsync failed: {}", path, errno_str(err));
+        throw Error(fmt::format("cannot write '{}': fsync failed: {}", path, errno_str(err)));
     }
     const int fd = tmp.fd;
     tmp.fd = -1;
     if (::close(fd) != 0) {  // NFS and friends report write errors at close
         const int err = errno;
-        NZ_FAIL("cannot write '{}': close failed: {}", path, errno_str(err));
+        throw Error(fmt::format("cannot write '{}': close failed: {}", path, errno_str(err)));
     }
     if (::rename(tmp.name.c_str(), target.c_str()) != 0) {
         const int err = errno;
-        NZ_FAIL("cannot write '{}': renaming the temporary file over it failed: {}", path,
-                errno_str(err));
+        throw Error(fmt::format("cannot write '{}': renaming the temporary file over it failed: {}",
+                                path, errno_str(err)));
     }
     tmp.keep = true;  // it is `path` now
 
@@ -135,9 +137,9 @@ void atomic_write_file(const std::string& user_path, std::string_view bytes) {
         const int rc = ::fsync(dfd);
         const int err = errno;
         ::close(dfd);
-        NZ_CHECK(rc == 0 || err == EINVAL || err == EBADF,
-                 "cannot write '{}': fsync of directory '{}' failed: {}", path, dir,
-                 errno_str(err));
+        NZ_CHECK_INPUT(rc == 0 || err == EINVAL || err == EBADF,
+                       "cannot write '{}': fsync of directory '{}' failed: {}", path, dir,
+                       errno_str(err));
     }
 }
 
@@ -145,7 +147,7 @@ std::string read_file(const std::string& path, std::size_t max_bytes) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         const int err = errno;
-        NZ_FAIL("cannot read '{}': {}", path, errno_str(err));
+        throw Error(fmt::format("cannot read '{}': {}", path, errno_str(err)));
     }
     struct Closer {
         int fd;
@@ -154,9 +156,9 @@ std::string read_file(const std::string& path, std::size_t max_bytes) {
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
         const int err = errno;
-        NZ_FAIL("cannot read '{}': {}", path, errno_str(err));
+        throw Error(fmt::format("cannot read '{}': {}", path, errno_str(err)));
     }
-    NZ_CHECK(!S_ISDIR(st.st_mode), "cannot read '{}': it is a directory, not a file", path);
+    NZ_CHECK_INPUT(!S_ISDIR(st.st_mode), "cannot read '{}': it is a directory, not a file", path);
 
     std::string out;
     if (S_ISREG(st.st_mode)) out.reserve(std::min(static_cast<std::size_t>(st.st_size), max_bytes));
@@ -166,12 +168,13 @@ std::string read_file(const std::string& path, std::size_t max_bytes) {
         if (n < 0) {
             const int err = errno;
             if (err == EINTR) continue;
-            NZ_FAIL("cannot read '{}' (after {} bytes): {}", path, out.size(), errno_str(err));
+            throw Error(fmt::format("cannot read '{}' (after {} bytes): {}", path, out.size(),
+                                    errno_str(err)));
         }
         if (n == 0) break;
         out.append(buf, static_cast<std::size_t>(n));
-        NZ_CHECK(out.size() <= max_bytes, "cannot read '{}': larger than the limit of {} bytes",
-                 path, max_bytes);
+        NZ_CHECK_INPUT(out.size() <= max_bytes,
+                       "cannot read '{}': larger than the limit of {} bytes", path, max_bytes);
     }
     return out;
 }
@@ -197,7 +200,8 @@ std::string read_regular_file(const std::string& path, std::size_t max_bytes, ui
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO: no wait
     if (fd < 0) {
         const int err = errno;
-        NZ_FAIL("cannot read '{}': {}", path, err == ENOENT ? "it does not exist" : errno_str(err));
+        throw Error(fmt::format("cannot read '{}': {}", path,
+                                err == ENOENT ? "it does not exist" : errno_str(err)));
     }
     struct Closer {
         int fd;
@@ -206,11 +210,12 @@ std::string read_regular_file(const std::string& path, std::size_t max_bytes, ui
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
         const int err = errno;
-        NZ_FAIL("cannot read '{}': {}", path, errno_str(err));
+        throw Error(fmt::format("cannot read '{}': {}", path, errno_str(err)));
     }
     if (!S_ISREG(st.st_mode)) {  // the same words as file_problem, for the opened file
         const std::string why = file_problem(path, false);
-        NZ_FAIL("cannot read '{}': it {}", path, why.empty() ? "is not a regular file" : why);
+        throw Error(fmt::format("cannot read '{}': it {}", path,
+                                why.empty() ? "is not a regular file" : why));
     }
     if (file_size) *file_size = static_cast<uint64_t>(st.st_size);
     const auto size = std::min(static_cast<std::size_t>(st.st_size), max_bytes);
@@ -221,7 +226,8 @@ std::string read_regular_file(const std::string& path, std::size_t max_bytes, ui
         if (n < 0) {
             const int err = errno;
             if (err == EINTR) continue;
-            NZ_FAIL("cannot read '{}' (after {} bytes): {}", path, got, errno_str(err));
+            throw Error(
+                fmt::format("cannot read '{}' (after {} bytes): {}", path, got, errno_str(err)));
         }
         if (n == 0) break;  // shrank while reading
         got += static_cast<std::size_t>(n);

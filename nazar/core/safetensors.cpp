@@ -51,11 +51,12 @@ DType parse_dtype(const std::string& src, const std::string& name, const std::st
     static const std::set<std::string> known = {"BOOL", "U8",  "U16",     "I16",    "U32",
                                                 "U64",  "F16", "F8_E4M3", "F8_E5M2"};
     if (known.count(s))
-        NZ_FAIL(
+        throw Error(fmt::format(
             "'{}': tensor '{}' has dtype {}, which nazar does not load (F32, F64, I64, I32, and "
             "I8 / BF16 in quantized model files, only)",
-            src, printable(name), s);
-    NZ_FAIL("'{}': tensor '{}' has unknown dtype '{}'", src, printable(name), printable(s));
+            src, printable(name), s));
+    throw Error(fmt::format("'{}': tensor '{}' has unknown dtype '{}'", src, printable(name),
+                            printable(s)));
 }
 
 std::size_t dtype_size(DType d) {
@@ -72,54 +73,58 @@ std::size_t raw_dtype_size(const std::string& dtype) {
 
 uint64_t read_u64(const json& v, const std::string& src, const std::string& name,
                   const char* what) {
-    NZ_CHECK(v.is_number_integer() &&
-                 !(v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0),
-             "'{}': tensor '{}': {} must be non-negative integers, got {}", src, printable(name),
-             what, printable(v.dump()));
+    NZ_CHECK_INPUT(v.is_number_integer() &&
+                       !(v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0),
+                   "'{}': tensor '{}': {} must be non-negative integers, got {}", src,
+                   printable(name), what, printable(v.dump()));
     return v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
 }
 
 Entry parse_entry(const std::string& src, const std::string& name, const json& e) {
-    NZ_CHECK(!name.empty(), "'{}': empty tensor name", src);
-    NZ_CHECK(e.is_object(), "'{}': entry '{}' must be an object, got {}", src, printable(name),
-             e.type_name());
+    NZ_CHECK_INPUT(!name.empty(), "'{}': empty tensor name", src);
+    NZ_CHECK_INPUT(e.is_object(), "'{}': entry '{}' must be an object, got {}", src,
+                   printable(name), e.type_name());
     for (const auto& [k, v] : e.items())
-        NZ_CHECK(k == "dtype" || k == "shape" || k == "data_offsets",
-                 "'{}': tensor '{}' has unexpected key '{}'", src, printable(name), printable(k));
-    NZ_CHECK(e.contains("dtype") && e.contains("shape") && e.contains("data_offsets"),
-             "'{}': tensor '{}' needs dtype, shape and data_offsets", src, printable(name));
+        NZ_CHECK_INPUT(k == "dtype" || k == "shape" || k == "data_offsets",
+                       "'{}': tensor '{}' has unexpected key '{}'", src, printable(name),
+                       printable(k));
+    NZ_CHECK_INPUT(e.contains("dtype") && e.contains("shape") && e.contains("data_offsets"),
+                   "'{}': tensor '{}' needs dtype, shape and data_offsets", src, printable(name));
     const json& dt = e["dtype"];
-    NZ_CHECK(dt.is_string(), "'{}': tensor '{}': dtype must be a string", src, printable(name));
+    NZ_CHECK_INPUT(dt.is_string(), "'{}': tensor '{}': dtype must be a string", src,
+                   printable(name));
     Entry out{name, parse_dtype(src, name, dt.get<std::string>()), {}, 0, 0};
 
     const json& shape = e["shape"];
-    NZ_CHECK(shape.is_array(), "'{}': tensor '{}': shape must be an array", src, printable(name));
-    NZ_CHECK(shape.size() <= static_cast<std::size_t>(kMaxDims),
-             "'{}': tensor '{}' has {} dimensions, nazar supports {}", src, printable(name),
-             shape.size(), kMaxDims);
+    NZ_CHECK_INPUT(shape.is_array(), "'{}': tensor '{}': shape must be an array", src,
+                   printable(name));
+    NZ_CHECK_INPUT(shape.size() <= static_cast<std::size_t>(kMaxDims),
+                   "'{}': tensor '{}' has {} dimensions, nazar supports {}", src, printable(name),
+                   shape.size(), kMaxDims);
     for (const auto& d : shape) {
         const uint64_t v = read_u64(d, src, name, "shape entries");
-        NZ_CHECK(v <= static_cast<uint64_t>(INT32_MAX), "'{}': tensor '{}': dimension {} too large",
-                 src, printable(name), v);
+        NZ_CHECK_INPUT(v <= static_cast<uint64_t>(INT32_MAX),
+                       "'{}': tensor '{}': dimension {} too large", src, printable(name), v);
         out.shape.push_back(static_cast<int64_t>(v));
     }
     const json& off = e["data_offsets"];
-    NZ_CHECK(off.is_array() && off.size() == 2,
-             "'{}': tensor '{}': data_offsets must be [begin, end]", src, printable(name));
+    NZ_CHECK_INPUT(off.is_array() && off.size() == 2,
+                   "'{}': tensor '{}': data_offsets must be [begin, end]", src, printable(name));
     out.begin = read_u64(off[0], src, name, "data_offsets");
     out.end = read_u64(off[1], src, name, "data_offsets");
-    NZ_CHECK(out.begin <= out.end, "'{}': tensor '{}': data_offsets [{}, {}] are reversed", src,
-             printable(name), out.begin, out.end);
+    NZ_CHECK_INPUT(out.begin <= out.end, "'{}': tensor '{}': data_offsets [{}, {}] are reversed",
+                   src, printable(name), out.begin, out.end);
 
     // numel * size == end - begin, without overflow (dims are <= INT32_MAX, but 4 of them are not).
     uint64_t bytes = dtype_size(out.dtype);
     for (int64_t d : out.shape)
-        NZ_CHECK(!__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes),
-                 "'{}': tensor '{}': shape overflows", src, printable(name));
-    NZ_CHECK(bytes == out.end - out.begin,
-             "'{}': tensor '{}': shape {} x {} bytes = {} bytes but data_offsets [{}, {}] hold {}",
-             src, printable(name), printable(e["shape"].dump()), dtype_size(out.dtype), bytes,
-             out.begin, out.end, out.end - out.begin);
+        NZ_CHECK_INPUT(!__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes),
+                       "'{}': tensor '{}': shape overflows", src, printable(name));
+    NZ_CHECK_INPUT(
+        bytes == out.end - out.begin,
+        "'{}': tensor '{}': shape {} x {} bytes = {} bytes but data_offsets [{}, {}] hold {}", src,
+        printable(name), printable(e["shape"].dump()), dtype_size(out.dtype), bytes, out.begin,
+        out.end, out.end - out.begin);
     return out;
 }
 
@@ -128,9 +133,9 @@ template <class I>
 float int_to_float(I v, const std::string& src, const std::string& name, int64_t i) {
     const float f = static_cast<float>(v);
     const bool exact = std::fabs(f) < 0x1p63f && static_cast<int64_t>(f) == static_cast<int64_t>(v);
-    NZ_CHECK(exact,
-             "'{}': tensor '{}': integer {} at index {} is not exactly representable as float32",
-             src, printable(name), static_cast<int64_t>(v), i);
+    NZ_CHECK_INPUT(
+        exact, "'{}': tensor '{}': integer {} at index {} is not exactly representable as float32",
+        src, printable(name), static_cast<int64_t>(v), i);
     return f;
 }
 
@@ -148,9 +153,10 @@ Tensor decode(const Entry& e, const char* data, const std::string& src) {
                 double v;
                 std::memcpy(&v, p + i * 8, 8);
                 out[i] = static_cast<float>(v);
-                NZ_CHECK(!std::isfinite(v) || std::isfinite(out[i]),
-                         "'{}': tensor '{}': F64 value {} at index {} is outside float32 range",
-                         src, printable(e.name), v, i);
+                NZ_CHECK_INPUT(
+                    !std::isfinite(v) || std::isfinite(out[i]),
+                    "'{}': tensor '{}': F64 value {} at index {} is outside float32 range", src,
+                    printable(e.name), v, i);
             }
             break;
         case DType::i64:
@@ -176,9 +182,10 @@ Tensor decode(const Entry& e, const char* data, const std::string& src) {
 
 // The 8-byte header length against the limit and the file size, before anything else is read.
 void check_header_length(std::string_view first8, uint64_t file_size, const std::string& src) {
-    NZ_CHECK(first8.size() >= 8 && file_size >= 8,
-             "'{}' is not a nazar model file: {} bytes, shorter than the 8-byte header length", src,
-             file_size);
+    NZ_CHECK_INPUT(
+        first8.size() >= 8 && file_size >= 8,
+        "'{}' is not a nazar model file: {} bytes, shorter than the 8-byte header length", src,
+        file_size);
     uint64_t n = 0;
     std::memcpy(&n, first8.data(), 8);
     if (n <= kSafetensorsMaxHeader && n <= file_size - 8) return;
@@ -186,12 +193,12 @@ void check_header_length(std::string_view first8, uint64_t file_size, const std:
     const bool text = std::all_of(first8.begin(), first8.begin() + 8, [](char c) {
         return (c >= 0x20 && c < 0x7f) || c == '\t' || c == '\n' || c == '\r';
     });
-    NZ_FAIL("'{}' is not a nazar model file: header length {} exceeds {}{}", src, n,
-            n > kSafetensorsMaxHeader ? fmt::format("the {} byte limit", kSafetensorsMaxHeader)
-                                      : fmt::format("the file size {}", file_size),
-            text
-                ? fmt::format(" (its first 8 bytes are text: '{}')", printable(first8.substr(0, 8)))
-                : std::string());
+    throw Error(fmt::format(
+        "'{}' is not a nazar model file: header length {} exceeds {}{}", src, n,
+        n > kSafetensorsMaxHeader ? fmt::format("the {} byte limit", kSafetensorsMaxHeader)
+                                  : fmt::format("the file size {}", file_size),
+        text ? fmt::format(" (its first 8 bytes are text: '{}')", printable(first8.substr(0, 8)))
+             : std::string()));
 }
 
 }  // namespace
@@ -216,8 +223,8 @@ void SafeTensors::set_raw(const std::string& name, RawTensor t) {
 
 const Tensor& SafeTensors::get(const std::string& name) const {
     const auto it = tensors_.find(name);
-    NZ_CHECK(it != tensors_.end(), "'{}': no tensor named '{}' ({} tensors)", source, name,
-             tensors_.size());
+    NZ_CHECK_INPUT(it != tensors_.end(), "'{}': no tensor named '{}' ({} tensors)", source, name,
+                   tensors_.size());
     return it->second;
 }
 Tensor& SafeTensors::get(const std::string& name) {
@@ -226,8 +233,8 @@ Tensor& SafeTensors::get(const std::string& name) {
 
 const Tensor& SafeTensors::get(const std::string& name, const Shape& expected) const {
     const Tensor& t = get(name);
-    NZ_CHECK(t.shape() == expected, "'{}': tensor '{}' has shape {}, expected {}", source, name,
-             t.shape().str(), expected.str());
+    NZ_CHECK_INPUT(t.shape() == expected, "'{}': tensor '{}' has shape {}, expected {}", source,
+                   name, t.shape().str(), expected.str());
     return t;
 }
 
@@ -240,7 +247,7 @@ std::vector<std::string> SafeTensors::names() const {
 
 const std::string& SafeTensors::meta(const std::string& key) const {
     const auto it = metadata.find(key);
-    NZ_CHECK(it != metadata.end(), "'{}': no metadata entry '{}'", source, key);
+    NZ_CHECK_INPUT(it != metadata.end(), "'{}': no metadata entry '{}'", source, key);
     return it->second;
 }
 
@@ -260,8 +267,8 @@ SafeTensors parse_safetensors(std::string_view bytes, const std::string& source)
     uint64_t n = 0;
     std::memcpy(&n, bytes.data(), 8);
     const std::string_view header = bytes.substr(8, n);
-    NZ_CHECK(!header.empty() && header[0] == '{',
-             "'{}': header must be a JSON object starting with '{{'", src);
+    NZ_CHECK_INPUT(!header.empty() && header[0] == '{',
+                   "'{}': header must be a JSON object starting with '{{'", src);
 
     check_nesting(header, fmt::format("'{}': header", src), TextSyntax::json);
 
@@ -282,21 +289,22 @@ SafeTensors parse_safetensors(std::string_view bytes, const std::string& source)
     try {
         h = json::parse(header.begin(), header.end(), cb);
     } catch (const json::exception& e) {
-        NZ_FAIL("'{}': invalid JSON header: {}", src, printable(e.what(), 200));
+        throw Error(fmt::format("'{}': invalid JSON header: {}", src, printable(e.what(), 200)));
     }
-    NZ_CHECK(duplicate.empty(), "'{}': duplicate key '{}' in the header", src,
-             printable(duplicate));
-    NZ_CHECK(h.is_object(), "'{}': header must be a JSON object", src);
+    NZ_CHECK_INPUT(duplicate.empty(), "'{}': duplicate key '{}' in the header", src,
+                   printable(duplicate));
+    NZ_CHECK_INPUT(h.is_object(), "'{}': header must be a JSON object", src);
 
     SafeTensors st;
     st.source = src;
     std::vector<Entry> entries;
     for (const auto& [k, v] : h.items()) {
         if (k == "__metadata__") {
-            NZ_CHECK(v.is_object(), "'{}': __metadata__ must be an object of strings", src);
+            NZ_CHECK_INPUT(v.is_object(), "'{}': __metadata__ must be an object of strings", src);
             for (const auto& [mk, mv] : v.items()) {
-                NZ_CHECK(mv.is_string(), "'{}': __metadata__ entry '{}' must be a string, got {}",
-                         src, printable(mk), mv.type_name());
+                NZ_CHECK_INPUT(mv.is_string(),
+                               "'{}': __metadata__ entry '{}' must be a string, got {}", src,
+                               printable(mk), mv.type_name());
                 st.metadata[mk] = mv.get<std::string>();
             }
             continue;
@@ -311,19 +319,20 @@ SafeTensors parse_safetensors(std::string_view bytes, const std::string& source)
     });
     uint64_t pos = 0;
     for (const auto& e : entries) {
-        NZ_CHECK(e.end <= data_len,
-                 "'{}': tensor '{}': data_offsets [{}, {}] beyond the {} data bytes", src,
-                 printable(e.name), e.begin, e.end, data_len);
-        NZ_CHECK(
+        NZ_CHECK_INPUT(e.end <= data_len,
+                       "'{}': tensor '{}': data_offsets [{}, {}] beyond the {} data bytes", src,
+                       printable(e.name), e.begin, e.end, data_len);
+        NZ_CHECK_INPUT(
             e.begin >= pos,
             "'{}': tensor '{}': data_offsets [{}, {}] overlap the previous tensor (ends at {})",
             src, printable(e.name), e.begin, e.end, pos);
-        NZ_CHECK(e.begin == pos, "'{}': tensor '{}': gap in the data buffer between {} and {}", src,
-                 printable(e.name), pos, e.begin);
+        NZ_CHECK_INPUT(e.begin == pos,
+                       "'{}': tensor '{}': gap in the data buffer between {} and {}", src,
+                       printable(e.name), pos, e.begin);
         pos = e.end;
     }
-    NZ_CHECK(pos == data_len, "'{}': data buffer has {} bytes but tensors cover {}", src, data_len,
-             pos);
+    NZ_CHECK_INPUT(pos == data_len, "'{}': data buffer has {} bytes but tensors cover {}", src,
+                   data_len, pos);
 
     const char* data = bytes.data() + 8 + n;
     for (const auto& e : entries) {

@@ -22,12 +22,13 @@ void PaddingStats::add(const Batch& b) {
 
 Batcher::Batcher(const Corpus& corpus, const BatchOptions& options)
     : corpus_(corpus), options_(options) {
-    NZ_CHECK((options.batch_tokens > 0) != (options.batch_size > 0),
-             "set exactly one of batch_tokens and batch_size (got batch_tokens={}, batch_size={})",
-             options.batch_tokens, options.batch_size);
-    NZ_CHECK(options.bucket_width >= 0, "bucket_width must be >= 0 (0 = automatic), got {}",
-             options.bucket_width);
-    NZ_CHECK(corpus.size() > 0, "cannot batch an empty corpus");
+    NZ_CHECK_USAGE(
+        (options.batch_tokens > 0) != (options.batch_size > 0),
+        "set exactly one of batch_tokens and batch_size (got batch_tokens={}, batch_size={})",
+        options.batch_tokens, options.batch_size);
+    NZ_CHECK_USAGE(options.bucket_width >= 0, "bucket_width must be >= 0 (0 = automatic), got {}",
+                   options.bucket_width);
+    NZ_CHECK_INPUT(corpus.size() > 0, "cannot batch an empty corpus");
     if (options.bucket && options.bucket_width > 0) width_ = options.bucket_width;
     if (options.bucket && options.bucket_width == 0) {
         // Pick the band that pads least on the unshuffled plan; ties go to the narrower band.
@@ -117,11 +118,11 @@ void Batcher::plan(int64_t epoch) {
 }
 
 void Batcher::set_position(const BatchPosition& pos) {
-    NZ_CHECK(pos.epoch >= 0 && pos.batch >= 0, "invalid batch position (epoch {}, batch {})",
-             pos.epoch, pos.batch);
+    NZ_CHECK_INPUT(pos.epoch >= 0 && pos.batch >= 0, "invalid batch position (epoch {}, batch {})",
+                   pos.epoch, pos.batch);
     if (pos.epoch != pos_.epoch) plan(pos.epoch);
-    NZ_CHECK(pos.batch <= num_batches(), "batch position {} past the {} batches of epoch {}",
-             pos.batch, num_batches(), pos.epoch);
+    NZ_CHECK_INPUT(pos.batch <= num_batches(), "batch position {} past the {} batches of epoch {}",
+                   pos.batch, num_batches(), pos.epoch);
     pos_ = pos;
 }
 

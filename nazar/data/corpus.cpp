@@ -185,9 +185,10 @@ void count_pairs(const PairReader& reader, const Corpus& corpus, LoadSummary& s)
 Corpus load(const CorpusFiles& files, SideMap& src_map, SideMap& tgt_map, const LoadOptions& o,
             LoadSummary& s) {
     const FilterOptions& f = o.filter;
-    NZ_CHECK(f.max_length >= 0, "max_length must be >= 0 (0 = no limit), got {}", f.max_length);
-    NZ_CHECK(f.max_length_ratio == 0.f || f.max_length_ratio >= 1.f,
-             "max_length_ratio must be 0 (no limit) or >= 1, got {}", f.max_length_ratio);
+    NZ_CHECK_USAGE(f.max_length >= 0, "max_length must be >= 0 (0 = no limit), got {}",
+                   f.max_length);
+    NZ_CHECK_USAGE(f.max_length_ratio == 0.f || f.max_length_ratio >= 1.f,
+                   "max_length_ratio must be 0 (no limit) or >= 1, got {}", f.max_length_ratio);
     s.name = files.name();
     src_map.prepare();
     tgt_map.prepare();
@@ -281,7 +282,7 @@ Corpus load_corpus_building_vocabs(const CorpusFiles& files, const Tokenizer& sr
     const bool src_spm = src_tokenizer.kind() == TokenizerKind::spm;
     const bool tgt_spm = tgt_tokenizer.kind() == TokenizerKind::spm;
     if (build.shared) {
-        NZ_CHECK(
+        NZ_CHECK_USAGE(
             src_tokenizer.kind() == tgt_tokenizer.kind() &&
                 (!src_spm || src_tokenizer.spm_model_proto() == tgt_tokenizer.spm_model_proto()),
             "a shared vocabulary needs the same tokenizer on both sides (got {} and {})",

@@ -208,12 +208,12 @@ std::string CorpusFiles::name() const {
 namespace {
 
 const std::string& first_path(const CorpusFiles& f) {
-    NZ_CHECK(
+    NZ_CHECK_USAGE(
         f.tsv.empty() != (f.src.empty() && f.tgt.empty()),
         "give either a TSV file or a source and a target file (got tsv='{}', src='{}', tgt='{}')",
         f.tsv, f.src, f.tgt);
-    NZ_CHECK(!f.tsv.empty() || (!f.src.empty() && !f.tgt.empty()),
-             "two-file corpus needs both files (src='{}', tgt='{}')", f.src, f.tgt);
+    NZ_CHECK_USAGE(!f.tsv.empty() || (!f.src.empty() && !f.tgt.empty()),
+                   "two-file corpus needs both files (src='{}', tgt='{}')", f.src, f.tgt);
     return f.tsv.empty() ? f.src : f.tsv;
 }
 

@@ -60,8 +60,8 @@ Tokenizer Tokenizer::word() {
 Tokenizer Tokenizer::spm_from_proto(std::string serialized_model_proto) {
     auto sp = std::make_shared<sentencepiece::SentencePieceProcessor>();
     const auto status = sp->LoadFromSerializedProto(serialized_model_proto);
-    NZ_CHECK(status.ok(), "cannot load SentencePiece model ({} bytes): {}",
-             serialized_model_proto.size(), status.ToString());
+    NZ_CHECK_INPUT(status.ok(), "cannot load SentencePiece model ({} bytes): {}",
+                   serialized_model_proto.size(), status.ToString());
     Tokenizer t;
     t.kind_ = TokenizerKind::spm;
     t.spm_proto_ = std::move(serialized_model_proto);
@@ -115,10 +115,10 @@ private:
 
 Tokenizer Tokenizer::train_spm(const std::function<bool(std::string&)>& next,
                                const SpmTrainOptions& o) {
-    NZ_CHECK(o.vocab_size >= 8, "SentencePiece vocab_size must be at least 8, got {}",
-             o.vocab_size);
-    NZ_CHECK(o.character_coverage > 0 && o.character_coverage <= 1,
-             "character_coverage must be in (0, 1], got {}", o.character_coverage);
+    NZ_CHECK_USAGE(o.vocab_size >= 8, "SentencePiece vocab_size must be at least 8, got {}",
+                   o.vocab_size);
+    NZ_CHECK_USAGE(o.character_coverage > 0 && o.character_coverage <= 1,
+                   "character_coverage must be in (0, 1], got {}", o.character_coverage);
     // Identity normalisation and kept whitespace make decode(encode(s)) == s.
     const std::unordered_map<std::string, std::string> args = {
         {"model_type", o.model_type == SpmModelType::bpe ? "bpe" : "unigram"},
@@ -158,8 +158,9 @@ Tokenizer Tokenizer::train_spm(const std::function<bool(std::string&)>& next,
                 "spm_vocab_size {} or more",
                 o.vocab_size, needed, o.byte_fallback ? ", 256 byte pieces" : "", needed));
     }
-    NZ_CHECK(status.ok(), "SentencePiece training failed (vocab_size {}, {}): {}", o.vocab_size,
-             o.model_type == SpmModelType::bpe ? "bpe" : "unigram", status.ToString());
+    NZ_CHECK_INPUT(status.ok(), "SentencePiece training failed (vocab_size {}, {}): {}",
+                   o.vocab_size, o.model_type == SpmModelType::bpe ? "bpe" : "unigram",
+                   status.ToString());
     return spm_from_proto(std::move(proto));
 }
 
@@ -188,7 +189,7 @@ void Tokenizer::encode(std::string_view text, Pieces& out) const {
         }
         case TokenizerKind::spm: {
             const auto status = spm_->Encode(text, &out.storage);
-            NZ_CHECK(status.ok(), "SentencePiece encode failed: {}", status.ToString());
+            NZ_CHECK_INPUT(status.ok(), "SentencePiece encode failed: {}", status.ToString());
             for (const auto& p : out.storage) out.views.push_back(p);
             return;
         }
@@ -199,7 +200,7 @@ void Tokenizer::encode_spm_ids(std::string_view text, std::vector<int>& ids) con
     NZ_CHECK(kind_ == TokenizerKind::spm, "encode_spm_ids() on a {} tokenizer",
              nazar::to_string(kind_));
     const auto status = spm_->Encode(text, &ids);
-    NZ_CHECK(status.ok(), "SentencePiece encode failed: {}", status.ToString());
+    NZ_CHECK_INPUT(status.ok(), "SentencePiece encode failed: {}", status.ToString());
 }
 
 std::vector<std::string> Tokenizer::encode(std::string_view text) const {
@@ -223,7 +224,7 @@ std::string Tokenizer::decode(std::span<const std::string_view> pieces) const {
         case TokenizerKind::spm: {
             const std::vector<std::string_view> v(pieces.begin(), pieces.end());
             const auto status = spm_->Decode(v, &out);
-            NZ_CHECK(status.ok(), "SentencePiece decode failed: {}", status.ToString());
+            NZ_CHECK_INPUT(status.ok(), "SentencePiece decode failed: {}", status.ToString());
             return out;
         }
     }
@@ -263,8 +264,8 @@ Tokenizer Tokenizer::from_string(std::string_view s) {
     } catch (const nlohmann::json::exception& e) {
         throw Error(fmt::format("tokenizer metadata is not valid JSON: {}", excerpt(e.what())));
     }
-    NZ_CHECK(j.is_object() && j.contains("kind") && j["kind"].is_string(),
-             "tokenizer metadata has no \"kind\": {:.80}", std::string(s));
+    NZ_CHECK_INPUT(j.is_object() && j.contains("kind") && j["kind"].is_string(),
+                   "tokenizer metadata has no \"kind\": {:.80}", std::string(s));
     TokenizerKind kind;
     try {
         kind = parse_tokenizer_kind(j["kind"].get<std::string>());
@@ -273,8 +274,8 @@ Tokenizer Tokenizer::from_string(std::string_view s) {
     }
     if (kind == TokenizerKind::character) return character();
     if (kind == TokenizerKind::word) return word();
-    NZ_CHECK(j.contains("spm_model_base64") && j["spm_model_base64"].is_string(),
-             "spm tokenizer metadata has no \"spm_model_base64\"");
+    NZ_CHECK_INPUT(j.contains("spm_model_base64") && j["spm_model_base64"].is_string(),
+                   "spm tokenizer metadata has no \"spm_model_base64\"");
     return spm_from_proto(base64_decode(j["spm_model_base64"].get<std::string>()));
 }
 
@@ -323,7 +324,8 @@ std::string base64_decode(std::string_view text) {
     std::array<int, 256> value;
     value.fill(-1);
     for (int k = 0; k < 64; ++k) value[static_cast<unsigned char>(kB64[k])] = k;
-    NZ_CHECK(text.size() % 4 == 0, "base64 text length {} is not a multiple of 4", text.size());
+    NZ_CHECK_INPUT(text.size() % 4 == 0, "base64 text length {} is not a multiple of 4",
+                   text.size());
     std::string out;
     out.reserve(text.size() / 4 * 3);
     for (std::size_t i = 0; i < text.size(); i += 4) {
@@ -332,7 +334,7 @@ std::string base64_decode(std::string_view text) {
         uint32_t v = 0;
         for (int k = 0; k < 4; ++k) {
             const int d = k >= 4 - pad ? 0 : value[static_cast<unsigned char>(text[i + k])];
-            NZ_CHECK(d >= 0, "invalid base64 character at offset {}", i + k);
+            NZ_CHECK_INPUT(d >= 0, "invalid base64 character at offset {}", i + k);
             v = (v << 6) | static_cast<uint32_t>(d);
         }
         out += static_cast<char>(v >> 16);

@@ -25,16 +25,17 @@ void Vocab::index() {
     map_.reserve(pieces_.size());
     for (std::size_t i = 0; i < pieces_.size(); ++i) {
         const bool fresh = map_.emplace(pieces_[i], static_cast<int32_t>(i) + kNumSpecials).second;
-        NZ_CHECK(fresh, "vocabulary lists the piece '{}' twice", pieces_[i]);
+        NZ_CHECK_INPUT(fresh, "vocabulary lists the piece '{}' twice", pieces_[i]);
     }
 }
 
 Vocab Vocab::build(const PieceCounter& counter, const VocabOptions& o,
                    std::vector<int32_t>* remap) {
-    NZ_CHECK(o.max_size == 0 || o.max_size > kNumSpecials,
-             "vocabulary max_size must be 0 (no limit) or more than {} (the specials), got {}",
-             kNumSpecials, o.max_size);
-    NZ_CHECK(o.min_freq >= 1, "vocabulary min_freq must be at least 1, got {}", o.min_freq);
+    NZ_CHECK_USAGE(
+        o.max_size == 0 || o.max_size > kNumSpecials,
+        "vocabulary max_size must be 0 (no limit) or more than {} (the specials), got {}",
+        kNumSpecials, o.max_size);
+    NZ_CHECK_USAGE(o.min_freq >= 1, "vocabulary min_freq must be at least 1, got {}", o.min_freq);
     const auto& counts = counter.counts();
     const auto& pieces = counter.pieces();
     std::vector<int32_t> order;
@@ -114,14 +115,14 @@ Vocab Vocab::from_json(std::string_view json) try {
     } catch (const nlohmann::json::exception& e) {
         throw Error(fmt::format("vocabulary metadata is not valid JSON: {}", excerpt(e.what())));
     }
-    NZ_CHECK(j.is_object() && j.contains("pieces") && j["pieces"].is_array(),
-             "vocabulary metadata has no \"pieces\" array");
+    NZ_CHECK_INPUT(j.is_object() && j.contains("pieces") && j["pieces"].is_array(),
+                   "vocabulary metadata has no \"pieces\" array");
     if (j.contains("specials")) {
         const auto specials = j["specials"].get<std::vector<std::string>>();
-        NZ_CHECK(specials.size() == kNumSpecials &&
-                     std::equal(specials.begin(), specials.end(), std::begin(kSpecialNames)),
-                 "vocabulary specials must be <pad> <unk> <s> </s>, got {} entries",
-                 specials.size());
+        NZ_CHECK_INPUT(specials.size() == kNumSpecials &&
+                           std::equal(specials.begin(), specials.end(), std::begin(kSpecialNames)),
+                       "vocabulary specials must be <pad> <unk> <s> </s>, got {} entries",
+                       specials.size());
     }
     Vocab v;
     v.pieces_ = j["pieces"].get<std::vector<std::string>>();

@@ -83,8 +83,9 @@ UnkDictionary load_unk_dictionary(const std::string& path) {
     while (reader.next(line)) {
         if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
         const auto tab = line.find('\t');
-        NZ_CHECK(tab != std::string_view::npos, "{}:{}: expected 'source<TAB>target', got '{}'",
-                 path, reader.line_number(), excerpt(line));
+        NZ_CHECK_INPUT(tab != std::string_view::npos,
+                       "{}:{}: expected 'source<TAB>target', got '{}'", path, reader.line_number(),
+                       excerpt(line));
         dict.emplace(std::string(line.substr(0, tab)),
                      std::string(line.substr(tab + 1)));  // first wins
     }

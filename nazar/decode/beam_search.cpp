@@ -327,7 +327,8 @@ template <class Model>
 std::vector<std::vector<Hypothesis>> sorted_impl(Model& model,
                                                  std::span<const std::vector<int32_t>> sentences,
                                                  const BeamOptions& options, int batch_size) {
-    NZ_CHECK(batch_size >= 1, "beam_search_sorted: batch_size must be >= 1, got {}", batch_size);
+    NZ_CHECK_USAGE(batch_size >= 1, "beam_search_sorted: batch_size must be >= 1, got {}",
+                   batch_size);
     const int n = static_cast<int>(sentences.size());
     std::vector<int> order(n);
     std::iota(order.begin(), order.end(), 0);

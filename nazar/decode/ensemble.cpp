@@ -19,17 +19,17 @@ Ensemble::Ensemble(std::vector<Seq2Seq*> members, int attention_member)
     const ModelConfig& a = members_[0]->config();
     for (int m = 1; m < M; ++m) {
         const ModelConfig& b = members_[m]->config();
-        NZ_CHECK(b.tgt_vocab_size == a.tgt_vocab_size,
-                 "ensemble: member {} has a target vocabulary of {} entries, member 0 of {}: "
-                 "members must share the target vocabulary",
-                 m, b.tgt_vocab_size, a.tgt_vocab_size);
-        NZ_CHECK(b.src_vocab_size == a.src_vocab_size,
-                 "ensemble: member {} has a source vocabulary of {} entries, member 0 of {}: "
-                 "members read the same source ids",
-                 m, b.src_vocab_size, a.src_vocab_size);
+        NZ_CHECK_INPUT(b.tgt_vocab_size == a.tgt_vocab_size,
+                       "ensemble: member {} has a target vocabulary of {} entries, member 0 of {}: "
+                       "members must share the target vocabulary",
+                       m, b.tgt_vocab_size, a.tgt_vocab_size);
+        NZ_CHECK_INPUT(b.src_vocab_size == a.src_vocab_size,
+                       "ensemble: member {} has a source vocabulary of {} entries, member 0 of {}: "
+                       "members read the same source ids",
+                       m, b.src_vocab_size, a.src_vocab_size);
         const SpecialIds &x = a.special_ids, &y = b.special_ids;
-        NZ_CHECK(x.pad == y.pad && x.unk == y.unk && x.bos == y.bos && x.eos == y.eos,
-                 "ensemble: member {} has other special ids than member 0", m);
+        NZ_CHECK_INPUT(x.pad == y.pad && x.unk == y.unk && x.bos == y.bos && x.eos == y.eos,
+                       "ensemble: member {} has other special ids than member 0", m);
     }
 }
 

@@ -24,7 +24,7 @@ namespace {
 int best_token(const float* lp, int V, int32_t pad, int32_t bos) {
     int first = 0;
     while (first < V && (first == pad || first == bos)) ++first;
-    NZ_CHECK(first < V, "greedy: no token other than <pad> and <s> in a vocabulary of {}", V);
+    NZ_CHECK_INPUT(first < V, "greedy: no token other than <pad> and <s> in a vocabulary of {}", V);
     if (std::isnan(lp[first])) return first;
     const auto allowed = [&](int y) { return y != pad && y != bos; };
     float m = -std::numeric_limits<float>::infinity();
@@ -55,10 +55,10 @@ template <class Model>
 std::vector<GreedyResult> greedy_impl(Model& model, std::span<const int32_t> src,
                                       std::span<const int> lengths, int S,
                                       const GreedyOptions& options) {
-    NZ_CHECK(options.max_length >= 1, "greedy: max_length must be >= 1, got {}",
-             options.max_length);
-    NZ_CHECK(options.max_length_ratio >= 0, "greedy: max_length_ratio must be >= 0, got {}",
-             options.max_length_ratio);
+    NZ_CHECK_USAGE(options.max_length >= 1, "greedy: max_length must be >= 1, got {}",
+                   options.max_length);
+    NZ_CHECK_USAGE(options.max_length_ratio >= 0, "greedy: max_length_ratio must be >= 0, got {}",
+                   options.max_length_ratio);
     const int B = static_cast<int>(lengths.size());
     const int V = model.config().tgt_vocab_size;
     const auto& sp = model.config().special_ids;

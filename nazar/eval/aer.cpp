@@ -29,9 +29,9 @@ ParsedLink parse_link(std::string_view tok, std::string_view what, std::size_t l
         ok = e1 == std::errc{} && p1 == end_src && e2 == std::errc{} && p2 == end_tgt && src >= 0 &&
              tgt >= 0;
     }
-    NZ_CHECK(ok,
-             "{} line {}: bad alignment link '{}' (expected i-j or i?j with non-negative integers)",
-             what, line_no, tok);
+    NZ_CHECK_INPUT(
+        ok, "{} line {}: bad alignment link '{}' (expected i-j or i?j with non-negative integers)",
+        what, line_no, tok);
     return {{src, tgt}, tok[sep] == '?'};
 }
 
@@ -60,10 +60,11 @@ std::vector<AlignmentLink> parse_hard_alignment(std::string_view line, std::size
     std::vector<AlignmentLink> out;
     for (const auto tok : split_whitespace(line)) {
         const ParsedLink p = parse_link(tok, "hypothesis alignment", line_no);
-        NZ_CHECK(!p.possible,
-                 "hypothesis alignment line {}: '{}' is a possible link; hypotheses must be hard "
-                 "i-j links",
-                 line_no, tok);
+        NZ_CHECK_INPUT(
+            !p.possible,
+            "hypothesis alignment line {}: '{}' is a possible link; hypotheses must be hard "
+            "i-j links",
+            line_no, tok);
         out.push_back(p.link);
     }
     sort_unique(out);
@@ -87,12 +88,12 @@ GoldAlignment parse_gold_alignment(std::string_view line, std::string_view possi
 
 AerScore corpus_aer(std::span<const std::string> hyp, std::span<const std::string> gold,
                     std::span<const std::string> possible) {
-    NZ_CHECK(hyp.size() == gold.size(),
-             "line-count mismatch: {} hypothesis alignments but {} gold alignments", hyp.size(),
-             gold.size());
-    NZ_CHECK(possible.empty() || possible.size() == gold.size(),
-             "line-count mismatch: {} gold alignments but {} lines of possible links", gold.size(),
-             possible.size());
+    NZ_CHECK_INPUT(hyp.size() == gold.size(),
+                   "line-count mismatch: {} hypothesis alignments but {} gold alignments",
+                   hyp.size(), gold.size());
+    NZ_CHECK_INPUT(possible.empty() || possible.size() == gold.size(),
+                   "line-count mismatch: {} gold alignments but {} lines of possible links",
+                   gold.size(), possible.size());
     AerScore out;
     for (std::size_t i = 0; i < hyp.size(); ++i) {
         const auto a = parse_hard_alignment(hyp[i], i + 1);

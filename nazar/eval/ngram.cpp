@@ -67,7 +67,7 @@ uint32_t NgramMatcher::find_or_add(uint64_t key) {
 void NgramMatcher::count(std::span<const uint32_t> hyp,
                          std::span<const std::span<const uint32_t>> refs, int max_order,
                          NgramCounts& out) {
-    NZ_CHECK(max_order >= 1, "n-gram order must be at least 1, got {}", max_order);
+    NZ_CHECK_USAGE(max_order >= 1, "n-gram order must be at least 1, got {}", max_order);
     const int N = max_order, R = static_cast<int>(refs.size());
     out.max_order = N;
     out.num_refs = R;

@@ -6,19 +6,19 @@
 namespace nazar {
 
 void check_ref_streams(std::size_t num_hyps, RefStreams refs) {
-    NZ_CHECK(!refs.empty(), "no reference stream given ({} hypotheses)", num_hyps);
+    NZ_CHECK_USAGE(!refs.empty(), "no reference stream given ({} hypotheses)", num_hyps);
     for (std::size_t k = 0; k < refs.size(); ++k)
-        NZ_CHECK(refs[k].size() == num_hyps,
-                 "line-count mismatch: {} hypotheses but reference stream {} has {} lines",
-                 num_hyps, k + 1, refs[k].size());
+        NZ_CHECK_INPUT(refs[k].size() == num_hyps,
+                       "line-count mismatch: {} hypotheses but reference stream {} has {} lines",
+                       num_hyps, k + 1, refs[k].size());
 }
 
 void segment_refs(RefStreams refs, std::size_t i, std::vector<std::string_view>& out) {
     out.clear();
     for (const auto& stream : refs)
         if (!stream[i].empty()) out.emplace_back(stream[i]);
-    NZ_CHECK(!out.empty(), "segment {} (line {}): all {} references are empty", i, i + 1,
-             refs.size());
+    NZ_CHECK_INPUT(!out.empty(), "segment {} (line {}): all {} references are empty", i, i + 1,
+                   refs.size());
 }
 
 std::string nrefs_field(RefStreams refs) {

@@ -41,18 +41,20 @@ void check_vocab(const SafeTensors& st, const ModelConfig& cfg, const char* key,
                  const char* what) {
     if (!st.has_meta(key)) return;
     const Vocab v = Vocab::from_json(st.meta(key));
-    NZ_CHECK(v.size() == expected,
-             "'{}': {} vocabulary ({}) has {} entries but the model's {} embedding has {} rows",
-             st.source, what, key, v.size(), what, expected);
+    NZ_CHECK_INPUT(
+        v.size() == expected,
+        "'{}': {} vocabulary ({}) has {} entries but the model's {} embedding has {} rows",
+        st.source, what, key, v.size(), what, expected);
     // A nazar vocabulary has fixed special ids; decoding and scoring go by the config's, so the
     // two must agree (otherwise </s> may never be produced, or <pad> is scored).
     const SpecialIds& sp = cfg.special_ids;
-    NZ_CHECK(sp.pad == Vocab::pad && sp.unk == Vocab::unk && sp.bos == Vocab::bos &&
-                 sp.eos == Vocab::eos,
-             "'{}': nazar.config special_ids (pad {}, unk {}, bos {}, eos {}) disagree with the {} "
-             "vocabulary's (pad {}, unk {}, bos {}, eos {})",
-             st.source, sp.pad, sp.unk, sp.bos, sp.eos, what, Vocab::pad, Vocab::unk, Vocab::bos,
-             Vocab::eos);
+    NZ_CHECK_INPUT(
+        sp.pad == Vocab::pad && sp.unk == Vocab::unk && sp.bos == Vocab::bos &&
+            sp.eos == Vocab::eos,
+        "'{}': nazar.config special_ids (pad {}, unk {}, bos {}, eos {}) disagree with the {} "
+        "vocabulary's (pad {}, unk {}, bos {}, eos {})",
+        st.source, sp.pad, sp.unk, sp.bos, sp.eos, what, Vocab::pad, Vocab::unk, Vocab::bos,
+        Vocab::eos);
 }
 
 // The first index in [0, n) whose float is NaN or ±inf (exponent bits all ones), or n.
@@ -139,19 +141,21 @@ std::vector<std::pair<std::string, Shape>> model_param_shapes(const ModelConfig&
 
 LoadedModel model_from_safetensors(const SafeTensors& st, bool inference) {
     if (const std::optional<Precision> p = file_precision(st)) {
-        NZ_CHECK(inference,
-                 "'{}' is a quantized ({}) model file, for translate, score and attention only: "
-                 "training needs the fp32 model or a checkpoint",
-                 st.source, precision_name(*p));
+        NZ_CHECK_INPUT(
+            inference,
+            "'{}' is a quantized ({}) model file, for translate, score and attention only: "
+            "training needs the fp32 model or a checkpoint",
+            st.source, precision_name(*p));
         LoadedModel m = model_from_safetensors(dequantize_model_file(st), false);
         m.model->set_precision(*p);
         return m;
     }
-    NZ_CHECK(st.has_meta(kModelFormatKey), "'{}' is not a nazar model file (no '{}' metadata)",
-             st.source, kModelFormatKey);
-    NZ_CHECK(st.meta(kModelFormatKey) == kModelFormatVersion,
-             "'{}': model format version '{}' is not supported (this nazar reads version '{}')",
-             st.source, st.meta(kModelFormatKey), kModelFormatVersion);
+    NZ_CHECK_INPUT(st.has_meta(kModelFormatKey),
+                   "'{}' is not a nazar model file (no '{}' metadata)", st.source, kModelFormatKey);
+    NZ_CHECK_INPUT(
+        st.meta(kModelFormatKey) == kModelFormatVersion,
+        "'{}': model format version '{}' is not supported (this nazar reads version '{}')",
+        st.source, st.meta(kModelFormatKey), kModelFormatVersion);
     ModelConfig cfg;
     try {
         cfg = model_config_from_string(st.meta(kModelConfigKey));
@@ -165,11 +169,12 @@ LoadedModel model_from_safetensors(const SafeTensors& st, bool inference) {
     // allocated: a config with huge sizes then fails here, and a model that passes costs at most
     // twice the file's tensor bytes (values + gradients).
     visit_param_shapes(cfg, [&](const std::string& name, const Shape& shape) {
-        NZ_CHECK(st.contains(name), "'{}': tensor '{}' is missing (expected shape {})", st.source,
-                 name, shape.str());
+        NZ_CHECK_INPUT(st.contains(name), "'{}': tensor '{}' is missing (expected shape {})",
+                       st.source, name, shape.str());
         const Shape& got = st.get(name).shape();
-        NZ_CHECK(got == shape, "'{}': tensor '{}' has shape {}, expected {} (from nazar.config)",
-                 st.source, name, got.str(), shape.str());
+        NZ_CHECK_INPUT(got == shape,
+                       "'{}': tensor '{}' has shape {}, expected {} (from nazar.config)", st.source,
+                       name, got.str(), shape.str());
     });
     // The model reads its parameters and (tied) the generator.weight copy; optimizer moments are
     // the checkpoint loader's (train/checkpoint.h).
@@ -182,12 +187,12 @@ LoadedModel model_from_safetensors(const SafeTensors& st, bool inference) {
     std::set<std::string> expected;
     for (const auto& p : params) {
         expected.insert(p.name);
-        NZ_CHECK(st.contains(p.name), "'{}': tensor '{}' is missing (expected shape {})", st.source,
-                 p.name, p.value->shape().str());
+        NZ_CHECK_INPUT(st.contains(p.name), "'{}': tensor '{}' is missing (expected shape {})",
+                       st.source, p.name, p.value->shape().str());
         const Tensor& t = st.get(p.name);
-        NZ_CHECK(t.shape() == p.value->shape(),
-                 "'{}': tensor '{}' has shape {}, expected {} (from nazar.config)", st.source,
-                 p.name, t.shape().str(), p.value->shape().str());
+        NZ_CHECK_INPUT(t.shape() == p.value->shape(),
+                       "'{}': tensor '{}' has shape {}, expected {} (from nazar.config)", st.source,
+                       p.name, t.shape().str(), p.value->shape().str());
         p.value->copy_from(t);
     }
     if (cfg.tie_target_embeddings) {
@@ -195,16 +200,17 @@ LoadedModel model_from_safetensors(const SafeTensors& st, bool inference) {
         if (st.contains("generator.weight")) {
             const TensorView emb = out.model->decoder.embedding.params.weight;
             const Tensor& g = st.get("generator.weight", emb.shape());
-            NZ_CHECK(max_abs_diff(g, emb) == 0.0,
-                     "'{}': tied model but generator.weight differs from decoder.embedding.weight",
-                     st.source);
+            NZ_CHECK_INPUT(
+                max_abs_diff(g, emb) == 0.0,
+                "'{}': tied model but generator.weight differs from decoder.embedding.weight",
+                st.source);
         }
     }
     for (const auto& name : st.names()) {
         const bool state = name.rfind("optim.", 0) == 0 || name.rfind("train.", 0) == 0;
-        NZ_CHECK(state || expected.count(name),
-                 "'{}': unexpected tensor '{}' (shape {}) for this configuration", st.source, name,
-                 st.get(name).shape().str());
+        NZ_CHECK_INPUT(state || expected.count(name),
+                       "'{}': unexpected tensor '{}' (shape {}) for this configuration", st.source,
+                       name, st.get(name).shape().str());
     }
     check_vocab(st, cfg, kSrcVocabKey, cfg.src_vocab_size, "source");
     check_vocab(st, cfg, kTgtVocabKey, cfg.tgt_vocab_size, "target");
@@ -223,8 +229,8 @@ void check_finite_tensors(const SafeTensors& st,
                                       ? fmt::format("row {}, column {} of shape {}", i / shape[1],
                                                     i % shape[1], shape.str())
                                       : fmt::format("of shape {}", shape.str());
-        NZ_FAIL("'{}': tensor '{}' holds a non-finite value ({}) at index {} ({})", st.source, name,
-                t.data()[i], i, where);
+        throw Error(fmt::format("'{}': tensor '{}' holds a non-finite value ({}) at index {} ({})",
+                                st.source, name, t.data()[i], i, where));
     }
 }
 

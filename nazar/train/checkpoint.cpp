@@ -59,8 +59,8 @@ TrainState train_state_from_json(const std::string& json, const std::string& sou
         s.skipped = j.at("skipped").get<int64_t>();
         s.position = {j.at("epoch").get<int64_t>(), j.at("batch").get<int64_t>()};
         const auto& r = j.at("rng");
-        NZ_CHECK(r.is_array() && r.size() == 4, "rng must hold 4 words, got {} entries",
-                 r.is_array() ? r.size() : 1);
+        NZ_CHECK_INPUT(r.is_array() && r.size() == 4, "rng must hold 4 words, got {} entries",
+                       r.is_array() ? r.size() : 1);
         for (std::size_t i = 0; i < 4; ++i) s.rng[i] = std::stoull(r[i].get<std::string>());
         s.best_dev_loss = dparse(j.at("best_dev_loss").get<std::string>());
         s.best_step = j.at("best_step").get<int64_t>();
@@ -70,9 +70,9 @@ TrainState train_state_from_json(const std::string& json, const std::string& sou
         // Older checkpoints lack it (a streak of skips then restarts at 0).
         s.skipped_in_a_row = j.value("skipped_in_a_row", int64_t{0});
     } catch (const nlohmann::json::exception& e) {
-        NZ_FAIL("{}: invalid train.state metadata: {}", source, excerpt(e.what()));
+        throw Error(fmt::format("{}: invalid train.state metadata: {}", source, excerpt(e.what())));
     } catch (const std::logic_error& e) {  // stoull
-        NZ_FAIL("{}: invalid train.state rng word: {}", source, excerpt(e.what()));
+        throw Error(fmt::format("{}: invalid train.state rng word: {}", source, excerpt(e.what())));
     }
     check_train_state(s, source);
     return s;
@@ -149,11 +149,12 @@ std::string resolve_checkpoint(const std::string& dir_or_file) {
 Checkpoint load_checkpoint(const std::string& path) {
     Checkpoint c;
     c.file = load_safetensors(path);
-    NZ_CHECK(!c.file.has_meta("nazar.precision"),
-             "'{}' is a quantized ({}) model file, for inference only: training resumes from an "
-             "fp32 checkpoint",
-             path, c.file.meta("nazar.precision"));
-    NZ_CHECK(
+    NZ_CHECK_INPUT(
+        !c.file.has_meta("nazar.precision"),
+        "'{}' is a quantized ({}) model file, for inference only: training resumes from an "
+        "fp32 checkpoint",
+        path, c.file.meta("nazar.precision"));
+    NZ_CHECK_INPUT(
         c.file.has_meta("train.state") && c.file.has_meta("train.config"),
         "'{}' is a model file, not a training checkpoint (no train.state / train.config metadata)",
         path);
@@ -167,8 +168,9 @@ Checkpoint load_checkpoint(const std::string& path) {
         const std::string& text = c.file.meta(kBestLossKey);
         char* end = nullptr;
         c.best_loss = std::strtod(text.c_str(), &end);
-        NZ_CHECK(!text.empty() && end == text.c_str() + text.size() && c.best_loss >= 0,
-                 "{}: metadata {} = '{}' is not a loss", path, kBestLossKey, text.substr(0, 40));
+        NZ_CHECK_INPUT(!text.empty() && end == text.c_str() + text.size() && c.best_loss >= 0,
+                       "{}: metadata {} = '{}' is not a loss", path, kBestLossKey,
+                       text.substr(0, 40));
     }
     c.threads =
         c.file.has_meta("train.threads") ? std::atoi(c.file.meta("train.threads").c_str()) : 0;

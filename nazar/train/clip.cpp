@@ -54,8 +54,8 @@ float grad_norm(const ParamList& params) {
 }
 
 float clip_grad_norm(const ParamList& params, float max_norm) {
-    NZ_CHECK(max_norm > 0 && std::isfinite(max_norm),
-             "clip_grad_norm: max_norm must be positive and finite, got {}", max_norm);
+    NZ_CHECK_USAGE(max_norm > 0 && std::isfinite(max_norm),
+                   "clip_grad_norm: max_norm must be positive and finite, got {}", max_norm);
     const std::vector<Block> blocks = grad_blocks(params);
     const float norm = norm_of(blocks);
     if (!std::isfinite(norm)) return norm;  // the caller decides; gradients untouched

@@ -9,7 +9,7 @@
 namespace nazar {
 
 Ema::Ema(const ParamList& params, double decay) : params_(params), decay_(decay) {
-    NZ_CHECK(decay > 0 && decay < 1, "Ema: decay must be in (0, 1), got {}", decay);
+    NZ_CHECK_USAGE(decay > 0 && decay < 1, "Ema: decay must be in (0, 1), got {}", decay);
     shadow_.reserve(params.size());
     for (const auto& p : params) {
         shadow_.emplace_back(p.value->shape());
@@ -51,9 +51,9 @@ void Ema::load_raw(const SafeTensors& st, const std::string& source) {
     NZ_CHECK(!swapped_, "Ema::load_raw while swapped");
     for (std::size_t i = 0; i < params_.size(); ++i) {
         const std::string name = kRawWeightPrefix + params_[i].name;
-        NZ_CHECK(st.contains(name),
-                 "'{}': checkpoint lacks tensor '{}' (the raw weights of an ema_decay run)", source,
-                 name);
+        NZ_CHECK_INPUT(st.contains(name),
+                       "'{}': checkpoint lacks tensor '{}' (the raw weights of an ema_decay run)",
+                       source, name);
         shadow_[i].copy_from(*params_[i].value);  // the file's model part: the average
         params_[i].value->copy_from(st.get(name, params_[i].value->shape()));
     }

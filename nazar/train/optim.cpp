@@ -1,5 +1,7 @@
 #include "nazar/train/optim.h"
 
+#include "nazar/train/metadata.h"
+
 #include "nazar/core/text_limits.h"
 #include "nazar/core/threads.h"
 
@@ -13,15 +15,6 @@ namespace {
 
 constexpr int64_t kBlock = 1 << 14;  // elements per work item: big enough to amortise dispatch
 const std::string kPrefix = "optim.";
-
-double parse_double(const SafeTensors& st, const std::string& key) {
-    const std::string& s = st.meta(key);
-    char* end = nullptr;
-    const double v = std::strtod(s.c_str(), &end);
-    NZ_CHECK(!s.empty() && end == s.c_str() + s.size(), "{}: metadata '{}' = '{}' is not a number",
-             st.source, key, s);
-    return v;
-}
 
 // The element-wise updates. Operation order follows the ATen CPU kernels PyTorch runs:
 // add(x, y, alpha) = x + alpha·y;  addcmul(x, a, b, value) = x + value·a·b;
@@ -110,11 +103,13 @@ Optimizer::Optimizer(OptimKind kind, ParamList params, double lr)
 }
 
 Optimizer Optimizer::sgd(ParamList params, SgdOptions opt) {
-    NZ_CHECK(opt.momentum >= 0, "sgd: momentum must be >= 0, got {}", opt.momentum);
-    NZ_CHECK(opt.weight_decay >= 0, "sgd: weight_decay must be >= 0, got {}", opt.weight_decay);
-    NZ_CHECK(!opt.nesterov || (opt.momentum > 0 && opt.dampening == 0),
-             "sgd: nesterov needs momentum > 0 and dampening = 0, got momentum {} dampening {}",
-             opt.momentum, opt.dampening);
+    NZ_CHECK_USAGE(opt.momentum >= 0, "sgd: momentum must be >= 0, got {}", opt.momentum);
+    NZ_CHECK_USAGE(opt.weight_decay >= 0, "sgd: weight_decay must be >= 0, got {}",
+                   opt.weight_decay);
+    NZ_CHECK_USAGE(
+        !opt.nesterov || (opt.momentum > 0 && opt.dampening == 0),
+        "sgd: nesterov needs momentum > 0 and dampening = 0, got momentum {} dampening {}",
+        opt.momentum, opt.dampening);
     Optimizer o(OptimKind::sgd, std::move(params), opt.lr);
     o.sgd_ = opt;
     if (opt.momentum != 0) o.buffers_.push_back({"momentum_buffer", {}});
@@ -124,10 +119,11 @@ Optimizer Optimizer::sgd(ParamList params, SgdOptions opt) {
 }
 
 Optimizer Optimizer::adam(ParamList params, AdamOptions opt) {
-    NZ_CHECK(0 <= opt.beta1 && opt.beta1 < 1 && 0 <= opt.beta2 && opt.beta2 < 1,
-             "adam: betas must be in [0, 1), got ({}, {})", opt.beta1, opt.beta2);
-    NZ_CHECK(opt.eps >= 0, "adam: eps must be >= 0, got {}", opt.eps);
-    NZ_CHECK(opt.weight_decay >= 0, "adam: weight_decay must be >= 0, got {}", opt.weight_decay);
+    NZ_CHECK_USAGE(0 <= opt.beta1 && opt.beta1 < 1 && 0 <= opt.beta2 && opt.beta2 < 1,
+                   "adam: betas must be in [0, 1), got ({}, {})", opt.beta1, opt.beta2);
+    NZ_CHECK_USAGE(opt.eps >= 0, "adam: eps must be >= 0, got {}", opt.eps);
+    NZ_CHECK_USAGE(opt.weight_decay >= 0, "adam: weight_decay must be >= 0, got {}",
+                   opt.weight_decay);
     Optimizer o(OptimKind::adam, std::move(params), opt.lr);
     o.adam_ = opt;
     o.buffers_.push_back({"exp_avg", {}});
@@ -222,14 +218,15 @@ void Optimizer::save_state(SafeTensors& out) const {
 
 void Optimizer::load_state(const SafeTensors& in) {
     const std::string& kind = in.meta(kPrefix + "kind");
-    NZ_CHECK(kind == optim_kind_name(kind_), "{}: optimizer state is '{}', this run uses '{}'",
-             in.source, kind, optim_kind_name(kind_));
-    const double step = parse_double(in, kPrefix + "step");
-    NZ_CHECK(step >= 0 && step <= 9007199254740992.0 && step == std::floor(step),
-             "{}: optim.step = {} is not a step count in [0, 2^53]", in.source, step);
-    const double lr = parse_double(in, kPrefix + "lr");
-    NZ_CHECK(std::isfinite(lr) && lr >= 0, "{}: optim.lr = {} is not a learning rate", in.source,
-             lr);
+    NZ_CHECK_INPUT(kind == optim_kind_name(kind_),
+                   "{}: optimizer state is '{}', this run uses '{}'", in.source, kind,
+                   optim_kind_name(kind_));
+    const double step = meta_double(in, kPrefix + "step");
+    NZ_CHECK_INPUT(step >= 0 && step <= 9007199254740992.0 && step == std::floor(step),
+                   "{}: optim.step = {} is not a step count in [0, 2^53]", in.source, step);
+    const double lr = meta_double(in, kPrefix + "lr");
+    NZ_CHECK_INPUT(std::isfinite(lr) && lr >= 0, "{}: optim.lr = {} is not a learning rate",
+                   in.source, lr);
     // Every "optim." tensor must be one of ours (catches renamed params and mismatched options).
     std::size_t expected = 0;
     for (const auto& b : buffers_) expected += b.t.size();
@@ -239,13 +236,14 @@ void Optimizer::load_state(const SafeTensors& in) {
         bool ours = false;
         for (const auto& b : buffers_)
             for (const auto& p : params_) ours = ours || name == kPrefix + b.name + "." + p.name;
-        NZ_CHECK(ours,
-                 "{}: optimizer state tensor '{}' matches no parameter/buffer of this {} optimizer",
-                 in.source, name, optim_kind_name(kind_));
+        NZ_CHECK_INPUT(
+            ours,
+            "{}: optimizer state tensor '{}' matches no parameter/buffer of this {} optimizer",
+            in.source, name, optim_kind_name(kind_));
         ++found;
     }
-    NZ_CHECK(found == expected, "{}: {} optimizer state tensors, expected {}", in.source, found,
-             expected);
+    NZ_CHECK_INPUT(found == expected, "{}: {} optimizer state tensors, expected {}", in.source,
+                   found, expected);
     // Validate everything before changing anything.
     for (const auto& b : buffers_)
         for (std::size_t i = 0; i < params_.size(); ++i)

@@ -112,8 +112,8 @@ void Progress::finish() {
 MetricsLog::MetricsLog(const std::string& path) : path_(path) {
     if (path.empty()) return;
     file_ = std::fopen(path.c_str(), "a");
-    NZ_CHECK(file_ != nullptr, "metrics_log: cannot open '{}' for appending: {}", path,
-             std::strerror(errno));
+    NZ_CHECK_INPUT(file_ != nullptr, "metrics_log: cannot open '{}' for appending: {}", path,
+                   std::strerror(errno));
 }
 
 MetricsLog::~MetricsLog() {
@@ -123,7 +123,7 @@ MetricsLog::~MetricsLog() {
 void MetricsLog::write(const nlohmann::json& record) {
     if (!file_) return;
     const std::string line = record.dump() + "\n";
-    NZ_CHECK(
+    NZ_CHECK_INPUT(
         std::fwrite(line.data(), 1, line.size(), file_) == line.size() && std::fflush(file_) == 0,
         "metrics_log: writing '{}' failed: {}", path_, std::strerror(errno));
 }

@@ -83,7 +83,7 @@ bool is_stale_temporary(std::string_view name) {
 }
 
 RunDirReport prepare_run_dir(const std::string& dir, const RunDirOptions& options) {
-    NZ_CHECK(!dir.empty(), "prepare_run_dir: empty directory name");
+    NZ_CHECK_USAGE(!dir.empty(), "prepare_run_dir: empty directory name");
     RunDirReport report;
     std::error_code ec;
     const fs::file_status status = fs::status(dir, ec);

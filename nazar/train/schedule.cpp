@@ -1,5 +1,7 @@
 #include "nazar/train/schedule.h"
 
+#include "nazar/train/metadata.h"
+
 #include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
@@ -12,15 +14,6 @@ namespace {
 void check_step(int64_t step, int epoch) {
     NZ_CHECK(step >= 1, "lr schedule: step is 1-based, got {}", step);
     NZ_CHECK(epoch >= 0, "lr schedule: epoch must be >= 0, got {}", epoch);
-}
-
-double meta_double(const SafeTensors& st, const std::string& key) {
-    const std::string& s = st.meta(key);
-    char* end = nullptr;
-    const double v = std::strtod(s.c_str(), &end);
-    NZ_CHECK(!s.empty() && end == s.c_str() + s.size(), "{}: metadata '{}' = '{}' is not a number",
-             st.source, key, s);
-    return v;
 }
 
 }  // namespace
@@ -67,24 +60,26 @@ LrSchedule::LrSchedule(Any s) : s_(std::move(s)) {
     std::visit(
         [](auto& x) {
             using T = std::decay_t<decltype(x)>;
-            NZ_CHECK(std::isfinite(x.lr) && x.lr >= 0,
-                     "lr schedule: lr must be finite and >= 0, got {}", x.lr);
+            NZ_CHECK_USAGE(std::isfinite(x.lr) && x.lr >= 0,
+                           "lr schedule: lr must be finite and >= 0, got {}", x.lr);
             if constexpr (std::is_same_v<T, WarmupLr>)
-                NZ_CHECK(x.warmup_steps >= 0, "warmup: warmup_steps must be >= 0, got {}",
-                         x.warmup_steps);
+                NZ_CHECK_USAGE(x.warmup_steps >= 0, "warmup: warmup_steps must be >= 0, got {}",
+                               x.warmup_steps);
             if constexpr (std::is_same_v<T, StepDecayLr>) {
-                NZ_CHECK(x.start_epoch >= 0, "step decay: start_epoch must be >= 0, got {}",
-                         x.start_epoch);
-                NZ_CHECK(x.every >= 1, "step decay: every must be >= 1, got {}", x.every);
-                NZ_CHECK(x.factor > 0 && x.factor <= 1,
-                         "step decay: factor must be in (0, 1], got {}", x.factor);
+                NZ_CHECK_USAGE(x.start_epoch >= 0, "step decay: start_epoch must be >= 0, got {}",
+                               x.start_epoch);
+                NZ_CHECK_USAGE(x.every >= 1, "step decay: every must be >= 1, got {}", x.every);
+                NZ_CHECK_USAGE(x.factor > 0 && x.factor <= 1,
+                               "step decay: factor must be in (0, 1], got {}", x.factor);
             }
             if constexpr (std::is_same_v<T, PlateauLr>) {
-                NZ_CHECK(x.factor > 0 && x.factor < 1, "plateau: factor must be in (0, 1), got {}",
-                         x.factor);
-                NZ_CHECK(x.patience >= 0, "plateau: patience must be >= 0, got {}", x.patience);
-                NZ_CHECK(x.min_lr >= 0, "plateau: min_lr must be >= 0, got {}", x.min_lr);
-                NZ_CHECK(x.threshold >= 0, "plateau: threshold must be >= 0, got {}", x.threshold);
+                NZ_CHECK_USAGE(x.factor > 0 && x.factor < 1,
+                               "plateau: factor must be in (0, 1), got {}", x.factor);
+                NZ_CHECK_USAGE(x.patience >= 0, "plateau: patience must be >= 0, got {}",
+                               x.patience);
+                NZ_CHECK_USAGE(x.min_lr >= 0, "plateau: min_lr must be >= 0, got {}", x.min_lr);
+                NZ_CHECK_USAGE(x.threshold >= 0, "plateau: threshold must be >= 0, got {}",
+                               x.threshold);
                 if (x.current < 0) x.current = x.lr;
             }
         },
@@ -141,8 +136,8 @@ void LrSchedule::save_state(SafeTensors& out) const {
 
 void LrSchedule::load_state(const SafeTensors& in) {
     const std::string& k = in.meta("schedule.kind");
-    NZ_CHECK(k == kind(), "{}: lr schedule state is '{}', this run uses '{}'", in.source, k,
-             kind());
+    NZ_CHECK_INPUT(k == kind(), "{}: lr schedule state is '{}', this run uses '{}'", in.source, k,
+                   kind());
     if (auto* p = std::get_if<PlateauLr>(&s_)) {
         const double current = meta_double(in, "schedule.current"),
                      best = meta_double(in, "schedule.best");

@@ -660,14 +660,14 @@ TrainConfig config_from_json(const std::string& json, const std::string& source)
     try {
         j = nlohmann::json::parse(json);
     } catch (const nlohmann::json::exception& e) {
-        NZ_FAIL("{}: stored training configuration is not valid JSON: {}", source,
-                excerpt(e.what()));
+        throw Error(fmt::format("{}: stored training configuration is not valid JSON: {}", source,
+                                excerpt(e.what())));
     }
-    NZ_CHECK(j.is_object(), "{}: stored training configuration is not a JSON object", source);
+    NZ_CHECK_INPUT(j.is_object(), "{}: stored training configuration is not a JSON object", source);
     TrainConfig cfg = TrainConfig::defaults();
     for (const auto& [key, value] : j.items()) {
-        NZ_CHECK(value.is_string(), "{}: stored configuration key '{}' is not a string", source,
-                 key);
+        NZ_CHECK_INPUT(value.is_string(), "{}: stored configuration key '{}' is not a string",
+                       source, key);
         set_config_value(cfg, key, value.get<std::string>(), source);
     }
     return cfg;

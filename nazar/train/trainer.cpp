@@ -216,7 +216,7 @@ std::unique_ptr<Checkpoint> Trainer::prepare_data(const std::string& resume,
         data_.corpus = load_corpus(train_files, data_.src_tokenizer, data_.tgt_tokenizer,
                                    data_.src_vocab, data_.tgt_vocab, train_load, &data_.summary);
         const std::string pairs = meta_or_fail(st, "train.corpus_pairs");
-        NZ_CHECK(
+        NZ_CHECK_INPUT(
             std::to_string(data_.corpus.size()) == pairs,
             "--resume: the training data changed: {} pairs now, {} when the checkpoint was written",
             data_.corpus.size(), pairs);
