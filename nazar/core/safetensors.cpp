@@ -261,6 +261,30 @@ void SafeTensors::get_params(const ParamList& params) const {
 
 // ---- parse / serialize ------------------------------------------------------------------
 
+// The tensors must tile the data buffer of data_len bytes exactly, as upstream requires; sorts
+// `entries` by offset.
+static void check_tiling(std::vector<Entry>& entries, uint64_t data_len, const std::string& src) {
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+        return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
+    });
+    uint64_t pos = 0;
+    for (const auto& e : entries) {
+        NZ_CHECK_INPUT(e.end <= data_len,
+                       "'{}': tensor '{}': data_offsets [{}, {}] beyond the {} data bytes", src,
+                       printable(e.name), e.begin, e.end, data_len);
+        NZ_CHECK_INPUT(
+            e.begin >= pos,
+            "'{}': tensor '{}': data_offsets [{}, {}] overlap the previous tensor (ends at {})",
+            src, printable(e.name), e.begin, e.end, pos);
+        NZ_CHECK_INPUT(e.begin == pos,
+                       "'{}': tensor '{}': gap in the data buffer between {} and {}", src,
+                       printable(e.name), pos, e.begin);
+        pos = e.end;
+    }
+    NZ_CHECK_INPUT(pos == data_len, "'{}': data buffer has {} bytes but tensors cover {}", src,
+                   data_len, pos);
+}
+
 SafeTensors parse_safetensors(std::string_view bytes, const std::string& source) {
     const std::string& src = source;
     check_header_length(bytes.substr(0, std::min<std::size_t>(8, bytes.size())), bytes.size(), src);
@@ -312,27 +336,8 @@ SafeTensors parse_safetensors(std::string_view bytes, const std::string& source)
         entries.push_back(parse_entry(src, k, v));
     }
 
-    // The tensors must tile the data buffer exactly, as upstream requires.
     const uint64_t data_len = bytes.size() - 8 - n;
-    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-        return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
-    });
-    uint64_t pos = 0;
-    for (const auto& e : entries) {
-        NZ_CHECK_INPUT(e.end <= data_len,
-                       "'{}': tensor '{}': data_offsets [{}, {}] beyond the {} data bytes", src,
-                       printable(e.name), e.begin, e.end, data_len);
-        NZ_CHECK_INPUT(
-            e.begin >= pos,
-            "'{}': tensor '{}': data_offsets [{}, {}] overlap the previous tensor (ends at {})",
-            src, printable(e.name), e.begin, e.end, pos);
-        NZ_CHECK_INPUT(e.begin == pos,
-                       "'{}': tensor '{}': gap in the data buffer between {} and {}", src,
-                       printable(e.name), pos, e.begin);
-        pos = e.end;
-    }
-    NZ_CHECK_INPUT(pos == data_len, "'{}': data buffer has {} bytes but tensors cover {}", src,
-                   data_len, pos);
+    check_tiling(entries, data_len, src);  // sorts entries by offset
 
     const char* data = bytes.data() + 8 + n;
     for (const auto& e : entries) {
