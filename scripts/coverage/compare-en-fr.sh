@@ -3,12 +3,15 @@
 # Bahdanau model trained twice side by side (one thread each, niced), then beam-5 translations
 # of the test split scored by BLEU / chrF (`nazar eval`) and the share of outputs with one token
 # repeated 4+ times in a row (repetition.py).
-#   scripts/coverage/compare-en-fr.sh OUT_DIR [STEPS]     (build/nazar must exist)
+#   scripts/coverage/compare-en-fr.sh OUT_DIR [STEPS [NAME=FLAGS NAME=FLAGS]]   (needs build/nazar)
+# The two runs default to plain="" and coverage="--coverage true --coverage-loss-weight 1".
 # Data: the first 10,000 training pairs with <= 12 words a side (as docs/training.md's dropout
 # measurement), the first 400 such dev pairs for validation, and the whole test split.
 set -euo pipefail
-out=${1:?usage: compare-en-fr.sh OUT_DIR [STEPS]}
+out=${1:?usage: compare-en-fr.sh OUT_DIR [STEPS [NAME=FLAGS NAME=FLAGS]]}
 steps=${2:-2400}
+a=${3:-plain=}
+b=${4:-coverage=--coverage true --coverage-loss-weight 1}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 nazar=$root/build/nazar
 data=${NAZAR_EN_FR:-$root/../shared/data/l10n-en-fr}  # the shared corpus (env to override)
@@ -19,7 +22,9 @@ short='{ n = split($1, a, " "); m = split($2, b, " "); if (n <= 12 && m <= 12) p
 { awk -F'\t' "$short" "$data/dev.tsv" | head -n 400 > "$out/dev.tsv"; } || true
 cut -f1 "$data/test.tsv" > "$out/test.src"
 cut -f2 "$data/test.tsv" > "$out/test.ref"
-common=(--train "$out/train.tsv" --dev "$out/dev.tsv" --tokenizer word --vocab-size 6000
+# TOKENIZER="--tokenizer spm --spm-vocab-size 4000" for subwords (default: words, vocab 6000)
+read -r -a tok <<< "${TOKENIZER:---tokenizer word --vocab-size 6000}"
+common=(--train "$out/train.tsv" --dev "$out/dev.tsv" "${tok[@]}"
         --embedding-size 64 --hidden-size 64 --decoder-hidden-size 64 --attention-size 64
         --decoder bahdanau --attention additive --optimizer adam --lr 0.002 --batch-size 64
         --clip-norm 1 --max-steps "$steps" --max-epochs 0 --valid-interval 600 --valid-sample 0
@@ -30,11 +35,13 @@ run() {  # name, extra flags...
     nice -n 5 "$nazar" train "${common[@]}" --save-dir "$out/$name" "$@" 2> "$out/$name.log"
 }
 start=$(date +%s)
-run plain &
-run coverage --coverage true --coverage-loss-weight 1 &
+# shellcheck disable=SC2086  # the flags are words
+run "${a%%=*}" ${a#*=} &
+# shellcheck disable=SC2086
+run "${b%%=*}" ${b#*=} &
 wait
 echo "training: $(($(date +%s) - start)) s wall for both (side by side)"
-for name in plain coverage; do
+for name in "${a%%=*}" "${b%%=*}"; do
     nice -n 5 "$nazar" translate --model "$out/$name/model.safetensors" --beam 5 --threads 1 \
         < "$out/test.src" > "$out/$name.test.hyp"
     bleu=$("$nazar" eval --metric bleu --ref "$out/test.ref" --hyp "$out/$name.test.hyp" --score-only)
