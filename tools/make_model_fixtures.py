@@ -3,7 +3,8 @@
 
 For every case (a nazar model config: Bahdanau GRU, deep output + tied embeddings, LSTM; Luong
 dot, general with and without input feeding, concat, local-m, local-p, LSTM; two ablations;
-scheduled sampling):
+scheduled sampling; coverage attention, Bahdanau and Luong concat, whose training step adds the
+coverage loss with the weight in metadata coverage_loss_weight):
   model_<case>.safetensors          a nazar model file written by python/nazar_torch.py's
                                     save_model (seeded PyTorch init, float32; word tokenizers and
                                     vocabularies "s4".. / "t4".. in the metadata, so `nazar score`
@@ -15,7 +16,8 @@ scheduled sampling):
               loss (1)       Σ over non-pad target tokens of the (label-smoothed) cross-entropy
                              (evaluation: teacher forcing)
               train_loss (1) the same for the training step (= loss, except with scheduled
-                             sampling: metadata sampling_prob, or dropout: metadata dropout)
+                             sampling: metadata sampling_prob, or dropout: metadata dropout;
+                             + λ Σ min(α, cov) with metadata coverage_loss_weight λ)
      masks    mask.src_emb (B, S, E), mask.enc_out (B, S, C), mask.tgt_emb (T, B, E),
               mask.dec_out (T, B, d_out), mask.attention (T, B, S): the training step's dropout
               masks (0 or 1/(1−p)), only
@@ -129,6 +131,13 @@ CASES = {
     "luong_feed_dropout": ({"encoder": {"hidden_size": 4},
                             "decoder": {"kind": "luong", "hidden_size": 5, "input_feeding": True},
                             "attention": {"score": "general"}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
+    # coverage attention (w_c drawn at random: nazar initialises it to 0), with the coverage loss
+    "bahdanau_coverage": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "bahdanau", "hidden_size": 5},
+                           "attention": {"score": "additive", "attention_size": 3, "coverage": True}},
+                          0.0, SRC_LENGTHS, TGT_LENGTHS),
+    "luong_concat_coverage": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "luong", "hidden_size": 5},
+                               "attention": {"score": "concat", "attention_size": 4, "coverage": True}},
+                              0.0, SRC_LENGTHS, TGT_LENGTHS),
     # an empty source sentence (S_b = 0): zero encoder states, mean bridge 0, empty local-p window
     "empty_source": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "luong", "hidden_size": 5},
                       "attention": {"score": "general", "local": "local-p", "window": 1}},
@@ -138,6 +147,8 @@ SAMPLING = {"bahdanau_sampled": 1.0}  # case -> scheduled sampling probability o
 # case -> (dropout p, per_sequence): the training step runs with explicit masks at every dropout
 # site of nazar/models/seq2seq.h (DropoutMasks), drawn here and stored in the expect file
 DROPOUT = {"bahdanau_dropout": (0.3, False), "luong_dropout": (0.4, True), "luong_feed_dropout": (0.25, False)}
+# case -> coverage_loss_weight of the training step (its train_loss and grads include the loss)
+COVERAGE_LOSS = {"bahdanau_coverage": 0.7, "luong_concat_coverage": 0.4}
 GREEDY_MARGIN, POSITION_MARGIN = 1e-4, 1e-3
 BEAM = {"beam_size": 3, "n_best": 2, "alpha": 0.6, "beta": 0.2}
 
@@ -217,6 +228,9 @@ def build_case(name, seed):
         if not cfg["tie_target_embeddings"]:
             model.generator.weight.mul_(3.0)
         model.generator.bias[cfg["special_ids"]["eos"]] += 0.5
+        if cfg["attention"]["coverage"]:
+            w = torch.Generator().manual_seed(seed + 3000)
+            model.attention.coverage.weight.copy_(torch.rand(model.attention.coverage.weight.shape, generator=w) * 3 - 1.5)
     g = torch.Generator().manual_seed(seed + 1000)
     draw = lambda n, V: torch.randint(4, V, (n,), generator=g).tolist()  # noqa: E731  no specials inside
     src = [draw(n, cfg["src_vocab_size"]) for n in src_len]
@@ -234,7 +248,7 @@ def build_case(name, seed):
         sampling, margins = SAMPLING.get(name, 0.0), []
         masks = dropout_masks(cfg, batch, *DROPOUT[name], seed) if name in DROPOUT else None
         total, _ = nt.loss(ref.train(), batch, smoothing, sampling_prob=sampling, margins=margins,
-                           masks=masks)  # RNN dropout 0
+                           masks=masks, coverage_loss_weight=COVERAGE_LOSS.get(name, 0.0))  # RNN dropout 0
         if margins and min(margins) < GREEDY_MARGIN:
             raise Guard("scheduled-sampling argmax with a near tie")
         (total / tokens).backward()
@@ -288,6 +302,8 @@ def build_case(name, seed):
             "inputs": "src,src_lengths,tgt_in,tgt_out", "params": ",".join(params), "outputs": ",".join(outputs),
             "grads": ",".join(params),
             "beam": json.dumps(BEAM, sort_keys=True), "generator": GENERATOR}
+    if name in COVERAGE_LOSS:
+        meta["coverage_loss_weight"] = repr(COVERAGE_LOSS[name])
     if masks is not None:
         meta["dropout"] = repr(DROPOUT[name][0])
         meta["dropout_per_sequence"] = str(DROPOUT[name][1]).lower()

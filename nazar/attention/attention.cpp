@@ -8,6 +8,7 @@
 #include "nazar/attention/additive_kernels.h"
 #include "nazar/attention/attention_detail.h"
 #include "nazar/attention/attention_rows.h"
+#include "nazar/attention/coverage.h"
 #include "nazar/attention/local.h"
 #include "nazar/attention/luong.h"
 #include "nazar/attention/vec.h"
@@ -52,8 +53,10 @@ Attention::Attention(AttentionConfig c, Rng& rng) : cfg(c) {
         params.v_p = Tensor({1, P});
     }
     params.visit([&](const std::string& name, Tensor& t) {
-        if (t.numel() > 0 && name != "scale") init_linear(t, rng);
+        if (t.numel() > 0 && name != "scale" && name != "coverage.weight") init_linear(t, rng);
     });
+    // w_c starts at 0 (no draw): a coverage model starts as the plain one of the same seed
+    if (cfg.coverage) params.w_c = Tensor({1, A});
     grad = params;
     grad.visit([](const std::string&, Tensor& t) { t.zero(); });
 }
@@ -171,6 +174,70 @@ void query_side_backward(Attention& att, attn::StepScratch& sc, ConstTensorView 
         }
     }
 }
+// Sizes backward()'s scratch for B rows and checks the optional inputs' shapes.
+void prepare_backward(const Attention& att, attn::StepScratch& sc, const AttentionStepCache& cache,
+                      int B, int S) {
+    const AttentionConfig& cfg = att.cfg;
+    const int A = cfg.attention_size, W = att.window_width(S);
+    sc.d_weights.resize({B, W}, false);
+    sc.d_scores.resize({B, W}, false);
+    if (cfg.local == LocalMode::predictive) sc.d_probs.resize({B, W}, false);
+    if (is_additive(cfg.score)) {
+        sc.tanh_rows.resize({B, A}, false);
+        sc.d_query_proj.resize({B, A}, true);
+        sc.d_v.resize({B, A}, true);
+    }
+    sc.d_scale.resize({B}, true);
+    sc.d_position.resize({B}, true);
+    if (cache.drop_mask.numel() > 0) {
+        NZ_CHECK_SHAPE(cache.drop_mask, {B, S});
+        NZ_CHECK_SHAPE(cache.dropped, {B, W});
+    }
+    const AttentionExtraGrad* x = att.extra;
+    if (x != nullptr && x->d_weights.numel() > 0) NZ_CHECK_SHAPE(x->d_weights, {B, S});
+    if (cfg.coverage) {
+        NZ_CHECK_SHAPE(cache.coverage, {B, S});
+        if (x != nullptr && x->d_coverage.numel() > 0) NZ_CHECK_SHAPE(x->d_coverage, {B, S});
+        sc.cov_u.resize({B, A}, false);
+        sc.cov_d_pre.resize({B, A}, false);
+        sc.d_w_c.resize({B, A}, true);
+    }
+}
+
+// The score half of one row's backward, d e (in sc.d_scores) into the query side, the keys
+// and the score's parameters: additive (with coverage: also d w_c and d cov) or dot/general.
+void score_row_backward(Attention& att, attn::StepScratch& sc, ConstTensorView query,
+                        const AttentionStepCache& cache, int b, int64_t first, const float* kb,
+                        float* dkb, TensorView d_query) {
+    const AttentionConfig& cfg = att.cfg;
+    const AttentionParams& params = att.params;
+    const int A = cfg.attention_size, H = cfg.query_size, W = cache.weights.dim(1);
+    const int n = cache.count[b];
+    const float* de = sc.d_scores.data() + int64_t{b} * W;
+    if (cfg.coverage) {
+        const AttentionExtraGrad* x = att.extra;
+        float* d_cov =
+            x != nullptr && x->d_coverage.numel() > 0 ? x->d_coverage.data() + first : nullptr;
+        attn::coverage_scores_backward(
+            cache.query_proj.data() + int64_t{b} * A, kb, params.v_a.data(), params.w_c.data(),
+            cache.coverage.data() + first, de, n, A, sc.cov_u.data() + int64_t{b} * A,
+            sc.tanh_rows.data() + int64_t{b} * A, sc.cov_d_pre.data() + int64_t{b} * A,
+            sc.d_query_proj.data() + int64_t{b} * A, dkb, sc.d_v.data() + int64_t{b} * A,
+            sc.d_w_c.data() + int64_t{b} * A, d_cov);
+    } else if (is_additive(cfg.score)) {
+        attn::additive_scores_backward(
+            cache.query_proj.data() + int64_t{b} * A, kb, params.v_a.data(), de, n, A,
+            sc.tanh_rows.data() + int64_t{b} * A, sc.d_query_proj.data() + int64_t{b} * A, dkb,
+            sc.d_v.data() + int64_t{b} * A);
+    } else {
+        const int K = cfg.score == ScoreKind::dot ? cfg.context_size : H;
+        // e = s r  =>  d_s += Σ_j d_e_j r_j;  r = q · k  (luong.h)
+        if (cfg.scale == ScaleMode::learned)
+            sc.d_scale[b] = attn::dot8(de, cache.scores.data() + int64_t{b} * W, n);
+        attn::bilinear_scores_backward(query.data() + int64_t{b} * H, kb, de, n, K,
+                                       att.score_scale(), d_query.data() + int64_t{b} * H, dkb);
+    }
+}
 }  // namespace
 
 void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstTensorView enc_out,
@@ -205,6 +272,11 @@ void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstT
         NZ_CHECK_SHAPE(cache.drop_mask, {B, S});
         cache.dropped.resize({B, W}, false);
     }
+    const bool coverage = cfg.coverage;
+    if (coverage) {
+        NZ_CHECK_SHAPE(cache.coverage, {B, S});
+        sc.cov_u.resize({B, A}, false);
+    }
 
     const float s = score_scale(), sigma = attn::gaussian_sigma(cfg.window);
     parallel_for(B, 4, [&](int64_t b0, int64_t b1) {
@@ -213,7 +285,12 @@ void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstT
             float* pr = cache.probs.data() + b * W;
             const float* kb = kdata + (b * S + w.start) * K;
             // e_j = v_a · tanh(u + k_j)   or   e_j = s q · k_j
-            if (additive) {
+            if (coverage) {  // e_j = v_a · tanh(u + k_j + w_c cov_j)
+                attn::coverage_scores(cache.query_proj.data() + b * A, kb, params.v_a.data(),
+                                      params.w_c.data(), cache.coverage.data() + b * S + w.start,
+                                      w.count, A, sc.cov_u.data() + b * A,
+                                      sc.tanh_rows.data() + b * A, pr);
+            } else if (additive) {
                 attn::additive_scores(cache.query_proj.data() + b * A, kb, params.v_a.data(),
                                       w.count, A, sc.tanh_rows.data() + b * A, pr);
             } else {
@@ -262,22 +339,9 @@ void Attention::backward(ConstTensorView d_context, ConstTensorView query,
     float* dkdata = dotk ? d_enc_out.data() : d_keys.data();
 
     attn::StepScratch& sc = scratch_->step;
-    sc.d_weights.resize({B, W}, false);
-    sc.d_scores.resize({B, W}, false);
-    if (predictive) sc.d_probs.resize({B, W}, false);
-    if (additive) {
-        sc.tanh_rows.resize({B, A}, false);
-        sc.d_query_proj.resize({B, A}, true);
-        sc.d_v.resize({B, A}, true);
-    }
-    sc.d_scale.resize({B}, true);
-    sc.d_position.resize({B}, true);
-    const float s = score_scale(), sigma = attn::gaussian_sigma(cfg.window);
+    prepare_backward(*this, sc, cache, B, S);
+    const float sigma = attn::gaussian_sigma(cfg.window);
     const bool drop = cache.drop_mask.numel() > 0;
-    if (drop) {
-        NZ_CHECK_SHAPE(cache.drop_mask, {B, S});
-        NZ_CHECK_SHAPE(cache.dropped, {B, W});
-    }
 
     parallel_for(B, 4, [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0; b < b1; ++b) {
@@ -294,27 +358,20 @@ void Attention::backward(ConstTensorView d_context, ConstTensorView query,
                 const float* m = cache.drop_mask.data() + first;
                 for (int j = 0; j < w.count; ++j) dw[j] *= m[j];
             }
+            if (extra != nullptr && extra->d_weights.numel() > 0) {  // d α += the extra terms
+                const float* x = extra->d_weights.data() + first;
+                for (int j = 0; j < w.count; ++j) dw[j] += x[j];
+            }
             const float p = predictive ? cache.position[b] : 0.0f;
             const float d_p =
                 attn::row_weights_backward(predictive, p, w, sigma, cache.probs.data() + b * W, dw,
                                            predictive ? sc.d_probs.data() + b * W : nullptr, de);
             if (predictive) sc.d_position[b] = d_p;
-            const float* kb = kdata + first * K;
-            float* dkb = dkdata + first * K;
-            if (additive) {
-                attn::additive_scores_backward(
-                    cache.query_proj.data() + b * A, kb, params.v_a.data(), de, w.count, A,
-                    sc.tanh_rows.data() + b * A, sc.d_query_proj.data() + b * A, dkb,
-                    sc.d_v.data() + b * A);
-            } else {
-                // e = s r  =>  d_s += Σ_j d_e_j r_j;  r = q · k  (luong.h)
-                if (cfg.scale == ScaleMode::learned)
-                    sc.d_scale[b] = attn::dot8(de, cache.scores.data() + b * W, w.count);
-                attn::bilinear_scores_backward(query.data() + b * H, kb, de, w.count, K, s,
-                                               d_query.data() + b * H, dkb);
-            }
+            score_row_backward(*this, sc, query, cache, static_cast<int>(b), first,
+                               kdata + first * K, dkdata + first * K, d_query);
         }
     });
+    if (cfg.coverage) kernels::sum_rows_into(sc.d_w_c, grad.w_c);
     query_side_backward(*this, sc, query, lengths, cache, d_query, deferred);
 }
 

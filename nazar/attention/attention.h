@@ -2,6 +2,7 @@
 // one `Attention`; the score kind, scaling and local mode are chosen by a typed config.
 //
 //   score   additive/concat  e[b,i] = v_a · tanh(W_q q[b] + W_k h[b,i])      (additive_kernels.h)
+//             with coverage  e[b,i] = v_a · tanh(W_q q[b] + W_k h[b,i] + w_c cov[b,i]) (coverage.h)
 //           general          e[b,i] = s · q[b] · (W_k h[b,i])                (luong.h)
 //           dot              e[b,i] = s · q[b] · h[b,i]        requires H == C
 //             s = 1 (none), 1/sqrt(C) (inv_sqrt) or a learned scalar (learned), dot/general only
@@ -32,6 +33,7 @@
 //   dot              (none)
 //   scale learned    scale (1)
 //   local-p          position.weight W_p (P, H)   position_v.weight v_p (1, P)
+//   coverage         coverage.weight w_c (1, A)  (starts at 0: the plain score; coverage.h)
 // No biases (docs/spec.md has none). Shape letters: B S H C A D, P = position size d_p.
 #pragma once
 
@@ -65,6 +67,7 @@ struct AttentionConfig {
     int context_size = 0;    // C: encoder output size (d_h)
     int attention_size = 0;  // A: additive/concat hidden size (d_a); unused by dot/general
     int position_size = 0;   // P: local-p predictor size (d_p); 0 means P = H
+    bool coverage = false;   // additive/concat only: cov_t in the score (coverage.h)
 };
 
 // Strings used by the CLI and configs. parse_* throw UsageError listing the accepted names.
@@ -102,6 +105,7 @@ struct AttentionParams {
     Tensor scale;  // (1)     learned scale                            "scale"
     Tensor W_p;    // (P, H)  local-p predictor                        "position.weight"
     Tensor v_p;    // (1, P)  local-p predictor                        "position_v.weight"
+    Tensor w_c;    // (1, A)  coverage (additive/concat)                "coverage.weight"
 
     // Absent parameters are (0)-shaped tensors (numel 0); collect_params() skips them.
     template <class F>
@@ -112,6 +116,7 @@ struct AttentionParams {
         f("scale", scale);
         f("position.weight", W_p);
         f("position_v.weight", v_p);
+        f("coverage.weight", w_c);
     }
 };
 
@@ -142,6 +147,16 @@ struct AttentionStepCache {
     // backward reads the same mask. Only the per-step forward/backward take masks.
     Tensor drop_mask{Shape{0}};
     Tensor dropped{Shape{0}};  // (B, W)  α ⊙ m over the window (with a mask)
+    // Coverage (cfg.coverage), set by the caller BEFORE forward: (B, S) cov_t = Σ_{t'<t} α_t' by
+    // source position (zeros at t = 0; coverage.h advance_coverage makes the next one).
+    Tensor coverage{Shape{0}};
+};
+
+// Extra gradients of one step's backward (coverage, attention losses; coverage.h): given as
+// Attention::extra before backward(), cleared by the caller after it.
+struct AttentionExtraGrad {
+    ConstTensorView d_weights;  // (B, S)  added to d α_t by source position, or empty
+    TensorView d_coverage;      // (B, S)  += d cov_t (coverage on), or empty
 };
 
 // The query side's pre-activation gradients of one step, for callers that batch the query-side
@@ -226,6 +241,9 @@ public:
     AttentionConfig cfg;
     AttentionParams params;
     AttentionParams grad;  // same shapes as params, zero-initialised
+    // Read by backward() when not null (per-step path only; forward_steps / backward_steps
+    // refuse it): the step's extra d α and where d cov_t goes. The caller sets and clears it.
+    const AttentionExtraGrad* extra = nullptr;
 
 private:
     // Per-call temporaries, not state (attention_detail.h): one Attention runs one call at a

@@ -105,6 +105,7 @@ std::string describe(const AttentionConfig& cfg) {
         s += fmt::format(", A={}", cfg.attention_size);
     if (cfg.local == LocalMode::predictive)
         s += fmt::format(", P={}", cfg.position_size > 0 ? cfg.position_size : cfg.query_size);
+    if (cfg.coverage) s += ", coverage";
     return s + ")";
 }
 
@@ -128,6 +129,10 @@ void validate(const AttentionConfig& cfg) {
     usage_check(cfg.local == LocalMode::global || cfg.window >= 1,
                 "{} attention needs a half-window D >= 1, got {}", to_string(cfg.local),
                 cfg.window);
+    usage_check(!cfg.coverage || additive,
+                "coverage needs an additive or concat attention score (it enters the score's "
+                "hidden layer as w_c cov), got '{}'; use attention: additive or concat",
+                to_string(cfg.score));
     usage_check(cfg.position_size >= 0, "local-p position size must be >= 0 (0 = H), got {}",
                 cfg.position_size);
 }
@@ -156,6 +161,10 @@ AttentionCost attention_cost(const AttentionConfig& cfg, int S) {
             break;
     }
     if (cfg.scale == ScaleMode::learned) c.params += 1;
+    if (cfg.coverage) {  // u + w_c cov_i per scored position; w_c (A)
+        c.scores += n * A;
+        c.params += A;
+    }
     if (cfg.local == LocalMode::predictive) {
         c.query += P * H + P;
         c.params += P * (H + 1);

@@ -24,6 +24,9 @@ struct StepScratch {      // Attention::forward / backward: one decoder step, B 
     Tensor d_scale;       // (B)     learned scale: per-row d s, summed in a fixed order
     Tensor d_position;    // (B)     local-p: d p_t
     Tensor d_pos_pre;     // (B, P)  local-p: d (W_p q)
+    Tensor cov_u;         // (B, A)  coverage: per-row u + cov_j w_c
+    Tensor cov_d_pre;     // (B, A)  coverage: per-row d pre_j
+    Tensor d_w_c;         // (B, A)  coverage: per-row d w_c, summed in a fixed order
 };
 
 struct ForwardStepsScratch {        // Attention::forward_steps: all T steps

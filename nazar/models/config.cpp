@@ -261,7 +261,8 @@ void validate_and_warn(const ModelConfig& cfg) {
     for (const auto& w : validate(cfg)) std::fprintf(stderr, "warning: %s\n", w.c_str());
 }
 
-json to_json(const ModelConfig& cfg) {
+namespace {
+json to_json_without_extensions(const ModelConfig& cfg) {
     const auto& e = cfg.encoder;
     const auto& d = cfg.decoder;
     const auto& a = cfg.attention;
@@ -300,6 +301,14 @@ json to_json(const ModelConfig& cfg) {
           {"bos", cfg.special_ids.bos},
           {"eos", cfg.special_ids.eos}}},
     };
+}
+}  // namespace
+
+json to_json(const ModelConfig& cfg) {
+    json j = to_json_without_extensions(cfg);
+    // written only when on, so that a model without it keeps its JSON byte for byte
+    if (cfg.attention.coverage) j["attention"]["coverage"] = true;
+    return j;
 }
 
 namespace {
@@ -400,6 +409,7 @@ ModelConfig model_config_from_json(const json& j) {
         ra.get("window", ac.window);
         ra.get("attention_size", ac.attention_size);
         ra.get("position_size", ac.position_size);
+        ra.get("coverage", ac.coverage);
         ra.finish();
     }
     if (const json* s = r.object("special_ids")) {

@@ -10,10 +10,11 @@
 //                   "dropout": 0.0, "bridge": "auto", "attention_timing": "auto",
 //                   "input_feeding": false, "deep_output": false, "deep_output_size": 0},
 //     "attention": {"score": "additive", "scale": "none", "local": "global", "window": 10,
-//                   "attention_size": 0, "position_size": 0},
+//                   "attention_size": 0, "position_size": 0, "coverage": false},
 //     "tie_target_embeddings": false,
 //     "special_ids": {"pad": 0, "unk": 1, "bos": 2, "eos": 3} }
-// to_json writes every key, so from_json(to_json(c)) == c exactly.
+// to_json writes every key, so from_json(to_json(c)) == c exactly; "coverage" only when true
+// (the JSON of a model without it is what it was before coverage existed).
 //
 // Derived sizes (docs/shapes.md letters): C = encoder.hidden_size · (bidirectional ? 2 : 1) (d_h),
 // H = decoder.hidden_size (d_s), A = attention_size or H when 0, P = position_size or H when 0,

@@ -4,6 +4,7 @@
 
 #include "nazar/core/gemm/packed.h"
 
+#include "nazar/attention/coverage.h"
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 #include "nazar/models/sequence_backward.h"
@@ -167,8 +168,11 @@ void Seq2Seq::decoder_forward(const Batch& batch, float sampling_prob, Rng& rng,
     // attention dropout: each step's mask goes into its attention cache (cleared otherwise)
     const ConstTensorView att_mask = mask_of(drop_, &DropoutMasks::attention);
     // Luong without feeding, attention after: cells of all steps first, then attention + combine
-    split_ = split_outputs && !sampling && decoder.can_split_outputs() && absent(att_mask);
+    split_ = split_outputs && !sampling && decoder.can_split_outputs() && absent(att_mask) &&
+             !attention.cfg.coverage;  // coverage: step t's attention reads α_{t-1}
     for (int t = 0; t < T; ++t) {
+        if (attention.cfg.coverage)
+            AttentionTerms::begin_step(attention, std::span(steps_.data(), T), t, B, batch.S);
         Tensor& step_mask = steps_[t].attention.drop_mask;
         if (absent(att_mask)) {
             step_mask.resize({0});
@@ -274,6 +278,7 @@ int Seq2Seq::decoder_steps_backward(int T, SequenceBackward* pass) {
             if (t == 0) d_feed0_.zero();
             d_feed = t > 0 ? d_out_.select(t - 1) : d_feed0_.view();  // s̃_{t-1} = o_{t-1}
         }
+        if (terms_on_) terms_.before_step_backward(attention, t);
         if (pass == nullptr)
             decoder.step_backward(t, d_out_.select(t), emb_.select(t), h_all_.select(t),
                                   sel(c_all_, t), h_all_.select(t + 1), sel(c_all_, t + 1),
@@ -284,6 +289,7 @@ int Seq2Seq::decoder_steps_backward(int T, SequenceBackward* pass) {
             pass->cells_step(t, d_h_[cur], d_c_cur, d_h_[nxt], d_c_nxt);
         else
             pass->step(t, d_out_.select(t), d_h_[cur], d_c_cur, d_h_[nxt], d_c_nxt, d_feed);
+        if (terms_on_) terms_.after_step_backward(attention, t);
         cur = nxt;
     }
     return cur;
@@ -360,8 +366,15 @@ LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& 
         gen_in.reshape({int64_t{T} * B, D}), generator_weight(), generator.params.bias, targets_,
         scale, d_out_.reshape({int64_t{T} * B, D}), d_W, generator.grad.bias);
     if (!absent(dec_mask)) apply_dropout_mask(d_out_, dec_mask);  // d_o = d_õ ⊙ m
+    LossStats stats{st.loss, st.tokens, st.correct};
+    terms_on_ = AttentionTerms::needed(attention, opt.coverage_loss_weight);
+    if (terms_on_)
+        stats.coverage_loss = terms_.loss_forward(
+            attention, std::span<const DecoderStepCache>(steps_.data(), T), targets_,
+            cfg_.special_ids.pad, B, batch.S, opt.coverage_loss_weight, scale);
     backward_batch(batch, opt);
-    return {st.loss, st.tokens, st.correct};
+    terms_on_ = false;
+    return stats;
 }
 
 LossStats Seq2Seq::eval_loss(const Batch& batch, float label_smoothing) {

@@ -32,6 +32,7 @@
 #include "nazar/core/params.h"
 #include "nazar/core/precision.h"
 #include "nazar/data/batcher.h"
+#include "nazar/models/attention_terms.h"
 #include "nazar/models/config.h"
 #include "nazar/models/decoder.h"
 #include "nazar/models/encoder.h"
@@ -94,20 +95,25 @@ struct TrainOptions {
     // Given: these masks are used as they are (tests, PyTorch parity with fixed masks) and
     // `dropout` is ignored; each non-empty one must have its site's shape.
     const DropoutMasks* masks = nullptr;
+    // λ of the coverage loss λ Σ min(α_ti, cov_ti) (attention_terms.h); > 0 needs coverage
+    float coverage_loss_weight = 0.0f;
 };
 
 struct LossStats {
-    double loss = 0;      // Σ over non-pad target tokens (not divided)
-    int64_t tokens = 0;   // non-pad target tokens (tgt_out != pad)
-    int64_t correct = 0;  // tokens whose target is the argmax (accuracy)
+    double loss = 0;           // Σ over non-pad target tokens (not divided)
+    int64_t tokens = 0;        // non-pad target tokens (tgt_out != pad)
+    int64_t correct = 0;       // tokens whose target is the argmax (accuracy)
+    double coverage_loss = 0;  // train_step: the weighted coverage loss (its gradient is in the
+                               // step's; not part of `loss`, which stays the cross-entropy)
 };
 
 // Decoder state of N rows between steps.
 struct DecoderState {
-    int t = 0;    // steps taken (the next step's index; local-m centres on it)
-    Tensor h;     // (L, N, H)
-    Tensor c;     // (L, N, H)  LSTM only (else empty)
-    Tensor feed;  // (N, H)     luong: s̃_{t-1} (0 before the first step); else empty
+    int t = 0;        // steps taken (the next step's index; local-m centres on it)
+    Tensor h;         // (L, N, H)
+    Tensor c;         // (L, N, H)  LSTM only (else empty)
+    Tensor feed;      // (N, H)     luong: s̃_{t-1} (0 before the first step); else empty
+    Tensor coverage;  // (N, S) coverage attention: cov_t = Σ_{t'<t} α_t'; else empty
     int rows() const { return h.ndim() == 3 ? h.dim(1) : 0; }
 };
 
@@ -213,6 +219,8 @@ private:
     Tensor feed0_;                         // (B, H) zeros: s̃_{-1}
     Tensor out_;                           // (T, B, d_out)
     std::vector<DecoderStepCache> steps_;  // [T]
+    AttentionTerms terms_;                 // coverage: the recurrence's backward, the loss
+    bool terms_on_ = false;                // this train_step's backward runs terms_
     Tensor d_out_, d_emb_, d_enc_out_, d_keys_;
     Tensor d_h_[2], d_c_[2];  // (L, B, H) ping-pong carries
     RNNState d_enc_final_;

@@ -2,6 +2,8 @@
 // over rows that beam search selects and reorders (decode/). Eval mode only.
 #include "nazar/models/seq2seq.h"
 
+#include "nazar/attention/coverage.h"
+
 #include "nazar/core/kernels.h"
 
 #include <algorithm>
@@ -87,6 +89,10 @@ void Seq2Seq::init_state(const EncodedSource& src, DecoderState& state) {
         state.feed.resize({N, H});
     else
         state.feed = Tensor(Shape{0});
+    if (attention.cfg.coverage)
+        attn::start_coverage(N, src.S, state.coverage);
+    else
+        state.coverage = Tensor(Shape{0});
 }
 
 void Seq2Seq::step(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state,
@@ -99,9 +105,12 @@ void Seq2Seq::step(std::span<const int32_t> prev, const EncodedSource& src, Deco
     step_emb_.resize({N, decoder.E}, false);
     decoder.embedding.forward(prev, step_emb_);
     step_out_.resize({N, decoder.output_size()}, false);
+    // coverage: the step reads cov_t (moved into its cache) and leaves cov_{t+1} in the state
+    if (attention.cfg.coverage) std::swap(step_cache_.attention.coverage, state.coverage);
     // eval mode: the new state may overwrite the old one in place
     decoder.step_forward(state.t, step_emb_, state.h, state.c, state.feed, src, attention, state.h,
                          state.c, step_out_, step_cache_, unused, Mode::eval);
+    if (attention.cfg.coverage) attn::advance_coverage(step_cache_.attention, state.coverage);
     if (!state.feed.empty()) state.feed.copy_from(step_out_);
     output_log_probs(step_out_, generator_weight(), generator.params.bias, log_probs);
     if (!attn.empty()) {  // the empty view: not needed
@@ -118,6 +127,7 @@ void Seq2Seq::select_state(const DecoderState& in, std::span<const int> rows,
     gather(in.h, 1, rows, out.h);
     gather(in.c, 1, rows, out.c);
     gather(in.feed, 0, rows, out.feed);
+    gather(in.coverage, 0, rows, out.coverage);
 }
 
 }  // namespace nazar

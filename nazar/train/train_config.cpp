@@ -155,6 +155,10 @@ std::vector<ConfigKey> make_table() {
          &C::attention_size, 0, 65536},
         {"position_size", "model", K::integer, "0", "local-p position predictor size d_p (0 = d_s)",
          &C::position_size, 0, 65536},
+        {"coverage", "model", K::boolean, "false",
+         "Coverage attention: the sum of earlier attention weights enters the additive/concat "
+         "score (See et al. 2017)",
+         &C::coverage},
         {"attention_timing",
          "model",
          K::choice,
@@ -225,6 +229,9 @@ std::vector<ConfigKey> make_table() {
          &C::clip_norm, 0, 1e9},
         {"label_smoothing", "training", K::real, "0", "Label smoothing epsilon",
          &C::label_smoothing, 0, 1, true},
+        {"coverage_loss_weight", "training", K::real, "0",
+         "Weight of the coverage loss sum_t sum_i min(a_ti, cov_ti) (needs coverage)",
+         &C::coverage_loss_weight, 0, 1e3},
         {"scheduled_sampling", "training", K::real, "0",
          "Probability of feeding the model's own previous prediction instead of the reference",
          &C::scheduled_sampling, 0, 1},
@@ -750,6 +757,13 @@ void validate_config(const TrainConfig& cfg) {
     if (cfg.attention_scale != "none" && cfg.attention != "dot" && cfg.attention != "general")
         usage("", fmt::format("attention_scale '{}' applies to dot/general scores only, not '{}'",
                               cfg.attention_scale, cfg.attention));
+    if (cfg.coverage && cfg.attention != "additive" && cfg.attention != "concat")
+        usage("", fmt::format("coverage needs attention: additive or concat (the coverage term "
+                              "enters the score's hidden layer), got '{}'",
+                              cfg.attention));
+    if (cfg.coverage_loss_weight > 0 && !cfg.coverage)
+        usage("", fmt::format("coverage_loss_weight {} needs coverage: true",
+                              cfg.coverage_loss_weight));
 }
 
 }  // namespace nazar

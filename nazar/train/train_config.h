@@ -55,6 +55,7 @@ struct TrainConfig {
     int attention_window = 0;      // D
     int attention_size = 0;        // d_a; 0 = d_s
     int position_size = 0;         // d_p (local-p); 0 = d_s
+    bool coverage = false;         // coverage vector in the additive/concat score
     std::string attention_timing;  // auto | before | after
     std::string bridge;            // auto | backward-first | mean | last | zero
     bool deep_output = false;
@@ -74,6 +75,7 @@ struct TrainConfig {
     double min_lr = 0;
     double clip_norm = 0;
     double label_smoothing = 0;
+    double coverage_loss_weight = 0;  // λ of the coverage loss (needs coverage)
     double scheduled_sampling = 0;
     double embedding_dropout = 0;       // source and target embedding outputs
     double encoder_output_dropout = 0;  // encoder states H before attention

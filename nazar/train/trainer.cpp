@@ -120,6 +120,7 @@ ModelConfig model_config_from(const TrainConfig& c, int src_vocab_size, int tgt_
     m.attention.window = c.attention_window;
     m.attention.attention_size = c.attention_size;
     m.attention.position_size = c.position_size;
+    m.attention.coverage = c.coverage;
     m.tie_target_embeddings = c.tie_embeddings;
     return m;
 }
@@ -377,7 +378,8 @@ bool Trainer::train_one(Batch& batch) {
                     .encoder_output = static_cast<float>(cfg_.encoder_output_dropout),
                     .decoder_output = static_cast<float>(cfg_.decoder_output_dropout),
                     .attention = static_cast<float>(cfg_.attention_dropout),
-                    .per_sequence = cfg_.variational_dropout}};
+                    .per_sequence = cfg_.variational_dropout},
+        .coverage_loss_weight = static_cast<float>(cfg_.coverage_loss_weight)};
     LossStats st;
     {
         // precision: bf16 runs the step's large products with bf16 inputs (gemm/bf16.h); the
@@ -410,6 +412,7 @@ bool Trainer::train_one(Batch& batch) {
     state_.tgt_tokens += st.tokens;
     last_loss_ = st.loss;
     last_tokens_ = st.tokens;
+    last_coverage_loss_ = st.coverage_loss;
     last_norm_ = norm;
     return true;
 }
@@ -420,7 +423,7 @@ LossStats Trainer::train_parts(const Batch& batch, TrainOptions opt) {
                                          [](int32_t id) { return id != Vocab::pad; });
     opt.grad_scale = tokens > 0 ? 1.0f / static_cast<float>(tokens) : 0.0f;
     const uint64_t part_seed = rng_.next_u64();  // the same draw on every rank
-    double sums[3] = {0, 0, 0};                  // loss, correct, interrupt
+    double sums[4] = {0, 0, 0, 0};               // loss, correct, interrupt, coverage loss
     for (int k = 0; k < cfg_.accumulate; ++k) {
         const int part = comm_->rank() * cfg_.accumulate + k;
         const dist::RowRange rows = dist::shard_rows(batch.B, parts_, part);
@@ -429,12 +432,13 @@ LossStats Trainer::train_parts(const Batch& batch, TrainOptions opt) {
         const LossStats s = model_->train_step(dist::batch_rows(batch, rows), opt, part_rng);
         sums[0] += s.loss;
         sums[1] += static_cast<double>(s.correct);
+        sums[3] += s.coverage_loss;
     }
     (*grad_sum_)(params_);
     sums[2] = hooks_.interrupt && hooks_.interrupt->load() ? 1 : 0;
     comm_->all_reduce_sum(std::span<double>(sums), "loss all-reduce");
     interrupt_agreed_ = sums[2] > 0;  // every rank stops at the same step
-    return {sums[0], tokens, static_cast<int64_t>(sums[1])};
+    return {sums[0], tokens, static_cast<int64_t>(sums[1]), sums[3]};
 }
 
 void Trainer::check_ranks_agree(const std::string& when) const {

@@ -178,6 +178,7 @@ private:
     // The last update, for progress and metrics.
     double last_loss_ = 0;
     int64_t last_tokens_ = 0;
+    double last_coverage_loss_ = 0;  // the last batch's weighted coverage loss (summed)
     float last_norm_ = 0;
     std::string last_skip_;
     // Dev loss of best.safetensors: state_.best_dev_loss, or lower after a final validation off

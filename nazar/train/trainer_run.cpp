@@ -123,13 +123,15 @@ void Trainer::log_update(RunLog& log, int64_t total) {
     if (log.progress.due()) {
         const ProgressLine& p = log.progress.last();
         log.result.last_train_loss = p.loss;
-        const nlohmann::json record = {{"type", "train"},
-                                       {"step", p.step},
-                                       {"epoch", p.epoch},
-                                       {"loss", p.loss},
-                                       {"tokens_per_s", p.tokens_per_s},
-                                       {"lr", p.lr},
-                                       {"grad_norm", last_norm_}};
+        nlohmann::json record = {{"type", "train"},
+                                 {"step", p.step},
+                                 {"epoch", p.epoch},
+                                 {"loss", p.loss},
+                                 {"tokens_per_s", p.tokens_per_s},
+                                 {"lr", p.lr},
+                                 {"grad_norm", last_norm_}};
+        if (cfg_.coverage_loss_weight > 0)  // the last batch's, per target token
+            record["coverage_loss"] = last_coverage_loss_ / std::max<int64_t>(last_tokens_, 1);
         log.metrics.write(record);
         if (hooks_.on_record) hooks_.on_record(record);
     }

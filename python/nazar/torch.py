@@ -246,11 +246,13 @@ if torch is not None:
 
     class Attention(nn.Module):
         """Attention(score, query_size H, context_size C, attention_size A, scale, local, window D,
-        position_size P).  forward(query (B, H), keys, enc_out (B, S, C), lengths (B), t)
-        -> (context (B, C), weights (B, S) dense, zero outside the window / padding)."""
+        position_size P, coverage).  forward(query (B, H), keys, enc_out (B, S, C), lengths (B), t,
+        mask, cov) -> (context (B, C), weights (B, S) dense, zero outside the window / padding).
+        coverage (additive/concat): cov (B, S) = Σ of the earlier steps' weights enters the score,
+        e_i = v · tanh(W_q q + W_k h_i + w_c cov_i), w_c "coverage.weight" (1, A), 0 at init."""
 
         def __init__(self, score="additive", query_size=0, context_size=0, attention_size=0, scale="none",
-                     local="global", window=10, position_size=0):
+                     local="global", window=10, position_size=0, coverage=False):
             super().__init__()
             assert score in SCORES and scale in SCALES and local in LOCALS, (score, scale, local)
             H, C, A = query_size, context_size, attention_size
@@ -272,14 +274,22 @@ if torch is not None:
                 P = position_size or H
                 self.position = nn.Linear(H, P, bias=False)    # W_p (P, H)
                 self.position_v = nn.Linear(P, 1, bias=False)  # v_p (1, P)
+            self.has_coverage = bool(coverage)
+            if coverage:
+                assert score in ("additive", "concat"), "coverage needs an additive or concat score"
+                self.coverage = nn.Module()
+                self.coverage.weight = nn.Parameter(torch.zeros(1, A))  # w_c (1, A), as nazar: 0
 
         def precompute(self, enc_out):
             """keys (B, S, K): W_k h (additive/concat, general); enc_out itself for dot."""
             return enc_out if self.score == "dot" else self.key(enc_out)
 
-        def _scores(self, query, keys):  # (B, S)
+        def _scores(self, query, keys, cov=None):  # (B, S)
             if self.score in ("additive", "concat"):
-                return self.v(torch.tanh(self.query(query)[:, None, :] + keys)).squeeze(-1)
+                pre = self.query(query)[:, None, :] + keys
+                if self.has_coverage:  # + w_c cov_i
+                    pre = pre + cov[:, :, None] * self.coverage.weight[0]
+                return self.v(torch.tanh(pre)).squeeze(-1)
             r = torch.bmm(keys, query[:, :, None]).squeeze(-1)
             if self.scale_mode == "sqrt":
                 return r / math.sqrt(self.context_size)
@@ -305,12 +315,14 @@ if torch is not None:
                 out.append((max(0, c - D), min(Sb - 1, c + D)))
             return out
 
-        def forward(self, query, keys, enc_out, lengths, t=0, mask=None):
+        def forward(self, query, keys, enc_out, lengths, t=0, mask=None, cov=None):
             """-> (context (B, C), weights α (B, S)). mask (B, S): a dropout mask on α by source
-            position (train mode): the context sums α ⊙ mask, not renormalised; α is returned."""
+            position (train mode): the context sums α ⊙ mask, not renormalised; α is returned.
+            cov (B, S): cov_t (coverage attention; required then)."""
             B, S, _ = enc_out.shape
             lengths = torch.as_tensor(lengths, dtype=torch.int64)
-            e = self._scores(query, keys)
+            assert cov is not None or not self.has_coverage, "coverage attention needs cov"
+            e = self._scores(query, keys, cov)
             pos = torch.arange(S)
             if self.local == "global":
                 lo, hi, p = torch.zeros(B, dtype=torch.int64), lengths - 1, None
@@ -422,7 +434,7 @@ if torch is not None:
             if emb_mask is not None:
                 e = e * emb_mask
             if self.before:
-                ctx, alpha = attention(state.h[-1], enc.keys, enc.enc_out, enc.lengths, t, att_mask)
+                ctx, alpha = attention(state.h[-1], enc.keys, enc.enc_out, enc.lengths, t, att_mask, state.cov)
             x = [e]
             if self.kind == "bahdanau":
                 x.append(ctx)
@@ -436,14 +448,15 @@ if torch is not None:
                 c = None
             s = h[-1]
             if not self.before:
-                ctx, alpha = attention(s, enc.keys, enc.enc_out, enc.lengths, t, att_mask)
+                ctx, alpha = attention(s, enc.keys, enc.enc_out, enc.lengths, t, att_mask, state.cov)
             if self.kind == "luong":
                 o = torch.tanh(self.combine(torch.cat([s, ctx], -1)))
             elif self.deep_output is not None:
                 o = self.deep_output(s, e, ctx)
             else:
                 o = s
-            return o, alpha, State(t + 1, h, c, o if self.feeding else None)
+            cov = None if state.cov is None else state.cov + alpha  # cov_{t+1} = cov_t + α_t
+            return o, alpha, State(t + 1, h, c, o if self.feeding else None, cov)
 
     class Encoded:
         """What the decoder reads, once per batch: enc_out (N, S, C), keys (attention.precompute),
@@ -459,15 +472,17 @@ if torch is not None:
 
     class State:
         """Decoder state between steps: t (steps taken), h (L, N, H), c (L, N, H) for LSTM else None,
-        feed (N, H) = s̃_{t-1} with input feeding else None."""
+        feed (N, H) = s̃_{t-1} with input feeding else None, cov (N, S) = cov_t with coverage else
+        None."""
 
-        def __init__(self, t, h, c=None, feed=None):
-            self.t, self.h, self.c, self.feed = t, h, c, feed
+        def __init__(self, t, h, c=None, feed=None, cov=None):
+            self.t, self.h, self.c, self.feed, self.cov = t, h, c, feed, cov
 
         def select(self, rows):
             rows = _ids(rows)
             return State(self.t, self.h[:, rows], None if self.c is None else self.c[:, rows],
-                         None if self.feed is None else self.feed[rows])
+                         None if self.feed is None else self.feed[rows],
+                         None if self.cov is None else self.cov[rows])
 
     class Batch:
         """A right-padded batch as nazar's Batch (nazar/data/batcher.h, batch_from_ids): src (B, S),
@@ -561,7 +576,8 @@ if torch is not None:
             N, H = h.shape[1], self.decoder.H
             c = torch.zeros_like(h) if self.decoder.cell == "lstm" else None
             feed = h.new_zeros(N, H) if self.decoder.feeding else None
-            return State(0, h, c, feed)
+            cov = h.new_zeros(N, enc.enc_out.shape[1]) if self.attention.has_coverage else None
+            return State(0, h, c, feed, cov)
 
         def step(self, prev, enc, state):
             """prev (N) ids -> (log_probs (N, V), attention (N, S), next State)."""
@@ -618,7 +634,7 @@ if torch is not None:
                     "bridge": "auto", "attention_timing": "auto", "input_feeding": False, "deep_output": False,
                     "deep_output_size": 0},
         "attention": {"score": "additive", "scale": "none", "local": "global", "window": 10, "attention_size": 0,
-                      "position_size": 0},
+                      "position_size": 0, "coverage": False},
         "tie_target_embeddings": False,
         "special_ids": {"pad": 0, "unk": 1, "bos": 2, "eos": 3},
     }
@@ -655,14 +671,20 @@ if torch is not None:
             raise ValueError("bridge backward-first needs a bidirectional encoder")
         if d["kind"] == "bahdanau" and effective_timing(cfg) == "after":
             raise ValueError("attention_timing 'after' is not supported by the bahdanau decoder")
+        if a["coverage"] and a["score"] not in ("additive", "concat"):
+            raise ValueError(f"coverage needs an additive or concat attention score, got '{a['score']}'")
         if cfg["tie_target_embeddings"] and generator_input_size(cfg) != cfg["embedding_size"]:
             raise ValueError(f"tie_target_embeddings needs generator input size {generator_input_size(cfg)} "
                              f"== embedding_size {cfg['embedding_size']}")
         return cfg
 
     def config_json(cfg):
-        """The "nazar.config" string: compact, sorted keys (what nlohmann::json::dump writes)."""
-        return json.dumps(model_config(cfg), sort_keys=True, separators=(",", ":"))
+        """The "nazar.config" string: compact, sorted keys (what nlohmann::json::dump writes);
+        "coverage" only when true, as nazar writes it."""
+        cfg = model_config(cfg)
+        if not cfg["attention"]["coverage"]:
+            del cfg["attention"]["coverage"]
+        return json.dumps(cfg, sort_keys=True, separators=(",", ":"))
 
     def encoder_output_size(cfg):  # C
         return cfg["encoder"]["hidden_size"] * (2 if cfg["encoder"]["bidirectional"] else 1)
@@ -688,7 +710,7 @@ if torch is not None:
         a, H = cfg["attention"], cfg["decoder"]["hidden_size"]
         return {"score": a["score"], "query_size": H, "context_size": encoder_output_size(cfg),
                 "attention_size": a["attention_size"] or H, "scale": a["scale"], "local": a["local"],
-                "window": a["window"], "position_size": a["position_size"] or H}
+                "window": a["window"], "position_size": a["position_size"] or H, "coverage": a["coverage"]}
 
     # ---- model files (nazar/models/model_file.h) ----
 
@@ -727,14 +749,25 @@ if torch is not None:
 
     # ---- loss and scores (nazar/models/seq2seq.h) ----
 
-    def loss(model, batch, label_smoothing=0.0, **forward_options):
+    def loss(model, batch, label_smoothing=0.0, coverage_loss_weight=0.0, **forward_options):
         """(Σ over non-pad target tokens of the (label-smoothed) cross-entropy, token count), as
         Seq2Seq::train_step / eval_loss. The training loss is their ratio: nazar's gradient is
-        that of loss / tokens (grad_scale 0). forward_options: sampling_prob, generator (Seq2Seq.forward)."""
-        logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in, **forward_options)
+        that of loss / tokens (grad_scale 0). forward_options: sampling_prob, generator (Seq2Seq.forward).
+        coverage_loss_weight λ > 0 adds λ · coverage_loss (train_step's objective with
+        TrainOptions::coverage_loss_weight; nazar reports it as LossStats::coverage_loss)."""
+        logits, alphas = model(batch.src, batch.src_lengths, batch.tgt_in, **forward_options)
         pad = model.config["special_ids"]["pad"]
         total = xent_loss(logits.reshape(-1, logits.shape[-1]), batch.tgt_out.reshape(-1), pad, label_smoothing)
+        if coverage_loss_weight:
+            total = total + coverage_loss_weight * coverage_loss(alphas, batch.tgt_out, pad)
         return total, int((batch.tgt_out != pad).sum())
+
+    def coverage_loss(alphas, tgt_out, pad):
+        """Σ_b Σ_{t: tgt_out[b, t] != pad} Σ_i min(α_ti, cov_ti), cov_t = Σ_{t'<t} α_t' (the coverage
+        loss of nazar/models/attention_terms.h, unweighted). alphas (B, T, S) from Seq2Seq.forward."""
+        cov = torch.cumsum(alphas, 1) - alphas
+        real = (tgt_out != pad).to(alphas.dtype)[:, :, None]
+        return (torch.minimum(alphas, cov) * real).sum()
 
     def train_loss(model, batch, label_smoothing=0.0, **forward_options):
         total, tokens = loss(model, batch, label_smoothing, **forward_options)

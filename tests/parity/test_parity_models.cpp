@@ -3,9 +3,9 @@
 // Per case (Bahdanau GRU; Bahdanau deep output + tied embeddings + 2 decoder layers; Bahdanau
 // LSTM with a mean bridge; Luong dot, general, general + input feeding + 1/sqrt(C) scale, concat,
 // local-m, local-p; LSTM encoder and decoder; two docs/spec.md §6 ablations; scheduled sampling; an
-// empty source sentence) the fixture pair is a nazar model file WRITTEN BY PYTORCH
-// (python/nazar_torch.py save_model) and the float64 values nazar_torch.py computes from it.
-// nazar must:
+// empty source sentence; coverage attention with the coverage loss, Bahdanau and Luong concat) the
+// fixture pair is a nazar model file WRITTEN BY PYTORCH (python/nazar_torch.py save_model) and the
+// float64 values nazar_torch.py computes from it. nazar must:
 //   (a) load it and give the same per-sentence log-probabilities (Seq2Seq::score, forced
 //       decoding of target + </s>) and the same evaluation loss (label smoothing included);
 //   (b) give the same gradients of one training step (loss / tokens), every parameter by name
@@ -65,7 +65,9 @@ const char* const kCases[] = {"bahdanau_gru",
                               "empty_source",
                               "bahdanau_dropout",
                               "luong_dropout",
-                              "luong_feed_dropout"};
+                              "luong_feed_dropout",
+                              "bahdanau_coverage",
+                              "luong_concat_coverage"};
 
 // The fixture's batch, in batch_from_ids layout (tgt_in = <s> y, tgt_out = y </s>, pad 0).
 Batch batch_of(const Fixture& f) {
@@ -230,11 +232,15 @@ void check_model(const std::string& name) {
     }
     zero_grads(params);
     Rng rng(5);
+    // coverage cases: the training objective adds λ Σ min(α, cov) (train_loss includes it)
+    const float coverage_weight =
+        f.st.has_meta("coverage_loss_weight") ? std::stof(f.st.meta("coverage_loss_weight")) : 0.0f;
     const LossStats st = model.train_step(batch,
                                           {.label_smoothing = smoothing,
                                            .sampling_prob = sampling,
                                            .grad_scale = 0.0f,
-                                           .masks = dropout ? &masks : nullptr},
+                                           .masks = dropout ? &masks : nullptr,
+                                           .coverage_loss_weight = coverage_weight},
                                           rng);
     if (dropout) {  // the masks must matter: a wrong site would otherwise pass unnoticed
         EXPECT_GT(std::abs(st.loss - ev.loss), 1e-3 * ev.loss)
@@ -243,8 +249,13 @@ void check_model(const std::string& name) {
         EXPECT_NEAR(st.loss, ev.loss, 1e-6 * ev.loss)
             << "train_step and eval_loss disagree (dropout is 0)";
     }
-    f.expect_output("train_loss",
-                    Tensor::from({1}, std::vector<float>{static_cast<float>(st.loss)}), kTol);
+    if (coverage_weight > 0) {
+        EXPECT_GT(st.coverage_loss, 1e-3) << "the coverage loss is 0";
+    }
+    f.expect_output(
+        "train_loss",
+        Tensor::from({1}, std::vector<float>{static_cast<float>(st.loss + st.coverage_loss)}),
+        kTol);
     EXPECT_EQ(st.tokens, ev.tokens);
     f.expect_grads(params, kTol);
     std::string worst_name;
@@ -336,6 +347,13 @@ TEST(ParityModels, LuongDropoutMasksPerSentence) {
 }
 TEST(ParityModels, LuongInputFeedingDropoutMasks) {
     check_model("luong_feed_dropout");
+}
+// coverage attention with the coverage loss in the training step (w_c random, λ 0.7 / 0.4)
+TEST(ParityModels, BahdanauCoverage) {
+    check_model("bahdanau_coverage");
+}
+TEST(ParityModels, LuongConcatCoverage) {
+    check_model("luong_concat_coverage");
 }
 
 // ---- export for check_model_files.py (parity.model_files_cli); skipped in a plain ctest run ----

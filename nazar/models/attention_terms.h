@@ -1,0 +1,56 @@
+// The attention's part of a training step beyond the cross-entropy (Seq2Seq::train_step): the
+// coverage recurrence's forward and backward (nazar/attention/coverage.h) and the coverage loss
+// (docs/models.md "Coverage"):
+//
+//   forward    cov_0 = 0, cov_{t+1} = cov_t + α_t, set into each step's attention cache before
+//              the step runs (begin_step)
+//   loss       L_cov = λ Σ_b Σ_{t: tgt_out[b,t] != pad} Σ_i min(α_ti, cov_ti)
+//   backward   steps t = T−1 … 0: Attention::backward gets d α_t = D_t + carry_t, where D_t is the
+//              loss's direct gradient and carry_t = Σ_{t'' > t} (d cov_t'' of the score + the
+//              loss's d cov_t''), and writes the score's d cov_t, which joins the carry.
+// All gradients are scaled by the step's grad_scale, like the cross-entropy's.
+// The per-step decoder path only: Seq2Seq runs no split outputs while this is active.
+#pragma once
+
+#include "nazar/attention/attention.h"
+#include "nazar/core/tensor.h"
+#include "nazar/models/decoder.h"
+
+#include <cstdint>
+#include <span>
+
+namespace nazar {
+
+class AttentionTerms {
+public:
+    // Whether a batch needs this at all: coverage attention or a loss weight > 0.
+    static bool needed(const Attention& att, float coverage_weight);
+
+    // Forward, before step t's attention runs: cov_t into steps[t].attention.coverage (t = 0:
+    // zeros (B, S); else advanced from step t − 1). Nothing without coverage.
+    static void begin_step(const Attention& att, std::span<DecoderStepCache> steps, int t, int B,
+                           int S);
+
+    // After the forward of every step: the weighted coverage loss of the batch (returned) and
+    // its direct gradients, times grad_scale. targets: (T, B) time-major, pad = ignored.
+    double loss_forward(const Attention& att, std::span<const DecoderStepCache> steps,
+                        std::span<const int> targets, int pad, int B, int S, float coverage_weight,
+                        float grad_scale);
+
+    // Around the backward of step t (t = T−1 … 0, in that order): sets att.extra for the step,
+    // then takes its d cov_t into the carry and clears att.extra.
+    void before_step_backward(Attention& att, int t);
+    void after_step_backward(Attention& att, int t);
+
+private:
+    int T_ = 0, B_ = 0, S_ = 0;
+    bool coverage_ = false;
+    Tensor d_alpha_;     // (T, B, S)  the losses' direct d α_t
+    Tensor d_cov_;       // (T, B, S)  the losses' direct d cov_t
+    Tensor carry_;       // (B, S)     Σ over later steps of d cov
+    Tensor step_alpha_;  // (B, S)     d α_t handed to the step: d_alpha_[t] + carry_
+    Tensor step_cov_;    // (B, S)     the step's score d cov_t
+    AttentionExtraGrad extra_;
+};
+
+}  // namespace nazar
