@@ -210,6 +210,8 @@ json bench_decode(const BenchArgs& a) {
     run(true);
     const Timing t = sw.stop();
     const double weight_bytes = decoder_step_weight_bytes(cfg), rss = peak_rss_mb();
+    // the roofline of this precision's weight products: beam 5 at batch 64's generator product
+    const PackedRate roof = measure_packed_rate(precision, 320, p.tgt_vocab, p.dec_hidden, 1.0);
     return {{"what", "decode"},
             {"preset", a.preset},
             {"attention", a.attention},
@@ -228,6 +230,12 @@ json bench_decode(const BenchArgs& a) {
             {"step_weight_mb", weight_bytes / 1e6},
             {"weight_gbs", weight_bytes * batch_steps / t.wall / 1e9},
             {"read_gbs_step_weights", read_bandwidth_gbs(weight_bytes)},
+            {"gemm_roofline",
+             {{"M", 320},
+              {"N", p.tgt_vocab},
+              {"K", p.dec_hidden},
+              {"gflops", roof.gflops},
+              {"gflops_per_cpu_s", roof.gflops_per_cpu_s}}},
             {"peak_rss_mb", rss}};
 }
 
