@@ -8,7 +8,7 @@
 namespace nazar::cli {
 
 TextModel load_text_model(const std::string& path, const char* purpose) {
-    LoadedModel m = load_model(path, /*inference=*/true);
+    LoadedModel m = load_model(path, ParamMode::inference);
     auto meta = [&](const char* key) -> const std::string& {
         const auto it = m.metadata.find(key);
         if (it == m.metadata.end())

@@ -2,7 +2,8 @@
 """`make bench-compare`: nazar vs PyTorch (python/nazar_torch.py) on identical configurations,
 weights and data, and nazar vs the machine's measured sgemm peak, in one run, printed as one
 table (method: docs/performance.md). The nazar side is `nazar bench ...`, whose runners live in
-apps/bench/ (runners.h: train, decode; util.h: presets, FLOP counts, GEMM rates, CPU report).
+apps/bench/ (runners.h: train, decode; util.h: presets, FLOP counts, GEMM rates, CPU report). The "precision" section decodes in
+fp32, bf16 and int8 side by side, each against its own GEMM roofline measured by the same process.
 
     bench/compare/run.py --nazar build/nazar [--quick] [--kernels auto|env] [--out F.json]
 
@@ -74,15 +75,16 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer steps and sentences (about 5 minutes)")
     ap.add_argument("--kernels", choices=["auto", "env"], default="auto")
     ap.add_argument("--out", default="")
-    ap.add_argument("--only", default="", help="comma list of sections: gemm,train,decode,local,epoch")
+    ap.add_argument("--only", default="",
+                    help="comma list of sections: gemm,train,decode,precision,local,epoch")
     a = ap.parse_args()
     cores = os.cpu_count() or 1
     env = base_env(a.kernels)
     nz = [a.nazar, "bench"]
-    sections = set(a.only.split(",")) if a.only else {"gemm", "train", "decode", "local", "epoch"}
+    sections = set(a.only.split(",")) if a.only else {"gemm", "train", "decode", "precision", "local", "epoch"}
     q = a.quick
     res = {"quick": q, "kernels": a.kernels, "cores": cores, "load_start": os.getloadavg()[0],
-           "cpu": cpu_name(), "train": [], "decode": []}
+           "cpu": cpu_name(), "train": [], "decode": [], "precision": []}
     tmp = tempfile.mkdtemp(prefix="nazar-bench-")
     tenv = torch_env(a.nazar, a.kernels, env)
     res["torch_openblas_coretype"] = tenv.get("OPENBLAS_CORETYPE", "unset (OpenBLAS's model table)")
@@ -147,6 +149,18 @@ def main():
                                             "--batch", str(batch), "--threads", "1"], best_env)
                 res["decode"].append(r)
 
+    if "precision" in sections:
+        # reduced-precision inference (issue 20): the same decode in fp32, bf16 and int8 one after
+        # the other; each process also measures its precision's GEMM roofline (gemm_roofline)
+        for beam, batch in [(5, 64), (5, 1), (1, 1)]:
+            n = (64 if q else 128) if batch > 1 else (4 if q else 12) * (2 if beam == 1 else 1)
+            r = {"preset": "standard", "attention": "bahdanau", "beam": beam, "batch": batch}
+            for prec in ["fp32", "bf16", "int8"]:
+                sys.stderr.write(f"decode standard bahdanau beam {beam} batch {batch} {prec}\n")
+                r[prec] = run_json(nz + ["decode", "--json", "--beam", str(beam), "--batch", str(batch),
+                                         "--sentences", str(n), "--precision", prec], env)
+            res["precision"].append(r)
+
     if "local" in sections:
         sys.stderr.write("per-step decoder time vs source length\n")
         res["local"] = run_json(nz + ["local", "--json"], env)
@@ -207,6 +221,10 @@ def print_table(res, peak, peak_cpu):
             print(f"| {s['name']} | {s['M']}×{s['N']}×{s['K']} | {s['gflops']:.1f} | "
                   f"{100 * s['gflops'] / g['peak']['gflops']:.0f}% | {s['gflops_per_cpu_s']:.1f} | "
                   f"{100 * s['gflops_per_cpu_s'] / g['peak']['gflops_per_cpu_s']:.0f}% |")
+    if not res["train"] and not res["decode"]:
+        print_bf16_table(res, peak)
+        print_precision_table(res)
+        return
     print("\n| measurement | nazar | PyTorch best | nazar / PyTorch | PyTorch obvious | nazar FLOP rate "
           "(of sgemm peak) | nazar GFLOP per CPU-s (of peak) | per CPU-s nazar / PyTorch | "
           "peak RSS nazar / PyTorch (MB) |\n|---|---|---|---|---|---|---|---|---|")
@@ -243,6 +261,7 @@ def print_table(res, peak, peak_cpu):
                   f"{fmt(nzr['step_weight_mb'], 1)} | {fmt(nzr['weight_gbs'], 1)} | {fmt(nzr['read_gbs_step_weights'], 1)} | "
                   f"{fmt(100 * ratio(nzr['weight_gbs'], nzr['read_gbs_step_weights']))}% |")
     print_bf16_table(res, peak)
+    print_precision_table(res)
     if res["train"]:
         r0 = res["train"][0]
         print(f"\nfirst-step loss, same weights and batch ({r0['preset']} {r0['attention']}): nazar "
@@ -266,6 +285,39 @@ def print_table(res, peak, peak_cpu):
             print(f"| {x['pairs']} | {x['target_tokens']} | {x['epoch_cpu_s']:.2f} | {x['cpu_ms_per_pair']:.2f} | "
                   f"{x['epoch_s']:.2f} |")
         print(f"(small config, Bahdanau; load average {ep['load_avg']:.1f})")
+
+
+# bytes per weight of each precision (int8's per-row scales are 1/K of it and left out)
+WEIGHT_BYTES = {"fp32": 4, "bf16": 2, "int8": 1}
+
+
+def print_precision_table(res):
+    """Reduced-precision decoding: each precision against fp32 in the same run, against its own GEMM
+    roofline (the packed product of the generator's shape at beam 5 batch 64, measured by the same
+    process), and (batch 1) the weights it streams against the measured read bandwidth."""
+    if not res.get("precision"):
+        return
+    print("\n| decode standard bahdanau | precision [kernel] | sentences/s | × fp32 | per CPU-s × fp32 | "
+          "GFLOP/s | GEMM roofline GFLOP/s (M×N×K) | of roofline, wall / per CPU-s | weights streamed GB/s | "
+          "of read bandwidth |\n|---|---|---|---|---|---|---|---|---|---|")
+    for r in res["precision"]:
+        kind = "greedy" if r["beam"] == 1 else f"beam {r['beam']}"
+        f32 = r.get("fp32")
+        for prec in ["fp32", "bf16", "int8"]:
+            x = r.get(prec)
+            roof = get(x, "gemm_roofline") or {}
+            per_cpu = ratio(ratio(get(x, "sentences"), get(x, "cpu_s")), ratio(get(f32, "sentences"), get(f32, "cpu_s")))
+            streamed = None if x is None else x["weight_gbs"] * WEIGHT_BYTES[prec] / 4
+            shape = f" ({roof['M']}×{roof['N']}×{roof['K']})" if roof else ""
+            of_wall = None if not roof.get("gflops") else 100 * get(x, "gflops") / roof["gflops"]
+            of_cpu = (None if not roof.get("gflops_per_cpu_s") or not get(x, "cpu_s") else
+                      100 * x["gflop"] / x["cpu_s"] / roof["gflops_per_cpu_s"])
+            print(f"| {kind}, batch {r['batch']} | {prec} [{get(x, 'kernel') or '?'}] | "
+                  f"{fmt(get(x, 'sentences_per_s'), 1)} | "
+                  f"{fmt(ratio(get(x, 'sentences_per_s'), get(f32, 'sentences_per_s')), 2)}× | {fmt(per_cpu, 2)}× | "
+                  f"{fmt(get(x, 'gflops'), 1)} | {fmt(roof.get('gflops'), 1)}{shape} | "
+                  f"{fmt(of_wall)}% / {fmt(of_cpu)}% | "
+                  f"{fmt(streamed, 1)} | {fmt(None if streamed is None else 100 * ratio(streamed, x['read_gbs_step_weights']))}% |")
 
 
 def print_bf16_table(res, peak):

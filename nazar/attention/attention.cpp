@@ -32,7 +32,7 @@ void init_linear(Tensor& w, Rng& rng) {  // PyTorch nn.Linear: U(-1/sqrt(in), 1/
 
 }  // namespace
 
-Attention::Attention(AttentionConfig c, Rng& rng) : cfg(c) {
+Attention::Attention(AttentionConfig c, Rng& rng, ParamMode mode) : cfg(c) {
     validate(cfg);
     const int H = cfg.query_size, C = cfg.context_size, A = cfg.attention_size;
     if (cfg.local == LocalMode::predictive && cfg.position_size == 0) cfg.position_size = H;
@@ -40,23 +40,27 @@ Attention::Attention(AttentionConfig c, Rng& rng) : cfg(c) {
     // absent parameters are (0)-shaped: a default Tensor has the scalar shape (numel 1)
     params.visit([](const std::string&, Tensor& t) { t = Tensor(Shape{0}); });
     if (is_additive(cfg.score)) {
-        params.W_q = Tensor({A, H});
-        params.W_k = Tensor({A, C});
-        params.v_a = Tensor({1, A});
+        params.W_q = make_param({A, H}, mode);
+        params.W_k = make_param({A, C}, mode);
+        params.v_a = make_param({1, A}, mode);
     } else if (cfg.score == ScoreKind::general) {
-        params.W_k = Tensor({H, C});
+        params.W_k = make_param({H, C}, mode);
     }
-    if (cfg.scale == ScaleMode::learned)
-        params.scale = Tensor::from({1}, std::vector<float>{1.0f / std::sqrt(float(C))});
+    if (cfg.scale == ScaleMode::learned) params.scale = make_param({1}, mode);
     if (cfg.local == LocalMode::predictive) {
-        params.W_p = Tensor({P, H});
-        params.v_p = Tensor({1, P});
+        params.W_p = make_param({P, H}, mode);
+        params.v_p = make_param({1, P}, mode);
     }
+    // w_c starts at 0 (no draw below): a coverage model starts as the plain one of the same seed
+    if (cfg.coverage) params.w_c = make_param({1, A}, mode);
+    if (mode == ParamMode::inference) {  // values from the model file; no gradients
+        grad.visit([](const std::string&, Tensor& t) { t = Tensor(Shape{0}); });
+        return;
+    }
+    if (cfg.scale == ScaleMode::learned) params.scale[0] = 1.0f / std::sqrt(float(C));
     params.visit([&](const std::string& name, Tensor& t) {
         if (t.numel() > 0 && name != "scale" && name != "coverage.weight") init_linear(t, rng);
     });
-    // w_c starts at 0 (no draw): a coverage model starts as the plain one of the same seed
-    if (cfg.coverage) params.w_c = Tensor({1, A});
     grad = params;
     grad.visit([](const std::string&, Tensor& t) { t.zero(); });
 }

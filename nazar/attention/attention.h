@@ -38,6 +38,7 @@
 #pragma once
 
 #include "nazar/core/blas.h"
+#include "nazar/core/params.h"
 #include "nazar/core/rng.h"
 #include "nazar/core/tensor.h"
 
@@ -169,7 +170,8 @@ struct AttentionQueryGrad {
 
 class Attention {
 public:
-    explicit Attention(AttentionConfig cfg, Rng& rng);  // validates cfg; initialises params
+    // Validates cfg; initialises params (inference: placeholders, no gradients, core/params.h).
+    explicit Attention(AttentionConfig cfg, Rng& rng, ParamMode mode = ParamMode::training);
 
     int window_width(int S) const;  // W: S (global) or 2D+1 (local)
     float score_scale() const;      // s of the dot/general score: 1, 1/√C or the learned scale

@@ -7,6 +7,9 @@
 #include <new>
 #include <utility>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 namespace nazar {
 
 // ---- Shape -------------------------------------------------------------------------------
@@ -159,7 +162,23 @@ template class BasicTensorView<const float>;
 // ---- Tensor ------------------------------------------------------------------------------
 
 void Tensor::Free::operator()(float* p) const {
-    aligned_free(p);
+    if (mapped)
+        munmap(p, mapped);
+    else
+        aligned_free(p);
+}
+
+Tensor Tensor::reserved(Shape shape) {
+    Tensor t;
+    t.shape_ = shape;
+    if (shape.numel() == 0) return t;
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    const std::size_t bytes =
+        (static_cast<std::size_t>(shape.numel()) * sizeof(float) + page - 1) / page * page;
+    void* p = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    NZ_CHECK(p != MAP_FAILED, "Tensor::reserved: cannot reserve {} bytes of address space", bytes);
+    t.data_ = std::unique_ptr<float[], Free>(static_cast<float*>(p), Free{bytes});
+    return t;  // capacity_ 0: resize() allocates real memory
 }
 
 Tensor::Tensor(Shape shape)
@@ -213,7 +232,7 @@ Tensor& Tensor::operator=(const Tensor& o) {
 
 void Tensor::resize(Shape shape, bool zero) {
     if (shape.numel() > capacity_) {
-        data_.reset(aligned_alloc_floats(shape.numel()));
+        data_ = std::unique_ptr<float[], Free>(aligned_alloc_floats(shape.numel()));  // Free{0}
         capacity_ = shape.numel();
         shape_ = shape;
         return;  // fresh memory is already zero

@@ -108,6 +108,12 @@ public:
     static Tensor from(Shape shape, std::span<const float> values);
     static Tensor like(ConstTensorView v) { return Tensor(v.shape()); }
     static Tensor clone(ConstTensorView v);
+    // Address space for `shape` with no memory behind it (an inaccessible mapping): the
+    // placeholder of a parameter an inference model holds only in packed form or has not yet
+    // loaded (models/model_file.h). Any read or write through it faults; resize() gives it
+    // real memory. reserved() says whether a tensor is one.
+    static Tensor reserved(Shape shape);
+    bool reserved() const { return data_.get_deleter().mapped != 0; }
 
     Tensor(const Tensor& o);
     Tensor& operator=(const Tensor& o);
@@ -161,6 +167,7 @@ public:
 
 private:
     struct Free {
+        std::size_t mapped;  // bytes of a reserved() mapping; 0 (value-initialised): aligned_alloc
         void operator()(float* p) const;
     };
     std::unique_ptr<float[], Free> data_;

@@ -71,9 +71,12 @@ Translator::Translator(const std::vector<std::string>& model_paths, const Transl
     const std::string& first = model_paths[0];
     for (std::size_t k = 0; k < model_paths.size(); ++k) {
         const std::string& path = model_paths[k];
-        const SafeTensors st = load_safetensors(path);  // read once, every replica built from it
+        SafeTensors st = load_safetensors(path);  // read once, every replica built from it
         for (int r = 0; r < config.replicas; ++r) {
-            LoadedModel m = model_from_safetensors(st, /*inference=*/true);
+            // inference: no gradients; the last replica takes the file's tensors (no copy)
+            LoadedModel m = r + 1 < config.replicas
+                                ? model_from_safetensors(st, ParamMode::inference)
+                                : model_from_safetensors(std::move(st), ParamMode::inference);
             if (config.precision) m.model->set_precision(*config.precision);
             if (r == 0) {
                 const char* keys[] = {kSrcTokenizerKey, kTgtTokenizerKey, kSrcVocabKey,

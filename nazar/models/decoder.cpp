@@ -13,14 +13,15 @@ namespace nazar {
 
 using decoder_rows::copy_cols_in;
 
-Decoder::Decoder(const ModelConfig& cfg, Rng& rng)
+Decoder::Decoder(const ModelConfig& cfg, Rng& rng, ParamMode mode)
     : kind(cfg.decoder.kind),
       cell(cfg.decoder.cell),
       E(cfg.embedding_size),
       H(cfg.decoder.hidden_size),
       C(encoder_output_size(cfg)),
       L(cfg.decoder.num_layers),
-      embedding({.num_embeddings = cfg.tgt_vocab_size, .embedding_dim = cfg.embedding_size}, rng),
+      embedding({.num_embeddings = cfg.tgt_vocab_size, .embedding_dim = cfg.embedding_size}, rng,
+                mode),
       dropout({.p = cfg.decoder.dropout}),
       deep(cfg.decoder.deep_output) {
     feed_ = kind == DecoderKind::bahdanau ? C : (cfg.decoder.input_feeding ? H : 0);
@@ -29,18 +30,18 @@ Decoder::Decoder(const ModelConfig& cfg, Rng& rng)
     for (int l = 0; l < L; ++l) {
         const int in = l == 0 ? E + feed_ : H;
         if (cell == CellType::gru)
-            gru.emplace_back(GRUCell::Config{.input_size = in, .hidden_size = H, .bias = true},
-                             rng);
+            gru.emplace_back(GRUCell::Config{.input_size = in, .hidden_size = H, .bias = true}, rng,
+                             mode);
         else
             lstm.emplace_back(LSTMCell::Config{.input_size = in, .hidden_size = H, .bias = true},
-                              rng);
+                              rng, mode);
     }
     if (kind == DecoderKind::luong)
-        combine = Linear({.in_features = H + C, .out_features = H, .bias = false}, rng);
+        combine = Linear({.in_features = H + C, .out_features = H, .bias = false}, rng, mode);
     if (deep) {
-        deep_state = Linear({.in_features = H, .out_features = d_out_, .bias = false}, rng);
-        deep_prev = Linear({.in_features = E, .out_features = d_out_, .bias = false}, rng);
-        deep_context = Linear({.in_features = C, .out_features = d_out_, .bias = false}, rng);
+        deep_state = Linear({.in_features = H, .out_features = d_out_, .bias = false}, rng, mode);
+        deep_prev = Linear({.in_features = E, .out_features = d_out_, .bias = false}, rng, mode);
+        deep_context = Linear({.in_features = C, .out_features = d_out_, .bias = false}, rng, mode);
     }
 }
 
@@ -254,10 +255,10 @@ void Decoder::collect(const std::string& prefix, ParamList& out) {
         RNNCellParams& g = cell == CellType::gru ? gru[l].grad : lstm[l].grad;
         const std::string k = "_l" + std::to_string(l);
         const std::string base = prefix + "rnn.";
-        out.push_back({base + "weight_ih" + k, &p.weight_ih, &g.weight_ih});
-        out.push_back({base + "weight_hh" + k, &p.weight_hh, &g.weight_hh});
-        out.push_back({base + "bias_ih" + k, &p.bias_ih, &g.bias_ih});
-        out.push_back({base + "bias_hh" + k, &p.bias_hh, &g.bias_hh});
+        out.push_back({base + "weight_ih" + k, &p.weight_ih, grad_or_null(g.weight_ih)});
+        out.push_back({base + "weight_hh" + k, &p.weight_hh, grad_or_null(g.weight_hh)});
+        out.push_back({base + "bias_ih" + k, &p.bias_ih, grad_or_null(g.bias_ih)});
+        out.push_back({base + "bias_hh" + k, &p.bias_hh, grad_or_null(g.bias_hh)});
     }
     if (kind == DecoderKind::luong)
         collect_params(combine.params, combine.grad, prefix + "combine.", out);

@@ -105,8 +105,8 @@ class SequenceBackward;
 class Decoder {
 public:
     Decoder() = default;
-    Decoder(const ModelConfig& cfg,
-            Rng& rng);  // init order: embedding, rnn layers, combine/deep output
+    // init order: embedding, rnn layers, combine/deep output; inference: core/params.h
+    Decoder(const ModelConfig& cfg, Rng& rng, ParamMode mode = ParamMode::training);
 
     int feed_size() const { return feed_; }     // F
     int output_size() const { return d_out_; }  // d_out

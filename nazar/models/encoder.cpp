@@ -7,8 +7,9 @@
 
 namespace nazar {
 
-Encoder::Encoder(const ModelConfig& cfg, Rng& rng)
-    : embedding({.num_embeddings = cfg.src_vocab_size, .embedding_dim = cfg.embedding_size}, rng),
+Encoder::Encoder(const ModelConfig& cfg, Rng& rng, ParamMode mode)
+    : embedding({.num_embeddings = cfg.src_vocab_size, .embedding_dim = cfg.embedding_size}, rng,
+                mode),
       rnn({.cell = cfg.encoder.cell,
            .input_size = cfg.embedding_size,
            .hidden_size = cfg.encoder.hidden_size,
@@ -16,7 +17,7 @@ Encoder::Encoder(const ModelConfig& cfg, Rng& rng)
            .bias = true,
            .bidirectional = cfg.encoder.bidirectional,
            .dropout = cfg.encoder.dropout},
-          rng) {}
+          rng, mode) {}
 
 void Encoder::forward(std::span<const int32_t> src, std::span<const int> lengths,
                       TensorView enc_out, EncoderCache& cache, Rng& rng, Mode mode,
@@ -53,7 +54,7 @@ void Encoder::collect(const std::string& prefix, ParamList& out) {
     collect_params(rnn.params, rnn.grad, prefix + "rnn.", out);
 }
 
-Bridge::Bridge(const ModelConfig& cfg, Rng& rng)
+Bridge::Bridge(const ModelConfig& cfg, Rng& rng, ParamMode mode)
     : kind(effective_bridge(cfg)),
       layers(cfg.decoder.num_layers),
       hidden(cfg.decoder.hidden_size),
@@ -62,7 +63,7 @@ Bridge::Bridge(const ModelConfig& cfg, Rng& rng)
       enc_hidden_(cfg.encoder.hidden_size) {
     if (kind == BridgeKind::zero) return;
     const int in = kind == BridgeKind::backward_first ? enc_hidden_ : enc_dirs_ * enc_hidden_;
-    linear = Linear({.in_features = in, .out_features = layers * hidden}, rng);
+    linear = Linear({.in_features = in, .out_features = layers * hidden}, rng, mode);
 }
 
 void Bridge::forward(ConstTensorView enc_out, const RNNState& enc_final,

@@ -35,7 +35,8 @@ struct EncoderCache {
 class Encoder {
 public:
     Encoder() = default;
-    Encoder(const ModelConfig& cfg, Rng& rng);  // embedding N(0,1), RNN U(-1/sqrt(H), 1/sqrt(H))
+    // embedding N(0,1), RNN U(-1/sqrt(H), 1/sqrt(H)); inference: core/params.h
+    Encoder(const ModelConfig& cfg, Rng& rng, ParamMode mode = ParamMode::training);
 
     int output_size() const { return rnn.output_size(); }  // C
 
@@ -70,7 +71,8 @@ struct BridgeCache {
 class Bridge {
 public:
     Bridge() = default;
-    Bridge(const ModelConfig& cfg, Rng& rng);  // nn.Linear init; nothing for zero
+    // nn.Linear init; nothing for zero; inference: core/params.h
+    Bridge(const ModelConfig& cfg, Rng& rng, ParamMode mode = ParamMode::training);
 
     BridgeKind kind = BridgeKind::zero;  // resolved (never automatic)
     int layers = 1, hidden = 0;          // L_dec, H

@@ -13,6 +13,12 @@ namespace nazar {
 
 void model_to_safetensors(Seq2Seq& model, const std::map<std::string, std::string>& metadata,
                           SafeTensors& out) {
+    for (const ParamRef& p : model.parameters())
+        NZ_CHECK_INPUT(
+            !p.value->reserved(),
+            "cannot save '{}': the model holds it only in {} (packed for inference); save "
+            "the fp32 model it was loaded from",
+            p.name, precision_name(model.precision()));
     out.set_params(model.parameters());
     if (model.config().tie_target_embeddings) out.set("generator.weight", model.generator_weight());
     for (const auto& [k, v] : metadata) out.metadata[k] = v;
@@ -140,17 +146,9 @@ std::vector<std::pair<std::string, Shape>> model_param_shapes(const ModelConfig&
     return out;
 }
 
-LoadedModel model_from_safetensors(const SafeTensors& st, bool inference) {
-    if (const std::optional<Precision> p = file_precision(st)) {
-        NZ_CHECK_INPUT(
-            inference,
-            "'{}' is a quantized ({}) model file, for translate, score and attention only: "
-            "training needs the fp32 model or a checkpoint",
-            st.source, precision_name(*p));
-        LoadedModel m = model_from_safetensors(dequantize_model_file(st), false);
-        m.model->set_precision(*p);
-        return m;
-    }
+namespace {
+
+ModelConfig checked_config(const SafeTensors& st) {
     NZ_CHECK_INPUT(st.has_meta(kModelFormatKey),
                    "'{}' is not a nazar model file (no '{}' metadata)", st.source, kModelFormatKey);
     NZ_CHECK_INPUT(
@@ -166,6 +164,18 @@ LoadedModel model_from_safetensors(const SafeTensors& st, bool inference) {
         // corrupt file (exit 1), not a usage error (exit 2 with a --help hint).
         throw Error(fmt::format("'{}': {}: {}", st.source, kModelConfigKey, e.what()));
     }
+    return cfg;
+}
+
+bool state_name(const std::string& name) {
+    return name.rfind("optim.", 0) == 0 || name.rfind("train.", 0) == 0;
+}
+
+// The model from st's tensors: moved out of `take` (st itself, or null: copied) for inference.
+// Quantized files were turned into placeholders + `packed` by the caller.
+LoadedModel build_model(const SafeTensors& st, SafeTensors* take, const ModelConfig& cfg,
+                        ParamMode mode, std::optional<Precision> precision,
+                        std::vector<std::pair<std::string, PackedMatrix>> packed) {
     // Every tensor the model will allocate must be in the file at its size before anything is
     // allocated: a config with huge sizes then fails here, and a model that passes costs at most
     // twice the file's tensor bytes (values + gradients).
@@ -178,23 +188,20 @@ LoadedModel model_from_safetensors(const SafeTensors& st, bool inference) {
                        name, got.str(), shape.str());
     });
     // The model reads its parameters and (tied) the generator.weight copy; optimizer moments are
-    // the checkpoint loader's (train/checkpoint.h).
-    check_finite_tensors(st, [](const std::string& name) {
-        return name.rfind("optim.", 0) != 0 && name.rfind("train.", 0) != 0;
-    });
+    // the checkpoint loader's (train/checkpoint.h). Placeholders hold packed matrices.
+    check_finite_tensors(
+        st, [&](const std::string& name) { return !state_name(name) && !st.get(name).reserved(); });
     LoadedModel out;
-    out.model = std::make_unique<Seq2Seq>(cfg);
-    const ParamList params = out.model->parameters();
+    out.model = std::make_unique<Seq2Seq>(cfg, 1, mode);
     std::set<std::string> expected;
-    for (const auto& p : params) {
+    for (const auto& p : out.model->parameters()) {
         expected.insert(p.name);
-        NZ_CHECK_INPUT(st.contains(p.name), "'{}': tensor '{}' is missing (expected shape {})",
-                       st.source, p.name, p.value->shape().str());
-        const Tensor& t = st.get(p.name);
-        NZ_CHECK_INPUT(t.shape() == p.value->shape(),
-                       "'{}': tensor '{}' has shape {}, expected {} (from nazar.config)", st.source,
-                       p.name, t.shape().str(), p.value->shape().str());
-        p.value->copy_from(t);
+        const Tensor& t = st.get(p.name);  // present at its shape (checked above)
+        if (t.reserved()) continue;        // packed: the model's own placeholder stays
+        if (take && mode == ParamMode::inference)
+            *p.value = std::move(take->get(p.name));  // replaces the placeholder, no copy
+        else
+            *p.value = t;  // a placeholder gets memory; a training parameter keeps its own
     }
     if (cfg.tie_target_embeddings) {
         expected.insert("generator.weight");
@@ -208,15 +215,44 @@ LoadedModel model_from_safetensors(const SafeTensors& st, bool inference) {
         }
     }
     for (const auto& name : st.names()) {
-        const bool state = name.rfind("optim.", 0) == 0 || name.rfind("train.", 0) == 0;
-        NZ_CHECK_INPUT(state || expected.count(name),
+        NZ_CHECK_INPUT(state_name(name) || expected.count(name),
                        "'{}': unexpected tensor '{}' (shape {}) for this configuration", st.source,
                        name, st.get(name).shape().str());
     }
     check_vocab(st, cfg, kSrcVocabKey, cfg.src_vocab_size, "source");
     check_vocab(st, cfg, kTgtVocabKey, cfg.tgt_vocab_size, "target");
+    if (precision) out.model->set_packed(*precision, std::move(packed));
     out.metadata = st.metadata;
     return out;
+}
+
+LoadedModel load_impl(const SafeTensors& st, SafeTensors* take, ParamMode mode) {
+    const std::optional<Precision> p = file_precision(st);
+    NZ_CHECK_INPUT(!p || mode == ParamMode::inference,
+                   "'{}' is a quantized ({}) model file, for translate, score and attention only: "
+                   "training needs the fp32 model or a checkpoint",
+                   st.source, p ? precision_name(*p) : "");
+    const ModelConfig cfg = checked_config(st);
+    std::vector<std::pair<std::string, PackedMatrix>> packed;
+    if (p) {
+        NZ_CHECK(take, "load_impl: a quantized file is loaded from a copy");
+        packed = take_packed_matrices(*take, *p, cfg.tie_target_embeddings);
+    }
+    return build_model(st, take, cfg, mode, p, std::move(packed));
+}
+
+}  // namespace
+
+LoadedModel model_from_safetensors(const SafeTensors& st, ParamMode mode) {
+    if (file_precision(st)) {  // its raw tensors become packed matrices: work on a copy
+        SafeTensors copy = st;
+        return load_impl(copy, &copy, mode);
+    }
+    return load_impl(st, nullptr, mode);
+}
+
+LoadedModel model_from_safetensors(SafeTensors&& st, ParamMode mode) {
+    return load_impl(st, &st, mode);
 }
 
 void check_finite_tensors(const SafeTensors& st,
@@ -242,8 +278,8 @@ void save_model(const std::string& path, Seq2Seq& model,
     save_safetensors(path, st);
 }
 
-LoadedModel load_model(const std::string& path, bool inference) {
-    return model_from_safetensors(load_safetensors(path), inference);
+LoadedModel load_model(const std::string& path, ParamMode mode) {
+    return model_from_safetensors(load_safetensors(path), mode);
 }
 
 }  // namespace nazar

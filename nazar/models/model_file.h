@@ -20,7 +20,8 @@
 // The names and shapes are checked against model_param_shapes(config) BEFORE the model is
 // built, so a hostile nazar.config (vocabulary 10^9 in an 8 KB file) is refused without
 // allocating: the model is only built once every parameter it will allocate is present in the
-// file at its size, i.e. its memory is bounded by the file's size (params + grads = 2x).
+// file at its size, i.e. its memory is bounded by the file's size (params + grads = 2x; for
+// inference the file's own tensors, moved, or 1x).
 #pragma once
 
 #include "nazar/core/safetensors.h"
@@ -61,10 +62,16 @@ std::vector<std::pair<std::string, Shape>> model_param_shapes(const ModelConfig&
 void model_to_safetensors(Seq2Seq& model, const std::map<std::string, std::string>& metadata,
                           SafeTensors& out);
 // Rebuilds the model from `st` with every check listed above (errors name st.source).
-// inference: a quantized model file (quantized_file.h: nazar quantize) is accepted, its
-// matrices dequantized and the model set to the file's precision; without it such a file is
-// refused (training needs fp32 weights).
-LoadedModel model_from_safetensors(const SafeTensors& st, bool inference = false);
+// mode (core/params.h), the caller's explicit choice:
+//   training   parameters with gradients; a quantized model file is refused (training needs
+//              fp32 weights).
+//   inference  (translate, score, attention, serve, Translator, the Python Translator) no
+//              gradients; a quantized model file (quantized_file.h: nazar quantize) is accepted,
+//              its matrices held only in packed form (no fp32 copy) and the model set to the
+//              file's precision.
+// The rvalue form moves the file's tensors into the model instead of copying them.
+LoadedModel model_from_safetensors(const SafeTensors& st, ParamMode mode = ParamMode::training);
+LoadedModel model_from_safetensors(SafeTensors&& st, ParamMode mode = ParamMode::training);
 
 // Throws nazar::Error naming the first tensor of `st` (in name order) among those `wanted`
 // accepts (all when empty) that holds NaN or inf, with the element's index and the value:
@@ -77,6 +84,6 @@ void check_finite_tensors(const SafeTensors& st,
 
 void save_model(const std::string& path, Seq2Seq& model,
                 const std::map<std::string, std::string>& metadata = {});
-LoadedModel load_model(const std::string& path, bool inference = false);
+LoadedModel load_model(const std::string& path, ParamMode mode = ParamMode::training);
 
 }  // namespace nazar

@@ -86,6 +86,50 @@ SafeTensors quantize_model_file(const SafeTensors& in, Precision p) {
     return out;
 }
 
+namespace {
+
+// The checks every raw tensor of a precision-p file passes; returns its scales (int8: checked
+// finite and >= 0) or null (bf16).
+const Tensor* checked_raw(const SafeTensors& st, const std::string& name, const RawTensor& r,
+                          Precision p) {
+    const std::string want = p == Precision::int8 ? "I8" : "BF16";
+    NZ_CHECK(r.dtype == want, "'{}': tensor '{}' is {} in a {} file (expected {})", st.source, name,
+             r.dtype, precision_name(p), want);
+    NZ_CHECK(r.shape.ndim() == 2, "'{}': quantized tensor '{}' has shape {}, expected a matrix",
+             st.source, name, r.shape.str());
+    if (p != Precision::int8) return nullptr;
+    const int N = static_cast<int>(r.shape[0]);
+    const std::string sname = name + kScaleSuffix;
+    NZ_CHECK(st.contains(sname), "'{}': int8 tensor '{}' has no scales '{}'", st.source, name,
+             sname);
+    const Tensor& s = st.get(sname, Shape{N});
+    for (int n = 0; n < N; ++n)
+        NZ_CHECK(std::isfinite(s[n]) && s[n] >= 0,
+                 "'{}': tensor '{}' row {}: scale {} is not a finite value >= 0", st.source, sname,
+                 n, s[n]);
+    return &s;
+}
+
+uint16_t bf16_at(const RawTensor& r, std::size_t i) {
+    uint16_t b;
+    std::memcpy(&b, &r.bytes[2 * i], 2);
+    return b;
+}
+
+Tensor dequantized(const SafeTensors& st, const std::string& name, const RawTensor& r,
+                   Precision p) {
+    const Tensor* s = checked_raw(st, name, r, p);
+    const int K = static_cast<int>(r.shape[1]);
+    Tensor w(r.shape);
+    for (int64_t i = 0; i < w.numel(); ++i)
+        w[i] = s ? static_cast<float>(static_cast<int8_t>(r.bytes[static_cast<std::size_t>(i)])) *
+                       (*s)[i / K]
+                 : bf16_to_float(bf16_at(r, static_cast<std::size_t>(i)));
+    return w;
+}
+
+}  // namespace
+
 SafeTensors dequantize_model_file(const SafeTensors& st) {
     const std::optional<Precision> p = file_precision(st);
     NZ_CHECK(p.has_value(), "'{}' is not a quantized model file", st.source);
@@ -95,37 +139,41 @@ SafeTensors dequantize_model_file(const SafeTensors& st) {
     out.metadata.erase(kPrecisionKey);  // an fp32 model file now
     for (const auto& [name, t] : st.tensors()) out.set(name, t.view());
     for (const auto& [name, r] : st.raw()) {
-        const std::string want = *p == Precision::int8 ? "I8" : "BF16";
-        NZ_CHECK(r.dtype == want, "'{}': tensor '{}' is {} in a {} file (expected {})", st.source,
-                 name, r.dtype, precision_name(*p), want);
-        NZ_CHECK(r.shape.ndim() == 2, "'{}': quantized tensor '{}' has shape {}, expected a matrix",
-                 st.source, name, r.shape.str());
-        const int N = static_cast<int>(r.shape[0]), K = static_cast<int>(r.shape[1]);
-        Tensor w(r.shape);
-        if (*p == Precision::int8) {
-            const std::string sname = name + kScaleSuffix;
-            NZ_CHECK(st.contains(sname), "'{}': int8 tensor '{}' has no scales '{}'", st.source,
-                     name, sname);
-            const Tensor& s = st.get(sname, Shape{N});
-            for (int n = 0; n < N; ++n) {
-                NZ_CHECK(std::isfinite(s[n]) && s[n] >= 0,
-                         "'{}': tensor '{}' row {}: scale {} is not a finite value >= 0", st.source,
-                         sname, n, s[n]);
-                for (int k = 0; k < K; ++k) {
-                    const std::size_t i = static_cast<std::size_t>(n) * K + k;
-                    w[static_cast<int64_t>(i)] =
-                        static_cast<float>(static_cast<int8_t>(r.bytes[i])) * s[n];
-                }
-            }
-            out.erase(sname);
-        } else {
-            for (int64_t i = 0; i < w.numel(); ++i) {
-                uint16_t b;
-                std::memcpy(&b, &r.bytes[2 * static_cast<std::size_t>(i)], 2);
-                w[i] = bf16_to_float(b);
-            }
+        out.set(name, dequantized(st, name, r, *p));
+        if (*p == Precision::int8) out.erase(name + kScaleSuffix);
+    }
+    return out;
+}
+
+std::vector<std::pair<std::string, PackedMatrix>> take_packed_matrices(SafeTensors& st, Precision p,
+                                                                       bool tied) {
+    std::vector<std::pair<std::string, PackedMatrix>> out;
+    std::vector<std::string> names;
+    for (const auto& [name, r] : st.raw()) names.push_back(name);
+    for (const std::string& name : names) {
+        const RawTensor& r = st.raw().at(name);
+        const bool packed = quantized_param(name, r.shape) && !(tied && name == "generator.weight");
+        if (!packed) {  // read as F32, as dequantize_model_file does
+            Tensor w = dequantized(st, name, r, p);
+            st.set(name, std::move(w));
+            if (p == Precision::int8) st.erase(name + kScaleSuffix);
+            continue;
         }
-        out.set(name, std::move(w));
+        const Tensor* s = checked_raw(st, name, r, p);
+        const int N = static_cast<int>(r.shape[0]), K = static_cast<int>(r.shape[1]);
+        if (!s)
+            for (std::size_t i = 0; i < r.bytes.size() / 2; ++i)
+                NZ_CHECK(std::isfinite(bf16_to_float(bf16_at(r, i))),
+                         "'{}': tensor '{}' holds a non-finite value ({}) at index {}", st.source,
+                         name, bf16_to_float(bf16_at(r, i)), i);
+        PackedMatrix m =
+            s ? PackedMatrix::from_int8(reinterpret_cast<const int8_t*>(r.bytes.data()), s->data(),
+                                        N, K)
+              : PackedMatrix::from_bf16(reinterpret_cast<const uint16_t*>(r.bytes.data()), N, K);
+        out.emplace_back(name, std::move(m));
+        const Shape shape = r.shape;
+        st.set(name, Tensor::reserved(shape));  // drops the raw bytes
+        if (s) st.erase(name + kScaleSuffix);
     }
     return out;
 }

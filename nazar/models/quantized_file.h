@@ -10,10 +10,11 @@
 //   and is packed at load). Everything else (biases, the one-row attention vectors v_a / v_p,
 //   embeddings, attention.scale) stays F32.
 //   Metadata: "nazar.precision" = "int8" | "bf16", besides the model file's own keys.
-// Loading one for inference (model_file.h, inference = true) dequantizes the matrices into the
-// model's fp32 parameters and sets the model's precision to the file's: re-quantizing the
-// dequantized rows gives back the file's int8 values (max |w_q| = 127 in every non-zero row).
-// Training from one is refused (model_from_safetensors with inference = false).
+// Loading one for inference (model_file.h, ParamMode::inference) takes each matrix into its
+// packed form as stored (take_packed_matrices: the file's int8 values and scales, or bf16
+// values, no fp32 copy) and sets the model's precision to the file's; every F32 tensor is read
+// as usual (embeddings: lookups read fp32 rows). Training from one is refused
+// (ParamMode::training).
 #pragma once
 
 #include "nazar/core/gemm/packed.h"
@@ -21,6 +22,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace nazar {
 
@@ -40,5 +43,13 @@ SafeTensors quantize_model_file(const SafeTensors& in, Precision p);
 // The fp32 model file a quantized one stands for: raw tensors dequantized, ".scale" tensors
 // and nazar.precision removed. Errors name the file and the tensor.
 SafeTensors dequantize_model_file(const SafeTensors& st);
+
+// The inference loader's part (model_file.cpp): every raw tensor of `st` (a quantized file of
+// precision p) that quantized_param() names and that is not a tied generator's weight is taken
+// out as a PackedMatrix, checked as dequantize_model_file checks it (dtype, shape, scales finite
+// and >= 0; bf16 values finite), and left in `st` as a Tensor::reserved placeholder of its shape;
+// its ".scale" tensor is removed. Any other raw tensor is dequantized into F32 in place.
+std::vector<std::pair<std::string, PackedMatrix>> take_packed_matrices(SafeTensors& st, Precision p,
+                                                                       bool tied);
 
 }  // namespace nazar

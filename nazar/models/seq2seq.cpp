@@ -61,15 +61,17 @@ void word_dropout(Batch& batch, float p, const SpecialIds& ids, Rng& rng) {
     }
 }
 
-Seq2Seq::Seq2Seq(const ModelConfig& cfg, uint64_t seed) : Seq2Seq(checked(cfg), Rng(seed)) {}
+Seq2Seq::Seq2Seq(const ModelConfig& cfg, uint64_t seed, ParamMode mode)
+    : Seq2Seq(checked(cfg), Rng(seed), mode) {}
 
-Seq2Seq::Seq2Seq(const ModelConfig& cfg, Rng&& rng)
-    : encoder(cfg, rng),
-      bridge(cfg, rng),
-      decoder(cfg, rng),
-      attention(attention_config(cfg), rng),
-      generator({.in_features = generator_input_size(cfg), .out_features = cfg.tgt_vocab_size},
-                rng),
+Seq2Seq::Seq2Seq(const ModelConfig& cfg, Rng&& rng, ParamMode mode)
+    : encoder(cfg, rng, mode),
+      bridge(cfg, rng, mode),
+      decoder(cfg, rng, mode),
+      attention(attention_config(cfg), rng, mode),
+      generator({.in_features = generator_input_size(cfg), .out_features = cfg.tgt_vocab_size}, rng,
+                mode),
+      mode_(mode),
       cfg_(cfg) {
     if (cfg.tie_target_embeddings) {  // generator.weight IS decoder.embedding.weight
         generator.params.weight = Tensor(Shape{0});
@@ -84,6 +86,9 @@ ParamList Seq2Seq::parameters() {
     decoder.collect("decoder.", out);
     collect_params(attention.params, attention.grad, "attention.", out);
     collect_params(generator.params, generator.grad, "generator.", out);
+    if (mode_ == ParamMode::training)
+        for (const ParamRef& p : out)
+            NZ_CHECK(p.grad, "Seq2Seq: parameter '{}' has no gradient in a training model", p.name);
     return out;
 }
 
@@ -334,6 +339,8 @@ const DropoutMasks* Seq2Seq::train_masks(const Batch& batch, const TrainOptions&
 }
 
 LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& rng) {
+    NZ_CHECK(mode_ == ParamMode::training,
+             "cannot train a model loaded for inference (no gradients): load it for training");
     NZ_CHECK_USAGE(precision_ == Precision::fp32,
                    "cannot train a model running in {}: its packed weights are for inference",
                    precision_name(precision_));

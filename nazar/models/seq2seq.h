@@ -125,17 +125,33 @@ struct DecoderState {
 // the sentence keeps its positions. p in [0, 1); p = 0 draws nothing.
 void word_dropout(Batch& batch, float p, const SpecialIds& ids, Rng& rng);
 class PackedWeights;  // core/gemm/packed.h
+class PackedMatrix;
+
+// What a model's parameters occupy (Seq2Seq::memory()).
+struct ParamMemory {
+    std::size_t values = 0;     // fp32 parameter values held in memory
+    std::size_t gradients = 0;  // gradient tensors (none for ParamMode::inference)
+    std::size_t packed = 0;     // bf16 / int8 packed weight matrices
+    int packed_only = 0;        // matrices held only packed (fp32 value: a placeholder)
+    std::size_t total() const { return values + gradients + packed; }
+};
 
 class Seq2Seq {
 public:
     // Validates cfg (UsageError), initialises every parameter from Rng(seed) as PyTorch would.
-    explicit Seq2Seq(const ModelConfig& cfg, uint64_t seed = 1);
+    // ParamMode::inference (core/params.h; the model loader's choice for translate, score,
+    // attention, serve, Translator): no gradients, and placeholders for values until loaded.
+    explicit Seq2Seq(const ModelConfig& cfg, uint64_t seed = 1,
+                     ParamMode mode = ParamMode::training);
     Seq2Seq(const Seq2Seq&) = delete;
     Seq2Seq& operator=(const Seq2Seq&) = delete;
     ~Seq2Seq();  // models/precision.cpp (PackedWeights is complete there)
 
     const ModelConfig& config() const { return cfg_; }
-    ParamList parameters();  // names and order as above; pointers stay valid for the model's life
+    ParamMode param_mode() const { return mode_; }
+    // Names and order as above; pointers stay valid for the model's life (a set_precision of an
+    // inference model replaces the packed matrices' placeholders). grad null in inference.
+    ParamList parameters();
 
     // Forward + backward of one batch (train mode: dropout and scheduled sampling draw from rng).
     LossStats train_step(const Batch& batch, const TrainOptions& opt, Rng& rng);
@@ -178,15 +194,25 @@ public:
     // tied generator's embedding) once, and gemm runs them packed; states, softmax, attention
     // weights and accumulation stay fp32. fp32 drops the packed copies. Inference only: train_step
     // refuses a model not in fp32, and the fp32 weights must not change while packed.
+    // A training-mode model keeps its fp32 matrices beside the packed copies. An inference-mode
+    // model keeps only the packed form of every matrix nothing else reads (all but a tied
+    // generator's embedding, which lookups read): the fp32 value becomes a placeholder, so a
+    // later set_precision starts from the packed values (dequantized; fp32: into new memory).
     void set_precision(Precision p);
+    // The model loader (inference, a bf16 / int8 file): these matrices (by parameter name, each
+    // of precision p) become the model's packed form as they are, then set_precision(p).
+    void set_packed(Precision p, std::vector<std::pair<std::string, PackedMatrix>> given);
     Precision precision() const { return precision_; }
     std::size_t packed_bytes() const;  // memory of the packed copies
+    ParamMemory memory();              // what the parameters occupy
 
 private:
     Precision precision_ = Precision::fp32;
     std::unique_ptr<PackedWeights> packed_;
+    ParamMode mode_ = ParamMode::training;
 
-    Seq2Seq(const ModelConfig& cfg, Rng&& rng);  // cfg already validated; rng draws the init
+    // cfg already validated; rng draws the init (training)
+    Seq2Seq(const ModelConfig& cfg, Rng&& rng, ParamMode mode);
     // Teacher-forced (optionally sampled) forward over the batch into the step caches; O (T, B,
     // d_out). split_outputs: the decoder may run cells_forward + outputs_forward (decided here).
     void forward_batch(const Batch& batch, float sampling_prob, Rng& rng, Mode mode,

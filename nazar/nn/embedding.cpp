@@ -6,17 +6,18 @@
 
 namespace nazar {
 
-Embedding::Embedding(Config c, Rng& rng) : cfg(c) {
+Embedding::Embedding(Config c, Rng& rng, ParamMode mode) : cfg(c) {
     NZ_CHECK(cfg.num_embeddings > 0 && cfg.embedding_dim > 0,
              "Embedding: sizes must be positive, got V={} E={}", cfg.num_embeddings,
              cfg.embedding_dim);
     NZ_CHECK(cfg.padding_idx >= -1 && cfg.padding_idx < cfg.num_embeddings,
              "Embedding: padding_idx {} out of range for V={}", cfg.padding_idx,
              cfg.num_embeddings);
-    params.weight = Tensor({cfg.num_embeddings, cfg.embedding_dim});
+    params.weight = make_param({cfg.num_embeddings, cfg.embedding_dim}, mode);
+    grad.weight = make_grad({cfg.num_embeddings, cfg.embedding_dim}, mode);
+    if (mode != ParamMode::training) return;
     rng.fill_normal(params.weight, 0.0f, 1.0f);
     if (cfg.padding_idx >= 0) params.weight.select(cfg.padding_idx).zero();
-    grad.weight = Tensor({cfg.num_embeddings, cfg.embedding_dim});
 }
 
 void Embedding::forward(std::span<const int32_t> ids, TensorView out) const {

@@ -11,6 +11,7 @@
 // Gradients: backward ACCUMULATES (+=) into `grad`.
 #pragma once
 
+#include "nazar/core/params.h"
 #include "nazar/core/rng.h"
 #include "nazar/core/tensor.h"
 
@@ -38,7 +39,8 @@ public:
     };
 
     Embedding() = default;
-    Embedding(Config cfg, Rng& rng);  // weight ~ N(0, 1), padding row zeroed
+    // weight ~ N(0, 1), padding row zeroed; inference: core/params.h
+    Embedding(Config cfg, Rng& rng, ParamMode mode = ParamMode::training);
 
     // out[n] = weight[ids[n]]. An id outside [0, V) is an error naming the id, its position and V.
     void forward(std::span<const int32_t> ids,  // (N)   e.g. a (B, T) batch flattened row-major

@@ -20,23 +20,25 @@ static bool absent(ConstTensorView v) {
     return v.data() == nullptr || v.numel() == 0;
 }
 
-RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, bool bias,
-                                   Rng* rng) {
+RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, bool bias, Rng* rng,
+                                   ParamMode mode) {
     NZ_CHECK(input_size > 0 && hidden_size > 0,
              "recurrent cell: sizes must be positive, got input {} hidden {}", input_size,
              hidden_size);
     const int GH = gates * hidden_size;
     RNNCellParams p;
-    p.weight_ih = Tensor({GH, input_size});
-    p.weight_hh = Tensor({GH, hidden_size});
+    if (mode == ParamMode::inference && !rng) return p;  // no gradient: every tensor absent
+    p.weight_ih = make_param({GH, input_size}, mode);
+    p.weight_hh = make_param({GH, hidden_size}, mode);
     if (bias) {
-        p.bias_ih = Tensor({GH});
-        p.bias_hh = Tensor({GH});
+        p.bias_ih = make_param({GH}, mode);
+        p.bias_hh = make_param({GH}, mode);
     } else {  // absent: numel 0, skipped by collect_params and by visit's consumers
         p.bias_ih = Tensor({0});
         p.bias_hh = Tensor({0});
     }
-    if (rng) {  // PyTorch: every parameter ~ U(-1/sqrt(H), 1/sqrt(H)), in state_dict order
+    if (rng && mode == ParamMode::training) {  // PyTorch: every parameter ~ U(-1/sqrt(H),
+                                               // 1/sqrt(H)), in state_dict order
         const float k = 1.0f / std::sqrt(static_cast<float>(hidden_size));
         p.visit([&](const std::string&, Tensor& t) {
             if (!absent(t)) rng->fill_uniform(t, -k, k);
@@ -232,9 +234,9 @@ void gates_backward(ConstTensorView d_h_new, ConstTensorView h, ConstTensorView 
 
 }  // namespace gru
 
-GRUCell::GRUCell(Config c, Rng& rng) : cfg(c) {
-    params = make_rnn_cell_params(3, cfg.input_size, cfg.hidden_size, cfg.bias, &rng);
-    grad = make_rnn_cell_params(3, cfg.input_size, cfg.hidden_size, cfg.bias, nullptr);
+GRUCell::GRUCell(Config c, Rng& rng, ParamMode mode) : cfg(c) {
+    params = make_rnn_cell_params(3, cfg.input_size, cfg.hidden_size, cfg.bias, &rng, mode);
+    grad = make_rnn_cell_params(3, cfg.input_size, cfg.hidden_size, cfg.bias, nullptr, mode);
 }
 
 void GRUCell::project_input(ConstTensorView x, TensorView gi) const {

@@ -23,6 +23,7 @@
 #pragma once
 
 #include "nazar/core/blas.h"
+#include "nazar/core/params.h"
 #include "nazar/core/rng.h"
 #include "nazar/core/tensor.h"
 
@@ -49,8 +50,10 @@ struct RNNCellParams {
 };
 
 // Allocates an RNNCellParams of G gates (values ~ U(-1/sqrt(H), 1/sqrt(H)) from rng, or zeros
-// when rng is null — that is how the matching `grad` is made).
-RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, bool bias, Rng* rng);
+// when rng is null — that is how the matching `grad` is made). ParamMode::inference
+// (core/params.h): placeholders and no draws (rng set), or an all-absent gradient (rng null).
+RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, bool bias, Rng* rng,
+                                   ParamMode mode = ParamMode::training);
 
 // The affine parts every cell and the RNN share (G·H = rows of the weights):
 //   gi = x W_ihᵀ + b_ih   for M rows at once (M = N for one step, T·B for a whole layer).
@@ -128,7 +131,8 @@ public:
     };
 
     GRUCell() = default;
-    GRUCell(Config cfg, Rng& rng);  // U(-1/sqrt(H), 1/sqrt(H)) for all four tensors
+    // U(-1/sqrt(H), 1/sqrt(H)) for all four tensors; inference: core/params.h
+    GRUCell(Config cfg, Rng& rng, ParamMode mode = ParamMode::training);
 
     // gi = x W_ihᵀ + b_ih for any number of rows (M = N for one step, B·T for a whole sequence).
     void project_input(ConstTensorView x,     // (M, I) or (..., I)

@@ -14,17 +14,18 @@ static bool absent(ConstTensorView v) {
     return v.data() == nullptr || v.numel() == 0;
 }
 
-Linear::Linear(Config c, Rng& rng) : cfg(c) {
+Linear::Linear(Config c, Rng& rng, ParamMode mode) : cfg(c) {
     NZ_CHECK(cfg.in_features > 0 && cfg.out_features > 0,
              "Linear: sizes must be positive, got in={} out={}", cfg.in_features, cfg.out_features);
     const float bound = 1.0f / std::sqrt(static_cast<float>(cfg.in_features));
-    params.weight = Tensor({cfg.out_features, cfg.in_features});
-    rng.fill_uniform(params.weight, -bound, bound);
-    grad.weight = Tensor({cfg.out_features, cfg.in_features});
+    const bool init = mode == ParamMode::training;
+    params.weight = make_param({cfg.out_features, cfg.in_features}, mode);
+    if (init) rng.fill_uniform(params.weight, -bound, bound);
+    grad.weight = make_grad({cfg.out_features, cfg.in_features}, mode);
     if (cfg.bias) {
-        params.bias = Tensor({cfg.out_features});
-        rng.fill_uniform(params.bias, -bound, bound);
-        grad.bias = Tensor({cfg.out_features});
+        params.bias = make_param({cfg.out_features}, mode);
+        if (init) rng.fill_uniform(params.bias, -bound, bound);
+        grad.bias = make_grad({cfg.out_features}, mode);
     } else {
         params.bias = Tensor({0});  // absent: numel 0, skipped by collect_params
         grad.bias = Tensor({0});

@@ -9,6 +9,7 @@
 // per batch.
 #pragma once
 
+#include "nazar/core/params.h"
 #include "nazar/core/rng.h"
 #include "nazar/core/tensor.h"
 
@@ -34,7 +35,9 @@ public:
     };
 
     Linear() = default;
-    Linear(Config cfg, Rng& rng);  // U(-1/sqrt(in), 1/sqrt(in)) for weight and bias
+    // U(-1/sqrt(in), 1/sqrt(in)) for weight and bias; inference: placeholders, no gradients
+    // and no draws (core/params.h).
+    Linear(Config cfg, Rng& rng, ParamMode mode = ParamMode::training);
 
     // y = x Wᵀ + b. One GEMM over all rows.
     void forward(ConstTensorView x,    // (N, in)  or (..., in)

@@ -120,9 +120,9 @@ void gates_backward(ConstTensorView d_h_new, ConstTensorView d_c_new, ConstTenso
 
 }  // namespace lstm
 
-LSTMCell::LSTMCell(Config c, Rng& rng) : cfg(c) {
-    params = make_rnn_cell_params(4, cfg.input_size, cfg.hidden_size, cfg.bias, &rng);
-    grad = make_rnn_cell_params(4, cfg.input_size, cfg.hidden_size, cfg.bias, nullptr);
+LSTMCell::LSTMCell(Config c, Rng& rng, ParamMode mode) : cfg(c) {
+    params = make_rnn_cell_params(4, cfg.input_size, cfg.hidden_size, cfg.bias, &rng, mode);
+    grad = make_rnn_cell_params(4, cfg.input_size, cfg.hidden_size, cfg.bias, nullptr, mode);
 }
 
 void LSTMCell::project_input(ConstTensorView x, TensorView gi) const {

@@ -67,7 +67,8 @@ public:
     };
 
     LSTMCell() = default;
-    LSTMCell(Config cfg, Rng& rng);  // U(-1/sqrt(H), 1/sqrt(H)) for all four tensors
+    // U(-1/sqrt(H), 1/sqrt(H)) for all four tensors; inference: core/params.h
+    LSTMCell(Config cfg, Rng& rng, ParamMode mode = ParamMode::training);
 
     // gi = x W_ihᵀ + b_ih for any number of rows (M = N, or B·T for a whole sequence).
     void project_input(ConstTensorView x,     // (M, I) or (..., I)

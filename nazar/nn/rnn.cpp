@@ -47,7 +47,7 @@ void to_batch_major(ConstTensorView src, TensorView dst, bool add) {
 
 }  // namespace
 
-RNN::RNN(Config c, Rng& rng) : cfg(c) {
+RNN::RNN(Config c, Rng& rng, ParamMode mode) : cfg(c) {
     NZ_CHECK(cfg.input_size > 0 && cfg.hidden_size > 0,
              "RNN: sizes must be positive, got input {} hidden {}", cfg.input_size,
              cfg.hidden_size);
@@ -60,9 +60,9 @@ RNN::RNN(Config c, Rng& rng) : cfg(c) {
         for (int d = 0; d < D; ++d) {
             const int in = k == 0 ? cfg.input_size : D * cfg.hidden_size;
             params.cells.push_back(
-                make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias, &rng));
+                make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias, &rng, mode));
             grad.cells.push_back(
-                make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias, nullptr));
+                make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias, nullptr, mode));
         }
 }
 

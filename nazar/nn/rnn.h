@@ -101,7 +101,8 @@ public:
     };
 
     RNN() = default;
-    RNN(Config cfg, Rng& rng);  // U(-1/sqrt(H), 1/sqrt(H)); layer order as torch
+    // U(-1/sqrt(H), 1/sqrt(H)); layer order as torch; inference: core/params.h
+    RNN(Config cfg, Rng& rng, ParamMode mode = ParamMode::training);
 
     int directions() const { return cfg.bidirectional ? 2 : 1; }
     int gates() const { return cfg.cell == CellType::gru ? 3 : 4; }

@@ -35,7 +35,8 @@ using IdRows = std::vector<std::vector<int32_t>>;
 
 class TextModel {
 public:
-    explicit TextModel(const std::string& path) : path_(path), loaded_(load_model(path)) {
+    explicit TextModel(const std::string& path)
+        : path_(path), loaded_(load_model(path, ParamMode::inference)) {
         src_tok_ = Tokenizer::from_string(meta(kSrcTokenizerKey));
         tgt_tok_ = Tokenizer::from_string(meta(kTgtTokenizerKey));
         src_vocab_ = Vocab::from_json(meta(kSrcVocabKey));

@@ -3,6 +3,7 @@
 // never packed; training a packed model is refused. Bounds: a sentence's log-probability
 // within 0.02 (bf16) / 0.1 (int8) + 2% of its size of the fp32 one, for a model of small
 // random weights (values measured: about a tenth of that).
+#include "nazar/core/blas.h"
 #include "nazar/decode/beam_search.h"
 #include "nazar/models/model_file.h"
 #include "nazar/models/quantized_file.h"
@@ -118,7 +119,7 @@ TEST(ModelPrecision, QuantizedFileRoundTrip) {
         } catch (const Error& e) {
             EXPECT_NE(std::string(e.what()).find("quantized"), std::string::npos) << e.what();
         }
-        LoadedModel lm = model_from_safetensors(back, /*inference=*/true);
+        LoadedModel lm = model_from_safetensors(back, ParamMode::inference);
         EXPECT_EQ(lm.model->precision(), p);
         m.set_precision(p);
         const std::vector<double> want = scores(m, b), got = scores(*lm.model, b);
@@ -127,6 +128,135 @@ TEST(ModelPrecision, QuantizedFileRoundTrip) {
             EXPECT_NEAR(got[i], want[i], 1e-6 * std::fabs(want[i]))
                 << precision_name(p) << " " << i;
     }
+}
+
+// What the fp32 matrices a quantized file stores packed take (bytes) and how many there are.
+std::pair<std::size_t, int> quantized_matrices(Seq2Seq& m) {
+    std::size_t bytes = 0;
+    int n = 0;
+    for (const ParamRef& r : m.parameters())
+        if (quantized_param(r.name, r.value->shape())) {
+            bytes += static_cast<std::size_t>(r.value->numel()) * sizeof(float);
+            ++n;
+        }
+    return {bytes, n};
+}
+
+std::vector<std::vector<int32_t>> sources(const Batch& b) {
+    std::vector<std::vector<int32_t>> srcs;
+    for (int i = 0; i < b.B; ++i)
+        srcs.emplace_back(b.src.begin() + i * b.S, b.src.begin() + i * b.S + b.src_lengths[i]);
+    return srcs;
+}
+
+void expect_same_beams(Seq2Seq& a, Seq2Seq& b, const Batch& batch) {
+    const auto ha = beam_search_sorted(a, sources(batch), {.beam_size = 5});
+    const auto hb = beam_search_sorted(b, sources(batch), {.beam_size = 5});
+    ASSERT_EQ(ha.size(), hb.size());
+    for (std::size_t i = 0; i < ha.size(); ++i) {
+        ASSERT_EQ(ha[i].size(), hb[i].size()) << i;
+        for (std::size_t k = 0; k < ha[i].size(); ++k) {
+            EXPECT_EQ(ha[i][k].tokens, hb[i][k].tokens) << i << " " << k;
+            EXPECT_EQ(ha[i][k].log_prob, hb[i][k].log_prob) << i << " " << k;
+        }
+    }
+}
+
+// Loading for inference (ParamMode::inference): no gradient tensors at all; a quantized file's
+// matrices are held only packed (fp32 placeholders without memory), and its scores and beams
+// are bit-identical to set_precision on the fp32 model the file was made from.
+TEST(ModelPrecision, InferenceLoadHoldsNoGradientsNorFp32Copies) {
+    Seq2Seq m(mid_config(DecoderKind::bahdanau, ScoreKind::additive), 5);
+    SafeTensors st;
+    model_to_safetensors(m, {}, st);
+    const Batch b = some_batch();
+    const ParamMemory train = m.memory();
+    EXPECT_EQ(train.gradients, train.values);
+    EXPECT_EQ(train.packed_only, 0);
+
+    LoadedModel f = model_from_safetensors(st, ParamMode::inference);
+    const ParamMemory fm = f.model->memory();
+    EXPECT_EQ(fm.gradients, 0u);
+    EXPECT_EQ(fm.values, train.values);
+    EXPECT_EQ(fm.packed_only, 0);
+    for (const ParamRef& r : f.model->parameters()) EXPECT_EQ(r.grad, nullptr) << r.name;
+    EXPECT_EQ(scores(*f.model, b), scores(m, b));
+
+    const auto [fp32_bytes, count] = quantized_matrices(m);
+    ASSERT_GT(count, 5);
+    for (Precision p : {Precision::int8, Precision::bf16}) {
+        LoadedModel lm = model_from_safetensors(quantize_model_file(st, p), ParamMode::inference);
+        const ParamMemory qm = lm.model->memory();
+        EXPECT_EQ(qm.packed_only, count) << precision_name(p);
+        EXPECT_EQ(qm.values, train.values - fp32_bytes) << precision_name(p);
+        EXPECT_EQ(qm.gradients, 0u);
+        EXPECT_GT(qm.packed, 0u);
+        // packed: a quarter (int8, plus scales and panel padding) or a half (bf16) of fp32
+        EXPECT_LT(qm.packed, fp32_bytes / (p == Precision::int8 ? 3 : 1.5)) << precision_name(p);
+        for (const ParamRef& r : lm.model->parameters())
+            EXPECT_EQ(r.value->reserved(), quantized_param(r.name, r.value->shape())) << r.name;
+        m.set_precision(p);
+        EXPECT_EQ(scores(*lm.model, b), scores(m, b)) << precision_name(p);
+        expect_same_beams(*lm.model, m, b);
+        m.set_precision(Precision::fp32);
+    }
+}
+
+// An inference model set to int8 from an fp32 file drops its fp32 matrices as a quantized file's
+// load does, with the same products as a training model set to int8 (which keeps them).
+TEST(ModelPrecision, InferenceSetPrecisionKeepsOnlyPacked) {
+    Seq2Seq m(mid_config(DecoderKind::luong, ScoreKind::general), 9);
+    SafeTensors st;
+    model_to_safetensors(m, {}, st);
+    LoadedModel f = model_from_safetensors(st, ParamMode::inference);
+    f.model->set_precision(Precision::int8);
+    m.set_precision(Precision::int8);
+    const auto [fp32_bytes, count] = quantized_matrices(m);
+    EXPECT_EQ(f.model->memory().packed_only, count);
+    EXPECT_EQ(m.memory().packed_only, 0);
+    EXPECT_EQ(f.model->memory().values + fp32_bytes, m.memory().values);
+    const Batch b = some_batch();
+    EXPECT_EQ(scores(*f.model, b), scores(m, b));
+    // int8 -> bf16 starts from the int8 values (dequantized), as the fp32 model would from them
+    f.model->set_precision(Precision::bf16);
+    EXPECT_EQ(f.model->memory().packed_only, count);
+    SafeTensors deq = dequantize_model_file(quantize_model_file(st, Precision::int8));
+    LoadedModel d = model_from_safetensors(deq, ParamMode::inference);
+    d.model->set_precision(Precision::bf16);
+    EXPECT_EQ(scores(*f.model, b), scores(*d.model, b));
+}
+
+// Every way to read a matrix held only packed fails with an error rather than reading its
+// placeholder: a product other than A Wᵀ, saving, training, gradients. set_precision(fp32)
+// gives it fp32 memory again (the dequantized values).
+TEST(ModelPrecision, PackedOnlyWeightsFailLoudly) {
+    Seq2Seq m(mid_config(DecoderKind::bahdanau, ScoreKind::additive), 4);
+    SafeTensors st;
+    model_to_safetensors(m, {}, st);
+    const SafeTensors q = quantize_model_file(st, Precision::int8);
+    LoadedModel lm = model_from_safetensors(q, ParamMode::inference);
+    Seq2Seq& qm = *lm.model;
+    const Tensor& w = qm.attention.params.W_k;  // (A, C), stored int8
+    ASSERT_TRUE(w.reserved());
+    const int N = w.dim(0), K = w.dim(1);
+    Tensor x({3, K}), y({3, N}), x2({3, N}), y2({3, K}), wt({K, 3});
+    x.fill(0.5f);
+    EXPECT_NO_THROW(gemm(x, false, w, true, y));  // y = x Wᵀ: the packed product
+    EXPECT_NE(y[0], 0.0f);
+    EXPECT_THROW(gemm(x2, false, w, false, y2), Error);  // x W
+    EXPECT_THROW(gemm(w, true, x2, true, wt), Error);    // Wᵀ xᵀ
+    SafeTensors out;
+    EXPECT_THROW(model_to_safetensors(qm, {}, out), Error);
+    Rng rng(1);
+    EXPECT_THROW(qm.train_step(some_batch(), {}, rng), Error);
+    EXPECT_THROW(zero_grads(qm.parameters()), Error);
+
+    qm.set_precision(Precision::fp32);
+    EXPECT_EQ(qm.memory().packed_only, 0);
+    EXPECT_FALSE(qm.attention.params.W_k.reserved());
+    LoadedModel d = model_from_safetensors(dequantize_model_file(q), ParamMode::inference);
+    const Batch b = some_batch();
+    EXPECT_EQ(scores(qm, b), scores(*d.model, b));
 }
 
 }  // namespace

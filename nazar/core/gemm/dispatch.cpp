@@ -156,6 +156,7 @@ void gemm_raw(bool ta, bool tb, int M, int N, int K, float alpha, const float* A
               const float* B, int ldb, float beta, float* C, int ldc) {
     // a loaded model's reduced-precision weights (packed.h)
     if (!ta && tb && try_packed(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+    check_fp32_operands(A, B);
     GemmProfile* p = profile();
     const bool bf16 = in_bf16(M, N, K);
     const auto run = [&] {
@@ -172,6 +173,7 @@ void gemm_raw(bool ta, bool tb, int M, int N, int K, float alpha, const float* A
 
 void gemv_raw(bool ta, int M, int N, float alpha, const float* A, int lda, const float* x,
               float beta, float* y) {
+    check_fp32_operands(A, x);
     backend_sgemv(ta, M, N, alpha, A, lda, x, beta, y);
 }
 

@@ -99,11 +99,22 @@ void set_packed_fast(bool allowed);
 // Whether the CPU (and NAZAR_ISA) allows the fast kernel for p.
 bool packed_fast_available(Precision p);
 
+// The roofline benchmarks set reduced-precision decoding against (nazar bench decode --json):
+// the rate of C (M x N) = A (M x K) Wᵀ with W packed once in p (fp32: gemm_raw on W itself),
+// repeated for at least `seconds` on this process's threads: GFLOP/s wall and per CPU-second.
+struct PackedRate {
+    double gflops = 0, gflops_per_cpu_s = 0;
+};
+PackedRate measure_packed_rate(Precision p, int M, int N, int K, double seconds);
+
 // ---- packed weights registered for gemm (blas.h) ----
 // While a PackedWeights object lives, every product gemm_raw / gemm / gemm_xwt computes as
 // A Wᵀ with W (or a sub-block of it) one of its registered fp32 matrices runs on the packed
 // copy instead. A loaded model owns one (Seq2Seq::set_precision): layers above gemm do not
 // know the precision (DESIGN §7). Registered matrices must not change while registered.
+// A matrix registered with fp32_kept = false has no fp32 values behind its address (an
+// inference model's Tensor::reserved placeholder, models/precision.cpp): gemm_raw, gemm_xwt and
+// gemv_raw refuse (NZ_CHECK) any other product that would read it, e.g. W in A W or Wᵀ A.
 class PackedWeights {
 public:
     PackedWeights() = default;
@@ -113,8 +124,11 @@ public:
 
     // Pack W (N x K, row-major, contiguous) and register it under its address.
     void add(const float* w, int N, int K, Precision p);
-    // Register an already packed matrix (a quantized file) under the address of w.
-    void add(const float* w, PackedMatrix m);
+    // Register an already packed matrix (a quantized file) under the address of w;
+    // fp32_kept false: w is only a placeholder (see above).
+    void add(const float* w, PackedMatrix m, bool fp32_kept = true);
+    // The matrix registered here under w (exactly), or null.
+    std::shared_ptr<const PackedMatrix> get(const float* w) const;
     std::size_t count() const { return entries_.size(); }
     std::size_t bytes() const;
     void clear();
@@ -132,6 +146,9 @@ bool any_packed();
 // false (nothing done) otherwise. gemm_raw and gemm_xwt ask first.
 bool try_packed(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
                 float beta, float* C, int ldc);
+// NZ_CHECK that neither operand starts inside a matrix registered with fp32_kept = false (a
+// product gemm could not run packed would read its placeholder). Cheap when nothing is packed.
+void check_fp32_operands(const float* A, const float* B);
 }  // namespace gemm_detail
 
 }  // namespace nazar

@@ -1,0 +1,55 @@
+// What packed.cpp (the gemm_packed driver, portable path) shares with the fast kernels
+// (packed_int8.cpp: AVX512-VNNI, packed_bf16.cpp: AVX512-BF16; both built from the register
+// block of packed_block.h) and the registry (packed_registry.cpp). Not part of the API.
+#pragma once
+
+#include "nazar/core/gemm/packed.h"
+
+#include <cstdint>
+#include <vector>
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define NZ_PACKED_X86 1
+#endif
+
+namespace nazar::packed_detail {
+
+// Activations, made once per call: rows of 4-byte groups covering W's groups [g0, g0 + ng);
+// column k of the block sits at position off + k, off = k0 % per_group (positions outside the
+// block hold a neutral value: bf16 0, int8 unsigned 128 = signed 0).
+struct Activations {
+    std::vector<uint8_t> data;  // M x (4 ng) bytes
+    std::vector<float> scale;   // int8: r_m per row
+    int stride = 0;             // bytes per row
+};
+
+// What one product needs besides the activations.
+struct Job {
+    Precision p;
+    const PackedMatrix* W;
+    const Activations* act;
+    int g0, ng;          // W's groups
+    const int32_t* sum;  // int8: Σ w_q over the groups, per row of W
+    int n0, n1;          // rows of W = columns of C
+    float alpha, beta;
+    float* C;
+    int ldc;
+};
+
+// One 16-wide output value set: C[m][n - n0] for the in-range n of panel p, from v[16] (int32
+// sums for int8, fp32 sums for bf16). The portable path and the fast kernels both end here
+// (the fast kernels only when the panel is partial), so the epilogues agree.
+void store_scalar(const Job& j, int m, int p, const void* v);
+
+#ifdef NZ_PACKED_X86
+// The fast kernels; call only where the CPU has the instructions (packed.cpp, use_fast).
+// Activation row of k values from a into out at position off (int8: its scale r_m into *r);
+// the same values as the portable rounding (same IEEE operations, round to nearest even).
+void prepare_row_int8(const float* a, int k, int off, uint8_t* out, float* r);
+void prepare_row_bf16(const float* a, int k, int off, uint8_t* out);
+// Panels [p0, p1) of the product for all M rows.
+void panels_int8(const Job& j, int p0, int p1, int M);
+void panels_bf16(const Job& j, int p0, int p1, int M);
+#endif
+
+}  // namespace nazar::packed_detail
