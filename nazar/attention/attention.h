@@ -142,6 +142,12 @@ struct AttentionStepCache {
     // backward reads the same mask. Only the per-step forward/backward take masks.
     Tensor drop_mask{Shape{0}};
     Tensor dropped{Shape{0}};  // (B, W)  α ⊙ m over the window (with a mask)
+    // Extra gradients from a term that reads this step's α and c directly (copy attention,
+    // models/copy.h), set by the caller BEFORE backward, (0) = none: backward adds d_weights to
+    // d α (window columns, as `weights`) and d_context to its d_context argument. Per-step
+    // backward only (not backward_steps).
+    Tensor extra_d_weights{Shape{0}};  // (B, W)
+    Tensor extra_d_context{Shape{0}};  // (B, C)
 };
 
 // The query side's pre-activation gradients of one step, for callers that batch the query-side

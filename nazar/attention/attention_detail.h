@@ -24,6 +24,7 @@ struct StepScratch {      // Attention::forward / backward: one decoder step, B 
     Tensor d_scale;       // (B)     learned scale: per-row d s, summed in a fixed order
     Tensor d_position;    // (B)     local-p: d p_t
     Tensor d_pos_pre;     // (B, P)  local-p: d (W_p q)
+    Tensor d_context;     // (B, C)  d c plus the cache's extra_d_context (copy attention)
 };
 
 struct ForwardStepsScratch {        // Attention::forward_steps: all T steps
