@@ -7,7 +7,7 @@
 // exactly, as pieces (word, character or SentencePiece pieces alike).
 // Target side: the target vocabulary's id when it holds the string; else the extended id of the
 // same string in the sentence's source (a copy-only target); else <unk>.
-// The map (the K_b strings of ids V … V + K_b − 1) turns emitted extended ids back into text.
+// The map (the X_b strings of ids V … V + X_b − 1) turns emitted extended ids back into text.
 #pragma once
 
 #include "nazar/data/vocab.h"
@@ -34,6 +34,18 @@ struct ExtendedVocab {
 // x̂ of a source sentence's pieces (appended to `ids`), and the sentence's map.
 ExtendedVocab extend_source(std::span<const std::string_view> pieces, const Vocab& tgt,
                             std::vector<int32_t>& ids);
+
+// A pair's extended ids from its pieces: x̂ of the source, then the target's (source-only
+// strings as their extended id, others <unk>). Returns the sentence's map.
+ExtendedVocab extend_pair(std::span<const std::string_view> src_pieces,
+                          std::span<const std::string_view> tgt_pieces, const Vocab& tgt,
+                          std::vector<int32_t>& src_ids, std::vector<int32_t>& tgt_ids);
+
+// Fills batch.src_copy / tgt_copy (the layout of src / tgt_out, pad <pad>, </s> after each
+// target) from each pair's extended ids; tgt may be empty (no targets).
+struct Batch;  // data/batcher.h
+void set_copy_ids(Batch& batch, std::span<const std::vector<int32_t>> src,
+                  std::span<const std::vector<int32_t>> tgt);
 
 // Ids -> text like Vocab::decode (stops at </s>, skips <pad>/<s>), extended ids as their word.
 std::string decode_extended(std::span<const int32_t> ids, const Vocab& tgt,

@@ -261,7 +261,19 @@ void validate_and_warn(const ModelConfig& cfg) {
     for (const auto& w : validate(cfg)) std::fprintf(stderr, "warning: %s\n", w.c_str());
 }
 
+namespace {
+json config_json(const ModelConfig& cfg);  // every key but copy_attention
+}  // namespace
+
 json to_json(const ModelConfig& cfg) {
+    json j = config_json(cfg);
+    if (cfg.copy_attention) j["copy_attention"] = true;  // absent: files of other models unchanged
+    return j;
+}
+
+namespace {
+
+json config_json(const ModelConfig& cfg) {
     const auto& e = cfg.encoder;
     const auto& d = cfg.decoder;
     const auto& a = cfg.attention;
@@ -301,8 +313,6 @@ json to_json(const ModelConfig& cfg) {
           {"eos", cfg.special_ids.eos}}},
     };
 }
-
-namespace {
 
 // Reads the keys of one JSON object, rejecting unknown ones.
 class Reader {
@@ -367,6 +377,7 @@ ModelConfig model_config_from_json(const json& j) {
     r.get("tgt_vocab_size", cfg.tgt_vocab_size);
     r.get("embedding_size", cfg.embedding_size);
     r.get("tie_target_embeddings", cfg.tie_target_embeddings);
+    r.get("copy_attention", cfg.copy_attention);
     if (const json* e = r.object("encoder")) {
         Reader re(*e, "encoder");
         re.get_enum("cell", cfg.encoder.cell, parse_cell_type);

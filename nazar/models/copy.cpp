@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace nazar {
 
@@ -46,7 +47,7 @@ double copy_mass(const CopyRow& r, int32_t y) {
 
 double copy_row_loss(const CopyRow& r, int32_t y, float scale, CopyRowGrad* grad) {
     NZ_CHECK(r.V > 0 && y >= 0, "copy: target {} with a vocabulary of {}", y, r.V);
-    const double lse = log_sum_exp(r.z, r.V);
+    const double lse = r.normalized ? 0.0 : log_sum_exp(r.z, r.V);
     const double log_p = -softplus(-r.g), log_q = -softplus(r.g);  // log p_gen, log(1 − p_gen)
     const double mass = copy_mass(r, y);
     // a = log(p_gen P_vocab(y)), b = log((1 − p_gen) A_y), L = log(e^a + e^b + ε)
@@ -58,8 +59,8 @@ double copy_row_loss(const CopyRow& r, int32_t y, float scale, CopyRowGrad* grad
         const double p = std::exp(log_p);
         // d(−L)/dz_v = ra (softmax_v − δ_vy);  d(−L)/dα_i = −(1 − p)/(P + ε) [x̂_i = y];
         // d(−L)/dg = −(1 − p) ra + p rb
-        for (int v = 0; v < r.V; ++v)
-            grad->d_z[v] = static_cast<float>(scale * ra * std::exp(r.z[v] - lse));
+        const float c = static_cast<float>(scale * ra), shift = static_cast<float>(lse);
+        for (int v = 0; v < r.V; ++v) grad->d_z[v] = c * std::exp(r.z[v] - shift);
         if (y < r.V) grad->d_z[y] -= static_cast<float>(scale * ra);
         const float da = static_cast<float>(-scale * std::exp(log_q - L));
         for (int i = 0; i < r.S; ++i) grad->d_alpha[i] = r.ids[i] == y ? da : 0.0f;
@@ -68,9 +69,29 @@ double copy_row_loss(const CopyRow& r, int32_t y, float scale, CopyRowGrad* grad
     return -L;
 }
 
+int32_t copy_row_argmax(const CopyRow& r) {
+    const double lse = r.normalized ? 0.0 : log_sum_exp(r.z, r.V);
+    const double p = 1.0 / (1.0 + std::exp(-static_cast<double>(r.g))), q = 1.0 - p;
+    const auto prob = [&](int32_t w) {
+        return (w < r.V ? p * std::exp(r.z[w] - lse) : 0.0) + q * copy_mass(r, w);
+    };
+    // P(w) = p P_vocab(w) for every w not in the source: at most the generator's best
+    int32_t best = static_cast<int32_t>(std::max_element(r.z, r.z + r.V) - r.z);
+    double best_p = prob(best);
+    for (int i = 0; i < r.S; ++i) {
+        const int32_t w = r.ids[i];
+        const double pw = prob(w);
+        if (pw > best_p || (pw == best_p && w < best)) {
+            best = w;
+            best_p = pw;
+        }
+    }
+    return best;
+}
+
 float copy_row_log_probs(const CopyRow& r, int V_ext, float* out) {
     NZ_CHECK(V_ext >= r.V, "copy: extended vocabulary {} below V = {}", V_ext, r.V);
-    const double lse = log_sum_exp(r.z, r.V);
+    const double lse = r.normalized ? 0.0 : log_sum_exp(r.z, r.V);
     const double log_p = -softplus(-r.g), log_q = -softplus(r.g);
     const double p = std::exp(log_p), q = std::exp(log_q);
     // P(w) = p P_vocab(w) + q A_w; summed here in double, logged with ε

@@ -9,7 +9,7 @@
 // z_t: the generator's logits (V); α_t: the attention weights by source position (0 outside a
 // local window and at padding); x̂_i: the extended id of source token i (data/extended_vocab.h):
 // its target-vocabulary id, or V + k for the k-th distinct out-of-vocabulary string of the
-// sentence. The extended vocabulary of a sentence is [0, V + K_b). Every log-probability a copy
+// sentence. The extended vocabulary of a sentence is [0, V + X_b). Every log-probability a copy
 // model reports (scores, decoding) is log(P + ε), so that decoding scores equal forced scores.
 // The log of the mixture is taken in the log domain (log p_gen = −softplus(−g), log(1 − p_gen) =
 // −softplus(g), then log-sum-exp of the generator term, the copy term and log ε): no underflow.
@@ -38,6 +38,7 @@ struct CopyRow {
     const int32_t* ids = nullptr;  // (S) extended ids x̂_i of the source positions
     int S = 0;                     // positions read (the sentence's length)
     float g = 0;                   // gate pre-activation g_t
+    bool normalized = false;       // z are log-probabilities (log-softmax): log Σ exp z taken as 0
 };
 
 struct CopyRowGrad {
@@ -48,6 +49,9 @@ struct CopyRowGrad {
 
 // −log(P(y) + ε) of one row; with `grad`, also its gradients times `scale`. y in [0, V + K).
 double copy_row_loss(const CopyRow& r, int32_t y, float scale = 1.0f, CopyRowGrad* grad = nullptr);
+// argmax_w P(w) over the extended vocabulary (the lowest id on ties): the generator's best id
+// or a source id.
+int32_t copy_row_argmax(const CopyRow& r);
 // log(P(w) + ε) for w in [0, V_ext): out (V_ext), V_ext >= V; p_gen returned.
 float copy_row_log_probs(const CopyRow& r, int V_ext, float* out);
 

@@ -152,3 +152,27 @@ TEST(CopyGate, GradientsMatchFiniteDifferences) {
                                  {"bias", gate.linear.params.bias, gate.linear.grad.bias}},
                                 {.eps = 1e-3, .rtol = 1e-3, .atol = 1e-5}));
 }
+
+// The model passes log-probabilities (normalized: log Σ exp z taken as 0): the same loss,
+// gradients, argmax and log-probabilities as from the raw logits.
+TEST(CopyRow, NormalizedLogitsGiveTheSameMixture) {
+    const Case c = make_case(19);
+    Tensor lz({V});
+    double m = -1e30, s = 0;
+    for (int v = 0; v < V; ++v) m = std::max(m, static_cast<double>(c.z[v]));
+    for (int v = 0; v < V; ++v) s += std::exp(c.z[v] - m);
+    for (int v = 0; v < V; ++v) lz[v] = static_cast<float>(c.z[v] - m - std::log(s));
+    CopyRow n = row_of(c);
+    n.z = lz.data();
+    n.normalized = true;
+    EXPECT_EQ(copy_row_argmax(n), copy_row_argmax(row_of(c)));
+    for (int32_t y : {4, 8, 5}) {
+        Tensor d_z({V}), d_a({S}), n_z({V}), n_a({S});
+        CopyRowGrad g{.d_z = d_z.data(), .d_alpha = d_a.data()};
+        CopyRowGrad h{.d_z = n_z.data(), .d_alpha = n_a.data()};
+        EXPECT_NEAR(copy_row_loss(n, y, 1.0f, &h), copy_row_loss(row_of(c), y, 1.0f, &g), 1e-6);
+        EXPECT_NEAR(h.d_g, g.d_g, 1e-6);
+        for (int v = 0; v < V; ++v) EXPECT_NEAR(n_z[v], d_z[v], 1e-6);
+        for (int i = 0; i < S; ++i) EXPECT_NEAR(n_a[i], d_a[i], 1e-6);
+    }
+}
