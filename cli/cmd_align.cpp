@@ -2,7 +2,8 @@
 // pairs under forced decoding (teacher forcing through the step API; decode/alignment.h).
 // One line per pair, in input order: hard = Pharaoh "i-j" links (source token i, target token j,
 // 0-based; argmax of each target token's attention), soft = the JSON weight matrix (one row per
-// target token). The </s> row is left out. --scores prefixes "log p ||| ".
+// target token). The </s> row is left out. --scores prefixes "log p ||| ". A copy-attention
+// model's lines end with " ||| p_gen g_1 ... g_n", p_gen of each target token (models/copy.h).
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"
@@ -44,28 +45,40 @@ int run_align(const AlignArgs& a) {
 
     PairReader reader(files, false, a.max_line_bytes);
     OutputSink out("-", {a.src, a.tgt, a.tsv, a.model});
-    for_each_pair_batch(reader, tm, a.batch, [&](const IdRows& src, const IdRows& tgt) {
-        int S = 0;
-        for (const auto& s : src) S = std::max(S, static_cast<int>(s.size()));
-        std::vector<int32_t> ids(src.size() * static_cast<std::size_t>(S), pad);
-        std::vector<int> lengths;
-        for (std::size_t b = 0; b < src.size(); ++b) {
-            std::copy(src[b].begin(), src[b].end(),
-                      ids.begin() + static_cast<std::ptrdiff_t>(b * S));
-            lengths.push_back(static_cast<int>(src[b].size()));
-        }
-        const auto res = forced_alignment(model, ids, lengths, S, tgt);
-        std::string text;
-        for (std::size_t b = 0; b < res.size(); ++b) {
-            const int n_tgt = static_cast<int>(tgt[b].size());
-            if (a.scores) fmt::format_to(std::back_inserter(text), "{:.6f} ||| ", res[b].log_prob);
-            text += format == AlignmentFormat::hard
-                        ? format_hard_alignment(hard_alignment(res[b].attention, n_tgt))
-                        : format_soft_alignment(res[b].attention, n_tgt);
-            text += '\n';
-        }
-        out.write(text);
-    });
+    for_each_pair_batch(
+        reader, tm, a.batch, [&](const IdRows& src, const IdRows& tgt, const CopyRows& copy) {
+            int S = 0;
+            for (const auto& s : src) S = std::max(S, static_cast<int>(s.size()));
+            std::vector<int32_t> ids(src.size() * static_cast<std::size_t>(S), pad);
+            std::vector<int32_t> copy_ids(copy.src.empty() ? 0 : ids.size(), pad);  // copy models
+            std::vector<int> lengths;
+            for (std::size_t b = 0; b < src.size(); ++b) {
+                std::copy(src[b].begin(), src[b].end(),
+                          ids.begin() + static_cast<std::ptrdiff_t>(b * S));
+                if (!copy.src.empty())
+                    std::copy(copy.src[b].begin(), copy.src[b].end(),
+                              copy_ids.begin() + static_cast<std::ptrdiff_t>(b * S));
+                lengths.push_back(static_cast<int>(src[b].size()));
+            }
+            const auto res = forced_alignment(model, ids, lengths, S,
+                                              copy.src.empty() ? tgt : copy.tgt, copy_ids);
+            std::string text;
+            for (std::size_t b = 0; b < res.size(); ++b) {
+                const int n_tgt = static_cast<int>(tgt[b].size());
+                if (a.scores)
+                    fmt::format_to(std::back_inserter(text), "{:.6f} ||| ", res[b].log_prob);
+                text += format == AlignmentFormat::hard
+                            ? format_hard_alignment(hard_alignment(res[b].attention, n_tgt))
+                            : format_soft_alignment(res[b].attention, n_tgt);
+                if (!res[b].p_gen.empty()) {  // copy attention: p_gen of each target token
+                    text += " ||| p_gen";
+                    for (int j = 0; j < n_tgt; ++j)
+                        fmt::format_to(std::back_inserter(text), " {:.3f}", res[b].p_gen[j]);
+                }
+                text += '\n';
+            }
+            out.write(text);
+        });
     out.close();
     return 0;
 }

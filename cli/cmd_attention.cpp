@@ -49,6 +49,10 @@ viz::Heatmap to_heatmap(const std::string& source, const Translation& tr,
         for (int t = 0; t < T && t < h.attention.dim(0); ++t)
             for (int i = 0; i < S && i < h.attention.dim(1); ++i)
                 m.weights.at(t, i) = h.attention.at(t, i);
+    // copy attention: each output row's label carries its p_gen (models/copy.h), in every
+    // renderer (terminal, SVG, HTML)
+    for (int t = 0; t < T && t < static_cast<int>(h.p_gen.size()); ++t)
+        m.target[t] += fmt::format(" (p_gen {:.2f})", h.p_gen[t]);
     m.source_text = source;
     m.target_text = h.text;
     m.caption = caption;

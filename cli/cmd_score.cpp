@@ -11,6 +11,7 @@
 #include "cli/output.h"
 #include "cli/pair_input.h"
 #include "nazar/core/check.h"
+#include "nazar/data/extended_vocab.h"
 #include "nazar/data/pipeline.h"
 #include "nazar/data/reader.h"
 #include "nazar/models/model_file.h"
@@ -62,8 +63,9 @@ int run_score(const ScoreArgs& a) {
     std::vector<double> scores, member;
     std::string text;
     for_each_pair_batch(reader, members.front(), a.batch,
-                        [&](const IdRows& src, const IdRows& tgt) {
-                            const Batch b = batch_from_ids(src, tgt);
+                        [&](const IdRows& src, const IdRows& tgt, const CopyRows& copy) {
+                            Batch b = batch_from_ids(src, tgt);
+                            if (!copy.src.empty()) set_copy_ids(b, copy.src, copy.tgt);
                             scores.assign(src.size(), 0.0);
                             members.front().loaded.model->score(b, scores);
                             for (std::size_t m = 1; m < members.size(); ++m) {

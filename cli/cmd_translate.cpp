@@ -114,6 +114,11 @@ int run_translate(TranslateArgs& a) {
                 if (format == AlignmentFormat::soft)
                     text += " ||| " +
                             format_soft_alignment(h.attention, static_cast<int>(h.tokens.size()));
+                if (format != AlignmentFormat::none && !h.p_gen.empty()) {
+                    text += " ||| p_gen";  // copy attention: p_gen of each output token
+                    for (std::size_t j = 0; j < h.tokens.size(); ++j)
+                        fmt::format_to(std::back_inserter(text), " {:.3f}", h.p_gen[j]);
+                }
                 text += '\n';
                 if (!nbest_format) break;
             }

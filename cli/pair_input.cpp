@@ -1,5 +1,7 @@
 #include "cli/pair_input.h"
 
+#include "nazar/data/extended_vocab.h"
+
 #include "nazar/core/check.h"
 #include "nazar/data/pipeline.h"
 
@@ -32,20 +34,33 @@ CorpusFiles pair_files(const std::string& src, const std::string& tgt, const std
     return tsv.empty() ? CorpusFiles{.src = src, .tgt = tgt} : CorpusFiles{.tsv = tsv};
 }
 
-void for_each_pair_batch(PairReader& reader, const TextModel& tm, int batch,
-                         const std::function<void(const IdRows& src, const IdRows& tgt)>& flush) {
+void for_each_pair_batch(
+    PairReader& reader, const TextModel& tm, int batch,
+    const std::function<void(const IdRows& src, const IdRows& tgt, const CopyRows& copy)>& flush) {
     IdRows src, tgt;
+    CopyRows copy;
+    const bool copying = tm.loaded.model->config().copy_attention;
+    Pieces sp, tp;
     auto emit = [&] {
         if (src.empty()) return;
-        flush(src, tgt);
+        flush(src, tgt, copy);
         src.clear();
         tgt.clear();
+        copy.src.clear();
+        copy.tgt.clear();
     };
     RawPair pair;
     while (reader.next(pair)) {
         const std::string where = fmt::format("{}:{}", reader.name(), pair.line);
         src.push_back(encode_line(pair.src, tm.src_tok, tm.src_vocab, where));
         tgt.push_back(encode_line(pair.tgt, tm.tgt_tok, tm.tgt_vocab, where));
+        if (copying) {  // the lines are valid UTF-8 now (encode_line checked)
+            tm.src_tok.encode(pair.src, sp);
+            tm.tgt_tok.encode(pair.tgt, tp);
+            copy.src.emplace_back();
+            copy.tgt.emplace_back();
+            extend_pair(sp.views, tp.views, tm.tgt_vocab, copy.src.back(), copy.tgt.back());
+        }
         if (static_cast<int>(src.size()) >= batch) emit();
     }
     emit();

@@ -29,8 +29,13 @@ TextModel load_text_model(const std::string& path, const char* purpose);
 CorpusFiles pair_files(const std::string& src, const std::string& tgt, const std::string& tsv);
 
 // Encodes every pair of `reader` with the model's tokenizers and vocabularies and calls
-// flush(src, tgt) with up to `batch` pairs at a time, in input order.
-void for_each_pair_batch(PairReader& reader, const TextModel& tm, int batch,
-                         const std::function<void(const IdRows& src, const IdRows& tgt)>& flush);
+// flush(src, tgt, copy) with up to `batch` pairs at a time, in input order. copy: the pairs'
+// extended ids (data/extended_vocab.h) for a copy-attention model, else empty rows.
+struct CopyRows {
+    IdRows src, tgt;
+};
+void for_each_pair_batch(
+    PairReader& reader, const TextModel& tm, int batch,
+    const std::function<void(const IdRows& src, const IdRows& tgt, const CopyRows& copy)>& flush);
 
 }  // namespace nazar::cli

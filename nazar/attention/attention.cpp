@@ -346,6 +346,13 @@ void Attention::backward(ConstTensorView d_context, ConstTensorView query,
     prepare_backward(*this, sc, cache, B, S);
     const float sigma = attn::gaussian_sigma(cfg.window);
     const bool drop = cache.drop_mask.numel() > 0;
+    const bool extra_w = cache.extra_d_weights.numel() > 0;
+    const bool extra_c = cache.extra_d_context.numel() > 0;
+    if (extra_w) NZ_CHECK_SHAPE(cache.extra_d_weights, {B, W});
+    if (extra_c) {
+        NZ_CHECK_SHAPE(cache.extra_d_context, {B, C});
+        sc.d_context.resize({B, C}, false);
+    }
 
     parallel_for(B, 4, [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0; b < b1; ++b) {
@@ -355,8 +362,14 @@ void Attention::backward(ConstTensorView d_context, ConstTensorView query,
             float* de = sc.d_scores.data() + b * W;
             // c = Σ α̃_j h_j (α̃ = α ⊙ m with dropout)  =>  d_α̃_j = d_c · h_j; d_α_j = d_α̃_j m_j
             const float* wt = (drop ? cache.dropped : cache.weights).data() + b * W;
-            attn::row_context_backward(d_context.data() + b * C, wt, w.count,
-                                       enc_out.data() + first * C, C, dw,
+            const float* d_c = d_context.data() + b * C;
+            if (extra_c) {  // the copy gate's d c_t joins the decoder's
+                float* sum = sc.d_context.data() + b * C;
+                const float* x = cache.extra_d_context.data() + b * C;
+                for (int k = 0; k < C; ++k) sum[k] = d_c[k] + x[k];
+                d_c = sum;
+            }
+            attn::row_context_backward(d_c, wt, w.count, enc_out.data() + first * C, C, dw,
                                        d_enc_out.data() + first * C);
             if (drop) {
                 const float* m = cache.drop_mask.data() + first;
@@ -364,6 +377,10 @@ void Attention::backward(ConstTensorView d_context, ConstTensorView query,
             }
             if (extra != nullptr && extra->d_weights.numel() > 0) {  // d α += the extra terms
                 const float* x = extra->d_weights.data() + first;
+                for (int j = 0; j < w.count; ++j) dw[j] += x[j];
+            }
+            if (extra_w) {  // the copy mixture's d α
+                const float* x = cache.extra_d_weights.data() + b * W;
                 for (int j = 0; j < w.count; ++j) dw[j] += x[j];
             }
             const float p = predictive ? cache.position[b] : 0.0f;

@@ -165,6 +165,20 @@ void Batcher::make_batch(int64_t k, Batch& out) const {
         out.tgt_lengths[b] = n + 1;
         out.index[b] = p;
     }
+    out.src_copy.clear();
+    out.tgt_copy.clear();
+    if (!corpus_.has_copy()) return;
+    out.src_copy.assign(static_cast<std::size_t>(B) * S, Vocab::pad);
+    out.tgt_copy.assign(static_cast<std::size_t>(B) * T, Vocab::pad);
+    for (int b = 0; b < B; ++b) {
+        const int64_t p = order_[r.begin + b];
+        const auto src = corpus_.src_copy(p), tgt = corpus_.tgt_copy(p);
+        std::copy(src.begin(), src.end(),
+                  out.src_copy.begin() + static_cast<std::ptrdiff_t>(b) * S);
+        int32_t* outp = out.tgt_copy.data() + static_cast<std::size_t>(b) * T;
+        std::copy(tgt.begin(), tgt.end(), outp);
+        outp[tgt.size()] = Vocab::eos;
+    }
 }
 
 }  // namespace nazar

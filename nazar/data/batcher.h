@@ -47,6 +47,9 @@ struct Batch {
     std::vector<int32_t> tgt_out;  // (B, T)
     std::vector<int> tgt_lengths;  // (B)   target length + 1 (the </s>)
     std::vector<int64_t> index;    // (B)   pair index in the corpus
+    // Copy attention (data/extended_vocab.h), when the corpus has extended ids; else empty:
+    std::vector<int32_t> src_copy;  // (B, S)  extended ids x̂ of the source (pad: <pad>)
+    std::vector<int32_t> tgt_copy;  // (B, T)  tgt_out in extended ids (pad: <pad>)
 
     int64_t src_tokens() const;  // real (non-pad) positions
     int64_t tgt_tokens() const;

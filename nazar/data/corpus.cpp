@@ -1,5 +1,7 @@
 #include "nazar/data/corpus.h"
 
+#include "nazar/data/extended_vocab.h"
+
 #include "nazar/core/check.h"
 #include "nazar/core/threads.h"
 
@@ -47,11 +49,31 @@ void Corpus::add(std::span<const int32_t> src, std::span<const int32_t> tgt) {
     tgt_.offsets.push_back(static_cast<int64_t>(tgt_.ids.size()));
 }
 
+void Corpus::add_copy(std::span<const int32_t> src, std::span<const int32_t> tgt,
+                      std::span<const std::string> words) {
+    NZ_CHECK(size() > 0 && (copy_ || size() == 1) &&
+                 static_cast<int64_t>(src_copy_.size() + src.size()) == src_.offsets.back() &&
+                 static_cast<int64_t>(tgt_copy_.size() + tgt.size()) == tgt_.offsets.back(),
+             "add_copy: extended ids must follow every add, with the pair's lengths");
+    copy_ = true;
+    src_copy_.insert(src_copy_.end(), src.begin(), src.end());
+    tgt_copy_.insert(tgt_copy_.end(), tgt.begin(), tgt.end());
+    copy_words_.insert(copy_words_.end(), words.begin(), words.end());
+    word_offsets_.push_back(static_cast<int64_t>(copy_words_.size()));
+}
+
 void Corpus::pop_back() {
     NZ_CHECK(size() > 0, "pop_back on an empty corpus");
     for (Side* s : {&src_, &tgt_}) {
         s->offsets.pop_back();
         s->ids.resize(static_cast<std::size_t>(s->offsets.back()));
+    }
+    if (copy_) {
+        src_copy_.resize(static_cast<std::size_t>(src_.offsets.back()));
+        tgt_copy_.resize(static_cast<std::size_t>(tgt_.offsets.back()));
+        word_offsets_.pop_back();
+        copy_words_.resize(static_cast<std::size_t>(word_offsets_.back()));
+        copy_ = size() > 0;
     }
 }
 
@@ -120,6 +142,28 @@ struct SideMap {
         return unks > 0;
     }
 };
+
+// The pieces of a tokenized side: the tokenizer's (char/word), or the vocabulary's pieces of the
+// ids (SentencePiece with a fixed vocabulary, where only ids are produced).
+std::vector<std::string_view> pieces_of(const SideMap& m, const SideMap::Work& w) {
+    if (m.spm_table.empty()) return w.pieces.views;
+    std::vector<std::string_view> out;
+    for (int32_t id : w.ids) out.push_back(m.vocab->piece(id));
+    return out;
+}
+
+// Copy attention: the extended ids of one pair (data/extended_vocab.h).
+ExtendedVocab extended_ids(const SideMap& sm, const SideMap::Work& s, const SideMap& tm,
+                           const SideMap::Work& t, std::vector<int32_t>& src,
+                           std::vector<int32_t>& tgt) {
+    src.clear();
+    tgt.clear();
+    ExtendedVocab ext = extend_source(pieces_of(sm, s), *tm.vocab, src);
+    const std::vector<std::string_view> tp = pieces_of(tm, t);
+    for (std::size_t j = 0; j < t.ids.size(); ++j)
+        tgt.push_back(t.ids[j] != Vocab::unk ? t.ids[j] : ext.id(tp[j], *tm.vocab));
+    return ext;
+}
 
 // Exact duplicate detection over pairs already stored in the corpus (by index).
 struct PairHash {
@@ -206,6 +250,9 @@ Corpus load(const CorpusFiles& files, SideMap& src_map, SideMap& tgt_map, const 
         std::string src, tgt;
         SideMap::Work s, t;
     };
+    NZ_CHECK(!o.copy_ids || (src_map.vocab && tgt_map.vocab),
+             "copy ids need fixed vocabularies (load_corpus)");
+    std::vector<int32_t> src_copy, tgt_copy;
     std::vector<Slot> block(kBlock);
     RawPair pair;
     bool more = true;
@@ -229,6 +276,11 @@ Corpus load(const CorpusFiles& files, SideMap& src_map, SideMap& tgt_map, const 
             // A pair with <unk> is never called a duplicate: different words may hide behind it.
             const bool unk_s = src_map.finish(slot.s), unk_t = tgt_map.finish(slot.t);
             corpus.add(slot.s.ids, slot.t.ids);
+            if (o.copy_ids) {
+                const ExtendedVocab ext =
+                    extended_ids(src_map, slot.s, tgt_map, slot.t, src_copy, tgt_copy);
+                corpus.add_copy(src_copy, tgt_copy, ext.words);
+            }
             if (f.drop_duplicates && !unk_s && !unk_t && !seen.insert(corpus.size() - 1).second) {
                 corpus.pop_back();
                 ++s.duplicate;

@@ -41,6 +41,9 @@ struct LoadOptions {
     // Given: the target line of every kept pair, as read (validation references: scores against
     // the text, not against ids in which out-of-vocabulary words became <unk>).
     std::vector<std::string>* tgt_text = nullptr;
+    // Copy attention: also store every kept pair's extended ids (data/extended_vocab.h), from
+    // the pieces' strings. Needs fixed vocabularies (load_corpus).
+    bool copy_ids = false;
 };
 
 struct LoadSummary {
@@ -79,6 +82,17 @@ public:
     int64_t tgt_tokens() const { return static_cast<int64_t>(tgt_.ids.size()); }
 
     void add(std::span<const int32_t> src, std::span<const int32_t> tgt);
+    // Copy attention: the extended ids of pair i (same lengths as src(i), tgt(i)), when stored
+    // (add_copy after every add; has_copy()).
+    void add_copy(std::span<const int32_t> src, std::span<const int32_t> tgt,
+                  std::span<const std::string> words);  // the sentence's V, V+1, ... strings
+    std::span<const std::string> copy_words(int64_t i) const {
+        return {copy_words_.data() + word_offsets_[i],
+                static_cast<std::size_t>(word_offsets_[i + 1] - word_offsets_[i])};
+    }
+    bool has_copy() const { return copy_; }
+    std::span<const int32_t> src_copy(int64_t i) const { return copy_span(src_, src_copy_, i); }
+    std::span<const int32_t> tgt_copy(int64_t i) const { return copy_span(tgt_, tgt_copy_, i); }
     void pop_back();
     void shrink_to_fit();
     Side& src_side() { return src_; }
@@ -90,7 +104,16 @@ private:
         return {s.ids.data() + s.offsets[i],
                 static_cast<std::size_t>(s.offsets[i + 1] - s.offsets[i])};
     }
+    static std::span<const int32_t> copy_span(const Side& s, const std::vector<int32_t>& ids,
+                                              int64_t i) {
+        return {ids.data() + s.offsets[i],
+                static_cast<std::size_t>(s.offsets[i + 1] - s.offsets[i])};
+    }
     Side src_, tgt_;
+    bool copy_ = false;
+    std::vector<int32_t> src_copy_, tgt_copy_;  // extended ids, offsets as src_ / tgt_
+    std::vector<std::string> copy_words_;       // pair i's: [word_offsets_[i], [i + 1])
+    std::vector<int64_t> word_offsets_{0};
 };
 
 // Fixed vocabularies (dev/test sets, a trained model's data): unknown pieces become <unk>.

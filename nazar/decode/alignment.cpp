@@ -1,6 +1,8 @@
 // Alignments, unknown-word replacement and forced alignment (alignment.h).
 #include "nazar/decode/alignment.h"
 
+#include "nazar/decode/step_types.h"
+
 #include "nazar/core/check.h"
 #include "nazar/core/fileio.h"
 #include "nazar/core/text_limits.h"
@@ -118,13 +120,17 @@ std::vector<std::string> output_pieces(std::span<const int32_t> tokens, ConstTen
 
 std::vector<ForcedAlignment> forced_alignment(Seq2Seq& model, std::span<const int32_t> src,
                                               std::span<const int> lengths, int S,
-                                              std::span<const std::vector<int32_t>> targets) {
+                                              std::span<const std::vector<int32_t>> targets,
+                                              std::span<const int32_t> copy_src) {
     const int B = static_cast<int>(lengths.size());
     NZ_CHECK(static_cast<int>(targets.size()) == B, "forced_alignment: {} sources but {} targets",
              B, targets.size());
-    const int V = model.config().tgt_vocab_size;
     const auto& sp = model.config().special_ids;
     std::vector<ForcedAlignment> out(B);
+    if (B == 0) return out;
+    EncodedSource enc;
+    model.encode(src, lengths, S, enc);
+    const int V = detail::prepare_copy(model, enc, copy_src);  // extended with copy attention
     int T = 0;  // steps: the longest target plus its </s>
     for (int b = 0; b < B; ++b) {
         T = std::max(T, static_cast<int>(targets[b].size()) + 1);
@@ -132,9 +138,6 @@ std::vector<ForcedAlignment> forced_alignment(Seq2Seq& model, std::span<const in
         for (int32_t y : targets[b])
             NZ_CHECK(y >= 0 && y < V, "forced_alignment: target id {} outside [0, {})", y, V);
     }
-    if (B == 0) return out;
-    EncodedSource enc;
-    model.encode(src, lengths, S, enc);
     DecoderState state;
     model.init_state(enc, state);
     Tensor log_probs({B, V}), attn({B, S});
@@ -146,6 +149,7 @@ std::vector<ForcedAlignment> forced_alignment(Seq2Seq& model, std::span<const in
             if (t > Tb) continue;  // padding steps of shorter targets
             const int32_t y = t < Tb ? targets[b][t] : sp.eos;
             out[b].log_prob += log_probs.at(b, y);
+            if (const auto pg = model.last_p_gen(); !pg.empty()) out[b].p_gen.push_back(pg[b]);
             if (lengths[b] > 0)
                 std::memcpy(out[b].attention.data() + static_cast<int64_t>(t) * lengths[b],
                             attn.data() + static_cast<int64_t>(b) * S, sizeof(float) * lengths[b]);

@@ -46,13 +46,17 @@ std::vector<std::string> output_pieces(std::span<const int32_t> tokens, ConstTen
                                        const UnkDictionary* dictionary);
 
 struct ForcedAlignment {
-    Tensor attention;     // (T_b + 1, S_b) one row per target token, then the row of </s>
-    double log_prob = 0;  // log p(target </s> | source), as Seq2Seq::score
+    Tensor attention;          // (T_b + 1, S_b) one row per target token, then the row of </s>
+    double log_prob = 0;       // log p(target </s> | source), as Seq2Seq::score
+    std::vector<float> p_gen;  // (T_b + 1) copy attention: p_gen of each row; else empty
 };
 
-// src (B·S) row-major, lengths (B); targets[b] = target ids without <s>/</s>.
+// src (B·S) row-major, lengths (B); targets[b] = target ids without <s>/</s>. A copy model
+// (models/copy.h) also needs copy_src (B·S), the source's extended ids, and takes targets in
+// extended ids (data/extended_vocab.h).
 std::vector<ForcedAlignment> forced_alignment(Seq2Seq& model, std::span<const int32_t> src,
                                               std::span<const int> lengths, int S,
-                                              std::span<const std::vector<int32_t>> targets);
+                                              std::span<const std::vector<int32_t>> targets,
+                                              std::span<const int32_t> copy_src = {});
 
 }  // namespace nazar

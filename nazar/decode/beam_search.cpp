@@ -53,6 +53,7 @@ namespace {
 struct Node {
     int parent;  // node index, -1 = the empty prefix
     int32_t token;
+    float p_gen = 0;  // copy attention: p_gen of the step that emitted token
 };
 
 struct Done {
@@ -174,8 +175,9 @@ struct StepScratch {
 // the step's log-probs (rows, V) and attention (rows, S): keeps the best candidates, finishes
 // those that end in </s>, and the live ones too when the sentence stops. Returns whether it
 // goes on; then st.live_rows holds the rows its new live hypotheses extend.
-bool advance(Sentence& s, int row0, TensorView lp_view, TensorView at_view, const BeamOptions& o,
-             const SpecialIds& sp, StepScratch& st) {
+bool advance(Sentence& s, int row0, TensorView lp_view, TensorView at_view,
+             std::span<const float> p_gen, const BeamOptions& o, const SpecialIds& sp,
+             StepScratch& st) {
     const int V = lp_view.dim(1), S = at_view.dim(1), K = o.beam_size;
     const int n_live = static_cast<int>(s.live.size());  // rows [row0, row0 + n_live)
     const int w = K - static_cast<int>(s.done.size());
@@ -190,7 +192,8 @@ bool advance(Sentence& s, int row0, TensorView lp_view, TensorView at_view, cons
     st.live_rows.clear();
     for (const Candidate& c : st.cands) {
         const int node = static_cast<int>(s.nodes.size());
-        s.nodes.push_back({s.live[c.rank], c.token});
+        s.nodes.push_back(
+            {s.live[c.rank], c.token, p_gen.empty() ? 0.0f : p_gen[std::size_t(row0 + c.rank)]});
         const float* a = at_view.data() + static_cast<int64_t>(row0 + c.rank) * S;
         s.attn.insert(s.attn.end(), a, a + s.S_b);
         if (c.token == sp.eos) {
@@ -220,7 +223,7 @@ bool advance(Sentence& s, int row0, TensorView lp_view, TensorView at_view, cons
 }
 
 // The n_best hypotheses of each sentence, best first.
-void collect(std::vector<Sentence>& sent, const BeamOptions& o,
+void collect(std::vector<Sentence>& sent, const BeamOptions& o, bool copy,
              std::vector<std::vector<Hypothesis>>& results) {
     const int B = static_cast<int>(sent.size());
     for (int b = 0; b < B; ++b) {
@@ -237,10 +240,13 @@ void collect(std::vector<Sentence>& sent, const BeamOptions& o,
             h.score = d.score;
             h.attention = s.path_attention(d.node);
             h.tokens.resize(s.length(d.node));
+            if (copy) h.p_gen.resize(h.tokens.size());
             int node = d.node;
             for (int t = static_cast<int>(h.tokens.size()) - 1; t >= 0;
-                 --t, node = s.nodes[node].parent)
+                 --t, node = s.nodes[node].parent) {
                 h.tokens[t] = s.nodes[node].token;
+                if (copy) h.p_gen[t] = s.nodes[node].p_gen;
+            }
             results[b].push_back(std::move(h));
         }
     }
@@ -252,12 +258,13 @@ using detail::StepTypes;  // decode/step_types.h
 template <class Model>
 std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int32_t> src,
                                                std::span<const int> lengths, int S,
-                                               const BeamOptions& o) {
+                                               const BeamOptions& o,
+                                               std::span<const int32_t> copy_src) {
     validate(o);
     const int B = static_cast<int>(lengths.size());
     NZ_CHECK(static_cast<int64_t>(src.size()) == static_cast<int64_t>(B) * S,
              "beam_search: src has {} ids, expected B·S = {}·{}", src.size(), B, S);
-    const int V = model.config().tgt_vocab_size, K = o.beam_size;
+    const int K = o.beam_size;
     const auto& sp = model.config().special_ids;
     std::vector<std::vector<Hypothesis>> results(B);
     if (B == 0) return results;
@@ -276,6 +283,7 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
 
     typename StepTypes<Model>::Source enc, rows_enc;
     model.encode(src, lengths, S, enc, K);
+    const int V = detail::prepare_copy(model, enc, copy_src);  // extended with copy attention
     typename StepTypes<Model>::State state, next_state;
     model.init_state(enc, state);
     const typename StepTypes<Model>::Source* cur = &enc;
@@ -295,7 +303,8 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
         for (int row0 = 0; row0 < N;) {
             Sentence& s = sent[row_sentence[row0]];
             const int n_live = static_cast<int>(s.live.size());  // rows [row0, row0 + n_live)
-            const bool goes_on = advance(s, row0, lp_view, at_view, o, sp, st);
+            const bool goes_on =
+                advance(s, row0, lp_view, at_view, detail::step_p_gen(model), o, sp, st);
             row0 += n_live;
             if (!goes_on) continue;
             for (std::size_t k = 0; k < s.live.size(); ++k) {
@@ -319,14 +328,18 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
         std::swap(row_sentence, next_row_sentence);
     }
 
-    collect(sent, o, results);
+    collect(sent, o, !copy_src.empty(), results);
     return results;
 }
 
 template <class Model>
 std::vector<std::vector<Hypothesis>> sorted_impl(Model& model,
                                                  std::span<const std::vector<int32_t>> sentences,
-                                                 const BeamOptions& options, int batch_size) {
+                                                 const BeamOptions& options, int batch_size,
+                                                 std::span<const std::vector<int32_t>> copy) {
+    NZ_CHECK(copy.empty() || copy.size() == sentences.size(),
+             "beam_search_sorted: {} extended-id rows for {} sentences", copy.size(),
+             sentences.size());
     NZ_CHECK_USAGE(batch_size >= 1, "beam_search_sorted: batch_size must be >= 1, got {}",
                    batch_size);
     const int n = static_cast<int>(sentences.size());
@@ -335,19 +348,27 @@ std::vector<std::vector<Hypothesis>> sorted_impl(Model& model,
     std::stable_sort(order.begin(), order.end(),
                      [&](int a, int b) { return sentences[a].size() > sentences[b].size(); });
     std::vector<std::vector<Hypothesis>> out(n);
-    std::vector<int32_t> ids;
+    std::vector<int32_t> ids, copy_ids;
     std::vector<int> lengths;
     for (int begin = 0; begin < n; begin += batch_size) {
         const int end = std::min(n, begin + batch_size);
         const int S = static_cast<int>(sentences[order[begin]].size());  // the longest of the batch
         ids.assign(static_cast<std::size_t>(end - begin) * S, model.config().special_ids.pad);
+        copy_ids.assign(copy.empty() ? 0 : ids.size(), model.config().special_ids.pad);
         lengths.clear();
         for (int i = begin; i < end; ++i) {
             const auto& x = sentences[order[i]];
             std::copy(x.begin(), x.end(), ids.begin() + static_cast<std::ptrdiff_t>(i - begin) * S);
+            if (!copy.empty()) {
+                const auto& c = copy[order[i]];
+                NZ_CHECK(c.size() == x.size(), "beam_search_sorted: {} extended ids for {}",
+                         c.size(), x.size());
+                std::copy(c.begin(), c.end(),
+                          copy_ids.begin() + static_cast<std::ptrdiff_t>(i - begin) * S);
+            }
             lengths.push_back(static_cast<int>(x.size()));
         }
-        auto res = beam_search(model, ids, lengths, S, options);
+        auto res = beam_impl(model, std::span<const int32_t>(ids), lengths, S, options, copy_ids);
         for (int i = begin; i < end; ++i) out[order[i]] = std::move(res[i - begin]);
     }
     return out;
@@ -357,26 +378,27 @@ std::vector<std::vector<Hypothesis>> sorted_impl(Model& model,
 
 std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const int32_t> src,
                                                  std::span<const int> lengths, int S,
-                                                 const BeamOptions& o) {
-    return beam_impl(model, src, lengths, S, o);
+                                                 const BeamOptions& o,
+                                                 std::span<const int32_t> copy_src) {
+    return beam_impl(model, src, lengths, S, o, copy_src);
 }
 
 std::vector<std::vector<Hypothesis>> beam_search(Ensemble& model, std::span<const int32_t> src,
                                                  std::span<const int> lengths, int S,
                                                  const BeamOptions& o) {
-    return beam_impl(model, src, lengths, S, o);
+    return beam_impl(model, src, lengths, S, o, {});
 }
 
 std::vector<std::vector<Hypothesis>> beam_search_sorted(
     Seq2Seq& model, std::span<const std::vector<int32_t>> sentences, const BeamOptions& options,
-    int batch_size) {
-    return sorted_impl(model, sentences, options, batch_size);
+    int batch_size, std::span<const std::vector<int32_t>> copy_src) {
+    return sorted_impl(model, sentences, options, batch_size, copy_src);
 }
 
 std::vector<std::vector<Hypothesis>> beam_search_sorted(
     Ensemble& model, std::span<const std::vector<int32_t>> sentences, const BeamOptions& options,
     int batch_size) {
-    return sorted_impl(model, sentences, options, batch_size);
+    return sorted_impl(model, sentences, options, batch_size, {});
 }
 
 }  // namespace nazar

@@ -54,10 +54,13 @@ void validate(const BeamOptions& options);
 int max_output_length(int S_b, float max_length_ratio, int max_length_extra, int max_length);
 
 // src (B·S) row-major, lengths (B) in [0, S]. Returns B lists of min(n_best, found) hypotheses,
-// best first (a search always finds at least one).
+// best first (a search always finds at least one). A copy model (models/copy.h) also needs
+// copy_src (B·S): the source's extended ids (data/extended_vocab.h); its hypotheses' tokens are
+// extended ids (>= V: a copied source word) and carry p_gen per token.
 std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const int32_t> src,
                                                  std::span<const int> lengths, int S,
-                                                 const BeamOptions& options = {});
+                                                 const BeamOptions& options = {},
+                                                 std::span<const int32_t> copy_src = {});
 // The same over an ensemble's averaged log-probabilities (ensemble.h): log_prob is the sum of
 // the averaged log-probabilities, the attention the ensemble's (one member's or the mean).
 std::vector<std::vector<Hypothesis>> beam_search(Ensemble& model, std::span<const int32_t> src,
@@ -66,9 +69,11 @@ std::vector<std::vector<Hypothesis>> beam_search(Ensemble& model, std::span<cons
 
 // Sentences of any lengths (no <s>/</s>): sorted by length (longest first, stable), decoded in
 // batches of at most batch_size, returned in input order.
+// copy_src: each sentence's extended ids (copy models; as beam_search).
 std::vector<std::vector<Hypothesis>> beam_search_sorted(
     Seq2Seq& model, std::span<const std::vector<int32_t>> sentences,
-    const BeamOptions& options = {}, int batch_size = 32);
+    const BeamOptions& options = {}, int batch_size = 32,
+    std::span<const std::vector<int32_t>> copy_src = {});
 std::vector<std::vector<Hypothesis>> beam_search_sorted(
     Ensemble& model, std::span<const std::vector<int32_t>> sentences,
     const BeamOptions& options = {}, int batch_size = 32);

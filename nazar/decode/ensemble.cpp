@@ -17,6 +17,11 @@ Ensemble::Ensemble(std::vector<Seq2Seq*> members, int attention_member)
             "or mean)",
             attention_member, M, M == 1 ? "" : "s", M - 1));
     const ModelConfig& a = members_[0]->config();
+    for (int m = 0; m < M; ++m)
+        NZ_CHECK_USAGE(!members_[m]->config().copy_attention,
+                       "ensemble: member {} has copy attention; ensembles of copy models are not "
+                       "supported (translate with one model)",
+                       m);
     for (int m = 1; m < M; ++m) {
         const ModelConfig& b = members_[m]->config();
         NZ_CHECK_INPUT(b.tgt_vocab_size == a.tgt_vocab_size,

@@ -54,13 +54,13 @@ using detail::StepTypes;  // decode/step_types.h
 template <class Model>
 std::vector<GreedyResult> greedy_impl(Model& model, std::span<const int32_t> src,
                                       std::span<const int> lengths, int S,
-                                      const GreedyOptions& options) {
+                                      const GreedyOptions& options,
+                                      std::span<const int32_t> copy_src) {
     NZ_CHECK_USAGE(options.max_length >= 1, "greedy: max_length must be >= 1, got {}",
                    options.max_length);
     NZ_CHECK_USAGE(options.max_length_ratio >= 0, "greedy: max_length_ratio must be >= 0, got {}",
                    options.max_length_ratio);
     const int B = static_cast<int>(lengths.size());
-    const int V = model.config().tgt_vocab_size;
     const auto& sp = model.config().special_ids;
     std::vector<GreedyResult> results(B);
     std::vector<int> max_len(B);
@@ -72,6 +72,7 @@ std::vector<GreedyResult> greedy_impl(Model& model, std::span<const int32_t> src
     }
     typename StepTypes<Model>::Source enc;
     model.encode(src, lengths, S, enc);
+    const int V = detail::prepare_copy(model, enc, copy_src);
     typename StepTypes<Model>::State state;
     model.init_state(enc, state);
     std::vector<int32_t> prev(B, sp.bos);
@@ -95,6 +96,7 @@ std::vector<GreedyResult> greedy_impl(Model& model, std::span<const int32_t> src
             r.score += lp[y];
             const float* a = attn.data() + static_cast<int64_t>(b) * S;
             rows[b].insert(rows[b].end(), a, a + lengths[b]);
+            if (const auto pg = detail::step_p_gen(model); !pg.empty()) r.p_gen.push_back(pg[b]);
             prev[b] = y;
             if (y == sp.eos) r.finished = true;
             if (r.finished || static_cast<int>(r.tokens.size()) >= max_len[b]) done[b] = true;
@@ -113,14 +115,15 @@ std::vector<GreedyResult> greedy_impl(Model& model, std::span<const int32_t> src
 
 std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t> src,
                                         std::span<const int> lengths, int S,
-                                        const GreedyOptions& options) {
-    return greedy_impl(model, src, lengths, S, options);
+                                        const GreedyOptions& options,
+                                        std::span<const int32_t> copy_src) {
+    return greedy_impl(model, src, lengths, S, options, copy_src);
 }
 
 std::vector<GreedyResult> greedy_decode(Ensemble& model, std::span<const int32_t> src,
                                         std::span<const int> lengths, int S,
                                         const GreedyOptions& options) {
-    return greedy_impl(model, src, lengths, S, options);
+    return greedy_impl(model, src, lengths, S, options, {});
 }
 
 }  // namespace nazar

@@ -34,12 +34,16 @@ struct GreedyResult {
     bool finished = false;        // true when </s> was emitted
     double score = 0;             // Σ log p of the emitted tokens
     Tensor attention;             // (n, S_b) attention weights of each emitted token
+    std::vector<float> p_gen;     // (n) copy attention: p_gen of each emitted token; else empty
 };
 
 // src (B·S) row-major, lengths (B) in [0, S]. Returns B results in order.
+// A copy model (models/copy.h) also needs copy_src (B·S): the source's extended ids
+// (data/extended_vocab.h); its tokens are extended ids (>= V: a copied source word).
 std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t> src,
                                         std::span<const int> lengths, int S,
-                                        const GreedyOptions& options = {});
+                                        const GreedyOptions& options = {},
+                                        std::span<const int32_t> copy_src = {});
 // The same over an ensemble's averaged log-probabilities (ensemble.h); the score is the sum of
 // the averaged log-probabilities of the emitted tokens.
 std::vector<GreedyResult> greedy_decode(Ensemble& model, std::span<const int32_t> src,

@@ -22,6 +22,7 @@ struct Hypothesis {
     double log_prob = 0;          // Σ log p of the emitted tokens (raw, unnormalised)
     double score = 0;             // log_prob / lp + cp: what n-best lists are sorted by
     Tensor attention;             // (n, S_b) attention weights of each emitted token
+    std::vector<float> p_gen;     // (n) copy attention: p_gen of each emitted token; else empty
 };
 
 // ((5 + n) / 6)^alpha.

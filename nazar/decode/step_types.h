@@ -5,6 +5,9 @@
 #include "nazar/decode/ensemble.h"
 #include "nazar/models/seq2seq.h"
 
+#include <algorithm>
+#include <span>
+
 namespace nazar::detail {
 
 template <class Model>
@@ -17,5 +20,29 @@ struct StepTypes<Ensemble> {
     using Source = Ensemble::Source;
     using State = Ensemble::State;
 };
+
+// Copy attention (a Seq2Seq with cfg.copy_attention; models/copy.h): hands the source's
+// extended ids (B·S, row-major) to the encoded rows and returns the step's vocabulary
+// V + max_b X_b; other models return V (and an ensemble refuses copy ids).
+inline int prepare_copy(Seq2Seq& model, EncodedSource& enc, std::span<const int32_t> copy_src) {
+    const int V = model.config().tgt_vocab_size;
+    if (!model.config().copy_attention) return V;
+    NZ_CHECK(!copy_src.empty(), "decoding a copy model needs the source's extended ids");
+    int ext = V;
+    for (int32_t id : copy_src) ext = std::max(ext, id + 1);
+    model.set_copy_source(enc, copy_src, ext);
+    return ext;
+}
+inline int prepare_copy(Ensemble& model, Ensemble::Source&, std::span<const int32_t> copy_src) {
+    NZ_CHECK(copy_src.empty(), "ensembles do not support copy attention");
+    return model.config().tgt_vocab_size;
+}
+// p_gen of each row of the last step (empty: not a copy model).
+inline std::span<const float> step_p_gen(const Seq2Seq& model) {
+    return model.last_p_gen();
+}
+inline std::span<const float> step_p_gen(const Ensemble&) {
+    return {};
+}
 
 }  // namespace nazar::detail

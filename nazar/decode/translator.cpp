@@ -4,6 +4,7 @@
 #include "nazar/core/precision.h"
 
 #include "nazar/core/check.h"
+#include "nazar/data/extended_vocab.h"
 #include "nazar/data/tokenizer.h"
 #include "nazar/data/utf8.h"
 #include "nazar/data/vocab.h"
@@ -156,6 +157,9 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
     const int n = static_cast<int>(sentences.size());
     std::vector<Translation> out(n);
     std::vector<std::vector<int32_t>> ids(n);
+    const bool copy = d.models.front()->config().copy_attention;
+    std::vector<std::vector<int32_t>> copy_ids(copy ? n : 0);  // extended ids (copy models)
+    std::vector<ExtendedVocab> ext(copy ? n : 0);
     Pieces pieces;
     for (int i = 0; i < n; ++i) {
         const std::size_t bad = utf8::find_invalid(sentences[i]);
@@ -165,6 +169,7 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
         d.src_tok.encode(sentences[i], pieces);
         d.src_vocab.encode(pieces, ids[i]);
         out[i].source_tokens.assign(pieces.views.begin(), pieces.views.end());
+        if (copy) ext[i] = extend_source(pieces.views, d.tgt_vocab, copy_ids[i]);
     }
 
     const int members = static_cast<int>(d.paths.size());
@@ -178,7 +183,7 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
     std::vector<std::vector<Hypothesis>> hyps;
     try {
         if (members == 1) {
-            hyps = beam_search_sorted(*model[0], ids, beam, o.batch_size);
+            hyps = beam_search_sorted(*model[0], ids, beam, o.batch_size, copy_ids);
         } else {
             Ensemble ensemble(model, o.ensemble_attention);
             hyps = beam_search_sorted(ensemble, ids, beam, o.batch_size);
@@ -194,12 +199,13 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
             // The output is the tokens before </s> without <pad>/<s> (as Vocab::decode reads ids;
             // the search never emits those, so this only guards); alignments and attention keep the
             // same rows.
-            std::vector<int32_t> kept;
+            std::vector<int32_t> kept, base;  // base: extended ids (copies) as <unk>
             std::vector<int> rows;
             for (std::size_t j = 0; j < h.tokens.size(); ++j) {
                 const int32_t y = h.tokens[j];
                 if (y == d.special.pad || y == d.special.bos) continue;
                 kept.push_back(y);
+                base.push_back(y >= d.tgt_vocab.size() ? d.special.unk : y);
                 rows.push_back(static_cast<int>(j));
                 if (y == d.special.eos) break;
             }
@@ -208,8 +214,12 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
             for (std::size_t r = 0; r < rows.size(); ++r)
                 attention.select(r).copy_from(h.attention.select(rows[r]));
             TranslationHypothesis t;
-            t.tokens = output_pieces(kept, attention, d.tgt_vocab, d.special.eos, d.special.unk,
+            t.tokens = output_pieces(base, attention, d.tgt_vocab, d.special.eos, d.special.unk,
                                      o.replace_unk, out[i].source_tokens, o.dictionary);
+            for (std::size_t j = 0; j < t.tokens.size(); ++j)  // copied words as themselves
+                if (kept[j] >= d.tgt_vocab.size()) t.tokens[j] = ext[i].word(kept[j]);
+            if (!h.p_gen.empty())
+                for (int r : rows) t.p_gen.push_back(h.p_gen[static_cast<std::size_t>(r)]);
             t.text = d.tgt_tok.decode(t.tokens);
             t.score = h.score;
             t.log_prob = h.log_prob;

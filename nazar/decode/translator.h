@@ -75,6 +75,9 @@ struct TranslationHypothesis {
     bool finished = true;                  // false: cut at the maximum length
     std::vector<AlignmentLink> alignment;  // hard links (src token, tgt token), when asked
     Tensor attention;  // (n, S) rows of `tokens`, then of </s> when finished; when asked
+    // Copy attention (models/copy.h): p_gen of each row of `attention` (the tokens, then </s>);
+    // empty for other models. A copied out-of-vocabulary source word is emitted as its string.
+    std::vector<float> p_gen;
 };
 
 struct Translation {

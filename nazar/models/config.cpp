@@ -308,6 +308,7 @@ json to_json(const ModelConfig& cfg) {
     json j = to_json_without_extensions(cfg);
     // written only when on, so that a model without it keeps its JSON byte for byte
     if (cfg.attention.coverage) j["attention"]["coverage"] = true;
+    if (cfg.copy_attention) j["copy_attention"] = true;
     return j;
 }
 
@@ -376,6 +377,7 @@ ModelConfig model_config_from_json(const json& j) {
     r.get("tgt_vocab_size", cfg.tgt_vocab_size);
     r.get("embedding_size", cfg.embedding_size);
     r.get("tie_target_embeddings", cfg.tie_target_embeddings);
+    r.get("copy_attention", cfg.copy_attention);
     if (const json* e = r.object("encoder")) {
         Reader re(*e, "encoder");
         re.get_enum("cell", cfg.encoder.cell, parse_cell_type);

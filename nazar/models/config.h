@@ -93,6 +93,7 @@ struct ModelConfig {
     bool tie_target_embeddings =
         false;  // generator.weight IS decoder.embedding.weight (needs d_out == E)
     SpecialIds special_ids{};
+    bool copy_attention = false;  // pointer-generator (models/copy.h); JSON key written when true
 };
 
 // Derived sizes and resolved choices.

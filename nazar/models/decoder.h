@@ -54,6 +54,10 @@ struct EncodedSource {
     // [L] W_ihᵀ, W_hhᵀ of each layer, empty when the steps have too few rows to gain from them.
     // Shared, not copied, by Seq2Seq::select_rows.
     std::vector<WeightT> wih_t, whh_t;
+    // Copy attention (models/copy.h): the extended ids x̂ of the source positions (N·S,
+    // row-major; Seq2Seq::set_copy_source) and the extended vocabulary size V + max_b X_b.
+    std::vector<int32_t> copy_ids;
+    int copy_vocab = 0;
 };
 
 // Everything one step's backward needs; the training loop keeps T of them, inference one.

@@ -77,6 +77,8 @@ Seq2Seq::Seq2Seq(const ModelConfig& cfg, Rng&& rng, ParamMode mode)
         generator.params.weight = Tensor(Shape{0});
         generator.grad.weight = Tensor(Shape{0});
     }
+    if (cfg.copy_attention)  // drawn last: every other parameter as without copy
+        copy_gate = CopyGate(encoder_output_size(cfg), decoder.H, decoder.E, rng);
 }
 
 ParamList Seq2Seq::parameters() {
@@ -86,6 +88,7 @@ ParamList Seq2Seq::parameters() {
     decoder.collect("decoder.", out);
     collect_params(attention.params, attention.grad, "attention.", out);
     collect_params(generator.params, generator.grad, "generator.", out);
+    if (copy_gate.enabled()) copy_gate.collect("copy.gate.", out);
     if (mode_ == ParamMode::training)
         for (const ParamRef& p : out)
             NZ_CHECK(p.grad, "Seq2Seq: parameter '{}' has no gradient in a training model", p.name);
@@ -113,7 +116,8 @@ void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, M
              sampling_prob);
     drop_ = mode == Mode::train ? masks : nullptr;
     encode_batch(batch, rng, mode);
-    decoder_forward(batch, sampling_prob, rng, mode, split_outputs);
+    // copy attention adds gradients to each step's attention cache: the per-step attention path
+    decoder_forward(batch, sampling_prob, rng, mode, split_outputs && !cfg_.copy_attention);
 }
 
 void Seq2Seq::encode_batch(const Batch& batch, Rng& rng, Mode mode) {
@@ -249,6 +253,8 @@ void Seq2Seq::backward_batch(const Batch& batch, const TrainOptions& opt) {
         cur = decoder_steps_backward(T, &pass);
         pass.finish();
     }
+    if (cfg_.copy_attention)  // the gate read ẽ_t
+        kernels::axpy(d_emb_.numel(), 1.0f, copy_d_e_.data(), d_emb_.data());
     // ẽ = e ⊙ m  =>  d_e = d_ẽ ⊙ m
     if (const ConstTensorView m = mask_of(drop_, &DropoutMasks::tgt_emb); !absent(m))
         apply_dropout_mask(d_emb_, m);
@@ -278,6 +284,10 @@ int Seq2Seq::decoder_steps_backward(int T, SequenceBackward* pass) {
         if (lstm) d_c_[nxt].zero();
         const TensorView d_c_cur = lstm ? d_c_[cur].view() : TensorView();
         const TensorView d_c_nxt = lstm ? d_c_[nxt].view() : TensorView();
+        if (cfg_.copy_attention) {  // the gate read s_t, the top layer of h_all[t+1]
+            const TensorView d_top = d_h_[cur].select(decoder.L - 1);
+            kernels::axpy(d_top.numel(), 1.0f, copy_d_s_.select(t).data(), d_top.data());
+        }
         TensorView d_feed;
         if (feeding) {
             if (t == 0) d_feed0_.zero();
@@ -367,6 +377,15 @@ LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& 
         apply_dropout_mask(gen_in_, dec_mask);
     }
     const TensorView gen_in = absent(dec_mask) ? out_.view() : gen_in_.view();
+    if (cfg_.copy_attention) {
+        NZ_CHECK_USAGE(opt.label_smoothing == 0.0f,
+                       "copy attention does not support label smoothing (got {})",
+                       opt.label_smoothing);
+        const LossStats st = copy_loss(batch, scale, true, {}, gen_in);
+        if (!absent(dec_mask)) apply_dropout_mask(d_out_, dec_mask);  // d_o = d_õ ⊙ m
+        backward_batch(batch, opt);
+        return st;
+    }
     Tensor& d_W =
         cfg_.tie_target_embeddings ? decoder.embedding.grad.weight : generator.grad.weight;
     const XentStats st = xent_->forward_backward(
@@ -387,6 +406,11 @@ LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& 
 LossStats Seq2Seq::eval_loss(const Batch& batch, float label_smoothing) {
     Rng unused(0);
     forward_batch(batch, 0.0f, unused, Mode::eval);
+    if (cfg_.copy_attention) {
+        NZ_CHECK_USAGE(label_smoothing == 0.0f,
+                       "copy attention does not support label smoothing (got {})", label_smoothing);
+        return copy_loss(batch, 1.0f, false);
+    }
     const SoftmaxXentOptions xo{.ignore_index = cfg_.special_ids.pad,
                                 .label_smoothing = label_smoothing};
     if (!xent_ || xent_->options().label_smoothing != label_smoothing)
@@ -402,6 +426,10 @@ void Seq2Seq::score(const Batch& batch, std::span<double> out) {
              out.size(), batch.B);
     Rng unused(0);
     forward_batch(batch, 0.0f, unused, Mode::eval);
+    if (cfg_.copy_attention) {
+        copy_loss(batch, 1.0f, false, out);
+        return;
+    }
     const int B = batch.B, T = batch.T, V = cfg_.tgt_vocab_size, D = decoder.output_size();
     // log-probs of chunks of time-major rows (one GEMM per chunk of up to 256 rows, not per step)
     const int64_t rows = int64_t{T} * B, chunk = std::min<int64_t>(rows, 256);

@@ -34,6 +34,7 @@
 #include "nazar/data/batcher.h"
 #include "nazar/models/attention_terms.h"
 #include "nazar/models/config.h"
+#include "nazar/models/copy.h"
 #include "nazar/models/decoder.h"
 #include "nazar/models/encoder.h"
 #include "nazar/nn/linear.h"
@@ -185,7 +186,18 @@ public:
     Bridge bridge;
     Decoder decoder;
     Attention attention;
-    Linear generator;  // weight empty when tied (decoder.embedding.weight is used)
+    Linear generator;    // weight empty when tied (decoder.embedding.weight is used)
+    CopyGate copy_gate;  // copy attention (cfg.copy_attention): "copy.gate.*", else disabled
+
+    // ---- copy attention (models/copy.h; seq2seq_copy.cpp) ----
+    // A copy model's batches carry extended ids (Batch::src_copy / tgt_copy): the loss, the
+    // scores and the accuracy are the mixture's. Its steps need the sources' extended ids:
+    // set_copy_source after encode (ids (N·S) row-major, < ext_vocab; select_rows carries them);
+    // step() then writes log-probs over step_vocab(src) = V + max_b X_b columns, reads previous
+    // ids >= V as <unk>, and last_p_gen() holds each row's p_gen of that step.
+    void set_copy_source(EncodedSource& src, std::span<const int32_t> ids, int ext_vocab) const;
+    int step_vocab(const EncodedSource& src) const;
+    std::span<const float> last_p_gen() const { return step_p_gen_; }
 
     ConstTensorView generator_weight() const;  // (V, d_out): generator.weight or the tied embedding
 
@@ -226,6 +238,15 @@ private:
     // The decoder's T steps back, t = T−1 … 0: Decoder::step_backward (pass null) or the pass's
     // steps. Returns the index of d_h_ that holds d loss / d s_0.
     int decoder_steps_backward(int T, SequenceBackward* pass);
+    // Copy attention after forward_batch: the loss of every non-pad target (scores: per-sentence
+    // log P, when given); with `grads`, d_out_ = d loss / d (generator input) times scale, the
+    // generator's and the gate's gradients, the attention caches' extra gradients, copy_d_s_ and
+    // copy_d_e_ (added by the decoder backward).
+    LossStats copy_loss(const Batch& batch, float scale, bool grads, std::span<double> scores = {},
+                        ConstTensorView gen_in = {});
+    void copy_gate_backward(const Batch& batch);  // the gate's share of copy_loss's gradients
+    void copy_step_log_probs(const EncodedSource& src, ConstTensorView s_top,  // (N, H) s_t
+                             TensorView log_probs);                            // step()'s
 
     ModelConfig cfg_;
     // ---- per-batch buffers (resized per batch, reused) ----
@@ -258,6 +279,15 @@ private:
     Tensor d_feed0_;   // (B, H) sink for d s̃_{-1}
     DecoderStepCache step_cache_;
     EncoderCache step_enc_cache_;
+    // ---- copy attention scratch ----
+    Tensor copy_alpha_;                      // (T, B, S) dense α (step: (N, S))
+    Tensor copy_ctx_, copy_s_;               // (T, B, C), (T, B, H) the gate's c_t and s_t
+    Tensor copy_in_, copy_g_;                // (T·B, C+H+E) gate inputs, (T·B) g
+    Tensor copy_dg_, copy_dz_;               // (T·B) d g, (chunk, V) d z
+    Tensor copy_d_alpha_;                    // (T, B, S)
+    Tensor copy_d_c_, copy_d_s_, copy_d_e_;  // (T, B, C / H / E)
+    std::vector<int32_t> step_prev_;         // (N) previous ids, extended ones as <unk>
+    std::vector<float> step_p_gen_;          // (N) p_gen of the last step
 };
 
 }  // namespace nazar

@@ -74,6 +74,12 @@ void Seq2Seq::select_rows(const EncodedSource& in, std::span<const int> rows,
     out.wih_t = in.wih_t;
     out.whh_t = in.whh_t;
     gather(in.init_h, 1, rows, out.init_h);
+    out.copy_vocab = in.copy_vocab;
+    out.copy_ids.clear();
+    if (!in.copy_ids.empty())
+        for (int r : rows)
+            out.copy_ids.insert(out.copy_ids.end(), in.copy_ids.begin() + std::ptrdiff_t{r} * in.S,
+                                in.copy_ids.begin() + std::ptrdiff_t{r + 1} * in.S);
 }
 
 void Seq2Seq::init_state(const EncodedSource& src, DecoderState& state) {
@@ -100,9 +106,15 @@ void Seq2Seq::step(std::span<const int32_t> prev, const EncodedSource& src, Deco
     const int N = static_cast<int>(prev.size());
     NZ_CHECK(N == src.N && N == state.rows(), "step: {} tokens, {} source rows, {} state rows", N,
              src.N, state.rows());
-    NZ_CHECK_SHAPE(log_probs, {N, cfg_.tgt_vocab_size});
+    NZ_CHECK_SHAPE(log_probs, {N, step_vocab(src)});
     Rng unused(0);
     step_emb_.resize({N, decoder.E}, false);
+    if (cfg_.copy_attention) {  // extended ids (copied source words) are read as <unk>
+        step_prev_.assign(prev.begin(), prev.end());
+        for (int32_t& y : step_prev_)
+            if (y >= cfg_.tgt_vocab_size) y = cfg_.special_ids.unk;
+        prev = step_prev_;
+    }
     decoder.embedding.forward(prev, step_emb_);
     step_out_.resize({N, decoder.output_size()}, false);
     // coverage: the step reads cov_t (moved into its cache) and leaves cov_{t+1} in the state
@@ -112,7 +124,10 @@ void Seq2Seq::step(std::span<const int32_t> prev, const EncodedSource& src, Deco
                          state.c, step_out_, step_cache_, unused, Mode::eval);
     if (attention.cfg.coverage) attn::advance_coverage(step_cache_.attention, state.coverage);
     if (!state.feed.empty()) state.feed.copy_from(step_out_);
-    output_log_probs(step_out_, generator_weight(), generator.params.bias, log_probs);
+    if (cfg_.copy_attention)  // reads state.h: s_t (eval mode: in place)
+        copy_step_log_probs(src, state.h.select(decoder.L - 1), log_probs);
+    else
+        output_log_probs(step_out_, generator_weight(), generator.params.bias, log_probs);
     if (!attn.empty()) {  // the empty view: not needed
         NZ_CHECK_SHAPE(attn, {N, src.S});
         dense_weights(step_cache_.attention, attn);

@@ -62,6 +62,7 @@ struct TrainConfig {
     int deep_output_size = 0;
     bool input_feeding = false;  // luong only
     bool tie_embeddings = false;
+    bool copy_attention = false;  // pointer-generator (models/copy.h)
     // ---- training ----
     std::string optimizer;  // adam | adamw | sgd
     double lr = 0;

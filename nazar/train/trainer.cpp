@@ -122,6 +122,7 @@ ModelConfig model_config_from(const TrainConfig& c, int src_vocab_size, int tgt_
     m.attention.position_size = c.position_size;
     m.attention.coverage = c.coverage;
     m.tie_target_embeddings = c.tie_embeddings;
+    m.copy_attention = c.copy_attention;
     return m;
 }
 
@@ -188,7 +189,7 @@ TrainConfig make_resume_config(const TrainConfig& stored, const TrainConfig& req
 std::unique_ptr<Checkpoint> Trainer::prepare_data(const std::string& resume,
                                                   const TrainChoices& choices) {
     const CorpusFiles train_files = files_of(cfg_.train, cfg_.train_src, cfg_.train_tgt);
-    const LoadOptions train_load{
+    LoadOptions train_load{
         .filter = {.max_length = cfg_.max_length,
                    .max_length_ratio = static_cast<float>(cfg_.max_length_ratio)},
         .skip_bad_lines = cfg_.skip_bad_lines};
@@ -205,10 +206,17 @@ std::unique_ptr<Checkpoint> Trainer::prepare_data(const std::string& resume,
                                                     .src_vocab = voc,
                                                     .tgt_vocab = voc,
                                                     .load = train_load});
+        if (cfg_.copy_attention) {  // again with the vocabularies: the extended ids (strings)
+            train_load.copy_ids = true;
+            train_load.print_summary = false;
+            data_.corpus = load_corpus(train_files, data_.src_tokenizer, data_.tgt_tokenizer,
+                                       data_.src_vocab, data_.tgt_vocab, train_load);
+        }
     } else {
         // The checkpoint's tokenizers and vocabularies: the same ids as the interrupted run, and
         // no SentencePiece retraining.
         ck = std::make_unique<Checkpoint>(load_checkpoint(resolve_checkpoint(resume)));
+        train_load.copy_ids = cfg_.copy_attention;
         const SafeTensors& st = ck->file;
         data_.src_tokenizer = Tokenizer::from_string(meta_or_fail(st, kSrcTokenizerKey));
         data_.tgt_tokenizer = Tokenizer::from_string(meta_or_fail(st, kTgtTokenizerKey));
@@ -225,7 +233,9 @@ std::unique_ptr<Checkpoint> Trainer::prepare_data(const std::string& resume,
     if (!cfg_.dev.empty() || !cfg_.dev_src.empty()) {
         dev_ = load_corpus(files_of(cfg_.dev, cfg_.dev_src, cfg_.dev_tgt), data_.src_tokenizer,
                            data_.tgt_tokenizer, data_.src_vocab, data_.tgt_vocab,
-                           {.skip_bad_lines = cfg_.skip_bad_lines, .tgt_text = &dev_text_});
+                           {.skip_bad_lines = cfg_.skip_bad_lines,
+                            .tgt_text = &dev_text_,
+                            .copy_ids = cfg_.copy_attention});
         has_dev_ = dev_.size() > 0;
     }
     return ck;

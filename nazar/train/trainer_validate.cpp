@@ -2,6 +2,7 @@
 #include "nazar/train/trainer.h"
 
 #include "nazar/core/check.h"
+#include "nazar/data/extended_vocab.h"
 #include "nazar/decode/beam_search.h"
 #include "nazar/decode/greedy.h"
 #include "nazar/eval/bleu.h"
@@ -72,22 +73,31 @@ ValidationResult Trainer::validate_weights() {
     std::vector<std::string> hyps(idx.size()), refs(idx.size());
     for (std::size_t begin = 0; begin < idx.size(); begin += kDecodeChunk) {
         const std::size_t end = std::min(idx.size(), begin + kDecodeChunk);
-        std::vector<std::vector<int32_t>> src;
+        std::vector<std::vector<int32_t>> src, copy;  // copy: extended ids (copy models)
         for (std::size_t i = begin; i < end; ++i) {
             const auto s = dev_.src(idx[i]);
             src.emplace_back(s.begin(), s.end());
+            if (cfg_.copy_attention)
+                copy.emplace_back(dev_.src_copy(idx[i]).begin(), dev_.src_copy(idx[i]).end());
         }
         const Batch b = batch_from_ids(src, {});
+        const Batch bc = batch_from_ids(copy, {});  // the same layout (pad = 0)
         std::vector<std::vector<int32_t>> tokens;
         if (cfg_.valid_beam > 1) {
-            for (auto& h : beam_search(*model_, b.src, b.src_lengths, b.S, beam))
+            for (auto& h : beam_search(*model_, b.src, b.src_lengths, b.S, beam, bc.src))
                 tokens.push_back(std::move(h.front().tokens));
         } else {
-            for (auto& g : greedy_decode(*model_, b.src, b.src_lengths, b.S, gopt))
+            for (auto& g : greedy_decode(*model_, b.src, b.src_lengths, b.S, gopt, bc.src))
                 tokens.push_back(std::move(g.tokens));
         }
         for (std::size_t i = begin; i < end; ++i) {
-            hyps[i] = data_.tgt_vocab.decode(tokens[i - begin], data_.tgt_tokenizer);
+            hyps[i] = cfg_.copy_attention
+                          ? decode_extended(tokens[i - begin], data_.tgt_vocab,
+                                            {.base = data_.tgt_vocab.size(),
+                                             .words = {dev_.copy_words(idx[i]).begin(),
+                                                       dev_.copy_words(idx[i]).end()}},
+                                            data_.tgt_tokenizer)
+                          : data_.tgt_vocab.decode(tokens[i - begin], data_.tgt_tokenizer);
             // the dev line as read: a reference decoded from ids would hold <unk> for every
             // out-of-vocabulary word (and match a hypothesis's <unk>)
             refs[i] = dev_text_.size() == static_cast<std::size_t>(dev_.size())

@@ -455,6 +455,7 @@ if torch is not None:
                 o = self.deep_output(s, e, ctx)
             else:
                 o = s
+            self.copy_inputs = (ctx, s, e)  # what a copy gate reads: [c_t ; s_t ; e_t]
             cov = None if state.cov is None else state.cov + alpha  # cov_{t+1} = cov_t + α_t
             return o, alpha, State(t + 1, h, c, o if self.feeding else None, cov)
 
@@ -542,6 +543,10 @@ if torch is not None:
             self.generator = nn.Linear(generator_input_size(cfg), cfg["tgt_vocab_size"])
             if cfg["tie_target_embeddings"]:
                 self.generator.weight = self.decoder.embedding.weight
+            if cfg["copy_attention"]:  # copy.gate.weight (1, C + H + E), copy.gate.bias (1)
+                self.copy = nn.Module()
+                d = cfg["decoder"]
+                self.copy.gate = nn.Linear(encoder_output_size(cfg) + d["hidden_size"] + cfg["embedding_size"], 1)
 
         # ---- the pieces, as nazar's step API (encode / init_state / step) ----
 
@@ -602,7 +607,7 @@ if torch is not None:
             masks = (masks or {}) if self.training else {}
             enc = self.encode(src, src_lengths, masks)
             state = self.init_state(enc)
-            outs, alphas = [], []
+            outs, alphas, gates = [], [], []
             tgt_in = _ids(tgt_in)
             for t in range(tgt_in.shape[1]):
                 y = tgt_in[:, t]
@@ -620,6 +625,10 @@ if torch is not None:
                                                     None if a is None else a[:, t])
                 outs.append(o)
                 alphas.append(alpha)
+                if self.config["copy_attention"]:
+                    gates.append(self.copy.gate(torch.cat(self.decoder.copy_inputs, -1))[:, 0])
+            if gates:
+                self.copy_gates = torch.stack(gates, 1)  # (B, T) g_t of copy attention
             o = torch.stack(outs, 1)
             if masks.get("dec_out") is not None:
                 o = o * masks["dec_out"]
@@ -637,6 +646,7 @@ if torch is not None:
                       "position_size": 0, "coverage": False},
         "tie_target_embeddings": False,
         "special_ids": {"pad": 0, "unk": 1, "bos": 2, "eos": 3},
+        "copy_attention": False,
     }
 
     def model_config(config):
@@ -680,10 +690,13 @@ if torch is not None:
 
     def config_json(cfg):
         """The "nazar.config" string: compact, sorted keys (what nlohmann::json::dump writes);
-        "coverage" only when true, as nazar writes it."""
+        "coverage" only when true, as nazar writes it; copy_attention only when true (as config.h's
+        to_json)."""
         cfg = model_config(cfg)
         if not cfg["attention"]["coverage"]:
             del cfg["attention"]["coverage"]
+        if not cfg["copy_attention"]:
+            del cfg["copy_attention"]
         return json.dumps(cfg, sort_keys=True, separators=(",", ":"))
 
     def encoder_output_size(cfg):  # C
@@ -781,6 +794,34 @@ if torch is not None:
             logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
             lp = torch.log_softmax(logits, -1).gather(-1, batch.tgt_out[..., None]).squeeze(-1)
             return lp.masked_fill(batch.tgt_out == model.config["special_ids"]["pad"], 0.0).sum(1)
+
+    # ---- copy attention (nazar/models/copy.h, docs/spec.md §7a) ----
+
+    COPY_EPSILON = 1e-12
+
+    def copy_log_probs(logits, alphas, gates, src_copy, ext_vocab):
+        """log(P(w) + ε) over the extended vocabulary, (B, T, ext_vocab), with
+        P(w) = p_gen softmax(z)[w] + (1 − p_gen) Σ_{i: x̂_i = w} α_i and p_gen = σ(g).
+        logits (B, T, V), alphas (B, T, S), gates (B, T) (model.copy_gates after forward),
+        src_copy (B, S) extended source ids (padding: any id, its α is 0)."""
+        p = torch.sigmoid(gates)[..., None]
+        B, T, V = logits.shape
+        gen = p * torch.softmax(logits, -1)
+        P = torch.cat([gen, gen.new_zeros(B, T, ext_vocab - V)], -1)
+        idx = _ids(src_copy)[:, None, :].expand(-1, T, -1)
+        P = P.scatter_add(-1, idx, (1 - p) * alphas)
+        return torch.log(P + COPY_EPSILON)
+
+    def copy_loss(model, batch, src_copy, tgt_copy, ext_vocab=None):
+        """(Σ over non-pad targets of −log(P(y) + ε), token count), as Seq2Seq::train_step /
+        eval_loss of a copy model; tgt_copy (B, T) the extended targets (tgt_out's layout)."""
+        logits, alphas = model(batch.src, batch.src_lengths, batch.tgt_in)
+        tgt_copy, src_copy = _ids(tgt_copy), _ids(src_copy)
+        ext = ext_vocab or max(logits.shape[-1], int(src_copy.max()) + 1, int(tgt_copy.max()) + 1)
+        lp = copy_log_probs(logits, alphas, model.copy_gates, src_copy, ext)
+        pad = model.config["special_ids"]["pad"]
+        nll = -lp.gather(-1, tgt_copy[..., None]).squeeze(-1).masked_fill(tgt_copy == pad, 0.0)
+        return nll.sum(), int((tgt_copy != pad).sum())
 
     # ---- decoding (nazar/decode/greedy.h; beam search as docs/spec.md §8) ----
 

@@ -1,0 +1,158 @@
+// Copy attention: the mixture of one row and the gate (copy.h).
+#include "nazar/models/copy.h"
+
+#include "nazar/core/check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace nazar {
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+double softplus(double x) {
+    return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
+
+double log_add(double a, double b) {
+    if (a == kNegInf) return b;
+    if (b == kNegInf) return a;
+    const double m = std::max(a, b);
+    return m + std::log(std::exp(a - m) + std::exp(b - m));
+}
+
+// log Σ_v exp(z_v) over V logits
+double log_sum_exp(const float* z, int V) {
+    double m = kNegInf;
+    for (int v = 0; v < V; ++v) m = std::max(m, static_cast<double>(z[v]));
+    double s = 0;
+    for (int v = 0; v < V; ++v) s += std::exp(z[v] - m);
+    return m + std::log(s);
+}
+
+// Σ_{i : ids_i = y} α_i
+double copy_mass(const CopyRow& r, int32_t y) {
+    double a = 0;
+    for (int i = 0; i < r.S; ++i)
+        if (r.ids[i] == y) a += r.alpha[i];
+    return a;
+}
+
+}  // namespace
+
+double copy_row_loss(const CopyRow& r, int32_t y, float scale, CopyRowGrad* grad) {
+    NZ_CHECK(r.V > 0 && y >= 0, "copy: target {} with a vocabulary of {}", y, r.V);
+    const double lse = r.normalized ? 0.0 : log_sum_exp(r.z, r.V);
+    const double log_p = -softplus(-r.g), log_q = -softplus(r.g);  // log p_gen, log(1 − p_gen)
+    const double mass = copy_mass(r, y);
+    // a = log(p_gen P_vocab(y)), b = log((1 − p_gen) A_y), L = log(e^a + e^b + ε)
+    const double a = y < r.V ? log_p + r.z[y] - lse : kNegInf;
+    const double b = mass > 0 ? log_q + std::log(mass) : kNegInf;
+    const double L = log_add(log_add(a, b), std::log(kCopyEpsilon));
+    if (grad != nullptr) {
+        const double ra = std::exp(a - L), rb = std::exp(b - L);
+        const double p = std::exp(log_p);
+        // d(−L)/dz_v = ra (softmax_v − δ_vy);  d(−L)/dα_i = −(1 − p)/(P + ε) [x̂_i = y];
+        // d(−L)/dg = −(1 − p) ra + p rb
+        const float c = static_cast<float>(scale * ra), shift = static_cast<float>(lse);
+        for (int v = 0; v < r.V; ++v) grad->d_z[v] = c * std::exp(r.z[v] - shift);
+        if (y < r.V) grad->d_z[y] -= static_cast<float>(scale * ra);
+        const float da = static_cast<float>(-scale * std::exp(log_q - L));
+        for (int i = 0; i < r.S; ++i) grad->d_alpha[i] = r.ids[i] == y ? da : 0.0f;
+        grad->d_g = static_cast<float>(scale * (-(1 - p) * ra + p * rb));
+    }
+    return -L;
+}
+
+int32_t copy_row_argmax(const CopyRow& r) {
+    const double lse = r.normalized ? 0.0 : log_sum_exp(r.z, r.V);
+    const double p = 1.0 / (1.0 + std::exp(-static_cast<double>(r.g))), q = 1.0 - p;
+    const auto prob = [&](int32_t w) {
+        return (w < r.V ? p * std::exp(r.z[w] - lse) : 0.0) + q * copy_mass(r, w);
+    };
+    // P(w) = p P_vocab(w) for every w not in the source: at most the generator's best
+    int32_t best = static_cast<int32_t>(std::max_element(r.z, r.z + r.V) - r.z);
+    double best_p = prob(best);
+    for (int i = 0; i < r.S; ++i) {
+        const int32_t w = r.ids[i];
+        const double pw = prob(w);
+        if (pw > best_p || (pw == best_p && w < best)) {
+            best = w;
+            best_p = pw;
+        }
+    }
+    return best;
+}
+
+float copy_row_log_probs(const CopyRow& r, int V_ext, float* out) {
+    NZ_CHECK(V_ext >= r.V, "copy: extended vocabulary {} below V = {}", V_ext, r.V);
+    const double lse = r.normalized ? 0.0 : log_sum_exp(r.z, r.V);
+    const double log_p = -softplus(-r.g), log_q = -softplus(r.g);
+    const double p = std::exp(log_p), q = std::exp(log_q);
+    // P(w) = p P_vocab(w) + q A_w; summed here in double, logged with ε
+    std::vector<double> mass(static_cast<std::size_t>(V_ext), 0.0);
+    for (int i = 0; i < r.S; ++i) {
+        const int32_t w = r.ids[i];
+        NZ_CHECK(w >= 0 && w < V_ext, "copy: source id {} outside [0, {})", w, V_ext);
+        mass[static_cast<std::size_t>(w)] += r.alpha[i];
+    }
+    for (int w = 0; w < V_ext; ++w) {
+        const double gen = w < r.V ? p * std::exp(r.z[w] - lse) : 0.0;
+        out[w] = static_cast<float>(
+            std::log(gen + q * mass[static_cast<std::size_t>(w)] + kCopyEpsilon));
+    }
+    return static_cast<float>(p);
+}
+
+CopyGate::CopyGate(int C, int H, int E, Rng& rng)
+    : linear({.in_features = C + H + E, .out_features = 1, .bias = true}, rng),
+      C_(C),
+      H_(H),
+      E_(E) {}
+
+void CopyGate::forward(ConstTensorView c, ConstTensorView s, ConstTensorView e, Tensor& in,
+                       TensorView g) const {
+    const int N = c.dim(0), W = C_ + H_ + E_;
+    NZ_CHECK_SHAPE(c, {N, C_});
+    NZ_CHECK_SHAPE(s, {N, H_});
+    NZ_CHECK_SHAPE(e, {N, E_});
+    NZ_CHECK_SHAPE(g, {N});
+    in.resize({N, W}, false);
+    for (int n = 0; n < N; ++n) {
+        float* row = in.data() + static_cast<int64_t>(n) * W;
+        std::memcpy(row, c.data() + static_cast<int64_t>(n) * C_, sizeof(float) * C_);
+        std::memcpy(row + C_, s.data() + static_cast<int64_t>(n) * H_, sizeof(float) * H_);
+        std::memcpy(row + C_ + H_, e.data() + static_cast<int64_t>(n) * E_, sizeof(float) * E_);
+    }
+    linear.forward(in, g.reshape({N, 1}));
+}
+
+void CopyGate::backward(ConstTensorView d_g, ConstTensorView in, TensorView d_c, TensorView d_s,
+                        TensorView d_e) {
+    const int N = d_g.dim(0), W = C_ + H_ + E_;
+    NZ_CHECK_SHAPE(in, {N, W});
+    d_in_.resize({N, W});  // zeroed: Linear::backward accumulates
+    linear.backward(d_g.reshape({N, 1}), in, d_in_);
+    const auto add = [&](TensorView d, int off, int w) {
+        NZ_CHECK_SHAPE(d, {N, w});
+        for (int n = 0; n < N; ++n) {
+            const float* src = d_in_.data() + static_cast<int64_t>(n) * W + off;
+            float* dst = d.data() + static_cast<int64_t>(n) * w;
+            for (int k = 0; k < w; ++k) dst[k] += src[k];
+        }
+    };
+    add(d_c, 0, C_);
+    add(d_s, C_, H_);
+    add(d_e, C_ + H_, E_);
+}
+
+void CopyGate::collect(const std::string& prefix, ParamList& out) {
+    collect_params(linear.params, linear.grad, prefix, out);
+}
+
+}  // namespace nazar

@@ -1,0 +1,157 @@
+// Seq2Seq's copy attention (seq2seq.h, models/copy.h): the mixture's batch loss, scores and
+// gradients after forward_batch, and the step's log-probabilities over the extended vocabulary.
+#include "nazar/core/blas.h"
+#include "nazar/core/kernels.h"
+#include "nazar/models/seq2seq.h"
+#include "nazar/nn/softmax_xent.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace nazar {
+
+void Seq2Seq::set_copy_source(EncodedSource& src, std::span<const int32_t> ids,
+                              int ext_vocab) const {
+    NZ_CHECK(cfg_.copy_attention, "set_copy_source: the model has no copy attention");
+    NZ_CHECK(static_cast<int64_t>(ids.size()) == int64_t{src.N} * src.S,
+             "set_copy_source: {} ids for {} rows of {}", ids.size(), src.N, src.S);
+    NZ_CHECK(ext_vocab >= cfg_.tgt_vocab_size, "set_copy_source: extended vocabulary {} < V {}",
+             ext_vocab, cfg_.tgt_vocab_size);
+    for (int32_t id : ids)
+        NZ_CHECK(id >= 0 && id < ext_vocab, "set_copy_source: id {} outside [0, {})", id,
+                 ext_vocab);
+    src.copy_ids.assign(ids.begin(), ids.end());
+    src.copy_vocab = ext_vocab;
+}
+
+int Seq2Seq::step_vocab(const EncodedSource& src) const {
+    if (!cfg_.copy_attention) return cfg_.tgt_vocab_size;
+    NZ_CHECK(src.copy_vocab >= cfg_.tgt_vocab_size &&
+                 static_cast<int64_t>(src.copy_ids.size()) == int64_t{src.N} * src.S,
+             "a copy model's steps need the source's extended ids (set_copy_source)");
+    return src.copy_vocab;
+}
+
+LossStats Seq2Seq::copy_loss(const Batch& batch, float scale, bool grads, std::span<double> scores,
+                             ConstTensorView gen_in_arg) {
+    const int B = batch.B, S = batch.S, T = batch.T, V = cfg_.tgt_vocab_size;
+    const int C = encoder.output_size(), H = decoder.H, D = decoder.output_size();
+    NZ_CHECK(static_cast<int64_t>(batch.src_copy.size()) == int64_t{B} * S &&
+                 static_cast<int64_t>(batch.tgt_copy.size()) == int64_t{B} * T,
+             "copy attention: the batch has no extended ids (load the corpus with copy_ids)");
+    const ConstTensorView gen_in =
+        gen_in_arg.ndim() == 0 || gen_in_arg.numel() == 0 ? out_.view() : gen_in_arg;
+    copy_alpha_.resize({T, B, S}, false);
+    copy_ctx_.resize({T, B, C}, false);
+    copy_s_.resize({T, B, H}, false);
+    for (int t = 0; t < T; ++t) {
+        dense_weights(steps_[t].attention, copy_alpha_.select(t));
+        copy_ctx_.select(t).copy_from(steps_[t].context);
+        copy_s_.select(t).copy_from(h_all_.select(t + 1).select(decoder.L - 1));
+    }
+    const int64_t rows = int64_t{T} * B, chunk = std::min<int64_t>(rows, 256);
+    // g_t = w · [c_t ; s_t ; e_t] + b for all T·B rows (e_t: the decoder's input ẽ_t)
+    copy_g_.resize({rows}, false);
+    copy_gate.forward(copy_ctx_.reshape({rows, C}), copy_s_.reshape({rows, H}),
+                      emb_.reshape({rows, decoder.E}), copy_in_, copy_g_);
+    logits_.resize({chunk, V}, false);
+    if (grads) {
+        copy_dz_.resize({chunk, V}, false);
+        copy_d_alpha_.resize({T, B, S});
+        copy_dg_.resize({rows});
+        d_out_.resize({T, B, D});
+    }
+    if (!scores.empty()) std::fill(scores.begin(), scores.end(), 0.0);
+    const ConstTensorView W = generator_weight();
+    Tensor& d_W =
+        cfg_.tie_target_embeddings ? decoder.embedding.grad.weight : generator.grad.weight;
+    LossStats st;
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+        const int64_t r1 = std::min(rows, r0 + chunk);
+        const ConstTensorView x = gen_in.reshape({rows, D}).slice(r0, r1);
+        const TensorView lp = logits_.slice(0, r1 - r0);
+        output_log_probs(x, W, generator.params.bias, lp);  // log-softmax: same mixture as z
+        const TensorView dz = grads ? copy_dz_.slice(0, r1 - r0) : TensorView();
+        for (int64_t r = r0; r < r1; ++r) {  // row r = (t, b), t = r / B, b = r % B
+            const int t = static_cast<int>(r / B), b = static_cast<int>(r % B);
+            const int32_t y = batch.tgt_copy[static_cast<std::size_t>(b) * T + t];
+            if (y == cfg_.special_ids.pad) {
+                if (grads) std::memset(dz.select(r - r0).data(), 0, sizeof(float) * V);
+                continue;
+            }
+            const CopyRow row{.z = lp.select(r - r0).data(),
+                              .V = V,
+                              .alpha = copy_alpha_.select(t).select(b).data(),
+                              .ids = batch.src_copy.data() + static_cast<std::size_t>(b) * S,
+                              .S = std::min(batch.src_lengths[b], S),
+                              .g = copy_g_[r],
+                              .normalized = true};
+            CopyRowGrad g{.d_z = grads ? dz.select(r - r0).data() : nullptr,
+                          .d_alpha = grads ? copy_d_alpha_.select(t).select(b).data() : nullptr};
+            const double loss = copy_row_loss(row, y, scale, grads ? &g : nullptr);
+            st.loss += loss;
+            ++st.tokens;
+            st.correct += copy_row_argmax(row) == y;
+            if (!scores.empty()) scores[b] -= loss;
+            if (grads) copy_dg_[r] = g.d_g;
+        }
+        if (!grads) continue;
+        // z = x Wᵀ + b  =>  d_x = d_z W;  d_W += d_zᵀ x;  d_b += Σ_rows d_z
+        gemm(dz, false, W, false, d_out_.reshape({rows, D}).slice(r0, r1), 1.0f, 0.0f);
+        gemm(dz, true, x, false, d_W, 1.0f, 1.0f);
+        if (generator.grad.bias.numel() > 0)
+            for (int64_t r = 0; r < r1 - r0; ++r)
+                kernels::axpy(V, 1.0f, dz.select(r).data(), generator.grad.bias.data());
+    }
+    if (grads) copy_gate_backward(batch);
+    return st;
+}
+
+// d g -> the gate's weights, d c_t / d s_t / d e_t; d c_t and d α go to each step's attention.
+void Seq2Seq::copy_gate_backward(const Batch& batch) {
+    const int B = batch.B, S = batch.S, T = batch.T, C = encoder.output_size();
+    const int64_t rows = int64_t{T} * B;
+    copy_d_c_.resize({T, B, C});
+    copy_d_s_.resize({T, B, decoder.H});
+    copy_d_e_.resize({T, B, decoder.E});
+    copy_gate.backward(copy_dg_, copy_in_, copy_d_c_.reshape({rows, C}),
+                       copy_d_s_.reshape({rows, decoder.H}), copy_d_e_.reshape({rows, decoder.E}));
+    for (int t = 0; t < T; ++t) {
+        AttentionStepCache& ac = steps_[t].attention;
+        ac.extra_d_context.resize({B, C}, false);
+        ac.extra_d_context.copy_from(copy_d_c_.select(t));
+        // d α by source position -> the step's window columns (column j = start[b] + j)
+        const int W = ac.weights.dim(1);
+        ac.extra_d_weights.resize({B, W});
+        for (int b = 0; b < B; ++b) {
+            const float* d = copy_d_alpha_.select(t).select(b).data() + ac.start[b];
+            float* out = ac.extra_d_weights.data() + static_cast<int64_t>(b) * W;
+            for (int j = 0; j < ac.count[b] && ac.start[b] + j < S; ++j) out[j] = d[j];
+        }
+    }
+}
+
+void Seq2Seq::copy_step_log_probs(const EncodedSource& src, ConstTensorView s_top,
+                                  TensorView log_probs) {
+    const int N = src.N, S = src.S, V = cfg_.tgt_vocab_size, Vx = step_vocab(src);
+    copy_alpha_.resize({N, S}, false);
+    dense_weights(step_cache_.attention, copy_alpha_);
+    copy_g_.resize({N}, false);
+    copy_gate.forward(step_cache_.context, s_top, step_emb_, copy_in_, copy_g_);
+    logits_.resize({N, V}, false);
+    output_log_probs(step_out_, generator_weight(), generator.params.bias, logits_);
+    step_p_gen_.resize(static_cast<std::size_t>(N));
+    for (int n = 0; n < N; ++n) {
+        const CopyRow row{.z = logits_.select(n).data(),
+                          .V = V,
+                          .alpha = copy_alpha_.select(n).data(),
+                          .ids = src.copy_ids.data() + static_cast<std::size_t>(n) * S,
+                          .S = std::min(src.lengths[n], S),
+                          .g = copy_g_[n],
+                          .normalized = true};
+        step_p_gen_[static_cast<std::size_t>(n)] =
+            copy_row_log_probs(row, Vx, log_probs.select(n).data());
+    }
+}
+
+}  // namespace nazar

@@ -1,0 +1,112 @@
+// Whole-model gradient checks of copy attention (models/copy.h): d loss / d every parameter of a
+// tiny copy Seq2Seq, the gate's included, against central differences of the evaluation loss,
+// for both decoders, global and local attention, dropout, and both decoder backward paths.
+// The batch (tiny_batch) gets extended ids: sentence 0's source holds an out-of-vocabulary word
+// twice (extended id V = 10 at positions 1 and 3) which its target needs (a copy-only target),
+// and its vocabulary word 5 also sits in the source (generated or copied). Tolerances as
+// test_grad_models.cpp (the same loss scale, float32 forward).
+#include "nazar/data/extended_vocab.h"
+#include "nazar/models/seq2seq.h"
+#include "tests/common/gradcheck.h"
+#include "tests/common/tiny_models.h"
+
+#include <gtest/gtest.h>
+
+namespace nazar {
+namespace {
+
+using test::tiny_config;
+
+Batch copy_batch() {
+    // sources {5, w, 7, w} and {9, 5}; targets {5, w, 7} and {8}; w: out of vocabulary (<unk>)
+    Batch b = test::make_batch({{5, 1, 7, 1}, {9, 5}}, {{5, 1, 7}, {8}});
+    set_copy_ids(b, std::vector<std::vector<int32_t>>{{5, 10, 7, 10}, {9, 5}},
+                 std::vector<std::vector<int32_t>>{{5, 10, 7}, {8}});
+    return b;
+}
+
+void check_copy_model(ModelConfig cfg, const TrainOptions& opt = {.grad_scale = 1.0f}) {
+    cfg.copy_attention = true;
+    Seq2Seq model(cfg, 3);
+    const Batch batch = copy_batch();
+    ParamList params = model.parameters();
+    EXPECT_EQ(params.back().name, "copy.gate.bias");
+    zero_grads(params);
+    Rng rng(11);
+    const LossStats st = model.train_step(batch, opt, rng);
+    EXPECT_EQ(st.tokens, 6);
+    const bool dropout = opt.dropout.attention > 0 || opt.dropout.embedding > 0;
+    if (!dropout) {
+        EXPECT_NEAR(model.eval_loss(batch).loss, st.loss, 1e-4 * st.loss);
+    }
+    std::vector<Tensor> grads;
+    for (const auto& p : params) grads.push_back(*p.grad);
+    std::vector<test::GradTarget> targets;
+    for (std::size_t i = 0; i < params.size(); ++i)
+        targets.push_back({params[i].name, *params[i].value, grads[i]});
+    auto loss = [&] {
+        if (!dropout) return model.eval_loss(batch).loss;
+        Rng same(11);
+        return model.train_step(batch, opt, same).loss;
+    };
+    EXPECT_TRUE(test::check_gradients(
+        loss, targets, {.eps = 1e-2, .rtol = 3e-2, .atol = 3e-3, .max_entries = 10}));
+}
+
+TEST(GradCopyModels, BahdanauGru) {
+    check_copy_model(tiny_config());
+}
+
+TEST(GradCopyModels, BahdanauDeepOutputTiedPerStep) {
+    auto c = tiny_config();
+    c.decoder.deep_output = true;
+    c.decoder.deep_output_size = 4;
+    c.tie_target_embeddings = true;
+    check_copy_model(c, {.grad_scale = 1.0f, .decoder_backward = DecoderBackwardPath::per_step});
+}
+
+TEST(GradCopyModels, LuongGeneralInputFeedingTwoLayersLstm) {
+    auto c = tiny_config(DecoderKind::luong, ScoreKind::general);
+    c.decoder.input_feeding = true;
+    c.decoder.num_layers = 2;
+    c.decoder.cell = CellType::lstm;
+    check_copy_model(c);
+}
+
+TEST(GradCopyModels, LuongDotWithoutFeeding) {  // would split outputs without copy
+    auto c = tiny_config(DecoderKind::luong, ScoreKind::dot);
+    c.decoder.hidden_size = 6;  // dot: H == C
+    check_copy_model(c);
+}
+
+TEST(GradCopyModels, LocalAttention) {  // α over the window
+    for (const auto local : {LocalMode::monotonic, LocalMode::predictive}) {
+        auto c = tiny_config(DecoderKind::luong, ScoreKind::general);
+        c.attention.local = local;
+        c.attention.window = local == LocalMode::monotonic ? 1 : 4;  // local-m: windows of 3 < S
+        check_copy_model(c);
+    }
+}
+
+TEST(GradCopyModels, DropoutSites) {
+    const TrainOptions opt{
+        .grad_scale = 1.0f,
+        .dropout = {
+            .embedding = 0.3f, .encoder_output = 0.3f, .decoder_output = 0.3f, .attention = 0.3f}};
+    check_copy_model(tiny_config(), opt);
+    check_copy_model(tiny_config(DecoderKind::luong, ScoreKind::general), opt);
+}
+
+// score() is the mixture's log P(y) summed per sentence, and equals −eval_loss in total.
+TEST(GradCopyModels, ScoreMatchesLoss) {
+    auto c = tiny_config();
+    c.copy_attention = true;
+    Seq2Seq model(c, 5);
+    const Batch batch = copy_batch();
+    std::vector<double> s(2);
+    model.score(batch, s);
+    EXPECT_NEAR(s[0] + s[1], -model.eval_loss(batch).loss, 1e-4);
+}
+
+}  // namespace
+}  // namespace nazar

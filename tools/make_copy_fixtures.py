@@ -1,0 +1,137 @@
+#!/usr/bin/python3
+"""Writes the copy-attention PyTorch parity fixtures of nazar (models/copy.h, docs/spec.md §7a).
+
+Per case (Bahdanau GRU global, Luong general + input feeding, Luong local-m):
+  model_copy_<case>.safetensors         a nazar model file written by python/nazar/torch.py's
+                                        save_model (seeded PyTorch init, float32, copy.gate.*)
+  model_copy_<case>_expect.safetensors  float64 values computed from that file:
+     inputs   src, src_lengths, tgt_in, tgt_out (B, S/T; batch_from_ids layout), src_copy (B, S)
+              and tgt_copy (B, T) extended ids: every sentence's source holds an out-of-vocabulary
+              word twice (id V) that its target needs once (a copy-only target), and a
+              vocabulary word that the target also has
+     outputs  loss (1), tokens (1)        Σ −log(P(y) + ε) over non-pad targets and their count
+              scores (B)                  per-sentence Σ log(P(y) + ε)
+              step_log_probs (T, B, V+1)  log(P(w) + ε) of every teacher-forced step
+     grads    grad.<name>                 d(loss / tokens) / d(parameter), every parameter
+The C++ side: tests/parity/test_parity_copy.cpp.
+
+  /usr/bin/python3 tools/make_copy_fixtures.py --out DIR
+Exit code 77 (CTest SKIP_RETURN_CODE) when torch is missing.
+"""
+
+import argparse
+import glob
+import json
+import os
+import struct
+import sys
+import zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+SKIP = 77
+try:
+    import numpy as np
+    import nazar_torch as nt
+except ImportError as e:
+    np = nt = None
+    MISSING = str(e)
+
+GENERATOR = "tools/make_copy_fixtures.py (python/nazar/torch.py, float64 reference)"
+BASE = {"src_vocab_size": 12, "tgt_vocab_size": 13, "embedding_size": 6, "copy_attention": True}
+CASES = {
+    "bahdanau_gru": {"encoder": {"hidden_size": 4}, "decoder": {"kind": "bahdanau", "hidden_size": 5},
+                     "attention": {"score": "additive", "attention_size": 3}},
+    "luong_general_feed": {"encoder": {"hidden_size": 4},
+                           "decoder": {"kind": "luong", "hidden_size": 5, "input_feeding": True},
+                           "attention": {"score": "general"}},
+    "luong_local_m": {"encoder": {"hidden_size": 4}, "decoder": {"kind": "luong", "hidden_size": 5},
+                      "attention": {"score": "general", "local": "local-m", "window": 1}},
+}
+# sources (ids; OOV = the source <unk> 1 standing for word "w") and targets; extended ids below
+SRC = [[5, 1, 7, 1, 9], [6, 1, 8], [1]]
+TGT = [[7, 1, 4, 10], [1, 6, 6, 4, 5, 11], [1, 1]]
+
+
+def extended(cfg):
+    V = cfg["tgt_vocab_size"]
+    src_copy = [[V if x == 1 else x for x in s] for s in SRC]
+    tgt_copy = [[V if y == 1 else y for y in t] for t in TGT]
+    return src_copy, tgt_copy
+
+
+def build_case(name, seed):
+    import torch
+    cfg = json.loads(json.dumps(BASE))
+    cfg.update(json.loads(json.dumps(CASES[name])))
+    cfg = nt.model_config(cfg)
+    torch.manual_seed(seed)
+    model = nt.Seq2Seq(cfg)
+    batch = nt.make_batch(SRC, TGT, cfg["special_ids"])
+    src_copy, tgt_copy = extended(cfg)
+    B, S, T = batch.src.shape[0], batch.src.shape[1], batch.tgt_in.shape[1]
+    sc = torch.zeros(B, S, dtype=torch.long)
+    tc = torch.zeros(B, T, dtype=torch.long)
+    for b in range(B):
+        sc[b, :len(src_copy[b])] = torch.tensor(src_copy[b])
+        tc[b, :len(tgt_copy[b])] = torch.tensor(tgt_copy[b])
+        tc[b, len(tgt_copy[b])] = cfg["special_ids"]["eos"]
+    ref = nt.Seq2Seq(cfg).double()
+    ref.load_state_dict({k: v.detach().double() for k, v in model.state_dict().items()})
+    ref.eval()
+    V1 = cfg["tgt_vocab_size"] + 1
+    total, tokens = nt.copy_loss(ref, batch, sc, tc, V1)
+    (total / tokens).backward()
+    with torch.no_grad():
+        logits, alphas = ref(batch.src, batch.src_lengths, batch.tgt_in)
+        lp = nt.copy_log_probs(logits, alphas, ref.copy_gates, sc, V1)  # (B, T, V1)
+        pad = cfg["special_ids"]["pad"]
+        scores = lp.gather(-1, tc[..., None]).squeeze(-1).masked_fill(tc == pad, 0.0).sum(1)
+    f32 = lambda t: t.detach().numpy().astype(np.float32)  # noqa: E731
+    t = {"src": batch.src.numpy(), "src_lengths": batch.src_lengths.numpy(), "tgt_in": batch.tgt_in.numpy(),
+         "tgt_out": batch.tgt_out.numpy(), "src_copy": sc.numpy(), "tgt_copy": tc.numpy(),
+         "loss": f32(total.reshape(1)), "tokens": np.array([tokens], np.float32), "scores": f32(scores),
+         "step_log_probs": f32(lp.transpose(0, 1))}
+    params = []
+    for k, p in ref.named_parameters():
+        t["grad." + k] = f32(p.grad)
+        params.append(k)
+    meta = {"case": name, "config": nt.config_json(cfg), "seed": str(seed), "params": ",".join(params),
+            "generator": GENERATOR}
+    return model, {"generator": GENERATOR, "case": name}, t, meta
+
+
+def ours(path):
+    try:
+        with open(path, "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            meta = json.loads(f.read(min(n, 1 << 20)).decode("utf-8")).get("__metadata__", {})
+        return meta.get("generator") == GENERATOR
+    except (OSError, ValueError, struct.error, AttributeError):
+        return False
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    for old in glob.glob(os.path.join(a.out, "*.safetensors")):
+        if ours(old):
+            os.unlink(old)
+    if np is None:
+        print(f"make_copy_fixtures: {MISSING} (apt install python3-numpy python3-torch); skipped")
+        return SKIP
+    import torch
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)
+    for name in sorted(CASES):
+        model, model_meta, tensors, meta = build_case(name, zlib.crc32(name.encode()) % 1000003)
+        nt.save_model(os.path.join(a.out, f"model_copy_{name}.safetensors"), model, model_meta)
+        nt.save_safetensors(os.path.join(a.out, f"model_copy_{name}_expect.safetensors"), tensors, meta)
+    print(f"make_copy_fixtures: {2 * len(CASES)} files in {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
