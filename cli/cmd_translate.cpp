@@ -53,6 +53,34 @@ int parse_ensemble_attention(const std::string& text, std::size_t members) {
     return k;
 }
 
+// One chunk's output lines: the best translation per input, or the n-best list ('i ||| text |||
+// score'), each with its alignment and p_gen when asked.
+std::string format_translations(const std::vector<Translation>& res, int64_t done,
+                                bool nbest_format, AlignmentFormat format) {
+    std::string text;
+    for (std::size_t i = 0; i < res.size(); ++i) {
+        for (const TranslationHypothesis& h : res[i].hypotheses) {
+            if (nbest_format)
+                fmt::format_to(std::back_inserter(text), "{} ||| ", done + static_cast<int64_t>(i));
+            text += h.text;
+            if (nbest_format) fmt::format_to(std::back_inserter(text), " ||| {:.6f}", h.score);
+            if (format == AlignmentFormat::hard)
+                text += " ||| " + format_hard_alignment(h.alignment);
+            if (format == AlignmentFormat::soft)
+                text +=
+                    " ||| " + format_soft_alignment(h.attention, static_cast<int>(h.tokens.size()));
+            if (format != AlignmentFormat::none && !h.p_gen.empty()) {
+                text += " ||| p_gen";  // copy attention: p_gen of each output token
+                for (std::size_t j = 0; j < h.tokens.size(); ++j)
+                    fmt::format_to(std::back_inserter(text), " {:.3f}", h.p_gen[j]);
+            }
+            text += '\n';
+            if (!nbest_format) break;
+        }
+    }
+    return text;
+}
+
 int run_translate(TranslateArgs& a) {
     apply_threads_option(a.threads);
     const AlignmentFormat format = parse_alignment_format(a.alignment);
@@ -101,28 +129,7 @@ int run_translate(TranslateArgs& a) {
             throw Error(fmt::format("{} (input '{}', lines {}-{})", e.what(), a.input, done + 1,
                                     done + lines.size()));
         }
-        std::string text;
-        for (std::size_t i = 0; i < res.size(); ++i) {
-            for (const TranslationHypothesis& h : res[i].hypotheses) {
-                if (nbest_format)
-                    fmt::format_to(std::back_inserter(text), "{} ||| ",
-                                   done + static_cast<int64_t>(i));
-                text += h.text;
-                if (nbest_format) fmt::format_to(std::back_inserter(text), " ||| {:.6f}", h.score);
-                if (format == AlignmentFormat::hard)
-                    text += " ||| " + format_hard_alignment(h.alignment);
-                if (format == AlignmentFormat::soft)
-                    text += " ||| " +
-                            format_soft_alignment(h.attention, static_cast<int>(h.tokens.size()));
-                if (format != AlignmentFormat::none && !h.p_gen.empty()) {
-                    text += " ||| p_gen";  // copy attention: p_gen of each output token
-                    for (std::size_t j = 0; j < h.tokens.size(); ++j)
-                        fmt::format_to(std::back_inserter(text), " {:.3f}", h.p_gen[j]);
-                }
-                text += '\n';
-                if (!nbest_format) break;
-            }
-        }
+        const std::string text = format_translations(res, done, nbest_format, format);
         out.write(text);
         done += static_cast<int64_t>(lines.size());
         if (progress) {

@@ -56,6 +56,47 @@ const std::string& require_meta(const std::map<std::string, std::string>& meta, 
             path, key));
     return it->second;
 }
+
+// One search result as the user sees it: the tokens before </s> without <pad>/<s>, copied
+// source words (extended ids, `ext`) as themselves, the text, and the alignment or attention
+// rows of the kept tokens when asked.
+TranslationHypothesis output_hypothesis(const Hypothesis& h, const Tokenizer& tgt_tok,
+                                        const Vocab& tgt_vocab, const SpecialIds& special,
+                                        const std::vector<std::string>& source_tokens,
+                                        const ExtendedVocab* ext, const TranslationOptions& o) {
+    // The output is the tokens before </s> without <pad>/<s> (as Vocab::decode reads ids;
+    // the search never emits those, so this only guards); alignments and attention keep the
+    // same rows.
+    std::vector<int32_t> kept, base;  // base: extended ids (copies) as <unk>
+    std::vector<int> rows;
+    for (std::size_t j = 0; j < h.tokens.size(); ++j) {
+        const int32_t y = h.tokens[j];
+        if (y == special.pad || y == special.bos) continue;
+        kept.push_back(y);
+        base.push_back(y >= tgt_vocab.size() ? special.unk : y);
+        rows.push_back(static_cast<int>(j));
+        if (y == special.eos) break;
+    }
+    const int S_b = h.attention.dim(1);
+    Tensor attention({static_cast<int64_t>(rows.size()), S_b});
+    for (std::size_t r = 0; r < rows.size(); ++r)
+        attention.select(r).copy_from(h.attention.select(rows[r]));
+    TranslationHypothesis t;
+    t.tokens = output_pieces(base, attention, tgt_vocab, special.eos, special.unk, o.replace_unk,
+                             source_tokens, o.dictionary);
+    for (std::size_t j = 0; j < t.tokens.size(); ++j)  // copied words as themselves
+        if (kept[j] >= tgt_vocab.size()) t.tokens[j] = ext->word(kept[j]);
+    if (!h.p_gen.empty())
+        for (int r : rows) t.p_gen.push_back(h.p_gen[static_cast<std::size_t>(r)]);
+    t.text = tgt_tok.decode(t.tokens);
+    t.score = h.score;
+    t.log_prob = h.log_prob;
+    t.finished = h.finished;
+    if (o.alignments) t.alignment = hard_alignment(attention, static_cast<int>(t.tokens.size()));
+    if (o.attention) t.attention = std::move(attention);
+    return t;
+}
+
 }  // namespace
 
 Translator::Translator(const std::string& model_path, const TranslatorConfig& config)
@@ -195,40 +236,10 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
     impl_->release(std::move(model));
 
     for (int i = 0; i < n; ++i) {
-        for (Hypothesis& h : hyps[i]) {
-            // The output is the tokens before </s> without <pad>/<s> (as Vocab::decode reads ids;
-            // the search never emits those, so this only guards); alignments and attention keep the
-            // same rows.
-            std::vector<int32_t> kept, base;  // base: extended ids (copies) as <unk>
-            std::vector<int> rows;
-            for (std::size_t j = 0; j < h.tokens.size(); ++j) {
-                const int32_t y = h.tokens[j];
-                if (y == d.special.pad || y == d.special.bos) continue;
-                kept.push_back(y);
-                base.push_back(y >= d.tgt_vocab.size() ? d.special.unk : y);
-                rows.push_back(static_cast<int>(j));
-                if (y == d.special.eos) break;
-            }
-            const int S_b = h.attention.dim(1);
-            Tensor attention({static_cast<int64_t>(rows.size()), S_b});
-            for (std::size_t r = 0; r < rows.size(); ++r)
-                attention.select(r).copy_from(h.attention.select(rows[r]));
-            TranslationHypothesis t;
-            t.tokens = output_pieces(base, attention, d.tgt_vocab, d.special.eos, d.special.unk,
-                                     o.replace_unk, out[i].source_tokens, o.dictionary);
-            for (std::size_t j = 0; j < t.tokens.size(); ++j)  // copied words as themselves
-                if (kept[j] >= d.tgt_vocab.size()) t.tokens[j] = ext[i].word(kept[j]);
-            if (!h.p_gen.empty())
-                for (int r : rows) t.p_gen.push_back(h.p_gen[static_cast<std::size_t>(r)]);
-            t.text = d.tgt_tok.decode(t.tokens);
-            t.score = h.score;
-            t.log_prob = h.log_prob;
-            t.finished = h.finished;
-            if (o.alignments)
-                t.alignment = hard_alignment(attention, static_cast<int>(t.tokens.size()));
-            if (o.attention) t.attention = std::move(attention);
-            out[i].hypotheses.push_back(std::move(t));
-        }
+        for (const Hypothesis& h : hyps[i])
+            out[i].hypotheses.push_back(output_hypothesis(h, d.tgt_tok, d.tgt_vocab, d.special,
+                                                          out[i].source_tokens,
+                                                          copy ? &ext[i] : nullptr, o));
     }
     return out;
 }

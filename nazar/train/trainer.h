@@ -141,7 +141,8 @@ private:
     void save(const std::string& name, bool check_ranks = true);  // rank 0 writes
     bool stop_now() const;
     double criterion(const ValidationResult& v) const;
-    ValidationResult validate_weights();  // validate() with the model's current weights
+    ValidationResult validate_weights();      // validate() with the model's current weights
+    void validate_loss(ValidationResult& r);  // its dev loss, perplexity and accuracy
     const char* metric_name() const;
     int64_t completed_epochs() const;
     int64_t total_steps() const;

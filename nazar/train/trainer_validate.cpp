@@ -29,8 +29,7 @@ ValidationResult Trainer::validate() {
     return r;
 }
 
-ValidationResult Trainer::validate_weights() {
-    ValidationResult r;
+void Trainer::validate_loss(ValidationResult& r) {
     // Loss over the whole dev set (teacher forcing, eval mode, no label smoothing).
     Batcher dev_batches(dev_, {.batch_tokens = cfg_.batch_tokens,
                                .batch_size = cfg_.batch_tokens > 0 ? 0 : cfg_.batch_size,
@@ -49,6 +48,11 @@ ValidationResult Trainer::validate_weights() {
     r.perplexity = std::exp(r.loss);
     r.accuracy =
         r.tokens ? 100.0 * static_cast<double>(correct) / static_cast<double>(r.tokens) : 0.0;
+}
+
+ValidationResult Trainer::validate_weights() {
+    ValidationResult r;
+    validate_loss(r);
 
     // Greedy decoding of an evenly spaced sample, sorted by length to limit padding.
     const int64_t N = dev_.size(), K = std::min<int64_t>(cfg_.valid_sample, N);
