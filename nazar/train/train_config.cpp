@@ -274,6 +274,11 @@ std::vector<ConfigKey> make_table() {
          &C::max_steps, 0, 2e9},
         {"max_epochs", "training", K::integer, "10", "Stop after this many epochs (0 = no limit)",
          &C::max_epochs, 0, 1e6},
+        {"max_minutes", "training", K::real, "0",
+         "Stop at the first update boundary after this many minutes of wall time in this "
+         "invocation (a --resume starts a new budget), then validate and save as at the end "
+         "(0 = no limit)",
+         &C::max_minutes, 0, 1e7},
         {"valid_interval", "training", K::integer, "500",
          "Validate every N updates (and at the end)", &C::valid_interval, 1, 2e9},
         {"valid_sample", "training", K::integer, "100",
@@ -749,8 +754,8 @@ void validate_config(const TrainConfig& cfg) {
         usage("", fmt::format("valid_metric {} scores decoded dev sentences: set valid_sample > 0 "
                               "(or valid_metric: loss)",
                               cfg.valid_metric));
-    if (cfg.max_steps == 0 && cfg.max_epochs == 0)
-        usage("", "max_steps and max_epochs are both 0: training would never stop");
+    if (cfg.max_steps == 0 && cfg.max_epochs == 0 && cfg.max_minutes == 0)
+        usage("", "max_steps, max_epochs and max_minutes are all 0: training would never stop");
     // Model sizes (docs/spec.md §4: dot needs d_s = d_h).
     const int d_h = cfg.hidden_size * (cfg.bidirectional ? 2 : 1);
     const int d_s = cfg.decoder_hidden_size ? cfg.decoder_hidden_size : d_h;

@@ -86,6 +86,7 @@ struct TrainConfig {
     double word_dropout = 0;            // input tokens replaced by <unk>
     std::string precision;  // fp32 | bf16: the large products' inputs (docs/training.md)
     int max_steps = 0, max_epochs = 0;
+    double max_minutes = 0;  // training wall-time budget of this invocation (0 = no limit)
     int valid_interval = 0;
     int valid_sample = 0;
     int valid_max_length = 0;

@@ -358,7 +358,14 @@ int64_t Trainer::completed_epochs() const {
     return p.epoch + (p.batch >= batcher_->num_batches() ? 1 : 0);
 }
 
+bool Trainer::out_of_time() const {
+    return cfg_.max_minutes > 0 &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count() >=
+               cfg_.max_minutes * 60;
+}
+
 bool Trainer::stop_now() const {
+    if (time_up_) return true;
     if (cfg_.max_steps > 0 && state_.step >= cfg_.max_steps) return true;
     if (cfg_.max_epochs > 0 && completed_epochs() >= cfg_.max_epochs) return true;
     return cfg_.patience > 0 && state_.bad_validations >= cfg_.patience;
@@ -433,7 +440,7 @@ LossStats Trainer::train_parts(const Batch& batch, TrainOptions opt) {
                                          [](int32_t id) { return id != Vocab::pad; });
     opt.grad_scale = tokens > 0 ? 1.0f / static_cast<float>(tokens) : 0.0f;
     const uint64_t part_seed = rng_.next_u64();  // the same draw on every rank
-    double sums[4] = {0, 0, 0, 0};               // loss, correct, interrupt, coverage loss
+    double sums[5] = {0, 0, 0, 0, 0};            // loss, correct, interrupt, coverage loss, time up
     for (int k = 0; k < cfg_.accumulate; ++k) {
         const int part = comm_->rank() * cfg_.accumulate + k;
         const dist::RowRange rows = dist::shard_rows(batch.B, parts_, part);
@@ -446,8 +453,10 @@ LossStats Trainer::train_parts(const Batch& batch, TrainOptions opt) {
     }
     (*grad_sum_)(params_);
     sums[2] = hooks_.interrupt && hooks_.interrupt->load() ? 1 : 0;
+    sums[4] = comm_->rank() == 0 && out_of_time() ? 1 : 0;
     comm_->all_reduce_sum(std::span<double>(sums), "loss all-reduce");
     interrupt_agreed_ = sums[2] > 0;  // every rank stops at the same step
+    time_up_ = sums[4] > 0;
     return {sums[0], tokens, static_cast<int64_t>(sums[1]), sums[3]};
 }
 

@@ -45,6 +45,7 @@
 #include "nazar/train/train_config.h"
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <limits>
 #include <map>
@@ -163,6 +164,10 @@ private:
     int parts_ = 1;             // accumulate · ranks: row parts of a global batch
     std::unique_ptr<dist::GradientSum> grad_sum_;
     bool interrupt_agreed_ = false;  // some rank saw TrainerHooks::interrupt (parallel runs)
+    // max_minutes: the budget counts from run(); rank 0's clock decides (parallel runs).
+    std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+    bool time_up_ = false;
+    bool out_of_time() const;
     TrainingData data_;
     Corpus dev_;
     std::vector<std::string> dev_text_;  // dev target lines as read: the references of BLEU etc.

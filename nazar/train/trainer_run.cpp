@@ -223,6 +223,8 @@ TrainResult Trainer::run() {
     RunLog log(parse_choices(cfg_).progress, cfg_.log_interval, cfg_.metrics_log,
                comm_->rank() != 0);
     announce(log);
+    started_ = std::chrono::steady_clock::now();
+    time_up_ = false;
     Batch batch;
     const int64_t total = total_steps();
     while (!stop_now()) {
@@ -240,6 +242,10 @@ TrainResult Trainer::run() {
             continue;
         }
         log_update(log, total);
+        if (!comm_->parallel()) time_up_ = out_of_time();
+        if (time_up_)
+            log.progress.message(fmt::format("max_minutes: {} minutes used up at step {}",
+                                             cfg_.max_minutes, state_.step));
         if (comm_->parallel() && state_.step % kHashEvery == 0)
             check_ranks_agree(fmt::format("after step {}", state_.step));
         if (has_dev_ && state_.step % cfg_.valid_interval == 0) {

@@ -14,6 +14,7 @@
 #     an unwritable save_dir fails before the data is read;
 #   - threads: the global --threads overrides the YAML file, train's --threads both;
 #   - NaN/inf weights and moments, impossible train.state and equal special ids are refused;
+#   - max_minutes stops at an update boundary, validates, saves, and resumes bit-identically;
 #   - the example configs/*.yaml load and train one step;
 #   - score prints one log-probability per pair.
 # Usage: test_cli_train.sh path/to/nazar
@@ -152,6 +153,23 @@ if d=$(same_tensors full/model.safetensors part/model.safetensors) &&
     ok "resume after max_steps is bit-identical"
 else
     bad "resume after max_steps is bit-identical" "differ: $d ${d2:-}" "$(tail -3 resume.log)"
+fi
+# max_minutes: a budget smaller than any update stops after update 1 (a step boundary), validates
+# and saves as at the end; resuming that run to 24 updates equals the uninterrupted run.
+"$NAZAR" train --config run.yaml --max-steps 0 --max-minutes 1e-9 --scheduled-sampling 0.2 \
+    --save-dir timed 2> timed.log
+if grep -q '^max_minutes: 1e-09 minutes used up at step 1$' timed.log && grep -q '^valid step 1 |' timed.log &&
+   grep -q 'done: 1 updates' timed.log && [[ -s timed/model.safetensors && -s timed/best.safetensors ]]; then
+    ok "max_minutes stops at an update boundary, validates and saves"
+else
+    bad "max_minutes stops at an update boundary, validates and saves" "$(tail -3 timed.log)"
+fi
+"$NAZAR" train --resume timed --max-minutes 0 --max-steps 24 2> timed-resume.log
+if d=$(same_tensors full/model.safetensors timed/model.safetensors) &&
+   d2=$(same_tensors full/last.safetensors timed/last.safetensors); then
+    ok "resume after max_minutes is bit-identical"
+else
+    bad "resume after max_minutes is bit-identical" "differ: $d ${d2:-}" "$(tail -3 timed-resume.log)"
 fi
 # A moved run directory resumes in place, and the data may move too.
 mv part moved && cp train.tsv train-moved.tsv

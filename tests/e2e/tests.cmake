@@ -10,7 +10,7 @@ set_tests_properties(e2e.eval_cli PROPERTIES LABELS e2e TIMEOUT 60)
 # ---- train (nazar train / score CLI; owner: trainer) ----------------------------------------
 add_test(NAME e2e.cli_train
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_cli_train.sh $<TARGET_FILE:nazar_cli>)
-set_tests_properties(e2e.cli_train PROPERTIES LABELS e2e TIMEOUT 120)
+set_tests_properties(e2e.cli_train PROPERTIES LABELS e2e TIMEOUT 300)
 # ---- end train ------------------------------------------------------------------------------
 
 # ---- decode (install + example, PyTorch decoding parity; owner: decode) -----------------------

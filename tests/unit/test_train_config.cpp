@@ -180,7 +180,9 @@ TEST(TrainConfig, ValidateCrossKeyChecks) {
     c = ok;
     c.max_steps = 0;
     c.max_epochs = 0;
-    EXPECT_EQ(msg(c), "max_steps and max_epochs are both 0: training would never stop");
+    EXPECT_EQ(msg(c), "max_steps, max_epochs and max_minutes are all 0: training would never stop");
+    c.max_minutes = 30;  // a time budget alone is a stopping rule
+    EXPECT_EQ(msg(c), "");
     c = ok;
     c.attention_scale = "sqrt";
     EXPECT_EQ(msg(c), "attention_scale 'sqrt' applies to dot/general scores only, not 'additive'");
