@@ -6,12 +6,13 @@ JOBS   ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
 # reliability: SANITIZE=0 = make test without the ASan/UBSan suite and the fuzzers;
-# FUZZ_SECONDS = time per fuzz target in make test; SANITIZE_CXX=clang++-14 builds the sanitizer
-# suite with clang in the fuzzers' directory (one instrumented build instead of two:
+# FUZZ_SECONDS = time per fuzz target in make test; SANITIZE_CXX = the instrumented build's
+# compiler: clang++-14 (default) builds the sanitizer suite and the fuzz targets in one directory,
+# g++ builds the suite with gcc and the fuzzers separately with clang (two instrumented builds:
 # scripts/configure-instrumented.sh, docs/reliability.md).
 SANITIZE ?= 1
 FUZZ_SECONDS ?= 30
-SANITIZE_CXX ?= g++
+SANITIZE_CXX ?= clang++-14
 export SANITIZE_CXX
 
 .PHONY: all deps deps-build build test check demo demo-measure bench bench-compare explain clean format sanitize fuzz
@@ -30,9 +31,11 @@ $(BUILD)/build.ninja:
 build: deps-build $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
+# Each phase prints its wall and CPU time (scripts/timed.sh; the instrumented scripts time theirs).
+TIMED = $(CURDIR)/scripts/timed.sh
 test: deps $(BUILD)/build.ninja
-	cmake --build $(BUILD) -j $(JOBS)
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+	$(TIMED) "release build" cmake --build $(BUILD) -j $(JOBS)
+	cd $(BUILD) && $(TIMED) "release ctest" ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 ifneq ($(SANITIZE),0)
 	@# reliability (docs/reliability.md): the suite again under ASan+UBSan, then every fuzzer
 	@# for FUZZ_SECONDS from its seeds. `make test SANITIZE=0` skips both.

@@ -10,9 +10,10 @@
 #                                       executables still link (the sanitizer runtime provides the
 #                                       coverage callbacks), so tests and fuzz targets can share
 #                                       one build directory. scripts/configure-instrumented.sh:
-#                                       by default make test builds the ASan/UBSan ctest suite with
-#                                       gcc (build-asan) and the fuzzers with clang (build-fuzz);
-#                                       SANITIZE_CXX=clang++-14 builds both in build-asan with clang.
+#                                       by default make test builds the ASan/UBSan ctest suite and
+#                                       the fuzzers in one clang directory (build-asan);
+#                                       SANITIZE_CXX=g++ builds the suite with gcc (build-asan) and
+#                                       the fuzzers with clang (build-fuzz).
 option(NAZAR_FUZZ "Build the libFuzzer targets in fuzz/ (clang; use with NAZAR_SANITIZE)" OFF)
 
 if(NAZAR_SANITIZE)

@@ -4,12 +4,13 @@
 #   scripts/configure-instrumented.sh suite|fuzz [dir]
 #
 # SANITIZE_CXX picks the layout:
-#   g++ (default)  suite: build-asan, gcc 12, ASan + UBSan, every test;
+#   clang++-14     (default) one directory, build-asan, for both: clang 14, ASan + UBSan,
+#                  libFuzzer coverage on every target, tests and fuzz targets together, so the
+#                  libraries are compiled once and clang's faster compiles apply to the whole
+#                  suite (docs/reliability.md, CI: the CPU time of both layouts).
+#   g++            suite: build-asan, gcc 12, ASan + UBSan, every test;
 #                  fuzz:  build-fuzz, clang 14 + libFuzzer + ASan + UBSan, fuzz targets only
 #                  (the libraries are compiled twice, once per compiler).
-#   clang++-14     one directory, build-asan, for both: clang 14, ASan + UBSan, libFuzzer
-#                  coverage on every target, tests and fuzz targets together, so the libraries
-#                  are compiled once and clang's faster compiles apply to the whole suite.
 # Both: -fno-sanitize-recover=all, -O1 with line tables only, NZ_DCHECKs on, no benchmarks; the
 # PyTorch-driven parity scripts are not registered (NAZAR_PARITY_PYTHON=/nonexistent: they test
 # Python, not nazar's memory safety; the C++ parity tests run on the committed fixtures).
@@ -17,7 +18,7 @@
 # configured afresh.
 set -euo pipefail
 
-SANITIZE_CXX=${SANITIZE_CXX:-g++}
+SANITIZE_CXX=${SANITIZE_CXX:-clang++-14}
 
 # The directory of a role: ASAN_BUILD / FUZZ_BUILD, else the layout's default.
 nazar_instrumented_dir() {

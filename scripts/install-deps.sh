@@ -12,6 +12,8 @@ build_pkgs+=(libdnnl-dev)
 build_pkgs+=(libopenmpi-dev openmpi-bin)
 # serve (docs/serve.md): the HTTP server library of `nazar serve`
 build_pkgs+=(libcpp-httplib-dev)
+# CI time (docs/reliability.md): lld links the ~90 executables in a quarter of ld.bfd's CPU time
+build_pkgs+=(lld)
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev python3 python3-torch python3-numpy)
 # reliability (docs/reliability.md): clang + its sanitizer/libFuzzer runtimes, llvm-symbolizer
 test_pkgs+=(clang-14 libclang-rt-14-dev llvm-14)

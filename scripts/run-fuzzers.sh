@@ -6,9 +6,9 @@
 # Prints the number of inputs each target executed.
 #
 # Build (scripts/configure-instrumented.sh): clang 14 + libFuzzer + ASan + UBSan; only the
-# `fuzzers` target (the fuzz targets and the libraries they link). SANITIZE_CXX=g++ (default):
-# its own directory build-fuzz; SANITIZE_CXX=clang++-14: the sanitizer suite's build-asan, which
-# after scripts/run-sanitizers.sh (make test) is already up to date.
+# `fuzzers` target (the fuzz targets and the libraries they link). SANITIZE_CXX=clang++-14
+# (default): the sanitizer suite's build-asan, which after scripts/run-sanitizers.sh (make test)
+# is already up to date; SANITIZE_CXX=g++: its own directory build-fuzz.
 #
 # Usage: scripts/run-fuzzers.sh [target ...]   (env: SANITIZE_CXX, FUZZ_BUILD=dir, FUZZ_SECONDS=30,
 #                                              JOBS=n)
@@ -50,6 +50,7 @@ run_one() {  # exit code into $BUILD/fuzz-logs/<name>.rc
 }
 
 # Up to $JOBS targets at once (each libFuzzer process is single-threaded).
+start=$SECONDS c0=$(cpu)
 i=0
 for name in "${targets[@]}"; do
   [ -x "$BUILD/fuzz_$name" ] || { echo "run-fuzzers: no target fuzz_$name" >&2; exit 2; }
@@ -58,6 +59,7 @@ for name in "${targets[@]}"; do
   [ $((i % JOBS)) -ne 0 ] || wait
 done
 wait
+echo "run-fuzzers: fuzzing took $((SECONDS - start)) s ($(($(cpu) - c0)) CPU s)" >&2
 
 failed=0
 for name in "${targets[@]}"; do

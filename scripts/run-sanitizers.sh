@@ -3,14 +3,14 @@
 #
 # The instrumented build directory (default build-asan; scripts/configure-instrumented.sh):
 # -fsanitize=address,undefined -fno-sanitize-recover=all (the first finding fails the test),
-# -O1 with line tables, without NDEBUG (NZ_DCHECKs on). SANITIZE_CXX=g++ (default): gcc 12;
-# SANITIZE_CXX=clang++-14: clang 14 with libFuzzer coverage, the fuzz targets in the same
-# directory (scripts/run-fuzzers.sh then reuses its libraries) and fuzz.<name>.seeds in ctest.
+# -O1 with line tables, without NDEBUG (NZ_DCHECKs on). SANITIZE_CXX=clang++-14 (default):
+# clang 14 with libFuzzer coverage, the fuzz targets in the same directory (scripts/run-fuzzers.sh
+# then reuses the whole build) and fuzz.<name>.seeds in ctest; SANITIZE_CXX=g++: gcc 12.
 # Every ctest test is built and run here, whatever its label: nothing to register.
 # OpenBLAS, yaml-cpp, SentencePiece and libstdc++ are not instrumented (their own bugs are out
 # of reach, our calls into them are not).
 #
-# Usage: scripts/run-sanitizers.sh   (env: SANITIZE_CXX=g++|clang++-14, ASAN_BUILD=dir, JOBS=n,
+# Usage: scripts/run-sanitizers.sh   (env: SANITIZE_CXX=clang++-14|g++, ASAN_BUILD=dir, JOBS=n,
 #                                     CTEST_FLAGS=...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
