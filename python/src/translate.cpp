@@ -46,6 +46,7 @@ public:
     // log p(target </s> | source) per pair, as `nazar score`.
     std::vector<double> score(const std::vector<std::string>& src,
                               const std::vector<std::string>& tgt, int batch_size) {
+        refuse_copy("score");
         IdRows s, t;
         encode(src, tgt, s, t);
         std::vector<double> out;
@@ -64,6 +65,7 @@ public:
                                        const std::vector<std::string>& tgt, int batch_size,
                                        std::vector<std::vector<std::string>>& src_pieces,
                                        std::vector<std::vector<std::string>>& tgt_pieces) {
+        refuse_copy("align");
         IdRows s, t;
         encode(src, tgt, s, t);
         for (const auto& row : s) src_pieces.push_back(pieces(row, src_vocab_));
@@ -91,6 +93,16 @@ public:
     const std::string& path() const { return path_; }
 
 private:
+    // Copy-attention models score over per-sentence extended vocabularies, which these bindings
+    // do not build yet: say so instead of failing inside the model.
+    void refuse_copy(const char* what) const {
+        if (loaded_.model->config().copy_attention)
+            throw UsageError(fmt::format(
+                "TextModel.{}: '{}' is a copy-attention model, which the Python bindings cannot {} "
+                "yet; use `nazar {}` (the CLI); translate() works",
+                what, path_, what, what));
+    }
+
     const std::string& meta(const char* key) const {
         const auto it = loaded_.metadata.find(key);
         if (it == loaded_.metadata.end())
