@@ -22,6 +22,28 @@ namespace {
 #ifdef NZ_SIMD_AVX2
 using simd::hsum8;
 using simd::tanh8;
+
+// The 8-lane and scalar tails shared by both paths, from position a on (the AVX-512 functions
+// inline them: their target includes AVX2).
+// z[a..A) = tanh(u + k)
+inline void add_tanh_tail8(const float* u, const float* k, int A, int a, float* z) {
+    for (; a + 8 <= A; a += 8)
+        _mm256_storeu_ps(z + a,
+                         tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))));
+    for (; a < A; ++a) z[a] = kernels::tanh1(u[a] + k[a]);
+}
+
+// acc's lanes plus v · tanh(u + k) over [a, A), in the 8-lane order
+inline float add_tanh_dot_tail8(const float* u, const float* k, const float* v, int A, int a,
+                                __m256 acc) {
+    for (; a + 8 <= A; a += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(v + a),
+                              tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))),
+                              acc);
+    float s = hsum8(acc);
+    for (; a < A; ++a) s += v[a] * kernels::tanh1(u[a] + k[a]);
+    return s;
+}
 #endif
 
 #ifdef NZ_SIMD_AVX512
@@ -38,10 +60,7 @@ NZ_AVX512 void add_tanh512(const float* u, const float* k, int A, float* z) {
     for (; a + 16 <= A; a += 16)
         _mm512_storeu_ps(z + a,
                          tanh16(_mm512_add_ps(_mm512_loadu_ps(u + a), _mm512_loadu_ps(k + a))));
-    for (; a + 8 <= A; a += 8)
-        _mm256_storeu_ps(z + a,
-                         tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))));
-    for (; a < A; ++a) z[a] = kernels::tanh1(u[a] + k[a]);
+    add_tanh_tail8(u, k, A, a, z);
 }
 
 NZ_AVX512 float add_tanh_dot512(const float* u, const float* k, const float* v, int A) {
@@ -52,13 +71,7 @@ NZ_AVX512 float add_tanh_dot512(const float* u, const float* k, const float* v, 
         acc = _mm256_fmadd_ps(_mm256_loadu_ps(v + a), _mm512_castps512_ps256(t), acc);
         acc = _mm256_fmadd_ps(_mm256_loadu_ps(v + a + 8), _mm512_extractf32x8_ps(t, 1), acc);
     }
-    for (; a + 8 <= A; a += 8)
-        acc = _mm256_fmadd_ps(_mm256_loadu_ps(v + a),
-                              tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))),
-                              acc);
-    float s = hsum8(acc);
-    for (; a < A; ++a) s += v[a] * kernels::tanh1(u[a] + k[a]);
-    return s;
+    return add_tanh_dot_tail8(u, k, v, A, a, acc);
 }
 #undef NZ_AVX512
 #pragma GCC diagnostic pop
@@ -74,16 +87,14 @@ std::atomic<bool>& avx512_on() {
 
 // z = tanh(u + k), A floats
 inline void add_tanh(const float* u, const float* k, int A, float* z) {
-    int a = 0;
 #ifdef NZ_SIMD_AVX2
 #ifdef NZ_SIMD_AVX512
     if (avx512_on().load(std::memory_order_relaxed)) return add_tanh512(u, k, A, z);
 #endif
-    for (; a + 8 <= A; a += 8)
-        _mm256_storeu_ps(z + a,
-                         tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))));
+    add_tanh_tail8(u, k, A, 0, z);
+#else
+    for (int a = 0; a < A; ++a) z[a] = kernels::tanh1(u[a] + k[a]);
 #endif
-    for (; a < A; ++a) z[a] = kernels::tanh1(u[a] + k[a]);
 }
 
 // v · tanh(u + k) in one pass
@@ -93,15 +104,7 @@ inline float add_tanh_dot(const float* u, const float* k, const float* v, int A,
 #ifdef NZ_SIMD_AVX512
     if (avx512_on().load(std::memory_order_relaxed)) return add_tanh_dot512(u, k, v, A);
 #endif
-    __m256 acc = _mm256_setzero_ps();
-    int a = 0;
-    for (; a + 8 <= A; a += 8)
-        acc = _mm256_fmadd_ps(_mm256_loadu_ps(v + a),
-                              tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))),
-                              acc);
-    float s = hsum8(acc);
-    for (; a < A; ++a) s += v[a] * kernels::tanh1(u[a] + k[a]);
-    return s;
+    return add_tanh_dot_tail8(u, k, v, A, 0, _mm256_setzero_ps());
 #else
     for (int a = 0; a < A; ++a) tmp[a] = u[a] + k[a];
     kernels::tanh(tmp, tmp, A);
