@@ -159,6 +159,25 @@ TEST_F(Nn512, GemmRawRoutesNnProductsForEveryThreadCount) {
     }
 }
 
+// Up to 512 rows, NN products run on nn512 while K <= 1024; a longer K (the generator's
+// d_X = dZ W, K = 8000) goes to the library, whose packed kernels stream B faster there. The
+// path report says so, and the product is right on both sides of the bound.
+TEST_F(Nn512, LongKGoesToTheLibrary) {
+    EXPECT_EQ(gemm_path(false, false, 64, 512, 1024).kernel, "nazar NN");
+    EXPECT_EQ(gemm_path(false, false, 256, 512, 8000).kernel,
+              gemm_path(false, false, 2048, 2048, 2048).kernel);
+    EXPECT_NE(gemm_path(false, false, 64, 512, 1025).kernel, "nazar NN");
+    for (int K : {1024, 1025}) {
+        Mats m = random_mats(40, 96, K, 5);
+        std::vector<float> want = m.C;
+        gemm_raw(false, false, 40, 96, K, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 1.0f,
+                 m.C.data(), m.ldc);
+        gemm_naive(false, false, 40, 96, K, 1.0f, m.A.data(), m.lda, m.B.data(), m.ldb, 1.0f,
+                   want.data(), m.ldc);
+        EXPECT_LE(rel_err(m.C, want), kTol) << "K " << K;
+    }
+}
+
 // Element (k, n) of a strip-packed Wᵀ (blas.h): W[n][k].
 float packed_at(const WeightT& wt, int k, int n) {
     return wt->at(n / 32, k, n % 32);

@@ -94,9 +94,9 @@ void gemm_dispatch(bool ta, bool tb, int M, int N, int K, float alpha, const flo
     if (!kHaveBlas) return gemm_naive(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     if (!ta && tb && M <= kSmallGemmRows)
         return small_m(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    // NN products of up to kNn512Rows rows: our kernel, B read in place (nn512.h). Above,
-    // OpenBLAS's cache blocking of A wins (docs/performance.md, "The NN kernel").
-    if (!ta && !tb && M <= kNn512Rows && detail::nn512_available()) {
+    // NN products of up to kNn512Rows rows and K <= kNn512MaxK: our kernel, B read in place
+    // (nn512.h). Otherwise the library's cache blocking wins (internal.h).
+    if (!ta && !tb && nn512_takes(M, K) && detail::nn512_available()) {
         by_strips(M, N, K, [&](int c0, int c1) {
             detail::gemm_nn512(M, c0, c1, K, alpha, A, lda, B, ldb, beta, C, ldc);
         });

@@ -31,8 +31,15 @@ namespace nazar::gemm_detail {
 inline constexpr double kSplitFlops = 1.5e6;
 // Split points of a product over the pool are multiples of the kernels' register blocking.
 inline constexpr int kBlock = 16;
-// NN products of up to this many rows run on nn512 (docs/performance.md, "The NN kernel").
+// NN products of up to this many rows run on nn512 (docs/performance.md, "The NN kernel"),
+// unless K exceeds kNn512MaxK: nn512 reads B in place, 256 rows of a 32-column strip at a time,
+// and over a long K (the generator's d_X = dZ W, K = 8000; d_h = d_a W_hh, K = 1536) that strided
+// stream runs below the library's packed kernels (docs/performance.md, training round 4).
 inline constexpr int kNn512Rows = 512;
+inline constexpr int kNn512MaxK = 1024;
+inline bool nn512_takes(int M, int K) {
+    return M <= kNn512Rows && K <= kNn512MaxK;
+}
 
 // cols(c0, c1) for columns [c0, c1) of an M x N x K product on nazar's NN kernel: all of them
 // on this thread below kSplitFlops (or with one thread), else 32-column strips over the pool.
