@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <chrono>
 
 namespace nazar {
 
@@ -32,10 +31,6 @@ std::atomic<int> g_blas_threads{1};
 
 void check_matrix(const char* what, ConstTensorView v) {
     NZ_CHECK(v.ndim() == 2, "gemm: {} must be 2-D, got {}", what, v.shape().str());
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // C = beta C (K = 0); BLAS would do this too, but some builds read A/B anyway
@@ -94,9 +89,9 @@ void gemm_dispatch(bool ta, bool tb, int M, int N, int K, float alpha, const flo
     if (!kHaveBlas) return gemm_naive(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     if (!ta && tb && M <= kSmallGemmRows)
         return small_m(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    // NN products of up to kNn512Rows rows and K <= kNn512MaxK: our kernel, B read in place
+    // NN products of up to kNn512Rows rows behind OpenBLAS: our kernel, B read in place
     // (nn512.h). Otherwise the library's cache blocking wins (internal.h).
-    if (!ta && !tb && nn512_takes(M, K) && detail::nn512_available()) {
+    if (!ta && !tb && nn512_takes(M) && detail::nn512_available()) {
         by_strips(M, N, K, [&](int c0, int c1) {
             detail::gemm_nn512(M, c0, c1, K, alpha, A, lda, B, ldb, beta, C, ldc);
         });
@@ -166,9 +161,9 @@ void gemm_raw(bool ta, bool tb, int M, int N, int K, float alpha, const float* A
             gemm_dispatch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     };
     if (!p) return run();
-    const auto t0 = std::chrono::steady_clock::now();
+    const ProfileStart t0 = profile_start();
     run();
-    profile_add(p, ta, tb, M, N, K, seconds_since(t0), false, bf16);
+    profile_add(p, ta, tb, M, N, K, t0, false, bf16);
 }
 
 void gemv_raw(bool ta, int M, int N, float alpha, const float* A, int lda, const float* x,
@@ -186,12 +181,12 @@ void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const f
         return;
     }
     GemmProfile* p = profile();
-    const auto t0 = p ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const ProfileStart t0 = p ? profile_start() : ProfileStart{};
     by_strips(M, N, K, [&](int c0, int c1) {
         detail::gemm_nn512_packed(M, c0, c1, K, alpha, A, lda, wt.data, wt.strip_stride, beta, C,
                                   ldc);
     });
-    if (p) profile_add(p, false, true, M, N, K, seconds_since(t0), true, false);
+    if (p) profile_add(p, false, true, M, N, K, t0, true, false);
 }
 
 std::string blas_description() {

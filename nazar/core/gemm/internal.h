@@ -31,14 +31,19 @@ namespace nazar::gemm_detail {
 inline constexpr double kSplitFlops = 1.5e6;
 // Split points of a product over the pool are multiples of the kernels' register blocking.
 inline constexpr int kBlock = 16;
-// NN products of up to this many rows run on nn512 (docs/performance.md, "The NN kernel"),
-// unless K exceeds kNn512MaxK: nn512 reads B in place, 256 rows of a 32-column strip at a time,
-// and over a long K (the generator's d_X = dZ W, K = 8000; d_h = d_a W_hh, K = 1536) that strided
-// stream runs below the library's packed kernels (docs/performance.md, training round 4).
+// NN products of up to this many rows run on nn512 with B read in place (docs/performance.md,
+// "The NN kernel") -- behind OpenBLAS only. Behind oneDNN its packed kernels beat nn512's in-place
+// reads on every NN shape of training (docs/performance.md, "Training on the Intel machine"), so
+// there nn512 runs only x Wᵀ through the strip-packed per-batch Wᵀ (gemm_xwt), which still beats
+// the library's A Bᵀ.
 inline constexpr int kNn512Rows = 512;
-inline constexpr int kNn512MaxK = 1024;
-inline bool nn512_takes(int M, int K) {
-    return M <= kNn512Rows && K <= kNn512MaxK;
+#if NAZAR_BLAS_ONEDNN
+inline constexpr bool kNn512InPlace = false;
+#else
+inline constexpr bool kNn512InPlace = true;
+#endif
+inline bool nn512_takes(int M) {
+    return kNn512InPlace && M <= kNn512Rows;
 }
 
 // cols(c0, c1) for columns [c0, c1) of an M x N x K product on nazar's NN kernel: all of them
@@ -129,5 +134,13 @@ class GemmProfile;
 GemmProfile* profile();
 void profile_add(GemmProfile* p, bool ta, bool tb, int M, int N, int K, double seconds, bool packed,
                  bool bf16);
+// Wall and process CPU time at the start of a profiled product; profile_add with it also tallies
+// the CPU seconds the product took (all of the pool's threads: the caller waits meanwhile).
+struct ProfileStart {
+    double wall = 0, cpu = 0;
+};
+ProfileStart profile_start();
+void profile_add(GemmProfile* p, bool ta, bool tb, int M, int N, int K, const ProfileStart& start,
+                 bool packed, bool bf16);
 
 }  // namespace nazar::gemm_detail

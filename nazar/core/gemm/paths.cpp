@@ -57,6 +57,7 @@ using namespace gemm_detail;
 GemmPath gemm_path(bool ta, bool tb, int M, int N, int K, bool packed_wt) {
     if (!kHaveBlas) return {"naive loops", "naive", "NAZAR_BLAS=Naive"};
     (void)N;
+    (void)K;
     if (packed_wt && M > kSmallGemmRows && M <= kNn512Rows && detail::nn512_available())
         return {"nazar NN", "avx512", "16 lanes, packed per-batch Wᵀ"};
     if (packed_wt) tb = true;  // gemm_xwt falls back to the NT product against W
@@ -64,7 +65,7 @@ GemmPath gemm_path(bool ta, bool tb, int M, int N, int K, bool packed_wt) {
         const bool wide = small_m_avx512_on();
         return {"nazar small-M", wide ? "avx512" : "avx2", wide ? "16 lanes" : "8 lanes"};
     }
-    if (!ta && !tb && nn512_takes(M, K) && detail::nn512_available())
+    if (!ta && !tb && nn512_takes(M) && detail::nn512_available())
         return {"nazar NN", "avx512", "16 lanes, B in place"};
     check_library_once();
     return {kLibraryName, tier_name(backend_tier()), backend_isa()};
@@ -86,10 +87,7 @@ std::vector<GemmPathRow> gemm_paths() {
          false},
         {"x Wᵀ through the packed per-batch Wᵀ, 8 < M <= 512 (recurrence steps)", false, false, 64,
          1536, 512, true},
-        {"A B, M <= 512, K <= 1024 (backward steps: d_h = d_a W_hh, encoder)", false, false, 64,
-         256, 768, false},
-        {"A B, M <= 512, K > 1024 (generator d_X = dZ W, decoder d_h = d_a W_hh)", false, false,
-         256, 512, 8000, false},
+        {"A B, M <= 512 (backward steps: d_h = d_a W)", false, false, 64, 512, 1536, false},
         {"A Bᵀ, M > 8 (generator logits, input projections)", false, true, 256, 8000, 512, false},
         {"Aᵀ B (weight gradients)", true, false, 8000, 512, 256, false},
         {"A B, M > 512 (large products)", false, false, 2048, 2048, 2048, false},
