@@ -25,14 +25,6 @@ using simd::tanh8;
 
 // The 8-lane and scalar tails shared by both paths, from position a on (the AVX-512 functions
 // inline them: their target includes AVX2).
-// z[a..A) = tanh(u + k)
-inline void add_tanh_tail8(const float* u, const float* k, int A, int a, float* z) {
-    for (; a + 8 <= A; a += 8)
-        _mm256_storeu_ps(z + a,
-                         tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a))));
-    for (; a < A; ++a) z[a] = kernels::tanh1(u[a] + k[a]);
-}
-
 // acc's lanes plus v · tanh(u + k) over [a, A), in the 8-lane order
 inline float add_tanh_dot_tail8(const float* u, const float* k, const float* v, int A, int a,
                                 __m256 acc) {
@@ -44,6 +36,29 @@ inline float add_tanh_dot_tail8(const float* u, const float* k, const float* v, 
     for (; a < A; ++a) s += v[a] * kernels::tanh1(u[a] + k[a]);
     return s;
 }
+
+// One scored position's backward over [a, A) (additive_scores_backward), fused with the tanh it
+// recomputes: z = tanh(u + k);  d_v += g z;  d_pre = (g v) (1 - z²);  d_u += d_pre;
+// d_k += d_pre. The multiply-adds are the ones GCC contracted the earlier two-pass loop into
+// (1 - z² one fnmadd, each += one fma on the rounded g v), so the results are bit-identical.
+inline void add_tanh_backward_tail8(const float* u, const float* k, const float* v, float g, int A,
+                                    int a, float* d_u, float* dk, float* d_v) {
+    const __m256 g8 = _mm256_set1_ps(g), one = _mm256_set1_ps(1.0f);
+    for (; a + 8 <= A; a += 8) {
+        const __m256 z = tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a)));
+        const __m256 gv = _mm256_mul_ps(g8, _mm256_loadu_ps(v + a));
+        const __m256 w = _mm256_fnmadd_ps(z, z, one);
+        _mm256_storeu_ps(d_v + a, _mm256_fmadd_ps(g8, z, _mm256_loadu_ps(d_v + a)));
+        _mm256_storeu_ps(d_u + a, _mm256_fmadd_ps(gv, w, _mm256_loadu_ps(d_u + a)));
+        _mm256_storeu_ps(dk + a, _mm256_fmadd_ps(gv, w, _mm256_loadu_ps(dk + a)));
+    }
+    for (; a < A; ++a) {
+        const float z = kernels::tanh1(u[a] + k[a]), gv = g * v[a], w = std::fma(-z, z, 1.0f);
+        d_v[a] = std::fma(g, z, d_v[a]);
+        d_u[a] = std::fma(gv, w, d_u[a]);
+        dk[a] = std::fma(gv, w, dk[a]);
+    }
+}
 #endif
 
 #ifdef NZ_SIMD_AVX512
@@ -53,16 +68,8 @@ using simd::tanh16;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define NZ_AVX512 NZ_TARGET_AVX512
-// add_tanh / add_tanh_dot below with 16 lanes; the dot keeps the 8-lane accumulator and its
+// add_tanh_dot and the backward below with 16 lanes; the dot keeps the 8-lane accumulator and its
 // order (low half of each 16-block, then the high half), so the sum is bit-identical too.
-NZ_AVX512 void add_tanh512(const float* u, const float* k, int A, float* z) {
-    int a = 0;
-    for (; a + 16 <= A; a += 16)
-        _mm512_storeu_ps(z + a,
-                         tanh16(_mm512_add_ps(_mm512_loadu_ps(u + a), _mm512_loadu_ps(k + a))));
-    add_tanh_tail8(u, k, A, a, z);
-}
-
 NZ_AVX512 float add_tanh_dot512(const float* u, const float* k, const float* v, int A) {
     __m256 acc = _mm256_setzero_ps();
     int a = 0;
@@ -72,6 +79,21 @@ NZ_AVX512 float add_tanh_dot512(const float* u, const float* k, const float* v, 
         acc = _mm256_fmadd_ps(_mm256_loadu_ps(v + a + 8), _mm512_extractf32x8_ps(t, 1), acc);
     }
     return add_tanh_dot_tail8(u, k, v, A, a, acc);
+}
+
+NZ_AVX512 void add_tanh_backward512(const float* u, const float* k, const float* v, float g, int A,
+                                    float* d_u, float* dk, float* d_v) {
+    const __m512 g16 = _mm512_set1_ps(g), one = _mm512_set1_ps(1.0f);
+    int a = 0;
+    for (; a + 16 <= A; a += 16) {
+        const __m512 z = tanh16(_mm512_add_ps(_mm512_loadu_ps(u + a), _mm512_loadu_ps(k + a)));
+        const __m512 gv = _mm512_mul_ps(g16, _mm512_loadu_ps(v + a));
+        const __m512 w = _mm512_fnmadd_ps(z, z, one);
+        _mm512_storeu_ps(d_v + a, _mm512_fmadd_ps(g16, z, _mm512_loadu_ps(d_v + a)));
+        _mm512_storeu_ps(d_u + a, _mm512_fmadd_ps(gv, w, _mm512_loadu_ps(d_u + a)));
+        _mm512_storeu_ps(dk + a, _mm512_fmadd_ps(gv, w, _mm512_loadu_ps(dk + a)));
+    }
+    add_tanh_backward_tail8(u, k, v, g, A, a, d_u, dk, d_v);
 }
 #undef NZ_AVX512
 #pragma GCC diagnostic pop
@@ -83,18 +105,6 @@ NZ_AVX512 float add_tanh_dot512(const float* u, const float* k, const float* v, 
 std::atomic<bool>& avx512_on() {
     static std::atomic<bool> on{avx512_allowed() && !switches().attn_avx512_off};
     return on;
-}
-
-// z = tanh(u + k), A floats
-inline void add_tanh(const float* u, const float* k, int A, float* z) {
-#ifdef NZ_SIMD_AVX2
-#ifdef NZ_SIMD_AVX512
-    if (avx512_on().load(std::memory_order_relaxed)) return add_tanh512(u, k, A, z);
-#endif
-    add_tanh_tail8(u, k, A, 0, z);
-#else
-    for (int a = 0; a < A; ++a) z[a] = kernels::tanh1(u[a] + k[a]);
-#endif
 }
 
 // v · tanh(u + k) in one pass
@@ -128,7 +138,17 @@ void additive_scores_backward(const float* u, const float* keys, const float* v,
         if (g == 0.0f) continue;
         const float* k = keys + static_cast<int64_t>(j) * A;
         float* dk = d_keys + static_cast<int64_t>(j) * A;
-        add_tanh(u, k, A, tmp);
+#ifdef NZ_SIMD_AVX2
+        (void)tmp;  // scratch only for the scalar path
+#ifdef NZ_SIMD_AVX512
+        if (avx512_on().load(std::memory_order_relaxed)) {
+            add_tanh_backward512(u, k, v, g, A, d_u, dk, d_v);
+            continue;
+        }
+#endif
+        add_tanh_backward_tail8(u, k, v, g, A, 0, d_u, dk, d_v);
+#else
+        for (int a = 0; a < A; ++a) tmp[a] = kernels::tanh1(u[a] + k[a]);
         for (int a = 0; a < A; ++a) {
             const float z = tmp[a];
             const float d_pre = g * v[a] * (1.0f - z * z);
@@ -136,6 +156,7 @@ void additive_scores_backward(const float* u, const float* keys, const float* v,
             d_u[a] += d_pre;
             dk[a] += d_pre;
         }
+#endif
     }
 }
 
