@@ -48,6 +48,21 @@ double sum8_double(const float* x, int n) {
     return s;
 }
 
+// d_b += Σ_r z[r], column blocks over the pool; each column sums its rows in order, as
+// kernels::sum_rows_into does on one thread (bit-identical).
+void sum_rows_by_columns(ConstTensorView z, TensorView d_b) {
+    const int R = z.dim(0), V = z.dim(1);
+    constexpr int kCols = 512;
+    parallel_for((V + kCols - 1) / kCols, 1, [&](int64_t u0, int64_t u1) {
+        const int j0 = static_cast<int>(u0) * kCols, j1 = std::min(V, static_cast<int>(u1) * kCols);
+        float* db = d_b.data();
+        for (int r = 0; r < R; ++r) {
+            const float* zr = z.data() + static_cast<int64_t>(r) * V;
+            for (int j = j0; j < j1; ++j) db[j] += zr[j];
+        }
+    });
+}
+
 struct RowResult {
     double loss;
     bool correct;
@@ -169,10 +184,11 @@ XentStats SoftmaxXent::run(ConstTensorView X, ConstTensorView W, ConstTensorView
         // z = X_c Wᵀ + b
         TensorView z = logits_.slice(0, R);
         gemm(xc, false, W, true, z, 1.0f, 0.0f);
-        if (has_bias) kernels::add_bias_rows(z, b);
 
-        // Fused log-softmax + NLL (+ smoothing) per row; z becomes d z when backward.
+        // Bias, then fused log-softmax + NLL (+ smoothing) per row, each row while it is in
+        // cache; z becomes d z when backward.
         parallel_for(R, 8, [&](int64_t r0, int64_t r1) {
+            if (has_bias) kernels::add_bias_rows(z.slice(r0, r1), b);
             for (int64_t r = r0; r < r1; ++r) {
                 const RowResult rr =
                     xent_row(z.data() + r * V, V, targets[rows[r]], eps, backward, grad_scale);
@@ -197,7 +213,7 @@ XentStats SoftmaxXent::run(ConstTensorView X, ConstTensorView W, ConstTensorView
                               d_X.data() + static_cast<int64_t>(rows[r]) * H);
         }
         gemm(z, true, xc, false, d_W, 1.0f, 1.0f);
-        if (has_bias) kernels::sum_rows_into(z, d_b);
+        if (has_bias) sum_rows_by_columns(z, d_b);
     }
     return stats;
 }
