@@ -32,7 +32,7 @@ inline constexpr double kSplitFlops = 1.5e6;
 // Split points of a product over the pool are multiples of the kernels' register blocking.
 inline constexpr int kBlock = 16;
 // NN products of up to this many rows run on nn512 with B read in place (docs/performance.md,
-// "The NN kernel") -- behind OpenBLAS only. Behind oneDNN its packed kernels beat nn512's in-place
+// "Third round") -- behind OpenBLAS only. Behind oneDNN its packed kernels beat nn512's in-place
 // reads on every NN shape of training (docs/performance.md, "Training on the Intel machine"), so
 // there nn512 runs only x Wᵀ through the strip-packed per-batch Wᵀ (gemm_xwt), which still beats
 // the library's A Bᵀ.
