@@ -39,7 +39,7 @@ test: deps $(BUILD)/build.ninja
 ifneq ($(SANITIZE),0)
 	@# reliability (docs/reliability.md): the suite again under ASan+UBSan, then every fuzzer
 	@# for FUZZ_SECONDS from its seeds. `make test SANITIZE=0` skips both.
-	JOBS=$(JOBS) scripts/run-sanitizers.sh
+	JOBS=$(JOBS) RELEASE_BUILD=$(BUILD) scripts/run-sanitizers.sh
 	JOBS=$(JOBS) FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/run-fuzzers.sh
 endif
 

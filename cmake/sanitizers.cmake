@@ -4,12 +4,17 @@
 #   NAZAR_SANITIZE=address,undefined   (the option itself and its -fsanitize flags live in
 #                                       warnings.cmake) ASan + UBSan, -fno-sanitize-recover=all:
 #                                       the first finding aborts the test.
-#   NAZAR_FUZZ=ON                      clang only: every target is also compiled with libFuzzer's
+#   NAZAR_FUZZ=ON                      clang only: the libraries the fuzz targets link (the
+#                                       nazar/<folder> libraries and nazar_serve:
+#                                       nazar_fuzz_coverage()) are also compiled with libFuzzer's
 #                                       coverage instrumentation (-fsanitize=fuzzer-no-link) and
-#                                       cmake/fuzz.cmake adds the fuzz/fuzz_*.cpp targets. Ordinary
-#                                       executables still link (the sanitizer runtime provides the
-#                                       coverage callbacks), so tests and fuzz targets can share
-#                                       one build directory. scripts/configure-instrumented.sh:
+#                                       cmake/fuzz.cmake adds the fuzz/fuzz_*.cpp targets. The
+#                                       CLI, apps/ and the tests are not: nothing fuzzes them, and
+#                                       it cost 19% of a test file's compile (docs/reliability.md,
+#                                       CI). Ordinary executables still link the instrumented
+#                                       libraries (the sanitizer runtime provides the coverage
+#                                       callbacks), so tests and fuzz targets can share one build
+#                                       directory. scripts/configure-instrumented.sh:
 #                                       by default make test builds the ASan/UBSan ctest suite and
 #                                       the fuzzers in one clang directory (build-asan);
 #                                       SANITIZE_CXX=g++ builds the suite with gcc (build-asan) and
@@ -32,6 +37,14 @@ if(NAZAR_SANITIZE)
   set(NAZAR_SANITIZE_DEBUG ${_nazar_san_debug} CACHE STRING
       "Debug-info flag of sanitizer builds (default: line tables only)")
   add_compile_options(${NAZAR_SANITIZE_DEBUG})
+  # The drivers (the test programs and the CLI: tests/CMakeLists.txt, CMakeLists.txt) compile at
+  # -O0, the libraries, apps/ and the fuzz targets at the build type's level (-O1 in
+  # scripts/configure-instrumented.sh): the drivers' code mostly calls into the libraries, where
+  # the suite's time goes, and -O0 halves their compile (test_models_seq2seq.cpp 3.4 instead of
+  # 6.1 CPU s; docs/reliability.md, CI). The sanitizers check -O0 code at least as closely, and
+  # clang contracts a*b+c into an FMA at -O0 as at -O1, so the tests see the same float results.
+  set(NAZAR_SANITIZE_DRIVER_OPT -O0 CACHE STRING
+      "Optimization flag of the test programs and the CLI in sanitizer builds (empty: the build type's)")
   if(NAZAR_SANITIZE MATCHES "undefined")
     add_compile_options(-fsanitize=float-cast-overflow)
     add_link_options(-fsanitize=float-cast-overflow)
@@ -57,5 +70,11 @@ if(NAZAR_FUZZ)
     message(FATAL_ERROR "-fsanitize=fuzzer does not link: install libclang-rt-14-dev "
                         "(scripts/install-deps.sh test)")
   endif()
-  add_compile_options(-fsanitize=fuzzer-no-link)
 endif()
+
+# libFuzzer's coverage instrumentation on a library that fuzz targets link (NAZAR_FUZZ=ON only).
+function(nazar_fuzz_coverage target)
+  if(NAZAR_FUZZ)
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
+  endif()
+endfunction()

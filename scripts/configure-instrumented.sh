@@ -5,13 +5,15 @@
 #
 # SANITIZE_CXX picks the layout:
 #   clang++-14     (default) one directory, build-asan, for both: clang 14, ASan + UBSan,
-#                  libFuzzer coverage on every target, tests and fuzz targets together, so the
-#                  libraries are compiled once and clang's faster compiles apply to the whole
-#                  suite (docs/reliability.md, CI: the CPU time of both layouts).
+#                  libFuzzer coverage on the libraries the fuzz targets link (not on the CLI,
+#                  apps/ or the tests), tests and fuzz targets together, so the libraries are
+#                  compiled once and clang's faster compiles apply to the whole suite
+#                  (docs/reliability.md, CI: the CPU time of both layouts).
 #   g++            suite: build-asan, gcc 12, ASan + UBSan, every test;
 #                  fuzz:  build-fuzz, clang 14 + libFuzzer + ASan + UBSan, fuzz targets only
 #                  (the libraries are compiled twice, once per compiler).
-# Both: -fno-sanitize-recover=all, -O1 with line tables only, NZ_DCHECKs on, no benchmarks; the
+# Both: -fno-sanitize-recover=all, -O1 with line tables only (the test programs and the CLI -O0:
+# NAZAR_SANITIZE_DRIVER_OPT, cmake/sanitizers.cmake), NZ_DCHECKs on, no benchmarks; the
 # PyTorch-driven parity scripts are not registered (NAZAR_PARITY_PYTHON=/nonexistent: they test
 # Python, not nazar's memory safety; the C++ parity tests run on the committed fixtures).
 # A directory configured for another compiler or another NAZAR_FUZZ/NAZAR_BUILD_TESTS is

@@ -20,22 +20,14 @@ Exit code 77 (CTest SKIP_RETURN_CODE) when torch is missing.
 """
 
 import argparse
-import glob
 import json
 import os
-import struct
 import sys
 import zlib
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-SKIP = 77
-try:
-    import numpy as np
-    import nazar_torch as nt
-except ImportError as e:
-    np = nt = None
-    MISSING = str(e)
+from fixture_files import SKIP, import_reference, remove_files_of
+
+np, nt, MISSING = import_reference()
 
 GENERATOR = "tools/make_copy_fixtures.py (python/nazar/torch.py, float64 reference)"
 BASE = {"src_vocab_size": 12, "tgt_vocab_size": 13, "embedding_size": 6, "copy_attention": True}
@@ -101,24 +93,11 @@ def build_case(name, seed):
     return model, {"generator": GENERATOR, "case": name}, t, meta
 
 
-def ours(path):
-    try:
-        with open(path, "rb") as f:
-            (n,) = struct.unpack("<Q", f.read(8))
-            meta = json.loads(f.read(min(n, 1 << 20)).decode("utf-8")).get("__metadata__", {})
-        return meta.get("generator") == GENERATOR
-    except (OSError, ValueError, struct.error, AttributeError):
-        return False
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    for old in glob.glob(os.path.join(a.out, "*.safetensors")):
-        if ours(old):
-            os.unlink(old)
+    remove_files_of(a.out, GENERATOR)
     if np is None:
         print(f"make_copy_fixtures: {MISSING} (apt install python3-numpy python3-torch); skipped")
         return SKIP

@@ -23,23 +23,15 @@ Exit code 77 (CTest SKIP_RETURN_CODE) when torch is missing, or --compare finds 
 """
 
 import argparse
-import glob
 import json
 import math
 import os
-import struct
 import sys
 import zlib
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-SKIP = 77
-try:
-    import numpy as np
-    import nazar_torch as nt
-except ImportError as e:  # numpy missing: nothing can be generated or compared
-    np = nt = None
-    MISSING = str(e)
+from fixture_files import ROOT, SKIP, files_of, import_reference, remove_files_of
+
+np, nt, MISSING = import_reference()
 CASES = {}  # name -> function(seed) returning (module, inputs dict, run(module, inputs) -> outputs dict, config)
 
 
@@ -308,26 +300,8 @@ def build_case(name, seed):
 GENERATOR = "tools/make_fixtures.py (python/nazar_torch.py, float64 reference)"
 
 
-def ours(path):
-    """Whether a fixture file was written by this script (other generators share the directory,
-    e.g. tools/make_optim_fixtures.py)."""
-    try:
-        with open(path, "rb") as f:
-            (n,) = struct.unpack("<Q", f.read(8))
-            meta = json.loads(f.read(min(n, 1 << 20)).decode("utf-8")).get("__metadata__", {})
-        return meta.get("generator") == GENERATOR
-    except (OSError, ValueError, struct.error, AttributeError):
-        return False
-
-
-def our_files(d):
-    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(d, "*.safetensors")) if ours(p))
-
-
 def write_all(out_dir):
-    os.makedirs(out_dir, exist_ok=True)
-    for old in our_files(out_dir):
-        os.unlink(os.path.join(out_dir, old))  # never leave a stale fixture behind (tests prefer it)
+    remove_files_of(out_dir, GENERATOR)
     if np is None:
         print(f"make_fixtures: {MISSING} (apt install python3-numpy python3-torch); skipped")
         return SKIP
@@ -356,7 +330,7 @@ def compare(a_dir, b_dir):
     if np is None:
         print(f"compare: {MISSING}; skipped")
         return SKIP
-    a_files, b_files = our_files(a_dir), our_files(b_dir)
+    a_files, b_files = files_of(a_dir, GENERATOR), files_of(b_dir, GENERATOR)
     if not a_files:
         print(f"compare: no fixtures in {a_dir} (not regenerated: torch missing?); skipped")
         return SKIP

@@ -11,6 +11,7 @@
 // divided by 2·eps this is the floor `atol` must sit above. Each test states its tolerances.
 #pragma once
 
+#include "nazar/core/params.h"
 #include "nazar/core/tensor.h"
 #include "nazar/nn/gru_cell.h"  // RNNCellParams
 
@@ -81,6 +82,21 @@ inline ::testing::AssertionResult check_gradients(const std::function<double()>&
     if (checked == 0) return ::testing::AssertionFailure() << "nothing checked";
     return ::testing::AssertionFailure()
            << failures << " of " << checked << " gradient entries disagree" << bad.str();
+}
+
+// Whole-model checks (tests/grad/test_grad_models.cpp derives these tolerances): d loss / d every
+// parameter of `params`, whose gradients the caller has just computed (train_step), against
+// central differences of `loss`, 10 entries per tensor. The gradients are copied first: a loss
+// that re-runs train_step (dropout masks fixed by re-seeding) overwrites them.
+inline ::testing::AssertionResult check_model_gradients(const std::function<double()>& loss,
+                                                        const ParamList& params) {
+    std::vector<Tensor> grads;
+    for (const auto& p : params) grads.push_back(*p.grad);
+    std::vector<GradTarget> targets;
+    for (std::size_t i = 0; i < params.size(); ++i)
+        targets.push_back({params[i].name, *params[i].value, grads[i]});
+    return check_gradients(loss, targets,
+                           {.eps = 1e-2, .rtol = 3e-2, .atol = 3e-3, .max_entries = 10});
 }
 
 // The four tensors of a GRU/LSTM cell (p) and their gradients (g) as targets.

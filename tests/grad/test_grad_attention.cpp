@@ -13,6 +13,7 @@
 #include "nazar/attention/attention.h"
 #include "nazar/core/params.h"
 #include "tests/common/gradcheck.h"
+#include "tests/common/kernel_switches.h"
 #include "tests/common/test_util.h"
 
 #include <cmath>
@@ -135,33 +136,22 @@ TEST(AttentionGrad, LocalPredictiveLearnedScaleDot) {
 // Tolerances as above: the loss now sums B·C = 63 terms of O(1); their float32 rounding
 // (≈ 1e-7 · 63) over 2·eps is ≈ 3e-4, still below atol = 1e-3.
 namespace {
-// Switches the fused kernels to 16 lanes (true) or 8 (false) for a scope, then back to the
-// default (16 lanes where the CPU has AVX-512).
-class AdditiveLanes {
-public:
-    explicit AdditiveLanes(bool avx512) : on_(attn::set_additive_avx512(avx512)) {}
-    ~AdditiveLanes() { attn::set_additive_avx512(true); }
-    AdditiveLanes(const AdditiveLanes&) = delete;
-    AdditiveLanes& operator=(const AdditiveLanes&) = delete;
-    bool avx512() const { return on_; }
-
-private:
-    bool on_;
-};
-
 AttentionConfig wide(ScoreKind k, int A) {
     const bool dot = k == ScoreKind::dot;
     return {.score = k, .query_size = dot ? 21 : 13, .context_size = 21, .attention_size = A};
 }
 
+// Both SIMD paths of the fused kernels: 8 lanes, then 16 where the CPU has AVX-512 (the choice
+// is restored afterwards, tests/common/kernel_switches.h).
 void gradcheck_lanes(AttentionConfig cfg, uint64_t seed) {
+    const auto keep = test::keep_additive_avx512();
     {
-        const AdditiveLanes lanes(false);
+        attn::set_additive_avx512(false);
         SCOPED_TRACE("8-lane path");
         run_gradcheck(cfg, 0, seed);
     }
-    const AdditiveLanes lanes(true);
-    if (!lanes.avx512()) GTEST_SKIP() << "no AVX-512 here: the 16-lane kernels are not used";
+    if (!attn::set_additive_avx512(true))
+        GTEST_SKIP() << "no AVX-512 here: the 16-lane kernels are not used";
     SCOPED_TRACE("16-lane path");
     run_gradcheck(cfg, 0, seed);
 }

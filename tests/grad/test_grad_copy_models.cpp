@@ -39,18 +39,12 @@ void check_copy_model(ModelConfig cfg, const TrainOptions& opt = {.grad_scale = 
     if (!dropout) {
         EXPECT_NEAR(model.eval_loss(batch).loss, st.loss, 1e-4 * st.loss);
     }
-    std::vector<Tensor> grads;
-    for (const auto& p : params) grads.push_back(*p.grad);
-    std::vector<test::GradTarget> targets;
-    for (std::size_t i = 0; i < params.size(); ++i)
-        targets.push_back({params[i].name, *params[i].value, grads[i]});
     auto loss = [&] {
         if (!dropout) return model.eval_loss(batch).loss;
         Rng same(11);
         return model.train_step(batch, opt, same).loss;
     };
-    EXPECT_TRUE(test::check_gradients(
-        loss, targets, {.eps = 1e-2, .rtol = 3e-2, .atol = 3e-3, .max_entries = 10}));
+    EXPECT_TRUE(test::check_model_gradients(loss, params));
 }
 
 TEST(GradCopyModels, BahdanauGru) {

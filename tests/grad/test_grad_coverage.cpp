@@ -16,6 +16,7 @@
 #include "nazar/core/params.h"
 #include "nazar/models/attention_terms.h"
 #include "tests/common/gradcheck.h"
+#include "tests/common/kernel_switches.h"
 #include "tests/common/test_util.h"
 
 #include <cmath>
@@ -167,26 +168,15 @@ AttentionConfig local(AttentionConfig c, LocalMode m, int D) {
 }
 
 // Both SIMD paths of the fused kernel (see test_grad_attention.cpp).
-class AdditiveLanes {
-public:
-    explicit AdditiveLanes(bool avx512) : on_(attn::set_additive_avx512(avx512)) {}
-    ~AdditiveLanes() { attn::set_additive_avx512(true); }
-    AdditiveLanes(const AdditiveLanes&) = delete;
-    AdditiveLanes& operator=(const AdditiveLanes&) = delete;
-    bool avx512() const { return on_; }
-
-private:
-    bool on_;
-};
-
 void lanes(AttentionConfig cfg, float lambda, uint64_t seed) {
+    const auto keep = test::keep_additive_avx512();
     {
-        const AdditiveLanes l(false);
+        attn::set_additive_avx512(false);
         SCOPED_TRACE("8-lane path");
         run_gradcheck(cfg, lambda, seed, 2e-3f);
     }
-    const AdditiveLanes l(true);
-    if (!l.avx512()) GTEST_SKIP() << "no AVX-512 here: the 16-lane kernels are not used";
+    if (!attn::set_additive_avx512(true))
+        GTEST_SKIP() << "no AVX-512 here: the 16-lane kernels are not used";
     SCOPED_TRACE("16-lane path");
     run_gradcheck(cfg, lambda, seed, 2e-3f);
 }

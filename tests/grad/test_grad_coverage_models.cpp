@@ -56,11 +56,8 @@ void check_model(DecoderKind kind, DecoderBackwardPath path) {
         model.train_step(batch, {.grad_scale = 1.0f, .decoder_backward = path}, rng);
     // eval_loss runs the same coverage recurrence
     EXPECT_NEAR(model.eval_loss(batch).loss, st.loss, 1e-4 * st.loss);
-    std::vector<test::GradTarget> targets;
-    for (const auto& p : params) targets.push_back({p.name, *p.value, *p.grad});
     auto loss = [&] { return model.eval_loss(batch).loss; };
-    EXPECT_TRUE(test::check_gradients(
-        loss, targets, {.eps = 1e-2, .rtol = 3e-2, .atol = 3e-3, .max_entries = 10}));
+    EXPECT_TRUE(test::check_model_gradients(loss, params));
 }
 
 }  // namespace

@@ -33,11 +33,8 @@ void check_model(const ModelConfig& cfg, uint64_t seed = 3) {
     EXPECT_EQ(st.tokens, 6);
     // the eval loss equals the training loss (no dropout, no sampling)
     EXPECT_NEAR(model.eval_loss(batch).loss, st.loss, 1e-4 * st.loss);
-    std::vector<test::GradTarget> targets;
-    for (const auto& p : params) targets.push_back({p.name, *p.value, *p.grad});
     auto loss = [&] { return model.eval_loss(batch).loss; };
-    EXPECT_TRUE(test::check_gradients(
-        loss, targets, {.eps = 1e-2, .rtol = 3e-2, .atol = 3e-3, .max_entries = 10}));
+    EXPECT_TRUE(test::check_model_gradients(loss, params));
 }
 
 TEST(GradModels, BahdanauGru) {
@@ -142,17 +139,11 @@ TEST(GradModels, DropoutAndLabelSmoothingInTrainMode) {
     zero_grads(params);
     Rng rng(11);
     model.train_step(batch, opt, rng);
-    std::vector<Tensor> grads;
-    for (const auto& p : params) grads.push_back(*p.grad);
-    std::vector<test::GradTarget> targets;
-    for (std::size_t i = 0; i < params.size(); ++i)
-        targets.push_back({params[i].name, *params[i].value, grads[i]});
     auto loss = [&] {
         Rng same(11);
         return model.train_step(batch, opt, same).loss;
     };
-    EXPECT_TRUE(test::check_gradients(
-        loss, targets, {.eps = 1e-2, .rtol = 3e-2, .atol = 3e-3, .max_entries = 10}));
+    EXPECT_TRUE(test::check_model_gradients(loss, params));
 }
 
 }  // namespace
@@ -173,17 +164,11 @@ void check_dropout(const ModelConfig& cfg, const TrainOptions& opt) {
     const double train = model.train_step(batch, opt, rng).loss;
     EXPECT_GT(std::abs(train - model.eval_loss(batch).loss), 1e-3 * train)
         << "the dropout masks changed nothing";
-    std::vector<Tensor> grads;
-    for (const auto& p : params) grads.push_back(*p.grad);
-    std::vector<test::GradTarget> targets;
-    for (std::size_t i = 0; i < params.size(); ++i)
-        targets.push_back({params[i].name, *params[i].value, grads[i]});
     auto loss = [&] {
         Rng same(11);
         return model.train_step(batch, opt, same).loss;
     };
-    EXPECT_TRUE(test::check_gradients(
-        loss, targets, {.eps = 1e-2, .rtol = 3e-2, .atol = 3e-3, .max_entries = 10}));
+    EXPECT_TRUE(test::check_model_gradients(loss, params));
 }
 
 TrainOptions dropout_options(bool per_sequence, DecoderBackwardPath path) {

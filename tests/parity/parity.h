@@ -19,6 +19,7 @@
 #include "nazar/core/fileio.h"
 #include "nazar/core/params.h"
 #include "nazar/core/safetensors.h"
+#include "nazar/data/batcher.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -123,6 +124,31 @@ private:
 
 inline Fixture load_fixture(const std::string& name) {
     return Fixture(name);
+}
+
+// A model fixture's batch (tools/make_model_fixtures.py, make_copy_fixtures.py), in
+// batch_from_ids layout (tgt_in = <s> y, tgt_out = y </s>, pad 0); with the extended ids
+// src_copy / tgt_copy where the fixture has them (copy attention).
+inline Batch batch_of(const Fixture& f) {
+    Batch b;
+    b.B = f["src"].dim(0);
+    b.S = f["src"].dim(1);
+    b.T = f["tgt_in"].dim(1);
+    for (int v : f.ints("src")) b.src.push_back(v);
+    b.src_lengths = f.ints("src_lengths");
+    for (int v : f.ints("tgt_in")) b.tgt_in.push_back(v);
+    for (int v : f.ints("tgt_out")) b.tgt_out.push_back(v);
+    if (f.has("src_copy"))
+        for (int v : f.ints("src_copy")) b.src_copy.push_back(v);
+    if (f.has("tgt_copy"))
+        for (int v : f.ints("tgt_copy")) b.tgt_copy.push_back(v);
+    for (int i = 0; i < b.B; ++i) {
+        int n = 0;
+        for (int t = 0; t < b.T; ++t) n += b.tgt_out_at(i, t) != 0;
+        b.tgt_lengths.push_back(n);
+        b.index.push_back(i);
+    }
+    return b;
 }
 
 }  // namespace nazar::test

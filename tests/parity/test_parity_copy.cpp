@@ -24,33 +24,13 @@ namespace {
 using test::Fixture;
 constexpr double kTol = 1e-4;
 
-Batch copy_batch_of(const Fixture& f) {
-    Batch b;
-    b.B = f["src"].dim(0);
-    b.S = f["src"].dim(1);
-    b.T = f["tgt_in"].dim(1);
-    for (int v : f.ints("src")) b.src.push_back(v);
-    b.src_lengths = f.ints("src_lengths");
-    for (int v : f.ints("tgt_in")) b.tgt_in.push_back(v);
-    for (int v : f.ints("tgt_out")) b.tgt_out.push_back(v);
-    for (int v : f.ints("src_copy")) b.src_copy.push_back(v);
-    for (int v : f.ints("tgt_copy")) b.tgt_copy.push_back(v);
-    for (int i = 0; i < b.B; ++i) {
-        int n = 0;
-        for (int t = 0; t < b.T; ++t) n += b.tgt_out_at(i, t) != 0;
-        b.tgt_lengths.push_back(n);
-        b.index.push_back(i);
-    }
-    return b;
-}
-
 void check_copy(const std::string& name) {
     const std::string model_path = test::fixture_path("model_copy_" + name);
     if (!file_exists(model_path))
         GTEST_SKIP() << model_path << " missing: run tools/make_copy_fixtures.py (needs torch)";
     Fixture f("model_copy_" + name + "_expect");
     SCOPED_TRACE(model_path);
-    const Batch batch = copy_batch_of(f);
+    const Batch batch = test::batch_of(f);
     LoadedModel lm = load_model(model_path);
     Seq2Seq& model = *lm.model;
     ASSERT_TRUE(model.config().copy_attention);

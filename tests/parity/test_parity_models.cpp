@@ -46,6 +46,7 @@
 namespace nazar {
 namespace {
 
+using test::batch_of;
 using test::Fixture;
 constexpr double kTol = 1e-4;
 
@@ -68,27 +69,6 @@ const char* const kCases[] = {"bahdanau_gru",
                               "luong_feed_dropout",
                               "bahdanau_coverage",
                               "luong_concat_coverage"};
-
-// The fixture's batch, in batch_from_ids layout (tgt_in = <s> y, tgt_out = y </s>, pad 0).
-Batch batch_of(const Fixture& f) {
-    Batch b;
-    const Tensor& src = f["src"];
-    const Tensor& tgt = f["tgt_in"];
-    b.B = src.dim(0);
-    b.S = src.dim(1);
-    b.T = tgt.dim(1);
-    for (int v : f.ints("src")) b.src.push_back(v);
-    b.src_lengths = f.ints("src_lengths");
-    for (int v : f.ints("tgt_in")) b.tgt_in.push_back(v);
-    for (int v : f.ints("tgt_out")) b.tgt_out.push_back(v);
-    for (int i = 0; i < b.B; ++i) {
-        int n = 0;
-        for (int t = 0; t < b.T; ++t) n += b.tgt_out_at(i, t) != 0;
-        b.tgt_lengths.push_back(n);
-        b.index.push_back(i);
-    }
-    return b;
-}
 
 // A decoded result's attention (n, S_b) into the top-left corner of a zeroed (n_max, S) block.
 void place_attention(const Tensor& attention, TensorView out) {

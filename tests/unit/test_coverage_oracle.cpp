@@ -12,6 +12,7 @@
 #include "nazar/attention/naive_coverage.h"
 #include "nazar/core/params.h"
 #include "nazar/models/attention_terms.h"
+#include "tests/common/kernel_switches.h"
 #include "tests/common/test_util.h"
 
 #include <algorithm>
@@ -166,8 +167,7 @@ TEST(CoverageOracle, AdditiveA19WithLoss) {
     check(wide(ScoreKind::additive, 19), 0.6, 83);
 }
 TEST(CoverageOracle, AdditiveA40WithLoss8Lanes) {
-    const bool was = attn::additive_avx512();
+    const auto keep = test::keep_additive_avx512();
     attn::set_additive_avx512(false);
     check(wide(ScoreKind::additive, 40), 0.6, 84);
-    attn::set_additive_avx512(was);
 }
