@@ -118,6 +118,8 @@ void Trainer::note_skipped(RunLog& log) {
 }
 
 void Trainer::log_update(RunLog& log, int64_t total) {
+    if (!cfg_.train_alignment.empty())
+        log.progress.add_alignment(last_alignment_loss_, last_aligned_);
     log.progress.update(state_.step, total, state_.position.epoch + 1, last_loss_, last_tokens_,
                         optim_->lr());
     if (log.progress.due()) {
@@ -132,6 +134,10 @@ void Trainer::log_update(RunLog& log, int64_t total) {
                                  {"grad_norm", last_norm_}};
         if (cfg_.coverage_loss_weight > 0)  // the last batch's, per target token
             record["coverage_loss"] = last_coverage_loss_ / std::max<int64_t>(last_tokens_, 1);
+        if (p.align >= 0) {  // the window's, per aligned target position; and the weight now
+            record["alignment_loss"] = p.align;
+            record["guided_alignment_weight"] = guided_weight();
+        }
         log.metrics.write(record);
         if (hooks_.on_record) hooks_.on_record(record);
     }
