@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes the guided-alignment PyTorch parity fixtures of nazar (models/guided_alignment.h,
-docs/spec.md §5c).
+docs/spec.md §7 "Guided alignment").
 
 Per case (Bahdanau additive, Luong general + input feeding, Luong local-m and local-p, Bahdanau
 coverage with its loss):

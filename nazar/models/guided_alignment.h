@@ -1,8 +1,8 @@
 // Guided alignment (Marian's guided alignment, cost "ce"; docs/models.md "Guided alignment",
-// docs/spec.md §5c): an extra training loss pulling the attention weights α toward given
-// alignments (data/alignment_file.h). For row b of a batch and target position t with n_bt >= 1
-// links (j = t: the target token y_{t+1} predicted at step t; the </s> step has no links), the
-// links normalised to sum 1, A_bti = [(i, t) is a link] / n_bt, and
+// docs/spec.md §7 "Guided alignment"): an extra training loss pulling the attention weights α
+// toward given alignments (data/alignment_file.h). For row b of a batch and target position t with
+// n_bt >= 1 links (j = t: the target token y_{t+1} predicted at step t; the </s> step has no
+// links), the links normalised to sum 1, A_bti = [(i, t) is a link] / n_bt, and
 //
 //   L_ga = −λ Σ_b Σ_{t: n_bt > 0} Σ_{i in window_bt} A_bti log(α_bti + ε),   ε = 1e-6
 //   d L_ga / d α_bti = −λ A_bti / (α_bti + ε)                            (i in the window)

@@ -708,6 +708,25 @@ std::vector<std::string> changed_keys(const TrainConfig& a, const TrainConfig& b
     return out;
 }
 
+// The losses on the attention: coverage needs a coverage model; guided alignment's weight and
+// file go together (docs/training.md "Guided alignment").
+static void validate_attention_losses(const TrainConfig& cfg) {
+    if (cfg.coverage_loss_weight > 0 && !cfg.coverage)
+        usage("", fmt::format("coverage_loss_weight {} needs coverage: true",
+                              cfg.coverage_loss_weight));
+    if (cfg.guided_alignment_weight > 0 && cfg.train_alignment.empty())
+        usage("", fmt::format("guided_alignment_weight {} needs train_alignment (a Pharaoh file of "
+                              "the training pairs' links)",
+                              cfg.guided_alignment_weight));
+    if (!cfg.train_alignment.empty() && cfg.guided_alignment_weight == 0)
+        usage("",
+              "train_alignment is set but guided_alignment_weight is 0: set a weight > 0 "
+              "(e.g. 1), or drop train_alignment");
+    if (cfg.guided_alignment_decay <= 0)
+        usage("", fmt::format("guided_alignment_decay must be in (0, 1], got {}",
+                              cfg.guided_alignment_decay));
+}
+
 void validate_config(const TrainConfig& cfg) {
     parse_choices(cfg);  // every choice key known (choices.h), also for a config built in code
     // Data: exactly one training set; dev optional but complete.
@@ -786,20 +805,7 @@ void validate_config(const TrainConfig& cfg) {
         usage("", fmt::format("coverage needs attention: additive or concat (the coverage term "
                               "enters the score's hidden layer), got '{}'",
                               cfg.attention));
-    if (cfg.guided_alignment_weight > 0 && cfg.train_alignment.empty())
-        usage("", fmt::format("guided_alignment_weight {} needs train_alignment (a Pharaoh file of "
-                              "the training pairs' links)",
-                              cfg.guided_alignment_weight));
-    if (!cfg.train_alignment.empty() && cfg.guided_alignment_weight == 0)
-        usage("",
-              "train_alignment is set but guided_alignment_weight is 0: set a weight > 0 "
-              "(e.g. 1), or drop train_alignment");
-    if (cfg.guided_alignment_decay <= 0)
-        usage("", fmt::format("guided_alignment_decay must be in (0, 1], got {}",
-                              cfg.guided_alignment_decay));
-    if (cfg.coverage_loss_weight > 0 && !cfg.coverage)
-        usage("", fmt::format("coverage_loss_weight {} needs coverage: true",
-                              cfg.coverage_loss_weight));
+    validate_attention_losses(cfg);
 }
 
 }  // namespace nazar

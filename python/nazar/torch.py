@@ -823,7 +823,7 @@ if torch is not None:
         nll = -lp.gather(-1, tgt_copy[..., None]).squeeze(-1).masked_fill(tgt_copy == pad, 0.0)
         return nll.sum(), int((tgt_copy != pad).sum())
 
-    # ---- guided alignment (nazar/models/guided_alignment.h, docs/spec.md §5c) ----
+    # ---- guided alignment (nazar/models/guided_alignment.h, docs/spec.md §7 "Guided alignment") ----
 
     GUIDED_ALIGNMENT_EPSILON = 1e-6
 

@@ -1,5 +1,6 @@
 // Guided alignment (nazar/models/guided_alignment.h) against its oracle
-// (nazar/models/naive_guided_alignment.h, double precision from docs/spec.md §5c):
+// (nazar/models/naive_guided_alignment.h, double precision from docs/spec.md §7 "Guided
+// alignment"):
 //  * the loss alone: value and d α of random windowed weight rows equal the oracle's, and d α
 //    equals central differences of the production loss itself (perturbing α);
 //  * through the attention: T = 5 steps of each score (additive, dot, general, concat) and
