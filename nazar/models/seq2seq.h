@@ -38,6 +38,7 @@
 #include "nazar/models/copy.h"
 #include "nazar/models/decoder.h"
 #include "nazar/models/encoder.h"
+#include "nazar/models/guided_alignment.h"
 #include "nazar/nn/linear.h"
 #include "nazar/nn/softmax_xent.h"
 
@@ -165,6 +166,10 @@ public:
     LossStats train_step(const Batch& batch, const TrainOptions& opt, Rng& rng);
     // Forward only, eval mode (no dropout, pure teacher forcing).
     LossStats eval_loss(const Batch& batch, float label_smoothing = 0.0f);
+    // Guided alignment's loss (guided_alignment.h, weight λ, no gradient) of the attention of
+    // the last eval_loss / train_step forward, for that batch (seq2seq_terms.cpp).
+    GuidedAlignmentStats alignment_loss(const Batch& batch, const CorpusAlignments& alignments,
+                                        float weight) const;
     // Per-sentence log-probability of tgt_out (incl. </s>), eval mode.
     void score(const Batch& batch, std::span<double> out);  // out (B)
 

@@ -9,6 +9,29 @@
 
 namespace nazar {
 
+namespace {
+std::vector<std::span<const AlignedPair>> batch_links(const Batch& batch,
+                                                      const CorpusAlignments& alignments) {
+    std::vector<std::span<const AlignedPair>> rows(static_cast<std::size_t>(batch.B));
+    for (int b = 0; b < batch.B; ++b) {
+        const int64_t pair = batch.index[static_cast<std::size_t>(b)];
+        NZ_CHECK(pair >= 0 && pair < alignments.size(),
+                 "guided alignment: batch row {} is pair {}, the alignments hold {}", b, pair,
+                 alignments.size());
+        rows[static_cast<std::size_t>(b)] = alignments.links(pair);
+    }
+    return rows;
+}
+}  // namespace
+
+GuidedAlignmentStats Seq2Seq::alignment_loss(const Batch& batch, const CorpusAlignments& alignments,
+                                             float weight) const {
+    NZ_CHECK(static_cast<int>(steps_.size()) >= batch.T, "alignment_loss: no forward of the batch");
+    return guided_alignment_loss(std::span<const DecoderStepCache>(steps_.data(), batch.T),
+                                 batch_links(batch, alignments), batch.T, batch.S, weight, 1.0f,
+                                 TensorView());
+}
+
 void Seq2Seq::attention_terms_forward(const Batch& batch, const TrainOptions& opt, float scale,
                                       LossStats& stats) {
     const bool guided = opt.guided_alignment_weight > 0.0f;
@@ -30,16 +53,9 @@ void Seq2Seq::attention_terms_forward(const Batch& batch, const TrainOptions& op
         terms_.direct_context(encoder.output_size()).copy_from(copy_d_c_);
     }
     if (guided) {
-        std::vector<std::span<const AlignedPair>> rows(static_cast<std::size_t>(B));
-        for (int b = 0; b < B; ++b) {
-            const int64_t pair = batch.index[static_cast<std::size_t>(b)];
-            NZ_CHECK(pair >= 0 && pair < opt.alignments->size(),
-                     "guided alignment: batch row {} is pair {}, the alignments hold {}", b, pair,
-                     opt.alignments->size());
-            rows[static_cast<std::size_t>(b)] = opt.alignments->links(pair);
-        }
-        const GuidedAlignmentStats g = guided_alignment_loss(
-            steps, rows, T, S, opt.guided_alignment_weight, scale, terms_.direct_alpha());
+        const GuidedAlignmentStats g =
+            guided_alignment_loss(steps, batch_links(batch, *opt.alignments), T, S,
+                                  opt.guided_alignment_weight, scale, terms_.direct_alpha());
         stats.alignment_loss = g.loss;
         stats.aligned = g.positions;
     }

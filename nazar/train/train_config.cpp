@@ -45,6 +45,10 @@ std::vector<ConfigKey> make_table() {
          &C::dev_src},
         {"dev_tgt", "data", K::file, "", "Validation targets, line-aligned with dev_src",
          &C::dev_tgt},
+        {"dev_alignment", "data", K::file, "",
+         "Pharaoh links of the dev pairs (as train_alignment): validation reports the alignment "
+         "loss",
+         &C::dev_alignment},
         {"tokenizer",
          "data",
          K::choice,
@@ -722,6 +726,8 @@ static void validate_attention_losses(const TrainConfig& cfg) {
         usage("",
               "train_alignment is set but guided_alignment_weight is 0: set a weight > 0 "
               "(e.g. 1), or drop train_alignment");
+    if (!cfg.dev_alignment.empty() && cfg.dev.empty() && cfg.dev_src.empty())
+        usage("", "dev_alignment is set but there is no dev set (dev, or dev_src and dev_tgt)");
     if (cfg.guided_alignment_decay <= 0)
         usage("", fmt::format("guided_alignment_decay must be in (0, 1], got {}",
                               cfg.guided_alignment_decay));

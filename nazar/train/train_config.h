@@ -29,8 +29,9 @@ struct TrainConfig {
     std::string train, train_src, train_tgt;  // a TSV, or two line-aligned files
     std::string train_alignment;  // Pharaoh links, one line per training line (guided alignment)
     std::string dev, dev_src, dev_tgt;
-    std::string tokenizer;  // char | word | spm
-    std::string spm_model;  // an existing SentencePiece .model (spm)
+    std::string dev_alignment;  // Pharaoh links of the dev pairs: the dev alignment loss
+    std::string tokenizer;      // char | word | spm
+    std::string spm_model;      // an existing SentencePiece .model (spm)
     int spm_vocab_size = 0;
     std::string spm_model_type;  // unigram | bpe
     int vocab_size = 0;          // 0 = no limit (char/word)

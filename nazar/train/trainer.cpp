@@ -235,12 +235,20 @@ std::unique_ptr<Checkpoint> Trainer::prepare_data(const std::string& resume,
     if (!cfg_.train_alignment.empty())
         load_alignments(kept_lines, train_files.name(), data_.summary.read);
     if (!cfg_.dev.empty() || !cfg_.dev_src.empty()) {
-        dev_ = load_corpus(files_of(cfg_.dev, cfg_.dev_src, cfg_.dev_tgt), data_.src_tokenizer,
-                           data_.tgt_tokenizer, data_.src_vocab, data_.tgt_vocab,
+        const CorpusFiles dev_files = files_of(cfg_.dev, cfg_.dev_src, cfg_.dev_tgt);
+        std::vector<int64_t> dev_lines;
+        LoadSummary dev_summary;
+        dev_ = load_corpus(dev_files, data_.src_tokenizer, data_.tgt_tokenizer, data_.src_vocab,
+                           data_.tgt_vocab,
                            {.skip_bad_lines = cfg_.skip_bad_lines,
                             .tgt_text = &dev_text_,
-                            .copy_ids = cfg_.copy_attention});
+                            .copy_ids = cfg_.copy_attention,
+                            .kept_lines = &dev_lines},
+                           &dev_summary);
         has_dev_ = dev_.size() > 0;
+        if (!cfg_.dev_alignment.empty())
+            dev_alignments_ = CorpusAlignments::read(cfg_.dev_alignment, dev_, dev_lines,
+                                                     dev_summary.read, dev_files.name());
     }
     return ck;
 }

@@ -81,7 +81,10 @@ struct ValidationResult {
     // What early stopping and best.safetensors go by, lower is better: the dev loss for
     // valid_metric loss, else 100 − the metric's score (train.state's best_dev_loss holds it).
     double criterion = 0;
-    int64_t sampled = 0;                // sentences decoded
+    int64_t sampled = 0;  // sentences decoded
+    // dev_alignment: the guided alignment loss (unweighted, λ = 1) per aligned dev position;
+    // < 0 without dev alignments
+    double alignment_loss = -1;
     std::vector<std::string> examples;  // first few "src ||| hyp ||| ref" lines
 };
 
@@ -176,7 +179,9 @@ private:
     float guided_weight() const;
     TrainingData data_;
     Corpus dev_;
-    CorpusAlignments alignments_;        // train_alignment: the training pairs' links (guided)
+    CorpusAlignments alignments_;
+    CorpusAlignments dev_alignments_;  // dev_alignment (empty: none)        // train_alignment: the
+                                       // training pairs' links (guided)
     std::vector<std::string> dev_text_;  // dev target lines as read: the references of BLEU etc.
     bool has_dev_ = false;
     std::unique_ptr<Seq2Seq> model_;

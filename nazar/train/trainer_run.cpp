@@ -67,25 +67,28 @@ void Trainer::announce(RunLog& log) const {
 
 void Trainer::report(RunLog& log, const ValidationResult& v, bool improved) {
     log.progress.message(fmt::format(
-        "valid step {} | loss {:.4f} | ppl {:.2f} | acc {:.1f}% | exact {:.1f}% | "
+        "valid step {} | loss {:.4f}{} | ppl {:.2f} | acc {:.1f}% | exact {:.1f}% | "
         "{} | chrF {:.2f} ({} sentences{}{}){}",
-        state_.step, v.loss, v.perplexity, v.accuracy, v.exact,
+        state_.step, v.loss,
+        v.alignment_loss >= 0 ? fmt::format(" | align {:.4f}", v.alignment_loss) : "", v.perplexity,
+        v.accuracy, v.exact,
         data_.tgt_tokenizer.kind() == TokenizerKind::character
             ? std::string("BLEU n/a (char targets)")
             : fmt::format("BLEU {:.2f}", v.bleu),
         v.chrf, v.sampled, cfg_.valid_beam > 1 ? fmt::format(", beam {}", cfg_.valid_beam) : "",
         ema_ ? ", EMA weights" : "", improved ? fmt::format(" | best by {}", metric_name()) : ""));
-    const nlohmann::json record = {{"type", "valid"},
-                                   {"step", state_.step},
-                                   {"epoch", state_.position.epoch + 1},
-                                   {"loss", v.loss},
-                                   {"perplexity", v.perplexity},
-                                   {"accuracy", v.accuracy},
-                                   {"exact", v.exact},
-                                   {"bleu", v.bleu},
-                                   {"chrf", v.chrf},
-                                   {"sampled", v.sampled},
-                                   {"best", improved}};
+    nlohmann::json record = {{"type", "valid"},
+                             {"step", state_.step},
+                             {"epoch", state_.position.epoch + 1},
+                             {"loss", v.loss},
+                             {"perplexity", v.perplexity},
+                             {"accuracy", v.accuracy},
+                             {"exact", v.exact},
+                             {"bleu", v.bleu},
+                             {"chrf", v.chrf},
+                             {"sampled", v.sampled},
+                             {"best", improved}};
+    if (v.alignment_loss >= 0) record["alignment_loss"] = v.alignment_loss;
     log.metrics.write(record);
     if (hooks_.on_record) hooks_.on_record(record);
     log.result.last_valid = v;

@@ -6,6 +6,7 @@
 #     --metric aer` read the model's attention back;
 #   - bad alignment files stop training with exit 1 and one line naming file:line: a malformed
 #     link, an index outside the pair, a line count other than the training file's;
+#   - dev_alignment: the valid line and the metrics log show the dev alignment loss;
 #   - a weight without train_alignment (and the reverse) is a usage error, exit 2.
 # Usage: test_cli_guided.sh path/to/nazar
 set -u
@@ -26,7 +27,7 @@ common=(--train data/train.tsv --tokenizer word --embedding-size 8 --hidden-size
 
 "$NAZAR" train "${common[@]}" --train-alignment data/train.align --guided-alignment-weight 0.5 \
     --guided-alignment-decay 0.5 --guided-alignment-decay-steps 4 --metrics-log metrics.jsonl \
-    --save-dir run >out 2>err
+    --dev data/dev.tsv --dev-alignment data/dev.align --valid-sample 0 --save-dir run >out 2>err
 rc=$?
 if [ $rc -eq 0 ] && grep -q "data/train.align: .* links for 300 of 300 pairs" err &&
     grep -q "loss [0-9.]* | align [0-9.]* |" err; then
@@ -34,8 +35,14 @@ if [ $rc -eq 0 ] && grep -q "data/train.align: .* links for 300 of 300 pairs" er
 else
     bad "training with alignments (rc $rc)" "$(tail -5 err)"
 fi
+if grep -q "^valid step 12 | loss [0-9.]* | align [0-9.]* |" err; then
+    ok "validation shows the dev alignment loss (dev_alignment)"
+else
+    bad "dev alignment loss in the valid line" "$(grep valid err)"
+fi
 # the weight of the next update after 12: 0.5 x 0.5^floor(12 / 4)
-if grep -q '"alignment_loss"' metrics.jsonl 2>/dev/null &&
+if grep '"type":"train"' metrics.jsonl 2>/dev/null | grep -q '"alignment_loss"' &&
+    grep '"type":"valid"' metrics.jsonl | grep -q '"alignment_loss"' &&
     grep -q '"guided_alignment_weight":0.0625' metrics.jsonl; then
     ok "metrics log records the alignment loss and the decayed weight"
 else
