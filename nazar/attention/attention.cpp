@@ -346,11 +346,10 @@ void Attention::backward(ConstTensorView d_context, ConstTensorView query,
     prepare_backward(*this, sc, cache, B, S);
     const float sigma = attn::gaussian_sigma(cfg.window);
     const bool drop = cache.drop_mask.numel() > 0;
-    const bool extra_w = cache.extra_d_weights.numel() > 0;
-    const bool extra_c = cache.extra_d_context.numel() > 0;
-    if (extra_w) NZ_CHECK_SHAPE(cache.extra_d_weights, {B, W});
+    const bool extra_w = extra != nullptr && extra->d_weights.numel() > 0;
+    const bool extra_c = extra != nullptr && extra->d_context.numel() > 0;
     if (extra_c) {
-        NZ_CHECK_SHAPE(cache.extra_d_context, {B, C});
+        NZ_CHECK_SHAPE(extra->d_context, {B, C});
         sc.d_context.resize({B, C}, false);
     }
 
@@ -363,9 +362,9 @@ void Attention::backward(ConstTensorView d_context, ConstTensorView query,
             // c = Σ α̃_j h_j (α̃ = α ⊙ m with dropout)  =>  d_α̃_j = d_c · h_j; d_α_j = d_α̃_j m_j
             const float* wt = (drop ? cache.dropped : cache.weights).data() + b * W;
             const float* d_c = d_context.data() + b * C;
-            if (extra_c) {  // the copy gate's d c_t joins the decoder's
+            if (extra_c) {  // the extra terms' d c_t (copy gate) joins the decoder's
                 float* sum = sc.d_context.data() + b * C;
-                const float* x = cache.extra_d_context.data() + b * C;
+                const float* x = extra->d_context.data() + b * C;
                 for (int k = 0; k < C; ++k) sum[k] = d_c[k] + x[k];
                 d_c = sum;
             }
@@ -375,12 +374,8 @@ void Attention::backward(ConstTensorView d_context, ConstTensorView query,
                 const float* m = cache.drop_mask.data() + first;
                 for (int j = 0; j < w.count; ++j) dw[j] *= m[j];
             }
-            if (extra != nullptr && extra->d_weights.numel() > 0) {  // d α += the extra terms
+            if (extra_w) {  // d α += the extra terms (by source position)
                 const float* x = extra->d_weights.data() + first;
-                for (int j = 0; j < w.count; ++j) dw[j] += x[j];
-            }
-            if (extra_w) {  // the copy mixture's d α
-                const float* x = cache.extra_d_weights.data() + b * W;
                 for (int j = 0; j < w.count; ++j) dw[j] += x[j];
             }
             const float p = predictive ? cache.position[b] : 0.0f;

@@ -151,18 +151,15 @@ struct AttentionStepCache {
     // Coverage (cfg.coverage), set by the caller BEFORE forward: (B, S) cov_t = Σ_{t'<t} α_t' by
     // source position (zeros at t = 0; coverage.h advance_coverage makes the next one).
     Tensor coverage{Shape{0}};
-    // Extra gradients from a term that reads this step's α and c directly (copy attention,
-    // models/copy.h), set by the caller BEFORE backward, (0) = none: backward adds d_weights to
-    // d α (window columns, as `weights`) and d_context to its d_context argument. Per-step
-    // backward only (not backward_steps).
-    Tensor extra_d_weights{Shape{0}};  // (B, W)
-    Tensor extra_d_context{Shape{0}};  // (B, C)
 };
 
-// Extra gradients of one step's backward (coverage, attention losses; coverage.h): given as
-// Attention::extra before backward(), cleared by the caller after it.
+// Extra gradients of one step's backward from every term that reads the step's α, c or cov
+// beyond the decoder (models/attention_terms.h gathers them: the coverage loss and recurrence,
+// copy attention's mixture and gate, guided alignment): given as Attention::extra before
+// backward(), cleared by the caller after it. The one hook for all of them.
 struct AttentionExtraGrad {
     ConstTensorView d_weights;  // (B, S)  added to d α_t by source position, or empty
+    ConstTensorView d_context;  // (B, C)  added to backward's d_context, or empty
     TensorView d_coverage;      // (B, S)  += d cov_t (coverage on), or empty
 };
 

@@ -27,7 +27,7 @@ struct StepScratch {      // Attention::forward / backward: one decoder step, B 
     Tensor cov_u;         // (B, A)  coverage: per-row u + cov_j w_c
     Tensor cov_d_pre;     // (B, A)  coverage: per-row d pre_j
     Tensor d_w_c;         // (B, A)  coverage: per-row d w_c, summed in a fixed order
-    Tensor d_context;     // (B, C)  d c plus the cache's extra_d_context (copy attention)
+    Tensor d_context;     // (B, C)  d c plus Attention::extra->d_context (copy attention)
 };
 
 struct ForwardStepsScratch {        // Attention::forward_steps: all T steps

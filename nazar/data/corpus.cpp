@@ -249,11 +249,13 @@ Corpus load(const CorpusFiles& files, SideMap& src_map, SideMap& tgt_map, const 
     struct Slot {
         std::string src, tgt;
         SideMap::Work s, t;
+        int64_t line = 0;
     };
     NZ_CHECK(!o.copy_ids || (src_map.vocab && tgt_map.vocab),
              "copy ids need fixed vocabularies (load_corpus)");
     std::vector<int32_t> src_copy, tgt_copy;
     std::vector<Slot> block(kBlock);
+    if (o.kept_lines) o.kept_lines->clear();
     RawPair pair;
     bool more = true;
     while (more) {
@@ -261,6 +263,7 @@ Corpus load(const CorpusFiles& files, SideMap& src_map, SideMap& tgt_map, const 
         while (n < kBlock && (more = reader.next(pair))) {
             block[n].src.assign(pair.src);
             block[n].tgt.assign(pair.tgt);
+            block[n].line = pair.line;
             ++n;
         }
         parallel_for(n, 64, [&](int64_t begin, int64_t end) {
@@ -287,6 +290,7 @@ Corpus load(const CorpusFiles& files, SideMap& src_map, SideMap& tgt_map, const 
                 continue;
             }
             if (o.tgt_text) o.tgt_text->push_back(slot.tgt);
+            if (o.kept_lines) o.kept_lines->push_back(slot.line);
             if (src_map.counter)
                 for (int32_t id : slot.s.ids) src_map.counter->count(id);
             if (tgt_map.counter)

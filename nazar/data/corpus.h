@@ -44,6 +44,9 @@ struct LoadOptions {
     // Copy attention: also store every kept pair's extended ids (data/extended_vocab.h), from
     // the pieces' strings. Needs fixed vocabularies (load_corpus).
     bool copy_ids = false;
+    // Given: cleared, then the 1-based line of every kept pair, in corpus order (guided
+    // alignment pairs each kept pair with its line of the alignment file; alignment_file.h).
+    std::vector<int64_t>* kept_lines = nullptr;
 };
 
 struct LoadSummary {

@@ -8,8 +8,14 @@
 
 namespace nazar {
 
-bool AttentionTerms::needed(const Attention& att, float coverage_weight) {
-    return att.cfg.coverage || coverage_weight > 0.0f;
+bool AttentionTerms::needed(const Attention& att, float coverage_weight, bool direct) {
+    return att.cfg.coverage || coverage_weight > 0.0f || direct;
+}
+
+TensorView AttentionTerms::direct_context(int C) {
+    d_ctx_.resize({T_, B_, C});  // zeroed
+    context_ = true;
+    return d_ctx_.view();
 }
 
 void AttentionTerms::begin_step(const Attention& att, std::span<DecoderStepCache> steps, int t,
@@ -37,6 +43,7 @@ double AttentionTerms::loss_forward(const Attention& att, std::span<const Decode
     B_ = B;
     S_ = S;
     coverage_ = att.cfg.coverage;
+    context_ = false;
     d_alpha_.resize({T, B, S});  // zeroed
     d_cov_.resize({T, B, S});
     carry_.resize({B, S});
@@ -77,6 +84,7 @@ void AttentionTerms::before_step_backward(Attention& att, int t) {
     step_cov_.zero();
     extra_.d_weights = step_alpha_.view();
     extra_.d_coverage = coverage_ ? step_cov_.view() : TensorView();
+    extra_.d_context = context_ ? ConstTensorView(d_ctx_.select(t)) : ConstTensorView();
     att.extra = &extra_;
 }
 

@@ -9,6 +9,10 @@
 //              loss's direct gradient and carry_t = Σ_{t'' > t} (d cov_t'' of the score + the
 //              loss's d cov_t''), and writes the score's d cov_t, which joins the carry.
 // All gradients are scaled by the step's grad_scale, like the cross-entropy's.
+// Other terms that read α_t or c_t directly add their gradients to D_t (direct_alpha(): copy
+// attention's mixture, guided alignment, models/guided_alignment.h) and to the step's d c_t
+// (direct_context(): the copy gate) after loss_forward; each step's backward then gets them all
+// through the one hook, Attention::extra (AttentionExtraGrad).
 // The per-step decoder path only: Seq2Seq runs no split outputs while this is active.
 #pragma once
 
@@ -24,7 +28,8 @@ namespace nazar {
 class AttentionTerms {
 public:
     // Whether a batch needs this at all: coverage attention or a loss weight > 0.
-    static bool needed(const Attention& att, float coverage_weight);
+    // `direct`: another term (copy attention, guided alignment) will add direct gradients.
+    static bool needed(const Attention& att, float coverage_weight, bool direct = false);
 
     // Forward, before step t's attention runs: cov_t into steps[t].attention.coverage (t = 0:
     // zeros (B, S); else advanced from step t − 1). Nothing without coverage.
@@ -36,6 +41,13 @@ public:
     double loss_forward(const Attention& att, std::span<const DecoderStepCache> steps,
                         std::span<const int> targets, int pad, int B, int S, float coverage_weight,
                         float grad_scale);
+
+    // After loss_forward: the direct d α_t of every step (T, B, S), by source position, for other
+    // terms to add into (+=).
+    TensorView direct_alpha() { return d_alpha_.view(); }
+    // After loss_forward: a zeroed (T, B, C) of direct d c_t, handed to each step's backward
+    // (before this call: none).
+    TensorView direct_context(int C);
 
     // Around the backward of step t (t = T−1 … 0, in that order): sets att.extra for the step,
     // then takes its d cov_t into the carry and clears att.extra.
@@ -50,6 +62,8 @@ private:
     Tensor carry_;       // (B, S)     Σ over later steps of d cov
     Tensor step_alpha_;  // (B, S)     d α_t handed to the step: d_alpha_[t] + carry_
     Tensor step_cov_;    // (B, S)     the step's score d cov_t
+    Tensor d_ctx_;       // (T, B, C)  the direct d c_t (copy gate), when direct_context()
+    bool context_ = false;
     AttentionExtraGrad extra_;
 };
 

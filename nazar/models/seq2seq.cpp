@@ -355,8 +355,11 @@ LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& 
                    "cannot train a model running in {}: its packed weights are for inference",
                    precision_name(precision_));
     const DropoutMasks* masks = train_masks(batch, opt, rng);
+    // guided alignment reads every step's α: the per-step attention (no split outputs)
     forward_batch(batch, opt.sampling_prob, rng, Mode::train,
-                  opt.decoder_backward == DecoderBackwardPath::sequence, masks);
+                  opt.decoder_backward == DecoderBackwardPath::sequence &&
+                      opt.guided_alignment_weight == 0.0f,
+                  masks);
     const SoftmaxXentOptions xo{.ignore_index = cfg_.special_ids.pad,
                                 .label_smoothing = opt.label_smoothing,
                                 .chunk_rows = opt.chunk_rows};
@@ -381,9 +384,11 @@ LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& 
         NZ_CHECK_USAGE(opt.label_smoothing == 0.0f,
                        "copy attention does not support label smoothing (got {})",
                        opt.label_smoothing);
-        const LossStats st = copy_loss(batch, scale, true, {}, gen_in);
+        LossStats st = copy_loss(batch, scale, true, {}, gen_in);
         if (!absent(dec_mask)) apply_dropout_mask(d_out_, dec_mask);  // d_o = d_õ ⊙ m
+        attention_terms_forward(batch, opt, scale, st);
         backward_batch(batch, opt);
+        terms_on_ = false;
         return st;
     }
     Tensor& d_W =
@@ -393,11 +398,7 @@ LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& 
         scale, d_out_.reshape({int64_t{T} * B, D}), d_W, generator.grad.bias);
     if (!absent(dec_mask)) apply_dropout_mask(d_out_, dec_mask);  // d_o = d_õ ⊙ m
     LossStats stats{st.loss, st.tokens, st.correct};
-    terms_on_ = AttentionTerms::needed(attention, opt.coverage_loss_weight);
-    if (terms_on_)
-        stats.coverage_loss = terms_.loss_forward(
-            attention, std::span<const DecoderStepCache>(steps_.data(), T), targets_,
-            cfg_.special_ids.pad, B, batch.S, opt.coverage_loss_weight, scale);
+    attention_terms_forward(batch, opt, scale, stats);
     backward_batch(batch, opt);
     terms_on_ = false;
     return stats;

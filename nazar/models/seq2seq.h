@@ -31,12 +31,14 @@
 #include "nazar/attention/attention.h"
 #include "nazar/core/params.h"
 #include "nazar/core/precision.h"
+#include "nazar/data/alignment_file.h"
 #include "nazar/data/batcher.h"
 #include "nazar/models/attention_terms.h"
 #include "nazar/models/config.h"
 #include "nazar/models/copy.h"
 #include "nazar/models/decoder.h"
 #include "nazar/models/encoder.h"
+#include "nazar/models/guided_alignment.h"
 #include "nazar/nn/linear.h"
 #include "nazar/nn/softmax_xent.h"
 
@@ -98,14 +100,20 @@ struct TrainOptions {
     const DropoutMasks* masks = nullptr;
     // λ of the coverage loss λ Σ min(α_ti, cov_ti) (attention_terms.h); > 0 needs coverage
     float coverage_loss_weight = 0.0f;
+    // λ of the guided alignment loss (guided_alignment.h); > 0 needs `alignments`, which hold
+    // the links of every pair the batch's Batch::index names
+    float guided_alignment_weight = 0.0f;
+    const CorpusAlignments* alignments = nullptr;
 };
 
 struct LossStats {
-    double loss = 0;           // Σ over non-pad target tokens (not divided)
-    int64_t tokens = 0;        // non-pad target tokens (tgt_out != pad)
-    int64_t correct = 0;       // tokens whose target is the argmax (accuracy)
-    double coverage_loss = 0;  // train_step: the weighted coverage loss (its gradient is in the
-                               // step's; not part of `loss`, which stays the cross-entropy)
+    double loss = 0;            // Σ over non-pad target tokens (not divided)
+    int64_t tokens = 0;         // non-pad target tokens (tgt_out != pad)
+    int64_t correct = 0;        // tokens whose target is the argmax (accuracy)
+    double coverage_loss = 0;   // train_step: the weighted coverage loss (its gradient is in the
+                                // step's; not part of `loss`, which stays the cross-entropy)
+    double alignment_loss = 0;  // train_step: the weighted guided alignment loss (likewise)
+    int64_t aligned = 0;        // target positions with alignment links (guided alignment)
 };
 
 // Decoder state of N rows between steps.
@@ -158,6 +166,10 @@ public:
     LossStats train_step(const Batch& batch, const TrainOptions& opt, Rng& rng);
     // Forward only, eval mode (no dropout, pure teacher forcing).
     LossStats eval_loss(const Batch& batch, float label_smoothing = 0.0f);
+    // Guided alignment's loss (guided_alignment.h, weight λ, no gradient) of the attention of
+    // the last eval_loss / train_step forward, for that batch (seq2seq_terms.cpp).
+    GuidedAlignmentStats alignment_loss(const Batch& batch, const CorpusAlignments& alignments,
+                                        float weight) const;
     // Per-sentence log-probability of tgt_out (incl. </s>), eval mode.
     void score(const Batch& batch, std::span<double> out);  // out (B)
 
@@ -245,6 +257,11 @@ private:
     LossStats copy_loss(const Batch& batch, float scale, bool grads, std::span<double> scores = {},
                         ConstTensorView gen_in = {});
     void copy_gate_backward(const Batch& batch);  // the gate's share of copy_loss's gradients
+    // After the output loss's forward (seq2seq_terms.cpp): the losses and direct gradients of
+    // the terms on α_t and c_t (coverage, copy attention's, guided alignment) into terms_;
+    // sets terms_on_ when the backward must run them.
+    void attention_terms_forward(const Batch& batch, const TrainOptions& opt, float scale,
+                                 LossStats& stats);
     void copy_step_log_probs(const EncodedSource& src, ConstTensorView s_top,  // (N, H) s_t
                              TensorView log_probs);                            // step()'s
 

@@ -107,28 +107,16 @@ LossStats Seq2Seq::copy_loss(const Batch& batch, float scale, bool grads, std::s
     return st;
 }
 
-// d g -> the gate's weights, d c_t / d s_t / d e_t; d c_t and d α go to each step's attention.
+// d g -> the gate's weights, d c_t / d s_t / d e_t. d c_t (copy_d_c_) and the mixture's d α
+// (copy_d_alpha_) reach each step's attention through AttentionTerms (attention_terms_forward).
 void Seq2Seq::copy_gate_backward(const Batch& batch) {
-    const int B = batch.B, S = batch.S, T = batch.T, C = encoder.output_size();
+    const int B = batch.B, T = batch.T, C = encoder.output_size();
     const int64_t rows = int64_t{T} * B;
     copy_d_c_.resize({T, B, C});
     copy_d_s_.resize({T, B, decoder.H});
     copy_d_e_.resize({T, B, decoder.E});
     copy_gate.backward(copy_dg_, copy_in_, copy_d_c_.reshape({rows, C}),
                        copy_d_s_.reshape({rows, decoder.H}), copy_d_e_.reshape({rows, decoder.E}));
-    for (int t = 0; t < T; ++t) {
-        AttentionStepCache& ac = steps_[t].attention;
-        ac.extra_d_context.resize({B, C}, false);
-        ac.extra_d_context.copy_from(copy_d_c_.select(t));
-        // d α by source position -> the step's window columns (column j = start[b] + j)
-        const int W = ac.weights.dim(1);
-        ac.extra_d_weights.resize({B, W});
-        for (int b = 0; b < B; ++b) {
-            const float* d = copy_d_alpha_.select(t).select(b).data() + ac.start[b];
-            float* out = ac.extra_d_weights.data() + static_cast<int64_t>(b) * W;
-            for (int j = 0; j < ac.count[b] && ac.start[b] + j < S; ++j) out[j] = d[j];
-        }
-    }
 }
 
 void Seq2Seq::copy_step_log_probs(const EncodedSource& src, ConstTensorView s_top,

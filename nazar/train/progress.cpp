@@ -41,8 +41,10 @@ std::string format_rate(double r) {
 std::string format_progress(const ProgressLine& p) {
     const std::string step = p.total_steps > 0 ? fmt::format("step {}/{}", p.step, p.total_steps)
                                                : fmt::format("step {}", p.step);
-    return fmt::format("{} | epoch {} | loss {:.4f} | {} tok/s | lr {:.2e} | ETA {}", step, p.epoch,
-                       p.loss, format_rate(p.tokens_per_s), p.lr, format_duration(p.eta_s));
+    const std::string align = p.align >= 0 ? fmt::format(" | align {:.4f}", p.align) : "";
+    return fmt::format("{} | epoch {} | loss {:.4f}{} | {} tok/s | lr {:.2e} | ETA {}", step,
+                       p.epoch, p.loss, align, format_rate(p.tokens_per_s), p.lr,
+                       format_duration(p.eta_s));
 }
 
 Progress::Progress(ProgressMode mode, int64_t log_interval, FILE* out)
@@ -79,6 +81,12 @@ void Progress::update(int64_t step, int64_t total_steps, int64_t epoch, double l
              .eta_s = total_steps > 0 && done > 0 ? total_s / static_cast<double>(done) *
                                                         static_cast<double>(total_steps - step)
                                                   : -1.0};
+    if (window_aligned_ >= 0) {
+        last_.align =
+            window_aligned_ > 0 ? window_align_ / static_cast<double>(window_aligned_) : 0.0;
+        window_align_ = 0;
+        window_aligned_ = 0;
+    }
     due_ = true;
     window_loss_ = 0;
     window_tokens_ = 0;
@@ -92,6 +100,12 @@ void Progress::update(int64_t step, int64_t total_steps, int64_t epoch, double l
         fmt::print(out_, "{}\n", format_progress(last_));
     }
     std::fflush(out_);
+}
+
+void Progress::add_alignment(double loss_sum, int64_t positions) {
+    if (window_aligned_ < 0) window_aligned_ = 0;
+    window_align_ += loss_sum;
+    window_aligned_ += positions;
 }
 
 void Progress::message(const std::string& line) {

@@ -43,6 +43,9 @@ struct ProgressLine {
     double tokens_per_s = 0;
     double lr = 0;
     double eta_s = -1;  // < 0 = unknown
+    // guided alignment: its weighted loss per aligned target position over the window, shown
+    // as "| align 0.412" after the loss; < 0 = not training with it
+    double align = -1;
 };
 std::string format_progress(const ProgressLine& p);
 
@@ -54,6 +57,9 @@ public:
     // After every update. Accumulates loss/tokens; prints when due (see the file comment).
     void update(int64_t step, int64_t total_steps, int64_t epoch, double loss_sum, int64_t tokens,
                 double lr);
+    // Before update(), with guided alignment: the update's weighted alignment loss (summed) and
+    // its aligned target positions join the window's "align" figure.
+    void add_alignment(double loss_sum, int64_t positions);
     // A full line of its own (validation results, skipped updates, warnings).
     void message(const std::string& line);
     void finish();  // ends an in-place line with a newline
@@ -73,6 +79,8 @@ private:
     int64_t start_step_ = -1;
     double window_loss_ = 0;
     int64_t window_tokens_ = 0, window_steps_ = 0;
+    double window_align_ = 0;
+    int64_t window_aligned_ = -1;  // < 0: no alignment loss in this run
     ProgressLine last_;
 };
 

@@ -36,11 +36,19 @@ std::vector<ConfigKey> make_table() {
          "Training sources, one per line (with train_tgt, instead of train)", &C::train_src},
         {"train_tgt", "data", K::file, "", "Training targets, line-aligned with train_src",
          &C::train_tgt},
+        {"train_alignment", "data", K::file, "",
+         "Pharaoh i-j links (model tokens, 0-based), one line per training line, for "
+         "guided_alignment_weight",
+         &C::train_alignment},
         {"dev", "data", K::file, "", "Validation pairs (TSV); empty = no validation", &C::dev},
         {"dev_src", "data", K::file, "", "Validation sources (with dev_tgt, instead of dev)",
          &C::dev_src},
         {"dev_tgt", "data", K::file, "", "Validation targets, line-aligned with dev_src",
          &C::dev_tgt},
+        {"dev_alignment", "data", K::file, "",
+         "Pharaoh links of the dev pairs (as train_alignment): validation reports the alignment "
+         "loss",
+         &C::dev_alignment},
         {"tokenizer",
          "data",
          K::choice,
@@ -235,6 +243,15 @@ std::vector<ConfigKey> make_table() {
         {"coverage_loss_weight", "training", K::real, "0",
          "Weight of the coverage loss sum_t sum_i min(a_ti, cov_ti) (needs coverage)",
          &C::coverage_loss_weight, 0, 1e3},
+        {"guided_alignment_weight", "training", K::real, "0",
+         "Weight of the guided alignment loss -sum A log(a + 1e-6) (needs train_alignment)",
+         &C::guided_alignment_weight, 0, 1e3},
+        {"guided_alignment_decay", "training", K::real, "1",
+         "Multiply guided_alignment_weight by this every guided_alignment_decay_steps updates",
+         &C::guided_alignment_decay, 0, 1},
+        {"guided_alignment_decay_steps", "training", K::integer, "1000",
+         "Updates between two guided_alignment_decay steps", &C::guided_alignment_decay_steps, 1,
+         1e9},
         {"scheduled_sampling", "training", K::real, "0",
          "Probability of feeding the model's own previous prediction instead of the reference",
          &C::scheduled_sampling, 0, 1},
@@ -695,6 +712,27 @@ std::vector<std::string> changed_keys(const TrainConfig& a, const TrainConfig& b
     return out;
 }
 
+// The losses on the attention: coverage needs a coverage model; guided alignment's weight and
+// file go together (docs/training.md "Guided alignment").
+static void validate_attention_losses(const TrainConfig& cfg) {
+    if (cfg.coverage_loss_weight > 0 && !cfg.coverage)
+        usage("", fmt::format("coverage_loss_weight {} needs coverage: true",
+                              cfg.coverage_loss_weight));
+    if (cfg.guided_alignment_weight > 0 && cfg.train_alignment.empty())
+        usage("", fmt::format("guided_alignment_weight {} needs train_alignment (a Pharaoh file of "
+                              "the training pairs' links)",
+                              cfg.guided_alignment_weight));
+    if (!cfg.train_alignment.empty() && cfg.guided_alignment_weight == 0)
+        usage("",
+              "train_alignment is set but guided_alignment_weight is 0: set a weight > 0 "
+              "(e.g. 1), or drop train_alignment");
+    if (!cfg.dev_alignment.empty() && cfg.dev.empty() && cfg.dev_src.empty())
+        usage("", "dev_alignment is set but there is no dev set (dev, or dev_src and dev_tgt)");
+    if (cfg.guided_alignment_decay <= 0)
+        usage("", fmt::format("guided_alignment_decay must be in (0, 1], got {}",
+                              cfg.guided_alignment_decay));
+}
+
 void validate_config(const TrainConfig& cfg) {
     parse_choices(cfg);  // every choice key known (choices.h), also for a config built in code
     // Data: exactly one training set; dev optional but complete.
@@ -773,9 +811,7 @@ void validate_config(const TrainConfig& cfg) {
         usage("", fmt::format("coverage needs attention: additive or concat (the coverage term "
                               "enters the score's hidden layer), got '{}'",
                               cfg.attention));
-    if (cfg.coverage_loss_weight > 0 && !cfg.coverage)
-        usage("", fmt::format("coverage_loss_weight {} needs coverage: true",
-                              cfg.coverage_loss_weight));
+    validate_attention_losses(cfg);
 }
 
 }  // namespace nazar

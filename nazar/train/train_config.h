@@ -27,9 +27,11 @@ namespace nazar {
 struct TrainConfig {
     // ---- data ----
     std::string train, train_src, train_tgt;  // a TSV, or two line-aligned files
+    std::string train_alignment;  // Pharaoh links, one line per training line (guided alignment)
     std::string dev, dev_src, dev_tgt;
-    std::string tokenizer;  // char | word | spm
-    std::string spm_model;  // an existing SentencePiece .model (spm)
+    std::string dev_alignment;  // Pharaoh links of the dev pairs: the dev alignment loss
+    std::string tokenizer;      // char | word | spm
+    std::string spm_model;      // an existing SentencePiece .model (spm)
     int spm_vocab_size = 0;
     std::string spm_model_type;  // unigram | bpe
     int vocab_size = 0;          // 0 = no limit (char/word)
@@ -76,7 +78,10 @@ struct TrainConfig {
     double min_lr = 0;
     double clip_norm = 0;
     double label_smoothing = 0;
-    double coverage_loss_weight = 0;  // λ of the coverage loss (needs coverage)
+    double coverage_loss_weight = 0;     // λ of the coverage loss (needs coverage)
+    double guided_alignment_weight = 0;  // λ of the guided alignment loss (train_alignment)
+    double guided_alignment_decay = 1;   // λ × decay every guided_alignment_decay_steps
+    int guided_alignment_decay_steps = 1000;
     double scheduled_sampling = 0;
     double embedding_dropout = 0;       // source and target embedding outputs
     double encoder_output_dropout = 0;  // encoder states H before attention

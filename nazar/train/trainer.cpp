@@ -193,6 +193,8 @@ std::unique_ptr<Checkpoint> Trainer::prepare_data(const std::string& resume,
         .filter = {.max_length = cfg_.max_length,
                    .max_length_ratio = static_cast<float>(cfg_.max_length_ratio)},
         .skip_bad_lines = cfg_.skip_bad_lines};
+    std::vector<int64_t> kept_lines;  // guided alignment: each kept pair's line
+    if (!cfg_.train_alignment.empty()) train_load.kept_lines = &kept_lines;
     std::unique_ptr<Checkpoint> ck;
     if (resume.empty()) {
         const TokenizerOptions tok{
@@ -230,13 +232,23 @@ std::unique_ptr<Checkpoint> Trainer::prepare_data(const std::string& resume,
             "--resume: the training data changed: {} pairs now, {} when the checkpoint was written",
             data_.corpus.size(), pairs);
     }
+    if (!cfg_.train_alignment.empty())
+        load_alignments(kept_lines, train_files.name(), data_.summary.read);
     if (!cfg_.dev.empty() || !cfg_.dev_src.empty()) {
-        dev_ = load_corpus(files_of(cfg_.dev, cfg_.dev_src, cfg_.dev_tgt), data_.src_tokenizer,
-                           data_.tgt_tokenizer, data_.src_vocab, data_.tgt_vocab,
+        const CorpusFiles dev_files = files_of(cfg_.dev, cfg_.dev_src, cfg_.dev_tgt);
+        std::vector<int64_t> dev_lines;
+        LoadSummary dev_summary;
+        dev_ = load_corpus(dev_files, data_.src_tokenizer, data_.tgt_tokenizer, data_.src_vocab,
+                           data_.tgt_vocab,
                            {.skip_bad_lines = cfg_.skip_bad_lines,
                             .tgt_text = &dev_text_,
-                            .copy_ids = cfg_.copy_attention});
+                            .copy_ids = cfg_.copy_attention,
+                            .kept_lines = &dev_lines},
+                           &dev_summary);
         has_dev_ = dev_.size() > 0;
+        if (!cfg_.dev_alignment.empty())
+            dev_alignments_ = CorpusAlignments::read(cfg_.dev_alignment, dev_, dev_lines,
+                                                     dev_summary.read, dev_files.name());
     }
     return ck;
 }
@@ -396,7 +408,9 @@ bool Trainer::train_one(Batch& batch) {
                     .decoder_output = static_cast<float>(cfg_.decoder_output_dropout),
                     .attention = static_cast<float>(cfg_.attention_dropout),
                     .per_sequence = cfg_.variational_dropout},
-        .coverage_loss_weight = static_cast<float>(cfg_.coverage_loss_weight)};
+        .coverage_loss_weight = static_cast<float>(cfg_.coverage_loss_weight),
+        .guided_alignment_weight = guided_weight(),
+        .alignments = cfg_.train_alignment.empty() ? nullptr : &alignments_};
     LossStats st;
     {
         // precision: bf16 runs the step's large products with bf16 inputs (gemm/bf16.h); the
@@ -430,6 +444,8 @@ bool Trainer::train_one(Batch& batch) {
     last_loss_ = st.loss;
     last_tokens_ = st.tokens;
     last_coverage_loss_ = st.coverage_loss;
+    last_alignment_loss_ = st.alignment_loss;
+    last_aligned_ = st.aligned;
     last_norm_ = norm;
     return true;
 }
@@ -440,7 +456,8 @@ LossStats Trainer::train_parts(const Batch& batch, TrainOptions opt) {
                                          [](int32_t id) { return id != Vocab::pad; });
     opt.grad_scale = tokens > 0 ? 1.0f / static_cast<float>(tokens) : 0.0f;
     const uint64_t part_seed = rng_.next_u64();  // the same draw on every rank
-    double sums[5] = {0, 0, 0, 0, 0};            // loss, correct, interrupt, coverage loss, time up
+    // loss, correct, interrupt, coverage loss, time up, alignment loss, aligned positions
+    double sums[7] = {0, 0, 0, 0, 0, 0, 0};
     for (int k = 0; k < cfg_.accumulate; ++k) {
         const int part = comm_->rank() * cfg_.accumulate + k;
         const dist::RowRange rows = dist::shard_rows(batch.B, parts_, part);
@@ -450,6 +467,8 @@ LossStats Trainer::train_parts(const Batch& batch, TrainOptions opt) {
         sums[0] += s.loss;
         sums[1] += static_cast<double>(s.correct);
         sums[3] += s.coverage_loss;
+        sums[5] += s.alignment_loss;
+        sums[6] += static_cast<double>(s.aligned);
     }
     (*grad_sum_)(params_);
     sums[2] = hooks_.interrupt && hooks_.interrupt->load() ? 1 : 0;
@@ -457,7 +476,8 @@ LossStats Trainer::train_parts(const Batch& batch, TrainOptions opt) {
     comm_->all_reduce_sum(std::span<double>(sums), "loss all-reduce");
     interrupt_agreed_ = sums[2] > 0;  // every rank stops at the same step
     time_up_ = sums[4] > 0;
-    return {sums[0], tokens, static_cast<int64_t>(sums[1]), sums[3]};
+    return {sums[0], tokens,  static_cast<int64_t>(sums[1]),
+            sums[3], sums[5], static_cast<int64_t>(sums[6])};
 }
 
 void Trainer::check_ranks_agree(const std::string& when) const {

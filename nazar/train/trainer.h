@@ -34,6 +34,7 @@
 // is checkpointed. Same seed + same thread count ⇒ bit-identical weights, interrupted or not.
 #pragma once
 
+#include "nazar/data/alignment_file.h"
 #include "nazar/data/pipeline.h"
 #include "nazar/dist/data_parallel.h"
 #include "nazar/models/seq2seq.h"
@@ -80,7 +81,10 @@ struct ValidationResult {
     // What early stopping and best.safetensors go by, lower is better: the dev loss for
     // valid_metric loss, else 100 − the metric's score (train.state's best_dev_loss holds it).
     double criterion = 0;
-    int64_t sampled = 0;                // sentences decoded
+    int64_t sampled = 0;  // sentences decoded
+    // dev_alignment: the guided alignment loss (unweighted, λ = 1) per aligned dev position;
+    // < 0 without dev alignments
+    double alignment_loss = -1;
     std::vector<std::string> examples;  // first few "src ||| hyp ||| ref" lines
 };
 
@@ -168,8 +172,16 @@ private:
     std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     bool time_up_ = false;
     bool out_of_time() const;
+    // Guided alignment (trainer_guided.cpp): alignments_ from train_alignment for the kept pairs
+    // (their lines), and λ at the current update (guided_alignment_decay).
+    void load_alignments(std::span<const int64_t> kept_lines, const std::string& training,
+                         int64_t lines_read);
+    float guided_weight() const;
     TrainingData data_;
     Corpus dev_;
+    CorpusAlignments alignments_;
+    CorpusAlignments dev_alignments_;  // dev_alignment (empty: none)        // train_alignment: the
+                                       // training pairs' links (guided)
     std::vector<std::string> dev_text_;  // dev target lines as read: the references of BLEU etc.
     bool has_dev_ = false;
     std::unique_ptr<Seq2Seq> model_;
@@ -184,7 +196,9 @@ private:
     // The last update, for progress and metrics.
     double last_loss_ = 0;
     int64_t last_tokens_ = 0;
-    double last_coverage_loss_ = 0;  // the last batch's weighted coverage loss (summed)
+    double last_coverage_loss_ = 0;   // the last batch's weighted coverage loss (summed)
+    double last_alignment_loss_ = 0;  // the last batch's weighted guided alignment loss (summed)
+    int64_t last_aligned_ = 0;        // ... and its aligned target positions
     float last_norm_ = 0;
     std::string last_skip_;
     // Dev loss of best.safetensors: state_.best_dev_loss, or lower after a final validation off

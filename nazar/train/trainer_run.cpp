@@ -67,25 +67,28 @@ void Trainer::announce(RunLog& log) const {
 
 void Trainer::report(RunLog& log, const ValidationResult& v, bool improved) {
     log.progress.message(fmt::format(
-        "valid step {} | loss {:.4f} | ppl {:.2f} | acc {:.1f}% | exact {:.1f}% | "
+        "valid step {} | loss {:.4f}{} | ppl {:.2f} | acc {:.1f}% | exact {:.1f}% | "
         "{} | chrF {:.2f} ({} sentences{}{}){}",
-        state_.step, v.loss, v.perplexity, v.accuracy, v.exact,
+        state_.step, v.loss,
+        v.alignment_loss >= 0 ? fmt::format(" | align {:.4f}", v.alignment_loss) : "", v.perplexity,
+        v.accuracy, v.exact,
         data_.tgt_tokenizer.kind() == TokenizerKind::character
             ? std::string("BLEU n/a (char targets)")
             : fmt::format("BLEU {:.2f}", v.bleu),
         v.chrf, v.sampled, cfg_.valid_beam > 1 ? fmt::format(", beam {}", cfg_.valid_beam) : "",
         ema_ ? ", EMA weights" : "", improved ? fmt::format(" | best by {}", metric_name()) : ""));
-    const nlohmann::json record = {{"type", "valid"},
-                                   {"step", state_.step},
-                                   {"epoch", state_.position.epoch + 1},
-                                   {"loss", v.loss},
-                                   {"perplexity", v.perplexity},
-                                   {"accuracy", v.accuracy},
-                                   {"exact", v.exact},
-                                   {"bleu", v.bleu},
-                                   {"chrf", v.chrf},
-                                   {"sampled", v.sampled},
-                                   {"best", improved}};
+    nlohmann::json record = {{"type", "valid"},
+                             {"step", state_.step},
+                             {"epoch", state_.position.epoch + 1},
+                             {"loss", v.loss},
+                             {"perplexity", v.perplexity},
+                             {"accuracy", v.accuracy},
+                             {"exact", v.exact},
+                             {"bleu", v.bleu},
+                             {"chrf", v.chrf},
+                             {"sampled", v.sampled},
+                             {"best", improved}};
+    if (v.alignment_loss >= 0) record["alignment_loss"] = v.alignment_loss;
     log.metrics.write(record);
     if (hooks_.on_record) hooks_.on_record(record);
     log.result.last_valid = v;
@@ -118,6 +121,8 @@ void Trainer::note_skipped(RunLog& log) {
 }
 
 void Trainer::log_update(RunLog& log, int64_t total) {
+    if (!cfg_.train_alignment.empty())
+        log.progress.add_alignment(last_alignment_loss_, last_aligned_);
     log.progress.update(state_.step, total, state_.position.epoch + 1, last_loss_, last_tokens_,
                         optim_->lr());
     if (log.progress.due()) {
@@ -132,6 +137,10 @@ void Trainer::log_update(RunLog& log, int64_t total) {
                                  {"grad_norm", last_norm_}};
         if (cfg_.coverage_loss_weight > 0)  // the last batch's, per target token
             record["coverage_loss"] = last_coverage_loss_ / std::max<int64_t>(last_tokens_, 1);
+        if (p.align >= 0) {  // the window's, per aligned target position; and the weight now
+            record["alignment_loss"] = p.align;
+            record["guided_alignment_weight"] = guided_weight();
+        }
         log.metrics.write(record);
         if (hooks_.on_record) hooks_.on_record(record);
     }

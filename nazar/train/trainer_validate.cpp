@@ -35,16 +35,23 @@ void Trainer::validate_loss(ValidationResult& r) {
                                .batch_size = cfg_.batch_tokens > 0 ? 0 : cfg_.batch_size,
                                .shuffle = false});
     Batch batch;
-    double loss = 0;
-    int64_t correct = 0;
+    double loss = 0, align = 0;
+    int64_t correct = 0, aligned = 0;
     for (int64_t k = 0; k < dev_batches.num_batches(); ++k) {
         dev_batches.make_batch(k, batch);
         const LossStats st = model_->eval_loss(batch);
+        if (!cfg_.dev_alignment.empty()) {  // the attention of this forward
+            const GuidedAlignmentStats g = model_->alignment_loss(batch, dev_alignments_, 1.0f);
+            align += g.loss;
+            aligned += g.positions;
+        }
         loss += st.loss;
         r.tokens += st.tokens;
         correct += st.correct;
     }
     r.loss = r.tokens ? loss / static_cast<double>(r.tokens) : 0.0;
+    if (!cfg_.dev_alignment.empty())  // per aligned position, λ = 1
+        r.alignment_loss = aligned > 0 ? align / static_cast<double>(aligned) : 0.0;
     r.perplexity = std::exp(r.loss);
     r.accuracy =
         r.tokens ? 100.0 * static_cast<double>(correct) / static_cast<double>(r.tokens) : 0.0;

@@ -823,6 +823,26 @@ if torch is not None:
         nll = -lp.gather(-1, tgt_copy[..., None]).squeeze(-1).masked_fill(tgt_copy == pad, 0.0)
         return nll.sum(), int((tgt_copy != pad).sum())
 
+    # ---- guided alignment (nazar/models/guided_alignment.h, docs/spec.md §7 "Guided alignment") ----
+
+    GUIDED_ALIGNMENT_EPSILON = 1e-6
+
+    def guided_alignment_loss(alphas, links, epsilon=GUIDED_ALIGNMENT_EPSILON):
+        """(−Σ_b Σ_t Σ_i A_bti log(α_bti + ε), aligned positions), unweighted, as nazar's
+        guided_alignment_loss: alphas (B, T, S) from Seq2Seq.forward; links[b] = the (i, j) pairs
+        of sentence b (source i, target j, 0-based model tokens). A_bt = the position's links
+        normalised to 1 (duplicates once); a link whose α is 0 (outside a local window) is
+        skipped. Multiply by the weight λ; nazar's gradient is that of (CE + λ · this) / tokens."""
+        A = torch.zeros(alphas.shape, dtype=alphas.dtype)
+        for b, pairs in enumerate(links):
+            for i, j in set((int(i), int(j)) for i, j in pairs):
+                A[b, j, i] = 1.0
+        n = A.sum(-1, keepdim=True)
+        A = A / n.clamp(min=1.0)
+        use = (A > 0) & (alphas != 0)
+        terms = torch.where(use, A * torch.log(alphas + epsilon), torch.zeros_like(alphas))
+        return -terms.sum(), int((n > 0).sum())
+
     # ---- decoding (nazar/decode/greedy.h; beam search as docs/spec.md §8) ----
 
     def max_decode_length(S_b, max_length_ratio=2.0, max_length_extra=5, max_length=512):

@@ -13,6 +13,12 @@ add_test(NAME e2e.cli_train
 set_tests_properties(e2e.cli_train PROPERTIES LABELS e2e TIMEOUT 300)
 # ---- end train ------------------------------------------------------------------------------
 
+# ---- guided (guided alignment in nazar train; owner: guided) ---------------------------------
+add_test(NAME e2e.cli_guided
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_cli_guided.sh $<TARGET_FILE:nazar_cli>)
+set_tests_properties(e2e.cli_guided PROPERTIES LABELS e2e TIMEOUT 120)
+# ---- end guided -------------------------------------------------------------------------------
+
 # ---- decode (install + example, PyTorch decoding parity; owner: decode) -----------------------
 # Packaging is checked in the plain build only: libraries built with -fsanitize need the
 # sanitizer runtime in every program that links them, which an outside project does not add.

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Self-checks of the PyTorch reference python/nazar_torch.py (the fixtures are only as good as
 it is): safetensors I/O, padded sentences behave as if alone (RNNs and attention), the local
-attention window rules of nazar/attention/local.h, empty sentences.
+attention window rules of nazar/attention/local.h, empty sentences, the guided alignment loss.
 
     /usr/bin/python3 tests/parity/test_nazar_torch.py      (CTest: parity.nazar_torch_selftest)
 Exit code 77 (skipped) when torch or numpy is missing.
@@ -363,6 +363,27 @@ class Models(unittest.TestCase):
                 ck, _ = nt.load_model(q)
                 for k, v in back.state_dict().items():
                     self.assertTrue(torch.equal(v, ck.state_dict()[k]), k)
+
+
+class GuidedAlignment(unittest.TestCase):
+    """nt.guided_alignment_loss by hand: A_t = the position's links normalised to 1, duplicates
+    once, links where α = 0 (outside a local window) skipped, positions without links free."""
+
+    def test_hand_computed(self):
+        a = torch.tensor([[[0.5, 0.25, 0.25, 0.0], [0.0, 0.1, 0.6, 0.3], [0.25, 0.25, 0.25, 0.25]]],
+                         requires_grad=True)
+        links = [[(0, 0), (1, 0), (1, 0), (0, 1), (2, 1)]]  # t = 2 unaligned; (0, 1) has α = 0
+        loss, positions = nt.guided_alignment_loss(a, links)
+        e = nt.GUIDED_ALIGNMENT_EPSILON
+        want = -(0.5 * np.log(0.5 + e) + 0.5 * np.log(0.25 + e) + 0.5 * np.log(0.6 + e))
+        self.assertAlmostEqual(float(loss), want, places=12)
+        self.assertEqual(positions, 2)
+        loss.backward()
+        g = a.grad[0]
+        self.assertAlmostEqual(float(g[0, 0]), -0.5 / (0.5 + e), places=12)
+        self.assertAlmostEqual(float(g[1, 2]), -0.5 / (0.6 + e), places=12)
+        self.assertEqual(float(g[1, 0]), 0.0)  # skipped: α = 0
+        self.assertEqual(float(g[2].abs().sum()), 0.0)
 
 
 if __name__ == "__main__":

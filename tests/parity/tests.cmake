@@ -40,6 +40,13 @@ if(EXISTS ${NAZAR_PARITY_PYTHON})
   set_tests_properties(parity.make_copy_fixtures PROPERTIES
     FIXTURES_SETUP nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 300)
 
+  # Guided alignment (tools/make_guided_fixtures.py, tests/parity/test_parity_guided.cpp): written
+  # into the same directory, not committed (the C++ test skips without them).
+  add_test(NAME parity.make_guided_fixtures
+           COMMAND ${NAZAR_PARITY_PYTHON} ${PROJECT_SOURCE_DIR}/tools/make_guided_fixtures.py --out ${_parity_out})
+  set_tests_properties(parity.make_guided_fixtures PROPERTIES
+    FIXTURES_SETUP nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 300)
+
   # Model files through the CLI: a model initialised and saved by nazar, scored by `nazar score`
   # and by PyTorch; the PyTorch-written fixture models scored by `nazar score`, re-saved by nazar
   # and loaded back in PyTorch (tests/parity/check_model_files.py).
