@@ -75,9 +75,15 @@ void Seq2Seq::select_rows(const EncodedSource& in, std::span<const int> rows,
                  in.N);
         out.lengths[n] = in.lengths[rows[n]];
     }
-    gather(in.enc_out, 0, rows, out.enc_out);
-    gather(in.keys.keys, 0, rows, out.keys.keys);  // dot: (0) stays (0)
-    out.keys.query_t = in.keys.query_t;            // per-batch transposed weights: shared
+    // The encoder states and attention keys are not copied (a sentence's beam rows read the
+    // same rows, which stay in cache): out refers to the encoding `in` was selected from.
+    out.shared = &in.states();
+    out.shared_rows.resize(rows.size());
+    for (std::size_t n = 0; n < rows.size(); ++n)
+        out.shared_rows[n] = in.shared ? in.shared_rows[rows[n]] : rows[n];
+    out.enc_out = Tensor(Shape{0});
+    out.keys.keys = Tensor(Shape{0});
+    out.keys.query_t = in.keys.query_t;  // per-batch transposed weights: shared
     out.wih_t = in.wih_t;
     out.whh_t = in.whh_t;
     gather(in.init_h, 1, rows, out.init_h);
