@@ -246,16 +246,21 @@ void score_row_backward(Attention& att, attn::StepScratch& sc, ConstTensorView q
 
 void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstTensorView enc_out,
                         std::span<const int> lengths, int t, TensorView context,
-                        AttentionStepCache& cache) const {
+                        AttentionStepCache& cache, std::span<const int> src_rows) const {
     const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
     const int A = cfg.attention_size, W = window_width(S);
     NZ_CHECK_SHAPE(query, {B, H});
-    NZ_CHECK_SHAPE(enc_out, {B, S, C});
+    const int NS = src_rows.empty() ? B : enc_out.dim(0);  // rows of enc_out and keys
+    NZ_CHECK_SHAPE(enc_out, {NS, S, C});
+    NZ_CHECK(src_rows.empty() || static_cast<int>(src_rows.size()) == B,
+             "attention: {} source rows for {} query rows", src_rows.size(), B);
+    for (const int r : src_rows)
+        NZ_CHECK(r >= 0 && r < NS, "attention: source row {} outside [0, {})", r, NS);
     NZ_CHECK_SHAPE(context, {B, C});
     attn::check_lengths(lengths, B, S);
     const bool additive = is_additive(cfg.score), predictive = cfg.local == LocalMode::predictive;
     const int K = cfg.score == ScoreKind::dot ? C : (additive ? A : H);
-    if (cfg.score != ScoreKind::dot) NZ_CHECK_SHAPE(keys.keys, {B, S, K});
+    if (cfg.score != ScoreKind::dot) NZ_CHECK_SHAPE(keys.keys, {NS, S, K});
     const float* kdata = cfg.score == ScoreKind::dot ? enc_out.data() : keys.keys.data();
     attn::StepScratch& sc = scratch_->step;
 
@@ -287,7 +292,8 @@ void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstT
         for (int64_t b = b0; b < b1; ++b) {
             const attn::Window w{cache.start[b], cache.count[b]};
             float* pr = cache.probs.data() + b * W;
-            const float* kb = kdata + (b * S + w.start) * K;
+            const int64_t sb = src_rows.empty() ? b : src_rows[b];  // row of keys, enc_out
+            const float* kb = kdata + (sb * S + w.start) * K;
             // e_j = v_a · tanh(u + k_j)   or   e_j = s q · k_j
             if (coverage) {  // e_j = v_a · tanh(u + k_j + w_c cov_j)
                 attn::coverage_scores(cache.query_proj.data() + b * A, kb, params.v_a.data(),
@@ -311,7 +317,7 @@ void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstT
                 for (int j = 0; j < W; ++j) dr[j] = j < w.count ? wt[j] * m[j] : 0.0f;
                 wt = dr;
             }
-            attn::row_context(wt, w.count, enc_out.data() + (b * S + w.start) * C, C,
+            attn::row_context(wt, w.count, enc_out.data() + (sb * S + w.start) * C, C,
                               context.data() + b * C);
         }
     });

@@ -195,7 +195,10 @@ public:
                  std::span<const int> lengths,  // (B)         S_b, 0 <= S_b <= S
                  int t,
                  TensorView context,  // (B, C)      out: c (overwritten)
-                 AttentionStepCache& cache) const;
+                 AttentionStepCache& cache,
+                 // given (B entries): row b reads row src_rows[b] of keys and enc_out, which
+                 // then have any number of rows (beam rows sharing their sentence's states)
+                 std::span<const int> src_rows = {}) const;
     void backward(
         ConstTensorView d_context,  // (B, C)
         ConstTensorView query,      // (B, H)     same tensors forward saw

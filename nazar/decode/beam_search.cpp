@@ -7,6 +7,7 @@
 
 #include "nazar/core/check.h"
 #include "nazar/core/simd.h"
+#include "nazar/core/threads.h"
 
 #include <algorithm>
 #include <array>
@@ -287,29 +288,39 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
     typename StepTypes<Model>::State state, next_state;
     model.init_state(enc, state);
     const typename StepTypes<Model>::Source* cur = &enc;
-    std::vector<int> row_sentence(B), next_row_sentence, parents;
+    std::vector<int> row_sentence(B), next_row_sentence, parents, first;
     std::iota(row_sentence.begin(), row_sentence.end(), 0);
     std::vector<int32_t> prev(B, sp.bos);
     Tensor log_probs({static_cast<int64_t>(B) * K, V}), attn({static_cast<int64_t>(B) * K, S});
-    StepScratch st;
+    std::vector<StepScratch> st(B);  // per sentence
+    std::vector<char> goes_on(B);
 
     while (!row_sentence.empty()) {
         const int N = static_cast<int>(row_sentence.size());
         const TensorView lp_view = log_probs.slice(0, N), at_view = attn.slice(0, N);
         model.step(prev, *cur, state, lp_view, at_view);
+        // The sentences of this step (rows [first[i], first[i] + live)) advance independently,
+        // each on its own scratch, split over the pool; the next step's rows are then
+        // assembled in sentence order, so the result does not depend on the split.
+        first.clear();
+        for (int row0 = 0; row0 < N; row0 += static_cast<int>(sent[row_sentence[row0]].live.size()))
+            first.push_back(row0);
+        const std::span<const float> p_gen = detail::step_p_gen(model);
+        parallel_for(static_cast<int64_t>(first.size()), 4, [&](int64_t i0, int64_t i1) {
+            for (int64_t i = i0; i < i1; ++i) {
+                Sentence& s = sent[row_sentence[first[i]]];
+                goes_on[s.b] = advance(s, first[i], lp_view, at_view, p_gen, o, sp, st[s.b]);
+            }
+        });
         next_row_sentence.clear();
         parents.clear();
         prev.clear();
-        for (int row0 = 0; row0 < N;) {
-            Sentence& s = sent[row_sentence[row0]];
-            const int n_live = static_cast<int>(s.live.size());  // rows [row0, row0 + n_live)
-            const bool goes_on =
-                advance(s, row0, lp_view, at_view, detail::step_p_gen(model), o, sp, st);
-            row0 += n_live;
-            if (!goes_on) continue;
+        for (const int row0 : first) {
+            const Sentence& s = sent[row_sentence[row0]];
+            if (!goes_on[s.b]) continue;
             for (std::size_t k = 0; k < s.live.size(); ++k) {
                 next_row_sentence.push_back(s.b);
-                parents.push_back(st.live_rows[k]);
+                parents.push_back(st[s.b].live_rows[k]);
                 prev.push_back(s.nodes[s.live[k]].token);
             }
         }

@@ -18,7 +18,8 @@
 // beam_size 1 is greedy decoding exactly (greedy.h), token for token.
 //
 // Batching: the source batch is encoded once (attention keys included); select_rows expands
-// it to one row per live hypothesis and is redone only when the row → sentence map changes
+// it to one row per live hypothesis (a row map: the beams of a sentence read its encoder
+// states and keys in place, no copies) and is redone only when the row → sentence map changes
 // (a hypothesis finished or a sentence left); finished sentences leave the batch, so N (rows
 // per step) shrinks. A sentence's result does not depend on the rest of the batch (up to BLAS
 // summation order). beam_search_sorted sorts sentences by length into batches (less padding)

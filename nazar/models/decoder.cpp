@@ -75,8 +75,8 @@ void Decoder::step_forward(int t, ConstTensorView emb, ConstTensorView h_prev,
     cache.context.resize({N, C}, false);
     // Bahdanau timing: c_t from the query s_{t-1} (top layer), before the RNN step.
     if (before_)
-        attention.forward(h_prev.select(L - 1), src.keys, src.enc_out, src.lengths, t,
-                          cache.context, cache.attention);
+        attention.forward(h_prev.select(L - 1), src.states().keys, src.states().enc_out,
+                          src.lengths, t, cache.context, cache.attention, src.shared_rows);
     assemble_x0(emb, feed_prev, cache);
     cells_step_forward(h_prev, c_prev, src, h_new, c_new, cache, rng, mode, gi0);
     output_step_forward(t, emb, h_new, src, attention, out, cache);
@@ -171,7 +171,8 @@ void Decoder::output_step_forward(int t,
     const ConstTensorView s = h_new.select(L - 1);
     // Luong timing: c_t from the query s_t, after the RNN step.
     if (!before_)
-        attention.forward(s, src.keys, src.enc_out, src.lengths, t, cache.context, cache.attention);
+        attention.forward(s, src.states().keys, src.states().enc_out, src.lengths, t, cache.context,
+                          cache.attention, src.shared_rows);
     if (kind == DecoderKind::luong) {
         // s̃_t = tanh(W_c [s_t ; c_t])
         cache.combine_in.resize({N, H + C}, false);

@@ -58,6 +58,12 @@ struct EncodedSource {
     // row-major; Seq2Seq::set_copy_source) and the extended vocabulary size V + max_b X_b.
     std::vector<int32_t> copy_ids;
     int copy_vocab = 0;
+    // Seq2Seq::select_rows: step row n reads row shared_rows[n] of shared->enc_out and
+    // shared->keys (the encoding it was selected from, not copied; it must outlive this one),
+    // and enc_out, keys here stay empty. Null: this source's own. Decoder steps only.
+    const EncodedSource* shared = nullptr;
+    std::vector<int> shared_rows;
+    const EncodedSource& states() const { return shared ? *shared : *this; }
 };
 
 // Everything one step's backward needs; the training loop keeps T of them, inference one.

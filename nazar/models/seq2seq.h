@@ -180,7 +180,9 @@ public:
     // that the per-step weights are transposed for the batch only when that pays (blas.h).
     void encode(std::span<const int32_t> src, std::span<const int> lengths, int S,
                 EncodedSource& out, int rows_per_sentence = 1);
-    // out row n = in row rows[n] (any N'; repeats allowed): expand sentences to beams.
+    // out row n = in row rows[n] (any N'; repeats allowed): expand sentences to beams. The
+    // encoder states and attention keys are not copied: out reads them from the encoding `in`
+    // came from (EncodedSource::shared), which must outlive out and stay unchanged.
     void select_rows(const EncodedSource& in, std::span<const int> rows, EncodedSource& out) const;
     // The bridge's initial state for every row of `src`; t = 0, feed = 0.
     void init_state(const EncodedSource& src, DecoderState& state);

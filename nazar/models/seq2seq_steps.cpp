@@ -5,6 +5,7 @@
 #include "nazar/attention/coverage.h"
 
 #include "nazar/core/kernels.h"
+#include "nazar/core/threads.h"
 
 #include <algorithm>
 #include <cstring>
@@ -28,13 +29,19 @@ void gather(const Tensor& in, int dim, std::span<const int> rows, Tensor& out) {
     for (int d = 0; d < dim; ++d) outer *= in.shape()[d];
     for (int d = dim + 1; d < in.ndim(); ++d) inner *= in.shape()[d];
     const int64_t M = static_cast<int64_t>(rows.size());
-    for (int64_t o = 0; o < outer; ++o)
-        for (int64_t n = 0; n < M; ++n) {
-            NZ_CHECK(rows[n] >= 0 && rows[n] < N, "row {} outside [0, {})", rows[n], N);
-            if (inner > 0)
-                std::memcpy(out.data() + (o * M + n) * inner, in.data() + (o * N + rows[n]) * inner,
-                            sizeof(float) * inner);
+    for (int64_t n = 0; n < M; ++n)
+        NZ_CHECK(rows[n] >= 0 && rows[n] < N, "row {} outside [0, {})", rows[n], N);
+    if (inner == 0) return;
+    // Copies of at least ~64 KB per piece over the pool (enc_out and the attention keys of 320
+    // beam rows are 20+ MB each when the rows change).
+    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / inner);
+    parallel_for(outer * M, grain, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) {
+            const int64_t o = i / M, n = i % M;
+            std::memcpy(out.data() + i * inner, in.data() + (o * N + rows[n]) * inner,
+                        sizeof(float) * inner);
         }
+    });
 }
 
 }  // namespace
@@ -68,9 +75,15 @@ void Seq2Seq::select_rows(const EncodedSource& in, std::span<const int> rows,
                  in.N);
         out.lengths[n] = in.lengths[rows[n]];
     }
-    gather(in.enc_out, 0, rows, out.enc_out);
-    gather(in.keys.keys, 0, rows, out.keys.keys);  // dot: (0) stays (0)
-    out.keys.query_t = in.keys.query_t;            // per-batch transposed weights: shared
+    // The encoder states and attention keys are not copied (a sentence's beam rows read the
+    // same rows, which stay in cache): out refers to the encoding `in` was selected from.
+    out.shared = &in.states();
+    out.shared_rows.resize(rows.size());
+    for (std::size_t n = 0; n < rows.size(); ++n)
+        out.shared_rows[n] = in.shared ? in.shared_rows[rows[n]] : rows[n];
+    out.enc_out = Tensor(Shape{0});
+    out.keys.keys = Tensor(Shape{0});
+    out.keys.query_t = in.keys.query_t;  // per-batch transposed weights: shared
     out.wih_t = in.wih_t;
     out.whh_t = in.whh_t;
     gather(in.init_h, 1, rows, out.init_h);

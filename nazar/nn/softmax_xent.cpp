@@ -232,9 +232,11 @@ void output_log_probs(ConstTensorView X, ConstTensorView W, ConstTensorView b, T
     // 5 rows of beam-5 batch-1 decoding go to both threads (2 + 3) instead of one.
     const int64_t grain = std::max<int64_t>(1, 16384 / std::max(V, 1));
     parallel_for(R, grain, [&](int64_t r0, int64_t r1) {
-        const TensorView rows = out.slice(r0, r1);
-        if (present(b)) kernels::add_bias_rows(rows, b);
-        kernels::log_softmax(rows, rows);
+        for (int64_t r = r0; r < r1; ++r) {  // one row at a time: it stays in cache
+            const TensorView row = out.slice(r, r + 1);
+            if (present(b)) kernels::add_bias_rows(row, b);
+            kernels::log_softmax(row, row);
+        }
     });
 }
 

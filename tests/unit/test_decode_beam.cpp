@@ -2,6 +2,7 @@
 // n-best lists are sorted by the GNMT score; a batch decodes as its sentences do one by one;
 // early stopping never changes the n-best list; a hand-built model where greedy's first choice
 // leads to a worse sequence; length limits, min_length and option errors.
+#include "nazar/core/threads.h"
 #include "nazar/decode/beam_search.h"
 #include "nazar/decode/greedy.h"
 #include "tests/common/tiny_models.h"
@@ -146,6 +147,47 @@ TEST(BeamSearch, BatchEqualsSentenceBySentenceAndSortedOrder) {
                 }
             }
         }
+    }
+}
+
+// The sentences of a step advance in parallel (beam_search.cpp): every hypothesis, score and
+// attention row is bit-identical at 1, 2 and 3 threads, with enough sentences for the pool to
+// split them (grain: 4 sentences).
+TEST(BeamSearch, SameResultsAtAnyThreadCount) {
+    std::vector<std::vector<int32_t>> sents;
+    for (int i = 0; i < 40; ++i) {
+        std::vector<int32_t> x;
+        for (int t = 0; t < 1 + (i * 7) % 9; ++t)
+            x.push_back(static_cast<int32_t>(4 + (i + t) % 6));
+        sents.push_back(x);
+    }
+    const int saved = num_threads();
+    for (const auto& c : configs()) {
+        Seq2Seq m(c, 17);
+        const BeamOptions o{.beam_size = 4,
+                            .n_best = 3,
+                            .length_penalty = 0.6f,
+                            .coverage_penalty = 0.2f,
+                            .max_length = 12};
+        const Sources all = pad(sents);
+        std::vector<std::vector<std::vector<Hypothesis>>> runs;
+        for (int threads : {1, 2, 3}) {
+            set_num_threads(threads);
+            runs.push_back(beam_search(m, all.ids, all.lengths, all.S, o));
+        }
+        set_num_threads(saved);
+        for (std::size_t r = 1; r < runs.size(); ++r)
+            for (std::size_t i = 0; i < sents.size(); ++i) {
+                ASSERT_EQ(runs[r][i].size(), runs[0][i].size()) << i;
+                for (std::size_t k = 0; k < runs[0][i].size(); ++k) {
+                    const Hypothesis &a = runs[0][i][k], &b = runs[r][i][k];
+                    EXPECT_EQ(b.tokens, a.tokens) << r << " " << i << " " << k;
+                    EXPECT_EQ(b.log_prob, a.log_prob);
+                    EXPECT_EQ(b.score, a.score);
+                    EXPECT_EQ(b.finished, a.finished);
+                    EXPECT_EQ(max_abs_diff(b.attention, a.attention), 0.0f);
+                }
+            }
     }
 }
 

@@ -192,6 +192,33 @@ TEST(Seq2Seq, SelectRowsAndStateReorderBeams) {
     }
 }
 
+// select_rows shares the encoder states and keys (a row map, no copies): selecting from a
+// selection composes the maps, and both give the log-probs of a direct selection exactly.
+TEST(Seq2Seq, SelectRowsOfASelectionComposesTheRowMaps) {
+    for (const auto& c : variants()) {
+        Seq2Seq m(c, 5);
+        const Batch b = tiny_batch();
+        EncodedSource enc, wide, twice, direct;
+        m.encode(b.src, b.src_lengths, b.S, enc);
+        m.select_rows(enc, std::vector<int>{1, 0, 1}, wide);
+        m.select_rows(wide, std::vector<int>{2, 1, 0, 1}, twice);  // sentences {1, 0, 1, 0}
+        m.select_rows(enc, std::vector<int>{1, 0, 1, 0}, direct);
+        EXPECT_EQ(twice.shared, &enc);
+        EXPECT_EQ(twice.shared_rows, (std::vector<int>{1, 0, 1, 0}));
+        EXPECT_EQ(twice.lengths, direct.lengths);
+        DecoderState s1, s2;
+        m.init_state(twice, s1);
+        m.init_state(direct, s2);
+        Tensor lp1({4, 10}), lp2({4, 10}), a1({4, b.S}), a2({4, b.S});
+        for (int32_t y : {2, 5, 6}) {
+            m.step(std::vector<int32_t>(4, y), twice, s1, lp1, a1);
+            m.step(std::vector<int32_t>(4, y), direct, s2, lp2, a2);
+            EXPECT_EQ(max_abs_diff(lp1, lp2), 0.0f);
+            EXPECT_EQ(max_abs_diff(a1, a2), 0.0f);
+        }
+    }
+}
+
 TEST(Seq2Seq, GradientsAccumulateAndDefaultScaleIsMean) {
     Seq2Seq m(tiny_config(DecoderKind::luong, ScoreKind::general), 5);
     const Batch b = tiny_batch();

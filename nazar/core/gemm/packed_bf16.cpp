@@ -10,18 +10,8 @@
 #include <cstdint>
 #include <cstring>
 
-// The region's functions (and packed_block.h's templates) are compiled for AVX512BF16:
-// gcc by its target pragma, clang (which ignores that pragma) by an attribute on each function.
-#if defined(__clang__)
-#pragma clang attribute push( \
-    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")
-#endif
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+// The region's functions (and packed_block.h's templates) are compiled for AVX512BF16.
+NZ_PACKED_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")
 
 #include "nazar/core/gemm/packed_block.h"
 
@@ -63,10 +53,5 @@ void panels_bf16(const Job& j, int p0, int p1, int M) {
 
 }  // namespace nazar::packed_detail
 
-#pragma GCC diagnostic pop
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+NZ_PACKED_TARGET_END
 #endif

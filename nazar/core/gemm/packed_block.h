@@ -16,10 +16,15 @@ inline int32_t load32(const uint8_t* p) {
     return v;
 }
 
+// The accumulators stay in registers only if every access to them has a constant index: the
+// loops over i and q are unrolled completely (gcc otherwise keeps acc in memory and stores
+// all of it every group), and the epilogue reads a copy, `res`.
 template <class Ops, int MB, int NP>
 void block(const Job& j, int m0, int p0) {
     typename Ops::Acc acc[MB][NP];
+#pragma GCC unroll 8
     for (int i = 0; i < MB; ++i)
+#pragma GCC unroll 8
         for (int q = 0; q < NP; ++q) acc[i][q] = Ops::zero();
     const uint8_t* w[NP];
     for (int q = 0; q < NP; ++q) w[q] = j.W->panel(p0 + q) + static_cast<std::size_t>(j.g0) * 64;
@@ -28,12 +33,20 @@ void block(const Job& j, int m0, int p0) {
         a[i] = j.act->data.data() + static_cast<std::size_t>(m0 + i) * j.act->stride;
     for (int g = 0; g < j.ng; ++g) {
         __m512i wv[NP];
+#pragma GCC unroll 8
         for (int q = 0; q < NP; ++q) wv[q] = _mm512_loadu_si512(w[q] + g * 64);
+#pragma GCC unroll 8
         for (int i = 0; i < MB; ++i) {
             const __m512i av = _mm512_set1_epi32(load32(a[i] + 4 * g));
+#pragma GCC unroll 8
             for (int q = 0; q < NP; ++q) acc[i][q] = Ops::dot(acc[i][q], av, wv[q]);
         }
     }
+    alignas(64) typename Ops::Acc res[MB][NP];
+#pragma GCC unroll 8
+    for (int i = 0; i < MB; ++i)
+#pragma GCC unroll 8
+        for (int q = 0; q < NP; ++q) res[i][q] = acc[i][q];
     for (int q = 0; q < NP; ++q) {
         const int p = p0 + q;
         const bool full = p * 16 >= j.n0 && p * 16 + 16 <= j.n1;
@@ -42,11 +55,11 @@ void block(const Job& j, int m0, int p0) {
             const int m = m0 + i;
             if (!full) {
                 alignas(64) typename Ops::Lane v[16];
-                Ops::store(v, acc[i][q]);
+                Ops::store(v, res[i][q]);
                 store_scalar(j, m, p, v);
                 continue;
             }
-            __m512 x = Ops::finish(j, pan, m, acc[i][q]);
+            __m512 x = Ops::finish(j, pan, m, res[i][q]);
             float* c = j.C + static_cast<int64_t>(m) * j.ldc + (p * 16 - j.n0);
             if (j.beta != 0.0f)
                 x = _mm512_add_ps(x, _mm512_mul_ps(_mm512_set1_ps(j.beta), _mm512_loadu_ps(c)));

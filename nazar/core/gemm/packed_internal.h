@@ -12,6 +12,28 @@
 #define NZ_PACKED_X86 1
 #endif
 
+// NZ_PACKED_TARGET_BEGIN("avx512f,...") ... NZ_PACKED_TARGET_END: the functions between them
+// (packed_block.h's templates included) are compiled for those instruction sets — gcc by its
+// target pragma, clang (which ignores that pragma) by an attribute on each function — with
+// gcc's uninitialized-variable warnings off (false positives on the register block's
+// accumulator arrays). packed_int8.cpp and packed_bf16.cpp open one region each.
+#define NZ_PACKED_PRAGMA(x) _Pragma(#x)
+#if defined(__clang__)
+#define NZ_PACKED_TARGET_PUSH(features) \
+    NZ_PACKED_PRAGMA(clang attribute push(__attribute__((target(features))), apply_to = function))
+#define NZ_PACKED_TARGET_POP NZ_PACKED_PRAGMA(clang attribute pop)
+#else
+#define NZ_PACKED_TARGET_PUSH(features) \
+    NZ_PACKED_PRAGMA(GCC push_options) NZ_PACKED_PRAGMA(GCC target(features))
+#define NZ_PACKED_TARGET_POP NZ_PACKED_PRAGMA(GCC pop_options)
+#endif
+#define NZ_PACKED_TARGET_BEGIN(features)                             \
+    NZ_PACKED_TARGET_PUSH(features)                                  \
+    NZ_PACKED_PRAGMA(GCC diagnostic push)                            \
+    NZ_PACKED_PRAGMA(GCC diagnostic ignored "-Wmaybe-uninitialized") \
+    NZ_PACKED_PRAGMA(GCC diagnostic ignored "-Wuninitialized")
+#define NZ_PACKED_TARGET_END NZ_PACKED_PRAGMA(GCC diagnostic pop) NZ_PACKED_TARGET_POP
+
 namespace nazar::packed_detail {
 
 // Activations, made once per call: rows of 4-byte groups covering W's groups [g0, g0 + ng);
