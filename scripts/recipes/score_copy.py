@@ -23,6 +23,7 @@ Both are percentages of all outputs.
 
 usage: score_copy.py NAME SRC REF HYP [--nazar PATH]     (line-aligned files)
        score_copy.py --items-only SRC REF HYP           (items and repetition, no nazar)
+       score_copy.py --self-test                        (the regexes on fixed strings)
 """
 import argparse
 import re
@@ -76,8 +77,27 @@ def item_stats(src, hyp):
             n["any"] += 1
             ok["any"] += good
     pct = {k: 100.0 * ok[k] / max(n[k], 1) for k in n}
-    rep = [100.0 * sum(repeats(h, p) for h in hyp) / max(len(hyp), 1) for p in (1, 2)]
+    rep = [100.0 * sum(any(repeats(h, p) for p in range(1, q + 1)) for h in hyp) / max(len(hyp), 1)
+           for q in (1, 2)]
     return n, ok, pct, rep
+
+
+def self_test():
+    """The item regexes and the repetition test on fixed strings (ctest scripts.score_copy)."""
+    src = ["Usage: %s [-v] --block-signal[=SIG] FILE", "Copied {0} of {name} (%1$s, %-5.2f%%)",
+           "no items here", "e-mail and re-run are words, not options"]
+    want = [(["%s"], ["-v", "--block-signal[=SIG]"]),
+            (["{0}", "{name}", "%1$s", "%-5.2f", "%%"], []), ([], []), ([], [])]
+    for s, (f, o) in zip(src, want):
+        assert FORMAT.findall(s) == f, (s, FORMAT.findall(s))
+        assert OPTION.findall(s) == o, (s, OPTION.findall(s))
+    hyp = ["Usage : %s [-v] --block-off[=S] FICHIER", "Copié {0} de {name} (%1$s, %-5.2f%% %%)",
+           "rien rien rien rien", "space-space-space-space"]
+    n, ok, pct, rep = item_stats(src, hyp)
+    assert n == {"fmt": 2, "opt": 1, "any": 2}, n
+    assert ok == {"fmt": 1, "opt": 0, "any": 0}, ok  # the mangled option; the extra %% is a miss
+    assert rep == [25.0, 50.0], rep
+    print("score_copy.py: self-test passed")
 
 
 def nazar_metric(nazar, metric, ref, hyp):
@@ -96,6 +116,8 @@ def main():
     ap.add_argument("args", nargs="+")
     ap.add_argument("--nazar", default="nazar")
     ap.add_argument("--items-only", action="store_true")
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     a = ap.parse_args()
     if a.items_only:
         if len(a.args) != 3:
