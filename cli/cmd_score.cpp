@@ -47,6 +47,11 @@ int run_score(const ScoreArgs& a) {
             {"target tokenizer", tm.tgt_tok.to_string() == first.tgt_tok.to_string()},
             {"source vocabulary", tm.src_vocab.to_json() == first.src_vocab.to_json()},
             {"target vocabulary", tm.tgt_vocab.to_json() == first.tgt_vocab.to_json()}};
+        if (tm.loaded.model->config().copy_attention != first.loaded.model->config().copy_attention)
+            throw UsageError(
+                fmt::format("ensemble: '{}' and '{}' differ in copy attention: "
+                            "members must all have it or all lack it",
+                            path, a.models.front()));
         for (const auto& [what, ok] : same)
             if (!ok)
                 throw Error(

@@ -12,7 +12,9 @@ Per case (Bahdanau GRU global, Luong general + input feeding, Luong local-m):
      outputs  loss (1), tokens (1)        Σ −log(P(y) + ε) over non-pad targets and their count
               scores (B)                  per-sentence Σ log(P(y) + ε)
               step_log_probs (T, B, V+1)  log(P(w) + ε) of every teacher-forced step
+              loss_ls (1)                 the same sum with label smoothing 0.1 (docs/spec.md §7a)
      grads    grad.<name>                 d(loss / tokens) / d(parameter), every parameter
+              grad_ls.<name>              d(loss_ls / tokens) / d(parameter)
 The C++ side: tests/parity/test_parity_copy.cpp.
 
   /usr/bin/python3 tools/make_copy_fixtures.py --out DIR
@@ -29,6 +31,7 @@ from fixture_files import SKIP, import_reference, remove_files_of
 
 np, nt, MISSING = import_reference()
 
+LS = 0.1  # the label smoothing of loss_ls / grad_ls.*
 GENERATOR = "tools/make_copy_fixtures.py (python/nazar/torch.py, float64 reference)"
 BASE = {"src_vocab_size": 12, "tgt_vocab_size": 13, "embedding_size": 6, "copy_attention": True}
 CASES = {
@@ -72,6 +75,11 @@ def build_case(name, seed):
     ref.load_state_dict({k: v.detach().double() for k, v in model.state_dict().items()})
     ref.eval()
     V1 = cfg["tgt_vocab_size"] + 1
+    # label smoothing LS first (grad_ls.*), then the unsmoothed loss (grad.*)
+    total_ls, tokens = nt.copy_loss(ref, batch, sc, tc, V1, label_smoothing=LS)
+    (total_ls / tokens).backward()
+    grads_ls = {k: p.grad.clone() for k, p in ref.named_parameters()}
+    ref.zero_grad()
     total, tokens = nt.copy_loss(ref, batch, sc, tc, V1)
     (total / tokens).backward()
     with torch.no_grad():
@@ -83,10 +91,11 @@ def build_case(name, seed):
     t = {"src": batch.src.numpy(), "src_lengths": batch.src_lengths.numpy(), "tgt_in": batch.tgt_in.numpy(),
          "tgt_out": batch.tgt_out.numpy(), "src_copy": sc.numpy(), "tgt_copy": tc.numpy(),
          "loss": f32(total.reshape(1)), "tokens": np.array([tokens], np.float32), "scores": f32(scores),
-         "step_log_probs": f32(lp.transpose(0, 1))}
+         "step_log_probs": f32(lp.transpose(0, 1)), "loss_ls": f32(total_ls.reshape(1))}
     params = []
     for k, p in ref.named_parameters():
         t["grad." + k] = f32(p.grad)
+        t["grad_ls." + k] = f32(grads_ls[k])
         params.append(k)
     meta = {"case": name, "config": nt.config_json(cfg), "seed": str(seed), "params": ",".join(params),
             "generator": GENERATOR}

@@ -80,6 +80,8 @@ Tokenizer Tokenizer::spm_from_file(const std::string& path) {
 
 namespace {
 
+constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // ▁ (U+2581), SentencePiece's space
+
 // Feeds SentencePiece from a callback; an exception in the callback (a reader error) is kept
 // and rethrown after training instead of unwinding through SentencePiece.
 class CallbackIterator : public sentencepiece::SentenceIterator {
@@ -222,7 +224,24 @@ std::string Tokenizer::decode(std::span<const std::string_view> pieces) const {
             }
             return out;
         case TokenizerKind::spm: {
-            const std::vector<std::string_view> v(pieces.begin(), pieces.end());
+            // A piece the model lacks (a copy model's copied source piece, extended_vocab.h)
+            // would come back raw: its ▁ are written as spaces, as for the model's own pieces,
+            // and a first piece's leading one is dropped like the dummy prefix.
+            std::vector<std::string_view> v(pieces.begin(), pieces.end());
+            std::vector<std::string> own(v.size());
+            for (std::size_t i = 0; i < v.size(); ++i) {
+                if (v[i].find(kSpmSpace) == std::string_view::npos ||
+                    spm_->PieceToId(v[i]) != spm_->unk_id() ||
+                    v[i] == spm_->IdToPiece(spm_->unk_id()))
+                    continue;
+                for (std::size_t k = 0; k < v[i].size();) {
+                    const bool mark = v[i].substr(k, kSpmSpace.size()) == kSpmSpace;
+                    own[i] += mark ? std::string_view(" ") : v[i].substr(k, 1);
+                    k += mark ? kSpmSpace.size() : 1;
+                }
+                if (i == 0 && !own[i].empty() && own[i][0] == ' ') own[i].erase(0, 1);
+                v[i] = own[i];
+            }
             const auto status = spm_->Decode(v, &out);
             NZ_CHECK_INPUT(status.ok(), "SentencePiece decode failed: {}", status.ToString());
             return out;

@@ -396,8 +396,9 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
 
 std::vector<std::vector<Hypothesis>> beam_search(Ensemble& model, std::span<const int32_t> src,
                                                  std::span<const int> lengths, int S,
-                                                 const BeamOptions& o) {
-    return beam_impl(model, src, lengths, S, o, {});
+                                                 const BeamOptions& o,
+                                                 std::span<const int32_t> copy_src) {
+    return beam_impl(model, src, lengths, S, o, copy_src);
 }
 
 std::vector<std::vector<Hypothesis>> beam_search_sorted(
@@ -408,8 +409,8 @@ std::vector<std::vector<Hypothesis>> beam_search_sorted(
 
 std::vector<std::vector<Hypothesis>> beam_search_sorted(
     Ensemble& model, std::span<const std::vector<int32_t>> sentences, const BeamOptions& options,
-    int batch_size) {
-    return sorted_impl(model, sentences, options, batch_size, {});
+    int batch_size, std::span<const std::vector<int32_t>> copy_src) {
+    return sorted_impl(model, sentences, options, batch_size, copy_src);
 }
 
 }  // namespace nazar

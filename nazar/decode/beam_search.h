@@ -66,7 +66,8 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const
 // the averaged log-probabilities, the attention the ensemble's (one member's or the mean).
 std::vector<std::vector<Hypothesis>> beam_search(Ensemble& model, std::span<const int32_t> src,
                                                  std::span<const int> lengths, int S,
-                                                 const BeamOptions& options = {});
+                                                 const BeamOptions& options = {},
+                                                 std::span<const int32_t> copy_src = {});
 
 // Sentences of any lengths (no <s>/</s>): sorted by length (longest first, stable), decoded in
 // batches of at most batch_size, returned in input order.
@@ -77,6 +78,7 @@ std::vector<std::vector<Hypothesis>> beam_search_sorted(
     std::span<const std::vector<int32_t>> copy_src = {});
 std::vector<std::vector<Hypothesis>> beam_search_sorted(
     Ensemble& model, std::span<const std::vector<int32_t>> sentences,
-    const BeamOptions& options = {}, int batch_size = 32);
+    const BeamOptions& options = {}, int batch_size = 32,
+    std::span<const std::vector<int32_t>> copy_src = {});
 
 }  // namespace nazar

@@ -17,11 +17,12 @@ Ensemble::Ensemble(std::vector<Seq2Seq*> members, int attention_member)
             "or mean)",
             attention_member, M, M == 1 ? "" : "s", M - 1));
     const ModelConfig& a = members_[0]->config();
-    for (int m = 0; m < M; ++m)
-        NZ_CHECK_USAGE(!members_[m]->config().copy_attention,
-                       "ensemble: member {} has copy attention; ensembles of copy models are not "
-                       "supported (translate with one model)",
-                       m);
+    for (int m = 1; m < M; ++m)
+        NZ_CHECK_USAGE(members_[m]->config().copy_attention == a.copy_attention,
+                       "ensemble: member {} {} copy attention and member 0 {}: members must all "
+                       "have it or all lack it",
+                       m, a.copy_attention ? "lacks" : "has",
+                       a.copy_attention ? "has" : "does not");
     for (int m = 1; m < M; ++m) {
         const ModelConfig& b = members_[m]->config();
         NZ_CHECK_INPUT(b.tgt_vocab_size == a.tgt_vocab_size,
@@ -36,6 +37,24 @@ Ensemble::Ensemble(std::vector<Seq2Seq*> members, int attention_member)
         NZ_CHECK_INPUT(x.pad == y.pad && x.unk == y.unk && x.bos == y.bos && x.eos == y.eos,
                        "ensemble: member {} has other special ids than member 0", m);
     }
+}
+
+void Ensemble::set_copy_source(Source& src, std::span<const int32_t> ids, int ext_vocab) const {
+    src.m.resize(members_.size());
+    for (std::size_t m = 0; m < members_.size(); ++m)
+        members_[m]->set_copy_source(src.m[m], ids, ext_vocab);
+}
+
+std::span<const float> Ensemble::last_p_gen() {
+    if (!config().copy_attention) return {};
+    const std::span<const float> first = members_[0]->last_p_gen();
+    p_gen_.assign(first.begin(), first.end());
+    for (std::size_t m = 1; m < members_.size(); ++m) {
+        const std::span<const float> pm = members_[m]->last_p_gen();
+        for (std::size_t i = 0; i < p_gen_.size(); ++i) p_gen_[i] += pm[i];
+    }
+    for (float& p : p_gen_) p /= static_cast<float>(members_.size());
+    return p_gen_;
 }
 
 void Ensemble::encode(std::span<const int32_t> src, std::span<const int> lengths, int S,

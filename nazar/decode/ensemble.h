@@ -13,6 +13,11 @@
 // exactly ((a + a) / 2 = a in float). The attention (coverage penalty, alignments, replace_unk)
 // is one member's (`attention_member`, default 0) or the mean of all members' (kMeanAttention).
 //
+// Copy-attention members (models/copy.h; all members or none) give log(P_m(w) + ε) over the
+// same per-sentence extended vocabulary [0, V + X_b) (it depends only on the source pieces and
+// the shared target vocabulary), and are averaged the same way: the mean of the members' log
+// mixtures, so a copied word is kept when the members agree on copying it, and a sentence's
+// ensemble score is still the mean of the members' `nazar score`s. p_gen is the members' mean.
 // Members must agree on the target vocabulary size and the special ids (Error naming the
 // member otherwise); they read the same source ids, so the text front ends (decode/translator.h,
 // `nazar score`) also require equal source and target vocabularies and tokenizers. Members may
@@ -55,11 +60,17 @@ public:
     void step(std::span<const int32_t> prev, const Source& src, State& state, TensorView log_probs,
               TensorView attention);
     void select_state(const State& in, std::span<const int> rows, State& out) const;
+    // Copy attention (every member has it): the source's extended ids for each member
+    // (Seq2Seq::set_copy_source); step() then writes (N, ext_vocab).
+    void set_copy_source(Source& src, std::span<const int32_t> ids, int ext_vocab) const;
+    // The members' mean p_gen of each row of the last step (empty without copy attention).
+    std::span<const float> last_p_gen();
 
 private:
     std::vector<Seq2Seq*> members_;
     int attention_member_;
     Tensor lp_scratch_, attn_scratch_;
+    std::vector<float> p_gen_;
 };
 
 }  // namespace nazar

@@ -122,8 +122,9 @@ std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t>
 
 std::vector<GreedyResult> greedy_decode(Ensemble& model, std::span<const int32_t> src,
                                         std::span<const int> lengths, int S,
-                                        const GreedyOptions& options) {
-    return greedy_impl(model, src, lengths, S, options, {});
+                                        const GreedyOptions& options,
+                                        std::span<const int32_t> copy_src) {
+    return greedy_impl(model, src, lengths, S, options, copy_src);
 }
 
 }  // namespace nazar

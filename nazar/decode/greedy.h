@@ -48,6 +48,7 @@ std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t>
 // the averaged log-probabilities of the emitted tokens.
 std::vector<GreedyResult> greedy_decode(Ensemble& model, std::span<const int32_t> src,
                                         std::span<const int> lengths, int S,
-                                        const GreedyOptions& options = {});
+                                        const GreedyOptions& options = {},
+                                        std::span<const int32_t> copy_src = {});
 
 }  // namespace nazar

@@ -23,7 +23,7 @@ struct StepTypes<Ensemble> {
 
 // Copy attention (a Seq2Seq with cfg.copy_attention; models/copy.h): hands the source's
 // extended ids (B·S, row-major) to the encoded rows and returns the step's vocabulary
-// V + max_b X_b; other models return V (and an ensemble refuses copy ids).
+// V + max_b X_b; other models return V. An ensemble of copy models hands them to every member.
 inline int prepare_copy(Seq2Seq& model, EncodedSource& enc, std::span<const int32_t> copy_src) {
     const int V = model.config().tgt_vocab_size;
     if (!model.config().copy_attention) return V;
@@ -33,16 +33,21 @@ inline int prepare_copy(Seq2Seq& model, EncodedSource& enc, std::span<const int3
     model.set_copy_source(enc, copy_src, ext);
     return ext;
 }
-inline int prepare_copy(Ensemble& model, Ensemble::Source&, std::span<const int32_t> copy_src) {
-    NZ_CHECK(copy_src.empty(), "ensembles do not support copy attention");
-    return model.config().tgt_vocab_size;
+inline int prepare_copy(Ensemble& model, Ensemble::Source& enc, std::span<const int32_t> copy_src) {
+    const int V = model.config().tgt_vocab_size;
+    if (!model.config().copy_attention) return V;
+    NZ_CHECK(!copy_src.empty(), "decoding copy models needs the source's extended ids");
+    int ext = V;
+    for (int32_t id : copy_src) ext = std::max(ext, id + 1);
+    model.set_copy_source(enc, copy_src, ext);
+    return ext;
 }
 // p_gen of each row of the last step (empty: not a copy model).
 inline std::span<const float> step_p_gen(const Seq2Seq& model) {
     return model.last_p_gen();
 }
-inline std::span<const float> step_p_gen(const Ensemble&) {
-    return {};
+inline std::span<const float> step_p_gen(Ensemble& model) {
+    return model.last_p_gen();
 }
 
 }  // namespace nazar::detail

@@ -227,7 +227,7 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
             hyps = beam_search_sorted(*model[0], ids, beam, o.batch_size, copy_ids);
         } else {
             Ensemble ensemble(model, o.ensemble_attention);
-            hyps = beam_search_sorted(ensemble, ids, beam, o.batch_size);
+            hyps = beam_search_sorted(ensemble, ids, beam, o.batch_size, copy_ids);
         }
     } catch (...) {
         impl_->release(std::move(model));

@@ -2,6 +2,7 @@
 #include "nazar/models/copy.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/kernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +15,7 @@ namespace nazar {
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+const double kLogEpsilon = std::log(kCopyEpsilon);
 
 double softplus(double x) {
     return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
@@ -43,12 +45,79 @@ double copy_mass(const CopyRow& r, int32_t y) {
     return a;
 }
 
+// The smoothing term (ls / V) Σ_{v<V} −log(P(v) + ε) of a row; with `grad`, ADDS its gradients
+// times `scale`. With w_v = 1 / (P(v) + ε), r_v = p s_v w_v (s = softmax(z)), R = Σ_v r_v and
+// C = Σ_v q A_v w_v (q = 1 − p, A_v the source mass of v):
+//   d/dz_k = −(ls/V)(r_k − s_k R),  d/dα_i = −(ls/V) q w_{x̂_i} [x̂_i < V],  d/dg = −(ls/V)(q R − p
+//   C)
+// A word without source mass has P + ε = p s (1 + x), x = ε/(p s): where x < 1e-4 its log is
+// log p + log s + x − x²/2 and r = 1 − x + x²; where x > 1e4, log ε + 1/x − 1/(2x²) and
+// r = 1/x − 1/x² (errors below 1e-12): the V-long loop needs one vectorised (float) exp and a
+// division per word; the others (source words, 1e-4 <= x <= 1e4) are computed in double.
+double smoothing_term(const CopyRow& r, double lse, double log_p, double log_q, double ls,
+                      float scale, CopyRowGrad* grad) {
+    thread_local std::vector<float> soft, shifted;
+    thread_local std::vector<double> mass, share;
+    const auto V = static_cast<std::size_t>(r.V);
+    soft.resize(V);
+    share.resize(V);
+    if (mass.size() < V) mass.assign(V, 0.0);  // all zero between calls
+    const float* lz = r.z;                     // log softmax(z)
+    if (!r.normalized) {
+        shifted.resize(V);
+        for (std::size_t v = 0; v < V; ++v) shifted[v] = static_cast<float>(r.z[v] - lse);
+        lz = shifted.data();
+    }
+    kernels::exp(lz, soft.data(), r.V);
+    for (int i = 0; i < r.S; ++i)
+        if (r.ids[i] < r.V) mass[static_cast<std::size_t>(r.ids[i])] += r.alpha[i];
+    const double p = std::exp(log_p), q = std::exp(log_q), k = ls / r.V;
+    double sum_log = 0, R = 0, Cq = 0;
+    for (std::size_t v = 0; v < V; ++v) {
+        const double ps = p * soft[v], x = mass[v] == 0 ? kCopyEpsilon / ps : 1.0;
+        if (x < 1e-4) {
+            sum_log += log_p + (r.z[v] - lse) + x * (1 - 0.5 * x);
+            share[v] = 1 - x * (1 - x);
+        } else if (x > 1e4 && std::isfinite(x)) {  // p s / ε = 1/x tiny: log ε + 1/x − 1/(2x²)
+            const double y = 1 / x;
+            sum_log += kLogEpsilon + y * (1 - 0.5 * y);
+            share[v] = y * (1 - y);
+        } else {  // source words and tiny probabilities: in double throughout
+            const double pd = p * std::exp(r.z[v] - lse), P = pd + q * mass[v] + kCopyEpsilon;
+            sum_log += std::log(P);
+            share[v] = pd / P;
+            Cq += q * mass[v] / P;
+        }
+        R += share[v];
+    }
+    if (grad != nullptr) {
+        const double c = scale * k;
+        for (std::size_t v = 0; v < V; ++v)
+            grad->d_z[v] -= static_cast<float>(c * (share[v] - soft[v] * R));
+        for (int i = 0; i < r.S; ++i) {
+            if (r.ids[i] >= r.V) continue;
+            const auto u = static_cast<std::size_t>(r.ids[i]);
+            grad->d_alpha[i] -= static_cast<float>(
+                c * q / (p * std::exp(r.z[u] - lse) + q * mass[u] + kCopyEpsilon));
+        }
+        grad->d_g -= static_cast<float>(c * (q * R - p * Cq));
+    }
+    for (int i = 0; i < r.S; ++i)
+        if (r.ids[i] < r.V) mass[static_cast<std::size_t>(r.ids[i])] = 0.0;
+    return -k * sum_log;
+}
+
 }  // namespace
 
-double copy_row_loss(const CopyRow& r, int32_t y, float scale, CopyRowGrad* grad) {
+double copy_row_loss(const CopyRow& r, int32_t y, float scale, CopyRowGrad* grad,
+                     float label_smoothing) {
     NZ_CHECK(r.V > 0 && y >= 0, "copy: target {} with a vocabulary of {}", y, r.V);
+    NZ_CHECK(label_smoothing >= 0 && label_smoothing < 1, "copy: label smoothing {} outside [0, 1)",
+             label_smoothing);
     const double lse = r.normalized ? 0.0 : log_sum_exp(r.z, r.V);
     const double log_p = -softplus(-r.g), log_q = -softplus(r.g);  // log p_gen, log(1 − p_gen)
+    const double ls = label_smoothing;
+    const double ts = scale * (1 - ls);  // the target term's weight 1 − ls
     const double mass = copy_mass(r, y);
     // a = log(p_gen P_vocab(y)), b = log((1 − p_gen) A_y), L = log(e^a + e^b + ε)
     const double a = y < r.V ? log_p + r.z[y] - lse : kNegInf;
@@ -59,14 +128,20 @@ double copy_row_loss(const CopyRow& r, int32_t y, float scale, CopyRowGrad* grad
         const double p = std::exp(log_p);
         // d(−L)/dz_v = ra (softmax_v − δ_vy);  d(−L)/dα_i = −(1 − p)/(P + ε) [x̂_i = y];
         // d(−L)/dg = −(1 − p) ra + p rb
-        const float c = static_cast<float>(scale * ra), shift = static_cast<float>(lse);
-        for (int v = 0; v < r.V; ++v) grad->d_z[v] = c * std::exp(r.z[v] - shift);
-        if (y < r.V) grad->d_z[y] -= static_cast<float>(scale * ra);
-        const float da = static_cast<float>(-scale * std::exp(log_q - L));
+        const float c = static_cast<float>(ts * ra), shift = static_cast<float>(lse);
+        if (r.normalized) {  // the vectorised exp (docs/design.md: ≈ 1-2 ulp)
+            kernels::exp(r.z, grad->d_z, r.V);
+            for (int v = 0; v < r.V; ++v) grad->d_z[v] *= c;
+        } else {
+            for (int v = 0; v < r.V; ++v) grad->d_z[v] = c * std::exp(r.z[v] - shift);
+        }
+        if (y < r.V) grad->d_z[y] -= static_cast<float>(ts * ra);
+        const float da = static_cast<float>(-ts * std::exp(log_q - L));
         for (int i = 0; i < r.S; ++i) grad->d_alpha[i] = r.ids[i] == y ? da : 0.0f;
-        grad->d_g = static_cast<float>(scale * (-(1 - p) * ra + p * rb));
+        grad->d_g = static_cast<float>(ts * (-(1 - p) * ra + p * rb));
     }
-    return -L;
+    if (ls == 0) return -L;
+    return -(1 - ls) * L + smoothing_term(r, lse, log_p, log_q, ls, scale, grad);
 }
 
 int32_t copy_row_argmax(const CopyRow& r) {

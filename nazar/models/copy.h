@@ -48,7 +48,11 @@ struct CopyRowGrad {
 };
 
 // −log(P(y) + ε) of one row; with `grad`, also its gradients times `scale`. y in [0, V + K).
-double copy_row_loss(const CopyRow& r, int32_t y, float scale = 1.0f, CopyRowGrad* grad = nullptr);
+// With label smoothing ls > 0 (docs/spec.md §7a), the cross-entropy against (1 − ls) δ_y plus ls
+// spread uniformly over the FIXED target vocabulary [0, V) (never the extended slots):
+//   (1 − ls) · (−log(P(y) + ε)) + (ls / V) Σ_{v<V} −log(P(v) + ε)
+double copy_row_loss(const CopyRow& r, int32_t y, float scale = 1.0f, CopyRowGrad* grad = nullptr,
+                     float label_smoothing = 0.0f);
 // argmax_w P(w) over the extended vocabulary (the lowest id on ties): the generator's best id
 // or a source id.
 int32_t copy_row_argmax(const CopyRow& r);

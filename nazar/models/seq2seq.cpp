@@ -380,24 +380,18 @@ LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& 
         apply_dropout_mask(gen_in_, dec_mask);
     }
     const TensorView gen_in = absent(dec_mask) ? out_.view() : gen_in_.view();
+    LossStats stats;
     if (cfg_.copy_attention) {
-        NZ_CHECK_USAGE(opt.label_smoothing == 0.0f,
-                       "copy attention does not support label smoothing (got {})",
-                       opt.label_smoothing);
-        LossStats st = copy_loss(batch, scale, true, {}, gen_in);
-        if (!absent(dec_mask)) apply_dropout_mask(d_out_, dec_mask);  // d_o = d_õ ⊙ m
-        attention_terms_forward(batch, opt, scale, st);
-        backward_batch(batch, opt);
-        terms_on_ = false;
-        return st;
+        stats = copy_loss(batch, scale, true, {}, gen_in, opt.label_smoothing);
+    } else {
+        Tensor& d_W =
+            cfg_.tie_target_embeddings ? decoder.embedding.grad.weight : generator.grad.weight;
+        const XentStats st = xent_->forward_backward(
+            gen_in.reshape({int64_t{T} * B, D}), generator_weight(), generator.params.bias,
+            targets_, scale, d_out_.reshape({int64_t{T} * B, D}), d_W, generator.grad.bias);
+        stats = {st.loss, st.tokens, st.correct};
     }
-    Tensor& d_W =
-        cfg_.tie_target_embeddings ? decoder.embedding.grad.weight : generator.grad.weight;
-    const XentStats st = xent_->forward_backward(
-        gen_in.reshape({int64_t{T} * B, D}), generator_weight(), generator.params.bias, targets_,
-        scale, d_out_.reshape({int64_t{T} * B, D}), d_W, generator.grad.bias);
     if (!absent(dec_mask)) apply_dropout_mask(d_out_, dec_mask);  // d_o = d_õ ⊙ m
-    LossStats stats{st.loss, st.tokens, st.correct};
     attention_terms_forward(batch, opt, scale, stats);
     backward_batch(batch, opt);
     terms_on_ = false;
@@ -407,11 +401,7 @@ LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& 
 LossStats Seq2Seq::eval_loss(const Batch& batch, float label_smoothing) {
     Rng unused(0);
     forward_batch(batch, 0.0f, unused, Mode::eval);
-    if (cfg_.copy_attention) {
-        NZ_CHECK_USAGE(label_smoothing == 0.0f,
-                       "copy attention does not support label smoothing (got {})", label_smoothing);
-        return copy_loss(batch, 1.0f, false);
-    }
+    if (cfg_.copy_attention) return copy_loss(batch, 1.0f, false, {}, {}, label_smoothing);
     const SoftmaxXentOptions xo{.ignore_index = cfg_.special_ids.pad,
                                 .label_smoothing = label_smoothing};
     if (!xent_ || xent_->options().label_smoothing != label_smoothing)

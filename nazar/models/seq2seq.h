@@ -255,9 +255,9 @@ private:
     // Copy attention after forward_batch: the loss of every non-pad target (scores: per-sentence
     // log P, when given); with `grads`, d_out_ = d loss / d (generator input) times scale, the
     // generator's and the gate's gradients, the attention caches' extra gradients, copy_d_s_ and
-    // copy_d_e_ (added by the decoder backward).
+    // copy_d_e_ (added by the decoder backward). label_smoothing: copy_row_loss's (0 for scores).
     LossStats copy_loss(const Batch& batch, float scale, bool grads, std::span<double> scores = {},
-                        ConstTensorView gen_in = {});
+                        ConstTensorView gen_in = {}, float label_smoothing = 0.0f);
     void copy_gate_backward(const Batch& batch);  // the gate's share of copy_loss's gradients
     // After the output loss's forward (seq2seq_terms.cpp): the losses and direct gradients of
     // the terms on α_t and c_t (coverage, copy attention's, guided alignment) into terms_;

@@ -33,7 +33,8 @@ int Seq2Seq::step_vocab(const EncodedSource& src) const {
 }
 
 LossStats Seq2Seq::copy_loss(const Batch& batch, float scale, bool grads, std::span<double> scores,
-                             ConstTensorView gen_in_arg) {
+                             ConstTensorView gen_in_arg, float label_smoothing) {
+    NZ_CHECK(scores.empty() || label_smoothing == 0.0f, "copy_loss: scores are unsmoothed");
     const int B = batch.B, S = batch.S, T = batch.T, V = cfg_.tgt_vocab_size;
     const int C = encoder.output_size(), H = decoder.H, D = decoder.output_size();
     NZ_CHECK(static_cast<int64_t>(batch.src_copy.size()) == int64_t{B} * S &&
@@ -88,7 +89,7 @@ LossStats Seq2Seq::copy_loss(const Batch& batch, float scale, bool grads, std::s
                               .normalized = true};
             CopyRowGrad g{.d_z = grads ? dz.select(r - r0).data() : nullptr,
                           .d_alpha = grads ? copy_d_alpha_.select(t).select(b).data() : nullptr};
-            const double loss = copy_row_loss(row, y, scale, grads ? &g : nullptr);
+            const double loss = copy_row_loss(row, y, scale, grads ? &g : nullptr, label_smoothing);
             st.loss += loss;
             ++st.tokens;
             st.correct += copy_row_argmax(row) == y;

@@ -784,10 +784,6 @@ void validate_config(const TrainConfig& cfg) {
               fmt::format("vocab_size must be 0 (no limit) or >= 5 (4 specials + 1 piece), got {}",
                           cfg.vocab_size));
     if (cfg.save_dir.empty()) usage("", "save_dir is empty: name the run's directory");
-    if (cfg.copy_attention && cfg.label_smoothing != 0)
-        usage("", fmt::format("copy_attention does not support label_smoothing (got {}): set it "
-                              "to 0",
-                              cfg.label_smoothing));
     if (cfg.valid_metric != "loss" && cfg.valid_sample == 0)
         usage("", fmt::format("valid_metric {} scores decoded dev sentences: set valid_sample > 0 "
                               "(or valid_metric: loss)",

@@ -167,6 +167,7 @@ class Alignment:
     log_prob: float  # log p(target </s> | source), = score()
     attention: np.ndarray = field(repr=False)  # (T + 1, S): target tokens, then </s>
     links: List[Tuple[int, int]] = field(default_factory=list)  # hard links (source, target)
+    p_gen: Optional[List[float]] = None  # copy attention: p_gen per target token, else None
 
     def pharaoh(self) -> str:
         """``nazar align`` 's line: "i-j" pairs, source index first."""
@@ -299,7 +300,7 @@ class Translator:
             _sentences(targets, "targets"),
             _positive("batch_size", batch_size),
         )
-        return [Alignment(sp, tp, lp, att, links) for (lp, sp, tp, att, links) in raw]
+        return [Alignment(sp, tp, lp, att, links, pg) for (lp, sp, tp, att, links, pg) in raw]
 
     def attention(
         self, sentences: Iterable[str], beam: int = 1, batch_size: int = 32

@@ -812,15 +812,21 @@ if torch is not None:
         P = P.scatter_add(-1, idx, (1 - p) * alphas)
         return torch.log(P + COPY_EPSILON)
 
-    def copy_loss(model, batch, src_copy, tgt_copy, ext_vocab=None):
+    def copy_loss(model, batch, src_copy, tgt_copy, ext_vocab=None, label_smoothing=0.0):
         """(Σ over non-pad targets of −log(P(y) + ε), token count), as Seq2Seq::train_step /
-        eval_loss of a copy model; tgt_copy (B, T) the extended targets (tgt_out's layout)."""
+        eval_loss of a copy model; tgt_copy (B, T) the extended targets (tgt_out's layout).
+        label_smoothing ls: (1 − ls)(−log(P(y) + ε)) + ls · mean_{v<V} −log(P(v) + ε), the
+        uniform share over the fixed target vocabulary only (docs/spec.md §7a)."""
         logits, alphas = model(batch.src, batch.src_lengths, batch.tgt_in)
         tgt_copy, src_copy = _ids(tgt_copy), _ids(src_copy)
-        ext = ext_vocab or max(logits.shape[-1], int(src_copy.max()) + 1, int(tgt_copy.max()) + 1)
+        V = logits.shape[-1]
+        ext = ext_vocab or max(V, int(src_copy.max()) + 1, int(tgt_copy.max()) + 1)
         lp = copy_log_probs(logits, alphas, model.copy_gates, src_copy, ext)
         pad = model.config["special_ids"]["pad"]
-        nll = -lp.gather(-1, tgt_copy[..., None]).squeeze(-1).masked_fill(tgt_copy == pad, 0.0)
+        nll = -lp.gather(-1, tgt_copy[..., None]).squeeze(-1)
+        if label_smoothing:
+            nll = (1 - label_smoothing) * nll - label_smoothing * lp[..., :V].mean(-1)
+        nll = nll.masked_fill(tgt_copy == pad, 0.0)
         return nll.sum(), int((tgt_copy != pad).sum())
 
     # ---- guided alignment (nazar/models/guided_alignment.h, docs/spec.md §7 "Guided alignment") ----

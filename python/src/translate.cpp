@@ -10,6 +10,7 @@
 #include "common.h"
 
 #include "nazar/core/check.h"
+#include "nazar/data/extended_vocab.h"
 #include "nazar/data/pipeline.h"
 #include "nazar/data/tokenizer.h"
 #include "nazar/data/vocab.h"
@@ -43,48 +44,54 @@ public:
         tgt_vocab_ = Vocab::from_json(meta(kTgtVocabKey));
     }
 
-    // log p(target </s> | source) per pair, as `nazar score`.
+    // log p(target </s> | source) per pair, as `nazar score` (a copy model: the mixture's
+    // log(P + ε) over each pair's extended vocabulary, data/extended_vocab.h).
     std::vector<double> score(const std::vector<std::string>& src,
                               const std::vector<std::string>& tgt, int batch_size) {
-        refuse_copy("score");
-        IdRows s, t;
-        encode(src, tgt, s, t);
+        Encoded e;
+        encode(src, tgt, e);
         std::vector<double> out;
         std::lock_guard lock(mutex_);
-        for_batches(s, t, batch_size, [&](const IdRows& bs, const IdRows& bt) {
-            const Batch b = batch_from_ids(bs, bt);
-            std::vector<double> scores(bs.size(), 0.0);
+        for_batches(e.s.size(), batch_size, [&](std::size_t i, std::size_t n) {
+            Batch b = batch_from_ids(slice(e.s, i, n), slice(e.t, i, n));
+            if (copying()) set_copy_ids(b, slice(e.cs, i, n), slice(e.ct, i, n));
+            std::vector<double> scores(n, 0.0);
             loaded_.model->score(b, scores);
             out.insert(out.end(), scores.begin(), scores.end());
         });
         return out;
     }
 
-    // Forced decoding of each pair, as `nazar align`: (log p, attention (T_b + 1, S_b)).
+    // Forced decoding of each pair, as `nazar align`: (log p, attention (T_b + 1, S_b), and for a
+    // copy model p_gen per target token).
     std::vector<ForcedAlignment> align(const std::vector<std::string>& src,
                                        const std::vector<std::string>& tgt, int batch_size,
                                        std::vector<std::vector<std::string>>& src_pieces,
                                        std::vector<std::vector<std::string>>& tgt_pieces) {
-        refuse_copy("align");
-        IdRows s, t;
-        encode(src, tgt, s, t);
-        for (const auto& row : s) src_pieces.push_back(pieces(row, src_vocab_));
-        for (const auto& row : t) tgt_pieces.push_back(pieces(row, tgt_vocab_));
+        Encoded e;
+        encode(src, tgt, e);
+        for (const auto& row : e.s) src_pieces.push_back(pieces(row, src_vocab_));
+        for (const auto& row : e.t) tgt_pieces.push_back(pieces(row, tgt_vocab_));
         std::vector<ForcedAlignment> out;
         std::lock_guard lock(mutex_);
         Seq2Seq& model = *loaded_.model;
         const int32_t pad = model.config().special_ids.pad;
-        for_batches(s, t, batch_size, [&](const IdRows& bs, const IdRows& bt) {
+        for_batches(e.s.size(), batch_size, [&](std::size_t i, std::size_t n) {
             int S = 0;
-            for (const auto& r : bs) S = std::max(S, static_cast<int>(r.size()));
-            std::vector<int32_t> ids(bs.size() * static_cast<std::size_t>(S), pad);
+            for (std::size_t b = i; b < i + n; ++b)
+                S = std::max(S, static_cast<int>(e.s[b].size()));
+            std::vector<int32_t> ids(n * static_cast<std::size_t>(S), pad);
+            std::vector<int32_t> copy_ids(copying() ? ids.size() : 0, pad);
             std::vector<int> lengths;
-            for (std::size_t b = 0; b < bs.size(); ++b) {
-                std::copy(bs[b].begin(), bs[b].end(),
-                          ids.begin() + static_cast<std::ptrdiff_t>(b * S));
-                lengths.push_back(static_cast<int>(bs[b].size()));
+            for (std::size_t b = 0; b < n; ++b) {
+                const auto at = static_cast<std::ptrdiff_t>(b * S);
+                std::copy(e.s[i + b].begin(), e.s[i + b].end(), ids.begin() + at);
+                if (copying())
+                    std::copy(e.cs[i + b].begin(), e.cs[i + b].end(), copy_ids.begin() + at);
+                lengths.push_back(static_cast<int>(e.s[i + b].size()));
             }
-            auto res = forced_alignment(model, ids, lengths, S, bt);
+            auto res = forced_alignment(model, ids, lengths, S, slice(copying() ? e.ct : e.t, i, n),
+                                        copy_ids);
             for (auto& r : res) out.push_back(std::move(r));
         });
         return out;
@@ -93,15 +100,12 @@ public:
     const std::string& path() const { return path_; }
 
 private:
-    // Copy-attention models score over per-sentence extended vocabularies, which these bindings
-    // do not build yet: say so instead of failing inside the model.
-    void refuse_copy(const char* what) const {
-        if (loaded_.model->config().copy_attention)
-            throw UsageError(fmt::format(
-                "TextModel.{}: '{}' is a copy-attention model, which the Python bindings cannot {} "
-                "yet; use `nazar {}` (the CLI); translate() works",
-                what, path_, what, what));
-    }
+    struct Encoded {
+        IdRows s, t;    // vocabulary ids
+        IdRows cs, ct;  // a copy model's extended ids (data/extended_vocab.h), else empty
+    };
+
+    bool copying() const { return loaded_.model->config().copy_attention; }
 
     const std::string& meta(const char* key) const {
         const auto it = loaded_.metadata.find(key);
@@ -112,15 +116,22 @@ private:
         return it->second;
     }
 
-    void encode(const std::vector<std::string>& src, const std::vector<std::string>& tgt, IdRows& s,
-                IdRows& t) const {
+    void encode(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
+                Encoded& e) const {
         if (src.size() != tgt.size())
             throw UsageError(fmt::format("{} sources but {} targets: give one target per source",
                                          src.size(), tgt.size()));
+        Pieces sp, tp;
         for (std::size_t i = 0; i < src.size(); ++i) {
             const std::string where = fmt::format("pair {}", i);
-            s.push_back(encode_line(src[i], src_tok_, src_vocab_, where));
-            t.push_back(encode_line(tgt[i], tgt_tok_, tgt_vocab_, where));
+            e.s.push_back(encode_line(src[i], src_tok_, src_vocab_, where));
+            e.t.push_back(encode_line(tgt[i], tgt_tok_, tgt_vocab_, where));
+            if (!copying()) continue;  // the lines are valid UTF-8 now (encode_line checked)
+            src_tok_.encode(src[i], sp);
+            tgt_tok_.encode(tgt[i], tp);
+            e.cs.emplace_back();
+            e.ct.emplace_back();
+            extend_pair(sp.views, tp.views, tgt_vocab_, e.cs.back(), e.ct.back());
         }
     }
 
@@ -130,16 +141,17 @@ private:
         return p;
     }
 
+    static IdRows slice(const IdRows& rows, std::size_t i, std::size_t n) {
+        return IdRows(rows.begin() + static_cast<std::ptrdiff_t>(i),
+                      rows.begin() + static_cast<std::ptrdiff_t>(i + n));
+    }
+
+    // f(first, count) over consecutive batches of at most batch_size pairs
     template <class F>
-    static void for_batches(const IdRows& s, const IdRows& t, int batch_size, F&& f) {
+    static void for_batches(std::size_t total, int batch_size, F&& f) {
         if (batch_size < 1) throw UsageError(fmt::format("batch_size {} is not >= 1", batch_size));
-        for (std::size_t i = 0; i < s.size(); i += static_cast<std::size_t>(batch_size)) {
-            const std::size_t e = std::min(s.size(), i + static_cast<std::size_t>(batch_size));
-            f(IdRows(s.begin() + static_cast<std::ptrdiff_t>(i),
-                     s.begin() + static_cast<std::ptrdiff_t>(e)),
-              IdRows(t.begin() + static_cast<std::ptrdiff_t>(i),
-                     t.begin() + static_cast<std::ptrdiff_t>(e)));
-        }
+        for (std::size_t i = 0; i < total; i += static_cast<std::size_t>(batch_size))
+            f(i, std::min(total - i, static_cast<std::size_t>(batch_size)));
     }
 
     std::string path_;
@@ -269,8 +281,12 @@ void bind_text_model(pb::module_& m) {
                 for (std::size_t b = 0; b < res.size(); ++b) {
                     const int n_tgt = static_cast<int>(tp[b].size());
                     pb::list links = links_to_list(hard_alignment(res[b].attention, n_tgt));
+                    pb::object p_gen = pb::none();  // copy attention: p_gen per target token
+                    if (!res[b].p_gen.empty())
+                        p_gen = pb::cast(
+                            std::vector<float>(res[b].p_gen.begin(), res[b].p_gen.begin() + n_tgt));
                     out.append(pb::make_tuple(res[b].log_prob, pb::cast(sp[b]), pb::cast(tp[b]),
-                                              to_numpy(std::move(res[b].attention)), links));
+                                              to_numpy(std::move(res[b].attention)), links, p_gen));
                 }
                 return out;
             },

@@ -176,3 +176,62 @@ TEST(CopyRow, NormalizedLogitsGiveTheSameMixture) {
         for (int i = 0; i < S; ++i) EXPECT_NEAR(n_a[i], d_a[i], 1e-6);
     }
 }
+
+// Label smoothing (docs/spec.md §7a): (1 − ls)(−log(P(y) + ε)) + (ls/V) Σ_{v<V} −log(P(v) + ε),
+// the uniform share over the fixed vocabulary only (the extended slots 7, 8 get none).
+TEST(CopyRow, SmoothedLossMatchesTheDefinition) {
+    const Case c = make_case(23);
+    for (float ls : {0.1f, 0.4f}) {
+        for (int32_t y : {4, 8, 5}) {
+            double smooth = 0;
+            for (int v = 0; v < V; ++v)
+                smooth -= std::log(mixture(c.z, c.alpha, c.ids, c.g[0], v) + kCopyEpsilon);
+            const double want =
+                (1 - ls) * -std::log(mixture(c.z, c.alpha, c.ids, c.g[0], y) + kCopyEpsilon) +
+                ls * smooth / V;
+            EXPECT_NEAR(copy_row_loss(row_of(c), y, 1.0f, nullptr, ls), want, 1e-6)
+                << "ls = " << ls << ", y = " << y;
+        }
+    }
+}
+
+// With the gate fully open (p_gen = 1) the smoothed copy loss is the non-copy smoothed
+// cross-entropy (1 − ls)(−log softmax_y) + ls · mean_v(−log softmax_v), and so are its gradients
+// with respect to z: ls (softmax − 1/V) + (1 − ls)(softmax − δ_y).
+TEST(CopyRow, SmoothedLossWithAnOpenGateIsTheUsualOne) {
+    Case c = make_case(29);
+    c.g[0] = 40;  // 1 − p_gen = e^-40
+    const float ls = 0.2f;
+    double m = -1e30, s = 0;
+    for (int v = 0; v < V; ++v) m = std::max(m, static_cast<double>(c.z[v]));
+    for (int v = 0; v < V; ++v) s += std::exp(c.z[v] - m);
+    const int32_t y = 5;
+    double mean_nll = 0;
+    for (int v = 0; v < V; ++v) mean_nll -= (c.z[v] - m - std::log(s)) / V;
+    const double want = (1 - ls) * -(c.z[y] - m - std::log(s)) + ls * mean_nll;
+    Tensor d_z({V}), d_alpha({S});
+    CopyRowGrad grad{.d_z = d_z.data(), .d_alpha = d_alpha.data()};
+    EXPECT_NEAR(copy_row_loss(row_of(c), y, 1.0f, &grad, ls), want, 1e-6);
+    for (int v = 0; v < V; ++v) {
+        const double sm = std::exp(c.z[v] - m) / s;
+        EXPECT_NEAR(d_z[v], ls * (sm - 1.0 / V) + (1 - ls) * (sm - (v == y)), 1e-6) << v;
+    }
+}
+
+// Finite differences of the smoothed loss through z, α and g (the same targets as above).
+TEST(CopyRow, SmoothedGradientsMatchFiniteDifferences) {
+    for (float ls : {0.1f, 0.5f}) {
+        for (int32_t y : {4, 8, 7, 5}) {
+            Case c = make_case(31);
+            Tensor d_z({V}), d_alpha({S}), d_g({1});
+            CopyRowGrad grad{.d_z = d_z.data(), .d_alpha = d_alpha.data()};
+            copy_row_loss(row_of(c), y, 0.7f, &grad, ls);
+            d_g[0] = grad.d_g;
+            const auto loss = [&] { return 0.7 * copy_row_loss(row_of(c), y, 1.0f, nullptr, ls); };
+            EXPECT_TRUE(check_gradients(
+                loss, {{"z", c.z, d_z}, {"alpha", c.alpha, d_alpha}, {"g", c.g, d_g}},
+                {.eps = 1e-3, .rtol = 1e-3, .atol = 1e-5}))
+                << "ls = " << ls << ", y = " << y;
+        }
+    }
+}

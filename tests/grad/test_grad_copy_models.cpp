@@ -25,9 +25,14 @@ Batch copy_batch() {
     return b;
 }
 
-void check_copy_model(ModelConfig cfg, const TrainOptions& opt = {.grad_scale = 1.0f}) {
+void check_copy_model(ModelConfig cfg, const TrainOptions& opt = {.grad_scale = 1.0f},
+                      bool random_w_c = false) {
     cfg.copy_attention = true;
     Seq2Seq model(cfg, 3);
+    if (random_w_c) {  // coverage: a fresh model's w_c is 0
+        Rng draw(5);
+        draw.fill_uniform(model.attention.params.w_c, -1.5f, 1.5f);
+    }
     const Batch batch = copy_batch();
     ParamList params = model.parameters();
     EXPECT_EQ(params.back().name, "copy.gate.bias");
@@ -35,12 +40,14 @@ void check_copy_model(ModelConfig cfg, const TrainOptions& opt = {.grad_scale = 
     Rng rng(11);
     const LossStats st = model.train_step(batch, opt, rng);
     EXPECT_EQ(st.tokens, 6);
-    const bool dropout = opt.dropout.attention > 0 || opt.dropout.embedding > 0;
+    // the objective by eval_loss, or by train_step (the same masks) with dropout
+    const bool dropout =
+        opt.dropout.attention > 0 || opt.dropout.embedding > 0 || opt.coverage_loss_weight > 0;
     if (!dropout) {
-        EXPECT_NEAR(model.eval_loss(batch).loss, st.loss, 1e-4 * st.loss);
+        EXPECT_NEAR(model.eval_loss(batch, opt.label_smoothing).loss, st.loss, 1e-4 * st.loss);
     }
     auto loss = [&] {
-        if (!dropout) return model.eval_loss(batch).loss;
+        if (!dropout) return model.eval_loss(batch, opt.label_smoothing).loss;
         Rng same(11);
         return model.train_step(batch, opt, same).loss;
     };
@@ -89,6 +96,59 @@ TEST(GradCopyModels, DropoutSites) {
             .embedding = 0.3f, .encoder_output = 0.3f, .decoder_output = 0.3f, .attention = 0.3f}};
     check_copy_model(tiny_config(), opt);
     check_copy_model(tiny_config(DecoderKind::luong, ScoreKind::general), opt);
+}
+
+// Label smoothing over the fixed vocabulary (docs/spec.md §7a), both decoders.
+TEST(GradCopyModels, LabelSmoothing) {
+    check_copy_model(tiny_config(), {.label_smoothing = 0.2f, .grad_scale = 1.0f});
+    check_copy_model(tiny_config(DecoderKind::luong, ScoreKind::general),
+                     {.label_smoothing = 0.2f, .grad_scale = 1.0f});
+}
+
+// Copy with coverage (w_c drawn at random: a fresh model's is 0): d cov_t carried into the
+// earlier steps' weights, both backward paths. The coverage loss (its kinks are checked in
+// test_grad_coverage.cpp) is reported, changes the gradient, and both paths agree with it.
+TEST(GradCopyModels, Coverage) {
+    for (const auto kind : {DecoderKind::bahdanau, DecoderKind::luong}) {
+        auto c =
+            tiny_config(kind, kind == DecoderKind::luong ? ScoreKind::concat : ScoreKind::additive);
+        c.attention.coverage = true;
+        c.copy_attention = true;
+        for (const auto path : {DecoderBackwardPath::sequence, DecoderBackwardPath::per_step})
+            check_copy_model(c, {.grad_scale = 1.0f, .decoder_backward = path}, true);
+        Seq2Seq model(c, 3);
+        Rng draw(5);
+        draw.fill_uniform(model.attention.params.w_c, -1.5f, 1.5f);
+        ParamList params = model.parameters();
+        const auto grads = [&](DecoderBackwardPath path, float weight, double* cov_loss) {
+            zero_grads(params);
+            Rng rng(11);
+            *cov_loss = model
+                            .train_step(copy_batch(),
+                                        {.grad_scale = 1.0f,
+                                         .decoder_backward = path,
+                                         .coverage_loss_weight = weight},
+                                        rng)
+                            .coverage_loss;
+            std::vector<Tensor> g;
+            for (const auto& p : params) g.push_back(*p.grad);
+            return g;
+        };
+        double l0 = 0, l1 = 0, l2 = 0;
+        const auto plain = grads(DecoderBackwardPath::sequence, 0.0f, &l0);
+        const auto seq = grads(DecoderBackwardPath::sequence, 0.5f, &l1);
+        const auto step = grads(DecoderBackwardPath::per_step, 0.5f, &l2);
+        EXPECT_EQ(l0, 0.0);
+        EXPECT_GT(l1, 0.0);
+        EXPECT_NEAR(l1, l2, 1e-6 * l1);
+        double changed = 0;
+        for (std::size_t i = 0; i < params.size(); ++i)
+            for (int64_t k = 0; k < seq[i].numel(); ++k) {
+                EXPECT_NEAR(seq[i][k], step[i][k], 1e-4) << params[i].name << "[" << k << "]";
+                changed = std::max(changed, static_cast<double>(std::abs(seq[i][k] - plain[i][k])));
+            }
+        EXPECT_GT(changed, 1e-3);
+    }
 }
 
 // score() is the mixture's log P(y) summed per sentence, and equals −eval_loss in total.

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -125,6 +127,27 @@ TEST(DataTokenizer, SpmUnigramAndBpeAreExact) {
             EXPECT_EQ(roundtrip(t, s), s)
                 << (type == SpmModelType::bpe ? "bpe: " : "unigram: ") << s;
     }
+}
+
+// Pieces the model lacks (a copy model's copied source pieces, data/extended_vocab.h) decode
+// with their ▁ as spaces like the model's own pieces, not raw; a first one loses its leading
+// space (the dummy prefix). Known pieces decode as before.
+TEST(DataTokenizer, SpmDecodesForeignPiecesWithSpaces) {
+    const Tokenizer t = train(synthetic_sentences(3000, 11), SpmModelType::unigram, 400);
+    const std::string sp = "\xE2\x96\x81";  // ▁
+    const std::vector<std::string> known = t.encode("ouvrir le fichier");
+    const std::string foreign = sp + "zzqx" + sp + "--block-signal[=SIG]";
+    const std::vector<std::string> own = t.spm_pieces();
+    ASSERT_TRUE(std::find(own.begin(), own.end(), foreign) == own.end());
+    std::vector<std::string> mixed = known;
+    mixed.push_back(foreign);
+    mixed.push_back("qq");  // a foreign piece without ▁: glued, as a word-inner piece
+    EXPECT_EQ(t.decode(mixed), "ouvrir le fichier zzqx --block-signal[=SIG]qq");
+    mixed.insert(mixed.begin(), foreign);
+    EXPECT_EQ(t.decode(mixed),
+              "zzqx --block-signal[=SIG] ouvrir le fichier zzqx "
+              "--block-signal[=SIG]qq");
+    EXPECT_EQ(t.decode(known), "ouvrir le fichier");
 }
 
 TEST(DataTokenizer, SpmTrainingIsDeterministicAndSerialises) {
