@@ -5,8 +5,8 @@
 
 A small model trained by `nazar train` (word-reversal task, Bahdanau; wider than the sizes of
 check_model_files.py so that the products have several 16-row panels), then for int8 and bf16:
-1. `nazar quantize` writes a file whose weight matrices are I8 + per-row F32 ".scale" (BF16),
-   whose metadata says nazar.precision, and whose embeddings and biases stay F32.
+1. `nazar quantize` writes a file whose weight matrices and both embedding tables are I8 +
+   per-row F32 ".scale" (BF16), whose metadata says nazar.precision, and whose biases stay F32.
 2. python/nazar_torch.py loads it by dequantizing (w = w_q * s_row); its float64 scores equal
    `nazar score --precision fp32` of the same file (dequantized weights, fp32 products) within
    1e-4 relative per sentence: both read the same numbers.
@@ -103,12 +103,16 @@ def main():
             header = json.loads(f.read(n))
         want = "I8" if precision == "int8" else "BF16"
         quantized = [k for k, e in header.items() if k != "__metadata__" and e["dtype"] == want]
-        if not quantized or "decoder.rnn.weight_hh_l0" not in quantized \
-                or "generator.weight" not in quantized:
+        if not {"decoder.rnn.weight_hh_l0", "generator.weight", "encoder.embedding.weight",
+                "decoder.embedding.weight"} <= set(quantized):
             bad.append(f"{precision}: {want} tensors {quantized}")
+        for k, e in header.items():
+            if k != "__metadata__" and e["dtype"] not in (want, "F32"):
+                bad.append(f"{precision}: {k} is {e['dtype']}")
+            if k != "__metadata__" and e["dtype"] == "F32" and len(e["shape"]) == 2 \
+                    and e["shape"][0] > 1:
+                bad.append(f"{precision}: matrix {k} {e['shape']} kept F32")
         for k in quantized:
-            if "embedding" in k:
-                bad.append(f"{precision}: embedding {k} quantized")
             if precision == "int8":
                 s = header.get(k + ".scale")
                 if not s or s["dtype"] != "F32" or s["shape"] != header[k]["shape"][:1]:
@@ -132,7 +136,7 @@ def main():
                        f"{over[:5]} beyond {a} + {r}|score|")
         if own == same:
             bad.append(f"{precision}: the file's own precision gave the fp32 scores (not packed?)")
-        print(f"check_quantized_files: {precision}: {len(quantized)} {want} matrices; dequantized "
+        print(f"check_quantized_files: {precision}: {len(quantized)} {want} tensors; dequantized "
               f"PyTorch vs nazar fp32 worst relative {worst_same:.2g}; vs nazar {precision} max "
               f"|diff| {max(diffs):.3g}, mean {sum(diffs) / len(diffs):.3g}")
         # 4. training from it is refused
