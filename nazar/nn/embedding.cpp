@@ -1,6 +1,8 @@
 // Embedding lookup with sparse (touched-row) gradients (see embedding.h).
 #include "nazar/nn/embedding.h"
 
+#include "nazar/core/gemm/packed.h"
+
 #include <algorithm>
 #include <cstring>
 

@@ -17,7 +17,6 @@
 // (params.weight stays a placeholder). backward refuses while a packed table is set.
 #pragma once
 
-#include "nazar/core/gemm/packed.h"
 #include "nazar/core/params.h"
 #include "nazar/core/rng.h"
 #include "nazar/core/tensor.h"
@@ -28,6 +27,8 @@
 #include <vector>
 
 namespace nazar {
+
+class PackedMatrix;  // core/gemm/packed.h (internal: not installed)
 
 struct EmbeddingParams {
     Tensor weight{Shape{0}};  // (V, E)
