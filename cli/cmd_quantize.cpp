@@ -1,6 +1,6 @@
-// `nazar quantize --model M --precision int8|bf16 -o M8`: a model file whose weight matrices
-// are stored in reduced precision (nazar/models/quantized_file.h; README "Formats"), for
-// translate / score / attention, which run it in that precision. Written atomically.
+// `nazar quantize --model M --precision int8|bf16 -o M8`: a model file whose weight matrices (and
+// embeddings) are stored in reduced precision (nazar/models/quantized_file.h; README "Formats"),
+// for translate / score / attention, which run it in that precision. Written atomically.
 #include "cli/command.h"
 #include "nazar/core/check.h"
 #include "nazar/models/model_file.h"
@@ -31,11 +31,12 @@ int run_quantize(const QuantizeArgs& a) {
     model_from_safetensors(in);  // every model-file check, before anything is written
     const SafeTensors out = quantize_model_file(in, p);
     save_safetensors(a.output, out);
-    std::fprintf(stderr, "%s: %zu matrices in %s, %zu tensors kept F32; %.1f MB -> %.1f MB\n",
-                 a.output.c_str(), out.raw().size(), precision_name(p),
-                 out.tensors().size() - (p == Precision::int8 ? out.raw().size() : 0),
-                 static_cast<double>(std::filesystem::file_size(a.model)) / 1e6,
-                 static_cast<double>(std::filesystem::file_size(a.output)) / 1e6);
+    std::fprintf(
+        stderr, "%s: %zu matrices and embeddings in %s, %zu tensors kept F32; %.1f MB -> %.1f MB\n",
+        a.output.c_str(), out.raw().size(), precision_name(p),
+        out.tensors().size() - (p == Precision::int8 ? out.raw().size() : 0),
+        static_cast<double>(std::filesystem::file_size(a.model)) / 1e6,
+        static_cast<double>(std::filesystem::file_size(a.output)) / 1e6);
     return 0;
 }
 
@@ -54,7 +55,7 @@ void setup_quantize(CLI::App& app, std::function<int()>& run) {
 }  // namespace
 
 NZ_REGISTER_COMMAND(quantize,
-                    "Store a model's weight matrices in int8 or bf16 for faster inference",
+                    "Store a model's weight matrices and embeddings in int8 or bf16 for inference",
                     setup_quantize);
 
 }  // namespace nazar::cli

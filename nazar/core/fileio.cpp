@@ -196,43 +196,63 @@ std::string file_problem(const std::string& path, bool allow_streams) {
     return fmt::format("is {}, not a regular file", kind);
 }
 
-std::string read_regular_file(const std::string& path, std::size_t max_bytes, uint64_t* file_size) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO: no wait
-    if (fd < 0) {
+FileReader::FileReader(const std::string& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO: no wait
+    if (fd_ < 0) {
         const int err = errno;
         throw Error(fmt::format("cannot read '{}': {}", path,
                                 err == ENOENT ? "it does not exist" : errno_str(err)));
     }
-    struct Closer {
-        int fd;
-        ~Closer() { ::close(fd); }
-    } closer{fd};
     struct stat st {};
-    if (::fstat(fd, &st) != 0) {
+    if (::fstat(fd_, &st) != 0) {
         const int err = errno;
+        ::close(fd_);
         throw Error(fmt::format("cannot read '{}': {}", path, errno_str(err)));
     }
     if (!S_ISREG(st.st_mode)) {  // the same words as file_problem, for the opened file
+        ::close(fd_);
         const std::string why = file_problem(path, false);
         throw Error(fmt::format("cannot read '{}': it {}", path,
                                 why.empty() ? "is not a regular file" : why));
     }
-    if (file_size) *file_size = static_cast<uint64_t>(st.st_size);
-    const auto size = std::min(static_cast<std::size_t>(st.st_size), max_bytes);
-    std::string out(size, '\0');
+    size_ = static_cast<uint64_t>(st.st_size);
+}
+
+FileReader::~FileReader() {
+    ::close(fd_);
+}
+
+std::size_t FileReader::read_some_at(uint64_t offset, void* dst, std::size_t n) const {
     std::size_t got = 0;
-    while (got < size) {
-        const ssize_t n = ::read(fd, out.data() + got, size - got);
-        if (n < 0) {
+    while (got < n) {
+        const ssize_t r =
+            ::pread(fd_, static_cast<char*>(dst) + got, n - got, static_cast<off_t>(offset + got));
+        if (r < 0) {
             const int err = errno;
             if (err == EINTR) continue;
-            throw Error(
-                fmt::format("cannot read '{}' (after {} bytes): {}", path, got, errno_str(err)));
+            throw Error(fmt::format("cannot read '{}' (at byte {}): {}", path_, offset + got,
+                                    errno_str(err)));
         }
-        if (n == 0) break;  // shrank while reading
-        got += static_cast<std::size_t>(n);
+        if (r == 0) break;  // the end of the file: it shrank since it was opened
+        got += static_cast<std::size_t>(r);
     }
-    out.resize(got);
+    return got;
+}
+
+void FileReader::read_at(uint64_t offset, void* dst, std::size_t n) const {
+    const std::size_t got = read_some_at(offset, dst, n);
+    if (got < n)
+        throw Error(fmt::format(
+            "cannot read '{}': it ends at byte {}, before the {} bytes at {} (it was {} bytes "
+            "when opened: changed while being read?)",
+            path_, offset + got, n, offset, size_));
+}
+
+std::string read_regular_file(const std::string& path, std::size_t max_bytes, uint64_t* file_size) {
+    const FileReader f(path);
+    if (file_size) *file_size = f.size();
+    std::string out(std::min(static_cast<std::size_t>(f.size()), max_bytes), '\0');
+    out.resize(f.read_some_at(0, out.data(), out.size()));  // shorter if it shrank
     return out;
 }
 

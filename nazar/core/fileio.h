@@ -40,4 +40,29 @@ std::string file_problem(const std::string& path, bool allow_streams);
 std::string read_regular_file(const std::string& path, std::size_t max_bytes = SIZE_MAX,
                               uint64_t* file_size = nullptr);
 
+// A regular file opened for reading pieces at given offsets (pread), so that a large file is read
+// straight into the memory that keeps it (model files: core/safetensors.cpp) and never held
+// whole. Opening refuses what read_regular_file refuses, with the same words; size() is the size
+// fstat reported when it was opened.
+class FileReader {
+public:
+    explicit FileReader(const std::string& path);
+    ~FileReader();
+    FileReader(const FileReader&) = delete;
+    FileReader& operator=(const FileReader&) = delete;
+
+    uint64_t size() const { return size_; }
+    const std::string& path() const { return path_; }
+    // Up to n bytes at `offset` into dst; fewer only where the file ends. Returns the count.
+    std::size_t read_some_at(uint64_t offset, void* dst, std::size_t n) const;
+    // Exactly n bytes at `offset`; nazar::Error naming the path if the file ends first (it shrank
+    // after it was opened).
+    void read_at(uint64_t offset, void* dst, std::size_t n) const;
+
+private:
+    std::string path_;
+    int fd_ = -1;
+    uint64_t size_ = 0;
+};
+
 }  // namespace nazar

@@ -139,10 +139,10 @@ float int_to_float(I v, const std::string& src, const std::string& name, int64_t
     return f;
 }
 
-Tensor decode(const Entry& e, const char* data, const std::string& src) {
+// The float32 tensor of entry e from its bytes p (e.end - e.begin of them).
+Tensor decode(const Entry& e, const char* p, const std::string& src) {
     Tensor t{Shape(std::span<const int64_t>(e.shape))};
     const int64_t n = t.numel();
-    const char* p = data + e.begin;
     float* out = t.data();
     switch (e.dtype) {
         case DType::f32:
@@ -285,12 +285,25 @@ static void check_tiling(std::vector<Entry>& entries, uint64_t data_len, const s
                    data_len, pos);
 }
 
-SafeTensors parse_safetensors(std::string_view bytes, const std::string& source) {
-    const std::string& src = source;
-    check_header_length(bytes.substr(0, std::min<std::size_t>(8, bytes.size())), bytes.size(), src);
+namespace {
+
+// What a header says, every check but the values' done: the tensors (sorted by offset, tiling
+// the data buffer exactly) and the metadata.
+struct Header {
+    std::vector<Entry> entries;
+    std::map<std::string, std::string> metadata;
+    uint64_t data_start = 0;  // 8 + N: where the data buffer begins in the file
+};
+
+// head: the file's first bytes, at least 8 + N of them (N the header length, checked here
+// against file_size, the whole file's size, first).
+Header parse_header(std::string_view head, uint64_t file_size, const std::string& src) {
+    check_header_length(head.substr(0, std::min<std::size_t>(8, head.size())), file_size, src);
     uint64_t n = 0;
-    std::memcpy(&n, bytes.data(), 8);
-    const std::string_view header = bytes.substr(8, n);
+    std::memcpy(&n, head.data(), 8);
+    NZ_CHECK(head.size() - 8 >= n, "parse_header: {} of the {} header bytes given", head.size() - 8,
+             n);
+    const std::string_view header = head.substr(8, n);
     NZ_CHECK_INPUT(!header.empty() && header[0] == '{',
                    "'{}': header must be a JSON object starting with '{{'", src);
 
@@ -319,9 +332,7 @@ SafeTensors parse_safetensors(std::string_view bytes, const std::string& source)
                    printable(duplicate));
     NZ_CHECK_INPUT(h.is_object(), "'{}': header must be a JSON object", src);
 
-    SafeTensors st;
-    st.source = src;
-    std::vector<Entry> entries;
+    Header out;
     for (const auto& [k, v] : h.items()) {
         if (k == "__metadata__") {
             NZ_CHECK_INPUT(v.is_object(), "'{}': __metadata__ must be an object of strings", src);
@@ -329,24 +340,39 @@ SafeTensors parse_safetensors(std::string_view bytes, const std::string& source)
                 NZ_CHECK_INPUT(mv.is_string(),
                                "'{}': __metadata__ entry '{}' must be a string, got {}", src,
                                printable(mk), mv.type_name());
-                st.metadata[mk] = mv.get<std::string>();
+                out.metadata[mk] = mv.get<std::string>();
             }
             continue;
         }
-        entries.push_back(parse_entry(src, k, v));
+        out.entries.push_back(parse_entry(src, k, v));
     }
+    out.data_start = 8 + n;
+    check_tiling(out.entries, file_size - out.data_start, src);  // sorts entries by offset
+    return out;
+}
 
-    const uint64_t data_len = bytes.size() - 8 - n;
-    check_tiling(entries, data_len, src);  // sorts entries by offset
+bool raw_dtype(DType d) {
+    return d == DType::i8 || d == DType::bf16;
+}
 
-    const char* data = bytes.data() + 8 + n;
-    for (const auto& e : entries) {
-        if (e.dtype == DType::i8 || e.dtype == DType::bf16)
-            st.set_raw(e.name, {e.dtype == DType::i8 ? "I8" : "BF16",
-                                Shape(std::span<const int64_t>(e.shape)),
-                                std::string(data + e.begin, e.end - e.begin)});
+RawTensor raw_tensor(const Entry& e, std::string bytes) {
+    return {e.dtype == DType::i8 ? "I8" : "BF16", Shape(std::span<const int64_t>(e.shape)),
+            std::move(bytes)};
+}
+
+}  // namespace
+
+SafeTensors parse_safetensors(std::string_view bytes, const std::string& source) {
+    Header h = parse_header(bytes, bytes.size(), source);
+    SafeTensors st;
+    st.source = source;
+    st.metadata = std::move(h.metadata);
+    for (const auto& e : h.entries) {
+        const char* p = bytes.data() + h.data_start + e.begin;
+        if (raw_dtype(e.dtype))
+            st.set_raw(e.name, raw_tensor(e, std::string(p, e.end - e.begin)));
         else
-            st.set(e.name, decode(e, data, src));
+            st.set(e.name, decode(e, p, source));
     }
     return st;
 }
@@ -396,12 +422,40 @@ std::string serialize_safetensors(const SafeTensors& st) {
 }
 
 SafeTensors load_safetensors(const std::string& path) {
-    // The header length is checked against the file size before the file is read, and only
-    // regular files are read (/dev/zero, /dev/urandom or a FIFO would grow without end).
-    uint64_t size = 0;
-    const std::string first8 = read_regular_file(path, 8, &size);
-    check_header_length(first8, size, path);
-    return parse_safetensors(read_regular_file(path), path);
+    // Read piece by piece: the header length (checked against the file size before anything
+    // else is read; only regular files are opened, so /dev/zero or a FIFO never is), the
+    // header, then each tensor straight into the memory that keeps it. The file is never held
+    // whole beside its tensors; a non-F32 float tensor passes through a buffer of its own size.
+    const FileReader f(path);
+    std::string head(std::min<uint64_t>(8, f.size()), '\0');
+    f.read_at(0, head.data(), head.size());
+    check_header_length(head, f.size(), path);
+    uint64_t n = 0;
+    std::memcpy(&n, head.data(), 8);
+    head.resize(8 + n);
+    f.read_at(8, head.data() + 8, n);
+    Header h = parse_header(head, f.size(), path);
+    head = std::string();
+
+    SafeTensors st;
+    st.source = path;
+    st.metadata = std::move(h.metadata);
+    for (const auto& e : h.entries) {
+        const uint64_t at = h.data_start + e.begin, size = e.end - e.begin;
+        if (e.dtype == DType::f32) {
+            Tensor t{Shape(std::span<const int64_t>(e.shape))};
+            f.read_at(at, t.data(), size);
+            st.set(e.name, std::move(t));
+            continue;
+        }
+        std::string bytes(size, '\0');
+        f.read_at(at, bytes.data(), size);
+        if (raw_dtype(e.dtype))
+            st.set_raw(e.name, raw_tensor(e, std::move(bytes)));
+        else
+            st.set(e.name, decode(e, bytes.data(), path));
+    }
+    return st;
 }
 
 void save_safetensors(const std::string& path, const SafeTensors& st) {

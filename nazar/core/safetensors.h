@@ -94,7 +94,11 @@ SafeTensors parse_safetensors(std::string_view bytes, const std::string& source 
 // The file image (F32 tensors, header padded to 8 bytes). Deterministic.
 std::string serialize_safetensors(const SafeTensors& st);
 
-SafeTensors load_safetensors(const std::string& path);                  // read_file + parse
+// The file read piece by piece (FileReader, fileio.h): its header, then each tensor straight into
+// the memory that keeps it, so the whole file is never held beside its tensors (a model's load
+// peaks at its tensors' size, not twice the file's). The same checks and messages as
+// parse_safetensors; on any error nothing is returned.
+SafeTensors load_safetensors(const std::string& path);
 void save_safetensors(const std::string& path, const SafeTensors& st);  // serialize + atomic write
 
 }  // namespace nazar

@@ -1,8 +1,9 @@
-// Seq2Seq::set_precision (seq2seq.h): the weight matrices a loaded model's products read,
-// packed once in bf16 or int8 and registered for gemm (core/gemm/packed.h). An inference-mode
-// model (core/params.h) keeps only the packed form of each matrix that nothing but the packed
-// products reads: its fp32 value becomes a Tensor::reserved placeholder, and gemm refuses any
-// other product that would read it (packed.h, check_fp32_operands).
+// Seq2Seq::set_precision (seq2seq.h): the weight matrices a loaded model's products read and
+// the two embedding tables, packed once in bf16 or int8 and registered for gemm
+// (core/gemm/packed.h); the embeddings' lookups read their packed rows (nn/embedding.h). An
+// inference-mode model (core/params.h) keeps only the packed form: each fp32 value becomes a
+// Tensor::reserved placeholder, and gemm refuses any other product that would read it
+// (packed.h, check_fp32_operands).
 #include "nazar/core/gemm/packed.h"
 #include "nazar/models/quantized_file.h"
 #include "nazar/models/seq2seq.h"
@@ -38,7 +39,6 @@ void Seq2Seq::set_packed(Precision p, std::vector<std::pair<std::string, PackedM
         from_file.emplace(name, std::move(m));
     }
     if (from_file.empty() && p == precision_) return;
-    const float* generator = generator_weight().data();
     // Each matrix's new packed form (or new fp32 values), made before the old registrations go.
     struct Next {
         Tensor* value;
@@ -49,11 +49,10 @@ void Seq2Seq::set_packed(Precision p, std::vector<std::pair<std::string, PackedM
     std::vector<Next> next;
     for (const ParamRef& r : parameters()) {
         Tensor& w = *r.value;
-        const bool tied_generator =
-            cfg_.tie_target_embeddings && w.numel() > 0 && w.data() == generator;
-        // the matrices a quantized file stores quantized, and a tied generator's embedding
-        if (!quantized_param(r.name, w.shape()) && !tied_generator) continue;
-        Next n{&w, {}, {}, mode_ == ParamMode::training || tied_generator};
+        // the matrices and embeddings a quantized file stores quantized (with a tied generator,
+        // its embedding: the lookups read it packed too)
+        if (!quantized_param(r.name, w.shape())) continue;
+        Next n{&w, {}, {}, mode_ == ParamMode::training};
         const int N = w.dim(0), K = w.dim(1);
         auto it = from_file.find(r.name);
         if (it != from_file.end()) {
@@ -81,6 +80,8 @@ void Seq2Seq::set_packed(Precision p, std::vector<std::pair<std::string, PackedM
     }
     NZ_CHECK(from_file.empty(), "Seq2Seq::set_packed: '{}' is not a packed weight matrix",
              from_file.empty() ? "" : from_file.begin()->first);
+    encoder.embedding.set_packed(nullptr);  // fp32 lookups until the new tables are set
+    decoder.embedding.set_packed(nullptr);
     packed_.reset();  // the old registrations (their placeholders stay reserved in `next`)
     precision_ = Precision::fp32;
     if (p == Precision::fp32) {
@@ -94,6 +95,9 @@ void Seq2Seq::set_packed(Precision p, std::vector<std::pair<std::string, PackedM
         if (!n.keep_fp32 && !n.value->reserved()) *n.value = Tensor::reserved(n.value->shape());
         packed->add(n.value->data(), std::move(n.packed), n.keep_fp32);
     }
+    // the lookups read the packed tables (an inference model has no fp32 table left)
+    for (Embedding* e : {&encoder.embedding, &decoder.embedding})
+        e->set_packed(packed->get(e->params.weight.data()));
     packed_ = std::move(packed);
     precision_ = p;
 }

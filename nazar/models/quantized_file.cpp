@@ -2,7 +2,6 @@
 #include "nazar/models/quantized_file.h"
 
 #include "nazar/core/check.h"
-#include "nazar/models/config.h"
 
 #include <cmath>
 #include <cstring>
@@ -25,8 +24,11 @@ bool state_tensor(const std::string& name) {
 
 bool quantized_param(const std::string& name, const Shape& shape) {
     // one-row matrices are vectors (attention v_a, v_p), read by the attention kernels
-    return shape.ndim() == 2 && shape[0] > 1 && shape[1] > 0 &&
-           !ends_with(name, "embedding.weight") && !state_tensor(name);
+    return shape.ndim() == 2 && shape[0] > 1 && shape[1] > 0 && !state_tensor(name);
+}
+
+bool embedding_param(const std::string& name) {
+    return ends_with(name, "embedding.weight");
 }
 
 std::optional<Precision> file_precision(const SafeTensors& st) {
@@ -52,12 +54,10 @@ SafeTensors quantize_model_file(const SafeTensors& in, Precision p) {
     // a model file for inference: a checkpoint's training state is left behind
     for (auto it = out.metadata.begin(); it != out.metadata.end();)
         it = it->first.rfind("train.", 0) == 0 ? out.metadata.erase(it) : std::next(it);
-    // tied: generator.weight is the F32 target embedding's copy, and stays one
-    const bool tied = in.has_meta("nazar.config") &&
-                      model_config_from_string(in.meta("nazar.config")).tie_target_embeddings;
+    // tied: generator.weight is the target embedding's copy, quantized to the same bytes
     for (const auto& [name, t] : in.tensors()) {
         if (state_tensor(name)) continue;
-        if (!quantized_param(name, t.shape()) || (tied && name == "generator.weight")) {
+        if (!quantized_param(name, t.shape())) {
             out.set(name, t.view());
             continue;
         }
@@ -145,15 +145,45 @@ SafeTensors dequantize_model_file(const SafeTensors& st) {
     return out;
 }
 
+namespace {
+
+// A tied model's raw generator.weight must be the raw target embedding (quantize_model_file
+// writes the same bytes and scales); it is then dropped: the generator reads the embedding.
+void drop_tied_generator(SafeTensors& st, Precision p) {
+    const std::string gen = "generator.weight", emb = "decoder.embedding.weight";
+    const auto g = st.raw().find(gen), e = st.raw().find(emb);
+    if (g == st.raw().end()) {
+        NZ_CHECK_INPUT(
+            e == st.raw().end() || !st.contains(gen),
+            "'{}': tied model: '{}' is {} but '{}' is F32; a quantized file stores both alike",
+            st.source, emb, e == st.raw().end() ? "" : e->second.dtype, gen);
+        return;
+    }
+    bool same = e != st.raw().end() && e->second.dtype == g->second.dtype &&
+                e->second.shape == g->second.shape && e->second.bytes == g->second.bytes;
+    if (same && p == Precision::int8) {
+        checked_raw(st, gen, g->second, p);
+        checked_raw(st, emb, e->second, p);
+        same = max_abs_diff(st.get(gen + kScaleSuffix), st.get(emb + kScaleSuffix)) == 0.0;
+    }
+    NZ_CHECK_INPUT(same,
+                   "'{}': tied model but generator.weight differs from decoder.embedding.weight",
+                   st.source);
+    st.erase_raw(gen);
+    st.erase(gen + kScaleSuffix);
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, PackedMatrix>> take_packed_matrices(SafeTensors& st, Precision p,
                                                                        bool tied) {
+    if (tied) drop_tied_generator(st, p);
     std::vector<std::pair<std::string, PackedMatrix>> out;
     std::vector<std::string> names;
     for (const auto& [name, r] : st.raw()) names.push_back(name);
     for (const std::string& name : names) {
         const RawTensor& r = st.raw().at(name);
-        const bool packed = quantized_param(name, r.shape) && !(tied && name == "generator.weight");
-        if (!packed) {  // read as F32, as dequantize_model_file does
+        if (!quantized_param(name, r.shape)) {  // read as F32, as dequantize_model_file does
             Tensor w = dequantized(st, name, r, p);
             st.set(name, std::move(w));
             if (p == Precision::int8) st.erase(name + kScaleSuffix);

@@ -5,16 +5,18 @@
 //         and tensor "<name>.scale" dtype F32 (N), s_n = max_k |w_nk| / 127 (symmetric, per
 //         output row): w ≈ w_q · s_n.
 //   bf16: each weight matrix as tensor "<name>" dtype BF16 (N, K), rounded to nearest even.
-//   Which matrices: every 2-D parameter of more than one row except the embeddings (lookups;
-//   with tied embeddings the generator reads the target embedding, which stays F32 in the file
-//   and is packed at load). Everything else (biases, the one-row attention vectors v_a / v_p,
-//   embeddings, attention.scale) stays F32.
+//   Which tensors: every 2-D parameter of more than one row — the weight matrices, and the two
+//   embedding tables (lookups dequantize the rows they read: nn/embedding.h). With tied target
+//   embeddings "generator.weight" is stored exactly as "decoder.embedding.weight" (the same
+//   bytes and scales). Everything else (biases, the one-row attention vectors v_a / v_p,
+//   attention.scale) stays F32. Files written before the embeddings were quantized (F32
+//   embeddings, and with tied embeddings an F32 generator.weight) still load: their embeddings
+//   are quantized at load, as --precision does for an fp32 file.
 //   Metadata: "nazar.precision" = "int8" | "bf16", besides the model file's own keys.
 // Loading one for inference (model_file.h, ParamMode::inference) takes each matrix into its
 // packed form as stored (take_packed_matrices: the file's int8 values and scales, or bf16
 // values, no fp32 copy) and sets the model's precision to the file's; every F32 tensor is read
-// as usual (embeddings: lookups read fp32 rows). Training from one is refused
-// (ParamMode::training).
+// as usual. Training from one is refused (ParamMode::training).
 #pragma once
 
 #include "nazar/core/gemm/packed.h"
@@ -30,8 +32,10 @@ namespace nazar {
 inline constexpr const char* kPrecisionKey = "nazar.precision";
 inline constexpr const char* kScaleSuffix = ".scale";
 
-// Whether the parameter `name` of shape `shape` is stored quantized.
+// Whether the parameter `name` of shape `shape` is stored quantized (matrices and embeddings).
 bool quantized_param(const std::string& name, const Shape& shape);
+// Whether `name` is an embedding table ("...embedding.weight"): read by row lookups.
+bool embedding_param(const std::string& name);
 
 // The file's precision: nullopt for an fp32 file (no nazar.precision, no raw tensors); an
 // error naming the file for an inconsistent one (raw tensors without the key or the reverse).
@@ -44,8 +48,9 @@ SafeTensors quantize_model_file(const SafeTensors& in, Precision p);
 // and nazar.precision removed. Errors name the file and the tensor.
 SafeTensors dequantize_model_file(const SafeTensors& st);
 
-// The inference loader's part (model_file.cpp): every raw tensor of `st` (a quantized file of
-// precision p) that quantized_param() names and that is not a tied generator's weight is taken
+// The inference loader's part (model_file.cpp): with `tied`, a raw "generator.weight" is checked
+// equal to the raw "decoder.embedding.weight" (dtype, shape, bytes, scales) and dropped. Every
+// raw tensor of `st` (a quantized file of precision p) that quantized_param() names is taken
 // out as a PackedMatrix, checked as dequantize_model_file checks it (dtype, shape, scales finite
 // and >= 0; bf16 values finite), and left in `st` as a Tensor::reserved placeholder of its shape;
 // its ".scale" tensor is removed. Any other raw tensor is dequantized into F32 in place.

@@ -216,14 +216,14 @@ public:
     ConstTensorView generator_weight() const;  // (V, d_out): generator.weight or the tied embedding
 
     // Precision of the weight products (DESIGN §7; nazar/models/precision.cpp): bf16 / int8
-    // pack every weight matrix a product reads (the matrices quantized_file.h lists, and a
-    // tied generator's embedding) once, and gemm runs them packed; states, softmax, attention
-    // weights and accumulation stay fp32. fp32 drops the packed copies. Inference only: train_step
-    // refuses a model not in fp32, and the fp32 weights must not change while packed.
-    // A training-mode model keeps its fp32 matrices beside the packed copies. An inference-mode
-    // model keeps only the packed form of every matrix nothing else reads (all but a tied
-    // generator's embedding, which lookups read): the fp32 value becomes a placeholder, so a
-    // later set_precision starts from the packed values (dequantized; fp32: into new memory).
+    // pack every weight matrix a product reads and the two embedding tables (the tensors
+    // quantized_file.h lists) once; gemm runs the products packed and the lookups dequantize
+    // the rows they read; states, softmax, attention weights and accumulation stay fp32. fp32
+    // drops the packed copies. Inference only: train_step refuses a model not in fp32, and the
+    // fp32 weights must not change while packed.
+    // A training-mode model keeps its fp32 tensors beside the packed copies. An inference-mode
+    // model keeps only the packed form: each fp32 value becomes a placeholder, so a later
+    // set_precision starts from the packed values (dequantized; fp32: into new memory).
     void set_precision(Precision p);
     // The model loader (inference, a bf16 / int8 file): these matrices (by parameter name, each
     // of precision p) become the model's packed form as they are, then set_precision(p).

@@ -1,6 +1,8 @@
 // Embedding lookup with sparse (touched-row) gradients (see embedding.h).
 #include "nazar/nn/embedding.h"
 
+#include "nazar/core/gemm/packed.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -20,6 +22,35 @@ Embedding::Embedding(Config c, Rng& rng, ParamMode mode) : cfg(c) {
     if (cfg.padding_idx >= 0) params.weight.select(cfg.padding_idx).zero();
 }
 
+namespace {
+
+// Row n of a packed table, dequantized into out (m.cols() floats). The layout (packed.h): 16-row
+// panels, each a run of 4-byte groups along K (4 int8 or 2 bf16 values per row and group), the
+// row's group at byte (n % 16) * 4 of the group's 64. Equal to m.dequantize_row(n, out).
+void packed_row(const PackedMatrix& m, int n, float* out) {
+    const uint8_t* base = m.panel(n / 16) + (n % 16) * 4;
+    const int K = m.cols(), G = m.groups();
+    if (m.precision() == Precision::int8) {
+        const float s = m.scales()[n];
+        for (int g = 0; g < G; ++g) {
+            const auto* q = reinterpret_cast<const int8_t*>(base + int64_t{g} * 64);
+            for (int j = 0, k = 4 * g; j < 4 && k < K; ++j, ++k)
+                out[k] = static_cast<float>(q[j]) * s;
+        }
+        return;
+    }
+    for (int g = 0; g < G; ++g) {
+        const uint8_t* b = base + int64_t{g} * 64;
+        for (int j = 0, k = 2 * g; j < 2 && k < K; ++j, ++k) {
+            uint16_t v;
+            std::memcpy(&v, b + 2 * j, 2);
+            out[k] = bf16_to_float(v);
+        }
+    }
+}
+
+}  // namespace
+
 void Embedding::forward(std::span<const int32_t> ids, TensorView out) const {
     const int V = params.weight.dim(0), E = params.weight.dim(1);
     const int64_t N = static_cast<int64_t>(ids.size());
@@ -30,11 +61,26 @@ void Embedding::forward(std::span<const int32_t> ids, TensorView out) const {
         const int32_t id = ids[n];
         NZ_CHECK(id >= 0 && id < V, "Embedding::forward: id {} at position {} out of range [0, {})",
                  id, n, V);
-        std::memcpy(out.data() + n * E, w + static_cast<int64_t>(id) * E, sizeof(float) * E);
+        if (packed_)
+            packed_row(*packed_, id, out.data() + n * E);
+        else
+            std::memcpy(out.data() + n * E, w + static_cast<int64_t>(id) * E, sizeof(float) * E);
     }
 }
 
+void Embedding::set_packed(std::shared_ptr<const PackedMatrix> table) {
+    NZ_CHECK(
+        !table || (table->rows() == params.weight.dim(0) && table->cols() == params.weight.dim(1) &&
+                   table->precision() != Precision::fp32),
+        "Embedding::set_packed: a {} x {} {} table for weight {}", table ? table->rows() : 0,
+        table ? table->cols() : 0, table ? precision_name(table->precision()) : "",
+        params.weight.shape().str());
+    packed_ = std::move(table);
+}
+
 void Embedding::backward(ConstTensorView d_out, std::span<const int32_t> ids) {
+    NZ_CHECK(!packed_, "Embedding::backward: the table is held in {} for inference",
+             precision_name(packed_ ? packed_->precision() : Precision::fp32));
     const int V = params.weight.dim(0), E = params.weight.dim(1);
     const int64_t N = static_cast<int64_t>(ids.size());
     NZ_CHECK(d_out.numel() == N * E && d_out.shape()[-1] == E,

@@ -9,6 +9,12 @@
 // params.h, is also correct: the list then merely over-approximates until the next zero_grad.)
 //
 // Gradients: backward ACCUMULATES (+=) into `grad`.
+//
+// Reduced precision (a model set to bf16 / int8: models/precision.cpp): set_packed() gives the
+// table in packed form (core/gemm/packed.h: int8 rows with per-row scales, or bf16), and the
+// lookup then dequantizes just the rows it reads, out[n, k] = q[ids[n], k] · s[ids[n]] (int8) —
+// equal to PackedMatrix::dequantize_row — so an inference model needs no fp32 table at all
+// (params.weight stays a placeholder). backward refuses while a packed table is set.
 #pragma once
 
 #include "nazar/core/params.h"
@@ -16,10 +22,13 @@
 #include "nazar/core/tensor.h"
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 namespace nazar {
+
+class PackedMatrix;  // core/gemm/packed.h (internal: not installed)
 
 struct EmbeddingParams {
     Tensor weight{Shape{0}};  // (V, E)
@@ -55,12 +64,18 @@ public:
     // Zeroes the touched rows of grad.weight and clears the list.
     void zero_grad();
 
+    // The table the lookups read in reduced precision (V x E, packed.h), or null: fp32 rows of
+    // params.weight. The owner (Seq2Seq::set_packed) keeps it registered for the model's life.
+    void set_packed(std::shared_ptr<const PackedMatrix> table);
+    const PackedMatrix* packed() const { return packed_.get(); }
+
     Config cfg;
     EmbeddingParams params;
     EmbeddingParams grad;  // (V, E), zero after construction
 
 private:
-    std::vector<int32_t> touched_;  // sorted unique row ids
+    std::shared_ptr<const PackedMatrix> packed_;  // null: fp32 lookups
+    std::vector<int32_t> touched_;                // sorted unique row ids
     std::vector<int32_t> scratch_;  // merge buffer (reused; no allocation after warm-up)
 };
 

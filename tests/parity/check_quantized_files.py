@@ -4,9 +4,10 @@
   check_quantized_files.py --nazar BUILD/nazar --work DIR
 
 A small model trained by `nazar train` (word-reversal task, Bahdanau; wider than the sizes of
-check_model_files.py so that the products have several 16-row panels), then for int8 and bf16:
-1. `nazar quantize` writes a file whose weight matrices are I8 + per-row F32 ".scale" (BF16),
-   whose metadata says nazar.precision, and whose embeddings and biases stay F32.
+check_model_files.py so that the products have several 16-row panels), once with tied target
+embeddings (generator.weight stored as the embedding's bytes and scales), then for int8 and bf16:
+1. `nazar quantize` writes a file whose weight matrices and both embedding tables are I8 +
+   per-row F32 ".scale" (BF16), whose metadata says nazar.precision, and whose biases stay F32.
 2. python/nazar_torch.py loads it by dequantizing (w = w_q * s_row); its float64 scores equal
    `nazar score --precision fp32` of the same file (dequantized weights, fp32 products) within
    1e-4 relative per sentence: both read the same numbers.
@@ -79,66 +80,77 @@ def main():
         pairs.append((" ".join(words), " ".join(reversed(words))))
     with open(w("reverse.tsv"), "w") as f:
         f.writelines(f"{a}\t{b}\n" for a, b in pairs)
-    rc, _, err = run([args.nazar, "train", "--train", w("reverse.tsv"), "--tokenizer", "word",
-                      "--embedding-size", "24", "--hidden-size", "20", "--decoder-hidden-size", "40",
-                      "--attention-size", "24", "--deep-output", "true", "--max-steps", "30",
-                      "--threads", "1", "--save-dir", w("trained")])
-    if rc != 0:
-        print(f"check_quantized_files: nazar train failed ({rc}): {err.strip()[-500:]}")
-        return 1
-    fp32 = w("trained/model.safetensors")
     bad = []
-    for precision in ("int8", "bf16"):
-        q = w(f"model.{precision}.safetensors")
-        rc, _, err = run([args.nazar, "quantize", "--model", fp32, "--precision", precision, "-o", q])
+    for tied in (False, True):  # tied: generator.weight is decoder.embedding.weight (d_out = E)
+        tag = "-tied" if tied else ""
+        tie = ["--tie-embeddings", "true", "--deep-output-size", "24"] if tied else []
+        rc, _, err = run([args.nazar, "train", "--train", w("reverse.tsv"), "--tokenizer", "word",
+                          "--embedding-size", "24", "--hidden-size", "20", "--decoder-hidden-size", "40",
+                          "--attention-size", "24", "--deep-output", "true", "--max-steps", "30",
+                          "--threads", "1", "--save-dir", w(f"trained{tag}")] + tie)
         if rc != 0:
-            bad.append(f"nazar quantize --precision {precision} failed ({rc}): {err.strip()}")
-            continue
-        # 1. the file's contents
-        tensors, meta = nt.load_safetensors(q)
-        if meta.get("nazar.precision") != precision:
-            bad.append(f"{precision}: nazar.precision = {meta.get('nazar.precision')!r}")
-        with open(q, "rb") as f:
-            n = int.from_bytes(f.read(8), "little")
-            header = json.loads(f.read(n))
-        want = "I8" if precision == "int8" else "BF16"
-        quantized = [k for k, e in header.items() if k != "__metadata__" and e["dtype"] == want]
-        if not quantized or "decoder.rnn.weight_hh_l0" not in quantized \
-                or "generator.weight" not in quantized:
-            bad.append(f"{precision}: {want} tensors {quantized}")
-        for k in quantized:
-            if "embedding" in k:
-                bad.append(f"{precision}: embedding {k} quantized")
-            if precision == "int8":
-                s = header.get(k + ".scale")
-                if not s or s["dtype"] != "F32" or s["shape"] != header[k]["shape"][:1]:
-                    bad.append(f"int8: {k} has scales {s}")
-                elif np.abs(tensors[k]).max() != 127:
-                    bad.append(f"int8: {k}: max |w_q| = {np.abs(tensors[k]).max()}, expected 127")
-        # 2. dequantized PyTorch == nazar fp32 products on the same file
-        ref = torch_scores(q, pairs)
-        same = nazar_scores(args.nazar, q, w("reverse.tsv"), "fp32")
-        worst_same = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(same, ref))
-        if len(same) != len(ref) or worst_same > TOL_SAME:
-            bad.append(f"{precision}: nazar --precision fp32 vs PyTorch dequantized: worst relative "
-                       f"difference {worst_same:.3g} (bound {TOL_SAME})")
-        # 3. the file's own precision (the default)
-        own = nazar_scores(args.nazar, q, w("reverse.tsv"))
-        a, r = TOL_OWN[precision]
-        diffs = [abs(x - y) for x, y in zip(own, ref)]
-        over = [i for i, (x, y) in enumerate(zip(own, ref)) if abs(x - y) > a + r * abs(y)]
-        if len(own) != len(ref) or over:
-            bad.append(f"{precision}: nazar {precision} products vs PyTorch dequantized: sentences "
-                       f"{over[:5]} beyond {a} + {r}|score|")
-        if own == same:
-            bad.append(f"{precision}: the file's own precision gave the fp32 scores (not packed?)")
-        print(f"check_quantized_files: {precision}: {len(quantized)} {want} matrices; dequantized "
-              f"PyTorch vs nazar fp32 worst relative {worst_same:.2g}; vs nazar {precision} max "
-              f"|diff| {max(diffs):.3g}, mean {sum(diffs) / len(diffs):.3g}")
-        # 4. training from it is refused
-        rc, _, err = run([args.nazar, "train", "--resume", q, "--max-steps", "1", "--threads", "1"])
-        if rc == 0 or "quantized" not in err:
-            bad.append(f"{precision}: train --resume from the quantized file: rc {rc}, {err.strip()[-300:]}")
+            print(f"check_quantized_files: nazar train{tag} failed ({rc}): {err.strip()[-500:]}")
+            return 1
+        fp32 = w(f"trained{tag}/model.safetensors")
+        for precision in ("int8", "bf16"):
+            q = w(f"model{tag}.{precision}.safetensors")
+            rc, _, err = run([args.nazar, "quantize", "--model", fp32, "--precision", precision, "-o", q])
+            if rc != 0:
+                bad.append(f"{tag}nazar quantize --precision {precision} failed ({rc}): {err.strip()}")
+                continue
+            # 1. the file's contents
+            tensors, meta = nt.load_safetensors(q)
+            if meta.get("nazar.precision") != precision:
+                bad.append(f"{tag}{precision}: nazar.precision = {meta.get('nazar.precision')!r}")
+            with open(q, "rb") as f:
+                n = int.from_bytes(f.read(8), "little")
+                header = json.loads(f.read(n))
+            want = "I8" if precision == "int8" else "BF16"
+            quantized = [k for k, e in header.items() if k != "__metadata__" and e["dtype"] == want]
+            if not {"decoder.rnn.weight_hh_l0", "generator.weight", "encoder.embedding.weight",
+                    "decoder.embedding.weight"} <= set(quantized):
+                bad.append(f"{tag}{precision}: {want} tensors {quantized}")
+            for k, e in header.items():
+                if k != "__metadata__" and e["dtype"] not in (want, "F32"):
+                    bad.append(f"{tag}{precision}: {k} is {e['dtype']}")
+                if k != "__metadata__" and e["dtype"] == "F32" and len(e["shape"]) == 2 \
+                        and e["shape"][0] > 1:
+                    bad.append(f"{tag}{precision}: matrix {k} {e['shape']} kept F32")
+            for k in quantized:
+                if precision == "int8":
+                    s = header.get(k + ".scale")
+                    if not s or s["dtype"] != "F32" or s["shape"] != header[k]["shape"][:1]:
+                        bad.append(f"{tag}int8: {k} has scales {s}")
+                    elif np.abs(tensors[k]).max() != 127:
+                        bad.append(f"{tag}int8: {k}: max |w_q| = {np.abs(tensors[k]).max()}, expected 127")
+            if tied and (tensors["generator.weight"].tobytes() != tensors["decoder.embedding.weight"].tobytes()
+                         or (precision == "int8" and tensors["generator.weight.scale"].tobytes()
+                             != tensors["decoder.embedding.weight.scale"].tobytes())):
+                bad.append(f"{tag}{precision}, tied: generator.weight is not the embedding's bytes and scales")
+            # 2. dequantized PyTorch == nazar fp32 products on the same file
+            ref = torch_scores(q, pairs)
+            same = nazar_scores(args.nazar, q, w("reverse.tsv"), "fp32")
+            worst_same = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(same, ref))
+            if len(same) != len(ref) or worst_same > TOL_SAME:
+                bad.append(f"{tag}{precision}: nazar --precision fp32 vs PyTorch dequantized: worst relative "
+                           f"difference {worst_same:.3g} (bound {TOL_SAME})")
+            # 3. the file's own precision (the default)
+            own = nazar_scores(args.nazar, q, w("reverse.tsv"))
+            a, r = TOL_OWN[precision]
+            diffs = [abs(x - y) for x, y in zip(own, ref)]
+            over = [i for i, (x, y) in enumerate(zip(own, ref)) if abs(x - y) > a + r * abs(y)]
+            if len(own) != len(ref) or over:
+                bad.append(f"{tag}{precision}: nazar {precision} products vs PyTorch dequantized: sentences "
+                           f"{over[:5]} beyond {a} + {r}|score|")
+            if own == same:
+                bad.append(f"{tag}{precision}: the file's own precision gave the fp32 scores (not packed?)")
+            print(f"check_quantized_files:{tag} {precision}: {len(quantized)} {want} tensors; dequantized "
+                  f"PyTorch vs nazar fp32 worst relative {worst_same:.2g}; vs nazar {precision} max "
+                  f"|diff| {max(diffs):.3g}, mean {sum(diffs) / len(diffs):.3g}")
+            # 4. training from it is refused
+            rc, _, err = run([args.nazar, "train", "--resume", q, "--max-steps", "1", "--threads", "1"])
+            if rc == 0 or "quantized" not in err:
+                bad.append(f"{tag}{precision}: train --resume from the quantized file: rc {rc}, {err.strip()[-300:]}")
     for line in bad:
         print("check_quantized_files:", line)
     print(f"check_quantized_files: {'OK' if not bad else str(len(bad)) + ' problems'}")

@@ -108,8 +108,11 @@ TEST(ModelPrecision, QuantizedFileRoundTrip) {
         EXPECT_EQ(q.raw().at("decoder.rnn.weight_hh_l0").dtype,
                   p == Precision::int8 ? "I8" : "BF16");
         EXPECT_EQ(q.contains("decoder.rnn.weight_hh_l0.scale"), p == Precision::int8);
-        EXPECT_FALSE(q.raw().count("decoder.embedding.weight"));  // lookups stay F32
-        EXPECT_FALSE(q.raw().count("attention.v.weight"));        // one-row vectors too
+        // the embeddings too (lookups dequantize their rows), not the one-row vectors
+        ASSERT_TRUE(q.raw().count("decoder.embedding.weight"));
+        EXPECT_EQ(q.contains("encoder.embedding.weight.scale"), p == Precision::int8);
+        EXPECT_FALSE(q.contains("decoder.embedding.weight"));
+        EXPECT_FALSE(q.raw().count("attention.v.weight"));
         const SafeTensors back = parse_safetensors(serialize_safetensors(q), "q.safetensors");
         ASSERT_EQ(back.raw().size(), q.raw().size());
         for (const auto& [name, r] : q.raw()) EXPECT_EQ(back.raw().at(name).bytes, r.bytes) << name;
