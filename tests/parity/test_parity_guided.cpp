@@ -22,26 +22,9 @@
 namespace nazar {
 namespace {
 
+using test::batch_of;
 using test::Fixture;
 constexpr double kTol = 1e-4;
-
-Batch batch_of(const Fixture& f) {
-    Batch b;
-    b.B = f["src"].dim(0);
-    b.S = f["src"].dim(1);
-    b.T = f["tgt_in"].dim(1);
-    for (int v : f.ints("src")) b.src.push_back(v);
-    b.src_lengths = f.ints("src_lengths");
-    for (int v : f.ints("tgt_in")) b.tgt_in.push_back(v);
-    for (int v : f.ints("tgt_out")) b.tgt_out.push_back(v);
-    for (int i = 0; i < b.B; ++i) {
-        int n = 0;
-        for (int t = 0; t < b.T; ++t) n += b.tgt_out_at(i, t) != 0;
-        b.tgt_lengths.push_back(n);
-        b.index.push_back(i);
-    }
-    return b;
-}
 
 CorpusAlignments alignments_of(const Fixture& f, int B) {
     const std::vector<int> flat = f.ints("links");  // rows (b, i, j)
