@@ -23,11 +23,9 @@ Exit code 77 (CTest SKIP_RETURN_CODE) when torch is missing.
 
 import argparse
 import json
-import os
 import sys
-import zlib
 
-from fixture_files import SKIP, import_reference, remove_files_of
+from fixture_files import import_reference, write_cases
 
 np, nt, MISSING = import_reference()
 
@@ -106,19 +104,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    remove_files_of(a.out, GENERATOR)
-    if np is None:
-        print(f"make_copy_fixtures: {MISSING} (apt install python3-numpy python3-torch); skipped")
-        return SKIP
-    import torch
-    torch.use_deterministic_algorithms(True)
-    torch.set_num_threads(1)
-    for name in sorted(CASES):
-        model, model_meta, tensors, meta = build_case(name, zlib.crc32(name.encode()) % 1000003)
-        nt.save_model(os.path.join(a.out, f"model_copy_{name}.safetensors"), model, model_meta)
-        nt.save_safetensors(os.path.join(a.out, f"model_copy_{name}_expect.safetensors"), tensors, meta)
-    print(f"make_copy_fixtures: {2 * len(CASES)} files in {a.out}")
-    return 0
+    return write_cases("make_copy_fixtures", a.out, GENERATOR, "copy", CASES, build_case, nt,
+                       MISSING)
 
 
 if __name__ == "__main__":

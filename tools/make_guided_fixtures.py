@@ -22,22 +22,12 @@ Exit code 77 (CTest SKIP_RETURN_CODE) when torch is missing.
 """
 
 import argparse
-import glob
 import json
-import os
-import struct
 import sys
-import zlib
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-SKIP = 77
-try:
-    import numpy as np
-    import nazar_torch as nt
-except ImportError as e:
-    np = nt = None
-    MISSING = str(e)
+from fixture_files import import_reference, write_cases
+
+np, nt, MISSING = import_reference()
 
 GENERATOR = "tools/make_guided_fixtures.py (python/nazar/torch.py, float64 reference)"
 BASE = {"src_vocab_size": 12, "tgt_vocab_size": 13, "embedding_size": 6}
@@ -107,36 +97,12 @@ def build_case(name, seed):
     return model, {"generator": GENERATOR, "case": name}, t, meta
 
 
-def ours(path):
-    try:
-        with open(path, "rb") as f:
-            (n,) = struct.unpack("<Q", f.read(8))
-            meta = json.loads(f.read(min(n, 1 << 20)).decode("utf-8")).get("__metadata__", {})
-        return meta.get("generator") == GENERATOR
-    except (OSError, ValueError, struct.error, AttributeError):
-        return False
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    for old in glob.glob(os.path.join(a.out, "*.safetensors")):
-        if ours(old):
-            os.unlink(old)
-    if np is None:
-        print(f"make_guided_fixtures: {MISSING} (apt install python3-numpy python3-torch); skipped")
-        return SKIP
-    import torch
-    torch.use_deterministic_algorithms(True)
-    torch.set_num_threads(1)
-    for name in sorted(CASES):
-        model, model_meta, tensors, meta = build_case(name, zlib.crc32(name.encode()) % 1000003)
-        nt.save_model(os.path.join(a.out, f"model_guided_{name}.safetensors"), model, model_meta)
-        nt.save_safetensors(os.path.join(a.out, f"model_guided_{name}_expect.safetensors"), tensors, meta)
-    print(f"make_guided_fixtures: {2 * len(CASES)} files in {a.out}")
-    return 0
+    return write_cases("make_guided_fixtures", a.out, GENERATOR, "guided", CASES, build_case, nt,
+                       MISSING)
 
 
 if __name__ == "__main__":
