@@ -54,3 +54,12 @@ add_test(NAME e2e.cli_errors
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_cli_errors.sh $<TARGET_FILE:nazar_cli>)
 set_tests_properties(e2e.cli_errors PROPERTIES LABELS e2e TIMEOUT 120)
 # ---- end hostile input ------------------------------------------------------------------------
+
+# ---- bench-compare's PyTorch side (bench/compare/torch_bench.py) -----------------------------
+# Plain build only: it checks the Python benchmark against nazar's first-step loss, not nazar's
+# memory safety, and the instrumented CLI would only make it slower.
+if(NOT NAZAR_SANITIZE)
+  add_test(NAME e2e.bench_compare_torch
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_bench_compare_torch.sh $<TARGET_FILE:nazar_cli>)
+  set_tests_properties(e2e.bench_compare_torch PROPERTIES LABELS e2e TIMEOUT 180 SKIP_RETURN_CODE 77)
+endif()

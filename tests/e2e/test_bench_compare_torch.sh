@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The PyTorch side of `make bench-compare` (bench/compare/torch_bench.py) runs on the files that
+# `nazar bench` writes (--save-init, --dump-batches) and agrees with nazar: the first training
+# step's loss is the same (same weights, same batch) for global, local-p and input-feeding
+# models, and beam decoding runs to the end. A change to python/nazar/torch.py's signatures
+# that the benchmark's patched attention does not follow fails here, not only in a long
+# benchmark run. Exit 77 (skipped) without PyTorch.
+# Usage: test_bench_compare_torch.sh path/to/nazar
+set -u
+NAZAR=${1:?usage: test_bench_compare_torch.sh path/to/nazar}
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+/usr/bin/python3 -c "import torch, numpy" 2>/dev/null || { echo "skipped: no torch/numpy"; exit 77; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail=0
+TB="$SRC/bench/compare/torch_bench.py"
+field() { /usr/bin/python3 -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])['$1'])"; }
+
+for att in bahdanau local-p general-feed; do
+    m="$dir/$att.safetensors" b="$dir/$att.json"
+    nz=$("$NAZAR" bench train --json --preset small --attention "$att" --steps 1 --warmup 0 \
+         --batches 1 --threads 1 --save-init "$m" --dump-batches "$b" 2>"$dir/err") ||
+        { echo "FAIL nazar bench train $att"; cat "$dir/err"; fail=1; continue; }
+    pt=$(/usr/bin/python3 "$TB" train --model "$m" --batches "$b" --steps 1 --warmup 0 \
+         --threads 1 2>"$dir/err") ||
+        { echo "FAIL torch_bench.py train $att"; tail -5 "$dir/err"; fail=1; continue; }
+    a=$(field first_loss <<<"$nz") p=$(field first_loss <<<"$pt")
+    if /usr/bin/python3 -c "import sys; a,p=map(float,sys.argv[1:]); sys.exit(abs(a-p) > 1e-4*abs(a))" "$a" "$p"; then
+        echo "ok   train $att: first loss nazar $a, PyTorch $p"
+    else
+        echo "FAIL train $att: first loss nazar $a, PyTorch $p"; fail=1
+    fi
+done
+
+m="$dir/decode.safetensors" s="$dir/src.json"
+"$NAZAR" bench decode --json --preset small --beam 2 --batch 2 --sentences 2 --max-length 8 \
+    --threads 1 --save-init "$m" --dump-batches "$s" >/dev/null 2>"$dir/err" ||
+    { echo "FAIL nazar bench decode"; cat "$dir/err"; fail=1; }
+for beam in 1 2; do
+    if out=$(/usr/bin/python3 "$TB" decode --model "$m" --sources "$s" --beam $beam --batch 2 \
+             --max-length 8 --threads 1 2>"$dir/err"); then
+        echo "ok   decode beam $beam: $(field sentences <<<"$out") sentences"
+    else
+        echo "FAIL torch_bench.py decode beam $beam"; tail -5 "$dir/err"; fail=1
+    fi
+done
+exit $fail
