@@ -333,7 +333,8 @@ def print_bf16_table(res, peak):
         print(f"\nbf16 GEMM peak ({p['M']}³, {gb.get('kernel')}): {fmt(bpeak, 1)} GFLOP/s wall "
               f"({fmt(p.get('bf16_over_fp32'), 2)}× the fp32 sgemm measured beside it, "
               f"{fmt(get(p, 'fp32', 'gflops'), 1)} GFLOP/s); per kernel: "
-              + ", ".join(f"{k} {v['gflops']:.1f}" for k, v in p.items() if isinstance(v, dict)))
+              + ", ".join(f"{k} {v['gflops']:.1f}" for k, v in p.items()
+                          if isinstance(v, dict) and "gflops" in v))
     print("\n| train (mixed precision) | nazar fp32 | nazar bf16 | bf16 / fp32 | PyTorch fp32 best | "
           "PyTorch bf16 autocast | nazar bf16 / PyTorch autocast | nazar bf16 FLOP rate (of bf16 peak) |"
           "\n|---|---|---|---|---|---|---|---|")
