@@ -74,6 +74,34 @@ def write_cases(prog, out, generator, prefix, cases, build_case, nt, why_missing
     return 0
 
 
+def cases_main(prog, generator, prefix, cases, build_case, nt, why_missing):
+    """`prog --out DIR`: write_cases into DIR."""
+    import argparse
+    ap = argparse.ArgumentParser(prog=prog)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    return write_cases(prog, a.out, generator, prefix, cases, build_case, nt, why_missing)
+
+
+def case_model(nt, base, case, seed, adjust=None):
+    """(cfg, model, ref) of a model-fixture case: the configuration `base` updated with `case`
+    (neither is changed), the float32 model initialised from `seed` (then adjust(model, cfg)
+    where given), and its float64 copy in eval mode, the reference the expected values are
+    computed with."""
+    import torch
+    cfg = json.loads(json.dumps(base))
+    cfg.update(json.loads(json.dumps(case)))
+    cfg = nt.model_config(cfg)
+    torch.manual_seed(seed)
+    model = nt.Seq2Seq(cfg)
+    if adjust:
+        adjust(model, cfg)
+    ref = nt.Seq2Seq(cfg).double()
+    ref.load_state_dict({k: v.detach().double() for k, v in model.state_dict().items()})
+    ref.eval()
+    return cfg, model, ref
+
+
 def tensor_differences(f, ta, tb, exact, np, why=""):
     """What differs between the tensors ta and tb (name -> array) of fixture file f, one line
     each: the names; each tensor's dtype and shape; then the values, bit for bit where
