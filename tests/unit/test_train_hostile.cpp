@@ -89,15 +89,7 @@ void write_bytes(const std::string& path, const std::string& bytes) {
     ASSERT_TRUE(f.good()) << path;
 }
 
-// The message of the nazar::Error `f` throws ("" when it does not throw).
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
+using test::error_of;  // tests/common/test_util.h
 
 #define EXPECT_HAS(haystack, needle)                                 \
     EXPECT_NE(std::string(haystack).find(needle), std::string::npos) \
