@@ -1,8 +1,9 @@
 """What the PyTorch fixture generators (tools/make_fixtures.py, make_model_fixtures.py,
 make_copy_fixtures.py, make_guided_fixtures.py) share: the import of the float64 reference
-(python/nazar_torch.py), their files in a directory that several generators write into, and the
-case-writing main of the model generators. Each fixture names its generator
-in its safetensors metadata ("generator"), so a script replaces and compares only its own files.
+(python/nazar_torch.py), their files in a directory that several generators write into, the
+case-writing main of the model generators, and the tensor comparison of regenerated fixtures
+with the committed ones (also used by tests/parity/regenerate_and_compare.py). Each fixture names
+its generator in its safetensors metadata ("generator"), so a script replaces and compares only its own files.
 """
 
 import glob
@@ -71,3 +72,54 @@ def write_cases(prog, out, generator, prefix, cases, build_case, nt, why_missing
         nt.save_safetensors(base + "_expect.safetensors", tensors, meta)
     print(f"{prog}: {2 * len(cases)} files in {out}")
     return 0
+
+
+def cases_main(prog, generator, prefix, cases, build_case, nt, why_missing):
+    """`prog --out DIR`: write_cases into DIR."""
+    import argparse
+    ap = argparse.ArgumentParser(prog=prog)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    return write_cases(prog, a.out, generator, prefix, cases, build_case, nt, why_missing)
+
+
+def case_model(nt, base, case, seed, adjust=None):
+    """(cfg, model, ref) of a model-fixture case: the configuration `base` updated with `case`
+    (neither is changed), the float32 model initialised from `seed` (then adjust(model, cfg)
+    where given), and its float64 copy in eval mode, the reference the expected values are
+    computed with."""
+    import torch
+    cfg = json.loads(json.dumps(base))
+    cfg.update(json.loads(json.dumps(case)))
+    cfg = nt.model_config(cfg)
+    torch.manual_seed(seed)
+    model = nt.Seq2Seq(cfg)
+    if adjust:
+        adjust(model, cfg)
+    ref = nt.Seq2Seq(cfg).double()
+    ref.load_state_dict({k: v.detach().double() for k, v in model.state_dict().items()})
+    ref.eval()
+    return cfg, model, ref
+
+
+def tensor_differences(f, ta, tb, exact, np, why=""):
+    """What differs between the tensors ta and tb (name -> array) of fixture file f, one line
+    each: the names; each tensor's dtype and shape; then the values, bit for bit where
+    exact(name, array) holds (`why` says why, after "differs"), else within 1e-6 norm-wise
+    relative: a float64 reference from another BLAS build may round to a neighbouring value."""
+    if sorted(ta) != sorted(tb):
+        return [f"{f}: tensor names differ: {sorted(set(ta) ^ set(tb))}"]
+    bad = []
+    for k in sorted(ta):
+        x, y = ta[k], tb[k]
+        if x.dtype != y.dtype or x.shape != y.shape:
+            bad.append(f"{f}: {k}: {x.dtype}{x.shape} vs {y.dtype}{y.shape}")
+        elif exact(k, x):
+            if not np.array_equal(x, y):
+                bad.append(f"{f}: {k} differs{why}")
+        else:
+            scale = max(float(np.abs(y).max(initial=0.0)), 1e-30)
+            err = float(np.abs(x.astype(np.float64) - y).max(initial=0.0)) / scale
+            if not err <= 1e-6:
+                bad.append(f"{f}: {k}: relative difference {err:.3g} > 1e-6")
+    return bad

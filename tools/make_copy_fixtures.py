@@ -21,11 +21,9 @@ The C++ side: tests/parity/test_parity_copy.cpp.
 Exit code 77 (CTest SKIP_RETURN_CODE) when torch is missing.
 """
 
-import argparse
-import json
 import sys
 
-from fixture_files import import_reference, write_cases
+from fixture_files import case_model, cases_main, import_reference
 
 np, nt, MISSING = import_reference()
 
@@ -55,11 +53,7 @@ def extended(cfg):
 
 def build_case(name, seed):
     import torch
-    cfg = json.loads(json.dumps(BASE))
-    cfg.update(json.loads(json.dumps(CASES[name])))
-    cfg = nt.model_config(cfg)
-    torch.manual_seed(seed)
-    model = nt.Seq2Seq(cfg)
+    cfg, model, ref = case_model(nt, BASE, CASES[name], seed)
     batch = nt.make_batch(SRC, TGT, cfg["special_ids"])
     src_copy, tgt_copy = extended(cfg)
     B, S, T = batch.src.shape[0], batch.src.shape[1], batch.tgt_in.shape[1]
@@ -69,9 +63,6 @@ def build_case(name, seed):
         sc[b, :len(src_copy[b])] = torch.tensor(src_copy[b])
         tc[b, :len(tgt_copy[b])] = torch.tensor(tgt_copy[b])
         tc[b, len(tgt_copy[b])] = cfg["special_ids"]["eos"]
-    ref = nt.Seq2Seq(cfg).double()
-    ref.load_state_dict({k: v.detach().double() for k, v in model.state_dict().items()})
-    ref.eval()
     V1 = cfg["tgt_vocab_size"] + 1
     # label smoothing LS first (grad_ls.*), then the unsmoothed loss (grad.*)
     total_ls, tokens = nt.copy_loss(ref, batch, sc, tc, V1, label_smoothing=LS)
@@ -100,13 +91,5 @@ def build_case(name, seed):
     return model, {"generator": GENERATOR, "case": name}, t, meta
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    return write_cases("make_copy_fixtures", a.out, GENERATOR, "copy", CASES, build_case, nt,
-                       MISSING)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cases_main("make_copy_fixtures", GENERATOR, "copy", CASES, build_case, nt, MISSING))

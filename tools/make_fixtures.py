@@ -29,7 +29,7 @@ import os
 import sys
 import zlib
 
-from fixture_files import ROOT, SKIP, files_of, import_reference, remove_files_of
+from fixture_files import ROOT, SKIP, files_of, import_reference, remove_files_of, tensor_differences
 
 np, nt, MISSING = import_reference()
 CASES = {}  # name -> function(seed) returning (module, inputs dict, run(module, inputs) -> outputs dict, config)
@@ -342,22 +342,9 @@ def compare(a_dir, b_dir):
         tb, mb = nt.load_safetensors(os.path.join(b_dir, f))
         if ma != mb:
             bad.append(f"{f}: metadata differs")
-        if sorted(ta) != sorted(tb):
-            bad.append(f"{f}: tensor names differ: {sorted(set(ta) ^ set(tb))}")
-            continue
         exact = set(ma["inputs"].split(",")) | set(ma["params"].split(",")) | {k for k in ta if k.startswith("R.")}
-        for k in sorted(ta):
-            x, y = ta[k], tb[k]
-            if x.dtype != y.dtype or x.shape != y.shape:
-                bad.append(f"{f}: {k}: {x.dtype}{x.shape} vs {y.dtype}{y.shape}")
-            elif k in exact:
-                if not np.array_equal(x, y):
-                    bad.append(f"{f}: {k} differs (inputs, parameters and R must be bit-identical)")
-            else:
-                scale = max(float(np.abs(y).max(initial=0.0)), 1e-30)
-                err = float(np.abs(x.astype(np.float64) - y).max(initial=0.0)) / scale
-                if not err <= 1e-6:
-                    bad.append(f"{f}: {k}: relative difference {err:.3g} > 1e-6")
+        bad += tensor_differences(f, ta, tb, lambda k, x: k in exact, np,
+                                  " (inputs, parameters and R must be bit-identical)")
     for line in bad:
         print("compare:", line)
     print(f"compare: {len(a_files)} fixtures in {a_dir} vs {len(b_files)} in {b_dir}: "

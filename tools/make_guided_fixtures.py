@@ -21,11 +21,9 @@ The C++ side: tests/parity/test_parity_guided.cpp.
 Exit code 77 (CTest SKIP_RETURN_CODE) when torch is missing.
 """
 
-import argparse
-import json
 import sys
 
-from fixture_files import import_reference, write_cases
+from fixture_files import case_model, cases_main, import_reference
 
 np, nt, MISSING = import_reference()
 
@@ -58,20 +56,16 @@ LINKS = [[(0, 0), (1, 0), (4, 0), (2, 1), (3, 3)],
 
 def build_case(name, seed):
     import torch
-    cfg = json.loads(json.dumps(BASE))
-    cfg.update(json.loads(json.dumps(CASES[name])))
-    cfg = nt.model_config(cfg)
-    torch.manual_seed(seed)
-    model = nt.Seq2Seq(cfg)
-    if cfg["attention"]["coverage"]:  # nazar initialises w_c to 0: draw it so that it matters
-        with torch.no_grad():
-            w = torch.Generator().manual_seed(seed)
-            model.attention.coverage.weight.copy_(torch.rand(model.attention.coverage.weight.shape,
-                                                             generator=w) * 3 - 1.5)
+
+    def draw_coverage(model, cfg):
+        if cfg["attention"]["coverage"]:  # nazar initialises w_c to 0: draw it so that it matters
+            with torch.no_grad():
+                w = torch.Generator().manual_seed(seed)
+                model.attention.coverage.weight.copy_(
+                    torch.rand(model.attention.coverage.weight.shape, generator=w) * 3 - 1.5)
+
+    cfg, model, ref = case_model(nt, BASE, CASES[name], seed, draw_coverage)
     batch = nt.make_batch(SRC, TGT, cfg["special_ids"])
-    ref = nt.Seq2Seq(cfg).double()
-    ref.load_state_dict({k: v.detach().double() for k, v in model.state_dict().items()})
-    ref.eval()
     pad = cfg["special_ids"]["pad"]
     logits, alphas = ref(batch.src, batch.src_lengths, batch.tgt_in)
     ce = nt.xent_loss(logits.reshape(-1, logits.shape[-1]), batch.tgt_out.reshape(-1), pad)
@@ -97,13 +91,6 @@ def build_case(name, seed):
     return model, {"generator": GENERATOR, "case": name}, t, meta
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    return write_cases("make_guided_fixtures", a.out, GENERATOR, "guided", CASES, build_case, nt,
-                       MISSING)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cases_main("make_guided_fixtures", GENERATOR, "guided", CASES, build_case, nt,
+                        MISSING))

@@ -52,7 +52,7 @@ import os
 import sys
 import zlib
 
-from fixture_files import ROOT, SKIP, files_of, import_reference, remove_files_of
+from fixture_files import ROOT, SKIP, files_of, import_reference, remove_files_of, tensor_differences
 
 np, nt, MISSING = import_reference()
 
@@ -352,22 +352,9 @@ def compare(a_dir, b_dir):
         tb, mb = nt.load_safetensors(os.path.join(b_dir, f))
         if ma != mb:
             bad.append(f"{f}: metadata differs: {sorted(k for k in set(ma) | set(mb) if ma.get(k) != mb.get(k))}")
-        if sorted(ta) != sorted(tb):
-            bad.append(f"{f}: tensor names differ: {sorted(set(ta) ^ set(tb))}")
-            continue
         is_model = "nazar.format" in ma
-        for k in sorted(ta):
-            x, y = ta[k], tb[k]
-            if x.dtype != y.dtype or x.shape != y.shape:
-                bad.append(f"{f}: {k}: {x.dtype}{x.shape} vs {y.dtype}{y.shape}")
-            elif is_model or x.dtype.kind == "i":
-                if not np.array_equal(x, y):
-                    bad.append(f"{f}: {k} differs (parameters and integer tensors must be bit-identical)")
-            else:
-                scale = max(float(np.abs(y).max(initial=0.0)), 1e-30)
-                err = float(np.abs(x.astype(np.float64) - y).max(initial=0.0)) / scale
-                if not err <= 1e-6:
-                    bad.append(f"{f}: {k}: relative difference {err:.3g} > 1e-6")
+        bad += tensor_differences(f, ta, tb, lambda k, x: is_model or x.dtype.kind == "i", np,
+                                  " (parameters and integer tensors must be bit-identical)")
     for line in bad:
         print("compare:", line)
     print(f"compare: {len(a_files)} model fixtures in {a_dir} vs {len(b_files)} in {b_dir}: "

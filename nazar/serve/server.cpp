@@ -7,8 +7,12 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -64,6 +68,7 @@ struct Server::Impl {
     httplib::Server http;
     std::atomic<int64_t> in_flight{0};
     std::atomic<bool> draining{false};
+    int listen_fd = -1;  // the socket httplib binds (set_socket_options sees it first)
     std::mutex m;
     std::condition_variable cv;
     bool stop_requested = false;
@@ -204,7 +209,10 @@ void Server::Impl::routes() {
             }
             set_error(res, 500, what);
         });
-    http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    // Counted once the answer is final (after the error handler) and before it is written:
+    // httplib calls a logger only after the client has the whole answer, so a client's next
+    // request (GET /metrics) could be served before its previous answer was counted.
+    http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         metrics.count_request(req.path, res.status);
     });
 }
@@ -217,6 +225,10 @@ Server::Server(const ServerConfig& config, std::vector<NamedModel> models) {
     Impl& d = *impl_;
     d.routes();
     d.http.set_payload_max_length(config.limits.max_body_bytes);
+    d.http.set_socket_options([&d](socket_t sock) {
+        httplib::default_socket_options(sock);
+        d.listen_fd = sock;  // the last socket tried is the one bound
+    });
     d.http.set_tcp_nodelay(true);  // headers and body leave at once (no Nagle + delayed ACK)
     d.http.set_keep_alive_max_count(100000);
     d.http.set_keep_alive_timeout(5);
@@ -243,6 +255,12 @@ int Server::bind() {
             fmt::format("cannot listen on {}:{} (in use, not a local address, or not "
                         "allowed)",
                         d.cfg.host, d.cfg.port));
+    // httplib 0.11 listens with a backlog of 5: of a burst of more connections than that (a
+    // page's parallel requests, clients starting together) the kernel reset some before the
+    // server saw them. Listening again on the bound socket sets a larger backlog.
+    if (::listen(d.listen_fd, SOMAXCONN) != 0)
+        throw Error(
+            fmt::format("cannot listen on {}:{}: {}", d.cfg.host, port, std::strerror(errno)));
     d.bound = true;
     return port;
 }

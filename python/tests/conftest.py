@@ -51,6 +51,20 @@ TRAIN_CONFIG = {
 
 SENTENCES = ["a b c", "h g f e", "c", "d d a b e f", "b a", "e f g h a b c d"]
 
+# The score / align tests' targets: the reversal of each of SENTENCES, the first one wrong.
+TARGETS = [" ".join(reversed(s.split())) for s in SENTENCES]
+TARGETS[0] = "c a b"
+
+
+def write_pairs(folder) -> tuple[str, str]:
+    """SENTENCES and TARGETS as the --src / --tgt files of `nazar score` and `nazar align`."""
+    src, tgt = os.path.join(folder, "src.txt"), os.path.join(folder, "tgt.txt")
+    with open(src, "w", encoding="utf-8") as f:
+        f.write("\n".join(SENTENCES) + "\n")
+    with open(tgt, "w", encoding="utf-8") as f:
+        f.write("\n".join(TARGETS) + "\n")
+    return src, tgt
+
 
 def write_data(folder: str) -> tuple[str, str]:
     """Reversal pairs over 8 symbols, lengths 1-7 (deterministic)."""
@@ -88,13 +102,19 @@ def prepare(work: str = WORK) -> str:
         raise SystemExit(f"the nazar program is not built at {CLI} (set NAZAR_CLI)")
     if os.path.exists(work):
         shutil.rmtree(work)
+    # longer than TRAIN_CONFIG's 60 steps, so that the reversals are mostly learnt
+    return train_with_cli(work, "--max-steps", "600", "--valid-interval", "300")
+
+
+def train_with_cli(work: str, *options: str) -> str:
+    """`nazar train` of TRAIN_CONFIG, then `options`, on write_data(work/data) into work/model;
+    returns its model file."""
     train, dev = write_data(os.path.join(work, "data"))
     yaml_path = os.path.join(work, "tiny.yaml")
     write_yaml(yaml_path, TRAIN_CONFIG)
     save_dir = os.path.join(work, "model")
-    # longer than TRAIN_CONFIG's 60 steps, so that the reversals are mostly learnt
     run_cli("train", "--config", yaml_path, "--train", train, "--dev", dev, "--save-dir", save_dir,
-            "--max-steps", "600", "--valid-interval", "300")
+            *options)
     return os.path.join(save_dir, "model.safetensors")
 
 

@@ -5,38 +5,20 @@ A tiny copy model of the reversal task with a target vocabulary of 5 of the 8 sy
 bindings must build each pair's extended vocabulary as the CLI does to give the same numbers.
 """
 
-import os
-
 import pytest
 
 import nazar
-from conftest import SENTENCES, TRAIN_CONFIG, run_cli, write_data, write_yaml
-
-TARGETS = [" ".join(reversed(s.split())) for s in SENTENCES]
-TARGETS[0] = "c a b"  # a wrong one too
+from conftest import SENTENCES, TARGETS, run_cli, train_with_cli, write_pairs
 
 
 @pytest.fixture(scope="module")
 def copy_model(tmp_path_factory):
-    work = tmp_path_factory.mktemp("copy")
-    train, dev = write_data(str(work / "data"))
-    cfg = str(work / "copy.yaml")
-    write_yaml(cfg, TRAIN_CONFIG)
-    run_cli("train", "--config", cfg, "--train", train, "--dev", dev, "--save-dir",
-            str(work / "model"), "--copy-attention", "true", "--vocab-size", "9",
-            "--max-steps", "120")
-    return os.path.join(str(work / "model"), "model.safetensors")
-
-
-def files(tmp_path):
-    src, tgt = tmp_path / "src.txt", tmp_path / "tgt.txt"
-    src.write_text("\n".join(SENTENCES) + "\n")
-    tgt.write_text("\n".join(TARGETS) + "\n")
-    return str(src), str(tgt)
+    return train_with_cli(str(tmp_path_factory.mktemp("copy")), "--copy-attention", "true",
+                          "--vocab-size", "9", "--max-steps", "120")
 
 
 def test_copy_score_equals_cli(copy_model, tmp_path):
-    src, tgt = files(tmp_path)
+    src, tgt = write_pairs(tmp_path)
     cli = run_cli("score", "--model", copy_model, "--src", src, "--tgt", tgt, "--digits", "17")
     got = nazar.score(copy_model, SENTENCES, TARGETS)
     assert [f"{s:.17f}" for s in got] == cli.stdout.splitlines()
@@ -47,7 +29,7 @@ def test_copy_score_equals_cli(copy_model, tmp_path):
 
 
 def test_copy_align_equals_cli(copy_model, tmp_path):
-    src, tgt = files(tmp_path)
+    src, tgt = write_pairs(tmp_path)
     cli = run_cli("align", "--model", copy_model, "--src", src, "--tgt", tgt, "--scores")
     got = nazar.align(copy_model, SENTENCES, TARGETS, batch_size=2)
     scores = nazar.score(copy_model, SENTENCES, TARGETS)

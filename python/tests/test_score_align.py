@@ -6,21 +6,11 @@ import numpy as np
 import pytest
 
 import nazar
-from conftest import SENTENCES, run_cli
-
-TARGETS = [" ".join(reversed(s.split())) for s in SENTENCES]
-TARGETS[0] = "c a b"  # a wrong one too
-
-
-def files(tmp_path):
-    src, tgt = tmp_path / "src.txt", tmp_path / "tgt.txt"
-    src.write_text("\n".join(SENTENCES) + "\n")
-    tgt.write_text("\n".join(TARGETS) + "\n")
-    return str(src), str(tgt)
+from conftest import SENTENCES, TARGETS, run_cli, write_pairs
 
 
 def test_score_equals_cli(model_path, tmp_path):
-    src, tgt = files(tmp_path)
+    src, tgt = write_pairs(tmp_path)
     cli = run_cli("score", "--model", model_path, "--src", src, "--tgt", tgt, "--digits", "17")
     got = nazar.score(model_path, SENTENCES, TARGETS)
     assert [f"{s:.17f}" for s in got] == cli.stdout.splitlines()
@@ -31,7 +21,7 @@ def test_score_equals_cli(model_path, tmp_path):
 
 
 def test_align_equals_cli(model_path, tmp_path):
-    src, tgt = files(tmp_path)
+    src, tgt = write_pairs(tmp_path)
     tr = nazar.Translator(model_path)
     res = tr.align(SENTENCES, TARGETS)
     hard = run_cli("align", "--model", model_path, "--src", src, "--tgt", tgt, "--scores")

@@ -3,6 +3,7 @@
 // kernel_switches.h) instead of being copied.
 #pragma once
 
+#include "nazar/core/check.h"
 #include "nazar/core/rng.h"
 #include "nazar/core/tensor.h"
 
@@ -12,6 +13,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,17 @@ inline ::testing::AssertionResult close_abs(ConstTensorView a, ConstTensorView b
     const double e = max_abs_diff(a, b);
     if (e <= tol) return ::testing::AssertionSuccess();
     return ::testing::AssertionFailure() << "max abs diff " << e << " > " << tol;
+}
+
+// The message of the nazar::Error that f() throws; `none` when it throws nothing. Any other
+// exception propagates (the test fails).
+inline std::string error_of(const std::function<void()>& f, const std::string& none = "") {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return none;
 }
 
 // A fresh, empty directory for the running test: TempDir()/nazar-<tag>-<test name>-<pid>.

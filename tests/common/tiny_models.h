@@ -67,6 +67,12 @@ inline Batch tiny_batch() {
     return make_batch({{5, 6, 7, 8}, {9, 5}}, {{5, 6, 7}, {8}});
 }
 
+// B = 4, S = 4, T = 6: three sentences padded on the target side, three on the source side.
+inline Batch tiny_batch4() {
+    return make_batch({{5, 6, 7, 8}, {9, 5}, {4, 4, 6}, {7}},
+                      {{5, 6, 7, 8, 9}, {8}, {6, 6, 4}, {9, 9}});
+}
+
 // Source sentences right-padded with 0 into one (B, S) row-major block (the decoding tests).
 struct Sources {
     std::vector<int32_t> ids;

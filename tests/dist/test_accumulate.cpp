@@ -13,6 +13,7 @@
 #include "nazar/dist/data_parallel.h"
 #include "nazar/train/trainer.h"
 #include "tests/common/test_util.h"
+#include "tests/common/tiny_training.h"
 
 #include <gtest/gtest.h>
 
@@ -24,8 +25,6 @@
 
 namespace nazar {
 namespace {
-
-using test::reversal_task;
 
 constexpr double kTolerance = 2e-4;
 
@@ -49,15 +48,11 @@ protected:
     void SetUp() override {
         set_num_threads(1);
         dir_ = test::fresh_temp_dir("accumulate");
-        atomic_write_file(dir_ + "/train.tsv", reversal_task(200, 3));
-        cfg_ = TrainConfig::defaults();
-        cfg_.train = dir_ + "/train.tsv";
-        cfg_.embedding_size = 8;
+        // no dev set: no validation
+        cfg_ = test::tiny_train_config(dir_, {.train_pairs = 200, .dev_pairs = 0, .train_seed = 3});
         cfg_.hidden_size = 12;
-        cfg_.lr = 0.01;
         cfg_.clip_norm = 1;  // the global norm is clipped: the equivalence covers it
         cfg_.max_steps = 30;
-        cfg_.progress = "none";
         cfg_.keep_best = false;
     }
     TrainConfig run(const std::string& name, int batch_size, int accumulate) const {

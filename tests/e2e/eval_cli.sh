@@ -3,13 +3,7 @@
 # Usage: eval_cli.sh path/to/nazar
 # Expected BLEU/chrF lines: mjpost/sacrebleu README.md ("Python API" example); the others are
 # the hand-computed cases of tests/unit/test_eval_{wer,aer}.cpp.
-set -u
-NAZAR=${1:?usage: eval_cli.sh path/to/nazar}
-NAZAR=$(cd "$(dirname "$NAZAR")" && pwd)/$(basename "$NAZAR")
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-cd "$dir"
-fail=0
+. "$(dirname "$0")/lib.sh" "$@"  # NAZAR, a temporary current directory, fail
 
 expect_eq() {  # name, expected, actual
     if [[ "$2" != "$3" ]]; then

@@ -9,16 +9,7 @@
 #   - dev_alignment: the valid line and the metrics log show the dev alignment loss;
 #   - a weight without train_alignment (and the reverse) is a usage error, exit 2.
 # Usage: test_cli_guided.sh path/to/nazar
-set -u
-NAZAR=${1:?usage: test_cli_guided.sh path/to/nazar}
-NAZAR=$(cd "$(dirname "$NAZAR")" && pwd)/$(basename "$NAZAR")
-SRC=$(cd "$(dirname "$0")/../.." && pwd)
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-cd "$dir"
-fail=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; shift; for l in "$@"; do echo "  $l"; done; fail=1; }
+. "$(dirname "$0")/lib.sh" "$@"  # NAZAR, SRC, a temporary current directory, ok, bad, fail
 
 /usr/bin/python3 "$SRC/scripts/recipes/gen_aligned.py" data --train 300 --dev 20 --test 20 --seed 3
 common=(--train data/train.tsv --tokenizer word --embedding-size 8 --hidden-size 8

@@ -13,27 +13,14 @@
 #   13 a terminal and an open pipe are answered line by line (cli_interactive.py);
 #   14 the global --threads holds for demo, attention (cli_interactive.py) and bench.
 # Usage: test_cli_harden.sh path/to/nazar
-set -u
-NAZAR=${1:?usage: test_cli_harden.sh path/to/nazar}
-NAZAR=$(cd "$(dirname "$NAZAR")" && pwd)/$(basename "$NAZAR")
 HERE=$(cd "$(dirname "$0")" && pwd)
-PY=/usr/bin/python3  # standard library only
-dir=$(mktemp -d)
+. "$HERE/lib.sh" "$@"  # NAZAR, PY, a temporary current directory, ok, bad, fail
 mnt=""
 cleanup() {
     [ -n "$mnt" ] && umount "$mnt" 2> /dev/null
     rm -rf "$dir"
 }
 trap cleanup EXIT
-cd "$dir"
-fail=0
-ok() { echo "ok   $1"; }
-bad() {
-    echo "FAIL $1"
-    shift
-    for l in "$@"; do echo "  $l"; done
-    fail=1
-}
 
 # A tiny demo model (seconds) and inputs.
 "$NAZAR" --threads 1 demo --steps 30 --train-size 200 --test-size 20 --hidden-size 16 \

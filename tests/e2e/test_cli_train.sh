@@ -18,18 +18,7 @@
 #   - the example configs/*.yaml load and train one step;
 #   - score prints one log-probability per pair.
 # Usage: test_cli_train.sh path/to/nazar
-set -u
-NAZAR=${1:?usage: test_cli_train.sh path/to/nazar}
-NAZAR=$(cd "$(dirname "$NAZAR")" && pwd)/$(basename "$NAZAR")
-SRC=$(cd "$(dirname "$0")/../.." && pwd)  # the repository (configs/)
-PY=/usr/bin/python3  # standard library only
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-cd "$dir"
-fail=0
-
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; shift; for l in "$@"; do echo "  $l"; done; fail=1; }
+. "$(dirname "$0")/lib.sh" "$@"  # NAZAR, SRC (configs/), PY, a temporary current directory, ok, bad
 
 # Reversal task: "a c b<TAB>b c a", deterministic.
 $PY - <<'EOF'

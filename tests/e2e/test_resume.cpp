@@ -9,6 +9,7 @@
 #include "nazar/core/threads.h"
 #include "nazar/train/trainer.h"
 #include "tests/common/test_util.h"
+#include "tests/common/tiny_training.h"
 
 #include <gtest/gtest.h>
 
@@ -26,12 +27,7 @@ protected:
     void SetUp() override {
         set_num_threads(2);  // held fixed across the runs compared
         dir_ = nazar::test::fresh_temp_dir("resume");
-        atomic_write_file(dir_ + "/train.tsv", reversal_task(150, 1));
-        atomic_write_file(dir_ + "/dev.tsv", reversal_task(20, 2));
-        cfg_ = TrainConfig::defaults();
-        cfg_.train = dir_ + "/train.tsv";
-        cfg_.dev = dir_ + "/dev.tsv";
-        cfg_.embedding_size = 8;
+        cfg_ = test::tiny_train_config(dir_, {.train_pairs = 150, .dev_pairs = 20});
         cfg_.hidden_size = 12;
         cfg_.encoder_layers = 2;
         cfg_.decoder_layers = 2;
@@ -45,13 +41,10 @@ protected:
         cfg_.word_dropout = 0.1;
         cfg_.schedule = "plateau";
         cfg_.plateau_patience = 0;
-        cfg_.batch_size = 16;  // 10 batches an epoch: the runs cross epoch boundaries
-        cfg_.lr = 0.01;
-        cfg_.max_steps = 40;
+        // batches of 16: 10 an epoch, the runs cross epoch boundaries; 40 steps
         cfg_.valid_interval = 10;
         cfg_.valid_sample = 5;
         cfg_.checkpoint_interval = 7;
-        cfg_.progress = "none";
     }
     void TearDown() override { set_num_threads(1); }
 

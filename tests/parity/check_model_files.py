@@ -53,7 +53,9 @@ def nazar_score(nazar, model, src, tgt):
     return [float(x) for x in out.stdout.split()]
 
 
-def torch_score(path, src, tgt):
+def float64_model_and_ids(path, src, tgt):
+    """The model file at path in float64, and the id sequences of the src and tgt files' lines
+    (every word in the model's vocabularies)."""
     model, meta = nt.load_model(path, dtype=torch.float64)
     sv = {p: i + 4 for i, p in enumerate(json.loads(meta["nazar.src_vocab"])["pieces"])}
     tv = {p: i + 4 for i, p in enumerate(json.loads(meta["nazar.tgt_vocab"])["pieces"])}
@@ -61,6 +63,11 @@ def torch_score(path, src, tgt):
         xs = [[sv[w] for w in line.split()] for line in f]
     with open(tgt) as f:
         ys = [[tv[w] for w in line.split()] for line in f]
+    return model, xs, ys
+
+
+def torch_score(path, src, tgt):
+    model, xs, ys = float64_model_and_ids(path, src, tgt)
     return nt.score(model, xs, ys).tolist()
 
 
@@ -104,13 +111,7 @@ def torch_translate(path, src, options):
 
 def torch_attention(path, src, tgt):
     """Forced-decoding attention weights per pair, (|y|, S_b) (the </s> row left out, as nazar align)."""
-    model, meta = nt.load_model(path, dtype=torch.float64)
-    sv = {p: i + 4 for i, p in enumerate(json.loads(meta["nazar.src_vocab"])["pieces"])}
-    tv = {p: i + 4 for i, p in enumerate(json.loads(meta["nazar.tgt_vocab"])["pieces"])}
-    with open(src) as f:
-        xs = [[sv[w] for w in line.split()] for line in f]
-    with open(tgt) as f:
-        ys = [[tv[w] for w in line.split()] for line in f]
+    model, xs, ys = float64_model_and_ids(path, src, tgt)
     batch = nt.make_batch(xs, ys, model.config["special_ids"])
     with torch.no_grad():
         _, att = model(batch.src, batch.src_lengths, batch.tgt_in)

@@ -20,10 +20,12 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
 try:
     import numpy as np
     import torch  # noqa: F401  the generators need it
     import nazar_torch as nt
+    from fixture_files import tensor_differences  # standard library only
 except ImportError as e:
     print(f"regenerate_and_compare: {e}; skipped")
     sys.exit(77)
@@ -58,21 +60,7 @@ def main():
         mb.pop("torch", None)
         if ma != mb:
             bad.append(f"{f}: metadata differs")
-        if sorted(ta) != sorted(tb):
-            bad.append(f"{f}: tensor names differ: {sorted(set(ta) ^ set(tb))}")
-            continue
-        for k in sorted(ta):
-            x, y = ta[k], tb[k]
-            if x.dtype != y.dtype or x.shape != y.shape:
-                bad.append(f"{f}: {k}: {x.dtype}{x.shape} vs {y.dtype}{y.shape}")
-            elif x.dtype.kind in "iu":
-                if not np.array_equal(x, y):
-                    bad.append(f"{f}: {k} differs")
-            else:
-                scale = max(float(np.abs(y).max(initial=0.0)), 1e-30)
-                err = float(np.abs(x.astype(np.float64) - y).max(initial=0.0)) / scale
-                if not err <= 1e-6:
-                    bad.append(f"{f}: {k}: relative difference {err:.3g} > 1e-6")
+        bad += tensor_differences(f, ta, tb, lambda k, x: x.dtype.kind in "iu", np)
     for line in bad:
         print("regenerate_and_compare:", line)
     print(f"regenerate_and_compare: {len(new)} regenerated vs {len(committed)} committed {args.glob}: "

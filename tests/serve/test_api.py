@@ -33,6 +33,10 @@ def check(cond, what, detail=""):
         failures.append(what)
 
 
+# --timeout-ms of the servers whose test is not about the timeout: a bound that only a hung server
+# reaches (the default 30 s could pass on a heavily loaded machine).
+NO_TIMEOUT_MS = "600000"
+
 SENTENCES = ["a b c", "d e f g h", "h g", "b b a c", "e", "c d e f a b", "g a", "f f f"]
 
 
@@ -181,14 +185,23 @@ def test_errors(server):
 
 
 def test_batching(nazar, models):
-    # A window long enough that concurrent requests meet in one batch (the test does not depend
-    # on it: a batch of one would only fail the "batches > 1" check).
-    server = serve_util.Server(nazar, ["--model", models["bahdanau"], "--batch-window-ms", "300"])
+    # Each request alone: a server without cross-request batching.
+    server = serve_util.Server(nazar, ["--model", models["bahdanau"], "--batch-requests", "1",
+                                       "--timeout-ms", NO_TIMEOUT_MS])
     try:
         alone = {}
         for s in SENTENCES:
             status, _, res = server.translate({"text": [s], "n_best": 2})
             alone[s] = [(h["text"], h["score"]) for h in res["translations"][0]["hypotheses"]]
+        check(server.terminate() == 0, "exit 0 after SIGTERM (no batching)")
+    finally:
+        server.kill()
+    # A batch closes when it holds 4 requests, not by time (a one-minute window): the 24
+    # concurrent requests form 6 batches of 4 however slowly they arrive on a loaded machine.
+    server = serve_util.Server(nazar, ["--model", models["bahdanau"], "--batch-requests", "4",
+                                       "--batch-window-ms", "60000", "--timeout-ms",
+                                       NO_TIMEOUT_MS])
+    try:
         results = {}
 
         def worker(k):
@@ -214,9 +227,9 @@ def test_batching(nazar, models):
         m = server.metrics()
         batches = m["nazar_batch_requests_count"]
         singles = m['nazar_batch_requests_bucket{le="1"}']
-        check(batches - singles >= 1 and max(sizes) > 1 and batches < len(SENTENCES) + 24,
-              "metrics show batches of more than one request (%d batches for %d requests, "
-              "largest %d)" % (batches, len(SENTENCES) + 24, max(sizes)), m)
+        check(batches == 6 and singles == 0 and sizes == [4] * 24,
+              "metrics show batches of more than one request (%d batches for 24 requests, "
+              "sizes %s)" % (batches, sorted(sizes)), m)
     finally:
         server.kill()
 
@@ -261,7 +274,8 @@ def test_queue_full_and_timeout(nazar, models):
 
 def test_drain(nazar, models):
     server = serve_util.Server(nazar, ["--model", "bahdanau=" + models["bahdanau"], "--model",
-                                       "luong=" + models["luong"], "--batch-window-ms", "60000"])
+                                       "luong=" + models["luong"], "--batch-window-ms", "60000",
+                                       "--timeout-ms", NO_TIMEOUT_MS])
     try:
         n = 6
         results = {}
@@ -299,7 +313,7 @@ def main():
         server = serve_util.Server(NAZAR, [
             "--model", "bahdanau=" + models["bahdanau"], "--model", "luong=" + models["luong"],
             "--max-body-bytes", "4096", "--max-sentences", "8", "--max-tokens", "10",
-            "--max-beam", "8"])
+            "--max-beam", "8", "--timeout-ms", NO_TIMEOUT_MS])
         try:
             test_endpoints(server, models)
             test_errors(server)

@@ -5,6 +5,7 @@
 #include "nazar/data/corpus.h"
 #include "nazar/data/reader.h"
 #include "nazar/data/utf8.h"
+#include "tests/common/test_util.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -60,12 +61,7 @@ std::vector<std::pair<std::string, std::string>> read_all(const CorpusFiles& fil
 }
 
 std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
+    return test::error_of(f, "(no error)");
 }
 
 const std::vector<std::pair<std::string, std::string>> kPairs = {

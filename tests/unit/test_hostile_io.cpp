@@ -18,6 +18,7 @@
 #include "nazar/train/checkpoint.h"
 #include "nazar/train/train_config.h"
 #include "nazar/viz/heatmap.h"
+#include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
 
 #include <gtest/gtest.h>
@@ -46,15 +47,7 @@ std::string nested(int depth, char open = '[', char close = ']') {
            std::string(static_cast<std::size_t>(depth), close);
 }
 
-// The nazar::Error message of f(), "" when it does not throw; any other exception fails.
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
+using test::error_of;  // tests/common/test_util.h
 
 bool throws_usage(const std::function<void()>& f) {
     try {

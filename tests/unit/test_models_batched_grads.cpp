@@ -26,14 +26,8 @@
 namespace nazar {
 namespace {
 
-using test::make_batch;
+using test::tiny_batch4;  // B = 4, T = 6, padded on both sides
 using test::tiny_config;
-
-// B = 4, three of them padded on the target side, T = 6.
-Batch batch4() {
-    return make_batch({{5, 6, 7, 8}, {9, 5}, {4, 4, 6}, {7}},
-                      {{5, 6, 7, 8, 9}, {8}, {6, 6, 4}, {9, 9}});
-}
 
 void expect_same_grads_chunked(const ModelConfig& cfg, float sampling, int chunk_rows,
                                const std::string& what) {
@@ -44,7 +38,7 @@ void expect_same_grads_chunked(const ModelConfig& cfg, float sampling, int chunk
     ASSERT_EQ(pb.size(), ps.size());
     zero_grads(pb);
     zero_grads(ps);
-    const Batch batch = batch4();
+    const Batch batch = tiny_batch4();
     const TrainOptions opt{
         .sampling_prob = sampling, .grad_scale = 1.0f, .decoder_chunk_rows = chunk_rows};
     const TrainOptions ref{.sampling_prob = sampling,
@@ -140,7 +134,8 @@ TEST(BatchedDecoderGrads, EveryDecoderKindCellAndFeeding) {
 TEST(BatchedDecoderGrads, BadChunkRowsIsAnError) {
     Seq2Seq m(tiny_config(), 5);
     Rng rng(1);
-    EXPECT_THROW(m.train_step(batch4(), {.grad_scale = 1.0f, .decoder_chunk_rows = 0}, rng), Error);
+    EXPECT_THROW(m.train_step(tiny_batch4(), {.grad_scale = 1.0f, .decoder_chunk_rows = 0}, rng),
+                 Error);
 }
 
 }  // namespace

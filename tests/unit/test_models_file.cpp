@@ -2,6 +2,7 @@
 // case (missing / misshapen / unexpected tensor, wrong format, vocab size) is a clear error.
 #include "nazar/data/vocab.h"
 #include "nazar/models/model_file.h"
+#include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
 
 #include <gtest/gtest.h>
@@ -24,12 +25,7 @@ std::string temp_path(const char* name) {
 }
 
 std::string error_of(const SafeTensors& st) {
-    try {
-        model_from_safetensors(st);
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
+    return test::error_of([&] { model_from_safetensors(st); });
 }
 
 using test::vocab_of_size;

@@ -19,14 +19,8 @@
 namespace nazar {
 namespace {
 
-using test::make_batch;
+using test::tiny_batch4;  // B = 4, T = 6, padded on both sides
 using test::tiny_config;
-
-// B = 4, T = 6, padded on both sides.
-Batch batch4() {
-    return make_batch({{5, 6, 7, 8}, {9, 5}, {4, 4, 6}, {7}},
-                      {{5, 6, 7, 8, 9}, {8}, {6, 6, 4}, {9, 9}});
-}
 
 // f() throws nazar::Error whose message contains `part`.
 template <class F>
@@ -211,8 +205,8 @@ TEST(SequenceBackward, StepsOutOfOrderAreRefusedAndChangeNothing) {
         SCOPED_TRACE(name);
         Seq2Seq m(cfg, 5), fresh(cfg, 5);
         Forward f, ff;
-        run_forward(m, batch4(), f);
-        run_forward(fresh, batch4(), ff);
+        run_forward(m, tiny_batch4(), f);
+        run_forward(fresh, tiny_batch4(), ff);
         ASSERT_EQ(f.T, 6);
         zero_grads(m.parameters());
         Grads g = make_grads(m, f);
@@ -284,7 +278,7 @@ void abort_passes(Seq2Seq& m, Forward& f) {
 }  // the broken pass is destroyed here
 
 TEST(SequenceBackward, AnExceptionMidBackwardLeavesTheDecoderUsable) {
-    const Batch b = batch4();
+    const Batch b = tiny_batch4();
     for (const auto& [name, cfg] : configs()) {
         SCOPED_TRACE(name);
         Seq2Seq m(cfg, 5), fresh(cfg, 5);
@@ -311,7 +305,7 @@ TEST(SequenceBackward, AnExceptionMidBackwardLeavesTheDecoderUsable) {
 // A train_step that throws after its forward (here: the pass refuses chunk_rows 0 after a split
 // outputs forward) leaves no mode behind: the step API and the next train_step are unchanged.
 TEST(SequenceBackward, AFailedTrainStepLeavesNoModeBehind) {
-    const Batch b = batch4();
+    const Batch b = tiny_batch4();
     for (const auto& [name, cfg] : configs()) {
         SCOPED_TRACE(name);
         Seq2Seq m(cfg, 5), fresh(cfg, 5);

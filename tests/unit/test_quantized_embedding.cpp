@@ -9,6 +9,7 @@
 #include "nazar/models/quantized_file.h"
 #include "nazar/models/seq2seq.h"
 #include "nazar/nn/embedding.h"
+#include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
 
 #include <gtest/gtest.h>
@@ -51,12 +52,7 @@ std::vector<double> scores(Seq2Seq& m) {
 }
 
 std::string error_of(const SafeTensors& st) {
-    try {
-        model_from_safetensors(st, ParamMode::inference);
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(loaded)";
+    return test::error_of([&] { model_from_safetensors(st, ParamMode::inference); }, "(loaded)");
 }
 
 TEST(QuantizedEmbedding, LookupEqualsDequantizedRows) {

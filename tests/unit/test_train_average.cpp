@@ -11,6 +11,7 @@
 #include "nazar/train/trainer.h"
 #include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
+#include "tests/common/tiny_training.h"
 
 #include <gtest/gtest.h>
 
@@ -173,21 +174,10 @@ TEST(Ema, UpdateEqualsItsFormula) {
     for (int64_t j = 0; j < w.numel(); ++j) EXPECT_EQ(w.data()[j], raw[j]);
 }
 
+// The tiny run of tests/common/tiny_training.h with a validation every 10 steps.
 TrainConfig tiny_run(const std::string& dir) {
-    atomic_write_file(dir + "/train.tsv", test::reversal_task(200, 1));
-    atomic_write_file(dir + "/dev.tsv", test::reversal_task(30, 2));
-    TrainConfig c = TrainConfig::defaults();
-    c.train = dir + "/train.tsv";
-    c.dev = dir + "/dev.tsv";
-    c.embedding_size = 8;
-    c.hidden_size = 16;
-    c.batch_size = 16;
-    c.lr = 0.01;
-    c.max_steps = 40;
+    TrainConfig c = test::tiny_train_config(dir);
     c.valid_interval = 10;
-    c.valid_sample = 10;
-    c.save_dir = dir + "/model";
-    c.progress = "none";
     return c;
 }
 

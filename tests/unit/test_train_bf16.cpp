@@ -21,18 +21,16 @@
 #include "nazar/train/trainer.h"
 #include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
+#include "tests/common/tiny_training.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <vector>
 
 namespace nazar {
 namespace {
-
-using test::reversal_task;
 
 // Large enough that its products pay for bf16 (bf16_product_pays): 32 sentences of 8-12 tokens,
 // E = 64, bi-GRU 64 (C = 128), decoder 128, A = 128, V = 200.
@@ -110,28 +108,16 @@ TEST(TrainBf16, OneStepGradientsCloseToFp32) {
                 worst);
 }
 
-std::string temp_dir(const std::string& name) {
-    const std::string dir = ::testing::TempDir() + "nazar_bf16_" + name;
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    return dir;
-}
-
+// The tiny run of tests/common/tiny_training.h made large enough for bf16 products (E = 64,
+// hidden 128, batches of 64 from 400 pairs), validated only at its end on the loss.
 TrainConfig reversal_config(const std::string& dir) {
-    atomic_write_file(dir + "/train.tsv", reversal_task(400, 1));
-    atomic_write_file(dir + "/dev.tsv", reversal_task(40, 2));
-    TrainConfig c = TrainConfig::defaults();
-    c.train = dir + "/train.tsv";
-    c.dev = dir + "/dev.tsv";
+    TrainConfig c = test::tiny_train_config(dir, {.train_pairs = 400, .dev_pairs = 40});
     c.embedding_size = 64;
     c.hidden_size = 128;
     c.batch_size = 64;
     c.lr = 0.003;
-    c.max_steps = 40;
     c.valid_interval = 40;
     c.valid_sample = 0;
-    c.save_dir = dir + "/model";
-    c.progress = "none";
     return c;
 }
 
@@ -140,7 +126,7 @@ TEST(TrainBf16, LossFallsOnReversalTask) {
     set_num_threads(2);
     double after[2] = {0, 0};
     for (int bf16 = 0; bf16 < 2; ++bf16) {
-        const std::string dir = temp_dir(bf16 ? "loss_bf16" : "loss_fp32");
+        const std::string dir = test::fresh_temp_dir(bf16 ? "bf16-loss-bf16" : "bf16-loss-fp32");
         TrainConfig c = reversal_config(dir);
         c.precision = bf16 ? "bf16" : "fp32";
         Trainer t(c);
@@ -161,7 +147,7 @@ TEST(TrainBf16, LossFallsOnReversalTask) {
 TEST(TrainBf16, CheckpointsMoveBetweenPrecisions) {
     set_num_threads(2);
     for (const char* first : {"fp32", "bf16"}) {
-        const std::string dir = temp_dir(std::string("resume_") + first);
+        const std::string dir = test::fresh_temp_dir(std::string("bf16-resume-") + first);
         TrainConfig c = reversal_config(dir);
         c.precision = first;
         c.max_steps = 10;

@@ -23,6 +23,7 @@
 #include "nazar/train/trainer.h"
 #include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
+#include "tests/common/tiny_training.h"
 
 #include <gtest/gtest.h>
 
@@ -48,24 +49,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using test::reversal_task;  // tests/common/test_util.h
-
-// A tiny, fast configuration on generated data in `dir`.
-TrainConfig tiny_train_config(const std::string& dir) {
-    atomic_write_file(dir + "/train.tsv", reversal_task(200, 1));
-    atomic_write_file(dir + "/dev.tsv", reversal_task(30, 2));
-    TrainConfig c = TrainConfig::defaults();
-    c.train = dir + "/train.tsv";
-    c.dev = dir + "/dev.tsv";
-    c.embedding_size = 8;
+// The tiny run of tests/common/tiny_training.h, smaller still: 3 steps, validation only at the
+// end (or where a test asks), 5 decoded dev sentences.
+TrainConfig short_run_config(const std::string& dir) {
+    TrainConfig c = test::tiny_train_config(dir);
     c.hidden_size = 8;
-    c.batch_size = 16;
-    c.lr = 0.01;
     c.max_steps = 3;
     c.valid_interval = 1000;
     c.valid_sample = 5;
-    c.save_dir = dir + "/model";
-    c.progress = "none";
     return c;
 }
 
@@ -98,15 +89,7 @@ void write_bytes(const std::string& path, const std::string& bytes) {
     ASSERT_TRUE(f.good()) << path;
 }
 
-// The message of the nazar::Error `f` throws ("" when it does not throw).
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
+using test::error_of;  // tests/common/test_util.h
 
 #define EXPECT_HAS(haystack, needle)                                 \
     EXPECT_NE(std::string(haystack).find(needle), std::string::npos) \
@@ -142,7 +125,7 @@ TEST(TrainHostile, NonFiniteValuesInEveryTensorKindAreRefused) {
     int cases = 0;
     for (const Variant& v : variants) {
         SCOPED_TRACE(v.name);
-        TrainConfig c = tiny_train_config(dir);
+        TrainConfig c = short_run_config(dir);
         c.save_dir = dir + "/" + v.name;
         v.tweak(c);
         Trainer(c).run();
@@ -194,7 +177,7 @@ TEST(TrainHostile, NonFiniteValuesInEveryTensorKindAreRefused) {
 TEST(TrainHostile, NonFiniteOrImpossibleCheckpointScalarsAreRefused) {
     set_num_threads(1);
     const std::string dir = test::fresh_temp_dir("train-hostile");
-    TrainConfig c = tiny_train_config(dir);
+    TrainConfig c = short_run_config(dir);
     luong_localp_lstm_sgd(c);
     Trainer(c).run();
     const std::string clean = c.save_dir + "/last.safetensors", bad = dir + "/bad.safetensors";
@@ -277,7 +260,7 @@ TEST(TrainHostile, ImpossibleTrainStateIsRefused) {
 TEST(TrainHostile, CheckpointWithAbsurdEpochIsRefusedOnResume) {
     set_num_threads(1);
     const std::string dir = test::fresh_temp_dir("train-hostile");
-    TrainConfig c = tiny_train_config(dir);
+    TrainConfig c = short_run_config(dir);
     Trainer(c).run();
     SafeTensors st = load_safetensors(c.save_dir + "/last.safetensors");
     nlohmann::json j = nlohmann::json::parse(st.meta("train.state"));
@@ -294,7 +277,7 @@ TEST(TrainHostile, CheckpointWithAbsurdEpochIsRefusedOnResume) {
 TEST(TrainHostile, EndlessSkippedUpdatesStopTrainingAndKeepTheLastCheckpoint) {
     set_num_threads(1);
     const std::string dir = test::fresh_temp_dir("train-hostile");
-    TrainConfig c = tiny_train_config(dir);
+    TrainConfig c = short_run_config(dir);
     c.max_steps = 40;
     c.max_epochs = 3;  // without the bound: 3 epochs (39 batches) of skips, then a "success"
     c.checkpoint_interval = 2;
@@ -325,7 +308,7 @@ TEST(TrainHostile, EndlessSkippedUpdatesStopTrainingAndKeepTheLastCheckpoint) {
 TEST(TrainHostile, SkippedUpdatesInARowSurviveAResume) {
     set_num_threads(1);
     const std::string dir = test::fresh_temp_dir("train-hostile");
-    TrainConfig c = tiny_train_config(dir);
+    TrainConfig c = short_run_config(dir);
     c.max_steps = 40;
     c.max_skipped_updates = 4;
     std::atomic<bool> stop{false};
@@ -483,7 +466,7 @@ double dev_loss_of(Trainer& t, const std::string& file) {
 TEST(TrainHostile, FinalValidationCountsForBest) {
     set_num_threads(1);
     const std::string dir = test::fresh_temp_dir("train-hostile");
-    TrainConfig c = tiny_train_config(dir);
+    TrainConfig c = short_run_config(dir);
     c.max_steps = 30;
     c.valid_interval = 20;  // validations at 20 and, as training ends, 30
     c.metrics_log = dir + "/metrics.jsonl";

@@ -8,61 +8,26 @@
 #include "nazar/train/progress.h"
 #include "nazar/train/trainer.h"
 #include "tests/common/test_util.h"
+#include "tests/common/tiny_training.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
-#include <cstring>
-#include <filesystem>
 #include <limits>
 #include <string>
 
 namespace nazar {
 namespace {
 
-using test::reversal_task;
-
-std::string temp_dir(const std::string& name) {
-    const std::string dir = ::testing::TempDir() + "nazar_trainer_" + name;
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    return dir;
-}
-
-// A tiny, fast configuration on generated data in `dir`.
-TrainConfig tiny_config(const std::string& dir) {
-    atomic_write_file(dir + "/train.tsv", reversal_task(200, 1));
-    atomic_write_file(dir + "/dev.tsv", reversal_task(30, 2));
-    TrainConfig c = TrainConfig::defaults();
-    c.train = dir + "/train.tsv";
-    c.dev = dir + "/dev.tsv";
-    c.embedding_size = 8;
-    c.hidden_size = 16;
-    c.batch_size = 16;
-    c.lr = 0.01;
-    c.max_steps = 40;
-    c.valid_interval = 20;
-    c.valid_sample = 10;
-    c.save_dir = dir + "/model";
-    c.progress = "none";
-    return c;
-}
-
-bool same_weights(Seq2Seq& a, Seq2Seq& b) {
-    const ParamList pa = a.parameters(), pb = b.parameters();
-    if (pa.size() != pb.size()) return false;
-    for (std::size_t i = 0; i < pa.size(); ++i)
-        if (pa[i].value->numel() != pb[i].value->numel() ||
-            std::memcmp(pa[i].value->data(), pb[i].value->data(),
-                        sizeof(float) * pa[i].value->numel()) != 0)
-            return false;
-    return true;
-}
+using test::fresh_temp_dir;  // tests/common/test_util.h
+using test::same_weights;    // tests/common/tiny_training.h
+using test::tiny_train_config;
 
 TEST(Trainer, LossFallsOnTinyTask) {
     set_num_threads(1);
-    const std::string dir = temp_dir("loss");
-    TrainConfig c = tiny_config(dir);
+    const std::string dir = fresh_temp_dir("trainer-loss");
+    TrainConfig c = tiny_train_config(dir);
     c.max_steps = 120;
     c.valid_interval = 60;
     Trainer t(c);
@@ -91,8 +56,8 @@ TEST(Trainer, LossFallsOnTinyTask) {
 
 TEST(Trainer, SameSeedAndThreadsGiveBitIdenticalWeights) {
     set_num_threads(2);
-    const std::string dir = temp_dir("determinism");
-    TrainConfig c = tiny_config(dir);
+    const std::string dir = fresh_temp_dir("trainer-determinism");
+    TrainConfig c = tiny_train_config(dir);
     c.encoder_layers = 2;  // dropout acts between layers
     c.dropout = 0.3;
     c.scheduled_sampling = 0.3;
@@ -111,8 +76,8 @@ TEST(Trainer, SameSeedAndThreadsGiveBitIdenticalWeights) {
 
 TEST(Trainer, NonFiniteGradientSkipsTheUpdate) {
     set_num_threads(1);
-    const std::string dir = temp_dir("nonfinite");
-    TrainConfig c = tiny_config(dir);
+    const std::string dir = fresh_temp_dir("trainer-nonfinite");
+    TrainConfig c = tiny_train_config(dir);
     c.max_steps = 10;
     c.valid_interval = 1000;
     TrainerHooks hooks;
@@ -131,8 +96,8 @@ TEST(Trainer, NonFiniteGradientSkipsTheUpdate) {
 
 TEST(Trainer, InterruptWritesACheckpointAtTheStepBoundary) {
     set_num_threads(1);
-    const std::string dir = temp_dir("interrupt");
-    TrainConfig c = tiny_config(dir);
+    const std::string dir = fresh_temp_dir("trainer-interrupt");
+    TrainConfig c = tiny_train_config(dir);
     c.valid_interval = 1000;
     std::atomic<bool> stop{false};
     TrainerHooks hooks;
@@ -166,8 +131,8 @@ TEST(Trainer, NonFiniteParametersAreNeverSaved) {
 
 TEST(Trainer, EarlyStoppingAfterPatienceValidations) {
     set_num_threads(1);
-    const std::string dir = temp_dir("early");
-    TrainConfig c = tiny_config(dir);
+    const std::string dir = fresh_temp_dir("trainer-early");
+    TrainConfig c = tiny_train_config(dir);
     c.lr = 0;  // the dev loss never improves after the first validation
     c.max_steps = 100;
     c.valid_interval = 5;
@@ -182,8 +147,8 @@ TEST(Trainer, EarlyStoppingAfterPatienceValidations) {
 
 TEST(Trainer, MetricsLogHasTrainAndValidLines) {
     set_num_threads(1);
-    const std::string dir = temp_dir("metrics");
-    TrainConfig c = tiny_config(dir);
+    const std::string dir = fresh_temp_dir("trainer-metrics");
+    TrainConfig c = tiny_train_config(dir);
     c.metrics_log = dir + "/metrics.jsonl";
     c.log_interval = 10;
     Trainer t(c);
@@ -256,8 +221,8 @@ TEST(Trainer, ConfigErrorsBeforeData) {
     TrainConfig c = TrainConfig::defaults();
     c.train = "/nonexistent/train.tsv";
     EXPECT_THROW(Trainer{c}, UsageError);
-    const std::string dir = temp_dir("config");
-    c = tiny_config(dir);
+    const std::string dir = fresh_temp_dir("trainer-config");
+    c = tiny_train_config(dir);
     c.decoder = "luong";
     c.attention = "dot";
     c.decoder_hidden_size = 20;  // d_h = 32

@@ -5,6 +5,7 @@
 #include "nazar/core/threads.h"
 #include "nazar/data/pipeline.h"
 #include "nazar/train/trainer.h"
+#include "tests/common/test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -43,9 +44,7 @@ TEST(ScoreCli, MatchesSeq2SeqScore) {
     const std::string cli = std::string(NAZAR_BINARY_DIR) + "/nazar";
     if (!std::filesystem::exists(cli)) GTEST_SKIP() << cli << " is not built";
     set_num_threads(1);
-    const std::string dir = ::testing::TempDir() + "nazar_score_cli";
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
+    const std::string dir = test::fresh_temp_dir("score-cli");
     atomic_write_file(dir + "/train.tsv",
                       "a b c\tc b a\nb b d\td b b\nc a\ta c\nd c b a\ta b c d\n");
     TrainConfig c = TrainConfig::defaults();
