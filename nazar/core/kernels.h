@@ -44,12 +44,12 @@ void log_softmax(ConstTensorView x, TensorView out);
 void softmax_row(const float* x, int n, float* out);
 float logsumexp_row(const float* x, int n);
 // z[i] += b[i] (b null: no bias), then logsumexp_row(z, n), bit for bit, in two passes over z
-// (AVX-512 where cpu_features.h allows it; kernels_logits.cpp). Beam search's output rows.
+// (AVX-512 where cpu_features.h allows it; kernels_avx512.cpp). Beam search's output rows.
 float add_bias_logsumexp_row(float* z, const float* b, int n);
 // Σ_i exp(z[i] − mx) in logsumexp_row's order, bit for bit (its second pass; exported for tests).
 float sum_exp_shifted(const float* z, int n, float mx);
 // Tests: allow (true, where the CPU has it) or forbid the AVX-512 path; returns whether it runs.
-bool set_logits_avx512(bool on);
+bool set_kernels_avx512(bool on);
 
 namespace naive {
 void exp(const float* x, float* y, int64_t n);

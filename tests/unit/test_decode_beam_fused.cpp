@@ -57,10 +57,10 @@ void check(const ModelConfig& c, Precision p, const BeamOptions& base, const cha
     plain.fused_output = false;
     const auto want = beam_search(m, all.ids, all.lengths, all.S, plain);
     for (const bool avx512 : {true, false}) {
-        kernels::set_logits_avx512(avx512);
+        kernels::set_kernels_avx512(avx512);
         expect_identical(beam_search(m, all.ids, all.lengths, all.S, fused), want, what);
     }
-    kernels::set_logits_avx512(true);
+    kernels::set_kernels_avx512(true);
 }
 
 TEST(BeamSearchFused, BitIdenticalToTheLogProbPath) {

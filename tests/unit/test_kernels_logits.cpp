@@ -1,7 +1,8 @@
-// add_bias_logsumexp_row (kernels_logits.cpp): on every path, the biased row and its
-// log-sum-exp bit for bit as add_bias_rows + logsumexp_row give them, and within float rounding
-// of an fp64 oracle; rows of every length, logits spread over the whole range of exp (flushes to
-// 0 included), infinities and NaN.
+// The AVX-512 kernels of kernels_avx512.cpp against their 8-lane / scalar forms, bit for bit:
+// add_bias_logsumexp_row (the biased row and its log-sum-exp as add_bias_rows + logsumexp_row
+// give them, and within float rounding of an fp64 oracle; rows of every length, logits spread
+// over the whole range of exp, flushes to 0 included, infinities and NaN); tanh and sigmoid over
+// a sweep of every 97th float bit pattern (both signs, denormals, infinities, NaNs).
 #include "nazar/core/kernels.h"
 #include "nazar/core/rng.h"
 
@@ -42,14 +43,14 @@ void check_row(std::vector<float> z, const std::vector<float>& b) {
     std::vector<float> want = z;
     const float lse_want = reference(want, b);
     for (const bool fast : {false, true}) {
-        kernels::set_logits_avx512(fast);
+        kernels::set_kernels_avx512(fast);
         std::vector<float> got = z;
         const float lse =
             kernels::add_bias_logsumexp_row(got.data(), b.empty() ? nullptr : b.data(), n);
         expect_same_bits(lse, lse_want, fast ? "lse (fast)" : "lse (portable)", n);
         for (int i = 0; i < n; ++i) expect_same_bits(got[i], want[i], "biased entry", n);
     }
-    kernels::set_logits_avx512(true);
+    kernels::set_kernels_avx512(true);
 }
 
 TEST(KernelsLogits, BitIdenticalToBiasThenLogsumexp) {
@@ -75,9 +76,9 @@ TEST(KernelsLogits, SumOfExpsBitIdenticalOnBothPaths) {
             std::vector<float> z(n);
             const float spread = row % 3 == 0 ? 1.0f : row % 3 == 1 ? 20.0f : 90.0f;
             for (float& x : z) x = spread * (2 * rng.uniform() - 1);
-            kernels::set_logits_avx512(false);
+            kernels::set_kernels_avx512(false);
             const float want = kernels::sum_exp_shifted(z.data(), n, 0.5f);
-            kernels::set_logits_avx512(true);
+            kernels::set_kernels_avx512(true);
             const float got = kernels::sum_exp_shifted(z.data(), n, 0.5f);
             expect_same_bits(got, want, "sum of exps", n);
             ++compared;
@@ -96,6 +97,32 @@ TEST(KernelsLogits, MatchesTheOracleWithinFloatRounding) {
         for (int i = 0; i < n; ++i) biased[i] += b[i];
         const float lse = kernels::add_bias_logsumexp_row(z.data(), b.data(), n);
         EXPECT_NEAR(lse, oracle(biased), 1e-5 * (1 + std::fabs(oracle(biased)))) << n;
+    }
+}
+
+TEST(KernelsAvx512, TanhAndSigmoidBitIdenticalOverTheFloats) {
+    std::vector<float> x;
+    for (uint64_t u = 0; u <= 0xffffffffull; u += 97)
+        x.push_back(std::bit_cast<float>(static_cast<uint32_t>(u)));
+    for (const float v : {0.0f, -0.0f, 0.625f, -0.625f, 10.0f, 44.0f, -44.0f, 87.3f, -87.3f})
+        x.push_back(v);
+    const int64_t n = static_cast<int64_t>(x.size()) - 5;  // a length with a 16-lane tail
+    for (const bool sig : {false, true}) {
+        std::vector<float> want(x.size(), 7.0f), got(x.size(), 7.0f);
+        kernels::set_kernels_avx512(false);
+        (sig ? kernels::sigmoid : kernels::tanh)(x.data(), want.data(), n);
+        kernels::set_kernels_avx512(true);
+        (sig ? kernels::sigmoid : kernels::tanh)(x.data(), got.data(), n);
+        int64_t differ = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            const bool both_nan = std::isnan(got[i]) && std::isnan(want[i]);
+            if (!both_nan && std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(want[i]) &&
+                differ++ < 5)
+                ADD_FAILURE() << (sig ? "sigmoid(" : "tanh(") << x[i] << "): " << got[i] << " vs "
+                              << want[i];
+        }
+        EXPECT_EQ(differ, 0);
+        EXPECT_EQ(got.back(), 7.0f);  // past n: untouched
     }
 }
 

@@ -1,11 +1,13 @@
-// Bias + log-sum-exp of one logits row in two passes (kernels.h, add_bias_logsumexp_row): what
-// beam search reads instead of a written log-softmax row (docs/performance.md, "Decoding").
-//
-// The result is bit-identical to add_bias_rows followed by logsumexp_row on every path: the
-// maximum is exact in any order, and the AVX-512 path evaluates simd::exp1 on 16 lanes with the
-// operations GCC emits for it (the clamp only matters where the selects below replace the value),
-// then adds the low and the high 8 lanes into logsumexp_row's 8 partial sums in turn, which is
-// its summation order. tests/unit/test_kernels_logits.cpp checks the identity bit for bit.
+// The AVX-512 forms of kernels.h's row kernels, chosen at run time (cpu_features.h; the build
+// stays x86-64-v3), each bit-identical to its 8-lane / scalar form:
+//  - add_bias_logsumexp_row: bias + log-sum-exp of one logits row in two passes, what beam
+//    search reads instead of a written log-softmax row (docs/performance.md, "Decoding"). The
+//    maximum is exact in any order; the sum adds the low and the high 8 lanes of each 16 into
+//    logsumexp_row's 8 partial sums in turn, which is its summation order.
+//  - tanh and sigmoid over arrays (the GRU/LSTM gates).
+// All of them evaluate simd::exp1 / tanh1 on 16 lanes with the operations gcc emits for the
+// scalar forms (fused multiply-adds where it contracts; the clamps matter only where the final
+// selects replace the value). tests/unit/test_kernels_logits.cpp checks them bit for bit.
 #include "nazar/core/cpu_features.h"
 #include "nazar/core/kernels.h"
 #include "nazar/core/simd.h"
@@ -65,6 +67,51 @@ NZ_TARGET_AVX512 inline __m512 exp1_16(__m512 x) {
     return _mm512_mask_mov_ps(y, nan, x);
 }
 
+// simd::tanh1 on 16 lanes, bit for bit.
+NZ_TARGET_AVX512 inline __m512 tanh1_16(__m512 x) {
+    using namespace simd;
+    const __m512 ax = _mm512_abs_ps(x), z = _mm512_mul_ps(x, x);
+    __m512 p = _mm512_set1_ps(kTanhP[0]);
+#pragma GCC unroll 8
+    for (int i = 1; i < 5; ++i) p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(kTanhP[i]));
+    const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, z), x, x);  // p z x + x
+    // 2 min(|x|, 10): NaN gives 20 here, replaced by the last select
+    const __m512 e =
+        exp1_16(_mm512_mul_ps(_mm512_set1_ps(2.0f), _mm512_min_ps(ax, _mm512_set1_ps(10.0f))));
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 mag =
+        _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    const __m512 big = _mm512_or_ps(_mm512_andnot_ps(sign, mag), _mm512_and_ps(sign, x));
+    const __mmask16 is_small = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(kTanhSmall), _CMP_LT_OQ);
+    const __m512 y = _mm512_mask_mov_ps(big, is_small, small);
+    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+}
+
+NZ_TARGET_AVX512 void tanh512(const float* x, float* y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, tanh1_16(_mm512_loadu_ps(x + i)));
+    if (i < n) {
+        const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, tanh1_16(_mm512_maskz_loadu_ps(m, x + i)));
+    }
+}
+
+// 1 / (1 + exp1(−x)) on 16 lanes
+NZ_TARGET_AVX512 inline __m512 sigmoid1_16(__m512 x) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    return _mm512_div_ps(one, _mm512_add_ps(one, exp1_16(_mm512_xor_ps(x, _mm512_set1_ps(-0.0f)))));
+}
+
+NZ_TARGET_AVX512 void sigmoid512(const float* x, float* y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, sigmoid1_16(_mm512_loadu_ps(x + i)));
+    if (i < n) {
+        const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, sigmoid1_16(_mm512_maskz_loadu_ps(m, x + i)));
+    }
+}
+
 // Σ exp(z − mx) in logsumexp_row's order: 8 partial sums over blocks of 8, a scalar tail, a tree.
 NZ_TARGET_AVX512 float sum_exp_shifted512(const float* z, int n, float mx) {
     __m256 s8 = _mm256_setzero_ps();
@@ -121,6 +168,20 @@ std::atomic<bool>& avx512_on() {
 
 }  // namespace
 
+void tanh(const float* x, float* y, int64_t n) {
+#ifdef NZ_SIMD_AVX512
+    if (avx512_on().load(std::memory_order_relaxed)) return tanh512(x, y, n);
+#endif
+    for (int64_t i = 0; i < n; ++i) y[i] = simd::tanh1(x[i]);
+}
+
+void sigmoid(const float* x, float* y, int64_t n) {
+#ifdef NZ_SIMD_AVX512
+    if (avx512_on().load(std::memory_order_relaxed)) return sigmoid512(x, y, n);
+#endif
+    for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + simd::exp1(-x[i]));
+}
+
 float add_bias_logsumexp_row(float* z, const float* b, int n) {
 #ifdef NZ_SIMD_AVX512
     if (avx512_on().load(std::memory_order_relaxed)) return add_bias_logsumexp512(z, b, n);
@@ -135,7 +196,7 @@ float sum_exp_shifted(const float* z, int n, float mx) {
     return sum_exp_shifted_portable(z, n, mx);
 }
 
-bool set_logits_avx512(bool on) {
+bool set_kernels_avx512(bool on) {
     avx512_on().store(on && avx512_allowed());
     return avx512_on().load();
 }
