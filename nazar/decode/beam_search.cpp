@@ -214,7 +214,9 @@ bool advance(Sentence& s, int row0, TensorView lp_view, TensorView at_view,
         OutputRow row{lp_view.data() + static_cast<int64_t>(row0 + k) * V};
         if (logits) {
             row.logits = true;
-            row.lse = kernels::add_bias_logsumexp_row(const_cast<float*>(row.v), bias, V);
+            const bool more = row0 + k + 1 < lp_view.dim(0);  // the next row: in L2 meanwhile
+            row.lse = kernels::add_bias_logsumexp_row(const_cast<float*>(row.v), bias, V,
+                                                      more ? row.v + V : nullptr);
         }
         offer_row(row, V, s.live_lp[k], k, w, forbid, st.cands);
     }
