@@ -64,9 +64,28 @@ void row_weights(bool gaussian, float p, Window w, int W, float sigma, float* pr
     std::fill(wt + n, wt + W, 0.0f);
 }
 
+namespace {
+// c[0, W) = Σ_j wt[j] h_j[0, W) (rows of stride C), each element accumulated from 0 in j order
+// with one multiply-add per term, as a run of axpys does; the W sums stay in registers.
+template <int W>
+inline void context_block(const float* wt, int n, const float* h, int C, float* c) {
+    float acc[W] = {};
+    for (int j = 0; j < n; ++j) {
+        const float w = wt[j];
+        const float* x = h + int64_t{j} * C;
+#pragma GCC unroll 64
+        for (int i = 0; i < W; ++i) acc[i] += w * x[i];
+    }
+    std::copy(acc, acc + W, c);
+}
+}  // namespace
+
 void row_context(const float* wt, int n, const float* h, int C, float* c) {
-    std::fill(c, c + C, 0.0f);
-    for (int j = 0; j < n; ++j) kernels::axpy(C, wt[j], h + int64_t{j} * C, c);
+    int i = 0;
+    for (; i + 64 <= C; i += 64) context_block<64>(wt, n, h + i, C, c + i);
+    for (; i + 8 <= C; i += 8) context_block<8>(wt, n, h + i, C, c + i);
+    std::fill(c + i, c + C, 0.0f);
+    for (int j = 0; j < n; ++j) kernels::axpy(C - i, wt[j], h + int64_t{j} * C + i, c + i);
 }
 
 void row_context_backward(const float* d_c, const float* wt, int n, const float* h, int C,

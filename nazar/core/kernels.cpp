@@ -33,12 +33,7 @@ float sigmoid1(float x) {
 void exp(const float* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = exp_inline(x[i]);
 }
-void tanh(const float* x, float* y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] = tanh_inline(x[i]);
-}
-void sigmoid(const float* x, float* y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] = sigmoid_inline(x[i]);
-}
+// tanh and sigmoid over arrays: kernels_avx512.cpp (16 lanes where allowed, else these forms).
 
 void axpy(int64_t n, float a, const float* x, float* y) {
     for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];

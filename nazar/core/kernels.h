@@ -43,6 +43,14 @@ void log_softmax(ConstTensorView x, TensorView out);
 // The same, on one contiguous row of n entries (used by attention windows and decoders).
 void softmax_row(const float* x, int n, float* out);
 float logsumexp_row(const float* x, int n);
+// z[i] += b[i] (b null: no bias), then logsumexp_row(z, n), bit for bit, in two passes over z
+// (AVX-512 where cpu_features.h allows it; kernels_avx512.cpp). Beam search's output rows.
+// next (optional): the row processed after this one, prefetched into L2 during the second pass.
+float add_bias_logsumexp_row(float* z, const float* b, int n, const float* next = nullptr);
+// Σ_i exp(z[i] − mx) in logsumexp_row's order, bit for bit (its second pass; exported for tests).
+float sum_exp_shifted(const float* z, int n, float mx);
+// Tests: allow (true, where the CPU has it) or forbid the AVX-512 path; returns whether it runs.
+bool set_kernels_avx512(bool on);
 
 namespace naive {
 void exp(const float* x, float* y, int64_t n);

@@ -6,6 +6,7 @@
 #include "nazar/decode/beam_search.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/kernels.h"
 #include "nazar/core/simd.h"
 #include "nazar/core/threads.h"
 
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
 #include "nazar/decode/step_types.h"
 
@@ -120,6 +122,25 @@ struct Sentence {
     }
 };
 
+// One row of a step's output as offer_row reads it: log-probs as step() wrote them (logits
+// false), or logits z with the bias added and their log-sum-exp: log p[y] = fl(z[y] − lse),
+// the value step() would have written.
+struct OutputRow {
+    const float* v;
+    float lse = 0;
+    bool logits = false;
+
+    float log_p(int y) const { return logits ? v[y] - lse : v[y]; }
+    // A screening threshold on v for a threshold t on log p: v[y] < screen(t) implies
+    // log_p(y) < t (the margin covers the roundings of t + lse and of z − lse); NaN or an
+    // infinity anywhere lets every entry through to the exact comparison.
+    float screen(float t) const {
+        if (!logits) return t;
+        const double s = static_cast<double>(t) + lse;
+        return static_cast<float>(s - (1e-5 + 1e-5 * (std::fabs(t) + std::fabs(lse))));
+    }
+};
+
 // Offers the tokens of one row (live rank `rank`, log p so far `base`) to `best`: the sentence's
 // running best `w` candidates under `better`, sorted best first. Rows are offered in rank order
 // and tokens in id order, so a later candidate never wins a tie against a kept one, and the
@@ -130,39 +151,41 @@ struct Sentence {
 // Once `best` holds w candidates, a token can only enter if base + lp[y] > T (T: the w-th
 // total). Most of the V entries are far below, so the row is screened 8 floats at a time
 // against a float threshold t <= T − base (minus a margin that covers the float and double
-// roundings: lp[y] < t implies base + lp[y] < T); only entries at or above t (and NaN) take
-// the exact double comparison, so the kept set and order are exactly the full scan's.
-void offer_row(const float* lp, int V, double base, int rank, int w,
+// roundings: lp[y] < t implies base + lp[y] < T; on logits rows, against row.screen(t)); only
+// entries at or above it (and NaN) take the exact double comparison, so the kept set and
+// order are exactly the full scan's.
+void offer_row(const OutputRow& row, int V, double base, int rank, int w,
                std::span<const int32_t> forbid, std::vector<Candidate>& best) {
     const auto threshold = [&]() -> float {
         if (static_cast<int>(best.size()) < w) return -std::numeric_limits<float>::infinity();
         const double d = best.back().total - base;  // NaN (−inf − −inf) compares false: exact path
         return static_cast<float>(d - (1e-5 + 1e-6 * std::fabs(d)));
     };
-    float t = threshold();
+    float t = threshold(), ts = row.screen(t);
     const auto offer = [&](int y) {
         if (std::find(forbid.begin(), forbid.end(), y) != forbid.end()) return;
-        const Candidate c{base + lp[y], rank, y};
+        const Candidate c{base + row.log_p(y), rank, y};
         if (static_cast<int>(best.size()) == w) {
             if (!better(c, best.back())) return;
             best.pop_back();
         }
         best.insert(std::upper_bound(best.begin(), best.end(), c, better), c);
         t = threshold();
+        ts = row.screen(t);
     };
     int y = 0;
 #ifdef NZ_SIMD_AVX2
     for (; y + 8 <= V; y += 8) {
-        int mask = simd::not_below_mask8(lp + y, t);  // NaN included
+        int mask = simd::not_below_mask8(row.v + y, ts);  // NaN included
         while (mask != 0) {
             const int lane = __builtin_ctz(static_cast<unsigned>(mask));
             mask &= mask - 1;
-            if (!(lp[y + lane] < t)) offer(y + lane);  // t may have risen within the block
+            if (!(row.log_p(y + lane) < t)) offer(y + lane);  // t may have risen within the block
         }
     }
 #endif
     for (; y < V; ++y)
-        if (!(lp[y] < t)) offer(y);
+        if (!(row.log_p(y) < t)) offer(y);
 }
 
 // Scratch of advance(), reused every step.
@@ -176,18 +199,27 @@ struct StepScratch {
 // the step's log-probs (rows, V) and attention (rows, S): keeps the best candidates, finishes
 // those that end in </s>, and the live ones too when the sentence stops. Returns whether it
 // goes on; then st.live_rows holds the rows its new live hypotheses extend.
+// Logits rows (bias: the output layer's, null when absent): each row gets its bias and
+// log-sum-exp here, while it is in cache, and is then read as log p.
 bool advance(Sentence& s, int row0, TensorView lp_view, TensorView at_view,
              std::span<const float> p_gen, const BeamOptions& o, const SpecialIds& sp,
-             StepScratch& st) {
+             StepScratch& st, bool logits, const float* bias) {
     const int V = lp_view.dim(1), S = at_view.dim(1), K = o.beam_size;
     const int n_live = static_cast<int>(s.live.size());  // rows [row0, row0 + n_live)
     const int w = K - static_cast<int>(s.done.size());
     const std::array<int32_t, 3> forbid = {sp.pad, sp.bos,
                                            s.steps + 1 < o.min_length ? sp.eos : -1};
     st.cands.clear();
-    for (int k = 0; k < n_live; ++k)
-        offer_row(lp_view.data() + static_cast<int64_t>(row0 + k) * V, V, s.live_lp[k], k, w,
-                  forbid, st.cands);
+    for (int k = 0; k < n_live; ++k) {
+        OutputRow row{lp_view.data() + static_cast<int64_t>(row0 + k) * V};
+        if (logits) {
+            row.logits = true;
+            const bool more = row0 + k + 1 < lp_view.dim(0);  // the next row: in L2 meanwhile
+            row.lse = kernels::add_bias_logsumexp_row(const_cast<float*>(row.v), bias, V,
+                                                      more ? row.v + V : nullptr);
+        }
+        offer_row(row, V, s.live_lp[k], k, w, forbid, st.cands);
+    }
     st.live.clear();
     st.live_lp.clear();
     st.live_rows.clear();
@@ -253,6 +285,43 @@ void collect(std::vector<Sentence>& sent, const BeamOptions& o, bool copy,
     }
 }
 
+// The fused output path (logits rows, OutputRow): a Seq2Seq without copy attention.
+bool has_step_logits(const Seq2Seq& m) {
+    return m.has_step_logits();
+}
+bool has_step_logits(const Ensemble&) {
+    return false;
+}
+const float* step_logits_bias(const Seq2Seq& m) {
+    return m.step_logits_bias();
+}
+const float* step_logits_bias(const Ensemble&) {
+    return nullptr;
+}
+template <class Model, class Source, class State>
+void step_rows(Model& model, bool fused, std::span<const int32_t> prev, const Source& src,
+               State& state, TensorView out, TensorView attn) {
+    if constexpr (std::is_same_v<Model, Seq2Seq>)
+        if (fused) return model.step_logits(prev, src, state, out, attn);
+    model.step(prev, src, state, out, attn);
+}
+
+// One sentence per source, each with the empty prefix live.
+std::vector<Sentence> start_sentences(std::span<const int> lengths, int S, const BeamOptions& o) {
+    std::vector<Sentence> sent(lengths.size());
+    for (std::size_t b = 0; b < lengths.size(); ++b) {
+        NZ_CHECK(lengths[b] >= 0 && lengths[b] <= S,
+                 "beam_search: lengths[{}] = {} outside [0, {}]", b, lengths[b], S);
+        Sentence& s = sent[b];
+        s.b = static_cast<int>(b);
+        s.S_b = lengths[b];
+        s.limit = max_output_length(s.S_b, o.max_length_ratio, o.max_length_extra, o.max_length);
+        s.live = {-1};
+        s.live_lp = {0.0};
+    }
+    return sent;
+}
+
 // The step API's source and state types of a model (Seq2Seq or Ensemble).
 using detail::StepTypes;  // decode/step_types.h
 
@@ -270,17 +339,7 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
     std::vector<std::vector<Hypothesis>> results(B);
     if (B == 0) return results;
 
-    std::vector<Sentence> sent(B);
-    for (int b = 0; b < B; ++b) {
-        NZ_CHECK(lengths[b] >= 0 && lengths[b] <= S,
-                 "beam_search: lengths[{}] = {} outside [0, {}]", b, lengths[b], S);
-        Sentence& s = sent[b];
-        s.b = b;
-        s.S_b = lengths[b];
-        s.limit = max_output_length(s.S_b, o.max_length_ratio, o.max_length_extra, o.max_length);
-        s.live = {-1};
-        s.live_lp = {0.0};
-    }
+    std::vector<Sentence> sent = start_sentences(lengths, S, o);
 
     typename StepTypes<Model>::Source enc, rows_enc;
     model.encode(src, lengths, S, enc, K);
@@ -294,11 +353,13 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
     Tensor log_probs({static_cast<int64_t>(B) * K, V}), attn({static_cast<int64_t>(B) * K, S});
     std::vector<StepScratch> st(B);  // per sentence
     std::vector<char> goes_on(B);
+    const bool fused = o.fused_output && has_step_logits(model);
+    const float* bias = fused ? step_logits_bias(model) : nullptr;
 
     while (!row_sentence.empty()) {
         const int N = static_cast<int>(row_sentence.size());
         const TensorView lp_view = log_probs.slice(0, N), at_view = attn.slice(0, N);
-        model.step(prev, *cur, state, lp_view, at_view);
+        step_rows(model, fused, prev, *cur, state, lp_view, at_view);
         // The sentences of this step (rows [first[i], first[i] + live)) advance independently,
         // each on its own scratch, split over the pool; the next step's rows are then
         // assembled in sentence order, so the result does not depend on the split.
@@ -309,7 +370,8 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
         parallel_for(static_cast<int64_t>(first.size()), 4, [&](int64_t i0, int64_t i1) {
             for (int64_t i = i0; i < i1; ++i) {
                 Sentence& s = sent[row_sentence[first[i]]];
-                goes_on[s.b] = advance(s, first[i], lp_view, at_view, p_gen, o, sp, st[s.b]);
+                goes_on[s.b] =
+                    advance(s, first[i], lp_view, at_view, p_gen, o, sp, st[s.b], fused, bias);
             }
         });
         next_row_sentence.clear();

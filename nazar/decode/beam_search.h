@@ -46,6 +46,10 @@ struct BeamOptions {
     int max_length = 512;           // absolute cap
     int min_length = 0;             // </s> is not allowed as token 1..min_length−1 (benchmarks)
     bool early_stop = true;         // stop a sentence once its n-best list cannot change
+    // Read each step's logits and their log-sum-exp instead of written log-probs (a Seq2Seq
+    // without copy attention; others always read log-probs). The same results bit for bit;
+    // false: the unfused reference path (tests).
+    bool fused_output = true;
 };
 
 // Throws UsageError naming the offending value.

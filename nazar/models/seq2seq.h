@@ -192,6 +192,13 @@ public:
               const EncodedSource& src, DecoderState& state,
               TensorView log_probs,   // (N, V) out
               TensorView attention);  // (N, S) out; empty view = not needed
+    // step() without the log-softmax (beam search's fused path): logits (N, V) = the output
+    // layer's X Wᵀ, its bias not added (step_logits_bias(): null when absent), so that
+    // log p = fl(fl(z + b) − logsumexp) is the value step() writes. Not for copy attention.
+    void step_logits(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state,
+                     TensorView logits, TensorView attention);
+    const float* step_logits_bias() const;
+    bool has_step_logits() const { return !cfg_.copy_attention; }
     // out row n = in row rows[n] (reorder/select beams). out must not be in.
     void select_state(const DecoderState& in, std::span<const int> rows, DecoderState& out) const;
 
@@ -266,6 +273,9 @@ private:
                                  LossStats& stats);
     void copy_step_log_probs(const EncodedSource& src, ConstTensorView s_top,  // (N, H) s_t
                              TensorView log_probs);                            // step()'s
+    // step() / step_logits() before and after the output layer (seq2seq_steps.cpp)
+    void step_decoder(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state);
+    void step_attention(const EncodedSource& src, DecoderState& state, TensorView attn);
 
     ModelConfig cfg_;
     // ---- per-batch buffers (resized per batch, reused) ----

@@ -116,10 +116,36 @@ void Seq2Seq::init_state(const EncodedSource& src, DecoderState& state) {
 
 void Seq2Seq::step(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state,
                    TensorView log_probs, TensorView attn) {
+    NZ_CHECK_SHAPE(log_probs, {static_cast<int64_t>(prev.size()), step_vocab(src)});
+    step_decoder(prev, src, state);
+    if (cfg_.copy_attention)  // reads state.h: s_t (eval mode: in place)
+        copy_step_log_probs(src, state.h.select(decoder.L - 1), log_probs);
+    else
+        output_log_probs(step_out_, generator_weight(), generator.params.bias, log_probs);
+    step_attention(src, state, attn);
+}
+
+void Seq2Seq::step_logits(std::span<const int32_t> prev, const EncodedSource& src,
+                          DecoderState& state, TensorView logits, TensorView attn) {
+    NZ_CHECK(!cfg_.copy_attention, "step_logits: a copy-attention model's steps need step()");
+    NZ_CHECK_SHAPE(logits, {static_cast<int64_t>(prev.size()), cfg_.tgt_vocab_size});
+    step_decoder(prev, src, state);
+    gemm(step_out_, false, generator_weight(), true, logits, 1.0f, 0.0f);
+    step_attention(src, state, attn);
+}
+
+const float* Seq2Seq::step_logits_bias() const {
+    const Tensor& b = generator.params.bias;  // absent: empty, or a default Tensor (no data)
+    return b.data() != nullptr && b.numel() > 0 ? b.data() : nullptr;
+}
+
+// The step up to the output layer: state advances (h, c, feed, coverage), step_out_ holds the
+// rows the generator reads.
+void Seq2Seq::step_decoder(std::span<const int32_t> prev, const EncodedSource& src,
+                           DecoderState& state) {
     const int N = static_cast<int>(prev.size());
     NZ_CHECK(N == src.N && N == state.rows(), "step: {} tokens, {} source rows, {} state rows", N,
              src.N, state.rows());
-    NZ_CHECK_SHAPE(log_probs, {N, step_vocab(src)});
     Rng unused(0);
     step_emb_.resize({N, decoder.E}, false);
     if (cfg_.copy_attention) {  // extended ids (copied source words) are read as <unk>
@@ -137,12 +163,12 @@ void Seq2Seq::step(std::span<const int32_t> prev, const EncodedSource& src, Deco
                          state.c, step_out_, step_cache_, unused, Mode::eval);
     if (attention.cfg.coverage) attn::advance_coverage(step_cache_.attention, state.coverage);
     if (!state.feed.empty()) state.feed.copy_from(step_out_);
-    if (cfg_.copy_attention)  // reads state.h: s_t (eval mode: in place)
-        copy_step_log_probs(src, state.h.select(decoder.L - 1), log_probs);
-    else
-        output_log_probs(step_out_, generator_weight(), generator.params.bias, log_probs);
-    if (!attn.empty()) {  // the empty view: not needed
-        NZ_CHECK_SHAPE(attn, {N, src.S});
+}
+
+// The step's dense attention weights (an empty view: not needed); t advances.
+void Seq2Seq::step_attention(const EncodedSource& src, DecoderState& state, TensorView attn) {
+    if (!attn.empty()) {
+        NZ_CHECK_SHAPE(attn, {state.rows(), src.S});
         dense_weights(step_cache_.attention, attn);
     }
     ++state.t;
