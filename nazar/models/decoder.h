@@ -64,6 +64,14 @@ struct EncodedSource {
     const EncodedSource* shared = nullptr;
     std::vector<int> shared_rows;
     const EncodedSource& states() const { return shared ? *shared : *this; }
+    // What the first n decoder rows read: a training step's active rows are a prefix of the
+    // batch (Seq2Seq::decoder_forward). With `shared`, n is N and the shared states are whole.
+    ConstTensorView enc_out_rows(int n) const {
+        return shared ? shared->enc_out.view() : enc_out.slice(0, n);
+    }
+    std::span<const int> length_rows(int n) const {
+        return std::span<const int>(lengths).first(static_cast<std::size_t>(n));
+    }
 };
 
 // Everything one step's backward needs; the training loop keeps T of them, inference one.
@@ -105,7 +113,7 @@ struct SequenceBackwardBuffers {
 // the data gradients the recurrence needs; the pass turns the rows into weight gradients.
 struct DeferredStep {
     std::span<Tensor> d_gi, d_gh;         // [L] (chunk, N, G·H) gate gradients (d_gh: GRU)
-    int row = 0;                          // this step's row of the chunk buffers
+    int row = 0;                          // this step's row of the chunk buffers (its first n)
     TensorView d_z;                       // (N, H)  Luong combine: d (W_c [s; c]) of this step
     AttentionQueryGrad* query = nullptr;  // query-side rows, or null (no query weights)
 };
@@ -122,7 +130,8 @@ public:
     int output_size() const { return d_out_; }  // d_out
     bool timing_before() const { return before_; }
 
-    // One step for N rows. h_prev/c_prev are all layers' states before the step; h_new/c_new
+    // One step for N rows: the source's first N (N <= src.N; src.N without `shared`).
+    // h_prev/c_prev are all layers' states before the step; h_new/c_new
     // receive them after (must not alias h_prev/c_prev in train mode; may alias in eval mode).
     // feed_prev: s̃_{t-1} with input feeding (N, H), else empty. out: o_t (N, d_out); for luong
     // it is s̃_t (the next step's feed_prev). c_prev/c_new: LSTM only (empty views for GRU).

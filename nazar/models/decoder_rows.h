@@ -26,6 +26,11 @@ inline void add_cols_out(const float* src, int ld_src, TensorView dst) {
                       dst.data() + static_cast<int64_t>(n) * w);
 }
 
+// Rows [0, n) of x (dim 0), or x itself when empty (dot attention's d_keys).
+inline TensorView first_rows(TensorView x, int n) {
+    return x.ndim() == 0 || x.numel() == 0 ? x : x.slice(0, n);
+}
+
 // d_pre = d_y ⊙ (1 − y²)   (y = tanh(pre))
 inline void tanh_backward(ConstTensorView d_y, ConstTensorView y, TensorView d_pre) {
     for (int64_t i = 0; i < y.numel(); ++i) d_pre[i] = d_y[i] * (1.0f - y[i] * y[i]);
