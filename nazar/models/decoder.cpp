@@ -219,7 +219,8 @@ void Decoder::project_embeddings(ConstTensorView emb, TensorView gi0) const {
 
 void Decoder::outputs_forward(ConstTensorView h_all, const EncodedSource& src,
                               const Attention& attention, std::span<DecoderStepCache> steps,
-                              DecoderOutputsCache& cache, TensorView out) {
+                              DecoderOutputsCache& cache, TensorView out,
+                              std::span<const int> active) {
     NZ_CHECK(can_split_outputs(),
              "decoder outputs_forward: split outputs need Luong, no input feeding, timing after");
     const int T = h_all.dim(0) - 1, N = h_all.dim(2);
@@ -252,9 +253,23 @@ void Decoder::outputs_forward(ConstTensorView h_all, const EncodedSource& src,
         copy_cols_in(s, comb.select(t).data(), H + C);
         copy_cols_in(sc.context, comb.select(t).data() + H, H + C);
     }
-    // s̃_t = tanh(W_c [s_t ; c_t]) for all T·N rows: one GEMM
-    combine.forward(comb.reshape({int64_t{T} * N, H + C}), out.reshape({int64_t{T} * N, H}));
-    kernels::tanh(out.data(), out.data(), out.numel());
+    // s̃_t = tanh(W_c [s_t ; c_t]) for all T·N rows, or the active ones packed: one GEMM
+    const bool all =
+        active.empty() || std::all_of(active.begin(), active.end(), [&](int n) { return n == N; });
+    if (all) {
+        cache.rows.clear();
+        combine.forward(comb.reshape({int64_t{T} * N, H + C}), out.reshape({int64_t{T} * N, H}));
+        kernels::tanh(out.data(), out.data(), out.numel());
+        return;
+    }
+    NZ_CHECK(static_cast<int>(active.size()) == T, "decoder outputs_forward: {} rows for T = {}",
+             active.size(), T);
+    cache.rows.assign(active.begin(), active.end());
+    decoder_rows::pack_steps(comb, active, cache.packed);
+    cache.packed_out.resize({cache.packed.dim(0), H}, false);
+    combine.forward(cache.packed, cache.packed_out);
+    kernels::tanh(cache.packed_out.data(), cache.packed_out.data(), cache.packed_out.numel());
+    decoder_rows::unpack_steps(cache.packed_out, active, out);
 }
 
 void Decoder::collect(const std::string& prefix, ParamList& out) {

@@ -92,6 +92,12 @@ struct DecoderOutputsCache {
     Tensor q;                              // (T, N, H)  scratch: s_t of the top layer (L > 1)
     Tensor ctx;                            // (T, N, C)  scratch: Attention::forward_steps' c_t
     std::vector<AttentionStepCache*> att;  // [T] scratch: the steps' attention caches
+    // Active rows (outputs_forward's `active`): the combine ran on step t's first rows[t] rows
+    // only, packed in time order: packed = those rows of comb (R, H + C), R = Σ rows[t].
+    // Empty: every row, comb whole.
+    std::vector<int> rows;
+    Tensor packed;      // (R, H + C)
+    Tensor packed_out;  // (R, H)  scratch: tanh(W_c [s; c]) of the packed rows
 };
 
 // A SequenceBackward's storage (sequence_backward.h). The pass owns it while it runs; the
@@ -106,6 +112,7 @@ struct SequenceBackwardBuffers {
     Tensor d_s_seq;                  // (T, N, H)  split outputs: d s_t from combine + attention
     Tensor q_seq;                    // (T, N, H)  s_t of the top layer, gathered when L > 1
     std::vector<const AttentionStepCache*> att;  // [T] the steps' attention caches
+    Tensor d_z_packed;  // (R, H)  split outputs with active rows: d_z_seq's active rows, packed
 };
 
 // Where one step's weight-side gradients go inside a SequenceBackward: the step's rows of the
@@ -203,11 +210,14 @@ public:
                        Rng& rng, Mode mode,      // dropout between layers (train mode)
                        TensorView gi0 = {});     // (N, G·H) as step_forward's
     // c_t = attn(query = s_t), s̃_t = tanh(W_c [s_t ; c_t]) for t = 0 … T−1 (after cells_forward).
+    // active (T entries, or empty = all N): the combine runs on step t's first active[t] rows
+    // only (packed, one GEMM) and out is 0 on the others; the attention runs on every row.
     void outputs_forward(ConstTensorView h_all,  // (T+1, L, N, H) s_0 … s_T
                          const EncodedSource& src, const Attention& attention,
                          std::span<DecoderStepCache> steps,  // [T] context and attention written
                          DecoderOutputsCache& cache,         // out: what the backward reads
-                         TensorView out);                    // (T, N, H) out: s̃_t
+                         TensorView out,                     // (T, N, H) out: s̃_t
+                         std::span<const int> active = {});
 
     void collect(const std::string& prefix, ParamList& out);  // prefix "decoder."
 

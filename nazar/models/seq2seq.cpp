@@ -225,8 +225,8 @@ void Seq2Seq::decoder_forward(const Batch& batch, float sampling_prob, Rng& rng,
     }
     if (split_)
         decoder.outputs_forward(h_all_, src_, attention,
-                                std::span<DecoderStepCache>(steps_.data(), T), outputs_cache_,
-                                out_);
+                                std::span<DecoderStepCache>(steps_.data(), T), outputs_cache_, out_,
+                                skipped_ ? std::span<const int>(active_) : std::span<const int>());
 }
 
 void Seq2Seq::backward_batch(const Batch& batch, const TrainOptions& opt) {

@@ -195,10 +195,24 @@ void SequenceBackward::outputs_backward(ConstTensorView d_out) {
     buf_.d_s_seq.resize({T, N, H}, false);
     const TensorView d_s = buf_.d_s_seq;
     const float* Wc = d.combine.params.weight.data();
-    gemm_raw(false, false, static_cast<int>(M), H, H, 1.0f, buf_.d_z_seq.data(), H, Wc, H + C, 0.0f,
-             d_s.data(), H);
-    gemm_raw(false, false, static_cast<int>(M), C, H, 1.0f, buf_.d_z_seq.data(), H, Wc + H, H + C,
-             0.0f, buf_.d_ctx_seq.data(), C);
+    const std::vector<int>& rows = fwd_.outputs->rows;  // the combine's active rows, or all
+    if (rows.empty()) {
+        gemm_raw(false, false, static_cast<int>(M), H, H, 1.0f, buf_.d_z_seq.data(), H, Wc, H + C,
+                 0.0f, d_s.data(), H);
+        gemm_raw(false, false, static_cast<int>(M), C, H, 1.0f, buf_.d_z_seq.data(), H, Wc + H,
+                 H + C, 0.0f, buf_.d_ctx_seq.data(), C);
+    } else {  // the same two products on the packed active rows (0 on the others)
+        decoder_rows::pack_steps(buf_.d_z_seq, rows, buf_.d_z_packed);
+        const int R = buf_.d_z_packed.dim(0);
+        buf_.gather.resize({R, std::max(H, C)}, false);
+        gemm_raw(false, false, R, H, H, 1.0f, buf_.d_z_packed.data(), H, Wc, H + C, 0.0f,
+                 buf_.gather.data(), H);
+        decoder_rows::unpack_steps(TensorView(buf_.gather.data(), Shape{R, H}), rows, d_s);
+        gemm_raw(false, false, R, C, H, 1.0f, buf_.d_z_packed.data(), H, Wc + H, H + C, 0.0f,
+                 buf_.gather.data(), C);
+        decoder_rows::unpack_steps(TensorView(buf_.gather.data(), Shape{R, C}), rows,
+                                   buf_.d_ctx_seq);
+    }
     // the attention read q_t = s_t:  d_s_t += d_query, per step in the order the interleaved
     // backward uses (t = T−1 … 0)
     if (attention_.can_batch_steps()) {  // no query-side weights: nothing deferred
@@ -230,8 +244,11 @@ void SequenceBackward::finish() {
     if (outputs_done_) {
         const int64_t M = int64_t{T_} * N_;
         const int H = dec_.H, C = dec_.C;
-        dec_.combine.backward(buf_.d_z_seq.reshape({M, H}), fwd_.outputs->comb.reshape({M, H + C}),
-                              TensorView());
+        if (fwd_.outputs->rows.empty())
+            dec_.combine.backward(buf_.d_z_seq.reshape({M, H}),
+                                  fwd_.outputs->comb.reshape({M, H + C}), TensorView());
+        else  // the active rows, packed alike
+            dec_.combine.backward(buf_.d_z_packed, fwd_.outputs->packed, TensorView());
     }
     finished_ = true;
 }
