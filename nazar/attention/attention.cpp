@@ -178,6 +178,13 @@ void query_side_backward(Attention& att, attn::StepScratch& sc, ConstTensorView 
         }
     }
 }
+// keys (R, S, K) with R >= rows: the first `rows` sentences are read (a training step's active
+// rows are a prefix of the batch's; Attention::forward).
+void check_key_rows(const AttentionKeys& keys, int rows, int S, int K) {
+    const Tensor& k = keys.keys;
+    NZ_CHECK(k.ndim() == 3 && k.dim(0) >= rows && k.dim(1) == S && k.dim(2) == K,
+             "attention: keys {} for {} rows of (S, K) = ({}, {})", k.shape().str(), rows, S, K);
+}
 // Sizes backward()'s scratch for B rows and checks the optional inputs' shapes.
 void prepare_backward(const Attention& att, attn::StepScratch& sc, const AttentionStepCache& cache,
                       int B, int S) {
@@ -260,7 +267,7 @@ void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstT
     attn::check_lengths(lengths, B, S);
     const bool additive = is_additive(cfg.score), predictive = cfg.local == LocalMode::predictive;
     const int K = cfg.score == ScoreKind::dot ? C : (additive ? A : H);
-    if (cfg.score != ScoreKind::dot) NZ_CHECK_SHAPE(keys.keys, {NS, S, K});
+    if (cfg.score != ScoreKind::dot) check_key_rows(keys, NS, S, K);
     const float* kdata = cfg.score == ScoreKind::dot ? enc_out.data() : keys.keys.data();
     attn::StepScratch& sc = scratch_->step;
 
@@ -342,7 +349,7 @@ void Attention::backward(ConstTensorView d_context, ConstTensorView query,
     const bool predictive = cfg.local == LocalMode::predictive;
     const int K = dotk ? C : (additive ? A : H);
     if (!dotk) {
-        NZ_CHECK_SHAPE(keys.keys, {B, S, K});
+        check_key_rows(keys, B, S, K);
         NZ_CHECK_SHAPE(d_keys, {B, S, K});
     }
     const float* kdata = dotk ? enc_out.data() : keys.keys.data();

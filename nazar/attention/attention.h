@@ -189,8 +189,11 @@ public:
                              TensorView d_enc_out);   // (B, S, C)  +=, also += grad.W_k
 
     // t: 0-based decoder step; local-m centres its window on min(t, S_b - 1).
+    // keys may hold more sentences than the query has rows: rows [0, B) are read (a training
+    // step's active rows, the batch's prefix; enc_out and the gradients are then views of the
+    // same prefix). forward and backward.
     void forward(ConstTensorView query,         // (B, H)      s_{t-1} (Bahdanau) or s_t (Luong)
-                 const AttentionKeys& keys,     // (B, S, K)
+                 const AttentionKeys& keys,     // (B' >= B, S, K)
                  ConstTensorView enc_out,       // (B, S, C)   h
                  std::span<const int> lengths,  // (B)         S_b, 0 <= S_b <= S
                  int t,

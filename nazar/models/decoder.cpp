@@ -13,6 +13,14 @@ namespace nazar {
 
 using decoder_rows::copy_cols_in;
 
+namespace {
+// A step's N rows are the source's first N (training: the active rows); shared sources whole.
+void check_rows(const EncodedSource& src, int N) {
+    NZ_CHECK(src.shared ? src.N == N : N <= src.N,
+             "decoder step: {} decoder rows but the encoded source has {}", N, src.N);
+}
+}  // namespace
+
 Decoder::Decoder(const ModelConfig& cfg, Rng& rng, ParamMode mode)
     : kind(cfg.decoder.kind),
       cell(cfg.decoder.cell),
@@ -70,13 +78,13 @@ void Decoder::step_forward(int t, ConstTensorView emb, ConstTensorView h_prev,
     NZ_CHECK_SHAPE(h_prev, {L, N, H});
     NZ_CHECK_SHAPE(h_new, {L, N, H});
     NZ_CHECK_SHAPE(out, {N, d_out_});
-    NZ_CHECK(src.N == N, "decoder step: {} decoder rows but the encoded source has {}", N, src.N);
+    check_rows(src, N);
     if (kind == DecoderKind::luong && feed_ > 0) NZ_CHECK_SHAPE(feed_prev, {N, H});
     cache.context.resize({N, C}, false);
     // Bahdanau timing: c_t from the query s_{t-1} (top layer), before the RNN step.
     if (before_)
-        attention.forward(h_prev.select(L - 1), src.states().keys, src.states().enc_out,
-                          src.lengths, t, cache.context, cache.attention, src.shared_rows);
+        attention.forward(h_prev.select(L - 1), src.states().keys, src.enc_out_rows(N),
+                          src.length_rows(N), t, cache.context, cache.attention, src.shared_rows);
     assemble_x0(emb, feed_prev, cache);
     cells_step_forward(h_prev, c_prev, src, h_new, c_new, cache, rng, mode, gi0);
     output_step_forward(t, emb, h_new, src, attention, out, cache);
@@ -91,7 +99,7 @@ void Decoder::cells_forward(ConstTensorView emb, ConstTensorView h_prev, ConstTe
     NZ_CHECK_SHAPE(emb, {N, E});
     NZ_CHECK_SHAPE(h_prev, {L, N, H});
     NZ_CHECK_SHAPE(h_new, {L, N, H});
-    NZ_CHECK(src.N == N, "decoder step: {} decoder rows but the encoded source has {}", N, src.N);
+    check_rows(src, N);
     cache.context.resize({N, C}, false);
     assemble_x0(emb, TensorView(), cache);
     cells_step_forward(h_prev, c_prev, src, h_new, c_new, cache, rng, mode, gi0);
@@ -171,8 +179,8 @@ void Decoder::output_step_forward(int t,
     const ConstTensorView s = h_new.select(L - 1);
     // Luong timing: c_t from the query s_t, after the RNN step.
     if (!before_)
-        attention.forward(s, src.states().keys, src.states().enc_out, src.lengths, t, cache.context,
-                          cache.attention, src.shared_rows);
+        attention.forward(s, src.states().keys, src.enc_out_rows(N), src.length_rows(N), t,
+                          cache.context, cache.attention, src.shared_rows);
     if (kind == DecoderKind::luong) {
         // s̃_t = tanh(W_c [s_t ; c_t])
         cache.combine_in.resize({N, H + C}, false);
@@ -211,7 +219,8 @@ void Decoder::project_embeddings(ConstTensorView emb, TensorView gi0) const {
 
 void Decoder::outputs_forward(ConstTensorView h_all, const EncodedSource& src,
                               const Attention& attention, std::span<DecoderStepCache> steps,
-                              DecoderOutputsCache& cache, TensorView out) {
+                              DecoderOutputsCache& cache, TensorView out,
+                              std::span<const int> active) {
     NZ_CHECK(can_split_outputs(),
              "decoder outputs_forward: split outputs need Luong, no input feeding, timing after");
     const int T = h_all.dim(0) - 1, N = h_all.dim(2);
@@ -244,9 +253,23 @@ void Decoder::outputs_forward(ConstTensorView h_all, const EncodedSource& src,
         copy_cols_in(s, comb.select(t).data(), H + C);
         copy_cols_in(sc.context, comb.select(t).data() + H, H + C);
     }
-    // s̃_t = tanh(W_c [s_t ; c_t]) for all T·N rows: one GEMM
-    combine.forward(comb.reshape({int64_t{T} * N, H + C}), out.reshape({int64_t{T} * N, H}));
-    kernels::tanh(out.data(), out.data(), out.numel());
+    // s̃_t = tanh(W_c [s_t ; c_t]) for all T·N rows, or the active ones packed: one GEMM
+    const bool all =
+        active.empty() || std::all_of(active.begin(), active.end(), [&](int n) { return n == N; });
+    if (all) {
+        cache.rows.clear();
+        combine.forward(comb.reshape({int64_t{T} * N, H + C}), out.reshape({int64_t{T} * N, H}));
+        kernels::tanh(out.data(), out.data(), out.numel());
+        return;
+    }
+    NZ_CHECK(static_cast<int>(active.size()) == T, "decoder outputs_forward: {} rows for T = {}",
+             active.size(), T);
+    cache.rows.assign(active.begin(), active.end());
+    decoder_rows::pack_steps(comb, active, cache.packed);
+    cache.packed_out.resize({cache.packed.dim(0), H}, false);
+    combine.forward(cache.packed, cache.packed_out);
+    kernels::tanh(cache.packed_out.data(), cache.packed_out.data(), cache.packed_out.numel());
+    decoder_rows::unpack_steps(cache.packed_out, active, out);
 }
 
 void Decoder::collect(const std::string& prefix, ParamList& out) {

@@ -64,6 +64,14 @@ struct EncodedSource {
     const EncodedSource* shared = nullptr;
     std::vector<int> shared_rows;
     const EncodedSource& states() const { return shared ? *shared : *this; }
+    // What the first n decoder rows read: a training step's active rows are a prefix of the
+    // batch (Seq2Seq::decoder_forward). With `shared`, n is N and the shared states are whole.
+    ConstTensorView enc_out_rows(int n) const {
+        return shared ? shared->enc_out.view() : enc_out.slice(0, n);
+    }
+    std::span<const int> length_rows(int n) const {
+        return std::span<const int>(lengths).first(static_cast<std::size_t>(n));
+    }
 };
 
 // Everything one step's backward needs; the training loop keeps T of them, inference one.
@@ -84,6 +92,12 @@ struct DecoderOutputsCache {
     Tensor q;                              // (T, N, H)  scratch: s_t of the top layer (L > 1)
     Tensor ctx;                            // (T, N, C)  scratch: Attention::forward_steps' c_t
     std::vector<AttentionStepCache*> att;  // [T] scratch: the steps' attention caches
+    // Active rows (outputs_forward's `active`): the combine ran on step t's first rows[t] rows
+    // only, packed in time order: packed = those rows of comb (R, H + C), R = Σ rows[t].
+    // Empty: every row, comb whole.
+    std::vector<int> rows;
+    Tensor packed;      // (R, H + C)
+    Tensor packed_out;  // (R, H)  scratch: tanh(W_c [s; c]) of the packed rows
 };
 
 // A SequenceBackward's storage (sequence_backward.h). The pass owns it while it runs; the
@@ -98,6 +112,7 @@ struct SequenceBackwardBuffers {
     Tensor d_s_seq;                  // (T, N, H)  split outputs: d s_t from combine + attention
     Tensor q_seq;                    // (T, N, H)  s_t of the top layer, gathered when L > 1
     std::vector<const AttentionStepCache*> att;  // [T] the steps' attention caches
+    Tensor d_z_packed;  // (R, H)  split outputs with active rows: d_z_seq's active rows, packed
 };
 
 // Where one step's weight-side gradients go inside a SequenceBackward: the step's rows of the
@@ -105,7 +120,7 @@ struct SequenceBackwardBuffers {
 // the data gradients the recurrence needs; the pass turns the rows into weight gradients.
 struct DeferredStep {
     std::span<Tensor> d_gi, d_gh;         // [L] (chunk, N, G·H) gate gradients (d_gh: GRU)
-    int row = 0;                          // this step's row of the chunk buffers
+    int row = 0;                          // this step's row of the chunk buffers (its first n)
     TensorView d_z;                       // (N, H)  Luong combine: d (W_c [s; c]) of this step
     AttentionQueryGrad* query = nullptr;  // query-side rows, or null (no query weights)
 };
@@ -122,7 +137,8 @@ public:
     int output_size() const { return d_out_; }  // d_out
     bool timing_before() const { return before_; }
 
-    // One step for N rows. h_prev/c_prev are all layers' states before the step; h_new/c_new
+    // One step for N rows: the source's first N (N <= src.N; src.N without `shared`).
+    // h_prev/c_prev are all layers' states before the step; h_new/c_new
     // receive them after (must not alias h_prev/c_prev in train mode; may alias in eval mode).
     // feed_prev: s̃_{t-1} with input feeding (N, H), else empty. out: o_t (N, d_out); for luong
     // it is s̃_t (the next step's feed_prev). c_prev/c_new: LSTM only (empty views for GRU).
@@ -194,11 +210,14 @@ public:
                        Rng& rng, Mode mode,      // dropout between layers (train mode)
                        TensorView gi0 = {});     // (N, G·H) as step_forward's
     // c_t = attn(query = s_t), s̃_t = tanh(W_c [s_t ; c_t]) for t = 0 … T−1 (after cells_forward).
+    // active (T entries, or empty = all N): the combine runs on step t's first active[t] rows
+    // only (packed, one GEMM) and out is 0 on the others; the attention runs on every row.
     void outputs_forward(ConstTensorView h_all,  // (T+1, L, N, H) s_0 … s_T
                          const EncodedSource& src, const Attention& attention,
                          std::span<DecoderStepCache> steps,  // [T] context and attention written
                          DecoderOutputsCache& cache,         // out: what the backward reads
-                         TensorView out);                    // (T, N, H) out: s̃_t
+                         TensorView out,                     // (T, N, H) out: s̃_t
+                         std::span<const int> active = {});
 
     void collect(const std::string& prefix, ParamList& out);  // prefix "decoder."
 

@@ -70,8 +70,10 @@ void Decoder::output_step_backward(ConstTensorView d_out, ConstTensorView emb,
     }
     // Luong timing: the query was s_t, so d_query joins d_s before the cells' backward.
     if (!before_)
-        attention.backward(d_ctx, s, src.keys, src.enc_out, src.lengths, cache.attention, d_s,
-                           d_keys, d_enc_out, def != nullptr ? def->query : nullptr);
+        attention.backward(d_ctx, s, src.keys, src.enc_out_rows(N), src.length_rows(N),
+                           cache.attention, d_s, decoder_rows::first_rows(d_keys, N),
+                           decoder_rows::first_rows(d_enc_out, N),
+                           def != nullptr ? def->query : nullptr);
 }
 
 // The stacked cells, top layer first, then layer 0's input x0 = [e ; feed] and, with Bahdanau
@@ -113,10 +115,11 @@ void Decoder::cells_step_backward(ConstTensorView h_prev, ConstTensorView c_prev
             // only what the recurrence needs: d_h, d_x of layers > 0, and layer 0's feed
             // columns d_f = d_gi W_f (W_f = W_ih[:, E:])
             const TensorView d_x_now = l == 0 ? TensorView() : d_x;
-            const TensorView d_gi = def->d_gi[l].select(def->row);
+            const TensorView d_gi = def->d_gi[l].select(def->row).slice(0, N);
             if (cell == CellType::gru)
                 gru[l].backward_data(d_h_new.select(l), h_prev.select(l), cache.gru[l], d_gi,
-                                     def->d_gh[l].select(def->row), d_x_now, d_h_prev.select(l));
+                                     def->d_gh[l].select(def->row).slice(0, N), d_x_now,
+                                     d_h_prev.select(l));
             else
                 lstm[l].backward_data(d_h_new.select(l), d_c_new.select(l), c_prev.select(l),
                                       cache.lstm[l], d_gi, d_x_now, d_h_prev.select(l),
@@ -137,9 +140,10 @@ void Decoder::cells_step_backward(ConstTensorView h_prev, ConstTensorView c_prev
     if (kind == DecoderKind::luong && feed_ > 0) add_cols_out(d_x0_.data() + E, I0, d_feed_prev);
     // Bahdanau timing: the query was s_{t-1}; d_c_t is complete only now (it fed the cell).
     if (before_)
-        attention.backward(d_ctx, h_prev.select(L - 1), src.keys, src.enc_out, src.lengths,
-                           cache.attention, d_h_prev.select(L - 1), d_keys, d_enc_out,
-                           def != nullptr ? def->query : nullptr);
+        attention.backward(
+            d_ctx, h_prev.select(L - 1), src.keys, src.enc_out_rows(N), src.length_rows(N),
+            cache.attention, d_h_prev.select(L - 1), decoder_rows::first_rows(d_keys, N),
+            decoder_rows::first_rows(d_enc_out, N), def != nullptr ? def->query : nullptr);
 }
 
 }  // namespace nazar

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <span>
 
 namespace nazar::decoder_rows {
 
@@ -24,6 +25,36 @@ inline void add_cols_out(const float* src, int ld_src, TensorView dst) {
     for (int n = 0; n < N; ++n)
         kernels::axpy(w, 1.0f, src + static_cast<int64_t>(n) * ld_src,
                       dst.data() + static_cast<int64_t>(n) * w);
+}
+
+// Rows [0, n) of x (dim 0), or x itself when empty (dot attention's d_keys).
+inline TensorView first_rows(TensorView x, int n) {
+    return x.ndim() == 0 || x.numel() == 0 ? x : x.slice(0, n);
+}
+
+// Rows [0, rows[t]) of each step t of x (T, N, w), packed in time order into out (Σ rows, w).
+inline void pack_steps(ConstTensorView x, std::span<const int> rows, Tensor& out) {
+    const int N = x.dim(1), w = x.dim(2);
+    int64_t R = 0;
+    for (const int n : rows) R += n;
+    out.resize({R, w}, false);
+    float* o = out.data();
+    for (std::size_t t = 0; t < rows.size(); ++t) {
+        std::memcpy(o, x.data() + static_cast<int64_t>(t) * N * w, sizeof(float) * rows[t] * w);
+        o += static_cast<int64_t>(rows[t]) * w;
+    }
+}
+
+// The inverse: out (T, N, w) = step t's first rows[t] rows from packed (Σ rows, w), 0 after.
+inline void unpack_steps(ConstTensorView packed, std::span<const int> rows, TensorView out) {
+    const int N = out.dim(1), w = out.dim(2);
+    const float* p = packed.data();
+    for (std::size_t t = 0; t < rows.size(); ++t) {
+        const TensorView step = out.select(static_cast<int64_t>(t));
+        std::memcpy(step.data(), p, sizeof(float) * rows[t] * w);
+        step.slice(rows[t], N).zero();
+        p += static_cast<int64_t>(rows[t]) * w;
+    }
 }
 
 // d_pre = d_y ⊙ (1 − y²)   (y = tanh(pre))

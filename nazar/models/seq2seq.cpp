@@ -30,6 +30,10 @@ ConstTensorView mask_of(const DropoutMasks* m, Tensor DropoutMasks::*site) {
 TensorView sel(Tensor& x, int i) {
     return absent(x) ? TensorView() : x.select(i);
 }
+// The first n rows of a step's (L, B, H) states, or x when empty (one layer when n < B).
+TensorView state_rows(TensorView x, int n) {
+    return absent(x) || n == x.dim(1) ? x : TensorView(x.data(), Shape{1, n, x.dim(2)});
+}
 
 int argmax_row(const float* x, int n) {
     int best = 0;
@@ -101,7 +105,7 @@ ConstTensorView Seq2Seq::generator_weight() const {
 }
 
 void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, Mode mode,
-                            bool split_outputs, const DropoutMasks* masks) {
+                            bool split_outputs, const DropoutMasks* masks, bool skip_rows) {
     const int B = batch.B, S = batch.S, T = batch.T;
     NZ_CHECK(B > 0 && T > 0, "seq2seq: empty batch (B = {}, T = {})", B, T);
     NZ_CHECK(static_cast<int64_t>(batch.src.size()) == int64_t{B} * S &&
@@ -116,6 +120,7 @@ void Seq2Seq::forward_batch(const Batch& batch, float sampling_prob, Rng& rng, M
              sampling_prob);
     drop_ = mode == Mode::train ? masks : nullptr;
     encode_batch(batch, rng, mode);
+    plan_active_rows(batch, skip_rows && mode == Mode::train);
     // copy attention adds gradients to each step's attention cache: the per-step attention path
     decoder_forward(batch, sampling_prob, rng, mode, split_outputs && !cfg_.copy_attention);
 }
@@ -182,12 +187,13 @@ void Seq2Seq::decoder_forward(const Batch& batch, float sampling_prob, Rng& rng,
     for (int t = 0; t < T; ++t) {
         if (attention.cfg.coverage)
             AttentionTerms::begin_step(attention, std::span(steps_.data(), T), t, B, batch.S);
+        const int n = active_[static_cast<std::size_t>(t)];  // rows [0, n) run this step
         Tensor& step_mask = steps_[t].attention.drop_mask;
         if (absent(att_mask)) {
             step_mask.resize({0});
         } else {
-            step_mask.resize({B, batch.S}, false);
-            step_mask.copy_from(att_mask.select(t));
+            step_mask.resize({n, batch.S}, false);
+            step_mask.copy_from(att_mask.select(t).slice(0, n));
         }
         int32_t* in = inputs_.data() + static_cast<std::size_t>(t) * B;
         if (sampling && t > 0) {
@@ -202,23 +208,25 @@ void Seq2Seq::decoder_forward(const Batch& batch, float sampling_prob, Rng& rng,
             decoder.embedding.forward({in, static_cast<std::size_t>(B)}, emb_.select(t));
             if (!absent(tgt_mask)) apply_dropout_mask(emb_.select(t), tgt_mask.select(t));
         }
-        const TensorView gi0 = sampling ? TensorView() : gi0_.select(t);
+        const TensorView gi0 = sampling ? TensorView() : gi0_.select(t).slice(0, n);
+        const TensorView emb = emb_.select(t).slice(0, n);
+        const TensorView h = state_rows(h_all_.select(t), n), c = state_rows(sel(c_all_, t), n);
+        const TensorView h1 = state_rows(h_all_.select(t + 1), n);
+        const TensorView c1 = state_rows(sel(c_all_, t + 1), n);
+        clear_inactive(t);
         if (split_) {
-            decoder.cells_forward(emb_.select(t), h_all_.select(t), sel(c_all_, t), src_,
-                                  h_all_.select(t + 1), sel(c_all_, t + 1), steps_[t], rng, mode,
-                                  gi0);
+            decoder.cells_forward(emb, h, c, src_, h1, c1, steps_[t], rng, mode, gi0);
             continue;
         }
         const TensorView feed_prev =
-            feeding ? (t == 0 ? feed0_.view() : out_.select(t - 1)) : TensorView();
-        decoder.step_forward(t, emb_.select(t), h_all_.select(t), sel(c_all_, t), feed_prev, src_,
-                             attention, h_all_.select(t + 1), sel(c_all_, t + 1), out_.select(t),
-                             steps_[t], rng, mode, gi0);
+            feeding ? (t == 0 ? feed0_.slice(0, n) : out_.select(t - 1).slice(0, n)) : TensorView();
+        decoder.step_forward(t, emb, h, c, feed_prev, src_, attention, h1, c1,
+                             out_.select(t).slice(0, n), steps_[t], rng, mode, gi0);
     }
     if (split_)
         decoder.outputs_forward(h_all_, src_, attention,
-                                std::span<DecoderStepCache>(steps_.data(), T), outputs_cache_,
-                                out_);
+                                std::span<DecoderStepCache>(steps_.data(), T), outputs_cache_, out_,
+                                skipped_ ? std::span<const int>(active_) : std::span<const int>());
 }
 
 void Seq2Seq::backward_batch(const Batch& batch, const TrainOptions& opt) {
@@ -279,11 +287,12 @@ int Seq2Seq::decoder_steps_backward(int T, SequenceBackward* pass) {
     // d / d h_all[t]
     int cur = 0;
     for (int t = T - 1; t >= 0; --t) {
-        const int nxt = 1 - cur;
+        const int nxt = 1 - cur, n = active_[static_cast<std::size_t>(t)];  // the step's rows
         d_h_[nxt].zero();
         if (lstm) d_c_[nxt].zero();
-        const TensorView d_c_cur = lstm ? d_c_[cur].view() : TensorView();
-        const TensorView d_c_nxt = lstm ? d_c_[nxt].view() : TensorView();
+        const TensorView d_c_cur = lstm ? state_rows(d_c_[cur], n) : TensorView();
+        const TensorView d_c_nxt = lstm ? state_rows(d_c_[nxt], n) : TensorView();
+        const TensorView d_h_cur = state_rows(d_h_[cur], n), d_h_nxt = state_rows(d_h_[nxt], n);
         if (cfg_.copy_attention) {  // the gate read s_t, the top layer of h_all[t+1]
             const TensorView d_top = d_h_[cur].select(decoder.L - 1);
             kernels::axpy(d_top.numel(), 1.0f, copy_d_s_.select(t).data(), d_top.data());
@@ -291,19 +300,21 @@ int Seq2Seq::decoder_steps_backward(int T, SequenceBackward* pass) {
         TensorView d_feed;
         if (feeding) {
             if (t == 0) d_feed0_.zero();
-            d_feed = t > 0 ? d_out_.select(t - 1) : d_feed0_.view();  // s̃_{t-1} = o_{t-1}
+            d_feed = (t > 0 ? d_out_.select(t - 1) : d_feed0_.view()).slice(0, n);  // s̃_{t-1}
         }
         if (terms_on_) terms_.before_step_backward(attention, t);
+        const TensorView d_out = d_out_.select(t).slice(0, n);
         if (pass == nullptr)
-            decoder.step_backward(t, d_out_.select(t), emb_.select(t), h_all_.select(t),
-                                  sel(c_all_, t), h_all_.select(t + 1), sel(c_all_, t + 1),
-                                  out_.select(t), src_, attention, steps_[t], d_h_[cur], d_c_cur,
-                                  d_h_[nxt], d_c_nxt, d_feed, d_emb_.select(t), d_enc_out_,
-                                  d_keys_);
+            decoder.step_backward(t, d_out, emb_.select(t).slice(0, n),
+                                  state_rows(h_all_.select(t), n), state_rows(sel(c_all_, t), n),
+                                  state_rows(h_all_.select(t + 1), n),
+                                  state_rows(sel(c_all_, t + 1), n), out_.select(t).slice(0, n),
+                                  src_, attention, steps_[t], d_h_cur, d_c_cur, d_h_nxt, d_c_nxt,
+                                  d_feed, d_emb_.select(t).slice(0, n), d_enc_out_, d_keys_);
         else if (split_)
-            pass->cells_step(t, d_h_[cur], d_c_cur, d_h_[nxt], d_c_nxt);
+            pass->cells_step(t, d_h_cur, d_c_cur, d_h_nxt, d_c_nxt);
         else
-            pass->step(t, d_out_.select(t), d_h_[cur], d_c_cur, d_h_[nxt], d_c_nxt, d_feed);
+            pass->step(t, d_out, d_h_cur, d_c_cur, d_h_nxt, d_c_nxt, d_feed);
         if (terms_on_) terms_.after_step_backward(attention, t);
         cur = nxt;
     }
@@ -348,18 +359,20 @@ const DropoutMasks* Seq2Seq::train_masks(const Batch& batch, const TrainOptions&
     return any ? &masks_ : nullptr;
 }
 
-LossStats Seq2Seq::train_step(const Batch& batch, const TrainOptions& opt, Rng& rng) {
+LossStats Seq2Seq::train_step(const Batch& given, const TrainOptions& opt, Rng& rng) {
     NZ_CHECK(mode_ == ParamMode::training,
              "cannot train a model loaded for inference (no gradients): load it for training");
     NZ_CHECK_USAGE(precision_ == Precision::fp32,
                    "cannot train a model running in {}: its packed weights are for inference",
                    precision_name(precision_));
-    const DropoutMasks* masks = train_masks(batch, opt, rng);
+    const DropoutMasks* masks = train_masks(given, opt, rng);
+    // longest targets first (the same masks per sentence), so that padded rows can be skipped
+    const Batch& batch = sort_rows(given, opt, masks);
     // guided alignment reads every step's α: the per-step attention (no split outputs)
     forward_batch(batch, opt.sampling_prob, rng, Mode::train,
                   opt.decoder_backward == DecoderBackwardPath::sequence &&
                       opt.guided_alignment_weight == 0.0f,
-                  masks);
+                  masks, can_skip_rows(opt));
     const SoftmaxXentOptions xo{.ignore_index = cfg_.special_ids.pad,
                                 .label_smoothing = opt.label_smoothing,
                                 .chunk_rows = opt.chunk_rows};

@@ -167,9 +167,13 @@ public:
     // Forward only, eval mode (no dropout, pure teacher forcing).
     LossStats eval_loss(const Batch& batch, float label_smoothing = 0.0f);
     // Guided alignment's loss (guided_alignment.h, weight λ, no gradient) of the attention of
-    // the last eval_loss / train_step forward, for that batch (seq2seq_terms.cpp).
+    // the last eval_loss / train_step forward, for that batch (seq2seq_terms.cpp); not after a
+    // train_step that skipped padded rows (plan_active_rows: an invariant error).
     GuidedAlignmentStats alignment_loss(const Batch& batch, const CorpusAlignments& alignments,
                                         float weight) const;
+    // The rows each decoder step of the last forward ran on (train_step skips padded rows:
+    // plan_active_rows), in the order it ran the batch (train_step: longest targets first).
+    std::span<const int> active_rows() const { return active_; }
     // Per-sentence log-probability of tgt_out (incl. </s>), eval mode.
     void score(const Batch& batch, std::span<double> out);  // out (B)
 
@@ -248,8 +252,29 @@ private:
     Seq2Seq(const ModelConfig& cfg, Rng&& rng, ParamMode mode);
     // Teacher-forced (optionally sampled) forward over the batch into the step caches; O (T, B,
     // d_out). split_outputs: the decoder may run cells_forward + outputs_forward (decided here).
+    // skip_rows (train mode): each decoder step runs only on its active rows (plan_active_rows).
     void forward_batch(const Batch& batch, float sampling_prob, Rng& rng, Mode mode,
-                       bool split_outputs = true, const DropoutMasks* masks = nullptr);
+                       bool split_outputs = true, const DropoutMasks* masks = nullptr,
+                       bool skip_rows = false);
+    // ---- active rows (seq2seq_rows.cpp) ----
+    // Whether train_step may skip padded decoder rows: one decoder layer and no term that reads
+    // every row's attention after the forward (coverage, copy attention, guided alignment).
+    bool can_skip_rows(const TrainOptions& opt) const;
+    // active_[t] = n_t: step t runs on decoder rows [0, n_t), the smallest prefix holding every
+    // row with a real target (tgt_out != pad) at t or later (at least 1); B for every step
+    // unless `skip`. Rows past the prefix are padding to the end of their sentence, so nothing
+    // the loss reads depends on them; sorted by length (longest first) the prefix is exact.
+    void plan_active_rows(const Batch& batch, bool skip);
+    // Zeroes step t's states s_{t+1} (and c) and output o_t on the rows past n_t, so that the
+    // readers of all B rows (the generator's gather, split outputs, sampling) see zeros there.
+    void clear_inactive(int t);
+    // train_step's row order: `given` reordered by the step of its last real target, longest
+    // first (stable), with `masks` reordered alike (into sorted_masks_) so that every sentence
+    // keeps its masks; `given` itself when can_skip_rows(opt) is false, when the order is
+    // already so, or when the forward draws from the rng per row (scheduled sampling, dropout
+    // between encoder layers): then the draws stay the caller's rows'. The loss and every
+    // gradient are sums over rows: only their float rounding can change.
+    const Batch& sort_rows(const Batch& given, const TrainOptions& opt, const DropoutMasks*& masks);
     // The masks train_step uses: opt.masks (shapes checked), or drawn into masks_ from rng.
     const DropoutMasks* train_masks(const Batch& batch, const TrainOptions& opt, Rng& rng);
     void encode_batch(const Batch& batch, Rng& rng, Mode mode);  // src_, h_all_[0], c_all_[0]
@@ -295,6 +320,12 @@ private:
     Tensor feed0_;                         // (B, H) zeros: s̃_{-1}
     Tensor out_;                           // (T, B, d_out)
     std::vector<DecoderStepCache> steps_;  // [T]
+    std::vector<int> active_;              // [T] n_t: the rows step t ran on (plan_active_rows)
+    std::vector<int> row_end_;             // [B] 1 + the last step with a real target
+    bool skipped_ = false;                 // the last forward ran some step on fewer than B rows
+    Batch sorted_;                         // train_step's batch reordered (sort_rows)
+    DropoutMasks sorted_masks_;            // its masks reordered alike
+    std::vector<int> order_;               // [B] row b of sorted_ is row order_[b] of the given
     AttentionTerms terms_;                 // coverage: the recurrence's backward, the loss
     bool terms_on_ = false;                // this train_step's backward runs terms_
     Tensor d_out_, d_emb_, d_enc_out_, d_keys_;

@@ -27,6 +27,9 @@ std::vector<std::span<const AlignedPair>> batch_links(const Batch& batch,
 GuidedAlignmentStats Seq2Seq::alignment_loss(const Batch& batch, const CorpusAlignments& alignments,
                                              float weight) const {
     NZ_CHECK(static_cast<int>(steps_.size()) >= batch.T, "alignment_loss: no forward of the batch");
+    NZ_CHECK(!skipped_,
+             "alignment_loss: the last forward (train_step) skipped padded rows; run eval_loss on "
+             "the batch first");
     return guided_alignment_loss(std::span<const DecoderStepCache>(steps_.data(), batch.T),
                                  batch_links(batch, alignments), batch.T, batch.S, weight, 1.0f,
                                  TensorView());

@@ -12,6 +12,10 @@
 //     grad.W_ih += Σ_t d_gi[t]ᵀ x[t],  grad.W_hh += Σ_t d_gh[t]ᵀ s_{t-1},  grad.W_c += Σ_t d_z[t]ᵀ
 //     [s_t ; c_t],  grad.W_q += Σ_t d_u[t]ᵀ q_t,  grad.W_p += Σ_t d_pre[t]ᵀ q_t.
 // The deep output's weights stay per step. Padded steps contribute exact zeros either way.
+// Active rows: a step may run on the first n_t <= N rows only (the rows whose sentence still
+// has targets at t, a prefix of the batch; Seq2Seq::decoder_forward): step / cells_step take
+// views of those n_t rows (one decoder layer when n_t < N), and the chunk's rows are packed in
+// time order before each weight-gradient GEMM, so its K is the chunk's active rows, not chunk·N.
 //
 // Order (checked; a violation is an invariant error):
 //   interleaved outputs (the forward ran step_forward):
@@ -31,6 +35,7 @@
 #include "nazar/models/decoder.h"
 
 #include <span>
+#include <vector>
 
 namespace nazar {
 
@@ -73,21 +78,22 @@ public:
     // Interleaved outputs: step t's output, attention and cells (Decoder::step_backward's terms,
     // weight gradients deferred). d_out is complete: the caller adds the next step's d_feed_prev
     // first.
+    // n = the step's active rows (n <= N, the forward's step ran on rows [0, n) too).
     void step(int t,
-              ConstTensorView d_out,    // (N, d_out)
-              TensorView d_h_new,       // (L, N, H)  d s_t carry; read and modified (scratch)
-              TensorView d_c_new,       // (L, N, H)  LSTM; read and modified
-              TensorView d_h_prev,      // (L, N, H)  +=
-              TensorView d_c_prev,      // (L, N, H)  += (LSTM)
-              TensorView d_feed_prev);  // (N, H)     += (input feeding; else empty)
+              ConstTensorView d_out,    // (n, d_out)
+              TensorView d_h_new,       // (L, n, H)  d s_t carry; read and modified (scratch)
+              TensorView d_c_new,       // (L, n, H)  LSTM; read and modified
+              TensorView d_h_prev,      // (L, n, H)  +=
+              TensorView d_c_prev,      // (L, n, H)  += (LSTM)
+              TensorView d_feed_prev);  // (n, H)     += (input feeding; else empty)
 
     // Split outputs, after outputs_backward: step t's cells alone; d s_t of the outputs joins
     // the carry d_h_new[L−1] here.
     void cells_step(int t,
-                    TensorView d_h_new,    // (L, N, H)  read and modified (scratch)
-                    TensorView d_c_new,    // (L, N, H)  LSTM; read and modified
-                    TensorView d_h_prev,   // (L, N, H)  +=
-                    TensorView d_c_prev);  // (L, N, H)  += (LSTM)
+                    TensorView d_h_new,    // (L, n, H)  read and modified (scratch)
+                    TensorView d_c_new,    // (L, n, H)  LSTM; read and modified
+                    TensorView d_h_prev,   // (L, n, H)  +=
+                    TensorView d_c_prev);  // (L, n, H)  += (LSTM)
 
     // After step 0: adds the weight gradients still pending. Once.
     void finish();
@@ -104,17 +110,24 @@ private:
     static constexpr int kFailed = -2;  // next_t_ after a call threw: only destruction is left
     int next_t_ = 0;                    // T−1 … 0, then −1
     bool outputs_done_ = false, finished_ = false;
+    std::vector<int> rows_;  // [T] active rows n_t of each step (N until the step ran)
 
     void size_buffers();
     void check_alive(const char* what) const;  // not failed, not finished
     void begin_step(int t, const char* what);  // checks the order; next_t_ = kFailed
-    DeferredStep deferred(int t, bool with_query);
+    int begin_rows(int t, int n);  // checks 1 <= n <= N (one layer when n < N); rows_[t] = n
+    DeferredStep deferred(int t, bool with_query, int n);
     void flush_cells(int t0, int t1);      // weight gradients (and d_emb rows) of steps [t0, t1)
     void flush_attention(int t0, int t1);  // W_q / W_p gradients of steps [t0, t1)
-    // (n·N, w): at_step(t) (N, w) for t in [t0, t1), made contiguous in buf_.gather
+    bool full(int t0, int t1) const;       // every step of [t0, t1) ran on all N rows
+    // A chunk buffer (chunk, N, w) whose step rows hold rows_[t] rows each: packed in place
+    // into its first M = Σ rows_[t] rows, returned as (M, w). Once per buffer and flush.
+    TensorView pack(Tensor& buf, int t0, int t1);
+    // (M, w): the first rows_[t] rows of at_step(t) for t in [t0, t1), contiguous in buf_.gather
     template <class AtStep>
     TensorView gather_steps(int t0, int t1, const AtStep& at_step);
-    ConstTensorView states(int l, int t0, int t1);  // s^l_t, t in [t0, t1), as ((t1−t0)·N, H)
+    // s^l_{t+q0} of steps t in [t0, t1) (their first rows_[t] rows), as (M, H)
+    ConstTensorView states(int l, int t0, int t1, int q0 = 0);
 };
 
 }  // namespace nazar
