@@ -4,7 +4,6 @@
 
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
-#include "nazar/core/threads.h"
 #include "nazar/models/decoder_rows.h"
 
 #include <algorithm>
@@ -112,19 +111,9 @@ void Decoder::assemble_x0(ConstTensorView emb,        // (N, E)  e_t
     // x0 = [e_t ; c_t] (bahdanau) | [e_t ; s̃_{t-1}] (input feeding) | e_t
     const int N = emb.dim(0), I0 = E + feed_;
     cache.x0.resize({N, I0}, false);
-    const float* second = kind == DecoderKind::bahdanau               ? cache.context.data()
-                          : (kind == DecoderKind::luong && feed_ > 0) ? feed_prev.data()
-                                                                      : nullptr;
-    const float* e = emb.data();
-    float* x0 = cache.x0.data();
-    // rows over the pool (~64 KB a chunk): a decoding step's 320 rows are ~1 MB
-    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max(1, I0));
-    parallel_for(N, grain, [&](int64_t n0, int64_t n1) {
-        for (int64_t n = n0; n < n1; ++n) {
-            std::memcpy(x0 + n * I0, e + n * E, sizeof(float) * E);
-            if (second) std::memcpy(x0 + n * I0 + E, second + n * feed_, sizeof(float) * feed_);
-        }
-    });
+    copy_cols_in(emb, cache.x0.data(), I0);
+    if (kind == DecoderKind::bahdanau) copy_cols_in(cache.context, cache.x0.data() + E, I0);
+    if (kind == DecoderKind::luong && feed_ > 0) copy_cols_in(feed_prev, cache.x0.data() + E, I0);
 }
 
 // The stacked cells of one step on cache.x0: s^l_t for l = 0 … L−1.

@@ -2,7 +2,6 @@
 #include "nazar/nn/embedding.h"
 
 #include "nazar/core/gemm/packed.h"
-#include "nazar/core/threads.h"
 
 #include <algorithm>
 #include <cstring>
@@ -58,21 +57,15 @@ void Embedding::forward(std::span<const int32_t> ids, TensorView out) const {
     NZ_CHECK(out.numel() == N * E && out.shape()[-1] == E,
              "Embedding::forward: out {} for {} ids of size {}", out.shape().str(), N, E);
     const float* w = params.weight.data();
-    for (int64_t n = 0; n < N; ++n)
-        NZ_CHECK(ids[n] >= 0 && ids[n] < V,
-                 "Embedding::forward: id {} at position {} out of range [0, {})", ids[n], n, V);
-    // rows over the pool (a decoding step's 320 rows, int8 ones dequantized): ~64 KB a chunk
-    float* o = out.data();
-    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max(1, E));
-    parallel_for(N, grain, [&](int64_t n0, int64_t n1) {
-        for (int64_t n = n0; n < n1; ++n) {
-            const int32_t id = ids[n];
-            if (packed_)
-                packed_row(*packed_, id, o + n * E);
-            else
-                std::memcpy(o + n * E, w + static_cast<int64_t>(id) * E, sizeof(float) * E);
-        }
-    });
+    for (int64_t n = 0; n < N; ++n) {
+        const int32_t id = ids[n];
+        NZ_CHECK(id >= 0 && id < V, "Embedding::forward: id {} at position {} out of range [0, {})",
+                 id, n, V);
+        if (packed_)
+            packed_row(*packed_, id, out.data() + n * E);
+        else
+            std::memcpy(out.data() + n * E, w + static_cast<int64_t>(id) * E, sizeof(float) * E);
+    }
 }
 
 void Embedding::set_packed(std::shared_ptr<const PackedMatrix> table) {

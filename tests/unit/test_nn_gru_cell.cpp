@@ -106,7 +106,7 @@ TEST(GRUCell, ProjectedEqualsRawInputAndMaskedRowsKeepState) {
 
 // forward_projected writes gh = 0 + b_hh once and accumulates h W_hhᵀ onto it (no zeroed buffer,
 // no add pass): bit for bit the step of a zeroed buffer plus add_bias_rows plus the product, on
-// enough rows to split over the pool, with -0 biases and zero state rows among them.
+// 1500 rows, with -0 biases and zero state rows among them.
 TEST(GRUCell, ProjectedStepBitEqualsZeroedBufferPlusBias) {
     Rng rng(11);
     const int N = 1500, I = 6, H = 8;
