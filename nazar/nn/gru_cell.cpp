@@ -52,9 +52,18 @@ static void check_rows(ConstTensorView v, int cols, const char* what) {
              v.shape().str(), cols);
 }
 
-static void fill_rows(TensorView m, ConstTensorView bias) {  // m (R, C) rows = bias (C)
+// m (R, C) rows = bias (C), or 0 + bias: the value a zeroed buffer plus the bias holds (-0 read
+// as +0), written in one pass instead of a zero fill and an add pass.
+static void fill_rows(TensorView m, ConstTensorView bias, bool plus_zero = false) {
     const int R = m.dim(0), C = m.dim(1);
-    for (int r = 0; r < R; ++r) std::copy_n(bias.data(), C, m.data() + static_cast<int64_t>(r) * C);
+    const float* b = bias.data();
+    for (int64_t r = 0; r < R; ++r) {
+        float* o = m.data() + r * C;
+        if (plus_zero)
+            for (int j = 0; j < C; ++j) o[j] = 0.0f + b[j];
+        else
+            std::copy_n(b, C, o);
+    }
 }
 
 void cell_project_input(const RNNCellParams& p, ConstTensorView x, TensorView gi,
@@ -253,9 +262,17 @@ void GRUCell::forward_projected(ConstTensorView gi, ConstTensorView h, TensorVie
     NZ_CHECK(h.ndim() == 2 && h.dim(1) == H, "GRUCell: h {} needs (N, {})", h.shape().str(), H);
     const int N = h.dim(0);
     NZ_CHECK_SHAPE(gi, {N, 3 * H});
-    cache.gates.resize({N, 3 * H});  // zeroed: gh = 0 + b_hh + h W_hhᵀ
+    // gh = (0 + b_hh) + h W_hhᵀ: the bias rows written once (no zero fill, no add pass), then
+    // the product accumulated onto them, the same sums as adding into a zeroed buffer
+    cache.gates.resize({N, 3 * H}, absent(params.bias_hh));
     cache.gh_n.resize({N, H}, false);
-    cell_add_recurrent(params, h, cache.gates, whh_t);
+    if (N > 0 && !absent(params.bias_hh)) {
+        fill_rows(cache.gates, params.bias_hh, true);
+        gemm_xwt(N, 3 * H, H, 1.0f, h.data(), H, params.weight_hh.data(), H, whh_t, 1.0f,
+                 cache.gates.data(), 3 * H);
+    } else {
+        cell_add_recurrent(params, h, cache.gates, whh_t);
+    }
     gru::gates_forward(gi, h, cache.gates, cache.gh_n, h_new, mask);
 }
 

@@ -66,7 +66,7 @@ void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad,
                                  ConstTensorView d_gi,  // (M, G·H)
                                  ConstTensorView x,     // (M, I)
                                  TensorView d_x);       // (M, I) +=; empty view = not needed
-//   a += b_hh, then a += h W_hhᵀ   (GRU passes a = 0 to get gh; LSTM passes a = gi).
+//   a += b_hh, then a += h W_hhᵀ   (LSTM: a = gi; GRUCell writes 0 + b_hh instead).
 // whh_t: W_hhᵀ made for this batch (refresh_weight_t, blas.h), or null.
 void cell_add_recurrent(const RNNCellParams& p,
                         ConstTensorView h,  // (N, H)

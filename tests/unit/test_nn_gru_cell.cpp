@@ -6,6 +6,7 @@
 #include "tests/common/test_util.h"
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 using namespace nazar;
@@ -101,6 +102,28 @@ TEST(GRUCell, ProjectedEqualsRawInputAndMaskedRowsKeepState) {
         EXPECT_FLOAT_EQ(d_h.at(1, j), dy.at(1, j));
     }
     for (int j = 0; j < 15; ++j) EXPECT_EQ(d_gi.at(1, j), 0.0f);
+}
+
+// forward_projected writes gh = 0 + b_hh once and accumulates h W_hhᵀ onto it (no zeroed buffer,
+// no add pass): bit for bit the step of a zeroed buffer plus add_bias_rows plus the product, on
+// 1500 rows, with -0 biases and zero state rows among them.
+TEST(GRUCell, ProjectedStepBitEqualsZeroedBufferPlusBias) {
+    Rng rng(11);
+    const int N = 1500, I = 6, H = 8;
+    GRUCell cell({.input_size = I, .hidden_size = H}, rng);
+    for (int j = 0; j < 3 * H; j += 5) cell.params.bias_hh.data()[j] = -0.0f;
+    Tensor x = random_tensor(rng, {N, I}), h = random_tensor(rng, {N, H});
+    for (int n = 0; n < N; n += 7)
+        for (int j = 0; j < H; ++j) h.at(n, j) = 0.0f;
+    Tensor gi({N, 3 * H}), h1({N, H}), h2({N, H}), gates({N, 3 * H}), gh_n({N, H});
+    cell.project_input(x, gi);
+    GRUStepCache c;
+    cell.forward_projected(gi, h, h1, c);
+    cell_add_recurrent(cell.params, h, gates);  // gates zeroed by the constructor
+    gru::gates_forward(gi, h, gates, gh_n, h2);
+    EXPECT_EQ(std::memcmp(h1.data(), h2.data(), sizeof(float) * N * H), 0);
+    EXPECT_EQ(std::memcmp(c.gates.data(), gates.data(), sizeof(float) * N * 3 * H), 0);
+    EXPECT_EQ(std::memcmp(c.gh_n.data(), gh_n.data(), sizeof(float) * N * H), 0);
 }
 
 // The same step from simple ops, in double: one affine map per gate (W_g (H, I) taken out of
