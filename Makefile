@@ -6,10 +6,11 @@ JOBS   ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
 # reliability: SANITIZE=0 = make test without the ASan/UBSan suite and the fuzzers;
-# FUZZ_SECONDS = time per fuzz target in make test; SANITIZE_CXX = the instrumented build's
-# compiler: clang++-14 (default) builds the sanitizer suite and the fuzz targets in one directory,
-# g++ builds the suite with gcc and the fuzzers separately with clang (two instrumented builds:
-# scripts/configure-instrumented.sh, docs/reliability.md).
+# FUZZ_SECONDS = time per fuzz target in make test (seconds of a core: scripts/run-fuzzers.sh);
+# SANITIZE_CXX = the instrumented build's compiler: clang++-14 (default) builds the sanitizer
+# suite and the fuzz targets in one directory, g++ builds the suite with gcc and the fuzzers
+# separately with clang (two instrumented builds: scripts/configure-instrumented.sh,
+# docs/reliability.md).
 SANITIZE ?= 1
 FUZZ_SECONDS ?= 30
 SANITIZE_CXX ?= clang++-14
