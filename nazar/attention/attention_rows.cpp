@@ -81,6 +81,11 @@ inline void context_block(const float* wt, int n, const float* h, int C, float* 
 }  // namespace
 
 void row_context(const float* wt, int n, const float* h, int C, float* c) {
+    // No rows (an empty window): h may be null, and no offset may be applied to it.
+    if (n == 0) {
+        std::fill(c, c + C, 0.0f);
+        return;
+    }
     int i = 0;
     for (; i + 64 <= C; i += 64) context_block<64>(wt, n, h + i, C, c + i);
     for (; i + 8 <= C; i += 8) context_block<8>(wt, n, h + i, C, c + i);
