@@ -140,18 +140,38 @@ json packed_roofline(Precision precision, const Preset& p) {
             {"gflops_per_cpu_s", roof.gflops_per_cpu_s}};
 }
 
+// The model `bench decode` runs: initialised from the seed, or written to --save-init and read
+// back (what PyTorch then loads).
+std::unique_ptr<Seq2Seq> decode_model(const BenchSettings& a, const ModelConfig& cfg) {
+    if (a.save_init.empty()) return std::make_unique<Seq2Seq>(cfg, static_cast<uint64_t>(a.seed));
+    save_model(a.save_init, *std::make_unique<Seq2Seq>(cfg, static_cast<uint64_t>(a.seed)));
+    return std::move(load_model(a.save_init).model);
+}
+
+// Batch 1's bandwidth roofline: a step's weight bytes at the read bandwidth measured now (same
+// process, same threads, a working set of the same size), against the run's mean step and its
+// fastest batch's step.
+void add_bandwidth_roofline(json& j, double weight_bytes, double steps, double best_step,
+                            const Timing& t) {
+    const double read_gbs = read_bandwidth_gbs(weight_bytes),
+                 weight_gbs = weight_bytes * steps / t.wall / 1e9;
+    j["step_weight_mb"] = weight_bytes / 1e6;
+    j["step_us"] = steps > 0 ? t.wall / steps * 1e6 : 0.0;
+    j["weight_gbs"] = weight_gbs;
+    j["read_gbs_step_weights"] = read_gbs;
+    j["step_us_at_read_bandwidth"] = read_gbs > 0 ? weight_bytes / read_gbs / 1e3 : 0.0;
+    j["fraction_of_bandwidth_roofline"] = read_gbs > 0 ? weight_gbs / read_gbs : 0.0;
+    j["step_us_best_batch"] = best_step * 1e6;
+    j["fraction_of_bandwidth_roofline_best_batch"] =
+        read_gbs > 0 && best_step > 0 ? weight_bytes / best_step / 1e9 / read_gbs : 0.0;
+}
+
 }  // namespace
 
 json bench_decode(const BenchSettings& a) {
     const Preset p = preset(a.preset);
     const ModelConfig cfg = model_config(p, a.attention);
-    std::unique_ptr<Seq2Seq> model;
-    if (!a.save_init.empty()) {
-        save_model(a.save_init, *std::make_unique<Seq2Seq>(cfg, static_cast<uint64_t>(a.seed)));
-        model = std::move(load_model(a.save_init).model);
-    } else {
-        model = std::make_unique<Seq2Seq>(cfg, static_cast<uint64_t>(a.seed));
-    }
+    std::unique_ptr<Seq2Seq> model = decode_model(a, cfg);
     const Precision precision = parse_precision(a.precision);
     model->set_precision(precision);
     Rng data_rng(static_cast<uint64_t>(a.seed), 13);
@@ -209,36 +229,26 @@ json bench_decode(const BenchSettings& a) {
     sw.start();
     run(true);
     const Timing t = sw.stop();
-    const double weight_bytes = decoder_step_weight_bytes(cfg), rss = peak_rss_mb();
-    const double read_gbs = read_bandwidth_gbs(weight_bytes),
-                 weight_gbs = weight_bytes * batch_steps / t.wall / 1e9;
-    return {{"what", "decode"},
-            {"preset", a.preset},
-            {"attention", a.attention},
-            {"beam", a.beam},
-            {"batch", batch},
-            {"precision", a.precision},
-            {"kernel", packed_kernel(precision)},
-            {"sentences", src.size()},
-            {"output_tokens", out_tokens},
-            {"wall_s", t.wall},
-            {"cpu_s", t.cpu},
-            {"sentences_per_s", static_cast<double>(src.size()) / t.wall},
-            {"gflop", flops / 1e9},
-            {"gflops", flops / t.wall / 1e9},
-            {"steps", batch_steps},
-            {"step_weight_mb", weight_bytes / 1e6},
-            {"step_us", batch_steps > 0 ? t.wall / batch_steps * 1e6 : 0.0},
-            {"weight_gbs", weight_gbs},
-            {"read_gbs_step_weights", read_gbs},
-            // batch 1's bandwidth roofline: a step's weights at the read bandwidth just measured
-            {"step_us_at_read_bandwidth", read_gbs > 0 ? weight_bytes / read_gbs / 1e3 : 0.0},
-            {"fraction_of_bandwidth_roofline", read_gbs > 0 ? weight_gbs / read_gbs : 0.0},
-            {"step_us_best_batch", best_step * 1e6},
-            {"fraction_of_bandwidth_roofline_best_batch",
-             read_gbs > 0 && best_step > 0 ? weight_bytes / best_step / 1e9 / read_gbs : 0.0},
-            {"gemm_roofline", packed_roofline(precision, p)},
-            {"peak_rss_mb", rss}};
+    const double rss = peak_rss_mb();
+    json j = {{"what", "decode"},
+              {"preset", a.preset},
+              {"attention", a.attention},
+              {"beam", a.beam},
+              {"batch", batch},
+              {"precision", a.precision},
+              {"kernel", packed_kernel(precision)},
+              {"sentences", src.size()},
+              {"output_tokens", out_tokens},
+              {"wall_s", t.wall},
+              {"cpu_s", t.cpu},
+              {"sentences_per_s", static_cast<double>(src.size()) / t.wall},
+              {"gflop", flops / 1e9},
+              {"gflops", flops / t.wall / 1e9},
+              {"steps", batch_steps},
+              {"gemm_roofline", packed_roofline(precision, p)},
+              {"peak_rss_mb", rss}};
+    add_bandwidth_roofline(j, decoder_step_weight_bytes(cfg), batch_steps, best_step, t);
+    return j;
 }
 
 json run_bench(const BenchSettings& a) {
