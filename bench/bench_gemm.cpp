@@ -82,6 +82,7 @@ void shapes(benchmark::internal::Benchmark* b) {
         b->Args({5, 8000, 512, 1, mode});      // beam 5, batch 1: generator
         b->Args({5, 1536, 768, 1, mode});      // beam 5, batch 1: decoder input [e; c]
         b->Args({5, 1536, 512, 1, mode});      // beam 5, batch 1: decoder recurrent
+        b->Args({1, 512, 512, 1, mode});       // greedy, batch 1: attention query (1 MB)
     }
 }
 

@@ -140,18 +140,38 @@ json packed_roofline(Precision precision, const Preset& p) {
             {"gflops_per_cpu_s", roof.gflops_per_cpu_s}};
 }
 
+// The model `bench decode` runs: initialised from the seed, or written to --save-init and read
+// back (what PyTorch then loads).
+std::unique_ptr<Seq2Seq> decode_model(const BenchSettings& a, const ModelConfig& cfg) {
+    if (a.save_init.empty()) return std::make_unique<Seq2Seq>(cfg, static_cast<uint64_t>(a.seed));
+    save_model(a.save_init, *std::make_unique<Seq2Seq>(cfg, static_cast<uint64_t>(a.seed)));
+    return std::move(load_model(a.save_init).model);
+}
+
+// Batch 1's bandwidth roofline: a step's weight bytes at the read bandwidth measured now (same
+// process, same threads, a working set of the same size), against the run's mean step and its
+// fastest batch's step.
+void add_bandwidth_roofline(json& j, double weight_bytes, double steps, double best_step,
+                            const Timing& t) {
+    const double read_gbs = read_bandwidth_gbs(weight_bytes),
+                 weight_gbs = weight_bytes * steps / t.wall / 1e9;
+    j["step_weight_mb"] = weight_bytes / 1e6;
+    j["step_us"] = steps > 0 ? t.wall / steps * 1e6 : 0.0;
+    j["weight_gbs"] = weight_gbs;
+    j["read_gbs_step_weights"] = read_gbs;
+    j["step_us_at_read_bandwidth"] = read_gbs > 0 ? weight_bytes / read_gbs / 1e3 : 0.0;
+    j["fraction_of_bandwidth_roofline"] = read_gbs > 0 ? weight_gbs / read_gbs : 0.0;
+    j["step_us_best_batch"] = best_step * 1e6;
+    j["fraction_of_bandwidth_roofline_best_batch"] =
+        read_gbs > 0 && best_step > 0 ? weight_bytes / best_step / 1e9 / read_gbs : 0.0;
+}
+
 }  // namespace
 
 json bench_decode(const BenchSettings& a) {
     const Preset p = preset(a.preset);
     const ModelConfig cfg = model_config(p, a.attention);
-    std::unique_ptr<Seq2Seq> model;
-    if (!a.save_init.empty()) {
-        save_model(a.save_init, *std::make_unique<Seq2Seq>(cfg, static_cast<uint64_t>(a.seed)));
-        model = std::move(load_model(a.save_init).model);
-    } else {
-        model = std::make_unique<Seq2Seq>(cfg, static_cast<uint64_t>(a.seed));
-    }
+    std::unique_ptr<Seq2Seq> model = decode_model(a, cfg);
     const Precision precision = parse_precision(a.precision);
     model->set_precision(precision);
     Rng data_rng(static_cast<uint64_t>(a.seed), 13);
@@ -160,13 +180,17 @@ json bench_decode(const BenchSettings& a) {
     if (!a.dump_batches.empty()) std::ofstream(a.dump_batches) << json(src).dump();
     const int batch = a.batch > 0 ? a.batch : 1;
     int64_t out_tokens = 0;
-    // For the rooflines: FLOPs of the decoded sentences (K rows each, one step per output token
-    // and one for </s>, up to the cap) and decoder steps per batch (its longest sentence).
-    double flops = 0, batch_steps = 0;
-    const auto count = [&](const std::vector<int32_t>& source, std::size_t out_len, double& most) {
-        const double steps = std::min<double>(static_cast<double>(out_len) + 1, a.max_length);
+    // For the rooflines: FLOPs of the decoded sentences (K rows each, one per decoder step the
+    // sentence ran) and decoder steps per batch (its longest sentence). The steps are counted,
+    // not inferred from the output: greedy runs one step per emitted token (</s> included), beam
+    // search as many as its sentence ran (Hypothesis::steps; beams may go on after the best
+    // hypothesis ended).
+    // best_step: the fastest batch's wall time per step, the counterpart of the read bandwidth's
+    // best of 20 passes (on a machine shared with other work, both see its quieter moments).
+    double flops = 0, batch_steps = 0, best_step = 0;
+    const auto count = [&](const std::vector<int32_t>& source, int steps, double& most) {
         flops += decode_flops(cfg, static_cast<double>(source.size()), std::max(a.beam, 1), steps);
-        most = std::max(most, steps);
+        most = std::max<double>(most, steps);
     };
     auto run = [&, &src = src](bool timed) {
         for (std::size_t i = 0; i < src.size(); i += batch) {
@@ -174,13 +198,15 @@ json bench_decode(const BenchSettings& a) {
             const std::span<const std::vector<int32_t>> part(src.data() + i, end - i);
             const Batch b = batch_from_ids(part, {});
             double most = 0;
+            Stopwatch batch_sw;
+            batch_sw.start();
             if (a.beam <= 1) {
                 const auto out =
                     greedy_decode(*model, b.src, b.src_lengths, b.S, {.max_length = a.max_length});
                 if (timed)
                     for (std::size_t r = 0; r < out.size(); ++r) {
                         out_tokens += static_cast<int64_t>(out[r].tokens.size());
-                        count(src[i + r], out[r].tokens.size(), most);
+                        count(src[i + r], static_cast<int>(out[r].tokens.size()), most);
                     }
             } else {
                 const auto out = beam_search(*model, b.src, b.src_lengths, b.S,
@@ -188,40 +214,41 @@ json bench_decode(const BenchSettings& a) {
                 if (timed)
                     for (std::size_t r = 0; r < out.size(); ++r) {
                         out_tokens += static_cast<int64_t>(out[r][0].tokens.size());
-                        count(src[i + r], out[r][0].tokens.size(), most);
+                        count(src[i + r], out[r][0].steps, most);
                     }
             }
             batch_steps += most;
+            const double per_step = batch_sw.stop().wall / std::max(most, 1.0);
+            if (timed && (best_step == 0 || per_step < best_step)) best_step = per_step;
             if (!timed) break;  // warm-up: one batch
         }
     };
     run(false);
-    flops = batch_steps = 0;
+    flops = batch_steps = best_step = 0;
     Stopwatch sw;
     sw.start();
     run(true);
     const Timing t = sw.stop();
-    const double weight_bytes = decoder_step_weight_bytes(cfg), rss = peak_rss_mb();
-    return {{"what", "decode"},
-            {"preset", a.preset},
-            {"attention", a.attention},
-            {"beam", a.beam},
-            {"batch", batch},
-            {"precision", a.precision},
-            {"kernel", packed_kernel(precision)},
-            {"sentences", src.size()},
-            {"output_tokens", out_tokens},
-            {"wall_s", t.wall},
-            {"cpu_s", t.cpu},
-            {"sentences_per_s", static_cast<double>(src.size()) / t.wall},
-            {"gflop", flops / 1e9},
-            {"gflops", flops / t.wall / 1e9},
-            {"steps", batch_steps},
-            {"step_weight_mb", weight_bytes / 1e6},
-            {"weight_gbs", weight_bytes * batch_steps / t.wall / 1e9},
-            {"read_gbs_step_weights", read_bandwidth_gbs(weight_bytes)},
-            {"gemm_roofline", packed_roofline(precision, p)},
-            {"peak_rss_mb", rss}};
+    const double rss = peak_rss_mb();
+    json j = {{"what", "decode"},
+              {"preset", a.preset},
+              {"attention", a.attention},
+              {"beam", a.beam},
+              {"batch", batch},
+              {"precision", a.precision},
+              {"kernel", packed_kernel(precision)},
+              {"sentences", src.size()},
+              {"output_tokens", out_tokens},
+              {"wall_s", t.wall},
+              {"cpu_s", t.cpu},
+              {"sentences_per_s", static_cast<double>(src.size()) / t.wall},
+              {"gflop", flops / 1e9},
+              {"gflops", flops / t.wall / 1e9},
+              {"steps", batch_steps},
+              {"gemm_roofline", packed_roofline(precision, p)},
+              {"peak_rss_mb", rss}};
+    add_bandwidth_roofline(j, decoder_step_weight_bytes(cfg), batch_steps, best_step, t);
+    return j;
 }
 
 json run_bench(const BenchSettings& a) {
@@ -247,6 +274,13 @@ json run_bench(const BenchSettings& a) {
         j["peak"]["fraction_of_fma_peak"] =
             j["peak"]["gflops_per_cpu_s"].get<double>() /
             std::max(1e-9, j["cpu"]["fma_peak"].value("gflops_per_cpu_s", 0.0));
+    if (a.what == "decode" && j["steps"].get<double>() > 0) {
+        // The FLOP floor of a step beside its bandwidth floor: at beam 5 a step's products do
+        // 2.5 FLOP per weight byte, so at the FMA peak they may take as long as the reading.
+        const double peak = j["cpu"]["fma_peak"].value("gflops", 0.0);
+        j["step_us_at_fma_peak"] =
+            peak > 0 ? j["gflop"].get<double>() / j["steps"].get<double>() / peak * 1e6 : 0.0;
+    }
     j["threads"] = num_threads();
     j["load_avg"] = load_average();
     return j;

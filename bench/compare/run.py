@@ -199,6 +199,10 @@ def get(r, *keys):
     return r
 
 
+def pct(x):
+    return "—" if x is None else f"{100 * x:,.0f}%"
+
+
 def ratio(a, b):
     return None if a is None or b in (None, 0) else a / b
 
@@ -250,16 +254,21 @@ def print_table(res, peak, peak_cpu):
     if rows:
         # Issue 15's decoding targets: beam 5 at batch 64 against the FLOP roofline (sgemm peak x
         # FLOPs per sentence), batch 1 against the bandwidth roofline (a step's weights / the read
-        # bandwidth of a working set that size, measured by the same process after decoding).
+        # bandwidth of a working set that size, measured by the same process after decoding); the
+        # fastest batch's step against that bandwidth (best against best, for a shared machine),
+        # and the step's FLOP floor: at beam 5 it is as high as the bandwidth floor on some CPUs.
         print("\n| decode (nazar) | sentences/s | GFLOP/s | of FLOP roofline (sgemm peak) | step weights MB | "
-              "weights streamed GB/s | read bandwidth GB/s | of bandwidth roofline |\n|---|---|---|---|---|---|---|---|")
+              "weights streamed GB/s | read bandwidth GB/s | of bandwidth roofline | fastest batch | "
+              "step µs at the FMA peak |\n|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             nzr = r["nazar"]
             kind = "greedy" if r["beam"] == 1 else f"beam {r['beam']}"
             print(f"| {r['preset']} {r['attention']} {kind}, batch {r['batch']} | {fmt(nzr['sentences_per_s'], 1)} | "
                   f"{fmt(nzr['gflops'], 1)} | {fmt(None if not peak else 100 * nzr['gflops'] / peak)}% | "
                   f"{fmt(nzr['step_weight_mb'], 1)} | {fmt(nzr['weight_gbs'], 1)} | {fmt(nzr['read_gbs_step_weights'], 1)} | "
-                  f"{fmt(100 * ratio(nzr['weight_gbs'], nzr['read_gbs_step_weights']))}% |")
+                  f"{fmt(100 * ratio(nzr['weight_gbs'], nzr['read_gbs_step_weights']))}% | "
+                  f"{pct(get(nzr, 'fraction_of_bandwidth_roofline_best_batch'))} | "
+                  f"{fmt(get(r, 'nazar', 'step_us_at_fma_peak'))} |")
     print_bf16_table(res, peak)
     print_precision_table(res)
     if res["train"]:

@@ -271,6 +271,7 @@ void collect(std::vector<Sentence>& sent, const BeamOptions& o, bool copy,
             h.finished = d.finished;
             h.log_prob = d.log_prob;
             h.score = d.score;
+            h.steps = s.steps;
             h.attention = s.path_attention(d.node);
             h.tokens.resize(s.length(d.node));
             if (copy) h.p_gen.resize(h.tokens.size());

@@ -23,6 +23,7 @@ struct Hypothesis {
     double score = 0;             // log_prob / lp + cp: what n-best lists are sorted by
     Tensor attention;             // (n, S_b) attention weights of each emitted token
     std::vector<float> p_gen;     // (n) copy attention: p_gen of each emitted token; else empty
+    int steps = 0;                // decoder steps its sentence ran (>= n: beams go on after it)
 };
 
 // ((5 + n) / 6)^alpha.

@@ -81,3 +81,35 @@ TEST(DecodeLimits, HugeRatioOrExtraDecodeUpToMaxLength) {
         EXPECT_EQ(b[0][0].tokens, beam_plain[0][0].tokens) << c.ratio << " " << c.extra;
     }
 }
+
+// Hypothesis::steps is the number of decoder steps its own sentence ran (what `nazar bench
+// decode` counts for its bandwidth roofline): at least the hypothesis's length, at most the
+// sentence's limit, equal to the length for a hypothesis cut at the limit, and per sentence,
+// not per batch.
+TEST(DecodeLimits, BeamHypothesisStepsAreItsSentencesSteps) {
+    Seq2Seq m(tiny_config(), 7);
+    const std::vector<int32_t> src = {5, 6, 7, 8, 5, 0, 0, 0};  // lengths 4 and 1, padded
+    const std::vector<int> lengths = {4, 1};
+    // limits: 2 · 4 + 1 = 9 and 2 · 1 + 1 = 3
+    const auto out = beam_search(m, src, lengths, 4,
+                                 {.beam_size = 3,
+                                  .n_best = 3,
+                                  .max_length_ratio = 2.0f,
+                                  .max_length_extra = 1,
+                                  .max_length = 64});
+    ASSERT_EQ(out.size(), 2u);
+    const int limits[2] = {9, 3};
+    for (int b = 0; b < 2; ++b) {
+        ASSERT_FALSE(out[b].empty());
+        const int steps = out[b][0].steps;
+        EXPECT_GE(steps, 1);
+        EXPECT_LE(steps, limits[b]);
+        for (const Hypothesis& h : out[b]) {
+            EXPECT_EQ(h.steps, steps) << "sentence " << b;
+            EXPECT_GE(h.steps, static_cast<int>(h.tokens.size())) << "sentence " << b;
+            if (!h.finished) {
+                EXPECT_EQ(h.steps, static_cast<int>(h.tokens.size()));
+            }
+        }
+    }
+}
