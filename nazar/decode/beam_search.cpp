@@ -18,6 +18,7 @@
 #include <numeric>
 #include <type_traits>
 
+#include "nazar/decode/beam_groups.h"
 #include "nazar/decode/step_types.h"
 
 namespace nazar {
@@ -38,6 +39,9 @@ void validate(const BeamOptions& o) {
         throw UsageError(fmt::format("max length must be >= 1, got {}", o.max_length));
     if (o.min_length < 0)
         throw UsageError(fmt::format("min length must be >= 0, got {}", o.min_length));
+    if (o.output_group_rows < -1)
+        throw UsageError(
+            fmt::format("output group rows must be >= -1, got {}", o.output_group_rows));
 }
 
 int max_output_length(int S_b, float max_length_ratio, int max_length_extra, int max_length) {
@@ -196,12 +200,13 @@ struct StepScratch {
 };
 
 // One step of sentence `s`, whose live hypotheses are rows [row0, row0 + s.live.size()) of
-// the step's log-probs (rows, V) and attention (rows, S): keeps the best candidates, finishes
-// those that end in </s>, and the live ones too when the sentence stops. Returns whether it
-// goes on; then st.live_rows holds the rows its new live hypotheses extend.
-// Logits rows (bias: the output layer's, null when absent): each row gets its bias and
+// the step's attention (rows, S) and rows [lp0, lp0 + s.live.size()) of lp_view: the step's
+// log-probs (rows, V), or a group of its rows (lp0 = row0 − the group's first row). Keeps the
+// best candidates, finishes those that end in </s>, and the live ones too when the sentence
+// stops. Returns whether it goes on; then st.live_rows holds the rows its new live hypotheses
+// extend. Logits rows (bias: the output layer's, null when absent): each row gets its bias and
 // log-sum-exp here, while it is in cache, and is then read as log p.
-bool advance(Sentence& s, int row0, TensorView lp_view, TensorView at_view,
+bool advance(Sentence& s, int row0, TensorView lp_view, int lp0, TensorView at_view,
              std::span<const float> p_gen, const BeamOptions& o, const SpecialIds& sp,
              StepScratch& st, bool logits, const float* bias) {
     const int V = lp_view.dim(1), S = at_view.dim(1), K = o.beam_size;
@@ -211,10 +216,10 @@ bool advance(Sentence& s, int row0, TensorView lp_view, TensorView at_view,
                                            s.steps + 1 < o.min_length ? sp.eos : -1};
     st.cands.clear();
     for (int k = 0; k < n_live; ++k) {
-        OutputRow row{lp_view.data() + static_cast<int64_t>(row0 + k) * V};
+        OutputRow row{lp_view.data() + static_cast<int64_t>(lp0 + k) * V};
         if (logits) {
             row.logits = true;
-            const bool more = row0 + k + 1 < lp_view.dim(0);  // the next row: in L2 meanwhile
+            const bool more = lp0 + k + 1 < lp_view.dim(0);  // the next row: in L2 meanwhile
             row.lse = kernels::add_bias_logsumexp_row(const_cast<float*>(row.v), bias, V,
                                                       more ? row.v + V : nullptr);
         }
@@ -306,6 +311,53 @@ void step_rows(Model& model, bool fused, std::span<const int32_t> prev, const So
         if (fused) return model.step_logits(prev, src, state, out, attn);
     model.step(prev, src, state, out, attn);
 }
+// Grouped output (BeamOptions::output_group_rows): the fewest rows a group may have, 0 = none.
+int group_min_rows(const Seq2Seq& m) {
+    return m.step_logits_group_min_rows();
+}
+int group_min_rows(const Ensemble&) {
+    return 0;
+}
+// Grouped output (form_groups' groups of the step's sentences, N rows): each pool thread takes
+// whole groups; a group's logits rows are made into a buffer of the thread's own and consumed
+// by the group's sentences at once, while they are still in its cache. advance_one(i, rows,
+// r): sentence i's step, its first row being row r of `rows`.
+template <class Advance>
+void grouped_output(const Seq2Seq& model, const std::vector<int>& first,
+                    const std::vector<int>& groups, int N, int V, const Advance& advance_one) {
+    parallel_for(static_cast<int64_t>(groups.size()) - 1, 1, [&](int64_t g0, int64_t g1) {
+        thread_local Tensor buf;
+        for (int64_t g = g0; g < g1; ++g) {
+            const int r0 = first[groups[g]];
+            const int r1 =
+                groups[g + 1] < static_cast<int>(first.size()) ? first[groups[g + 1]] : N;
+            buf.resize({r1 - r0, V}, false);
+            model.step_logits_rows(r0, r1, buf.view());
+            for (int i = groups[g]; i < groups[g + 1]; ++i)
+                advance_one(i, buf.view(), first[i] - r0);
+        }
+    });
+}
+
+// The next step's rows: the new live hypotheses of the sentences that go on, in sentence order
+// (their sentences, the rows they extend, their last tokens).
+void next_rows(const std::vector<Sentence>& sent, const std::vector<int>& first,
+               const std::vector<int>& row_sentence, const std::vector<char>& goes_on,
+               const std::vector<StepScratch>& st, std::vector<int>& next_row_sentence,
+               std::vector<int>& parents, std::vector<int32_t>& prev) {
+    next_row_sentence.clear();
+    parents.clear();
+    prev.clear();
+    for (const int row0 : first) {
+        const Sentence& s = sent[row_sentence[row0]];
+        if (!goes_on[s.b]) continue;
+        for (std::size_t k = 0; k < s.live.size(); ++k) {
+            next_row_sentence.push_back(s.b);
+            parents.push_back(st[s.b].live_rows[k]);
+            prev.push_back(s.nodes[s.live[k]].token);
+        }
+    }
+}
 
 // One sentence per source, each with the empty prefix live.
 std::vector<Sentence> start_sentences(std::span<const int> lengths, int S, const BeamOptions& o) {
@@ -357,36 +409,36 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
     const bool fused = o.fused_output && has_step_logits(model);
     const float* bias = fused ? step_logits_bias(model) : nullptr;
 
+    const int min_rows = fused ? group_min_rows(model) : 0;
+    std::vector<int> groups;
     while (!row_sentence.empty()) {
         const int N = static_cast<int>(row_sentence.size());
         const TensorView lp_view = log_probs.slice(0, N), at_view = attn.slice(0, N);
-        step_rows(model, fused, prev, *cur, state, lp_view, at_view);
         // The sentences of this step (rows [first[i], first[i] + live)) advance independently,
         // each on its own scratch, split over the pool; the next step's rows are then
         // assembled in sentence order, so the result does not depend on the split.
         first.clear();
         for (int row0 = 0; row0 < N; row0 += static_cast<int>(sent[row_sentence[row0]].live.size()))
             first.push_back(row0);
-        const std::span<const float> p_gen = detail::step_p_gen(model);
-        parallel_for(static_cast<int64_t>(first.size()), 4, [&](int64_t i0, int64_t i1) {
-            for (int64_t i = i0; i < i1; ++i) {
-                Sentence& s = sent[row_sentence[first[i]]];
-                goes_on[s.b] =
-                    advance(s, first[i], lp_view, at_view, p_gen, o, sp, st[s.b], fused, bias);
-            }
-        });
-        next_row_sentence.clear();
-        parents.clear();
-        prev.clear();
-        for (const int row0 : first) {
-            const Sentence& s = sent[row_sentence[row0]];
-            if (!goes_on[s.b]) continue;
-            for (std::size_t k = 0; k < s.live.size(); ++k) {
-                next_row_sentence.push_back(s.b);
-                parents.push_back(st[s.b].live_rows[k]);
-                prev.push_back(s.nodes[s.live[k]].token);
-            }
+        detail::form_groups(first, N, detail::group_target_rows(o, V), min_rows, num_threads(),
+                            groups);
+        std::span<const float> p_gen;  // after the step
+        const auto advance_one = [&](int64_t i, TensorView lp, int lp0) {
+            Sentence& s = sent[row_sentence[first[i]]];
+            goes_on[s.b] =
+                advance(s, first[i], lp, lp0, at_view, p_gen, o, sp, st[s.b], fused, bias);
+        };
+        if (groups.empty()) {
+            step_rows(model, fused, prev, *cur, state, lp_view, at_view);
+            p_gen = detail::step_p_gen(model);
+            parallel_for(static_cast<int64_t>(first.size()), 4, [&](int64_t i0, int64_t i1) {
+                for (int64_t i = i0; i < i1; ++i) advance_one(i, lp_view, first[i]);
+            });
+        } else if constexpr (std::is_same_v<Model, Seq2Seq>) {
+            model.step_hidden(prev, *cur, state, at_view);
+            grouped_output(model, first, groups, N, V, advance_one);
         }
+        next_rows(sent, first, row_sentence, goes_on, st, next_row_sentence, parents, prev);
         if (next_row_sentence.empty()) break;
         bool identity = static_cast<int>(parents.size()) == N;
         for (std::size_t k = 0; identity && k < parents.size(); ++k)
@@ -406,48 +458,6 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
     return results;
 }
 
-template <class Model>
-std::vector<std::vector<Hypothesis>> sorted_impl(Model& model,
-                                                 std::span<const std::vector<int32_t>> sentences,
-                                                 const BeamOptions& options, int batch_size,
-                                                 std::span<const std::vector<int32_t>> copy) {
-    NZ_CHECK(copy.empty() || copy.size() == sentences.size(),
-             "beam_search_sorted: {} extended-id rows for {} sentences", copy.size(),
-             sentences.size());
-    NZ_CHECK_USAGE(batch_size >= 1, "beam_search_sorted: batch_size must be >= 1, got {}",
-                   batch_size);
-    const int n = static_cast<int>(sentences.size());
-    std::vector<int> order(n);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return sentences[a].size() > sentences[b].size(); });
-    std::vector<std::vector<Hypothesis>> out(n);
-    std::vector<int32_t> ids, copy_ids;
-    std::vector<int> lengths;
-    for (int begin = 0; begin < n; begin += batch_size) {
-        const int end = std::min(n, begin + batch_size);
-        const int S = static_cast<int>(sentences[order[begin]].size());  // the longest of the batch
-        ids.assign(static_cast<std::size_t>(end - begin) * S, model.config().special_ids.pad);
-        copy_ids.assign(copy.empty() ? 0 : ids.size(), model.config().special_ids.pad);
-        lengths.clear();
-        for (int i = begin; i < end; ++i) {
-            const auto& x = sentences[order[i]];
-            std::copy(x.begin(), x.end(), ids.begin() + static_cast<std::ptrdiff_t>(i - begin) * S);
-            if (!copy.empty()) {
-                const auto& c = copy[order[i]];
-                NZ_CHECK(c.size() == x.size(), "beam_search_sorted: {} extended ids for {}",
-                         c.size(), x.size());
-                std::copy(c.begin(), c.end(),
-                          copy_ids.begin() + static_cast<std::ptrdiff_t>(i - begin) * S);
-            }
-            lengths.push_back(static_cast<int>(x.size()));
-        }
-        auto res = beam_impl(model, std::span<const int32_t>(ids), lengths, S, options, copy_ids);
-        for (int i = begin; i < end; ++i) out[order[i]] = std::move(res[i - begin]);
-    }
-    return out;
-}
-
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const int32_t> src,
@@ -462,18 +472,6 @@ std::vector<std::vector<Hypothesis>> beam_search(Ensemble& model, std::span<cons
                                                  const BeamOptions& o,
                                                  std::span<const int32_t> copy_src) {
     return beam_impl(model, src, lengths, S, o, copy_src);
-}
-
-std::vector<std::vector<Hypothesis>> beam_search_sorted(
-    Seq2Seq& model, std::span<const std::vector<int32_t>> sentences, const BeamOptions& options,
-    int batch_size, std::span<const std::vector<int32_t>> copy_src) {
-    return sorted_impl(model, sentences, options, batch_size, copy_src);
-}
-
-std::vector<std::vector<Hypothesis>> beam_search_sorted(
-    Ensemble& model, std::span<const std::vector<int32_t>> sentences, const BeamOptions& options,
-    int batch_size, std::span<const std::vector<int32_t>> copy_src) {
-    return sorted_impl(model, sentences, options, batch_size, copy_src);
 }
 
 }  // namespace nazar

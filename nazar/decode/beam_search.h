@@ -50,6 +50,12 @@ struct BeamOptions {
     // without copy attention; others always read log-probs). The same results bit for bit;
     // false: the unfused reference path (tests).
     bool fused_output = true;
+    // Fused path, Seq2Seq whose output rows do not depend on the rows computed with them
+    // (Seq2Seq::step_logits_group_min_rows): the step's output layer runs per group of about
+    // this many rows (whole sentences), each pool thread making its groups' logits and
+    // selecting their candidates while the rows are in cache. −1: about 2 MB of logits per
+    // group; 0: one product of all rows first. The same results bit for bit either way.
+    int output_group_rows = -1;
 };
 
 // Throws UsageError naming the offending value.

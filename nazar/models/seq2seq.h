@@ -203,6 +203,16 @@ public:
                      TensorView logits, TensorView attention);
     const float* step_logits_bias() const;
     bool has_step_logits() const { return !cfg_.copy_attention; }
+    // step_logits() in two parts (beam search's grouped output): step_hidden advances the state
+    // and writes the attention; then step_logits_rows writes rows [r0, r1) of the step's logits
+    // (r1 − r0, V), for any row ranges, in any order, from any threads at once (const: it only
+    // reads the step's hidden rows), until the next step. Not for copy attention.
+    void step_hidden(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state,
+                     TensorView attention);
+    void step_logits_rows(int r0, int r1, TensorView logits) const;
+    // Whether a logits row of step_logits_rows is the same bits whatever row range it is
+    // computed in, for ranges of at least min_rows rows (0: none is). See seq2seq_steps.cpp.
+    int step_logits_group_min_rows() const;
     // out row n = in row rows[n] (reorder/select beams). out must not be in.
     void select_state(const DecoderState& in, std::span<const int> rows, DecoderState& out) const;
 

@@ -4,6 +4,7 @@
 
 #include "nazar/attention/coverage.h"
 
+#include "nazar/core/gemm/packed.h"
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
 
@@ -132,6 +133,32 @@ void Seq2Seq::step_logits(std::span<const int32_t> prev, const EncodedSource& sr
     step_decoder(prev, src, state);
     gemm(step_out_, false, generator_weight(), true, logits, 1.0f, 0.0f);
     step_attention(src, state, attn);
+}
+
+void Seq2Seq::step_hidden(std::span<const int32_t> prev, const EncodedSource& src,
+                          DecoderState& state, TensorView attn) {
+    NZ_CHECK(!cfg_.copy_attention, "step_hidden: a copy-attention model's steps need step()");
+    step_decoder(prev, src, state);
+    step_attention(src, state, attn);
+}
+
+void Seq2Seq::step_logits_rows(int r0, int r1, TensorView logits) const {
+    NZ_CHECK(0 <= r0 && r0 <= r1 && r1 <= step_out_.dim(0), "step_logits_rows: rows [{}, {}) of {}",
+             r0, r1, step_out_.dim(0));
+    NZ_CHECK_SHAPE(logits, {r1 - r0, cfg_.tgt_vocab_size});
+    gemm(step_out_.slice(r0, r1), false, generator_weight(), true, logits, 1.0f, 0.0f);
+}
+
+int Seq2Seq::step_logits_group_min_rows() const {
+    const ConstTensorView w = generator_weight();
+    int n0 = 0, k0 = 0;
+    // Packed (bf16 / int8) weights: each row is rounded or quantized on its own and summed
+    // along K in one order, whatever the rows around it (core/gemm/packed.h). fp32 products go
+    // to the library, whose kernel (and so a row's bits) can depend on the row count (oneDNN
+    // 2.6: under 16 rows another kernel; some K another blocking), and which runs 14-34% slower
+    // on groups of 32-64 rows than on all 320 (docs/performance.md): no groups.
+    if (gemm_detail::find_packed(w.data(), w.dim(1), &n0, &k0) != nullptr) return 1;
+    return 0;
 }
 
 const float* Seq2Seq::step_logits_bias() const {

@@ -1,0 +1,68 @@
+// beam_search_sorted (beam_search.h): sentences sorted by length into batches, decoded by
+// beam_search, returned in input order.
+#include "nazar/core/check.h"
+#include "nazar/decode/beam_search.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace nazar {
+namespace {
+
+template <class Model>
+std::vector<std::vector<Hypothesis>> sorted_impl(Model& model,
+                                                 std::span<const std::vector<int32_t>> sentences,
+                                                 const BeamOptions& options, int batch_size,
+                                                 std::span<const std::vector<int32_t>> copy) {
+    NZ_CHECK(copy.empty() || copy.size() == sentences.size(),
+             "beam_search_sorted: {} extended-id rows for {} sentences", copy.size(),
+             sentences.size());
+    NZ_CHECK_USAGE(batch_size >= 1, "beam_search_sorted: batch_size must be >= 1, got {}",
+                   batch_size);
+    const int n = static_cast<int>(sentences.size());
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return sentences[a].size() > sentences[b].size(); });
+    std::vector<std::vector<Hypothesis>> out(n);
+    std::vector<int32_t> ids, copy_ids;
+    std::vector<int> lengths;
+    for (int begin = 0; begin < n; begin += batch_size) {
+        const int end = std::min(n, begin + batch_size);
+        const int S = static_cast<int>(sentences[order[begin]].size());  // the longest of the batch
+        ids.assign(static_cast<std::size_t>(end - begin) * S, model.config().special_ids.pad);
+        copy_ids.assign(copy.empty() ? 0 : ids.size(), model.config().special_ids.pad);
+        lengths.clear();
+        for (int i = begin; i < end; ++i) {
+            const auto& x = sentences[order[i]];
+            std::copy(x.begin(), x.end(), ids.begin() + static_cast<std::ptrdiff_t>(i - begin) * S);
+            if (!copy.empty()) {
+                const auto& c = copy[order[i]];
+                NZ_CHECK(c.size() == x.size(), "beam_search_sorted: {} extended ids for {}",
+                         c.size(), x.size());
+                std::copy(c.begin(), c.end(),
+                          copy_ids.begin() + static_cast<std::ptrdiff_t>(i - begin) * S);
+            }
+            lengths.push_back(static_cast<int>(x.size()));
+        }
+        auto res = beam_search(model, std::span<const int32_t>(ids), lengths, S, options, copy_ids);
+        for (int i = begin; i < end; ++i) out[order[i]] = std::move(res[i - begin]);
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> beam_search_sorted(
+    Seq2Seq& model, std::span<const std::vector<int32_t>> sentences, const BeamOptions& options,
+    int batch_size, std::span<const std::vector<int32_t>> copy_src) {
+    return sorted_impl(model, sentences, options, batch_size, copy_src);
+}
+
+std::vector<std::vector<Hypothesis>> beam_search_sorted(
+    Ensemble& model, std::span<const std::vector<int32_t>> sentences, const BeamOptions& options,
+    int batch_size, std::span<const std::vector<int32_t>> copy_src) {
+    return sorted_impl(model, sentences, options, batch_size, copy_src);
+}
+
+}  // namespace nazar
