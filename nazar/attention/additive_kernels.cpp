@@ -68,7 +68,7 @@ using simd::tanh16;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define NZ_AVX512 NZ_TARGET_AVX512
-// add_tanh_dot with 16 lanes; the dot keeps the 8-lane accumulator and its
+// add_tanh_dot and the backward below with 16 lanes; the dot keeps the 8-lane accumulator and its
 // order (low half of each 16-block, then the high half), so the sum is bit-identical too.
 NZ_AVX512 float add_tanh_dot512(const float* u, const float* k, const float* v, int A) {
     __m256 acc = _mm256_setzero_ps();
@@ -81,66 +81,19 @@ NZ_AVX512 float add_tanh_dot512(const float* u, const float* k, const float* v, 
     return add_tanh_dot_tail8(u, k, v, A, a, acc);
 }
 
-// additive_scores_backward over all n positions with 16 lanes, in column blocks: for 32 (then
-// 16) columns of A at a time, d_u and d_v stay in registers while j runs over the positions,
-// instead of being loaded and stored for every position. Each element sees the same operations
-// in the same j order as the 8-lane path position after position: bit-identical. The
-// columns past the last 16-block go through the 8-lane / scalar tail per position, as before.
-NZ_AVX512 void additive_backward_blocks512(const float* u, const float* keys, const float* v,
-                                           const float* d_e, int n, int A, float* d_u,
-                                           float* d_keys, float* d_v) {
-    const __m512 one = _mm512_set1_ps(1.0f);
+NZ_AVX512 void add_tanh_backward512(const float* u, const float* k, const float* v, float g, int A,
+                                    float* d_u, float* dk, float* d_v) {
+    const __m512 g16 = _mm512_set1_ps(g), one = _mm512_set1_ps(1.0f);
     int a = 0;
-    for (; a + 32 <= A; a += 32) {
-        const __m512 u0 = _mm512_loadu_ps(u + a), u1 = _mm512_loadu_ps(u + a + 16);
-        const __m512 v0 = _mm512_loadu_ps(v + a), v1 = _mm512_loadu_ps(v + a + 16);
-        __m512 du0 = _mm512_loadu_ps(d_u + a), du1 = _mm512_loadu_ps(d_u + a + 16);
-        __m512 dv0 = _mm512_loadu_ps(d_v + a), dv1 = _mm512_loadu_ps(d_v + a + 16);
-        for (int j = 0; j < n; ++j) {
-            const float g = d_e[j];
-            if (g == 0.0f) continue;
-            const float* k = keys + static_cast<int64_t>(j) * A + a;
-            float* dk = d_keys + static_cast<int64_t>(j) * A + a;
-            const __m512 g16 = _mm512_set1_ps(g);
-            const __m512 z0 = tanh16(_mm512_add_ps(u0, _mm512_loadu_ps(k)));
-            const __m512 z1 = tanh16(_mm512_add_ps(u1, _mm512_loadu_ps(k + 16)));
-            const __m512 gv0 = _mm512_mul_ps(g16, v0), gv1 = _mm512_mul_ps(g16, v1);
-            const __m512 w0 = _mm512_fnmadd_ps(z0, z0, one), w1 = _mm512_fnmadd_ps(z1, z1, one);
-            dv0 = _mm512_fmadd_ps(g16, z0, dv0);
-            dv1 = _mm512_fmadd_ps(g16, z1, dv1);
-            du0 = _mm512_fmadd_ps(gv0, w0, du0);
-            du1 = _mm512_fmadd_ps(gv1, w1, du1);
-            _mm512_storeu_ps(dk, _mm512_fmadd_ps(gv0, w0, _mm512_loadu_ps(dk)));
-            _mm512_storeu_ps(dk + 16, _mm512_fmadd_ps(gv1, w1, _mm512_loadu_ps(dk + 16)));
-        }
-        _mm512_storeu_ps(d_u + a, du0);
-        _mm512_storeu_ps(d_u + a + 16, du1);
-        _mm512_storeu_ps(d_v + a, dv0);
-        _mm512_storeu_ps(d_v + a + 16, dv1);
-    }
     for (; a + 16 <= A; a += 16) {
-        const __m512 u0 = _mm512_loadu_ps(u + a), v0 = _mm512_loadu_ps(v + a);
-        __m512 du0 = _mm512_loadu_ps(d_u + a), dv0 = _mm512_loadu_ps(d_v + a);
-        for (int j = 0; j < n; ++j) {
-            const float g = d_e[j];
-            if (g == 0.0f) continue;
-            const float* k = keys + static_cast<int64_t>(j) * A + a;
-            float* dk = d_keys + static_cast<int64_t>(j) * A + a;
-            const __m512 g16 = _mm512_set1_ps(g);
-            const __m512 z0 = tanh16(_mm512_add_ps(u0, _mm512_loadu_ps(k)));
-            const __m512 gv0 = _mm512_mul_ps(g16, v0), w0 = _mm512_fnmadd_ps(z0, z0, one);
-            dv0 = _mm512_fmadd_ps(g16, z0, dv0);
-            du0 = _mm512_fmadd_ps(gv0, w0, du0);
-            _mm512_storeu_ps(dk, _mm512_fmadd_ps(gv0, w0, _mm512_loadu_ps(dk)));
-        }
-        _mm512_storeu_ps(d_u + a, du0);
-        _mm512_storeu_ps(d_v + a, dv0);
+        const __m512 z = tanh16(_mm512_add_ps(_mm512_loadu_ps(u + a), _mm512_loadu_ps(k + a)));
+        const __m512 gv = _mm512_mul_ps(g16, _mm512_loadu_ps(v + a));
+        const __m512 w = _mm512_fnmadd_ps(z, z, one);
+        _mm512_storeu_ps(d_v + a, _mm512_fmadd_ps(g16, z, _mm512_loadu_ps(d_v + a)));
+        _mm512_storeu_ps(d_u + a, _mm512_fmadd_ps(gv, w, _mm512_loadu_ps(d_u + a)));
+        _mm512_storeu_ps(dk + a, _mm512_fmadd_ps(gv, w, _mm512_loadu_ps(dk + a)));
     }
-    if (a == A) return;
-    for (int j = 0; j < n; ++j)
-        if (d_e[j] != 0.0f)
-            add_tanh_backward_tail8(u, keys + static_cast<int64_t>(j) * A, v, d_e[j], A, a, d_u,
-                                    d_keys + static_cast<int64_t>(j) * A, d_v);
+    add_tanh_backward_tail8(u, k, v, g, A, a, d_u, dk, d_v);
 }
 #undef NZ_AVX512
 #pragma GCC diagnostic pop
@@ -180,12 +133,6 @@ void additive_scores(const float* u, const float* keys, const float* v, int n, i
 // z = tanh(u + k_j);  d_v += d_e_j z;  d_pre = d_e_j v ⊙ (1 - z²);  d_u += d_pre;  d_k_j += d_pre
 void additive_scores_backward(const float* u, const float* keys, const float* v, const float* d_e,
                               int n, int A, float* tmp, float* d_u, float* d_keys, float* d_v) {
-#ifdef NZ_SIMD_AVX512
-    if (avx512_on().load(std::memory_order_relaxed)) {
-        additive_backward_blocks512(u, keys, v, d_e, n, A, d_u, d_keys, d_v);
-        return;
-    }
-#endif
     for (int j = 0; j < n; ++j) {
         const float g = d_e[j];
         if (g == 0.0f) continue;
@@ -193,6 +140,12 @@ void additive_scores_backward(const float* u, const float* keys, const float* v,
         float* dk = d_keys + static_cast<int64_t>(j) * A;
 #ifdef NZ_SIMD_AVX2
         (void)tmp;  // scratch only for the scalar path
+#ifdef NZ_SIMD_AVX512
+        if (avx512_on().load(std::memory_order_relaxed)) {
+            add_tanh_backward512(u, k, v, g, A, d_u, dk, d_v);
+            continue;
+        }
+#endif
         add_tanh_backward_tail8(u, k, v, g, A, 0, d_u, dk, d_v);
 #else
         for (int a = 0; a < A; ++a) tmp[a] = kernels::tanh1(u[a] + k[a]);

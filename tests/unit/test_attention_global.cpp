@@ -155,9 +155,8 @@ TEST(AttentionGlobal, FusedAdditiveKernelMatchesNaive) {
 // The 16-lane AVX-512 kernels (chosen at run time) must give exactly the 8-lane AVX2 results,
 // forward and backward: the same IEEE operations per lane and the same summation order. A
 // covers 16-blocks + an 8-block + a scalar tail (283), whole 16-blocks (256), 8 lanes only, and
-// a tail only (the backward's 32-column blocks: 256 of 283, all of 256). Inputs reach |x| up to 6
-// so both tanh branches (|x| < 0.625 and above) run. On a CPU without AVX-512 both runs would take
-// the 8-lane path: skipped there.
+// a tail only. Inputs reach |x| up to 6 so both tanh branches (|x| < 0.625 and above) run. On a
+// CPU without AVX-512 both runs would take the 8-lane path: skipped there.
 TEST(AttentionGlobal, AdditiveKernelsAvx512MatchAvx2Bitwise) {
     const auto keep = test::keep_additive_avx512();
     if (!attn::set_additive_avx512(true))
