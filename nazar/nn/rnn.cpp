@@ -1,13 +1,15 @@
 // Multi-layer (bi)directional GRU/LSTM over a right-padded batch (see rnn.h).
 //
-// Per layer-direction: one GEMM for the input projections of all T steps, then per step one
-// W_hh GEMM and the fused gate kernel; backward mirrors it and does the weight gradients as
-// one GEMM each over all steps (d_W_hh += Σ_t d_a[t]ᵀ h_prev[t] with the states stored
-// contiguously). Everything is time-major inside: (T, B, ·).
+// Per layer-direction: one GEMM for the input projections of all real positions, then per step
+// one W_hh GEMM and the fused gate kernel on the step's running rows; backward mirrors it and
+// does the weight gradients as one GEMM each over all N packed rows (d_W_hh += Σ d_aᵀ h_prev
+// with the states each row started from stored in the same layout). Everything is packed inside
+// (rnn_packed.h).
 #include "nazar/nn/rnn.h"
 
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
+#include "nazar/nn/rnn_packed.h"
 
 #include <algorithm>
 #include <cstring>
@@ -23,26 +25,18 @@ static bool absent(ConstTensorView v) {
 
 namespace {
 
-// (B, T, C) batch-major <-> (T, B, C) time-major. `add` accumulates into dst.
-void to_time_major(ConstTensorView src, TensorView dst) {
-    const int B = src.dim(0), T = src.dim(1), C = src.dim(2);
-    for (int b = 0; b < B; ++b)
-        for (int t = 0; t < T; ++t)
-            std::memcpy(dst.data() + (static_cast<int64_t>(t) * B + b) * C,
-                        src.data() + (static_cast<int64_t>(b) * T + t) * C, sizeof(float) * C);
-}
-
-void to_batch_major(ConstTensorView src, TensorView dst, bool add) {
-    const int T = src.dim(0), B = src.dim(1), C = src.dim(2);
-    for (int t = 0; t < T; ++t)
-        for (int b = 0; b < B; ++b) {
-            const float* s = src.data() + (static_cast<int64_t>(t) * B + b) * C;
-            float* d = dst.data() + (static_cast<int64_t>(b) * T + t) * C;
-            if (add)
-                for (int j = 0; j < C; ++j) d[j] += s[j];
-            else
-                std::memcpy(d, s, sizeof(float) * C);
-        }
+// a (n, G·H) = 0 + b_hh in every row (the value a zeroed buffer plus the bias holds), or 0
+void fill_bias_rows(TensorView a, const Tensor& bias) {
+    const int n = a.dim(0), GH = a.dim(1);
+    if (absent(bias)) {
+        a.zero();
+        return;
+    }
+    const float* b = bias.data();
+    for (int i = 0; i < n; ++i) {
+        float* o = a.data() + int64_t{i} * GH;
+        for (int j = 0; j < GH; ++j) o[j] = 0.0f + b[j];
+    }
 }
 
 }  // namespace
@@ -74,65 +68,91 @@ RNNState RNN::zero_state(int B) const {
     return s;
 }
 
-// Layer k, direction d (0 = forward in time, 1 = backward) of forward(): fills the direction's
-// cache, its half of cache.layer_out[k] and its final state.
-void RNN::forward_direction(int k, int d, const RNNState& initial, RNNState& final,
-                            RNNCache& cache) const {
-    const int B = cache.B, T = cache.T, H = cfg.hidden_size, D = directions(), G = gates();
-    const bool lstm = cfg.cell == CellType::lstm;
-    const std::span<const int> len(cache.lengths);
-    const Tensor& X = cache.layer_in[k];  // (T, B, In)
-    Tensor& Y = cache.layer_out[k];       // (T, B, D·H)
-    const int idx = k * D + d;
-    const bool fwd = d == 0;
-    const RNNCellParams& P = params.cells[idx];
-    RNNDirectionCache& dc = cache.dirs[idx];
-    dc.h.resize({T + 1, B, H}, false);
-    const int h0 = fwd ? 0 : T;
-    if (absent(initial.h))
-        dc.h.select(h0).zero();
-    else
-        dc.h.select(h0).copy_from(initial.h.select(idx));
-    dc.gates.resize({T, B, G * H}, false);
+// The buffers of one layer-direction's forward for N packed rows, and the input projections of
+// all of them (one GEMM).
+static void prepare_direction(const RNNCellParams& P, const Tensor& X, int64_t N, int B, int H,
+                              int G, bool lstm, RNNDirectionCache& dc) {
+    dc.h.resize({N + B, H}, false);
+    dc.gates.resize({N, G * H}, false);
     if (lstm) {
-        dc.c.resize({T + 1, B, H}, false);
-        if (absent(initial.c))
-            dc.c.select(h0).zero();
-        else
-            dc.c.select(h0).copy_from(initial.c.select(idx));
-        dc.tanh_c.resize({T, B, H}, false);
-        cell_project_input(P, X, dc.gates);  // a = x W_ihᵀ + b_ih for all steps (one GEMM)
+        dc.c.resize({N + B, H}, false);
+        dc.tanh_c.resize({N, H}, false);
+        cell_project_input(P, X, dc.gates);  // a = x W_ihᵀ + b_ih for all rows (one GEMM)
     } else {
-        dc.gi.resize({T, B, G * H}, false);
-        dc.gh_n.resize({T, B, H}, false);
-        cell_project_input(P, X, dc.gi);  // gi for all steps (one GEMM)
-        dc.gates.zero();                  // gh starts from 0 (+ b_hh + h W_hhᵀ per step)
+        dc.gi.resize({N, G * H}, false);
+        dc.gh_n.resize({N, H}, false);
+        cell_project_input(P, X, dc.gi);  // gi for all rows (one GEMM)
     }
     if (B > kSmallGemmRows)
         refresh_weight_t(dc.whh_t, P.weight_hh);
     else
         dc.whh_t.reset();
+}
+
+// Layer k, direction d (0 = forward in time, 1 = backward) of forward(): fills the direction's
+// cache, its half of cache.layer_out[k] and its final state. Step t runs the sorted rows
+// [0, n_t) (packed rows o = offset[t] …); the new states go, forward in time, to the next step's
+// rows and to the final states of the rows ending at t, backward, to the rows of step t − 1
+// (the final states after t = 0), where the rows starting at t − 1 get the initial state.
+void RNN::forward_direction(int k, int d, const RNNState& initial, RNNState& final,
+                            RNNCache& cache) const {
+    const int B = cache.B, T = cache.T, H = cfg.hidden_size, D = directions(), G = gates();
+    const int64_t N = cache.offset[static_cast<std::size_t>(T)];
+    const bool lstm = cfg.cell == CellType::lstm, fwd = d == 0;
+    const int idx = k * D + d;
+    const RNNCellParams& P = params.cells[idx];
+    RNNDirectionCache& dc = cache.dirs[idx];
+    prepare_direction(P, cache.layer_in[k], N, B, H, G, lstm, dc);
+    float* const Y = cache.layer_out[k].data() + d * H;  // (N, D·H), this direction's half
+    const WeightTRows whh = weight_t_rows(dc.whh_t);
+    const ConstTensorView h_init = absent(initial.h) ? ConstTensorView() : initial.h.select(idx);
+    const ConstTensorView c_init = absent(initial.c) ? ConstTensorView() : initial.c.select(idx);
+    const std::span<const int> order(cache.order), rows(cache.rows);
+    const auto start_rows = [&](int64_t at, int i0, int i1) {  // sorted rows [i0, i1) to `at`
+        rnn_packed::gather_states(h_init, order, i0, i1, dc.h.slice(at, at + i1 - i0));
+        if (lstm) rnn_packed::gather_states(c_init, order, i0, i1, dc.c.slice(at, at + i1 - i0));
+    };
+    const int n0 = T > 0 ? rows[0] : 0;
+    start_rows(N + n0, n0, B);  // length 0: the final state is the initial one
+    if (fwd) start_rows(0, 0, n0);
+    int64_t o = 0;  // packed row of the step's first row
+    // rows [i0, i1) of the step at packed row o: gates, new states to row `to`, outputs
+    const auto cell_rows = [&](int i0, int i1, int64_t to) {
+        if (i1 <= i0) return;
+        const int64_t a = o + i0, b = o + i1;
+        const TensorView hn = dc.h.slice(to, to + i1 - i0);
+        if (lstm)
+            lstm::gates_forward(dc.h.slice(a, b), dc.c.slice(a, b), dc.gates.slice(a, b),
+                                dc.tanh_c.slice(a, b), hn, dc.c.slice(to, to + i1 - i0));
+        else
+            gru::gates_forward(dc.gi.slice(a, b), dc.h.slice(a, b), dc.gates.slice(a, b),
+                               dc.gh_n.slice(a, b), hn);
+        for (int64_t r = a; r < b; ++r)
+            std::memcpy(Y + r * D * H, hn.data() + (r - a) * H, sizeof(float) * H);
+    };
     for (int s = 0; s < T; ++s) {
         const int t = fwd ? s : T - 1 - s;
-        const int prev = fwd ? t : t + 1, next = fwd ? t + 1 : t;
-        const StepMask mask{len, t};
-        const TensorView a = dc.gates.select(t), hp = dc.h.select(prev), hn = dc.h.select(next);
-        cell_add_recurrent(P, hp, a, weight_t_rows(dc.whh_t));
-        if (lstm)
-            lstm::gates_forward(hp, dc.c.select(prev), a, dc.tanh_c.select(t), hn,
-                                dc.c.select(next), mask);
-        else
-            gru::gates_forward(dc.gi.select(t), hp, a, dc.gh_n.select(t), hn, mask);
-        float* y = Y.data() + static_cast<int64_t>(t) * B * D * H + d * H;
-        for (int b = 0; b < B; ++b, y += D * H) {
-            if (mask.active(b))
-                std::memcpy(y, hn.data() + static_cast<int64_t>(b) * H, sizeof(float) * H);
-            else
-                std::fill_n(y, H, 0.0f);
+        const int n = rows[t], n_next = t + 1 < T ? rows[t + 1] : 0;  // n_next: running at t + 1
+        if (n == 0) continue;
+        o = cache.offset[static_cast<std::size_t>(t)];
+        if (!fwd) start_rows(o + n_next, n_next, n);  // rows whose last position is t
+        const TensorView a = dc.gates.slice(o, o + n), hp = dc.h.slice(o, o + n);
+        if (lstm) {
+            cell_add_recurrent(P, hp, a, whh);  // a += b_hh + h W_hhᵀ
+        } else {                                // gh = (0 + b_hh) + h W_hhᵀ
+            fill_bias_rows(a, P.bias_hh);
+            gemm_xwt(n, G * H, H, 1.0f, hp.data(), H, P.weight_hh.data(), H, whh, 1.0f, a.data(),
+                     G * H);
+        }
+        if (fwd) {
+            cell_rows(0, n_next, o + n);       // offset[t + 1]
+            cell_rows(n_next, n, N + n_next);  // the rows ending at t: final states
+        } else {
+            cell_rows(0, n, t > 0 ? cache.offset[static_cast<std::size_t>(t) - 1] : N);
         }
     }
-    final.h.select(idx).copy_from(dc.h.select(fwd ? T : 0));
-    if (lstm) final.c.select(idx).copy_from(dc.c.select(fwd ? T : 0));
+    rnn_packed::set_states(dc.h.slice(N, N + B), order, final.h.select(idx));
+    if (lstm) rnn_packed::set_states(dc.c.slice(N, N + B), order, final.c.select(idx));
 }
 
 void RNN::forward(ConstTensorView x, std::span<const int> lengths, const RNNState& initial,
@@ -168,80 +188,94 @@ void RNN::forward(ConstTensorView x, std::span<const int> lengths, const RNNStat
     else
         final.c.resize({0}, false);
 
-    cache.layer_in[0].resize({T, B, cfg.input_size}, false);
-    to_time_major(x, cache.layer_in[0]);
-    const Dropout dropout({.p = cfg.dropout});
+    rnn_packed::plan(cache);
+    const int64_t N = cache.offset[static_cast<std::size_t>(T)];  // real positions
+    cache.layer_in[0].resize({N, cfg.input_size}, false);
+    rnn_packed::pack(x, cache, cache.layer_in[0]);
     for (int k = 0; k < L; ++k) {
-        if (k > 0) {
-            cache.layer_in[k].resize({T, B, D * H}, false);
-            dropout.forward(cache.layer_out[k - 1], cache.layer_in[k], cache.dropout[k], rng, mode);
+        if (k > 0) {  // dropout, its mask drawn over (T, B, D·H) as if nothing were packed
+            Tensor& mask = cache.dropout[k].mask;
+            if (mode == Mode::train && cfg.dropout > 0.0f) {
+                mask.resize({T, B, D * H}, false);
+                draw_dropout_mask(mask, cfg.dropout, rng);
+            } else {
+                mask.resize({0});
+            }
+            cache.layer_in[k].resize({N, D * H}, false);
+            rnn_packed::mask_rows(cache.layer_out[k - 1], cache, mask, cache.layer_in[k], false);
         }
-        cache.layer_out[k].resize({T, B, D * H}, false);  // (T, B, D·H)
+        cache.layer_out[k].resize({N, D * H}, false);
         for (int d = 0; d < D; ++d) forward_direction(k, d, initial, final, cache);
     }
-    to_batch_major(cache.layer_out[L - 1], out, false);
+    rnn_packed::unpack(cache.layer_out[L - 1], cache, out, false);
 }
 
 // Layer k, direction d of backward(): from d_layer_out_ and d_final to the direction's
-// parameter gradients, d_initial and (when need_d_in) d_layer_in_.
+// parameter gradients, d_initial and (when need_d_in) d_layer_in_. d_h_ / d_c_ hold, for every
+// sorted row, the gradient of the state after the next step to undo; rows that have not run yet
+// keep the final state's (in both buffers, which swap each step).
 void RNN::backward_direction(int k, int d, const RNNState& d_final, const RNNCache& cache,
                              bool need_d_in, RNNState& d_initial) {
     const int B = cache.B, T = cache.T, H = cfg.hidden_size, D = directions();
-    const bool lstm = cfg.cell == CellType::lstm;
-    const std::span<const int> len(cache.lengths);
-    const Tensor& X = cache.layer_in[k];  // (T, B, In)
+    const int64_t N = cache.offset[static_cast<std::size_t>(T)];
+    const bool lstm = cfg.cell == CellType::lstm, fwd = d == 0;
     const int idx = k * D + d;
-    const bool fwd = d == 0;
     const RNNCellParams& P = params.cells[idx];
     RNNCellParams& Pg = grad.cells[idx];
     const RNNDirectionCache& dc = cache.dirs[idx];
-    if (absent(d_final.h))
-        d_h_.zero();
-    else
-        d_h_.copy_from(d_final.h.select(idx));
-    if (lstm) {
-        if (absent(d_final.c))
-            d_c_.zero();
-        else
-            d_c_.copy_from(d_final.c.select(idx));
-    }
+    const std::span<const int> order(cache.order), rows(cache.rows);
+    const auto start = [&](const Tensor& df, Tensor& g, Tensor& g_next, Tensor& g0) {
+        rnn_packed::gather_states(absent(df) ? ConstTensorView() : df.select(idx), order, 0, B, g);
+        g_next.copy_from(g);
+        g0.copy_from(g);
+    };
+    start(d_final.h, d_h_, d_h_next_, d_h0_);
+    if (lstm) start(d_final.c, d_c_, d_c_next_, d_c0_);
     // Steps in reverse processing order: forward direction t = T−1 … 0, backward 0 … T−1.
     for (int s = 0; s < T; ++s) {
         const int t = fwd ? T - 1 - s : s;
-        const int prev = fwd ? t : t + 1;
-        const StepMask mask{len, t};
+        const int n = rows[t];
+        if (n == 0) continue;
+        const int64_t o = cache.offset[static_cast<std::size_t>(t)];
         // d_h' = (from the later step) + d_out[t] of this direction
-        const float* dy = d_layer_out_.data() + static_cast<int64_t>(t) * B * D * H + d * H;
-        for (int b = 0; b < B; ++b)
-            kernels::axpy(H, 1.0f, dy + static_cast<int64_t>(b) * D * H,
-                          d_h_.data() + static_cast<int64_t>(b) * H);
-        d_h_next_.zero();
-        const ConstTensorView hp = dc.h.select(prev);
-        const TensorView dgi = d_gi_.select(t);
+        const float* dy = d_layer_out_.data() + o * D * H + d * H;
+        for (int i = 0; i < n; ++i)
+            kernels::axpy(H, 1.0f, dy + int64_t{i} * D * H, d_h_.data() + int64_t{i} * H);
+        const TensorView dh = d_h_.slice(0, n), dh_next = d_h_next_.slice(0, n);
+        const TensorView dgi = d_gi_.slice(o, o + n);
+        dh_next.zero();
         if (lstm) {
-            d_c_next_.zero();
-            lstm::gates_backward(d_h_, d_c_, dc.c.select(prev), dc.gates.select(t),
-                                 dc.tanh_c.select(t), dgi, d_h_next_, d_c_next_, mask);
+            d_c_next_.slice(0, n).zero();
+            lstm::gates_backward(dh, d_c_.slice(0, n), dc.c.slice(o, o + n),
+                                 dc.gates.slice(o, o + n), dc.tanh_c.slice(o, o + n), dgi, dh_next,
+                                 d_c_next_.slice(0, n));
             // a = … + h W_hhᵀ   =>   d_h += d_a W_hh   (weight gradient after the loop)
-            gemm(dgi, false, P.weight_hh, false, d_h_next_, 1.0f, 1.0f);
-            std::swap(d_c_, d_c_next_);
+            gemm(dgi, false, P.weight_hh, false, dh_next, 1.0f, 1.0f);
         } else {
-            const TensorView dgh = d_gh_.select(t);
-            gru::gates_backward(d_h_, hp, dc.gates.select(t), dc.gh_n.select(t), dgi, dgh,
-                                d_h_next_, mask);
-            gemm(dgh, false, P.weight_hh, false, d_h_next_, 1.0f, 1.0f);
+            const TensorView dgh = d_gh_.slice(o, o + n);
+            gru::gates_backward(dh, dc.h.slice(o, o + n), dc.gates.slice(o, o + n),
+                                dc.gh_n.slice(o, o + n), dgi, dgh, dh_next);
+            gemm(dgh, false, P.weight_hh, false, dh_next, 1.0f, 1.0f);
+        }
+        if (!fwd) {  // the rows whose last position is t started here from the initial state
+            const int n_next = t + 1 < T ? rows[t + 1] : 0;
+            d_h0_.slice(n_next, n).copy_from(d_h_next_.slice(n_next, n));
+            if (lstm) d_c0_.slice(n_next, n).copy_from(d_c_next_.slice(n_next, n));
         }
         std::swap(d_h_, d_h_next_);
+        if (lstm) std::swap(d_c_, d_c_next_);
     }
-    if (!absent(d_initial.h))
-        kernels::axpy(B * H, 1.0f, d_h_.data(), d_initial.h.select(idx).data());
-    if (lstm && !absent(d_initial.c))
-        kernels::axpy(B * H, 1.0f, d_c_.data(), d_initial.c.select(idx).data());
-    // d_W_hh += Σ_t d_a[t]ᵀ h_prev[t];  h_prev = h[0..T) (forward) or h[1..T] (backward)
-    const ConstTensorView h_prev = dc.h.slice(fwd ? 0 : 1, fwd ? T : T + 1);
-    cell_add_recurrent_backward(P, Pg, lstm ? d_gi_ : d_gh_, h_prev, TensorView());
-    // d_W_ih += d_giᵀ X;  d_b_ih += Σ d_gi;  d_X += d_gi W_ih   (one GEMM each, all steps)
-    cell_project_input_backward(P, Pg, d_gi_, X, need_d_in ? d_layer_in_.view() : TensorView());
+    if (fwd) {  // every row started at step 0 (or, of length 0, kept its final gradient)
+        d_h0_.copy_from(d_h_);
+        if (lstm) d_c0_.copy_from(d_c_);
+    }
+    if (!absent(d_initial.h)) rnn_packed::add_states(d_h0_, order, d_initial.h.select(idx));
+    if (lstm && !absent(d_initial.c)) rnn_packed::add_states(d_c0_, order, d_initial.c.select(idx));
+    // d_W_hh += Σ d_aᵀ h_prev over the N packed rows (dc.h's first N rows are the h_prev)
+    cell_add_recurrent_backward(P, Pg, lstm ? d_gi_ : d_gh_, dc.h.slice(0, N), TensorView());
+    // d_W_ih += d_giᵀ X;  d_b_ih += Σ d_gi;  d_X += d_gi W_ih   (one GEMM each, all rows)
+    cell_project_input_backward(P, Pg, d_gi_, cache.layer_in[k],
+                                need_d_in ? d_layer_in_.view() : TensorView());
 }
 
 void RNN::backward(ConstTensorView d_out, const RNNState& d_final, const RNNCache& cache,
@@ -258,33 +292,25 @@ void RNN::backward(ConstTensorView d_out, const RNNState& d_final, const RNNCach
     if (!absent(d_final.c)) NZ_CHECK_SHAPE(d_final.c, {L * D, B, H});
     if (!absent(d_initial.h)) NZ_CHECK_SHAPE(d_initial.h, {L * D, B, H});
     if (!absent(d_initial.c)) NZ_CHECK_SHAPE(d_initial.c, {L * D, B, H});
-    const std::span<const int> len(cache.lengths);
+    const int64_t N = cache.offset[static_cast<std::size_t>(T)];
 
-    // The top layer's output gradient, time-major; padding outputs are constant 0: no gradient.
-    d_layer_out_.resize({T, B, D * H}, false);
-    to_time_major(d_out, d_layer_out_);
-    for (int t = 0; t < T; ++t)
-        for (int b = 0; b < B; ++b)
-            if (t >= len[b]) d_layer_out_.select(t).select(b).zero();
-
-    d_h_.resize({B, H}, false);
-    d_h_next_.resize({B, H}, false);
-    d_c_.resize({B, H}, false);
-    d_c_next_.resize({B, H}, false);
-    d_gi_.resize({T, B, G * H}, false);
-    if (!lstm) d_gh_.resize({T, B, G * H}, false);
-    const Dropout dropout({.p = cfg.dropout});
+    // The top layer's output gradient at the real positions (padding outputs are constant 0)
+    d_layer_out_.resize({N, D * H}, false);
+    rnn_packed::pack(d_out, cache, d_layer_out_);
+    for (Tensor* g : {&d_h_, &d_h_next_, &d_h0_, &d_c_, &d_c_next_, &d_c0_})
+        g->resize({B, H}, false);
+    d_gi_.resize({N, G * H}, false);
+    if (!lstm) d_gh_.resize({N, G * H}, false);
     for (int k = L - 1; k >= 0; --k) {
-        const Tensor& X = cache.layer_in[k];  // (T, B, In)
-        const int In = X.dim(2);
+        const int In = cache.layer_in[k].dim(1);
         const bool need_d_in = k > 0 || !absent(d_x);
-        if (need_d_in) d_layer_in_.resize({T, B, In});  // zeroed; both directions add into it
+        if (need_d_in) d_layer_in_.resize({N, In});  // zeroed; both directions add into it
         for (int d = 0; d < D; ++d) backward_direction(k, d, d_final, cache, need_d_in, d_initial);
         if (k > 0) {  // through the dropout between layer k−1 and k
-            d_layer_out_.zero();
-            dropout.backward(d_layer_in_, cache.dropout[k], d_layer_out_);
+            d_layer_out_.resize({N, D * H}, false);
+            rnn_packed::mask_rows(d_layer_in_, cache, cache.dropout[k].mask, d_layer_out_, true);
         } else if (!absent(d_x)) {
-            to_batch_major(d_layer_in_, d_x, true);
+            rnn_packed::unpack(d_layer_in_, cache, d_x, true);
         }
     }
 }

@@ -9,11 +9,19 @@
 // forward direction's final state is its state after the last real token, and the backward
 // direction starts at the sentence's own last real token from its initial state. A padded
 // sentence gives the same outputs and final states as if it were alone in the batch.
-// Layers: layer 0 reads x; layer k > 0 reads dropout(out of layer k−1) (train mode only, as torch).
-// Input projections W_ih x + b_ih of all T steps of one layer-direction are ONE GEMM; only
-// the W_hh h GEMM and the fused gate kernel (gru_cell.h / lstm_cell.h) run per step.
-// Internally time-major (T, B, ·): every step is a contiguous (B, ·) block. All buffers live
-// in RNNCache / RNN scratch and are sized once per batch: nothing allocates in the time loop.
+// Layers: layer 0 reads x; layer k > 0 reads dropout(out of layer k−1) (train mode only, as torch;
+// the mask is drawn over (T, B, dirs·H) in time-major order of the caller's rows, padding
+// included, so the draws do not depend on how the RNN stores its rows).
+// Packed inside (PyTorch's PackedSequence): the rows are sorted by length (longest first,
+// stable) and step t holds only the n_t = |{b : lengths[b] > t}| rows still running, the
+// first n_t of the sorted batch; the steps are stored one after another (N = Σ lengths rows in
+// all), so no product, gate or weight gradient touches a padded position. Both directions of a
+// bidirectional layer share that layout (position t is real in both for the same rows). x, out
+// and the states are mapped to and from the caller's row order by the transposing copies.
+// Input projections W_ih x + b_ih of all steps of one layer-direction are ONE GEMM over the N
+// real rows; only the W_hh h GEMM and the fused gate kernel (gru_cell.h / lstm_cell.h) run per
+// step. All buffers live in RNNCache / RNN scratch and are sized once per batch: nothing
+// allocates in the time loop.
 // Parameters: visit() gives torch's names and order: weight_ih_l{k}, weight_hh_l{k},
 // bias_ih_l{k}, bias_hh_l{k}, then the same with suffix _reverse, for k = 0..L−1.
 // Init as PyTorch: everything ~ U(-1/sqrt(H), 1/sqrt(H)).
@@ -62,16 +70,17 @@ struct RNNState {
     Tensor c{Shape{0}};  // (L·dirs, B, H)  LSTM only; empty for GRU
 };
 
-// One layer-direction of the forward pass, time-indexed. States: forward direction
-// h[0] = h_init, h[t+1] = state after time t; backward direction h[T] = h_init,
-// h[t] = state after time t (it runs t = T−1 … 0). Same for c.
+// One layer-direction of the forward pass, in the packed layout of RNNCache (step t's n_t rows
+// from row offset[t]). h: rows [0, N) hold the state each packed row started its step from (the
+// initial state where a sentence starts: step 0 forward, its last position backward), rows
+// [N, N + B) the final states of the sorted rows. Same for c.
 struct RNNDirectionCache {
-    Tensor gi{Shape{0}};  // (T, B, 3H)  GRU: W_ih x + b_ih (LSTM: unused, projections go to gates)
-    Tensor gates{Shape{0}};   // (T, B, G·H) activated gates: GRU r, z, n; LSTM i, f, g, o
-    Tensor gh_n{Shape{0}};    // (T, B, H)   GRU only: W_hn h + b_hn
-    Tensor tanh_c{Shape{0}};  // (T, B, H)   LSTM only: tanh(c')
-    Tensor h{Shape{0}};       // (T+1, B, H)
-    Tensor c{Shape{0}};       // (T+1, B, H) LSTM only
+    Tensor gi{Shape{0}};      // (N, 3H)  GRU: W_ih x + b_ih (LSTM: unused, projections go to gates)
+    Tensor gates{Shape{0}};   // (N, G·H) activated gates: GRU r, z, n; LSTM i, f, g, o
+    Tensor gh_n{Shape{0}};    // (N, H)   GRU only: W_hn h + b_hn
+    Tensor tanh_c{Shape{0}};  // (N, H)   LSTM only: tanh(c')
+    Tensor h{Shape{0}};       // (N + B, H)
+    Tensor c{Shape{0}};       // (N + B, H) LSTM only
     WeightT whh_t;  // W_hhᵀ for this forward's steps (blas.h; empty at <= kSmallGemmRows rows or
                     // without AVX-512)
 };
@@ -80,11 +89,15 @@ struct RNNDirectionCache {
 struct RNNCache {
     int B = 0, T = 0;
     Mode mode = Mode::eval;
-    std::vector<int> lengths;       // (B)
-    std::vector<Tensor> layer_in;   // [L]  (T, B, I or dirs·H) time-major layer inputs
-                                    //      ([0] = x transposed, [k] = dropout(layer_out[k−1]))
-    std::vector<Tensor> layer_out;  // [L]  (T, B, dirs·H) time-major outputs (0 at padding)
-    std::vector<DropoutCache> dropout;    // [L]  mask applied to layer_out[k−1] (index 0 unused)
+    std::vector<int> lengths;             // (B) in the caller's row order
+    std::vector<int> order;               // (B) sorted row i is the caller's row order[i]
+    std::vector<int> rows;                // (T) n_t: step t runs the sorted rows [0, n_t)
+    std::vector<int64_t> offset;          // (T + 1) first packed row of step t; offset[T] = N
+    std::vector<Tensor> layer_in;         // [L]  (N, I or dirs·H) packed layer inputs
+                                          //      ([0] = x, [k] = dropout(layer_out[k−1]))
+    std::vector<Tensor> layer_out;        // [L]  (N, dirs·H) packed outputs
+    std::vector<DropoutCache> dropout;    // [L]  mask of layer_out[k−1], (T, B, dirs·H) in the
+                                          //      caller's row order (index 0 unused)
     std::vector<RNNDirectionCache> dirs;  // [L · dirs]
 };
 
@@ -137,11 +150,13 @@ private:
     void backward_direction(int k, int d, const RNNState& d_final, const RNNCache& cache,
                             bool need_d_in, RNNState& d_initial);
     // Backward scratch, sized once per batch (not state).
-    Tensor d_layer_in_{Shape{0}};   // (T, B, I or dirs·H)
-    Tensor d_layer_out_{Shape{0}};  // (T, B, dirs·H)
+    Tensor d_layer_in_{Shape{0}};   // (N, I or dirs·H)
+    Tensor d_layer_out_{Shape{0}};  // (N, dirs·H)
     Tensor d_gi_{Shape{0}},
-        d_gh_{Shape{0}};  // (T, B, G·H)   (LSTM uses only d_gi_: there d_gi = d_gh)
-    Tensor d_h_{Shape{0}}, d_h_next_{Shape{0}}, d_c_{Shape{0}}, d_c_next_{Shape{0}};  // (B, H)
+        d_gh_{Shape{0}};  // (N, G·H)   (LSTM uses only d_gi_: there d_gi = d_gh)
+    // (B, H) in sorted row order: the running gradients and those of the initial states
+    Tensor d_h_{Shape{0}}, d_h_next_{Shape{0}}, d_c_{Shape{0}}, d_c_next_{Shape{0}};
+    Tensor d_h0_{Shape{0}}, d_c0_{Shape{0}};
 };
 
 }  // namespace nazar

@@ -110,6 +110,16 @@ std::vector<std::pair<std::string, ModelConfig>> variants() {
     c = tiny_config(DecoderKind::luong, ScoreKind::additive);
     c.decoder.attention_timing = AttentionTiming::after;
     v.emplace_back("luong additive, timing after", c);
+    // the encoder runs packed (nn/rnn.h): other encoders, each on its own row order
+    c = tiny_config();
+    c.encoder.cell = CellType::lstm;
+    c.encoder.num_layers = 2;
+    v.emplace_back("bahdanau, 2-layer bidirectional lstm encoder", c);
+    c = tiny_config(DecoderKind::luong, ScoreKind::general);
+    c.encoder.bidirectional = false;
+    c.encoder.hidden_size = 6;
+    c.encoder.num_layers = 2;
+    v.emplace_back("luong general, 2-layer unidirectional gru encoder", c);
     // not skipped (seq2seq.h can_skip_rows), checked all the same
     c = tiny_config();
     c.decoder.num_layers = 2;

@@ -1,8 +1,8 @@
 // NAZAR_GEMM_PROFILE=1: every gemm_raw / gemm_xwt call is timed and tallied by (transposes, M, N,
-// K); at exit the 40 shapes that took longest are printed to stderr with calls, time, share and
-// GFLOP/s, and for the products timed with profile_start also the process CPU time they took
-// and GFLOP per CPU-second (what a loaded machine changes least; docs/performance.md). Off (the
-// default) it costs one test of a pointer per call.
+// K); at exit the FLOPs executed in all and the 40 shapes that took longest are printed to stderr
+// with calls, time, share and GFLOP/s, and for the products timed with profile_start also the
+// process CPU time they took and GFLOP per CPU-second (what a loaded machine changes least;
+// docs/performance.md). Off (the default) it costs one test of a pointer per call.
 #include "nazar/core/cpu_features.h"
 #include "nazar/core/gemm/internal.h"
 
@@ -35,16 +35,20 @@ public:
     }
     ~GemmProfile() {
         std::lock_guard lk(m_);
-        double total = 0, cpu = 0;
+        double total = 0, cpu = 0, gflop = 0;
         std::vector<std::pair<double, std::string>> rows;
         for (const auto& [k, e] : t_) {
             total += e.seconds;
             cpu += e.cpu_seconds;
+            gflop += 2e-9 * std::get<2>(k) * std::get<3>(k) * std::get<4>(k) *
+                     static_cast<double>(e.calls);
         }
         for (const auto& [k, e] : t_) rows.emplace_back(e.seconds, row(k, e, total));
         std::sort(rows.rbegin(), rows.rend());
-        std::fprintf(stderr, "gemm profile: %.1f ms (%.1f ms of process CPU time) in %zu shapes\n",
-                     1e3 * total, 1e3 * cpu, rows.size());
+        std::fprintf(stderr,
+                     "gemm profile: %.1f ms (%.1f ms of process CPU time) in %zu shapes, %.3f "
+                     "GFLOP executed\n",
+                     1e3 * total, 1e3 * cpu, rows.size(), gflop);
         for (std::size_t i = 0; i < rows.size() && i < 40; ++i)
             std::fprintf(stderr, "%s\n", rows[i].second.c_str());
     }

@@ -1,0 +1,115 @@
+// The RNN's packed row layout and its copies (rnn_packed.h).
+#include "nazar/nn/rnn_packed.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace nazar::rnn_packed {
+
+namespace {
+bool absent(ConstTensorView v) {
+    return v.data() == nullptr || v.numel() == 0;
+}
+}  // namespace
+
+void plan(RNNCache& c) {
+    const int B = c.B, T = c.T;
+    c.order.resize(static_cast<std::size_t>(B));
+    std::iota(c.order.begin(), c.order.end(), 0);
+    std::stable_sort(c.order.begin(), c.order.end(), [&](int a, int b) {
+        return c.lengths[static_cast<std::size_t>(a)] > c.lengths[static_cast<std::size_t>(b)];
+    });
+    c.rows.assign(static_cast<std::size_t>(T), 0);
+    c.offset.assign(static_cast<std::size_t>(T) + 1, 0);
+    // the sorted lengths are nonincreasing: n_t = the number of them above t
+    int n = B;
+    for (int t = 0; t < T; ++t) {
+        while (n > 0 && c.lengths[static_cast<std::size_t>(c.order[n - 1])] <= t) --n;
+        c.rows[static_cast<std::size_t>(t)] = n;
+        c.offset[static_cast<std::size_t>(t) + 1] = c.offset[static_cast<std::size_t>(t)] + n;
+    }
+}
+
+void pack(ConstTensorView x, const RNNCache& c, TensorView dst) {
+    const int T = c.T, C = x.dim(2);
+    for (int t = 0; t < T; ++t) {
+        const int n = c.rows[static_cast<std::size_t>(t)];
+        float* d = dst.data() + c.offset[static_cast<std::size_t>(t)] * C;
+        for (int i = 0; i < n; ++i, d += C)
+            std::memcpy(d, x.data() + (int64_t{c.order[i]} * T + t) * C, sizeof(float) * C);
+    }
+}
+
+void unpack(ConstTensorView src, const RNNCache& c, TensorView out, bool add) {
+    const int B = c.B, T = c.T, C = out.dim(2);
+    for (int t = 0; t < T; ++t) {
+        const int n = c.rows[static_cast<std::size_t>(t)];
+        const float* s = src.data() + c.offset[static_cast<std::size_t>(t)] * C;
+        for (int i = 0; i < n; ++i, s += C) {
+            float* o = out.data() + (int64_t{c.order[i]} * T + t) * C;
+            if (add)
+                for (int j = 0; j < C; ++j) o[j] += s[j];
+            else
+                std::memcpy(o, s, sizeof(float) * C);
+        }
+    }
+    if (add) return;
+    for (int b = 0; b < B; ++b) {
+        const int len = c.lengths[static_cast<std::size_t>(b)];
+        std::fill(out.data() + (int64_t{b} * T + len) * C, out.data() + int64_t{b + 1} * T * C,
+                  0.0f);
+    }
+}
+
+void mask_rows(ConstTensorView src, const RNNCache& c, ConstTensorView mask, TensorView dst,
+               bool plus_zero) {
+    if (absent(mask)) {
+        dst.copy_from(src);
+        return;
+    }
+    const int B = c.B, T = c.T, C = src.dim(1);
+    for (int t = 0; t < T; ++t) {
+        const int n = c.rows[static_cast<std::size_t>(t)];
+        const int64_t o = c.offset[static_cast<std::size_t>(t)];
+        for (int i = 0; i < n; ++i) {
+            const float* s = src.data() + (o + i) * C;
+            const float* m = mask.data() + (int64_t{t} * B + c.order[i]) * C;
+            float* d = dst.data() + (o + i) * C;
+            if (plus_zero)
+                for (int j = 0; j < C; ++j) d[j] = 0.0f + s[j] * m[j];
+            else
+                for (int j = 0; j < C; ++j) d[j] = s[j] * m[j];
+        }
+    }
+}
+
+void gather_states(ConstTensorView state, std::span<const int> order, int i0, int i1,
+                   TensorView dst) {
+    const int H = dst.dim(1);
+    for (int i = i0; i < i1; ++i) {
+        float* d = dst.data() + int64_t{i - i0} * H;
+        if (absent(state))
+            std::fill_n(d, H, 0.0f);
+        else
+            std::memcpy(d, state.data() + int64_t{order[i]} * H, sizeof(float) * H);
+    }
+}
+
+void add_states(ConstTensorView src, std::span<const int> order, TensorView state) {
+    const int B = src.dim(0), H = src.dim(1);
+    for (int i = 0; i < B; ++i) {
+        const float* s = src.data() + int64_t{i} * H;
+        float* d = state.data() + int64_t{order[i]} * H;
+        for (int j = 0; j < H; ++j) d[j] += s[j];
+    }
+}
+
+void set_states(ConstTensorView src, std::span<const int> order, TensorView state) {
+    const int B = src.dim(0), H = src.dim(1);
+    for (int i = 0; i < B; ++i)
+        std::memcpy(state.data() + int64_t{order[i]} * H, src.data() + int64_t{i} * H,
+                    sizeof(float) * H);
+}
+
+}  // namespace nazar::rnn_packed
