@@ -103,7 +103,8 @@ void RNN::forward_direction(int k, int d, const RNNState& initial, RNNState& fin
     const RNNCellParams& P = params.cells[idx];
     RNNDirectionCache& dc = cache.dirs[idx];
     prepare_direction(P, cache.layer_in[k], N, B, H, G, lstm, dc);
-    float* const Y = cache.layer_out[k].data() + d * H;  // (N, D·H), this direction's half
+    // (N, D·H), this direction's half; no rows at all (every source empty): no outputs
+    float* const Y = N > 0 ? cache.layer_out[k].data() + d * H : nullptr;
     const WeightTRows whh = weight_t_rows(dc.whh_t);
     const ConstTensorView h_init = absent(initial.h) ? ConstTensorView() : initial.h.select(idx);
     const ConstTensorView c_init = absent(initial.c) ? ConstTensorView() : initial.c.select(idx);
