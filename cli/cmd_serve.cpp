@@ -85,7 +85,7 @@ void watch_signals(serve::Server& server, const std::atomic<bool>& done) {
     }
 }
 
-void install_signal_handlers() {
+void install_serve_signal_handlers() {
     if (g_signal_pipe[0] < 0 && ::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
         throw Error(fmt::format("nazar serve: cannot create a pipe: {}", std::strerror(errno)));
     struct sigaction sa {};
@@ -103,7 +103,7 @@ int run_serve(ServeArgs& a) {
     a.cfg.batcher.window = std::chrono::microseconds(static_cast<int64_t>(a.window_ms * 1000));
     a.cfg.timeout = std::chrono::milliseconds(a.timeout_ms);
 
-    install_signal_handlers();  // before the models load: a SIGTERM then still exits 0 later
+    install_serve_signal_handlers();  // before the models load: a SIGTERM then still exits 0 later
     std::vector<std::unique_ptr<Translator>> translators;
     std::vector<serve::NamedModel> named;
     std::string names;
