@@ -15,6 +15,7 @@
 // median over iterations of each read pass's time over the next step's.
 // Before timing: the read pass's sum against a double-precision oracle, and each step's
 // log-probabilities (greedy) summing to 1; exits 1 on a mismatch. Argument: rows (1 or 5).
+#include "bench/read_sum.h"
 #include "nazar/core/blas.h"
 #include "nazar/core/rng.h"
 #include "nazar/core/threads.h"
@@ -52,21 +53,6 @@ std::unique_ptr<Seq2Seq> make_model() {
     return std::make_unique<Seq2Seq>(c, 2024);
 }
 
-float sum_part(const float* x, int64_t n) {
-    __m256 s[8];
-    for (auto& v : s) v = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 64 <= n; i += 64)
-        for (int j = 0; j < 8; ++j) s[j] = _mm256_add_ps(s[j], _mm256_loadu_ps(x + i + 8 * j));
-    for (int j = 1; j < 8; ++j) s[0] = _mm256_add_ps(s[0], s[j]);
-    float lanes[8];
-    _mm256_storeu_ps(lanes, s[0]);
-    float r = 0;
-    for (float v : lanes) r += v;
-    for (; i < n; ++i) r += x[i];
-    return r;
-}
-
 // Σ of every float of the given matrices, each thread summing its contiguous share of each (as
 // the products split their rows of B): the step's own weights, read where they live now.
 float pooled_sum(std::span<const ConstTensorView> mats) {
@@ -77,7 +63,7 @@ float pooled_sum(std::span<const ConstTensorView> mats) {
             float s = 0;
             for (const ConstTensorView& m : mats) {
                 const int64_t n = m.numel(), b = n * p / parts, e = n * (p + 1) / parts;
-                s += sum_part(m.data() + b, e - b);
+                s += bench::sum_floats(m.data() + b, e - b);
             }
             part[static_cast<std::size_t>(p)] = s;
         }

@@ -5,6 +5,7 @@
 // thread of nazar's pool (as gemm() splits a product), with 8 independent 8-lane accumulators.
 // The sum is validated against a double-precision scalar oracle before timing. Counter: GB/s.
 // Argument: buffer size in MB.
+#include "bench/read_sum.h"
 #include "nazar/core/threads.h"
 
 #include <benchmark/benchmark.h>
@@ -20,21 +21,6 @@ using namespace nazar;
 
 namespace {
 
-float sum_part(const float* x, int64_t n) {
-    __m256 s[8];
-    for (auto& v : s) v = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 64 <= n; i += 64)
-        for (int j = 0; j < 8; ++j) s[j] = _mm256_add_ps(s[j], _mm256_loadu_ps(x + i + 8 * j));
-    for (int j = 1; j < 8; ++j) s[0] = _mm256_add_ps(s[0], s[j]);
-    float lanes[8];
-    _mm256_storeu_ps(lanes, s[0]);
-    float r = 0;
-    for (float v : lanes) r += v;
-    for (; i < n; ++i) r += x[i];
-    return r;
-}
-
 float pooled_sum(const std::vector<float>& buf) {
     const int parts = num_threads();
     std::vector<float> part(static_cast<std::size_t>(parts));
@@ -42,7 +28,7 @@ float pooled_sum(const std::vector<float>& buf) {
     parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
         for (int64_t p = p0; p < p1; ++p) {
             const int64_t b = n * p / parts, e = n * (p + 1) / parts;
-            part[static_cast<std::size_t>(p)] = sum_part(buf.data() + b, e - b);
+            part[static_cast<std::size_t>(p)] = bench::sum_floats(buf.data() + b, e - b);
         }
     });
     float r = 0;

@@ -5,6 +5,7 @@
 // (the 8-lane screen and its tail), ranking ties and min_length's forbidden </s>.
 #include "nazar/core/kernels.h"
 #include "nazar/decode/beam_search.h"
+#include "tests/common/beam_checks.h"
 #include "tests/common/tiny_models.h"
 
 #include <gtest/gtest.h>
@@ -14,43 +15,16 @@
 namespace nazar {
 namespace {
 
+using test::expect_same_hypotheses;
+using test::mixed_length_sentences;
 using test::pad;
 using test::Sources;
 using test::tiny_config;
 
-void expect_identical(const std::vector<std::vector<Hypothesis>>& got,
-                      const std::vector<std::vector<Hypothesis>>& want, const char* what) {
-    ASSERT_EQ(got.size(), want.size()) << what;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-        ASSERT_EQ(got[i].size(), want[i].size()) << what << " sentence " << i;
-        for (std::size_t k = 0; k < want[i].size(); ++k) {
-            const Hypothesis &a = got[i][k], &b = want[i][k];
-            EXPECT_EQ(a.tokens, b.tokens) << what << " " << i << " " << k;
-            EXPECT_EQ(a.log_prob, b.log_prob) << what << " " << i << " " << k;
-            EXPECT_EQ(a.score, b.score) << what << " " << i << " " << k;
-            EXPECT_EQ(a.finished, b.finished) << what << " " << i << " " << k;
-            ASSERT_EQ(a.attention.shape(), b.attention.shape());
-            for (int64_t j = 0; j < a.attention.numel(); ++j)
-                EXPECT_EQ(a.attention.data()[j], b.attention.data()[j]) << what;
-        }
-    }
-}
-
-std::vector<std::vector<int32_t>> sentences(int V, int n) {
-    std::vector<std::vector<int32_t>> out;
-    for (int i = 0; i < n; ++i) {
-        std::vector<int32_t> x;
-        for (int t = 0; t < (i * 5) % 8; ++t)
-            x.push_back(static_cast<int32_t>(4 + (i * 3 + t * 7) % (V - 4)));
-        out.push_back(x);
-    }
-    return out;
-}
-
 void check(const ModelConfig& c, Precision p, const BeamOptions& base, const char* what) {
     Seq2Seq m(c, 41);
     m.set_precision(p);
-    const auto sents = sentences(c.src_vocab_size, 12);
+    const auto sents = mixed_length_sentences(c.src_vocab_size, 12);
     const Sources all = pad(sents);
     BeamOptions fused = base, plain = base;
     fused.fused_output = true;
@@ -58,7 +32,7 @@ void check(const ModelConfig& c, Precision p, const BeamOptions& base, const cha
     const auto want = beam_search(m, all.ids, all.lengths, all.S, plain);
     for (const bool avx512 : {true, false}) {
         kernels::set_kernels_avx512(avx512);
-        expect_identical(beam_search(m, all.ids, all.lengths, all.S, fused), want, what);
+        expect_same_hypotheses(beam_search(m, all.ids, all.lengths, all.S, fused), want, what);
     }
     kernels::set_kernels_avx512(true);
 }
@@ -88,13 +62,13 @@ TEST(BeamSearchFused, TiesRankTheSameWay) {
     Seq2Seq m(c, 5);
     m.generator.params.weight.fill(0.0f);
     m.generator.params.bias.fill(0.0f);
-    const auto sents = sentences(c.src_vocab_size, 5);
+    const auto sents = mixed_length_sentences(c.src_vocab_size, 5);
     const Sources all = pad(sents);
     BeamOptions fused{.beam_size = 5, .n_best = 5, .max_length = 6};
     BeamOptions plain = fused;
     plain.fused_output = false;
-    expect_identical(beam_search(m, all.ids, all.lengths, all.S, fused),
-                     beam_search(m, all.ids, all.lengths, all.S, plain), "ties");
+    expect_same_hypotheses(beam_search(m, all.ids, all.lengths, all.S, fused),
+                           beam_search(m, all.ids, all.lengths, all.S, plain), "ties");
 }
 
 }  // namespace

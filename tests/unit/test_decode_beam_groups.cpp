@@ -7,6 +7,7 @@
 #include "nazar/core/threads.h"
 #include "nazar/decode/beam_groups.h"
 #include "nazar/decode/beam_search.h"
+#include "tests/common/beam_checks.h"
 #include "tests/common/tiny_models.h"
 
 #include <gtest/gtest.h>
@@ -16,44 +17,16 @@
 namespace nazar {
 namespace {
 
+using test::expect_same_hypotheses;
+using test::mixed_length_sentences;
 using test::pad;
 using test::Sources;
 using test::tiny_config;
 
-void expect_identical(const std::vector<std::vector<Hypothesis>>& got,
-                      const std::vector<std::vector<Hypothesis>>& want, const std::string& what) {
-    ASSERT_EQ(got.size(), want.size()) << what;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-        ASSERT_EQ(got[i].size(), want[i].size()) << what << " sentence " << i;
-        for (std::size_t k = 0; k < want[i].size(); ++k) {
-            const Hypothesis &a = got[i][k], &b = want[i][k];
-            EXPECT_EQ(a.tokens, b.tokens) << what << " " << i << " " << k;
-            EXPECT_EQ(a.log_prob, b.log_prob) << what << " " << i << " " << k;
-            EXPECT_EQ(a.score, b.score) << what << " " << i << " " << k;
-            EXPECT_EQ(a.finished, b.finished) << what << " " << i << " " << k;
-            ASSERT_EQ(a.attention.shape(), b.attention.shape()) << what;
-            for (int64_t j = 0; j < a.attention.numel(); ++j)
-                EXPECT_EQ(a.attention.data()[j], b.attention.data()[j]) << what;
-        }
-    }
-}
-
-// n sentences of lengths 0..7 (an empty source among them).
-std::vector<std::vector<int32_t>> sentences(int V, int n) {
-    std::vector<std::vector<int32_t>> out;
-    for (int i = 0; i < n; ++i) {
-        std::vector<int32_t> x;
-        for (int t = 0; t < (i * 5) % 8; ++t)
-            x.push_back(static_cast<int32_t>(4 + (i * 3 + t * 7) % (V - 4)));
-        out.push_back(x);
-    }
-    return out;
-}
-
 // Every group size in `rows` (and the default) against one product of all rows, 1 and 2
 // threads.
 void check(Seq2Seq& m, int n_sentences, const BeamOptions& base, const std::string& what) {
-    const Sources all = pad(sentences(m.config().src_vocab_size, n_sentences));
+    const Sources all = pad(mixed_length_sentences(m.config().src_vocab_size, n_sentences));
     const int saved = num_threads();
     for (const int threads : {1, 2}) {
         set_num_threads(threads);
@@ -63,7 +36,7 @@ void check(Seq2Seq& m, int n_sentences, const BeamOptions& base, const std::stri
         for (const int rows : {1, 2, 3, 7, 11, -1}) {
             BeamOptions grouped = base;
             grouped.output_group_rows = rows;
-            expect_identical(
+            expect_same_hypotheses(
                 beam_search(m, all.ids, all.lengths, all.S, grouped), want,
                 what + " rows " + std::to_string(rows) + " threads " + std::to_string(threads));
         }
@@ -92,7 +65,7 @@ TEST(BeamSearchGroups, LogitsRowsInAnyRangesEqualTheWholeProduct) {
         const ModelConfig c = big_config();
         Seq2Seq m(c, 7);
         m.set_precision(p);
-        const Sources all = pad(sentences(c.src_vocab_size, 9));
+        const Sources all = pad(mixed_length_sentences(c.src_vocab_size, 9));
         EncodedSource enc;
         m.encode(all.ids, all.lengths, all.S, enc);
         DecoderState s1, s2;
