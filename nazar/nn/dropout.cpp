@@ -1,13 +1,9 @@
 // Inverted dropout (see dropout.h).
 #include "nazar/nn/dropout.h"
 
-namespace nazar {
+#include "nazar/nn/absent.h"
 
-// "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
-// numel 1, so empty() is false) or a (0)-shaped one.
-static bool absent(ConstTensorView v) {
-    return v.data() == nullptr || v.numel() == 0;
-}
+namespace nazar {
 
 Dropout::Dropout(Config c) : cfg(c) {
     NZ_CHECK(cfg.p >= 0.0f && cfg.p <= 1.0f, "Dropout: p must be in [0, 1], got {}", cfg.p);

@@ -4,6 +4,7 @@
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
+#include "nazar/nn/absent.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,12 +14,6 @@ namespace nazar {
 namespace {
 constexpr int64_t kGateRows = 16;  // rows per parallel chunk of the fused gate kernels
 }  // namespace
-
-// "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
-// numel 1, so empty() is false) or a (0)-shaped one.
-static bool absent(ConstTensorView v) {
-    return v.data() == nullptr || v.numel() == 0;
-}
 
 RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, bool bias, Rng* rng,
                                    ParamMode mode) {

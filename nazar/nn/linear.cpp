@@ -3,16 +3,11 @@
 
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
+#include "nazar/nn/absent.h"
 
 #include <cmath>
 
 namespace nazar {
-
-// "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
-// numel 1, so empty() is false) or a (0)-shaped one.
-static bool absent(ConstTensorView v) {
-    return v.data() == nullptr || v.numel() == 0;
-}
 
 Linear::Linear(Config c, Rng& rng, ParamMode mode) : cfg(c) {
     NZ_CHECK(cfg.in_features > 0 && cfg.out_features > 0,

@@ -5,6 +5,7 @@
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
+#include "nazar/nn/absent.h"
 
 #include <algorithm>
 
@@ -14,11 +15,6 @@ namespace {
 constexpr int64_t kGateRows = 16;  // rows per parallel chunk of the fused gate kernels
 }  // namespace
 
-// "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
-// numel 1, so empty() is false) or a (0)-shaped one.
-static bool absent(ConstTensorView v) {
-    return v.data() == nullptr || v.numel() == 0;
-}
 namespace lstm {
 
 void gates_forward(ConstTensorView h, ConstTensorView c, TensorView gates, TensorView tanh_c,

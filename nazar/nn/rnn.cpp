@@ -9,6 +9,7 @@
 
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
+#include "nazar/nn/absent.h"
 #include "nazar/nn/rnn_packed.h"
 
 #include <algorithm>
@@ -16,12 +17,6 @@
 #include <utility>
 
 namespace nazar {
-
-// "Absent" = no data or no elements: a default-constructed Tensor/TensorView (whose shape () has
-// numel 1, so empty() is false) or a (0)-shaped one.
-static bool absent(ConstTensorView v) {
-    return v.data() == nullptr || v.numel() == 0;
-}
 
 namespace {
 

@@ -1,17 +1,14 @@
 // The RNN's packed row layout and its copies (rnn_packed.h).
 #include "nazar/nn/rnn_packed.h"
 
+#include "nazar/core/kernels.h"
+#include "nazar/nn/absent.h"
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
 namespace nazar::rnn_packed {
-
-namespace {
-bool absent(ConstTensorView v) {
-    return v.data() == nullptr || v.numel() == 0;
-}
-}  // namespace
 
 void plan(RNNCache& c) {
     const int B = c.B, T = c.T;
@@ -49,7 +46,7 @@ void unpack(ConstTensorView src, const RNNCache& c, TensorView out, bool add) {
         for (int i = 0; i < n; ++i, s += C) {
             float* o = out.data() + (int64_t{c.order[i]} * T + t) * C;
             if (add)
-                for (int j = 0; j < C; ++j) o[j] += s[j];
+                kernels::axpy(C, 1.0f, s, o);
             else
                 std::memcpy(o, s, sizeof(float) * C);
         }
@@ -99,9 +96,7 @@ void gather_states(ConstTensorView state, std::span<const int> order, int i0, in
 void add_states(ConstTensorView src, std::span<const int> order, TensorView state) {
     const int B = src.dim(0), H = src.dim(1);
     for (int i = 0; i < B; ++i) {
-        const float* s = src.data() + int64_t{i} * H;
-        float* d = state.data() + int64_t{order[i]} * H;
-        for (int j = 0; j < H; ++j) d[j] += s[j];
+        kernels::axpy(H, 1.0f, src.data() + int64_t{i} * H, state.data() + int64_t{order[i]} * H);
     }
 }
 
