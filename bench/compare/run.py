@@ -9,10 +9,15 @@ fp32, bf16 and int8 side by side, each against its own GEMM roofline measured by
 
 --kernels auto (default): nazar chooses its kernels from the CPU's feature bits whatever the
 environment says; PyTorch (Debian's, on OpenBLAS) is run the way a user gets it fastest on this
-machine: unless OPENBLAS_CORETYPE is set already, it is set from the feature bits nazar reports
-(`nazar bench cpu`: AVX-512 -> SkylakeX, AVX2 -> Haswell), since OpenBLAS's model table falls back
-to SSE3 kernels on CPUs it does not know. `env` keeps the environment as it is for both. The
-kernels each side ran are recorded and printed (nazar's "blas"/"cpu", PyTorch's OpenBLAS core).
+machine: the OpenBLAS core is chosen by measurement. The candidates are the environment's
+OPENBLAS_CORETYPE (if set), the core for the feature bits nazar reports (`nazar bench cpu`:
+AVX-512 -> SkylakeX, AVX2 -> Haswell) and OpenBLAS's own model table (unset); `torch_bench.py
+gemm` times the model's products under each, and PyTorch runs on the fastest. Neither the
+environment's core nor the model table is trusted: the table falls back to SSE3 kernels on CPUs
+it does not know (Intel family 6 model 207), and an environment may force narrower kernels than
+the CPU has (OPENBLAS_CORETYPE=Haswell on an AVX-512 AMD EPYC: 1.8x slower products). `env`
+keeps the environment as it is for both. The kernels each side ran and the probe's rates are
+recorded and printed (nazar's "blas"/"cpu", PyTorch's OpenBLAS core).
 Every process gets the same glibc malloc setting (freed memory is kept, no mmap per large
 block): MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_=16 GiB, MALLOC_TOP_PAD_=64 MiB.
 PyTorch runs at its best thread setting (torch.set_num_threads(1), OPENBLAS_NUM_THREADS = cores)
@@ -35,19 +40,36 @@ PY = "/usr/bin/python3"
 CORE_FOR_ISA = {"avx512": "SkylakeX", "avx2": "Haswell"}
 
 
-def torch_env(nazar, kernels, env):
-    """PyTorch's environment: with --kernels auto, OPENBLAS_CORETYPE from the feature bits."""
+def torch_env(nazar, kernels, env, cores):
+    """PyTorch's environment and the probe behind it: with --kernels auto, the OPENBLAS_CORETYPE
+    (environment's, feature bits', or unset) under which PyTorch multiplies the model's shapes
+    fastest."""
     env = dict(env)
-    if kernels != "auto" or "OPENBLAS_CORETYPE" in env:
-        return env
+    if kernels != "auto":
+        return env, []
+    candidates = []
+    if "OPENBLAS_CORETYPE" in env:
+        candidates.append(env["OPENBLAS_CORETYPE"])
     p = subprocess.run([nazar, "bench", "cpu", "--json"], stdout=subprocess.PIPE, text=True)
     try:
         isa = json.loads(p.stdout.strip().splitlines()[-1])["cpu"]["gemm_expected_isa"]
+        if isa in CORE_FOR_ISA:
+            candidates.append(CORE_FOR_ISA[isa])
     except (ValueError, KeyError, IndexError):
-        return env
-    if isa in CORE_FOR_ISA:
-        env["OPENBLAS_CORETYPE"] = CORE_FOR_ISA[isa]
-    return env
+        pass
+    candidates.append(None)  # OpenBLAS's model table
+    probe, best = [], None
+    for core in dict.fromkeys(candidates):
+        e = {k: v for k, v in env.items() if k != "OPENBLAS_CORETYPE"}
+        if core is not None:
+            e["OPENBLAS_CORETYPE"] = core
+        r = run_json([PY, TORCH, "gemm", "--threads", "1"], dict(e, OPENBLAS_NUM_THREADS=str(cores)))
+        if r is None:
+            continue
+        probe.append({"coretype": core or "unset", "blas_core": r.get("blas_core"), "gflops": r["gflops"]})
+        if best is None or r["gflops"] > best[0]:
+            best = (r["gflops"], e)
+    return (best[1] if best else env), probe
 
 
 def base_env(kernels):
@@ -86,7 +108,8 @@ def main():
     res = {"quick": q, "kernels": a.kernels, "cores": cores, "load_start": os.getloadavg()[0],
            "cpu": cpu_name(), "train": [], "decode": [], "precision": []}
     tmp = tempfile.mkdtemp(prefix="nazar-bench-")
-    tenv = torch_env(a.nazar, a.kernels, env)
+    sys.stderr.write("PyTorch's OpenBLAS core: the model's products under each candidate\n")
+    tenv, res["torch_core_probe"] = torch_env(a.nazar, a.kernels, env, cores)
     res["torch_openblas_coretype"] = tenv.get("OPENBLAS_CORETYPE", "unset (OpenBLAS's model table)")
     best_env = dict(tenv, OPENBLAS_NUM_THREADS=str(cores))
     obvious_env = dict(tenv)
@@ -216,6 +239,10 @@ def print_table(res, peak, peak_cpu):
           f"(OPENBLAS_CORETYPE {res.get('torch_openblas_coretype')}); kernels: {res['kernels']}; "
           f"load average {res['load_start']:.1f} at start, {res['load_end']:.1f} at end"
           f"{' (quick mode)' if res['quick'] else ''}")
+    if res.get("torch_core_probe"):
+        print("PyTorch's OpenBLAS core, chosen by timing the model's products (torch_bench.py gemm): " +
+              ", ".join(f"{p['coretype']} ({p['blas_core']}) {p['gflops']:.1f} GFLOP/s"
+                        for p in res["torch_core_probe"]))
     if g:
         print(f"sgemm peak ({g['peak']['M']}³): {g['peak']['gflops']:.1f} GFLOP/s wall, "
               f"{g['peak']['gflops_per_cpu_s']:.1f} GFLOP per CPU-second")

@@ -6,6 +6,7 @@ its sources. Prints one JSON object.
 
     torch_bench.py train  --model M --batches B.json --steps N --warmup K --threads T [--autocast bf16]
     torch_bench.py decode --model M --sources S.json --beam K --batch N --max-length L --threads T
+    torch_bench.py gemm   --threads T   (the standard config's training products, for run.py's choice of core)
 
 Threads: torch.set_num_threads(T); OpenBLAS's own pool is sized by OPENBLAS_NUM_THREADS, which
 the caller sets (the best setting on a 2-core machine is T = 1 with 2 OpenBLAS threads).
@@ -163,6 +164,33 @@ def decode(a):
             "wall_s": wall, "cpu_s": cpu, "sentences_per_s": len(src) / wall, "peak_rss_mb": peak_rss_mb()}
 
 
+# The standard config's training products (M, N, K), as in `nazar bench gemm`: the generator's
+# forward and its two backward products, the decoder's per-step input and recurrent products, and
+# the attention keys. run.py times them under each candidate OpenBLAS core and runs PyTorch on the
+# fastest (its GFLOP/s over the set: total FLOPs / total best-of-reps time).
+GEMM_SHAPES = [(256, 8000, 512), (256, 512, 8000), (8000, 512, 256), (64, 1536, 768), (64, 1536, 512),
+               (2240, 512, 512)]
+
+
+def gemm(a):
+    total_flop, total_s = 0.0, 0.0
+    shapes = []
+    for m, n, k in GEMM_SHAPES:
+        x, w = torch.randn(m, k), torch.randn(k, n)
+        reps = max(3, min(50, int(2e9 / (2.0 * m * n * k))))
+        torch.mm(x, w)
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                torch.mm(x, w)
+            best = min(best, (time.perf_counter() - t0) / reps)
+        shapes.append({"M": m, "N": n, "K": k, "gflops": 2.0 * m * n * k / best / 1e9})
+        total_flop += 2.0 * m * n * k
+        total_s += best
+    return {"what": "gemm", "shapes": shapes, "gflops": total_flop / total_s / 1e9}
+
+
 def blas_core():
     """The BLAS PyTorch runs on and, for OpenBLAS, the core (kernels) it chose. Debian's torch
     reports BLAS_INFO=generic: libblas.so.3, which the alternatives system points to OpenBLAS."""
@@ -183,8 +211,8 @@ def blas_core():
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["train", "decode"])
-    p.add_argument("--model", required=True)
+    p.add_argument("what", choices=["train", "decode", "gemm"])
+    p.add_argument("--model")
     p.add_argument("--batches")
     p.add_argument("--sources")
     p.add_argument("--steps", type=int, default=10)
@@ -196,7 +224,9 @@ def main():
     p.add_argument("--max-length", type=int, default=40)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
-    r = train(a) if a.what == "train" else decode(a)
+    if a.what != "gemm" and not a.model:
+        p.error(f"{a.what} needs --model")
+    r = gemm(a) if a.what == "gemm" else train(a) if a.what == "train" else decode(a)
     r.update({"torch": torch.__version__, "torch_threads": torch.get_num_threads(),
               "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
               "blas_core": blas_core(),

@@ -2,7 +2,8 @@
 # The PyTorch side of `make bench-compare` (bench/compare/torch_bench.py) runs on the files that
 # `nazar bench` writes (--save-init, --dump-batches) and agrees with nazar: the first training
 # step's loss is the same (same weights, same batch) for global, local-p and input-feeding
-# models, and beam decoding runs to the end. A change to python/nazar/torch.py's signatures
+# models, beam decoding runs to the end, and the products probe that chooses PyTorch's OpenBLAS
+# core (run.py) reports a rate for every shape and the core that ran. A change to python/nazar/torch.py's signatures
 # that the benchmark's patched attention does not follow fails here, not only in a long
 # benchmark run. Exit 77 (skipped) without PyTorch.
 # Usage: test_bench_compare_torch.sh path/to/nazar
@@ -44,4 +45,15 @@ for beam in 1 2; do
         echo "FAIL torch_bench.py decode beam $beam"; tail -5 "$dir/err"; fail=1
     fi
 done
+# run.py's probe: every shape timed, a positive rate, the BLAS core named
+if out=$(OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$TB" gemm --threads 1 2>"$dir/err") &&
+   /usr/bin/python3 -c "
+import json, sys
+r = json.loads(sys.argv[1].strip().splitlines()[-1])
+ok = len(r['shapes']) == 6 and all(s['gflops'] > 0 for s in r['shapes']) and r['gflops'] > 0 and r['blas_core']
+sys.exit(0 if ok else 1)" "$out"; then
+    echo "ok   gemm probe: $(field gflops <<<"$out") GFLOP/s on $(field blas_core <<<"$out")"
+else
+    echo "FAIL torch_bench.py gemm: $out"; tail -5 "$dir/err"; fail=1
+fi
 exit $fail
