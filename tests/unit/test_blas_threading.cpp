@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 namespace nazar {
@@ -83,10 +84,11 @@ TEST(BlasThreading, FixedThreadCountIsBitIdentical) {
 }
 
 TEST(BlasThreading, SmallMKernelAvx512AndAvx2AreBitIdentical) {
-    // Both paths keep one 8-lane accumulator per C entry in the same k order
-    // (core/gemm/small_m_*.cpp), so every M in [1, 8], N with a remainder past the 8- and 12-row
-    // blocks, and K with a scalar tail must agree bit for bit. Skipped where the CPU lacks AVX-512
-    // (both runs would be AVX2).
+    // Both paths keep the same two 8-lane accumulators per C entry (the 8-float blocks of K at
+    // even and at odd positions, core/gemm/small_m_*.cpp) and reduce them in the same order, so
+    // every M in [1, 8], N with a remainder past the 8- and 12-row blocks, K with a scalar tail
+    // and with an odd count of 8-float blocks (29), and beta = 0 must agree bit for bit. Skipped
+    // where the CPU lacks AVX-512 (both runs would be AVX2).
     const auto keep = test::keep_small_gemm_avx512();
     const auto keep_threads = test::keep_num_threads();
     if (!set_small_gemm_avx512(true))
@@ -96,17 +98,19 @@ TEST(BlasThreading, SmallMKernelAvx512AndAvx2AreBitIdentical) {
         set_num_threads(threads);
         for (int M = 1; M <= 8; ++M)
             for (int N : {7, 45, 1000})
-                for (int K : {13, 512}) {
-                    const Tensor a = test::random_tensor(rng, {M, K}),
-                                 b = test::random_tensor(rng, {N, K});
-                    Tensor c0 = test::random_tensor(rng, {M, N});
-                    Tensor c1 = c0;
-                    set_small_gemm_avx512(false);
-                    gemm(a, false, b, true, c0, 0.5f, 2.0f);
-                    set_small_gemm_avx512(true);
-                    gemm(a, false, b, true, c1, 0.5f, 2.0f);
-                    EXPECT_EQ(max_abs_diff(c0, c1), 0.0) << "M " << M << " N " << N << " K " << K;
-                }
+                for (int K : {13, 29, 512})
+                    for (auto [alpha, beta] : {std::pair{0.5f, 2.0f}, {0.7f, 1.3f}, {0.3f, 0.0f}}) {
+                        const Tensor a = test::random_tensor(rng, {M, K}),
+                                     b = test::random_tensor(rng, {N, K});
+                        Tensor c0 = test::random_tensor(rng, {M, N});
+                        Tensor c1 = c0;
+                        set_small_gemm_avx512(false);
+                        gemm(a, false, b, true, c0, alpha, beta);
+                        set_small_gemm_avx512(true);
+                        gemm(a, false, b, true, c1, alpha, beta);
+                        EXPECT_EQ(max_abs_diff(c0, c1), 0.0)
+                            << "M " << M << " N " << N << " K " << K << " beta " << beta;
+                    }
     }
 }
 

@@ -68,6 +68,14 @@ inline float dot_tail(const float* x, const float* w, int k0, int K) {
     return s;
 }
 
+// alpha v + beta c of a C entry, beta = 0 not reading c, spelled out (the multiply rounded, then
+// one FMA) so that no compiler contracts it differently in the scalar and the vector epilogues
+// of the small-M kernels.
+inline float scale_add(float alpha, float v, float beta, float c) {
+    const float av = alpha * v;
+    return beta == 0.0f ? av : std::fma(beta, c, av);
+}
+
 // ---- small-M kernel (small_m_avx2.cpp, small_m_avx512.cpp) ----
 // rows [n0, n1) of C (M x N, ldc) = alpha A (M x K, lda) Bᵀ (B: N x K, ldb) + beta C, M <= 8
 void small_m_abt(int M, int n0, int n1, int K, float alpha, const float* A, int lda, const float* B,

@@ -3,9 +3,12 @@
 // on every call, which costs more than the product itself at M <= 8; here B is read once, row by
 // row, straight from memory, and A's rows stay in L1.
 //
-// Every C entry is one 8-lane accumulator over k = 0, 8, 16, ... in order, reduced by hsum8 and
-// added to its scalar tail, whatever the blocking, the row count or the lane width: results are
-// bit-identical across all of them (small_m_avx512.cpp does the same FMAs two rows at a time).
+// Every C entry is hsum8(even + odd) + its scalar tail, where `even` is one 8-lane accumulator
+// over the 8-float blocks k = 0, 16, 32, ... in order and `odd` one over k = 8, 24, 40, ... (a
+// last block with no odd partner goes to `even`), whatever the blocking, the row count or the
+// lane width: results are bit-identical across all of them. small_m_avx512.cpp keeps both in
+// one zmm register (16 floats of a row per load); here a block runs the even blocks of K first
+// and the odd ones after, the second pass reading the block's rows of B from L1.
 #include "nazar/core/blas.h"
 #include "nazar/core/cpu_features.h"
 #include "nazar/core/gemm/internal.h"
@@ -26,28 +29,16 @@ std::atomic<bool>& avx512_flag() {  // decided on the first call, unless NAZAR_S
 #ifdef NZ_SIMD_AVX2
 using simd::hsum8;
 
-// MB rows of A (m0..m0+MB) against J rows of B (n..n+J), register-blocked: per 8-float step of
-// K, MB + J loads feed MB·J FMAs (one row of A against 4 rows of B needed 5 loads per 4 FMAs and
-// was load-bound).
+// The 8-lane accumulators acc[i][j] of rows x[i] of A against rows w[j] of B over the 8-float
+// blocks k = k0, k0 + 16, ... below K8: the even (k0 = 0) or the odd (k0 = 8) blocks.
 template <int MB, int J>
-void abt_block(int m0, int n, int n_next, int K, float alpha, const float* A, int lda,
-               const float* B, int ldb, float beta, float* C, int ldc) {
-    const int K8 = K & ~7;
-    __m256 acc[MB][J];
+void abt_pass(const float* const (&x)[MB], const float* const (&w)[J], int k0, int K8, int np,
+              int64_t ahead, __m256 (&acc)[MB][J]) {
     for (int i = 0; i < MB; ++i)
         for (int j = 0; j < J; ++j) acc[i][j] = _mm256_setzero_ps();
-    const float* x[MB];
-    const float* w[J];
-    for (int i = 0; i < MB; ++i) x[i] = A + static_cast<int64_t>(m0 + i) * lda;
-    for (int j = 0; j < J; ++j) w[j] = B + static_cast<int64_t>(n + j) * ldb;
-    // Prefetch the same rows of the next 12-row group (see small_m_avx512.cpp).
-    const bool prefetch = m0 == 0;
-    for (int k = 0; k < K8; k += 8) {
-        if (prefetch && (k & 15) == 0)
-            for (int j = 0; j < J && n + 12 + j < n_next; ++j)
-                _mm_prefetch(
-                    reinterpret_cast<const char*>(w[j] + 12 * static_cast<int64_t>(ldb) + k),
-                    _MM_HINT_T0);
+    for (int k = k0; k < K8; k += 16) {
+        for (int j = 0; j < np; ++j)
+            _mm_prefetch(reinterpret_cast<const char*>(w[j] + ahead + k), _MM_HINT_T0);
         __m256 wv[J];
         for (int j = 0; j < J; ++j) wv[j] = _mm256_loadu_ps(w[j] + k);
         for (int i = 0; i < MB; ++i) {
@@ -55,11 +46,33 @@ void abt_block(int m0, int n, int n_next, int K, float alpha, const float* A, in
             for (int j = 0; j < J; ++j) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
         }
     }
+}
+
+// MB rows of A (m0..m0+MB) against J rows of B (n..n+J), register-blocked: per 8-float step of
+// K, MB + J loads feed MB·J FMAs (one row of A against 4 rows of B needed 5 loads per 4 FMAs and
+// was load-bound).
+template <int MB, int J>
+void abt_block(int m0, int n, int n_next, int K, float alpha, const float* A, int lda,
+               const float* B, int ldb, float beta, float* C, int ldc) {
+    const int K8 = K & ~7;
+    const float* x[MB];
+    const float* w[J];
+    for (int i = 0; i < MB; ++i) x[i] = A + static_cast<int64_t>(m0 + i) * lda;
+    for (int j = 0; j < J; ++j) w[j] = B + static_cast<int64_t>(n + j) * ldb;
+    // The even pass prefetches the same rows of the next 12-row group, one cache line per row
+    // and step (see small_m_avx512.cpp); the odd pass finds the rows in L1.
+    int np = 0;
+    if (m0 == 0)
+        for (int j = 0; j < J && n + 12 + j < n_next; ++j) np = j + 1;
+    __m256 even[MB][J], odd[MB][J];
+    abt_pass<MB, J>(x, w, 0, K8, np, 12 * static_cast<int64_t>(ldb), even);
+    abt_pass<MB, J>(x, w, 8, K8, 0, 0, odd);
     for (int i = 0; i < MB; ++i)
         for (int j = 0; j < J; ++j) {
             float& c = C[static_cast<int64_t>(m0 + i) * ldc + n + j];
-            const float v = hsum8(acc[i][j]) + dot_tail(x[i], w[j], K8, K);
-            c = alpha * v + (beta == 0.0f ? 0.0f : beta * c);
+            const float v =
+                hsum8(_mm256_add_ps(even[i][j], odd[i][j])) + dot_tail(x[i], w[j], K8, K);
+            c = scale_add(alpha, v, beta, c);
         }
 }
 
@@ -94,11 +107,16 @@ void one_row_at_a_time(int M, int n, int n4, int K, float alpha, const float* A,
             const float* x = A + static_cast<int64_t>(m) * lda;
             const float* w = B + static_cast<int64_t>(n) * ldb;
             const int K8 = K & ~7;
-            __m256 acc = _mm256_setzero_ps();
-            for (int k = 0; k < K8; k += 8)
-                acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(w + k), acc);
+            __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();
+            int k = 0;
+            for (; k + 16 <= K8; k += 16) {
+                even = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(w + k), even);
+                odd = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), _mm256_loadu_ps(w + k + 8), odd);
+            }
+            if (k < K8)
+                even = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(w + k), even);
             float& c = C[static_cast<int64_t>(m) * ldc + n];
-            c = alpha * (hsum8(acc) + dot_tail(x, w, K8, K)) + (beta == 0.0f ? 0.0f : beta * c);
+            c = scale_add(alpha, hsum8(_mm256_add_ps(even, odd)) + dot_tail(x, w, K8, K), beta, c);
         }
 }
 
@@ -147,7 +165,7 @@ void small_m_abt(int M, int n0, int n1, int K, float alpha, const float* A, int 
             float& c = C[static_cast<int64_t>(m) * ldc + n];
             const float v = dot_tail(A + static_cast<int64_t>(m) * lda,
                                      B + static_cast<int64_t>(n) * ldb, 0, K);
-            c = alpha * v + (beta == 0.0f ? 0.0f : beta * c);
+            c = scale_add(alpha, v, beta, c);
         }
 }
 
