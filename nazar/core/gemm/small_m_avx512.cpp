@@ -20,11 +20,11 @@ namespace {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 // MB rows of A (m0 ..) against J rows of B (n ..): MB·J accumulators, MB + J loads per MB·J
-// FMAs per 16 floats of K. The panel of abt_panel512 is 8 rows of B, 8 / J blocks.
+// FMAs per 16 floats of K. The panel of abt_panel512 is 8 rows of B, 8 / J blocks. kPrefetch:
+// the J rows that follow (the next block's) are prefetched, one line per row and step.
 template <int MB, int J, bool kPrefetch>
 NZ_TARGET_AVX512 void abt_block512(int m0, int n, int K, float alpha, const float* A, int lda,
                                    const float* B, int ldb, float beta, float* C, int ldc) {
-    constexpr int kPanel = 8;
     const int K8 = K & ~7, K16 = K & ~15;
     __m512 acc[MB][J];
     for (int i = 0; i < MB; ++i)
@@ -33,7 +33,7 @@ NZ_TARGET_AVX512 void abt_block512(int m0, int n, int K, float alpha, const floa
     const float* w[J];
     for (int i = 0; i < MB; ++i) x[i] = A + static_cast<int64_t>(m0 + i) * lda;
     for (int j = 0; j < J; ++j) w[j] = B + static_cast<int64_t>(n + j) * ldb;
-    const int64_t ahead = static_cast<int64_t>(kPanel) * ldb;
+    const int64_t ahead = static_cast<int64_t>(J) * ldb;
     for (int k = 0; k < K16; k += 16) {
         if (kPrefetch)
             for (int j = 0; j < J; ++j)
@@ -92,16 +92,20 @@ NZ_TARGET_AVX512 void abt_block512(int m0, int n, int K, float alpha, const floa
 #pragma GCC diagnostic pop
 
 // The 8 rows of B of a panel in blocks of J, MB·J + J + 1 <= 32 zmm registers. A block
-// prefetches its rows of the next panel (8 rows on), one cache line per row and step, while it
-// reads its own: short row streams that restart every panel, too short for the hardware
+// prefetches the rows of the next block (J rows on: the next panel's at J = 8, the other half
+// of this panel or the first half of the next at J = 4), one cache line per row and step, while
+// it reads its own: short row streams that restart every block, too short for the hardware
 // prefetcher to catch when B (the 16 MB generator) has been pushed out of L3 by the rest of the
-// step. Only the first block of rows of A prefetches (a second one finds the panel in L1), and
-// only rows below n_next. Prefetches change no arithmetic.
+// step. One block ahead, not one panel: at J = 4 (3 to 5 rows of A) the 8-row distance made the
+// step's four products take 8-21% longer on Zen 5 (docs/performance.md, "small-M prefetch
+// distance"); 16 rows ahead at J = 8 was slower too. Only the first block of rows of A
+// prefetches (a second one finds the rows in L1), and only rows below n_next (the end of this
+// thread's range). Prefetches change no arithmetic.
 template <int MB, int J>
 void panel(int m0, int n, int n_next, int K, float alpha, const float* A, int lda, const float* B,
            int ldb, float beta, float* C, int ldc) {
     for (int j = 0; j < 8; j += J)
-        if (m0 == 0 && n + j + 8 + J <= n_next)
+        if (m0 == 0 && n + j + 2 * J <= n_next)
             abt_block512<MB, J, true>(m0, n + j, K, alpha, A, lda, B, ldb, beta, C, ldc);
         else
             abt_block512<MB, J, false>(m0, n + j, K, alpha, A, lda, B, ldb, beta, C, ldc);
