@@ -3,9 +3,9 @@
 # `nazar bench` writes (--save-init, --dump-batches) and agrees with nazar: the first training
 # step's loss is the same (same weights, same batch) for global, local-p and input-feeding
 # models, beam decoding runs to the end, and the products probe that chooses PyTorch's OpenBLAS
-# core (run.py) reports a rate for every shape and the core that ran. A change to python/nazar/torch.py's signatures
-# that the benchmark's patched attention does not follow fails here, not only in a long
-# benchmark run. Exit 77 (skipped) without PyTorch.
+# core (run.py) reports a rate for every shape and the core that ran. A change to
+# python/nazar/torch.py's signatures that the benchmark's patched attention does not follow
+# fails here, not only in a long benchmark run. Exit 77 (skipped) without PyTorch.
 # Usage: test_bench_compare_torch.sh path/to/nazar
 set -u
 NAZAR=${1:?usage: test_bench_compare_torch.sh path/to/nazar}

@@ -14,6 +14,7 @@
 #include "nazar/core/gemm/internal.h"
 #include "nazar/core/simd.h"
 
+#include <algorithm>
 #include <atomic>
 
 namespace nazar {
@@ -61,9 +62,7 @@ void abt_block(int m0, int n, int n_next, int K, float alpha, const float* A, in
     for (int j = 0; j < J; ++j) w[j] = B + static_cast<int64_t>(n + j) * ldb;
     // The even pass prefetches the same rows of the next 12-row group, one cache line per row
     // and step (see small_m_avx512.cpp); the odd pass finds the rows in L1.
-    int np = 0;
-    if (m0 == 0)
-        for (int j = 0; j < J && n + 12 + j < n_next; ++j) np = j + 1;
+    const int np = m0 == 0 ? std::clamp(n_next - n - 12, 0, J) : 0;  // rows j: n + 12 + j < n_next
     __m256 even[MB][J], odd[MB][J];
     abt_pass<MB, J>(x, w, 0, K8, np, 12 * static_cast<int64_t>(ldb), even);
     abt_pass<MB, J>(x, w, 8, K8, 0, 0, odd);
