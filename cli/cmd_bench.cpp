@@ -36,7 +36,10 @@ void setup_bench(CLI::App& app, std::function<int()>& run) {
         ->capture_default_str();
     add_threads_option(app, a->threads);  // not given: the global --threads
     app.add_option("--steps", a->steps, "train: timed steps")->capture_default_str();
-    app.add_option("--warmup", a->warmup, "train: untimed steps first")->capture_default_str();
+    app.add_option("--warmup", a->warmup,
+                   "train: untimed steps first (-1 = one pass over the distinct batches)")
+        ->check(CLI::Range(-1, 1000000))
+        ->capture_default_str();
     app.add_option("--batches", a->batches, "train: distinct synthetic batches (cycled)")
         ->capture_default_str();
     app.add_option("--batch", a->batch, "Sentences per batch (0 = the preset's; decode: 1)")

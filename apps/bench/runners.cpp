@@ -14,6 +14,7 @@
 #include "nazar/train/trainer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <span>
@@ -83,11 +84,17 @@ json bench_train(const BenchSettings& a) {
     Stopwatch sw;
     const GemmPrecision precision = parse_gemm_precision(a.precision);
     Bf16Counters bf16_before;
-    for (int s = 0; s < a.warmup + a.steps; ++s) {
-        if (s == a.warmup) {
+    // every step's rate, the warm-up's included: shows where the steady state begins
+    json step_gflops = json::array();
+    // default: one pass over the distinct batches, so that every buffer has grown to the longest
+    // batch before the clock starts (the first pass runs up to 2x slower: docs/performance.md)
+    const int warmup = a.warmup < 0 ? a.batches : a.warmup;
+    for (int s = 0; s < warmup + a.steps; ++s) {
+        if (s == warmup) {
             sw.start();
             bf16_before = bf16_counters();
         }
+        const auto step0 = std::chrono::steady_clock::now();
         const Batch& b = batches[static_cast<std::size_t>(s) % batches.size()];
         zero_grads(params);
         LossStats st;
@@ -96,8 +103,11 @@ json bench_train(const BenchSettings& a) {
             st = model.train_step(b, topt, rng);
         }
         opt.step();
+        step_gflops.push_back(
+            train_flops(cfg, b) / 1e9 /
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - step0).count());
         if (s == 0) first_loss = st.loss / std::max<int64_t>(st.tokens, 1);
-        if (s >= a.warmup) {
+        if (s >= warmup) {
             tokens += st.tokens;
             src_tokens += b.src_tokens();
             flops += train_flops(cfg, b);
@@ -111,6 +121,8 @@ json bench_train(const BenchSettings& a) {
             {"preset", a.preset},
             {"attention", a.attention},
             {"steps", a.steps},
+            {"warmup", warmup},
+            {"step_gflops", step_gflops},
             {"chunk_rows", a.chunk_rows},
             {"target_tokens", tokens},
             {"source_tokens", src_tokens},

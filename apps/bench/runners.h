@@ -28,7 +28,7 @@ struct BenchSettings {
     std::string what, preset = "standard", attention = "bahdanau", save_init, dump_batches;
     std::string precision =
         "fp32";  // train/gemm: bf16 products (bf16.h); decode: packed weights (packed.h)
-    int steps = 10, warmup = 2, batches = 8, batch = 0, beam = 5, sentences = 64, max_length = 40;
+    int steps = 10, warmup = -1, batches = 8, batch = 0, beam = 5, sentences = 64, max_length = 40;
     int min_len = 15, max_len = 35, size = 2048, seed = 1, chunk_rows = 256;
     std::vector<int> lengths{50, 100, 200, 400, 800}, corpus{640, 1280, 2560};
 };

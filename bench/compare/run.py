@@ -129,15 +129,20 @@ def main():
     if "train" in sections:
         atts = ["bahdanau", "general", "local-p"] + ([] if q else ["general-feed"])
         for preset in ["standard", "small"]:
-            steps, warm = (3, 1) if q else (12, 2)
+            steps = 3 if q else 12
             if preset == "small":
-                steps, warm = (8, 2) if q else (30, 3)
+                steps = 8 if q else 30
+            # the warm-up (untimed, both sides) is one pass over the distinct batches: the first
+            # pass grows every buffer to the longest batch and runs up to 2x slower (the per-step
+            # rates in nazar's JSON, step_gflops), which is a run's start, not its steady state
+            nb = min(steps, 8)
+            warm = nb
             for att in atts:
                 sys.stderr.write(f"train {preset} {att}\n")
                 m, b = os.path.join(tmp, f"{preset}-{att}.safetensors"), os.path.join(tmp, f"{preset}-{att}.json")
                 r = {"preset": preset, "attention": att}
                 r["nazar"] = run_json(nz + ["train", "--json", "--preset", preset, "--attention", att, "--steps",
-                                            str(steps), "--warmup", str(warm), "--batches", str(min(steps, 8)),
+                                            str(steps), "--warmup", str(warm), "--batches", str(nb),
                                             "--save-init", m, "--dump-batches", b], env)
                 tb = [PY, TORCH, "train", "--model", m, "--batches", b, "--steps", str(steps), "--warmup", str(warm)]
                 r["torch_best"] = run_json(tb + ["--threads", "1"], best_env)
@@ -145,7 +150,7 @@ def main():
                     # mixed precision on both sides: nazar --precision bf16, PyTorch bf16 autocast
                     r["nazar_bf16"] = run_json(nz + ["train", "--json", "--preset", preset, "--attention", att,
                                                      "--steps", str(steps), "--warmup", str(warm), "--batches",
-                                                     str(min(steps, 8)), "--precision", "bf16", "--size",
+                                                     str(nb), "--precision", "bf16", "--size",
                                                      "1024"], env)
                     r["torch_autocast"] = run_json(tb + ["--threads", "1", "--autocast", "bf16"], best_env)
                 if not q or (preset == "standard" and att == "bahdanau"):
@@ -277,6 +282,11 @@ def print_table(res, peak, peak_cpu):
               f"{fmt(ratio(get(nzr, 'sentences_per_s'), get(tb, 'sentences_per_s')), 2)}× | | | | "
               f"{fmt(ratio(ratio(get(nzr, 'sentences'), get(nzr, 'cpu_s')), ratio(get(tb, 'sentences'), get(tb, 'cpu_s'))), 2)}× | "
               f"{fmt(get(nzr, 'peak_rss_mb'))} / {fmt(get(tb, 'peak_rss_mb'))} |")
+    timed = [r["nazar"] for r in res["train"] if get(r, "nazar", "warmup") is not None]
+    if timed:
+        print(f"\nTraining rows: {', '.join(sorted({str(t['steps']) for t in timed}))} timed steps after an "
+              f"untimed warm-up of {', '.join(sorted({str(t['warmup']) for t in timed}))} (one pass over the "
+              "distinct batches), the same on both sides.")
     rows = [r for r in res["decode"] if get(r, "nazar", "gflops") is not None]
     if rows:
         # Issue 15's decoding targets: beam 5 at batch 64 against the FLOP roofline (sgemm peak x

@@ -2,7 +2,8 @@
 # The PyTorch side of `make bench-compare` (bench/compare/torch_bench.py) runs on the files that
 # `nazar bench` writes (--save-init, --dump-batches) and agrees with nazar: the first training
 # step's loss is the same (same weights, same batch) for global, local-p and input-feeding
-# models, beam decoding runs to the end, and the products probe that chooses PyTorch's OpenBLAS
+# models, beam decoding runs to the end, `nazar bench train` warms up over every distinct batch
+# and reports each step's rate, and the products probe that chooses PyTorch's OpenBLAS
 # core (run.py) reports a rate for every shape and the core that ran. A change to
 # python/nazar/torch.py's signatures that the benchmark's patched attention does not follow
 # fails here, not only in a long benchmark run. Exit 77 (skipped) without PyTorch.
@@ -32,6 +33,17 @@ for att in bahdanau local-p general-feed; do
         echo "FAIL train $att: first loss nazar $a, PyTorch $p"; fail=1
     fi
 done
+
+# the default warm-up is one pass over the distinct batches, and every step's rate is reported
+if out=$("$NAZAR" bench train --json --preset small --steps 1 --batches 2 --threads 1 2>"$dir/err") &&
+   /usr/bin/python3 -c "
+import json, sys
+r = json.loads(sys.argv[1].strip().splitlines()[-1])
+sys.exit(0 if r['warmup'] == 2 and len(r['step_gflops']) == 3 and min(r['step_gflops']) > 0 else 1)" "$out"; then
+    echo "ok   train warm-up: $(field warmup <<<"$out") steps, per-step rates $(field step_gflops <<<"$out")"
+else
+    echo "FAIL nazar bench train default warm-up: $out"; tail -5 "$dir/err"; fail=1
+fi
 
 m="$dir/decode.safetensors" s="$dir/src.json"
 "$NAZAR" bench decode --json --preset small --beam 2 --batch 2 --sentences 2 --max-length 8 \
