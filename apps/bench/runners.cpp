@@ -27,6 +27,17 @@ using nlohmann::json;
 
 namespace {
 
+// The sgemm peak measured now, right after the timed work (sgemm_peak_now), and the flops done in
+// t as a share of it, per wall second and per CPU second. Called after peak_rss_mb() is read.
+void add_sgemm_peak_after(json& j, double flops, const Timing& t) {
+    const json peak = sgemm_peak_now(2048);
+    const double g = peak["gflops"].get<double>(), gc = peak["gflops_per_cpu_s"].get<double>();
+    j["sgemm_peak_after"] = peak;
+    j["of_sgemm_peak_after"] = {
+        {"wall", g > 0 ? flops / t.wall / 1e9 / g : 0.0},
+        {"per_cpu_s", gc > 0 && t.cpu > 0 ? flops / t.cpu / 1e9 / gc : 0.0}};
+}
+
 // ---- train ----
 // What the bf16 products of a timed run did (share of the step's FLOPs, their rate) and the
 // machine's bf16 GEMM peak measured now, the roofline the step's rate is set against.
@@ -51,6 +62,21 @@ json bf16_train_report(GemmPrecision p, const Bf16Counters& before, double flops
              roof_cpu > 0 ? flops / t.cpu / 1e9 / roof_cpu : 0.0}};
 }
 
+// The timed run's distinct synthetic batches, also written to --dump-batches (for PyTorch).
+std::vector<Batch> train_batches(const BenchSettings& a, const Preset& p) {
+    Rng data_rng(static_cast<uint64_t>(a.seed), 11);
+    std::vector<Batch> batches;
+    json dump = json::array();
+    for (int i = 0; i < a.batches; ++i) {
+        auto [src, tgt] = synthetic_pairs(data_rng, a.batch > 0 ? a.batch : p.batch, p.src_vocab,
+                                          p.tgt_vocab, a.min_len, a.max_len);
+        batches.push_back(batch_from_ids(src, tgt));
+        if (!a.dump_batches.empty()) dump.push_back({{"src", src}, {"tgt", tgt}});
+    }
+    if (!a.dump_batches.empty()) std::ofstream(a.dump_batches) << dump.dump();
+    return batches;
+}
+
 }  // namespace
 
 json bench_train(const BenchSettings& a) {
@@ -58,22 +84,7 @@ json bench_train(const BenchSettings& a) {
     const ModelConfig cfg = model_config(p, a.attention);
     Seq2Seq model(cfg, static_cast<uint64_t>(a.seed));
     if (!a.save_init.empty()) save_model(a.save_init, model);
-    Rng data_rng(static_cast<uint64_t>(a.seed), 11);
-    std::vector<Batch> batches;
-    std::vector<std::vector<std::vector<int32_t>>> srcs, tgts;
-    for (int i = 0; i < a.batches; ++i) {
-        auto [src, tgt] = synthetic_pairs(data_rng, a.batch > 0 ? a.batch : p.batch, p.src_vocab,
-                                          p.tgt_vocab, a.min_len, a.max_len);
-        batches.push_back(batch_from_ids(src, tgt));
-        srcs.push_back(std::move(src));
-        tgts.push_back(std::move(tgt));
-    }
-    if (!a.dump_batches.empty()) {
-        json j = json::array();
-        for (std::size_t i = 0; i < srcs.size(); ++i)
-            j.push_back({{"src", srcs[i]}, {"tgt", tgts[i]}});
-        std::ofstream(a.dump_batches) << j.dump();
-    }
+    const std::vector<Batch> batches = train_batches(a, p);
     ParamList params = model.parameters();
     Optimizer opt = Optimizer::adam(params, AdamOptions{.lr = 1e-3});
     Rng rng(static_cast<uint64_t>(a.seed), 7);
@@ -115,26 +126,28 @@ json bench_train(const BenchSettings& a) {
     }
     const Timing t = sw.stop();
     json bf16 = bf16_train_report(precision, bf16_before, flops, t, a.size);
-    return {{"what", "train"},
-            {"precision", a.precision},
-            {"bf16", bf16},
-            {"preset", a.preset},
-            {"attention", a.attention},
-            {"steps", a.steps},
-            {"warmup", warmup},
-            {"step_gflops", step_gflops},
-            {"chunk_rows", a.chunk_rows},
-            {"target_tokens", tokens},
-            {"source_tokens", src_tokens},
-            {"wall_s", t.wall},
-            {"cpu_s", t.cpu},
-            {"tokens_per_s", tokens / t.wall},
-            {"gflop", flops / 1e9},
-            {"gflops", flops / t.wall / 1e9},
-            {"gflops_per_cpu_s", flops / t.cpu / 1e9},
-            {"flop_per_token", flops / static_cast<double>(std::max<int64_t>(tokens, 1))},
-            {"first_loss", first_loss},
-            {"peak_rss_mb", peak_rss_mb()}};
+    json j = {{"what", "train"},
+              {"precision", a.precision},
+              {"bf16", bf16},
+              {"preset", a.preset},
+              {"attention", a.attention},
+              {"steps", a.steps},
+              {"warmup", warmup},
+              {"step_gflops", step_gflops},
+              {"chunk_rows", a.chunk_rows},
+              {"target_tokens", tokens},
+              {"source_tokens", src_tokens},
+              {"wall_s", t.wall},
+              {"cpu_s", t.cpu},
+              {"tokens_per_s", tokens / t.wall},
+              {"gflop", flops / 1e9},
+              {"gflops", flops / t.wall / 1e9},
+              {"gflops_per_cpu_s", flops / t.cpu / 1e9},
+              {"flop_per_token", flops / static_cast<double>(std::max<int64_t>(tokens, 1))},
+              {"first_loss", first_loss},
+              {"peak_rss_mb", peak_rss_mb()}};
+    if (precision == GemmPrecision::fp32) add_sgemm_peak_after(j, flops, t);
+    return j;
 }
 
 // ---- decode ----
@@ -241,7 +254,6 @@ json bench_decode(const BenchSettings& a) {
     sw.start();
     run(true);
     const Timing t = sw.stop();
-    const double rss = peak_rss_mb();
     json j = {{"what", "decode"},
               {"preset", a.preset},
               {"attention", a.attention},
@@ -257,8 +269,9 @@ json bench_decode(const BenchSettings& a) {
               {"gflop", flops / 1e9},
               {"gflops", flops / t.wall / 1e9},
               {"steps", batch_steps},
-              {"gemm_roofline", packed_roofline(precision, p)},
-              {"peak_rss_mb", rss}};
+              {"peak_rss_mb", peak_rss_mb()},  // before the rooflines' own buffers
+              {"gemm_roofline", packed_roofline(precision, p)}};
+    if (precision == Precision::fp32) add_sgemm_peak_after(j, flops, t);
     add_bandwidth_roofline(j, decoder_step_weight_bytes(cfg), batch_steps, best_step, t);
     return j;
 }

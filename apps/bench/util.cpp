@@ -258,6 +258,11 @@ json bench_gemm_rates(const Preset& p, int size) {
     return j;
 }
 
+json sgemm_peak_now(int size) {
+    const auto [g, gc] = time_gemm(false, false, size, size, size, 1.0);
+    return {{"M", size}, {"gflops", g}, {"gflops_per_cpu_s", gc}};
+}
+
 json bench_local_scaling(const Preset& p, const std::vector<int>& lengths, int seed) {
     json rows = json::array();
     const int N = 16, steps = 20;

@@ -235,6 +235,14 @@ def ratio(a, b):
     return None if a is None or b in (None, 0) else a / b
 
 
+def of_peaks(nzr, kind, rate, start_peak):
+    """'a% / b%': rate against the sgemm peak nazar measured right after the timed work (same
+    process, seconds apart: what the targets are read against) / against the run's start peak."""
+    after = get(nzr, "of_sgemm_peak_after", kind)
+    start = None if not start_peak or rate is None else 100 * rate / start_peak
+    return f"{fmt(None if after is None else 100 * after)}% / {fmt(start)}%"
+
+
 def print_table(res, peak, peak_cpu):
     g = res.get("gemm") or {}
     blas = g.get("blas") or next((get(r, "nazar", "blas") for r in res["train"] if get(r, "nazar")), "?")
@@ -262,7 +270,7 @@ def print_table(res, peak, peak_cpu):
         print_precision_table(res)
         return
     print("\n| measurement | nazar | PyTorch best | nazar / PyTorch | PyTorch obvious | nazar FLOP rate "
-          "(of sgemm peak) | nazar GFLOP per CPU-s (of peak) | per CPU-s nazar / PyTorch | "
+          "(of sgemm peak: after / start) | nazar GFLOP per CPU-s (of peak: after / start) | per CPU-s nazar / PyTorch | "
           "peak RSS nazar / PyTorch (MB) |\n|---|---|---|---|---|---|---|---|---|")
     for r in res["train"]:
         nzr, tb, to = r.get("nazar"), r.get("torch_best"), r.get("torch_obvious")
@@ -271,8 +279,8 @@ def print_table(res, peak, peak_cpu):
         print(f"| train {r['preset']} {r['attention']}: target tokens/s | {fmt(get(nzr, 'tokens_per_s'))} | "
               f"{fmt(get(tb, 'tokens_per_s'))} | {fmt(ratio(get(nzr, 'tokens_per_s'), get(tb, 'tokens_per_s')), 2)}× | "
               f"{fmt(get(to, 'tokens_per_s'))} | {fmt(gf, 1)} GFLOP/s"
-              f" ({fmt(None if not peak or gf is None else 100 * gf / peak)}%) | {fmt(gc, 1)}"
-              f" ({fmt(None if not peak_cpu or gc is None else 100 * gc / peak_cpu)}%) | {fmt(cpu_ratio, 2)}× | "
+              f" ({of_peaks(nzr, 'wall', gf, peak)}) | {fmt(gc, 1)}"
+              f" ({of_peaks(nzr, 'per_cpu_s', gc, peak_cpu)}) | {fmt(cpu_ratio, 2)}× | "
               f"{fmt(get(nzr, 'peak_rss_mb'))} / {fmt(get(tb, 'peak_rss_mb'))} |")
     for r in res["decode"]:
         nzr, tb = r.get("nazar"), r.get("torch_best")
@@ -287,6 +295,14 @@ def print_table(res, peak, peak_cpu):
         print(f"\nTraining rows: {', '.join(sorted({str(t['steps']) for t in timed}))} timed steps after an "
               f"untimed warm-up of {', '.join(sorted({str(t['warmup']) for t in timed}))} (one pass over the "
               "distinct batches), the same on both sides.")
+    after = [x["sgemm_peak_after"] for x in (get(r, "nazar") for r in res["train"] + res["decode"])
+             if x and x.get("sgemm_peak_after")]
+    if after:
+        print(f"Fractions of the sgemm peak, 'after / start': 'after' is the {after[0]['M']}³ peak nazar measured "
+              "right after each timed run (same process, seconds apart; "
+              f"{min(a['gflops'] for a in after):.1f}-{max(a['gflops'] for a in after):.1f} GFLOP/s over this run), "
+              "the figure the targets are read against, since a shared machine's speed drifts; 'start' is the "
+              "peak measured at the start.")
     rows = [r for r in res["decode"] if get(r, "nazar", "gflops") is not None]
     if rows:
         # Issue 15's decoding targets: beam 5 at batch 64 against the FLOP roofline (sgemm peak x
@@ -294,14 +310,14 @@ def print_table(res, peak, peak_cpu):
         # bandwidth of a working set that size, measured by the same process after decoding); the
         # fastest batch's step against that bandwidth (best against best, for a shared machine),
         # and the step's FLOP floor: at beam 5 it is as high as the bandwidth floor on some CPUs.
-        print("\n| decode (nazar) | sentences/s | GFLOP/s | of FLOP roofline (sgemm peak) | step weights MB | "
+        print("\n| decode (nazar) | sentences/s | GFLOP/s | of FLOP roofline (sgemm peak: after / start) | step weights MB | "
               "weights streamed GB/s | read bandwidth GB/s | of bandwidth roofline | fastest batch | "
               "step µs at the FMA peak |\n|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             nzr = r["nazar"]
             kind = "greedy" if r["beam"] == 1 else f"beam {r['beam']}"
             print(f"| {r['preset']} {r['attention']} {kind}, batch {r['batch']} | {fmt(nzr['sentences_per_s'], 1)} | "
-                  f"{fmt(nzr['gflops'], 1)} | {fmt(None if not peak else 100 * nzr['gflops'] / peak)}% | "
+                  f"{fmt(nzr['gflops'], 1)} | {of_peaks(nzr, 'wall', nzr['gflops'], peak)} | "
                   f"{fmt(nzr['step_weight_mb'], 1)} | {fmt(nzr['weight_gbs'], 1)} | {fmt(nzr['read_gbs_step_weights'], 1)} | "
                   f"{fmt(100 * ratio(nzr['weight_gbs'], nzr['read_gbs_step_weights']))}% | "
                   f"{pct(get(nzr, 'fraction_of_bandwidth_roofline_best_batch'))} | "

@@ -3,10 +3,11 @@
 # `nazar bench` writes (--save-init, --dump-batches) and agrees with nazar: the first training
 # step's loss is the same (same weights, same batch) for global, local-p and input-feeding
 # models, beam decoding runs to the end, `nazar bench train` warms up over every distinct batch
-# and reports each step's rate, and the products probe that chooses PyTorch's OpenBLAS
-# core (run.py) reports a rate for every shape and the core that ran. A change to
-# python/nazar/torch.py's signatures that the benchmark's patched attention does not follow
-# fails here, not only in a long benchmark run. Exit 77 (skipped) without PyTorch.
+# and reports each step's rate and its share of the sgemm peak measured after it, and the
+# products probe that chooses PyTorch's OpenBLAS core (run.py) reports a rate for every shape and
+# the core that ran. A change to python/nazar/torch.py's signatures that the benchmark's patched
+# attention does not follow fails here, not only in a long benchmark run. Exit 77 (skipped)
+# without PyTorch.
 # Usage: test_bench_compare_torch.sh path/to/nazar
 set -u
 NAZAR=${1:?usage: test_bench_compare_torch.sh path/to/nazar}
@@ -34,12 +35,15 @@ for att in bahdanau local-p general-feed; do
     fi
 done
 
-# the default warm-up is one pass over the distinct batches, and every step's rate is reported
+# the default warm-up is one pass over the distinct batches, every step's rate is reported, and
+# the rate as a share of the sgemm peak measured right after
 if out=$("$NAZAR" bench train --json --preset small --steps 1 --batches 2 --threads 1 2>"$dir/err") &&
    /usr/bin/python3 -c "
 import json, sys
 r = json.loads(sys.argv[1].strip().splitlines()[-1])
-sys.exit(0 if r['warmup'] == 2 and len(r['step_gflops']) == 3 and min(r['step_gflops']) > 0 else 1)" "$out"; then
+ok = r['warmup'] == 2 and len(r['step_gflops']) == 3 and min(r['step_gflops']) > 0
+ok = ok and r['sgemm_peak_after']['gflops'] > 0 and 0 < r['of_sgemm_peak_after']['wall'] < 2
+sys.exit(0 if ok else 1)" "$out"; then
     echo "ok   train warm-up: $(field warmup <<<"$out") steps, per-step rates $(field step_gflops <<<"$out")"
 else
     echo "FAIL nazar bench train default warm-up: $out"; tail -5 "$dir/err"; fail=1
