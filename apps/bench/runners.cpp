@@ -14,7 +14,6 @@
 #include "nazar/train/trainer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <fstream>
 #include <memory>
 #include <span>
@@ -30,7 +29,7 @@ namespace {
 // The sgemm peak measured now, right after the timed work (sgemm_peak_now), and the flops done in
 // t as a share of it, per wall second and per CPU second. Called after peak_rss_mb() is read.
 void add_sgemm_peak_after(json& j, double flops, const Timing& t) {
-    const json peak = sgemm_peak_now(2048);
+    const json peak = sgemm_peak_now(2048, 1.0);
     const double g = peak["gflops"].get<double>(), gc = peak["gflops_per_cpu_s"].get<double>();
     j["sgemm_peak_after"] = peak;
     j["of_sgemm_peak_after"] = {
@@ -98,14 +97,15 @@ json bench_train(const BenchSettings& a) {
     // every step's rate, the warm-up's included: shows where the steady state begins
     json step_gflops = json::array();
     // default: one pass over the distinct batches, so that every buffer has grown to the longest
-    // batch before the clock starts (the first pass runs up to 2x slower: docs/performance.md)
+    // batch before the clock starts (the first pass runs up to 3x slower: docs/performance.md)
     const int warmup = a.warmup < 0 ? a.batches : a.warmup;
     for (int s = 0; s < warmup + a.steps; ++s) {
         if (s == warmup) {
             sw.start();
             bf16_before = bf16_counters();
         }
-        const auto step0 = std::chrono::steady_clock::now();
+        Stopwatch step_sw;
+        step_sw.start();
         const Batch& b = batches[static_cast<std::size_t>(s) % batches.size()];
         zero_grads(params);
         LossStats st;
@@ -114,14 +114,13 @@ json bench_train(const BenchSettings& a) {
             st = model.train_step(b, topt, rng);
         }
         opt.step();
-        step_gflops.push_back(
-            train_flops(cfg, b) / 1e9 /
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - step0).count());
+        const double step_flops = train_flops(cfg, b);
+        step_gflops.push_back(step_flops / 1e9 / step_sw.stop().wall);
         if (s == 0) first_loss = st.loss / std::max<int64_t>(st.tokens, 1);
         if (s >= warmup) {
             tokens += st.tokens;
             src_tokens += b.src_tokens();
-            flops += train_flops(cfg, b);
+            flops += step_flops;
         }
     }
     const Timing t = sw.stop();

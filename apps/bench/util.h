@@ -62,11 +62,11 @@ double decoder_step_weight_bytes(const ModelConfig& cfg);
 double read_bandwidth_gbs(double bytes);
 
 nlohmann::json bench_gemm_rates(const Preset& p, int size);
-// The square sgemm peak (size³, best of 3 for ~1 s in all) measured now: train and decode report
-// it right after their timed work, so that the fraction of peak compares two measurements
-// seconds apart, not a workload with a peak taken minutes earlier on a shared machine whose
-// speed drifts. {"M", "gflops", "gflops_per_cpu_s"}.
-nlohmann::json sgemm_peak_now(int size);
+// The square sgemm peak (size³, best of 3 over ~`seconds` in all) measured now: `bench gemm`'s
+// peak, and the one train and decode report right after their timed work, so that the fraction
+// of peak compares two measurements seconds apart, not a workload with a peak taken minutes
+// earlier on a shared machine whose speed drifts. {"M", "N", "K", "gflops", "gflops_per_cpu_s"}.
+nlohmann::json sgemm_peak_now(int size, double seconds);
 
 // The machine's FMA peak from a register-only loop (no memory traffic: the physical limit of
 // any sgemm), at the widest vectors nazar's kernels may use: {"lanes", "gflops" (all pool

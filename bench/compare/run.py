@@ -133,10 +133,9 @@ def main():
             if preset == "small":
                 steps = 8 if q else 30
             # the warm-up (untimed, both sides) is one pass over the distinct batches: the first
-            # pass grows every buffer to the longest batch and runs up to 2x slower (the per-step
+            # pass grows every buffer to the longest batch and runs up to 3x slower (the per-step
             # rates in nazar's JSON, step_gflops), which is a run's start, not its steady state
-            nb = min(steps, 8)
-            warm = nb
+            nb = warm = min(steps, 8)
             for att in atts:
                 sys.stderr.write(f"train {preset} {att}\n")
                 m, b = os.path.join(tmp, f"{preset}-{att}.safetensors"), os.path.join(tmp, f"{preset}-{att}.json")
