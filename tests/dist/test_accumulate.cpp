@@ -24,6 +24,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_accumulate {
 namespace {
 
 constexpr double kTolerance = 2e-4;
@@ -181,4 +182,5 @@ TEST(DataParallel, SingleProcessGroupIsTheIdentity) {
 }
 
 }  // namespace
+}  // namespace test_accumulate
 }  // namespace nazar

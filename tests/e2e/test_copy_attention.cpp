@@ -16,6 +16,7 @@
 #include <cstdio>
 
 namespace nazar {
+namespace test_copy_attention {
 namespace {
 
 // Source ids 4..63 (60 symbols), target vocabulary V = 8: ids 4..7 are the source symbols 4..7
@@ -169,4 +170,5 @@ TEST(CopyAttention, LuongLearnsToCopyUnseenWords) {
 }
 
 }  // namespace
+}  // namespace test_copy_attention
 }  // namespace nazar

@@ -19,6 +19,7 @@
 #include <thread>
 
 namespace nazar {
+namespace test_decode_cli {
 namespace {
 
 const std::string kBin = std::string(NAZAR_BINARY_DIR) + "/nazar";
@@ -269,4 +270,5 @@ TEST_F(DecodeCli, TranslatorIsThreadSafe) {
 }
 
 }  // namespace
+}  // namespace test_decode_cli
 }  // namespace nazar

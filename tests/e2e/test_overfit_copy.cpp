@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 namespace nazar {
+namespace test_overfit_copy {
 namespace {
 
 ModelConfig copy_config(DecoderKind kind, ScoreKind score) {
@@ -66,4 +67,5 @@ TEST(OverfitCopy, LuongGeneralInputFeeding) {
 }
 
 }  // namespace
+}  // namespace test_overfit_copy
 }  // namespace nazar

@@ -18,6 +18,7 @@
 #include <string>
 
 namespace nazar {
+namespace test_resume {
 namespace {
 
 using test::reversal_task;
@@ -159,4 +160,5 @@ TEST_F(Resume, RefusesChangedDataOrModel) {
 }
 
 }  // namespace
+}  // namespace test_resume
 }  // namespace nazar

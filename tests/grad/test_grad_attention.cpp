@@ -19,6 +19,8 @@
 #include <cmath>
 #include <vector>
 
+namespace test_grad_attention {
+
 using namespace nazar;
 using nazar::test::check_gradients;
 using nazar::test::dot_loss;
@@ -179,3 +181,5 @@ TEST(AttentionGradWide, LearnedScaleGeneralH13C21) {
     run_gradcheck(with(wide(ScoreKind::general, 0), LocalMode::global, 1, ScaleMode::learned), 0,
                   47);
 }
+
+}  // namespace test_grad_attention

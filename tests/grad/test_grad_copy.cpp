@@ -9,6 +9,8 @@
 #include <cmath>
 #include <vector>
 
+namespace test_grad_copy {
+
 using namespace nazar;
 using nazar::test::check_gradients;
 using nazar::test::random_tensor;
@@ -235,3 +237,5 @@ TEST(CopyRow, SmoothedGradientsMatchFiniteDifferences) {
         }
     }
 }
+
+}  // namespace test_grad_copy

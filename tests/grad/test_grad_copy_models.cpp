@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 namespace nazar {
+namespace test_grad_copy_models {
 namespace {
 
 using test::tiny_config;
@@ -163,4 +164,5 @@ TEST(GradCopyModels, ScoreMatchesLoss) {
 }
 
 }  // namespace
+}  // namespace test_grad_copy_models
 }  // namespace nazar

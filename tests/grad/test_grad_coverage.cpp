@@ -22,6 +22,8 @@
 #include <cmath>
 #include <vector>
 
+namespace test_grad_coverage {
+
 using namespace nazar;
 using nazar::test::check_gradients;
 using nazar::test::dot_loss;
@@ -248,3 +250,5 @@ TEST(CoverageLoss, ValueFromDefinition) {
                 1e-5);
     EXPECT_GT(want, 0.1);
 }
+
+}  // namespace test_grad_coverage

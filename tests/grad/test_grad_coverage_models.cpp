@@ -17,6 +17,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_grad_coverage_models {
 namespace {
 
 using test::tiny_batch;
@@ -109,4 +110,5 @@ TEST(GradCoverageModels, LossWeightNeedsCoverage) {
     EXPECT_THROW(model.train_step(tiny_batch(), {.coverage_loss_weight = 0.5f}, rng), UsageError);
 }
 
+}  // namespace test_grad_coverage_models
 }  // namespace nazar

@@ -4,6 +4,8 @@
 #include "tests/common/gradcheck.h"
 #include "tests/common/test_util.h"
 
+namespace test_grad_dropout {
+
 using namespace nazar;
 using namespace nazar::test;
 
@@ -26,3 +28,5 @@ TEST(DropoutGrad, TrainAndEval) {
             check_gradients(loss, {{"x", x, d_x}}, {.eps = 1e-2, .rtol = 1e-3, .atol = 5e-4}));
     }
 }
+
+}  // namespace test_grad_dropout

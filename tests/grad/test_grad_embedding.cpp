@@ -6,6 +6,8 @@
 
 #include <vector>
 
+namespace test_grad_embedding {
+
 using namespace nazar;
 using namespace nazar::test;
 
@@ -30,3 +32,5 @@ TEST(EmbeddingGrad, RepeatedIdsAndPaddingRow) {
     EXPECT_EQ(std::vector<int32_t>(emb.touched_rows().begin(), emb.touched_rows().end()),
               (std::vector<int32_t>{2, 3, 5}));
 }
+
+}  // namespace test_grad_embedding

@@ -7,6 +7,8 @@
 
 #include <vector>
 
+namespace test_grad_gru {
+
 using namespace nazar;
 using namespace nazar::test;
 
@@ -86,3 +88,5 @@ TEST(GRUCellGrad, TwoChainedSteps) {
     add_params(targets, cell.params, cell.grad);
     EXPECT_TRUE(check_gradients(loss, targets, kTol));
 }
+
+}  // namespace test_grad_gru

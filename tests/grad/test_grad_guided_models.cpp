@@ -17,6 +17,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_grad_guided_models {
 namespace {
 
 using test::tiny_batch;
@@ -160,4 +161,5 @@ TEST(GradGuidedModels, PathsAgreeAndWeightZeroIsPlain) {
                  UsageError);
 }
 
+}  // namespace test_grad_guided_models
 }  // namespace nazar

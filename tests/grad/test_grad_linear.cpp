@@ -3,6 +3,8 @@
 #include "tests/common/gradcheck.h"
 #include "tests/common/test_util.h"
 
+namespace test_grad_linear {
+
 using namespace nazar;
 using namespace nazar::test;
 
@@ -27,3 +29,5 @@ TEST(LinearGrad, ThreeDimensionalInput) {
             << "bias " << bias;
     }
 }
+
+}  // namespace test_grad_linear

@@ -7,6 +7,8 @@
 
 #include <vector>
 
+namespace test_grad_lstm {
+
 using namespace nazar;
 using namespace nazar::test;
 
@@ -89,3 +91,5 @@ TEST(LSTMCellGrad, TwoChainedStepsWithoutCellUpstream) {
     add_params(targets, cell.params, cell.grad);
     EXPECT_TRUE(check_gradients(loss, targets, kTol));
 }
+
+}  // namespace test_grad_lstm

@@ -18,6 +18,7 @@
 #include <string>
 
 namespace nazar {
+namespace test_grad_models {
 namespace {
 
 using test::tiny_batch;
@@ -117,9 +118,11 @@ TEST(GradModels, MixedTimings) {
 }
 
 }  // namespace
+}  // namespace test_grad_models
 }  // namespace nazar
 
 namespace nazar {
+namespace test_grad_models {
 namespace {
 
 // Train-mode paths: dropout between encoder and decoder layers (masks fixed by re-seeding the
@@ -147,9 +150,11 @@ TEST(GradModels, DropoutAndLabelSmoothingInTrainMode) {
 }
 
 }  // namespace
+}  // namespace test_grad_models
 }  // namespace nazar
 
 namespace nazar {
+namespace test_grad_models {
 namespace {
 
 // The model's dropout sites (seq2seq.h DropoutOptions: embeddings, encoder states, decoder
@@ -219,4 +224,5 @@ TEST(GradModels, DropoutSitesWithScheduledSampling) {
 }
 
 }  // namespace
+}  // namespace test_grad_models
 }  // namespace nazar

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+namespace test_grad_rnn {
+
 using namespace nazar;
 using namespace nazar::test;
 
@@ -82,3 +84,5 @@ INSTANTIATE_TEST_SUITE_P(Cells, RNNGrad,
                              return std::string(info.param.cell == CellType::gru ? "gru" : "lstm") +
                                     (info.param.dropout > 0 ? "_dropout" : "");
                          });
+
+}  // namespace test_grad_rnn

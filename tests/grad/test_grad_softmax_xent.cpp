@@ -11,6 +11,8 @@
 #include <cmath>
 #include <vector>
 
+namespace test_grad_softmax_xent {
+
 using namespace nazar;
 using nazar::test::close_rel;
 using nazar::test::random_tensor;
@@ -219,3 +221,5 @@ TEST(SoftmaxXent, ErrorsCarryValues) {
     Tensor out({2, 5});
     EXPECT_THROW(output_log_probs(X, W, b, out), Error);
 }
+
+}  // namespace test_grad_softmax_xent

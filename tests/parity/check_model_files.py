@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Model files across nazar and PyTorch, through the `nazar score` CLI (CTest: parity.model_files_cli).
 
-  check_model_files.py --nazar BUILD/nazar --exporter BUILD/tests/test_parity_models --work DIR
+  check_model_files.py --nazar BUILD/nazar --exporter BUILD/tests/nazar_parity_tests --work DIR
 
 1. Runs `exporter --gtest_filter=ParityModelFiles.Export` with NAZAR_PARITY_EXPORT=DIR: for
    every case of tools/make_model_fixtures.py it writes a model initialised and saved by nazar

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 namespace nazar {
+namespace test_parity_attention {
 namespace {
 
 using test::Fixture;
@@ -105,4 +106,5 @@ TEST(ParityAttention, LocalPredictiveAdditive) {
 }  // D = 1
 
 }  // namespace
+}  // namespace test_parity_attention
 }  // namespace nazar

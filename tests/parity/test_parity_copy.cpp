@@ -20,6 +20,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_parity_copy {
 namespace {
 
 using test::Fixture;
@@ -92,4 +93,5 @@ TEST(ParityCopy, LuongLocalM) {
 }
 
 }  // namespace
+}  // namespace test_parity_copy
 }  // namespace nazar

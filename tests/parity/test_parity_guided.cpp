@@ -20,6 +20,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_parity_guided {
 namespace {
 
 using test::batch_of;
@@ -85,4 +86,5 @@ TEST(ParityGuided, PerStepBackward) {
 }
 
 }  // namespace
+}  // namespace test_parity_guided
 }  // namespace nazar

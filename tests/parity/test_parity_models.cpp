@@ -44,6 +44,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_parity_models {
 namespace {
 
 using test::batch_of;
@@ -381,4 +382,5 @@ TEST(ParityModelFiles, Export) {
 }
 
 }  // namespace
+}  // namespace test_parity_models
 }  // namespace nazar

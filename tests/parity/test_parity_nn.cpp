@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 namespace nazar {
+namespace test_parity_nn {
 namespace {
 
 using test::Fixture;
@@ -243,4 +244,5 @@ TEST(ParityNn, RNNLstm2Layer) {
 }
 
 }  // namespace
+}  // namespace test_parity_nn
 }  // namespace nazar

@@ -18,6 +18,8 @@
 #include <deque>
 #include <string>
 
+namespace test_parity_optim {
+
 using namespace nazar;
 using nazar::test::close_rel;
 
@@ -126,3 +128,5 @@ TEST(OptimParity, FixturesClipSomeStepsAndNotOthers) {
     EXPECT_GT(clipped, 0);
     EXPECT_GT(kept, 0);
 }
+
+}  // namespace test_parity_optim

@@ -52,7 +52,7 @@ if(EXISTS ${NAZAR_PARITY_PYTHON})
   # and loaded back in PyTorch (tests/parity/check_model_files.py).
   add_test(NAME parity.model_files_cli
            COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/check_model_files.py
-                   --nazar $<TARGET_FILE:nazar_cli> --exporter $<TARGET_FILE:test_parity_models>
+                   --nazar $<TARGET_FILE:nazar_cli> --exporter $<TARGET_FILE:nazar_parity_tests>
                    --work ${PROJECT_BINARY_DIR}/parity-model-files)
   set_tests_properties(parity.model_files_cli PROPERTIES
     FIXTURES_REQUIRED nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 300)
@@ -83,14 +83,14 @@ else()
   message(STATUS "parity: ${NAZAR_PARITY_PYTHON} not found; parity tests use the committed fixtures")
 endif()
 
-# The gtest parity executables (tests/parity/test_*.cpp) are discovered at ctest time, so their
-# tests cannot be given properties here. This script runs after the discovery scripts (it is
+# The gtest parity program's tests (nazar_parity_tests: tests/parity/test_*.cpp) are discovered
+# at ctest time, so they cannot be given properties here. This script runs after the discovery scripts (it is
 # appended to TEST_INCLUDE_FILES later) and makes every discovered parity test require the
 # regenerated fixtures: ctest then always runs parity.make_fixtures first, also under -R / -j.
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/parity_fixture_deps.cmake [=[
 get_cmake_property(_nazar_vars VARIABLES)
 foreach(_nazar_v IN LISTS _nazar_vars)
-  if(_nazar_v MATCHES "^test_parity_.*_TESTS$")
+  if(_nazar_v MATCHES "^nazar_parity_tests_TESTS$")
     foreach(_nazar_t IN LISTS ${_nazar_v})
       set_tests_properties("${_nazar_t}" PROPERTIES FIXTURES_REQUIRED nazar_parity_fixtures)
     endforeach()

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 namespace nazar::serve {
+namespace test_serve_units {
 namespace {
 
 int status_of(std::string_view body, const RequestLimits& limits = {}) {
@@ -245,4 +246,5 @@ TEST_F(ServeBatcher, AFailingJobFailsAlone) {
 }
 
 }  // namespace
+}  // namespace test_serve_units
 }  // namespace nazar::serve

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <string>
 
+namespace test_attention_explain {
+
 namespace {
 std::string run(const std::string& args) {
     const std::string exe = std::string(NAZAR_BINARY_DIR) + "/nazar";
@@ -36,3 +38,5 @@ TEST(AttentionExplain, OtherSizesAndDotMismatch) {
     EXPECT_NE(out.find("needs H == C (got H=256, C=512)"), std::string::npos) << out;
     EXPECT_NE(run("explain --src-len 0").find("src-len"), std::string::npos);
 }
+
+}  // namespace test_attention_explain

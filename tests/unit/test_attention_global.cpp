@@ -11,6 +11,8 @@
 #include <cmath>
 #include <vector>
 
+namespace test_attention_global {
+
 using namespace nazar;
 using nazar::test::close_abs;
 using nazar::test::random_tensor;
@@ -360,3 +362,5 @@ TEST(AttentionConfig, CostModelReproducesSpecSection9) {
     EXPECT_EQ(attention_cost(loc, 50).positions, 21);
     EXPECT_EQ(attention_cost(loc, 800).scores, attention_cost(loc, 50).scores);  // O(D), not O(S)
 }
+
+}  // namespace test_attention_global

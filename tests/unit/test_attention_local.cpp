@@ -8,6 +8,8 @@
 #include <limits>
 #include <vector>
 
+namespace test_attention_local {
+
 using namespace nazar;
 using nazar::test::close_abs;
 using nazar::test::random_tensor;
@@ -237,3 +239,5 @@ TEST(LocalAttention, EmptySentenceGivesZeroContext) {
     EXPECT_EQ(r.cache.count[0], 0);
     for (int c = 0; c < 3; ++c) EXPECT_EQ(r.context.at(0, c), 0.0f);
 }
+
+}  // namespace test_attention_local

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+namespace test_attention_oracle {
+
 using namespace nazar;
 using nazar::test::close_abs;
 using nazar::test::random_tensor;
@@ -221,3 +223,5 @@ TEST(AttentionOracleBackward, AllStepsAtOnce) {
     expect_steps_backward_matches_oracle(
         cfg(ScoreKind::dot, ScaleMode::learned, LocalMode::predictive, 2), 11);
 }
+
+}  // namespace test_attention_oracle

@@ -13,6 +13,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_attention_row_context {
 namespace {
 
 TEST(AttentionRowContext, BitIdenticalToAxpysAndNearTheOracle) {
@@ -38,4 +39,5 @@ TEST(AttentionRowContext, BitIdenticalToAxpysAndNearTheOracle) {
 }
 
 }  // namespace
+}  // namespace test_attention_row_context
 }  // namespace nazar

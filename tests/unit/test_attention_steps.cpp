@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+namespace test_attention_steps {
+
 using namespace nazar;
 using nazar::test::random_tensor;
 
@@ -166,3 +168,5 @@ TEST(AttentionSteps, OnlyDotAndGeneral) {
     const std::vector<int> too_long{3};
     EXPECT_THROW(gen.forward_steps(q, keys, enc, too_long, ctx, ps), nazar::Error);
 }
+
+}  // namespace test_attention_steps

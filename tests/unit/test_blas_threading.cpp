@@ -14,6 +14,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_blas_threading {
 namespace {
 
 // Tolerance: float products of K <= 700 terms in [-1, 1] against a double-accumulated oracle;
@@ -115,4 +116,5 @@ TEST(BlasThreading, SmallMKernelAvx512AndAvx2AreBitIdentical) {
 }
 
 }  // namespace
+}  // namespace test_blas_threading
 }  // namespace nazar

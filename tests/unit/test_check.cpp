@@ -9,6 +9,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_check {
 namespace {
 
 std::string message_of(const std::string& text) {
@@ -76,4 +77,5 @@ TEST(Check, AReaderEchoingMultiLineInputGivesOneLine) {
 }
 
 }  // namespace
+}  // namespace test_check
 }  // namespace nazar

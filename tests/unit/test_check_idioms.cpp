@@ -8,6 +8,7 @@
 #include <string>
 
 namespace nazar {
+namespace test_check_idioms {
 namespace {
 
 template <class E, class F>
@@ -78,4 +79,5 @@ TEST(CheckIdioms, MessagesAreBoundedWhateverTheySay) {
 }
 
 }  // namespace
+}  // namespace test_check_idioms
 }  // namespace nazar

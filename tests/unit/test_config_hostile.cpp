@@ -13,6 +13,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_config_hostile {
 namespace {
 
 // The UsageError message of applying `yaml`, or "" when it is accepted. Other exceptions escape.
@@ -203,4 +204,5 @@ TEST(ConfigHostile, BeamOptionsOutOfRange) {
 }
 
 }  // namespace
+}  // namespace test_config_hostile
 }  // namespace nazar

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+namespace test_core {
+
 using namespace nazar;
 using nazar::test::close_abs;
 using nazar::test::close_rel;
@@ -281,3 +283,5 @@ TEST(Tensor, DefaultConstructedIsEmpty) {
     EXPECT_EQ(v.numel(), 0);
     EXPECT_EQ(t.shape(), (Shape{0}));
 }
+
+}  // namespace test_core

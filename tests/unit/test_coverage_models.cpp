@@ -14,6 +14,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_coverage_models {
 namespace {
 
 using test::tiny_batch;
@@ -150,4 +151,5 @@ TEST(CoverageModels, DotAndGeneralRefuseCoverage) {
 }
 
 }  // namespace
+}  // namespace test_coverage_models
 }  // namespace nazar

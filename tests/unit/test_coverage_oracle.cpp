@@ -19,6 +19,8 @@
 #include <cmath>
 #include <vector>
 
+namespace test_coverage_oracle {
+
 using namespace nazar;
 using nazar::test::random_tensor;
 
@@ -171,3 +173,5 @@ TEST(CoverageOracle, AdditiveA40WithLoss8Lanes) {
     attn::set_additive_avx512(false);
     check(wide(ScoreKind::additive, 40), 0.6, 84);
 }
+
+}  // namespace test_coverage_oracle

@@ -12,6 +12,8 @@
 #include <set>
 #include <vector>
 
+namespace test_data_batcher {
+
 using namespace nazar;
 
 namespace {
@@ -211,3 +213,5 @@ TEST(DataBatcher, OptionErrors) {
     const Corpus empty;
     EXPECT_THROW(Batcher(empty, {.batch_size = 2}), Error);
 }
+
+}  // namespace test_data_batcher

@@ -15,6 +15,8 @@
 #include <tuple>
 #include <vector>
 
+namespace test_data_corpus {
+
 using namespace nazar;
 namespace fs = std::filesystem;
 
@@ -320,3 +322,5 @@ TEST(DataCorpus, SameIdsWhateverTheThreadCount) {
         ASSERT_TRUE(std::ranges::equal(c1.tgt(i), c3.tgt(i))) << i;
     }
 }
+
+}  // namespace test_data_corpus

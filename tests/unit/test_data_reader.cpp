@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_data_reader {
+
 using namespace nazar;
 namespace fs = std::filesystem;
 
@@ -366,3 +368,5 @@ TEST(DataReader, PipeIsReadLineByLineWhileOpen) {
         ::close(saved);
     }
 }
+
+}  // namespace test_data_reader

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+namespace test_data_tokenizer {
+
 using namespace nazar;
 
 namespace {
@@ -224,3 +226,5 @@ TEST(DataTokenizer, Base64RoundTripsEveryLength) {
     EXPECT_THROW(base64_decode("abc"), Error);
     EXPECT_THROW(base64_decode("ab!d"), Error);
 }
+
+}  // namespace test_data_tokenizer

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace test_data_vocab {
+
 using namespace nazar;
 
 namespace {
@@ -101,3 +103,5 @@ TEST(DataVocab, JsonRoundTripAndErrors) {
     EXPECT_THROW(Vocab::from_json(R"({"specials": 3, "pieces": []})"),
                  Error);  // never a json exception
 }
+
+}  // namespace test_data_vocab

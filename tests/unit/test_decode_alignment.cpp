@@ -13,6 +13,7 @@
 #include <fstream>
 
 namespace nazar {
+namespace test_decode_alignment {
 namespace {
 
 // rows: target tokens; columns: source tokens
@@ -124,4 +125,5 @@ TEST(Alignment, ForcedAlignmentMatchesScoreAndTheDecodersAttention) {
 }
 
 }  // namespace
+}  // namespace test_decode_alignment
 }  // namespace nazar

@@ -15,6 +15,7 @@
 #include <set>
 
 namespace nazar {
+namespace test_decode_beam {
 namespace {
 
 using test::tiny_config;
@@ -503,4 +504,5 @@ TEST(Hypothesis, PenaltiesByHand) {
 }
 
 }  // namespace
+}  // namespace test_decode_beam
 }  // namespace nazar

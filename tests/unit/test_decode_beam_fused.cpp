@@ -13,6 +13,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_decode_beam_fused {
 namespace {
 
 using test::expect_same_hypotheses;
@@ -72,4 +73,5 @@ TEST(BeamSearchFused, TiesRankTheSameWay) {
 }
 
 }  // namespace
+}  // namespace test_decode_beam_fused
 }  // namespace nazar

@@ -15,6 +15,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_decode_beam_groups {
 namespace {
 
 using test::expect_same_hypotheses;
@@ -171,4 +172,5 @@ TEST(BeamSearchGroups, RejectsAGroupSizeBelowMinusOne) {
 }
 
 }  // namespace
+}  // namespace test_decode_beam_groups
 }  // namespace nazar

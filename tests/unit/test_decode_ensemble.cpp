@@ -19,6 +19,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_decode_ensemble {
 namespace {
 
 bool same(ConstTensorView a, ConstTensorView b) {  // bit for bit (empty views: by shape)
@@ -254,4 +255,5 @@ TEST(Ensemble, TranslatorOfTwoIdenticalFilesIsOne) {
 }
 
 }  // namespace
+}  // namespace test_decode_ensemble
 }  // namespace nazar

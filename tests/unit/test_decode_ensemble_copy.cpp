@@ -14,6 +14,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_decode_ensemble_copy {
 namespace {
 
 constexpr int kV = 11, kExt = kV + 3;  // extended ids 11, 12, 13
@@ -125,4 +126,5 @@ TEST(EnsembleCopy, CopyAndPlainMembersAreRefused) {
 }
 
 }  // namespace
+}  // namespace test_decode_ensemble_copy
 }  // namespace nazar

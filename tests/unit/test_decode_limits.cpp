@@ -12,6 +12,8 @@
 #include <limits>
 #include <vector>
 
+namespace test_decode_limits {
+
 using namespace nazar;
 using nazar::test::tiny_config;
 
@@ -113,3 +115,5 @@ TEST(DecodeLimits, BeamHypothesisStepsAreItsSentencesSteps) {
         }
     }
 }
+
+}  // namespace test_decode_limits

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+namespace test_demo_alignment {
+
 using namespace nazar;
 using namespace nazar::demo;
 
@@ -98,3 +100,5 @@ TEST(DemoAlignment, AccuracyByLength) {
     EXPECT_DOUBLE_EQ(b[1].exact, 50.0);
     EXPECT_EQ(b[2].n, 1);
 }
+
+}  // namespace test_demo_alignment

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+namespace test_demo_compare {
+
 using namespace nazar;
 using namespace nazar::demo;
 
@@ -45,3 +47,5 @@ TEST(DemoCompare, RowsAndTable) {
         EXPECT_NE(table.find(part), std::string::npos) << part;
     EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 2 + 5 + 1);
 }
+
+}  // namespace test_demo_compare

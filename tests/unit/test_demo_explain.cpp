@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+namespace test_demo_explain {
+
 using namespace nazar;
 
 TEST(DemoExplain, ByHandStepMatchesTheModel) {
@@ -24,3 +26,5 @@ TEST(DemoExplain, ByHandStepMatchesTheModel) {
                   .text.find("W_c = decoder.combine.weight (4x8)"),
               std::string::npos);
 }
+
+}  // namespace test_demo_explain

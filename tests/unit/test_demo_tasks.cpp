@@ -8,6 +8,8 @@
 #include <set>
 #include <string>
 
+namespace test_demo_tasks {
+
 using namespace nazar;
 using namespace nazar::demo;
 
@@ -132,3 +134,5 @@ TEST(DemoTasks, Errors) {
     Rng rng(1);
     EXPECT_THROW(random_reversal(rng, 0), Error);
 }
+
+}  // namespace test_demo_tasks

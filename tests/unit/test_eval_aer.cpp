@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+namespace test_eval_aer {
+
 using namespace nazar;
 
 namespace {
@@ -73,3 +75,5 @@ TEST(Aer, Errors) {
             << e.what();
     }
 }
+
+}  // namespace test_eval_aer

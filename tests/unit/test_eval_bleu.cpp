@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+namespace test_eval_bleu {
+
 using namespace nazar;
 
 namespace {
@@ -225,3 +227,5 @@ TEST(Bleu, ErrorsNameTheCounts) {
     EXPECT_THROW(parse_bleu_smooth("laplace"), UsageError);
     EXPECT_EQ(parse_bleu_tokenize("char"), BleuTokenize::chars);
 }
+
+}  // namespace test_eval_bleu

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+namespace test_eval_chrf {
+
 using namespace nazar;
 
 namespace {
@@ -151,3 +153,5 @@ TEST(Chrf, BestReferenceWinsAndErrors) {
     EXPECT_THROW(corpus_chrf(hyp, Streams{{"a"}}, {.char_order = 0}), Error);
     EXPECT_THROW(chrf_from_counts(std::vector<int64_t>{1, 2}, {}), Error);
 }
+
+}  // namespace test_eval_chrf

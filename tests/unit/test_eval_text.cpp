@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+namespace test_eval_text {
+
 using namespace nazar;
 
 namespace {
@@ -195,3 +197,5 @@ TEST(NgramMatcher, AgreesWithMapCountsOnRandomSequences) {
         }
     }
 }
+
+}  // namespace test_eval_text

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+namespace test_eval_wer {
+
 using namespace nazar;
 
 namespace {
@@ -140,3 +142,5 @@ TEST(ErrorRates, Errors) {
             << e.what();
     }
 }
+
+}  // namespace test_eval_wer

@@ -26,6 +26,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_gemm_bf16 {
 namespace {
 
 struct Case {
@@ -217,4 +218,5 @@ TEST(GemmBf16, ScopeSwitchesGemm) {
 }
 
 }  // namespace
+}  // namespace test_gemm_bf16
 }  // namespace nazar

@@ -22,6 +22,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_gemm_nn512 {
 namespace {
 
 // float sums of K <= 600 products in [-1, 1] against a double oracle (as test_blas_threading)
@@ -323,4 +324,5 @@ TEST(WeightT, ModelMatchesWithTheKernelOnAndOff) {
 }
 
 }  // namespace
+}  // namespace test_gemm_nn512
 }  // namespace nazar

@@ -21,6 +21,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_gemm_packed {
 namespace {
 
 struct FastGuard {
@@ -246,4 +247,5 @@ TEST(GemmPacked, ParsePrecision) {
 }
 
 }  // namespace
+}  // namespace test_gemm_packed
 }  // namespace nazar

@@ -19,6 +19,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_gemm_paths {
 namespace {
 
 constexpr const char* kChildVar = "NAZAR_TEST_GEMM_PATH_CHILD";
@@ -135,4 +136,5 @@ TEST(GemmPath, IsaCapBelowTheCpuIsReportedOnce) {
 }
 
 }  // namespace
+}  // namespace test_gemm_paths
 }  // namespace nazar

@@ -23,6 +23,8 @@
 #include <cmath>
 #include <vector>
 
+namespace test_guided_alignment {
+
 using namespace nazar;
 using nazar::test::random_tensor;
 
@@ -248,3 +250,5 @@ TEST(GuidedAlignmentOracle, LocalMGeneral) {
 TEST(GuidedAlignmentOracle, LocalPAdditive) {
     check_attention(cfg_of(ScoreKind::additive, LocalMode::predictive), 96);
 }
+
+}  // namespace test_guided_alignment

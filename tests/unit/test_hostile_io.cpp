@@ -40,6 +40,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_hostile_io {
 namespace {
 
 std::string nested(int depth, char open = '[', char close = ']') {
@@ -402,4 +403,5 @@ TEST(HostileIo, LongSvgTitlesEndAtAWordWithinTheCanvas) {
 }
 
 }  // namespace
+}  // namespace test_hostile_io
 }  // namespace nazar

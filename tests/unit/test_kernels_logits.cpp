@@ -15,6 +15,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_kernels_logits {
 namespace {
 
 // The reference: z + b written, then logsumexp_row.
@@ -145,4 +146,5 @@ TEST(KernelsLogits, InfinitiesAndNaN) {
 }
 
 }  // namespace
+}  // namespace test_kernels_logits
 }  // namespace nazar

@@ -27,6 +27,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_model_file_hostile {
 namespace {
 
 using json = nlohmann::json;
@@ -486,4 +487,5 @@ TEST(ModelFileHostile, HugeConfigSizesAreRefusedBeforeAllocating) {
 }
 
 }  // namespace
+}  // namespace test_model_file_hostile
 }  // namespace nazar

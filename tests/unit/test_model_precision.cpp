@@ -16,6 +16,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_model_precision {
 namespace {
 
 ModelConfig mid_config(DecoderKind kind, ScoreKind score) {
@@ -263,4 +264,5 @@ TEST(ModelPrecision, PackedOnlyWeightsFailLoudly) {
 }
 
 }  // namespace
+}  // namespace test_model_precision
 }  // namespace nazar

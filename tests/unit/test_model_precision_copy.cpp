@@ -16,6 +16,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_model_precision_copy {
 namespace {
 
 constexpr int kV = 50;
@@ -106,4 +107,5 @@ TEST(ModelPrecisionCopy, QuantizedCopyModelScoresAndTranslatesClose) {
 }
 
 }  // namespace
+}  // namespace test_model_precision_copy
 }  // namespace nazar

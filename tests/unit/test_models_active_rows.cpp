@@ -19,6 +19,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_models_active_rows {
 namespace {
 
 using test::make_batch;
@@ -203,4 +204,5 @@ TEST(ActiveRows, GivenDropoutMasksFollowTheirSentence) {
 }
 
 }  // namespace
+}  // namespace test_models_active_rows
 }  // namespace nazar

@@ -24,6 +24,7 @@
 #include <string>
 
 namespace nazar {
+namespace test_models_batched_grads {
 namespace {
 
 using test::tiny_batch4;  // B = 4, T = 6, padded on both sides
@@ -139,4 +140,5 @@ TEST(BatchedDecoderGrads, BadChunkRowsIsAnError) {
 }
 
 }  // namespace
+}  // namespace test_models_batched_grads
 }  // namespace nazar

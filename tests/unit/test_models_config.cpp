@@ -9,6 +9,7 @@
 #include <string>
 
 namespace nazar {
+namespace test_models_config {
 namespace {
 
 using test::tiny_config;
@@ -163,4 +164,5 @@ TEST(ModelConfig, OtherErrors) {
 }
 
 }  // namespace
+}  // namespace test_models_config
 }  // namespace nazar

@@ -14,6 +14,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_models_dropout {
 namespace {
 
 using test::tiny_batch;
@@ -184,9 +185,11 @@ TEST(WordDropout, ReplacesRealInputTokensOnly) {
 }
 
 }  // namespace
+}  // namespace test_models_dropout
 }  // namespace nazar
 
 namespace nazar {
+namespace test_models_dropout {
 namespace {
 
 // Attention-weight dropout at the attention itself: c = Σ_i α_i m_i h_i (not renormalised), the
@@ -227,4 +230,5 @@ TEST(AttentionDropout, ContextSumsMaskedWeights) {
 }
 
 }  // namespace
+}  // namespace test_models_dropout
 }  // namespace nazar

@@ -14,6 +14,7 @@
 #include <string>
 
 namespace nazar {
+namespace test_models_file {
 namespace {
 
 using test::tiny_batch;
@@ -132,4 +133,5 @@ TEST(ModelFile, BrokenFilesGiveClearErrors) {
 }
 
 }  // namespace
+}  // namespace test_models_file
 }  // namespace nazar

@@ -8,6 +8,7 @@
 #include <cmath>
 
 namespace nazar {
+namespace test_models_greedy {
 namespace {
 
 using test::tiny_config;
@@ -73,4 +74,5 @@ TEST(Greedy, LengthLimitsAndScoreIsSumOfStepLogProbs) {
 }
 
 }  // namespace
+}  // namespace test_models_greedy
 }  // namespace nazar

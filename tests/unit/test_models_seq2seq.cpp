@@ -11,6 +11,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_models_seq2seq {
 namespace {
 
 using test::make_batch;
@@ -285,4 +286,5 @@ TEST(Seq2Seq, BadInputsAreErrors) {
 }
 
 }  // namespace
+}  // namespace test_models_seq2seq
 }  // namespace nazar

@@ -17,6 +17,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_models_sequence_backward {
 namespace {
 
 using test::tiny_batch4;  // B = 4, T = 6, padded on both sides
@@ -319,4 +320,5 @@ TEST(SequenceBackward, AFailedTrainStepLeavesNoModeBehind) {
 }
 
 }  // namespace
+}  // namespace test_models_sequence_backward
 }  // namespace nazar

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <vector>
 
+namespace test_nn_dropout {
+
 using namespace nazar;
 using nazar::test::close_abs;
 using nazar::test::random_tensor;
@@ -125,3 +127,5 @@ TEST(DropoutMask, ApplyMultiplies) {
     Tensor wrong({5});
     EXPECT_THROW(apply_dropout_mask(x, wrong), Error);
 }
+
+}  // namespace test_nn_dropout

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <vector>
 
+namespace test_nn_embedding {
+
 using namespace nazar;
 using nazar::test::close_abs;
 using nazar::test::random_tensor;
@@ -62,3 +64,5 @@ TEST(Embedding, OutOfRangeIdNamesIdAndV) {
     EXPECT_THROW(Embedding({.num_embeddings = 5, .embedding_dim = 2, .padding_idx = 5}, rng),
                  Error);
 }
+
+}  // namespace test_nn_embedding

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <vector>
 
+namespace test_nn_gru_cell {
+
 using namespace nazar;
 using nazar::test::close_abs;
 using nazar::test::close_rel;
@@ -258,3 +260,5 @@ TEST(GRUCell, Errors) {
     EXPECT_THROW(cell.backward(h_new, x, h, cache, TensorView(), h_new),
                  Error);  // d_h aliases d_h_new
 }
+
+}  // namespace test_nn_gru_cell

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <vector>
 
+namespace test_nn_linear {
+
 using namespace nazar;
 using nazar::test::close_abs;
 using nazar::test::random_tensor;
@@ -67,3 +69,5 @@ TEST(Linear, Errors) {
     Tensor dxbad({2, 5});
     EXPECT_THROW(lin.backward(y, x4, dxbad), Error);
 }
+
+}  // namespace test_nn_linear

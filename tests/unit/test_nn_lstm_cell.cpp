@@ -7,6 +7,8 @@
 #include <cmath>
 #include <vector>
 
+namespace test_nn_lstm_cell {
+
 using namespace nazar;
 using nazar::test::close_abs;
 using nazar::test::close_rel;
@@ -157,3 +159,5 @@ TEST(LSTMCell, ParamsAndErrors) {
     EXPECT_THROW(cell.backward(hn, cn, x, h, c, cache, TensorView(), d_h, cn),
                  Error);  // d_c aliases d_c_new
 }
+
+}  // namespace test_nn_lstm_cell

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace test_nn_rnn {
+
 using namespace nazar;
 using nazar::test::close_abs;
 using nazar::test::close_rel;
@@ -346,3 +348,5 @@ TEST(RNN, CacheBuffersAreReusedAcrossBatches) {
         after.insert(after.end(), {d.gates.data(), d.h.data(), d.c.data(), d.tanh_c.data()});
     EXPECT_EQ(before, after);
 }
+
+}  // namespace test_nn_rnn

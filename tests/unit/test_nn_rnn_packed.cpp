@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace test_nn_rnn_packed {
+
 using namespace nazar;
 using nazar::test::close_abs;
 using nazar::test::close_rel;
@@ -170,3 +172,5 @@ INSTANTIATE_TEST_SUITE_P(Cells, RNNPacked,
                          });
 
 }  // namespace
+
+}  // namespace test_nn_rnn_packed

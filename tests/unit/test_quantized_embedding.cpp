@@ -19,6 +19,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_quantized_embedding {
 namespace {
 
 ModelConfig config(bool tied) {
@@ -219,4 +220,5 @@ TEST(QuantizedEmbedding, CorruptTablesAreRefused) {
 }
 
 }  // namespace
+}  // namespace test_quantized_embedding
 }  // namespace nazar

@@ -18,6 +18,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_safetensors {
 namespace {
 
 // A file image from a header string and raw data (length prefix written here).
@@ -448,4 +449,5 @@ TEST_F(FileIo, SaveLoadSafetensorsFile) {
 }
 
 }  // namespace
+}  // namespace test_safetensors
 }  // namespace nazar

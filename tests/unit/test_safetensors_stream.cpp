@@ -17,6 +17,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_safetensors_stream {
 namespace {
 
 class SafetensorsStream : public ::testing::Test {
@@ -189,4 +190,5 @@ TEST_F(SafetensorsStream, NonRegularFilesAndShrinkingFiles) {
 }
 
 }  // namespace
+}  // namespace test_safetensors_stream
 }  // namespace nazar

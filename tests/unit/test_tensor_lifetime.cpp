@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+namespace test_tensor_lifetime {
+
 using namespace nazar;
 
 namespace {
@@ -118,3 +120,5 @@ TEST(TensorLifetime, VectorGrowthMovesWithoutLosingData) {
         EXPECT_EQ(v[i][i], static_cast<float>(i + 1));
     }
 }
+
+}  // namespace test_tensor_lifetime

@@ -22,6 +22,7 @@
 #include <string>
 
 namespace nazar {
+namespace test_train_average {
 namespace {
 
 namespace fs = std::filesystem;
@@ -294,4 +295,5 @@ TEST(ValidMetric, BleuOnCharacterTargetsUsesChrf) {
 }
 
 }  // namespace
+}  // namespace test_train_average
 }  // namespace nazar

@@ -30,6 +30,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_train_bf16 {
 namespace {
 
 // Large enough that its products pay for bf16 (bf16_product_pays): 32 sentences of 8-12 tokens,
@@ -163,4 +164,5 @@ TEST(TrainBf16, CheckpointsMoveBetweenPrecisions) {
 }
 
 }  // namespace
+}  // namespace test_train_bf16
 }  // namespace nazar

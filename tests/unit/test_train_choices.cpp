@@ -11,6 +11,7 @@
 #include <string>
 
 namespace nazar {
+namespace test_train_choices {
 namespace {
 
 // The UsageError message of parse_choices(cfg), or "" when it is accepted.
@@ -88,4 +89,5 @@ TEST(TrainChoices, NoSilentFallbackInTheTrainer) {
 }
 
 }  // namespace
+}  // namespace test_train_choices
 }  // namespace nazar

@@ -9,6 +9,8 @@
 #include <limits>
 #include <vector>
 
+namespace test_train_clip {
+
 using namespace nazar;
 
 namespace {
@@ -90,3 +92,5 @@ TEST(Clip, Errors) {
     EXPECT_THROW(clip_grad_norm(g.list(), std::nanf("")), Error);
     EXPECT_EQ(grad_norm({}), 0.0f);  // no parameters: norm 0
 }
+
+}  // namespace test_train_clip

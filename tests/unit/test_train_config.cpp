@@ -11,6 +11,7 @@
 #include <string>
 
 namespace nazar {
+namespace test_train_config {
 namespace {
 
 // The message of the UsageError `f` throws ("" when it does not throw).
@@ -212,4 +213,5 @@ TEST(TrainConfig, HelpTextNamesTypeRangeAndDefault) {
 }
 
 }  // namespace
+}  // namespace test_train_config
 }  // namespace nazar

@@ -45,6 +45,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_train_hostile {
 namespace {
 
 namespace fs = std::filesystem;
@@ -537,4 +538,5 @@ TEST(TrainHostile, YamlRepeatedKeysAndSecondDocumentsAreRefused) {
 }
 
 }  // namespace
+}  // namespace test_train_hostile
 }  // namespace nazar

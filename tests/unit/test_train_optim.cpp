@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+namespace test_train_optim {
+
 using namespace nazar;
 using nazar::test::random_tensor;
 
@@ -229,3 +231,5 @@ TEST(Optimizer, OptionErrors) {
     s.g = Tensor({2});  // gradient no longer matches its value
     EXPECT_THROW(ok.step(), Error);
 }
+
+}  // namespace test_train_optim

@@ -7,6 +7,8 @@
 
 #include <cmath>
 
+namespace test_train_schedule {
+
 using namespace nazar;
 
 TEST(Schedule, Constant) {
@@ -114,3 +116,5 @@ TEST(Schedule, Errors) {
     bad.metadata["schedule.bad"] = "x";
     EXPECT_THROW(p.load_state(bad), Error);
 }
+
+}  // namespace test_train_schedule

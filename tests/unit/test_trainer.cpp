@@ -18,6 +18,7 @@
 #include <string>
 
 namespace nazar {
+namespace test_trainer {
 namespace {
 
 using test::fresh_temp_dir;  // tests/common/test_util.h
@@ -267,4 +268,5 @@ TEST(Progress, PlainLinesEveryInterval) {
 }
 
 }  // namespace
+}  // namespace test_trainer
 }  // namespace nazar

@@ -18,6 +18,7 @@
 #include <vector>
 
 namespace nazar {
+namespace test_trainer_score {
 namespace {
 
 // stdout of `cmd` (stderr discarded), and its exit status.
@@ -110,4 +111,5 @@ TEST(ScoreCli, MatchesSeq2SeqScore) {
 }
 
 }  // namespace
+}  // namespace test_trainer_score
 }  // namespace nazar

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+namespace test_viz_heatmap {
+
 using namespace nazar;
 using namespace nazar::viz;
 
@@ -209,3 +211,5 @@ TEST(VizHtml, SelfContainedOneHeatmapPerSentence) {
     const std::size_t b = html.find("<body"), s = html.find("<script>");
     EXPECT_EQ(xml_problem(html.substr(b, s - b) + "</body>"), "");
 }
+
+}  // namespace test_viz_heatmap
