@@ -16,6 +16,7 @@
 set -euo pipefail
 nazar=$1 with_mpi=$2 sanitize=$3 part=$4 gradient_sum=$5
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../common/state_of.sh"  # state_of file key -> train.state[key]
 if [ "$sanitize" = 1 ]; then
   # Open MPI's shared-memory transport and its PMIx client are not ASan/LSan-clean (reports
   # inside libopen-pal at init and leaks at MPI_Finalize), so the instrumented build would fail
@@ -154,14 +155,7 @@ grep -qi "signal 9\|killed" killed.log || { cat killed.log; fail "no message nam
 # The resumed run goes 100 updates past the checkpoint it finds. A fixed --max-steps raced the
 # machine: on a fast one the killed run had checkpointed step 330 before the kill, and a resume
 # to 300 had nothing left to do (a failed CI run, 2026-12-02).
-ckpt_step=$($py - <<'PY'
-import json, struct
-with open("killed/last.safetensors", "rb") as f:
-    n = struct.unpack("<Q", f.read(8))[0]
-    meta = json.loads(f.read(n))["__metadata__"]
-print(json.loads(meta["train.state"])["step"])
-PY
-) || fail "killed/last.safetensors: no train.state step"
+ckpt_step=$(state_of killed/last.safetensors step) || fail "killed/last.safetensors: no train.state step"
 target=$((ckpt_step + 100))
 "${mpirun[@]}" -np 2 "$nazar" train --resume killed --max-steps "$target" >resumed.log 2>&1 ||
   { cat resumed.log; fail "resume after kill -9"; }

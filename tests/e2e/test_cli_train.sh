@@ -178,9 +178,7 @@ check_error "resume cannot change the model" \
 common=(--config run.yaml --max-epochs 0 --valid-interval 100 --log-interval 10)
 args=("${common[@]}" --max-steps 300)
 "$NAZAR" train "${args[@]}" --save-dir long 2> long.log
-state_of() {  # file key -> the value of train.state[key] (e.g. step)
-    $PY -c 'import json,struct,sys; b=open(sys.argv[1],"rb").read(); n=struct.unpack("<Q",b[:8])[0]; print(json.loads(json.loads(b[8:8+n])["__metadata__"]["train.state"])[sys.argv[2]])' "$1" "$2"
-}
+. "$SRC/tests/common/state_of.sh"  # state_of file key -> train.state[key] (e.g. step)
 # Runs `train args... --save-dir DIR` in the background and kill -9s it as soon as `cond` (shell
 # code) holds, polling every 2 ms for at most ~4 s (a run takes ~0.4 s on an idle core).
 kill_when() {  # dir cond args...

@@ -84,17 +84,13 @@ else()
 endif()
 
 # The gtest parity program's tests (nazar_parity_tests: tests/parity/test_*.cpp) are discovered
-# at ctest time, so they cannot be given properties here. This script runs after the discovery scripts (it is
-# appended to TEST_INCLUDE_FILES later) and makes every discovered parity test require the
-# regenerated fixtures: ctest then always runs parity.make_fixtures first, also under -R / -j.
+# at ctest time, so they cannot be given properties here. This script runs after the discovery
+# scripts (it is appended to TEST_INCLUDE_FILES later) and makes every discovered parity test
+# require the regenerated fixtures: ctest then always runs parity.make_fixtures first, also under
+# -R / -j.
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/parity_fixture_deps.cmake [=[
-get_cmake_property(_nazar_vars VARIABLES)
-foreach(_nazar_v IN LISTS _nazar_vars)
-  if(_nazar_v MATCHES "^nazar_parity_tests_TESTS$")
-    foreach(_nazar_t IN LISTS ${_nazar_v})
-      set_tests_properties("${_nazar_t}" PROPERTIES FIXTURES_REQUIRED nazar_parity_fixtures)
-    endforeach()
-  endif()
+foreach(_nazar_t IN LISTS nazar_parity_tests_TESTS)
+  set_tests_properties("${_nazar_t}" PROPERTIES FIXTURES_REQUIRED nazar_parity_fixtures)
 endforeach()
 ]=])
 if(EXISTS ${NAZAR_PARITY_PYTHON})
