@@ -52,14 +52,16 @@ public:
             body_ = &body;
             n_ = n;
             chunks_ = chunks;
-            next_.store(0);
+            // pending_ before next_: a worker still leaving the previous job may take a piece
+            // of this one as soon as next_ is reset, and its count must already be there.
             pending_ = chunks;
+            next_.store(0);
             error_ = nullptr;
             generation_.fetch_add(1, std::memory_order_release);
             if (sleepers_ > 0) cv_.notify_all();
         }
         work();
-        spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
+        wait_for([&] { return pending_.load(std::memory_order_acquire) == 0; });
         std::unique_lock lk(m_);
         done_cv_.wait(lk, [this] { return pending_.load() == 0; });
         body_ = nullptr;
@@ -70,11 +72,11 @@ private:
     void loop() {
         uint64_t seen = 0;
         for (;;) {
-            // Spin briefly before sleeping: the jobs of a training step (gemm blocks, gate and
-            // attention loops) often come microseconds apart, and a futex wake-up costs about as
-            // much as a small job. The busy wait is bounded by time (about 20 µs), not by a count:
-            // `pause` takes ~10 cycles on some CPUs and ~65 on others.
-            spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
+            // Wait a while before sleeping (wait_for): the jobs of a training or decoding step
+            // come microseconds apart, and a futex wake-up costs more than a small job. The wait
+            // is bounded by time, not by a count: `pause` takes ~10 cycles on some CPUs and ~65
+            // on others.
+            wait_for([&] { return generation_.load(std::memory_order_acquire) != seen; });
             {
                 std::unique_lock lk(m_);
                 ++sleepers_;
@@ -87,18 +89,34 @@ private:
         }
     }
 
+    // Wait until `done()`, or give up after kWaitMicros: busy for the first kSpinMicros (`pause`
+    // between checks), then yielding the core between checks. The busy phase catches the jobs
+    // of a step that come microseconds apart; the yielding phase catches those a serial stretch
+    // apart (a decoding step's attention and log-softmax between its products, 20-100 µs) at
+    // the cost of a `sched_yield` per check, and hands the core to another process's thread
+    // when the machine is oversubscribed. A futex sleep and wake-up after the wait costs the
+    // waking thread a system call and the woken one 10-50 µs on a virtual machine: measured on
+    // a greedy batch-1 decode at 20 µs of busy wait alone, 1.2 sleeps per step and a step 10%
+    // slower (docs/performance.md, "The pool's wait").
     template <class F>
-    static void spin_until(F&& done) {
-        const auto until =
-            std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
+    static bool wait_for(F&& done) {
+        using Clock = std::chrono::steady_clock;
+        const auto start = Clock::now();
+        const auto spin_until = start + std::chrono::microseconds(kSpinMicros);
+        const auto yield_until = start + std::chrono::microseconds(kWaitMicros);
         for (;;) {
             for (int i = 0; i < 16; ++i) {
-                if (done()) return;
+                if (done()) return true;
 #if defined(__x86_64__) || defined(__i386__)
                 __builtin_ia32_pause();
 #endif
             }
-            if (std::chrono::steady_clock::now() >= until) return;
+            if (Clock::now() >= spin_until) break;
+        }
+        for (;;) {
+            if (done()) return true;
+            std::this_thread::yield();
+            if (Clock::now() >= yield_until) return done();
         }
     }
 
@@ -114,8 +132,12 @@ private:
                 std::lock_guard lk(m_);
                 if (!error_) error_ = std::current_exception();
             }
-            std::lock_guard lk(m_);
-            if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_cv_.notify_all();
+            // The last piece wakes the caller if it went to sleep. Taking m_ before the notify
+            // orders it after the caller's check of pending_ (made under m_): no lost wake-up.
+            if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+                std::lock_guard lk(m_);
+                done_cv_.notify_all();
+            }
         }
         t_inside = false;
     }
@@ -127,7 +149,7 @@ private:
     std::mutex run_mutex_, m_;
     std::condition_variable cv_, done_cv_;
     std::vector<std::thread> workers_;
-    static constexpr int kSpinMicros = 20;
+    static constexpr int kSpinMicros = 20, kWaitMicros = 200;
     bool stop_ = false;
     int sleepers_ = 0;  // workers waiting on cv_ (guarded by m_)
     std::atomic<uint64_t> generation_{0};

@@ -6,9 +6,11 @@
 #include "tests/common/test_util.h"
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <span>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -272,6 +274,25 @@ TEST(Threads, ParallelForCoversRangeOnceAndRethrows) {
     EXPECT_THROW(parallel_for(100, 1, [](int64_t b, int64_t) { NZ_CHECK(b != 0, "boom"); }), Error);
     set_num_threads(1);
     EXPECT_EQ(num_threads(), 1);
+    set_num_threads(0);
+}
+
+// Jobs back to back and jobs apart: the workers catch some busy, some yielding and some asleep
+// (the pool's wait gives up after about 200 µs), with more threads than cores so that a
+// worker can be preempted while it leaves one job and the next one starts.
+TEST(Threads, ParallelForBackToBackAndAfterSleepingCoversEveryJob) {
+    set_num_threads(4);
+    std::vector<std::atomic<int>> hits(64);
+    for (int job = 0; job < 2000; ++job) {
+        parallel_for(64, 1, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) hits[i]++;
+        });
+        if (job % 50 == 49)
+            std::this_thread::sleep_for(std::chrono::microseconds(400));
+        else if (job % 5 == 4)
+            std::this_thread::sleep_for(std::chrono::microseconds(60));
+    }
+    for (auto& h : hits) ASSERT_EQ(h.load(), 2000);
     set_num_threads(0);
 }
 
