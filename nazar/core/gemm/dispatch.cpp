@@ -40,10 +40,11 @@ void scale_c(int M, int N, float beta, float* C, int ldc) {
 }
 
 // Rows M <= kSmallGemmRows of C = alpha A Bᵀ + beta C on the small-M kernel, 16-row units of B
-// over the pool above kSplitFlops.
+// over the pool above kSplitFlops or kSplitBytesB.
 void small_m(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
              float beta, float* C, int ldc) {
-    if (num_threads() < 2 || 2.0 * M * N * K < kSplitFlops) {
+    if (num_threads() < 2 ||
+        (2.0 * M * N * K < kSplitFlops && sizeof(float) * N * K < kSplitBytesB)) {
         small_m_abt(M, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
