@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -82,6 +83,24 @@ TEST(BlasThreading, FixedThreadCountIsBitIdentical) {
     gemm(x, false, b, true, d1);
     gemm(x, false, b, true, d2);
     EXPECT_EQ(max_abs_diff(d1, d2), 0.0);
+}
+
+TEST(BlasThreading, SmallMKernelIsBitIdenticalOnOneAndTwoThreads) {
+    // Two threads split B into 16-row units once the product has 1.5 MFLOP or B has 256 KiB
+    // (1 x 512 x 512: split for its bytes alone; 1 x 600 x 100: neither, one thread): every C
+    // entry still gets the same sums in the same order as on one thread.
+    const auto keep_threads = test::keep_num_threads();
+    Rng rng(11);
+    for (auto [M, N, K] : {std::tuple{1, 512, 512}, std::tuple{1, 600, 100},
+                           std::tuple{5, 1536, 768}, std::tuple{8, 1037, 131}}) {
+        const Tensor a = test::random_tensor(rng, {M, K}), b = test::random_tensor(rng, {N, K});
+        Tensor one({M, N}), two({M, N});
+        set_num_threads(1);
+        gemm(a, false, b, true, one);
+        set_num_threads(2);
+        gemm(a, false, b, true, two);
+        EXPECT_EQ(max_abs_diff(one, two), 0.0) << M << " x " << N << " x " << K;
+    }
 }
 
 TEST(BlasThreading, SmallMKernelAvx512AndAvx2AreBitIdentical) {
