@@ -47,30 +47,46 @@ public:
 
     void run(int64_t n, int64_t chunks, const std::function<void(int64_t, int64_t)>& body) {
         std::lock_guard run(run_mutex_);  // one job at a time
+        Job job{&body, n, chunks, 0};
         {
             std::lock_guard lk(m_);
-            body_ = &body;
-            n_ = n;
-            chunks_ = chunks;
-            // pending_ before next_: a worker still leaving the previous job may take a piece
-            // of this one as soon as next_ is reset, and its count must already be there.
+            job.generation = generation_.load() + 1;
+            job_ = job;
             pending_ = chunks;
-            next_.store(0);
             error_ = nullptr;
-            generation_.fetch_add(1, std::memory_order_release);
+            ticket_.store(ticket(job.generation, 0));
+            generation_.store(job.generation, std::memory_order_release);
             if (sleepers_ > 0) cv_.notify_all();
         }
-        work();
+        work(job);
         wait_for([&] { return pending_.load(std::memory_order_acquire) == 0; });
         std::unique_lock lk(m_);
         done_cv_.wait(lk, [this] { return pending_.load() == 0; });
-        body_ = nullptr;
+        job_.body = nullptr;
         if (error_) std::rethrow_exception(error_);
     }
 
 private:
+    // A job as its threads see it. A worker copies it under m_ when it picks the job up, and
+    // claims pieces from ticket_, which carries the job's generation beside the next piece:
+    // a worker still leaving an earlier job (preempted after its last piece, while the caller
+    // has returned and started the next job) cannot take a piece of a job it has not copied.
+    // (With one counter for all jobs such a worker could compare an old job's piece number
+    // against a new job's piece count, run a piece twice or lose its count: a hang, seen with
+    // more pieces than threads.)
+    struct Job {
+        const std::function<void(int64_t, int64_t)>* body;
+        int64_t n, chunks;
+        uint64_t generation;
+    };
+
+    static uint64_t ticket(uint64_t generation, uint64_t piece) {
+        return (generation << 32) | piece;
+    }
+
     void loop() {
         uint64_t seen = 0;
+        Job job{};
         for (;;) {
             // Wait a while before sleeping (wait_for): the jobs of a training or decoding step
             // come microseconds apart, and a futex wake-up costs more than a small job. The wait
@@ -84,8 +100,9 @@ private:
                 --sleepers_;
                 if (stop_) return;
                 seen = generation_.load();
+                job = job_;
             }
-            work();
+            work(job);
         }
     }
 
@@ -120,14 +137,24 @@ private:
         }
     }
 
-    void work() {
-        t_inside = true;
+    // Claims the next piece of `job` (false when the job has none left or has been replaced).
+    bool claim(const Job& job, int64_t& piece) {
+        uint64_t t = ticket_.load(std::memory_order_acquire);
         for (;;) {
-            const int64_t c = next_.fetch_add(1);
-            if (c >= chunks_) break;
-            const int64_t b = n_ * c / chunks_, e = n_ * (c + 1) / chunks_;
+            if (t >> 32 != (job.generation & 0xffffffffu)) return false;
+            piece = static_cast<int64_t>(t & 0xffffffffu);
+            if (piece >= job.chunks) return false;
+            if (ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) return true;
+        }
+    }
+
+    void work(const Job& job) {
+        t_inside = true;
+        int64_t c = 0;
+        while (claim(job, c)) {
+            const int64_t b = job.n * c / job.chunks, e = job.n * (c + 1) / job.chunks;
             try {
-                (*body_)(b, e);
+                (*job.body)(b, e);
             } catch (...) {
                 std::lock_guard lk(m_);
                 if (!error_) error_ = std::current_exception();
@@ -153,10 +180,9 @@ private:
     bool stop_ = false;
     int sleepers_ = 0;  // workers waiting on cv_ (guarded by m_)
     std::atomic<uint64_t> generation_{0};
-    const std::function<void(int64_t, int64_t)>* body_ = nullptr;
-    int64_t n_ = 0, chunks_ = 0;
+    Job job_{};                        // the current job (guarded by m_)
+    std::atomic<uint64_t> ticket_{0};  // ticket(generation, next piece) of the current job
     std::atomic<int64_t> pending_{0};
-    std::atomic<int64_t> next_{0};
     std::exception_ptr error_;
     int size_ = 1;
 };

@@ -279,20 +279,25 @@ TEST(Threads, ParallelForCoversRangeOnceAndRethrows) {
 
 // Jobs back to back and jobs apart: the workers catch some busy, some yielding and some asleep
 // (the pool's wait gives up after about 200 µs), with more threads than cores so that a
-// worker can be preempted while it leaves one job and the next one starts.
+// worker can be preempted while it leaves one job and the next one starts, and with the number
+// of pieces changing from job to job (2, 3 or 4), so that such a worker would meet a job whose
+// piece count differs from the one it left.
 TEST(Threads, ParallelForBackToBackAndAfterSleepingCoversEveryJob) {
     set_num_threads(4);
-    std::vector<std::atomic<int>> hits(64);
-    for (int job = 0; job < 2000; ++job) {
-        parallel_for(64, 1, [&](int64_t b, int64_t e) {
+    std::vector<std::atomic<int>> hits(8);
+    std::vector<int> expected(8, 0);
+    for (int job = 0; job < 4000; ++job) {
+        const int n = 2 + job % 7;
+        parallel_for(n, 1, [&](int64_t b, int64_t e) {
             for (int64_t i = b; i < e; ++i) hits[i]++;
         });
+        for (int i = 0; i < n; ++i) ++expected[i];
         if (job % 50 == 49)
             std::this_thread::sleep_for(std::chrono::microseconds(400));
         else if (job % 5 == 4)
             std::this_thread::sleep_for(std::chrono::microseconds(60));
     }
-    for (auto& h : hits) ASSERT_EQ(h.load(), 2000);
+    for (int i = 0; i < 8; ++i) ASSERT_EQ(hits[i].load(), expected[i]) << i;
     set_num_threads(0);
 }
 
