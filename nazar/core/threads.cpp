@@ -85,21 +85,19 @@ private:
     }
 
     void loop() {
-        uint64_t seen = 0;
-        Job job{};
+        Job job{};  // the last job this worker picked up (its generation: the one it has seen)
         for (;;) {
             // Wait a while before sleeping (wait_for): the jobs of a training or decoding step
             // come microseconds apart, and a futex wake-up costs more than a small job. The wait
             // is bounded by time, not by a count: `pause` takes ~10 cycles on some CPUs and ~65
             // on others.
-            wait_for([&] { return generation_.load(std::memory_order_acquire) != seen; });
+            wait_for([&] { return generation_.load(std::memory_order_acquire) != job.generation; });
             {
                 std::unique_lock lk(m_);
                 ++sleepers_;
-                cv_.wait(lk, [&] { return stop_ || generation_.load() != seen; });
+                cv_.wait(lk, [&] { return stop_ || generation_.load() != job.generation; });
                 --sleepers_;
                 if (stop_) return;
-                seen = generation_.load();
                 job = job_;
             }
             work(job);
@@ -116,14 +114,14 @@ private:
     // a greedy batch-1 decode at 20 µs of busy wait alone, 1.2 sleeps per step and a step 10%
     // slower (docs/performance.md, "The pool's wait").
     template <class F>
-    static bool wait_for(F&& done) {
+    static void wait_for(F&& done) {
         using Clock = std::chrono::steady_clock;
         const auto start = Clock::now();
         const auto spin_until = start + std::chrono::microseconds(kSpinMicros);
         const auto yield_until = start + std::chrono::microseconds(kWaitMicros);
         for (;;) {
             for (int i = 0; i < 16; ++i) {
-                if (done()) return true;
+                if (done()) return;
 #if defined(__x86_64__) || defined(__i386__)
                 __builtin_ia32_pause();
 #endif
@@ -131,9 +129,9 @@ private:
             if (Clock::now() >= spin_until) break;
         }
         for (;;) {
-            if (done()) return true;
+            if (done()) return;
             std::this_thread::yield();
-            if (Clock::now() >= yield_until) return done();
+            if (Clock::now() >= yield_until) return;
         }
     }
 

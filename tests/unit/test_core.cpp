@@ -3,6 +3,7 @@
 #include "nazar/core/rng.h"
 #include "nazar/core/tensor.h"
 #include "nazar/core/threads.h"
+#include "tests/common/kernel_switches.h"
 #include "tests/common/test_util.h"
 
 #include <atomic>
@@ -283,6 +284,7 @@ TEST(Threads, ParallelForCoversRangeOnceAndRethrows) {
 // of pieces changing from job to job (2, 3 or 4), so that such a worker would meet a job whose
 // piece count differs from the one it left.
 TEST(Threads, ParallelForBackToBackAndAfterSleepingCoversEveryJob) {
+    const auto keep_threads = test::keep_num_threads();
     set_num_threads(4);
     std::vector<std::atomic<int>> hits(8);
     std::vector<int> expected(8, 0);
@@ -298,7 +300,6 @@ TEST(Threads, ParallelForBackToBackAndAfterSleepingCoversEveryJob) {
             std::this_thread::sleep_for(std::chrono::microseconds(60));
     }
     for (int i = 0; i < 8; ++i) ASSERT_EQ(hits[i].load(), expected[i]) << i;
-    set_num_threads(0);
 }
 
 TEST(Tensor, DefaultConstructedIsEmpty) {
