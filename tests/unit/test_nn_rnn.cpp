@@ -2,7 +2,9 @@
 // backward), composition (the RNN == the same recurrence run step by step with GRUCell /
 // LSTMCell on each sentence alone), dropout between layers, error paths.
 #include "nazar/core/params.h"
+#include "nazar/core/threads.h"
 #include "nazar/nn/rnn.h"
+#include "tests/common/kernel_switches.h"
 #include "tests/common/test_util.h"
 
 #include <string>
@@ -347,6 +349,44 @@ TEST(RNN, CacheBuffersAreReusedAcrossBatches) {
     for (const auto& d : cache.dirs)
         after.insert(after.end(), {d.gates.data(), d.h.data(), d.c.data(), d.tanh_c.data()});
     EXPECT_EQ(before, after);
+}
+
+// At <= kSmallGemmRows rows a bidirectional layer runs its two directions side by side, one per
+// thread, each with its products whole; at more rows one after the other, each product split
+// over the pool. Every output and final state is bit-identical at 1, 2 and 3 threads either
+// way: a direction writes only its own state and its half of each output row. The sizes make
+// W_hh (768 x 256) large enough that the pool would split its product.
+TEST(RNN, BidirectionalLayersGiveTheSameBitsAtAnyThreadCount) {
+    const auto threads = test::keep_num_threads();
+    for (const CellType cell : {CellType::gru, CellType::lstm})
+        for (const int B : {1, 3, 8, 9}) {
+            Rng rng(11);
+            RNN rnn({.cell = cell,
+                     .input_size = 48,
+                     .hidden_size = 256,
+                     .num_layers = 2,
+                     .bidirectional = true},
+                    rng);
+            const Tensor x = random_tensor(rng, {B, 7, 48});
+            std::vector<int> lengths;
+            for (int b = 0; b < B; ++b) lengths.push_back(7 - (b * 3) % 7);
+            std::vector<Tensor> outs, finals;
+            for (const int n : {1, 2, 3}) {
+                set_num_threads(n);
+                Tensor out({B, 7, 512});
+                RNNState f;
+                RNNCache cache;
+                Rng unused(1);
+                rnn.forward(x, lengths, {}, out, f, cache, unused, Mode::eval);
+                outs.push_back(std::move(out));
+                finals.push_back(std::move(f.h));
+            }
+            for (std::size_t i = 1; i < outs.size(); ++i) {
+                EXPECT_EQ(max_abs_diff(outs[i], outs[0]), 0.0) << B << " rows, run " << i;
+                EXPECT_EQ(max_abs_diff(finals[i], finals[0]), 0.0) << B << " rows, run " << i;
+            }
+            EXPECT_GT(max_abs_diff(outs[0], Tensor(outs[0].shape())), 0.0);  // not all zero
+        }
 }
 
 }  // namespace test_nn_rnn
