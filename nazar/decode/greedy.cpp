@@ -14,13 +14,15 @@
 
 namespace nazar {
 
-namespace {
+namespace detail {
 
 // argmax over the tokens other than <pad> and <s> (their log p taken as −inf); the first maximum,
 // i.e. the lowest id, on ties. This is exactly the scan "best = first allowed id; best = y
 // whenever lp[y] > lp[best]", done in two vector passes: the maximum m over the allowed ids
-// (NaN never wins a > comparison, so it is skipped), then the first allowed id holding m. The
-// one case where the scan keeps a NaN, a NaN at the first allowed id, is checked first.
+// (NaN never wins a > comparison, so it is skipped; four maxima side by side, as the order of a
+// maximum changes nothing), then the first allowed id holding m, 8 ids per compare. The one case
+// where the scan keeps a NaN, a NaN at the first allowed id, is checked first. Blocks of 8 ids
+// holding <pad> or <s> go scalar in both passes.
 int best_token(const float* lp, int V, int32_t pad, int32_t bos) {
     int first = 0;
     while (first < V && (first == pad || first == bos)) ++first;
@@ -29,24 +31,48 @@ int best_token(const float* lp, int V, int32_t pad, int32_t bos) {
     const auto allowed = [&](int y) { return y != pad && y != bos; };
     float m = -std::numeric_limits<float>::infinity();
     int y = 0;
+    const auto special = [&](int b) {
+        return (pad >= b && pad < b + 8) || (bos >= b && bos < b + 8);
+    };
 #ifdef NZ_SIMD_AVX2
-    __m256 acc = _mm256_set1_ps(m);
-    for (; y + 8 <= V; y += 8) {
-        if ((pad >= y && pad < y + 8) || (bos >= y && bos < y + 8)) {  // this block scalar
-            for (int k = y; k < y + 8; ++k)
+    // a NaN in lp yields the accumulator (the 2nd operand)
+    __m256 acc[4];
+    for (auto& a : acc) a = _mm256_set1_ps(m);
+    for (; y + 32 <= V; y += 32)
+        for (int j = 0; j < 4; ++j) {
+            const int b = y + 8 * j;
+            if (!special(b)) {
+                acc[j] = _mm256_max_ps(_mm256_loadu_ps(lp + b), acc[j]);
+                continue;
+            }
+            for (int k = b; k < b + 8; ++k)
                 if (allowed(k) && lp[k] > m) m = lp[k];
-            continue;
         }
-        acc = _mm256_max_ps(_mm256_loadu_ps(lp + y), acc);  // a NaN in lp yields acc (2nd operand)
-    }
-    m = simd::max_lanes8(acc, m);
+    for (const __m256 a : acc) m = simd::max_lanes8(a, m);
 #endif
     for (; y < V; ++y)
         if (allowed(y) && lp[y] > m) m = lp[y];
-    for (y = first; y < V; ++y)
+    y = 0;
+#ifdef NZ_SIMD_AVX2
+    const __m256 mv = _mm256_set1_ps(m);
+    for (; y + 8 <= V; y += 8) {
+        if (special(y)) {
+            for (int k = y; k < y + 8; ++k)
+                if (allowed(k) && lp[k] == m) return k;
+            continue;
+        }
+        const int eq = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(lp + y), mv, _CMP_EQ_OQ));
+        if (eq != 0) return y + __builtin_ctz(static_cast<unsigned>(eq));
+    }
+#endif
+    for (; y < V; ++y)
         if (allowed(y) && lp[y] == m) return y;
     return first;  // every allowed entry is NaN or −inf: the scan keeps the first allowed id
 }
+
+}  // namespace detail
+
+namespace {
 
 // The step API's source and state types of a model (Seq2Seq or Ensemble).
 using detail::StepTypes;  // decode/step_types.h
@@ -90,7 +116,7 @@ std::vector<GreedyResult> greedy_impl(Model& model, std::span<const int32_t> src
         for (int b = 0; b < B; ++b) {
             if (done[b]) continue;
             const float* lp = log_probs.data() + static_cast<int64_t>(b) * V;
-            const int y = best_token(lp, V, sp.pad, sp.bos);
+            const int y = detail::best_token(lp, V, sp.pad, sp.bos);
             GreedyResult& r = results[b];
             r.tokens.push_back(y);
             r.score += lp[y];

@@ -51,4 +51,11 @@ std::vector<GreedyResult> greedy_decode(Ensemble& model, std::span<const int32_t
                                         const GreedyOptions& options = {},
                                         std::span<const int32_t> copy_src = {});
 
+namespace detail {
+// Greedy's choice from a row of V log-probabilities: the first (lowest) id of the maximum over
+// the ids other than <pad> and <s>, NaN never winning; exactly the scan "best = the first
+// allowed id; best = y whenever lp[y] > lp[best]". An input error when no id is allowed.
+int best_token(const float* lp, int V, int32_t pad, int32_t bos);
+}  // namespace detail
+
 }  // namespace nazar
