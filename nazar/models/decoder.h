@@ -54,6 +54,9 @@ struct EncodedSource {
     // [L] W_ihᵀ, W_hhᵀ of each layer, empty when the steps have too few rows to gain from them.
     // Shared, not copied, by Seq2Seq::select_rows.
     std::vector<WeightT> wih_t, whh_t;
+    // The generator's Wᵀ for this batch's steps (Seq2Seq::encode), empty at <= kSmallGemmRows
+    // rows, for bf16 / int8 weights and for copy attention. Shared by Seq2Seq::select_rows.
+    WeightT generator_t;
     // Copy attention (models/copy.h): the extended ids x̂ of the source positions (N·S,
     // row-major; Seq2Seq::set_copy_source) and the extended vocabulary size V + max_b X_b.
     std::vector<int32_t> copy_ids;

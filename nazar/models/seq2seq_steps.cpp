@@ -45,6 +45,17 @@ void gather(const Tensor& in, int dim, std::span<const int> rows, Tensor& out) {
     });
 }
 
+// The generator's product of a decoder step runs on a Wᵀ packed for the batch
+// (EncodedSource::generator_t) at kSmallGemmRows < rows <= kGeneratorTRows; the library re-packs
+// the 8000 x 512 W on every call, which at few rows costs as much as the product. Measured on
+// Zen 5 (docs/performance.md, "The generator through a packed Wᵀ"): 2.4x at 10 rows, 1.8x at
+// 20, 1.3x at 64, 1.1x at 128, level at 192, slower at 256-320 (the library's).
+constexpr int kGeneratorTRows = 128;
+
+WeightTRows generator_rows(const EncodedSource& src, int64_t rows) {
+    return rows <= kGeneratorTRows ? weight_t_rows(src.generator_t) : WeightTRows{};
+}
+
 }  // namespace
 
 void Seq2Seq::encode(std::span<const int32_t> src, std::span<const int> lengths, int S,
@@ -61,6 +72,15 @@ void Seq2Seq::encode(std::span<const int32_t> src, std::span<const int> lengths,
     const int step_rows = N * std::max(1, rows_per_sentence);
     attention.precompute(out.enc_out, out.keys, step_rows);
     decoder.prepare_steps(out, step_rows);
+    // The generator's Wᵀ for steps of more than kSmallGemmRows rows (the batch may shrink into
+    // kGeneratorTRows as sentences end); not for bf16 / int8 weights, which have their own packing.
+    const ConstTensorView w = generator_weight();
+    int n0 = 0, k0 = 0;
+    if (step_rows > kSmallGemmRows && !cfg_.copy_attention &&
+        gemm_detail::find_packed(w.data(), w.dim(1), &n0, &k0) == nullptr)
+        refresh_weight_t(out.generator_t, w);
+    else
+        out.generator_t.reset();
     out.init_h.resize({decoder.L, N, decoder.H}, false);
     bridge.forward(out.enc_out, step_enc_cache_.final, lengths, out.init_h, bridge_cache_);
 }
@@ -87,6 +107,7 @@ void Seq2Seq::select_rows(const EncodedSource& in, std::span<const int> rows,
     out.keys.query_t = in.keys.query_t;  // per-batch transposed weights: shared
     out.wih_t = in.wih_t;
     out.whh_t = in.whh_t;
+    out.generator_t = in.generator_t;
     gather(in.init_h, 1, rows, out.init_h);
     out.copy_vocab = in.copy_vocab;
     out.copy_ids.clear();
@@ -122,7 +143,8 @@ void Seq2Seq::step(std::span<const int32_t> prev, const EncodedSource& src, Deco
     if (cfg_.copy_attention)  // reads state.h: s_t (eval mode: in place)
         copy_step_log_probs(src, state.h.select(decoder.L - 1), log_probs);
     else
-        output_log_probs(step_out_, generator_weight(), generator.params.bias, log_probs);
+        output_log_probs(step_out_, generator_weight(), generator.params.bias, log_probs,
+                         generator_rows(src, step_out_.dim(0)));
     step_attention(src, state, attn);
 }
 
@@ -131,7 +153,10 @@ void Seq2Seq::step_logits(std::span<const int32_t> prev, const EncodedSource& sr
     NZ_CHECK(!cfg_.copy_attention, "step_logits: a copy-attention model's steps need step()");
     NZ_CHECK_SHAPE(logits, {static_cast<int64_t>(prev.size()), cfg_.tgt_vocab_size});
     step_decoder(prev, src, state);
-    gemm(step_out_, false, generator_weight(), true, logits, 1.0f, 0.0f);
+    const ConstTensorView w = generator_weight();
+    const int R = step_out_.dim(0), V = w.dim(0), D = w.dim(1);
+    gemm_xwt(R, V, D, 1.0f, step_out_.data(), D, w.data(), D, generator_rows(src, R), 0.0f,
+             logits.data(), V);
     step_attention(src, state, attn);
 }
 

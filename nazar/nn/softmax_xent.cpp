@@ -218,7 +218,8 @@ XentStats SoftmaxXent::run(ConstTensorView X, ConstTensorView W, ConstTensorView
     return stats;
 }
 
-void output_log_probs(ConstTensorView X, ConstTensorView W, ConstTensorView b, TensorView out) {
+void output_log_probs(ConstTensorView X, ConstTensorView W, ConstTensorView b, TensorView out,
+                      WeightTRows wt) {
     NZ_CHECK(X.ndim() == 2 && W.ndim() == 2, "output_log_probs: X {} and W {} must be 2-D",
              X.shape().str(), W.shape().str());
     const int R = X.dim(0), H = X.dim(1), V = W.dim(0);
@@ -226,7 +227,10 @@ void output_log_probs(ConstTensorView X, ConstTensorView W, ConstTensorView b, T
     NZ_CHECK_SHAPE(out, {R, V});
     NZ_CHECK(!present(b) || (b.ndim() == 1 && b.numel() == V),
              "output_log_probs: bias {} for V = {}", b.shape().str(), V);
-    gemm(X, false, W, true, out, 1.0f, 0.0f);
+    if (wt)
+        gemm_xwt(R, V, H, 1.0f, X.data(), H, W.data(), H, wt, 0.0f, out.data(), V);
+    else
+        gemm(X, false, W, true, out, 1.0f, 0.0f);
     // Bias and log-softmax row by row in one parallel region (rows are independent, so the
     // result does not depend on the split). A grain of ~16K floats per piece: at V = 8000 the
     // 5 rows of beam-5 batch-1 decoding go to both threads (2 + 3) instead of one.

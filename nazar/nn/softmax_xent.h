@@ -16,6 +16,7 @@
 // Deterministic for a given thread count: per-row losses are summed in a fixed order.
 #pragma once
 
+#include "nazar/core/blas.h"
 #include "nazar/core/tensor.h"
 
 #include <cstdint>
@@ -82,9 +83,11 @@ private:
 
 // Log-probabilities of one chunk of rows, for scoring and decoding:
 //   out[r] = log_softmax(W x[r] + b)
+// wt: Wᵀ packed for this batch (refresh_weight_t, blas.h) for the product, or none.
 void output_log_probs(ConstTensorView X,  // (R, H)
                       ConstTensorView W,  // (V, H)
                       ConstTensorView b,  // (V) or empty
-                      TensorView out);    // (R, V)  written
+                      TensorView out,     // (R, V)  written
+                      WeightTRows wt = {});
 
 }  // namespace nazar

@@ -1,5 +1,6 @@
 // Seq2Seq: parameter names (docs/design.md §5), score/loss consistency, padding invariance, the
 // incremental step API against forced decoding, row selection, += gradients, determinism.
+#include "nazar/core/gemm/nn512.h"
 #include "nazar/models/seq2seq.h"
 #include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
@@ -163,6 +164,47 @@ TEST(Seq2Seq, StepApiMatchesForcedScore) {
         }
         EXPECT_EQ(st.t, b.T);
         for (int r = 0; r < b.B; ++r) EXPECT_NEAR(got[r], want[r], 1e-5 * std::abs(want[r]));
+    }
+}
+
+// Steps of more than 8 rows run the generator's product on a Wᵀ packed once per batch
+// (EncodedSource::generator_t; where nazar's AVX-512 kernel runs): the same log-probabilities as
+// the library's product, to rounding, in step() and step_logits(). Not at 8 rows or fewer (the
+// small-M kernel reads W), and not for int8 weights (their own packing).
+TEST(Seq2Seq, StepsOfManyRowsUseTheGeneratorPackedForTheBatch) {
+    ModelConfig c = tiny_config();
+    c.tgt_vocab_size = 203;  // 6 strips of 32 columns and a partial one
+    for (const int rows : {8, 9, 40}) {
+        for (const Precision p : {Precision::fp32, Precision::int8}) {
+            Seq2Seq m(c, 9);
+            m.set_precision(p);
+            std::vector<int32_t> src;
+            std::vector<int> lengths;
+            for (int r = 0; r < rows; ++r) {
+                for (int t = 0; t < 4; ++t) src.push_back(static_cast<int32_t>(4 + (r + t) % 6));
+                lengths.push_back(1 + r % 4);
+            }
+            EncodedSource enc;
+            m.encode(src, lengths, 4, enc);
+            const bool packed = rows > 8 && p == Precision::fp32 && detail::nn512_available();
+            EXPECT_EQ(static_cast<bool>(enc.generator_t), packed) << rows;
+            EncodedSource plain = enc;
+            plain.generator_t.reset();
+            const std::vector<int32_t> prev(static_cast<std::size_t>(rows), 2);
+            Tensor lp({rows, 203}), want({rows, 203}), z({rows, 203}), z_want({rows, 203});
+            DecoderState st;
+            m.init_state(enc, st);
+            m.step(prev, enc, st, lp, {});
+            m.init_state(plain, st);
+            m.step(prev, plain, st, want, {});
+            EXPECT_LT(max_abs_diff(lp, want), 1e-5) << rows;
+            EXPECT_LT(lp.at(0, 5), 0.0f);
+            m.init_state(enc, st);
+            m.step_logits(prev, enc, st, z, {});
+            m.init_state(plain, st);
+            m.step_logits(prev, plain, st, z_want, {});
+            EXPECT_LT(max_abs_diff(z, z_want), 1e-5) << rows;
+        }
     }
 }
 
