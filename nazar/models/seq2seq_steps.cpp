@@ -52,6 +52,12 @@ void gather(const Tensor& in, int dim, std::span<const int> rows, Tensor& out) {
 // 20, 1.3x at 64, 1.1x at 128, level at 192, slower at 256-320 (the library's).
 constexpr int kGeneratorTRows = 128;
 
+// Whether w is a loaded model's reduced-precision (bf16 / int8) weight (core/gemm/packed.h).
+bool packed(ConstTensorView w) {
+    int n0 = 0, k0 = 0;
+    return gemm_detail::find_packed(w.data(), static_cast<int>(w.dim(1)), &n0, &k0) != nullptr;
+}
+
 WeightTRows generator_rows(const EncodedSource& src, int64_t rows) {
     return rows <= kGeneratorTRows ? weight_t_rows(src.generator_t) : WeightTRows{};
 }
@@ -74,11 +80,8 @@ void Seq2Seq::encode(std::span<const int32_t> src, std::span<const int> lengths,
     decoder.prepare_steps(out, step_rows);
     // The generator's Wᵀ for steps of more than kSmallGemmRows rows (the batch may shrink into
     // kGeneratorTRows as sentences end); not for bf16 / int8 weights, which have their own packing.
-    const ConstTensorView w = generator_weight();
-    int n0 = 0, k0 = 0;
-    if (step_rows > kSmallGemmRows && !cfg_.copy_attention &&
-        gemm_detail::find_packed(w.data(), w.dim(1), &n0, &k0) == nullptr)
-        refresh_weight_t(out.generator_t, w);
+    if (step_rows > kSmallGemmRows && !cfg_.copy_attention && !packed(generator_weight()))
+        refresh_weight_t(out.generator_t, generator_weight());
     else
         out.generator_t.reset();
     out.init_h.resize({decoder.L, N, decoder.H}, false);
@@ -175,15 +178,12 @@ void Seq2Seq::step_logits_rows(int r0, int r1, TensorView logits) const {
 }
 
 int Seq2Seq::step_logits_group_min_rows() const {
-    const ConstTensorView w = generator_weight();
-    int n0 = 0, k0 = 0;
     // Packed (bf16 / int8) weights: each row is rounded or quantized on its own and summed
     // along K in one order, whatever the rows around it (core/gemm/packed.h). fp32 products go
     // to the library, whose kernel (and so a row's bits) can depend on the row count (oneDNN
     // 2.6: under 16 rows another kernel; some K another blocking), and which runs 14-34% slower
     // on groups of 32-64 rows than on all 320 (docs/performance.md): no groups.
-    if (gemm_detail::find_packed(w.data(), w.dim(1), &n0, &k0) != nullptr) return 1;
-    return 0;
+    return packed(generator_weight()) ? 1 : 0;
 }
 
 const float* Seq2Seq::step_logits_bias() const {

@@ -202,19 +202,19 @@ void RNN::forward(ConstTensorView x, std::span<const int> lengths, const RNNStat
             rnn_packed::mask_rows(cache.layer_out[k - 1], cache, mask, cache.layer_in[k], false);
         }
         cache.layer_out[k].resize({N, D * H}, false);
-        if (D == 2 && B <= kSmallGemmRows) {
-            // Few rows (decoding a sentence or a handful): each step's W_hh product is a
-            // matrix-vector product too small to split well, so the two directions run side by
-            // side, one per thread, each with its products whole (a body's products run inline:
-            // threads.h). They write disjoint state: their own cache, final state and half of
-            // each output row. Same results, as a product's bits do not depend on its split.
-            parallel_for(D, 1, [&](int64_t d0, int64_t d1) {
-                for (int64_t d = d0; d < d1; ++d)
-                    forward_direction(k, static_cast<int>(d), initial, final, cache);
-            });
-        } else {
-            for (int d = 0; d < D; ++d) forward_direction(k, d, initial, final, cache);
-        }
+        const auto directions = [&](int64_t d0, int64_t d1) {
+            for (int64_t d = d0; d < d1; ++d)
+                forward_direction(k, static_cast<int>(d), initial, final, cache);
+        };
+        // Few rows (decoding a sentence or a handful): each step's W_hh product is a
+        // matrix-vector product too small to split well, so the two directions run side by side,
+        // one per thread, each with its products whole (a body's products run inline:
+        // threads.h). They write disjoint state: their own cache, final state and half of each
+        // output row. Same results, as a product's bits do not depend on its split.
+        if (D == 2 && B <= kSmallGemmRows)
+            parallel_for(D, 1, directions);
+        else
+            directions(0, D);
     }
     rnn_packed::unpack(cache.layer_out[L - 1], cache, out, false);
 }

@@ -227,10 +227,7 @@ void output_log_probs(ConstTensorView X, ConstTensorView W, ConstTensorView b, T
     NZ_CHECK_SHAPE(out, {R, V});
     NZ_CHECK(!present(b) || (b.ndim() == 1 && b.numel() == V),
              "output_log_probs: bias {} for V = {}", b.shape().str(), V);
-    if (wt)
-        gemm_xwt(R, V, H, 1.0f, X.data(), H, W.data(), H, wt, 0.0f, out.data(), V);
-    else
-        gemm(X, false, W, true, out, 1.0f, 0.0f);
+    gemm_xwt(R, V, H, 1.0f, X.data(), H, W.data(), H, wt, 0.0f, out.data(), V);  // no wt: X Wᵀ
     // Bias and log-softmax row by row in one parallel region (rows are independent, so the
     // result does not depend on the split). A grain of ~16K floats per piece: at V = 8000 the
     // 5 rows of beam-5 batch-1 decoding go to both threads (2 + 3) instead of one.
