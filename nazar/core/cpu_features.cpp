@@ -149,8 +149,9 @@ Switches read_switches() {
             s.isa.clear();
         }
     }
-    for (const char* name : {"NAZAR_GEMM_THREADS", "NAZAR_SMALL_GEMM", "NAZAR_NN512",
-                             "NAZAR_GEMM_PROFILE", "NAZAR_ATTN_AVX512", "NAZAR_ISA"})
+    for (const char* name :
+         {"NAZAR_GEMM_THREADS", "NAZAR_SMALL_GEMM", "NAZAR_NN512", "NAZAR_GEMM_PROFILE",
+          "NAZAR_ATTN_AVX512", "NAZAR_ISA", "NAZAR_BLOCK_CACHE_MB"})
         if (const char* e = std::getenv(name)) s.set.push_back(fmt::format("{}={}", name, e));
     return s;
 }

@@ -53,22 +53,6 @@ void shape_mismatch(const char* file, int line, const char* name, const Shape& w
 }
 }  // namespace detail
 
-// ---- memory ------------------------------------------------------------------------------
-
-float* aligned_alloc_floats(int64_t n) {
-    if (n == 0) return nullptr;
-    std::size_t bytes =
-        (static_cast<std::size_t>(n) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
-    void* p = std::aligned_alloc(kAlignment, bytes);
-    if (!p) NZ_FAIL("out of memory allocating {} floats ({:.1f} MiB)", n, bytes / 1048576.0);
-    std::memset(p, 0, bytes);
-    return static_cast<float*>(p);
-}
-
-void aligned_free(float* p) {
-    std::free(p);
-}
-
 // ---- TensorView --------------------------------------------------------------------------
 
 template <class T>

@@ -201,8 +201,9 @@ private:
     std::size_t peak_ = 0;
 };
 
-float* aligned_alloc_floats(int64_t n);  // 64-byte aligned, zeroed; throws on failure
-void aligned_free(float* p);
+// 64-byte aligned, zeroed; throws on failure. Large blocks are recycled (block_cache.h).
+float* aligned_alloc_floats(int64_t n);
+void aligned_free(float* p);  // only what aligned_alloc_floats returned
 
 // Max |a - b| / max(max |b|, tiny): the norm-wise relative error used by parity tests.
 double max_rel_error(ConstTensorView a, ConstTensorView b);

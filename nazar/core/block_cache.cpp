@@ -1,0 +1,192 @@
+// aligned_alloc_floats / aligned_free (tensor.h) over the cache of large blocks (block_cache.h).
+#include "nazar/core/block_cache.h"
+
+#include "nazar/core/tensor.h"
+
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+// GCC defines __SANITIZE_ADDRESS__ under -fsanitize=address; clang 14 only has the feature test
+#if defined(__SANITIZE_ADDRESS__)
+#define NZ_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NZ_ASAN 1
+#endif
+#endif
+
+#ifdef NZ_ASAN
+#include <sanitizer/asan_interface.h>
+#define NZ_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define NZ_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define NZ_POISON(p, n) ((void)(p), (void)(n))
+#define NZ_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+namespace nazar {
+
+namespace {
+
+// Every block starts with one alignment unit holding its size in bytes (after the header), so
+// aligned_free knows whether the block may be kept and in which class.
+constexpr std::size_t kHeader = kAlignment;
+
+std::size_t limit_from_environment() {
+    const char* e = std::getenv("NAZAR_BLOCK_CACHE_MB");
+    if (e == nullptr) return kBlockCacheDefaultBytes;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long mb = std::strtoull(e, &end, 10);
+    if (*e == '\0' || *end != '\0' || *e == '-' || errno != 0 || mb > (std::size_t{1} << 24)) {
+        std::fprintf(stderr,
+                     "nazar: ignoring NAZAR_BLOCK_CACHE_MB=%s (expected a whole number of MiB, "
+                     "0 to 16777216); keeping up to %zu MiB of freed tensor memory\n",
+                     e, kBlockCacheDefaultBytes >> 20);
+        return kBlockCacheDefaultBytes;
+    }
+    return static_cast<std::size_t>(mb) << 20;
+}
+
+struct Block {
+    char* base;         // what aligned_alloc returned: the header, then the user's memory
+    std::size_t bytes;  // after the header (the class)
+};
+
+class Cache {
+public:
+    // A kept block of exactly `bytes` (a class), most recently freed first; nullptr if none.
+    char* take(std::size_t bytes) {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (std::size_t i = kept_.size(); i-- > 0;)
+            if (kept_[i].bytes == bytes) {
+                char* base = kept_[i].base;
+                kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(i));
+                kept_bytes_ -= bytes;
+                ++reused_;
+                NZ_UNPOISON(base + kHeader, bytes);
+                return base;
+            }
+        ++fresh_;
+        return nullptr;
+    }
+    // Keeps the block (evicting the least recently freed ones over the limit) or frees it.
+    void give(char* base, std::size_t bytes) {
+        std::vector<char*> out;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (bytes > limit_) {
+                out.push_back(base);
+            } else {
+                NZ_POISON(base + kHeader, bytes);
+                kept_.push_back({base, bytes});
+                kept_bytes_ += bytes;
+                evict_over(limit_, out);
+            }
+        }
+        for (char* p : out) std::free(p);  // outside the lock
+    }
+    void set_limit(std::size_t bytes) {
+        std::vector<char*> out;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            limit_ = bytes;
+            evict_over(limit_, out);
+        }
+        for (char* p : out) std::free(p);
+    }
+    void release() {
+        std::vector<char*> out;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            evict_over(0, out);
+        }
+        for (char* p : out) std::free(p);
+    }
+    BlockCacheStats stats() {
+        std::lock_guard<std::mutex> lock(mu_);
+        return {kept_bytes_, limit_, kept_.size(), reused_, fresh_};
+    }
+
+private:
+    void evict_over(std::size_t limit, std::vector<char*>& out) {
+        std::size_t n = 0;
+        while (kept_bytes_ > limit) {
+            kept_bytes_ -= kept_[n].bytes;
+            NZ_UNPOISON(kept_[n].base + kHeader, kept_[n].bytes);
+            out.push_back(kept_[n++].base);
+        }
+        kept_.erase(kept_.begin(), kept_.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+
+    std::mutex mu_;
+    std::vector<Block> kept_;  // least recently freed first
+    std::size_t kept_bytes_ = 0;
+    std::size_t limit_ = limit_from_environment();
+    uint64_t reused_ = 0, fresh_ = 0;
+};
+
+// Never destroyed: tensors owned by static and thread_local objects are freed during exit, in
+// an order the cache cannot know; the blocks it keeps then go back with the process.
+Cache& cache() {
+    static Cache* c = new Cache;
+    return *c;
+}
+
+}  // namespace
+
+std::size_t block_cache_class(std::size_t bytes) {
+    // four classes per power of two: a multiple of 2^(floor(log2 bytes) - 2)
+    const std::size_t step = std::bit_floor(bytes) >> 2;
+    return (bytes + step - 1) / step * step;
+}
+
+BlockCacheStats block_cache_stats() {
+    return cache().stats();
+}
+
+void set_block_cache_limit(std::size_t bytes) {
+    cache().set_limit(bytes);
+}
+
+void release_block_cache() {
+    cache().release();
+}
+
+float* aligned_alloc_floats(int64_t n) {
+    if (n == 0) return nullptr;
+    NZ_CHECK(n > 0 && static_cast<uint64_t>(n) < (uint64_t{1} << 60) / sizeof(float),
+             "cannot allocate {} floats", n);
+    const std::size_t want =
+        (static_cast<std::size_t>(n) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
+    const bool large = want >= kBlockCacheMinBytes;
+    const std::size_t bytes = large ? block_cache_class(want) : want;
+    char* base = large ? cache().take(bytes) : nullptr;
+    if (base == nullptr) {
+        base = static_cast<char*>(std::aligned_alloc(kAlignment, kHeader + bytes));
+        if (base == nullptr)
+            NZ_FAIL("out of memory allocating {} floats ({:.1f} MiB)", n, bytes / 1048576.0);
+        std::memcpy(base, &bytes, sizeof bytes);
+    }
+    // the requested part only: a fresh block's pages past it stay untouched (and unmapped)
+    std::memset(base + kHeader, 0, want);
+    return reinterpret_cast<float*>(base + kHeader);
+}
+
+void aligned_free(float* p) {
+    if (p == nullptr) return;
+    char* base = reinterpret_cast<char*>(p) - kHeader;
+    std::size_t bytes = 0;
+    std::memcpy(&bytes, base, sizeof bytes);
+    if (bytes >= kBlockCacheMinBytes)
+        cache().give(base, bytes);
+    else
+        std::free(base);
+}
+
+}  // namespace nazar

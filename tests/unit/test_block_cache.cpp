@@ -1,0 +1,255 @@
+// The cache of large tensor blocks (core/block_cache.h): size classes, reuse of a freed block for
+// the next request of its class (zeroed), the limit with least-recently-freed eviction, small
+// blocks left to malloc, the environment's limit (in a child process), and many threads at once.
+#include "nazar/core/block_cache.h"
+#include "nazar/core/rng.h"
+#include "nazar/core/tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace nazar {
+namespace test_block_cache {
+namespace {
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+constexpr const char* kChildVar = "NAZAR_TEST_BLOCK_CACHE_CHILD";
+
+// A fresh cache state for a test: the limit given, nothing kept; restores the limit after.
+class BlockCacheTest : public testing::Test {
+protected:
+    void SetUp() override {
+        saved_ = block_cache_stats().limit_bytes;
+        set_block_cache_limit(64 * kMiB);
+        release_block_cache();
+    }
+    void TearDown() override { set_block_cache_limit(saved_); }
+    std::size_t saved_ = 0;
+};
+
+bool all_zero(const Tensor& t) {
+    for (int64_t i = 0; i < t.numel(); ++i)
+        if (t.data()[i] != 0.0f) return false;
+    return true;
+}
+
+TEST(BlockCacheClass, FourClassesPerPowerOfTwoNeverSmallerThanTheRequest) {
+    std::size_t prev = 0;
+    for (std::size_t bytes = kBlockCacheMinBytes; bytes <= 64 * kMiB; bytes += 4096 * 3 + 64) {
+        const std::size_t c = block_cache_class(bytes);
+        EXPECT_GE(c, bytes);
+        EXPECT_LT(c - bytes, bytes / 4 + 1) << bytes;  // rounded up by less than 25%
+        EXPECT_EQ(c % 64, 0u) << bytes;
+        EXPECT_EQ(block_cache_class(c), c) << bytes;
+        EXPECT_GE(c, prev) << bytes;
+        prev = c;
+    }
+    for (std::size_t p = kBlockCacheMinBytes; p <= 256 * kMiB; p *= 2) {
+        EXPECT_EQ(block_cache_class(p), p);
+        std::set<std::size_t> classes;
+        for (std::size_t b = p + 64; b <= 2 * p; b += p / 64) classes.insert(block_cache_class(b));
+        EXPECT_EQ(classes, (std::set<std::size_t>{p + p / 4, p + p / 2, p + 3 * (p / 4), 2 * p}))
+            << p;
+    }
+}
+
+TEST_F(BlockCacheTest, AFreedLargeBlockServesTheNextRequestOfItsClassZeroed) {
+    const BlockCacheStats s0 = block_cache_stats();
+    const float* first = nullptr;
+    {
+        Tensor a({300, 1000});  // 1.2 MB: class 1.25 MiB
+        a.fill(7.0f);
+        first = a.data();
+    }
+    const BlockCacheStats s1 = block_cache_stats();
+    EXPECT_EQ(s1.kept_blocks, 1u);
+    EXPECT_EQ(s1.kept_bytes, block_cache_class(300 * 1000 * sizeof(float)));
+    Tensor b({310, 1000});  // another size, the same class
+    EXPECT_EQ(b.data(), first);
+    EXPECT_TRUE(all_zero(b)) << "a reused block must come zeroed";
+    const BlockCacheStats s2 = block_cache_stats();
+    EXPECT_EQ(s2.reused, s1.reused + 1);
+    EXPECT_EQ(s2.kept_blocks, 0u);
+    EXPECT_EQ(s1.fresh, s0.fresh + 1);
+    Tensor c({600, 1000});  // a larger class: from the system
+    EXPECT_NE(c.data(), first);
+    EXPECT_EQ(block_cache_stats().fresh, s2.fresh + 1);
+}
+
+TEST_F(BlockCacheTest, ResizeBeyondTheCapacityRecyclesTheOldBlock) {
+    Tensor t({1024, 256});  // 1 MiB
+    const float* old = t.data();
+    t.resize({4096, 256});  // the old block goes to the cache
+    EXPECT_EQ(block_cache_stats().kept_blocks, 1u);
+    Tensor u({1024, 256});
+    EXPECT_EQ(u.data(), old);
+    EXPECT_TRUE(all_zero(t) && all_zero(u));
+}
+
+TEST_F(BlockCacheTest, SmallBlocksAreLeftToMalloc) {
+    { Tensor small({16, 1000}); }  // 64 KB
+    EXPECT_EQ(block_cache_stats().kept_blocks, 0u);
+    EXPECT_EQ(block_cache_stats().kept_bytes, 0u);
+}
+
+TEST_F(BlockCacheTest, KeepsAtMostTheLimitAndEvictsTheLeastRecentlyFreed) {
+    set_block_cache_limit(3 * kMiB);
+    std::vector<Tensor> t;
+    std::vector<const float*> ptr;
+    for (int i = 0; i < 4; ++i) {
+        t.emplace_back(Shape{1024, 256});  // 1 MiB each, one class
+        ptr.push_back(t.back().data());
+    }
+    t.clear();  // freed first to last: the first is evicted when the fourth comes
+    const BlockCacheStats s = block_cache_stats();
+    EXPECT_EQ(s.kept_blocks, 3u);
+    EXPECT_EQ(s.kept_bytes, 3 * kMiB);
+    for (int i = 3; i >= 1; --i) {  // most recently freed first
+        Tensor r({1024, 256});
+        EXPECT_EQ(r.data(), ptr[i]) << i;
+        t.push_back(std::move(r));
+    }
+    EXPECT_EQ(block_cache_stats().reused, s.reused + 3);
+    Tensor fourth({1024, 256});
+    EXPECT_EQ(block_cache_stats().fresh, s.fresh + 1);
+    // a block larger than the whole limit is never kept
+    { Tensor big({2048, 1024}); }
+    EXPECT_EQ(block_cache_stats().kept_blocks, 0u);
+}
+
+TEST_F(BlockCacheTest, LimitZeroReleasesEverythingAndKeepsNothing) {
+    { Tensor a({1024, 256}); }
+    EXPECT_EQ(block_cache_stats().kept_blocks, 1u);
+    set_block_cache_limit(0);
+    EXPECT_EQ(block_cache_stats().kept_blocks, 0u);
+    { Tensor b({1024, 256}); }
+    EXPECT_EQ(block_cache_stats().kept_bytes, 0u);
+    const uint64_t reused = block_cache_stats().reused;
+    Tensor c({1024, 256});
+    EXPECT_EQ(block_cache_stats().reused, reused);
+    EXPECT_TRUE(all_zero(c));
+}
+
+// Threads allocating, checking, writing and freeing blocks of a few classes at once (under
+// AddressSanitizer this also checks that no block is handed out twice or read while kept).
+TEST_F(BlockCacheTest, ManyThreadsGetZeroedBlocksOfTheirOwn) {
+    set_block_cache_limit(16 * kMiB);
+    std::vector<std::thread> threads;
+    std::vector<int> bad(4, 0);
+    for (int w = 0; w < 4; ++w)
+        threads.emplace_back([w, &bad] {
+            Rng rng(static_cast<uint64_t>(w) + 1);
+            for (int it = 0; it < 60; ++it) {
+                const int64_t rows = 64 + static_cast<int64_t>(rng.uniform(0, 1) * 900);
+                Tensor t({rows, 1024});
+                if (!all_zero(t)) ++bad[w];
+                t.fill(static_cast<float>(w + 1));
+                for (int64_t i = 0; i < t.numel(); i += 4099)
+                    if (t.data()[i] != static_cast<float>(w + 1)) ++bad[w];
+            }
+        });
+    for (auto& th : threads) th.join();
+    for (int w = 0; w < 4; ++w) EXPECT_EQ(bad[w], 0) << "thread " << w;
+    EXPECT_LE(block_cache_stats().kept_bytes, 16 * kMiB);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define NZ_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NZ_TEST_ASAN 1
+#endif
+#endif
+
+#ifdef NZ_TEST_ASAN
+// A kept block is poisoned: reading a freed tensor is still reported, though its memory stays.
+TEST_F(BlockCacheTest, AKeptBlockIsPoisonedUnderAddressSanitizer) {
+    EXPECT_DEATH(
+        {
+            const float* p = nullptr;
+            {
+                Tensor a({1024, 256});
+                p = a.data();
+            }
+            std::printf("%f\n", static_cast<double>(*static_cast<const volatile float*>(p + 5)));
+        },
+        "use-after-poison");
+}
+#endif
+
+// ---- NAZAR_BLOCK_CACHE_MB, read once at the first allocation (child processes) ---------------
+
+// Runs only as the child of the test below: prints the limit the environment gave.
+TEST(BlockCacheEnv, ChildReport) {
+    if (std::getenv(kChildVar) == nullptr) GTEST_SKIP() << "runs only as a child process";
+    { Tensor a({1024, 256}); }
+    { Tensor b({1024, 256}); }
+    std::printf("\nLIMIT %zu\n", block_cache_stats().limit_bytes);
+}
+
+struct Child {
+    std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+Child run_child(const std::string& value) {
+    char exe[4096] = {};
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return {};
+    const std::string base =
+        testing::TempDir() + "nazar_block_cache_child_" + std::to_string(getpid());
+    const std::string cmd = "env NAZAR_BLOCK_CACHE_MB='" + value + "' " + kChildVar + "=1 '" + exe +
+                            "' --gtest_filter=BlockCacheEnv.ChildReport >" + base + ".out 2>" +
+                            base + ".err";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    Child c{slurp(base + ".out"), slurp(base + ".err")};
+    std::remove((base + ".out").c_str());
+    std::remove((base + ".err").c_str());
+    return c;
+}
+
+std::size_t child_limit(const Child& c) {
+    const auto p = c.out.find("\nLIMIT ");
+    return p == std::string::npos ? std::size_t{1} << 62 : std::stoull(c.out.substr(p + 7));
+}
+
+int count(const std::string& s, const std::string& what) {
+    int k = 0;
+    for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++k;
+    return k;
+}
+
+TEST(BlockCacheEnv, TheEnvironmentSetsTheLimit) {
+    EXPECT_EQ(child_limit(run_child("8")), 8 * kMiB);
+    const Child off = run_child("0");
+    EXPECT_EQ(child_limit(off), 0u) << off.out << off.err;
+    EXPECT_EQ(off.err.find("NAZAR_BLOCK_CACHE_MB"), std::string::npos) << off.err;
+}
+
+TEST(BlockCacheEnv, ABadValueIsReportedOnceAndTheDefaultKept) {
+    for (const char* bad : {"lots", "-5", "12MB", "", "99999999999999999999"}) {
+        const Child c = run_child(bad);
+        EXPECT_EQ(child_limit(c), kBlockCacheDefaultBytes) << bad << ": " << c.out << c.err;
+        EXPECT_EQ(count(c.err, "ignoring NAZAR_BLOCK_CACHE_MB="), 1) << bad << ": " << c.err;
+    }
+}
+
+}  // namespace
+}  // namespace test_block_cache
+}  // namespace nazar
