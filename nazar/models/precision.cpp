@@ -4,6 +4,7 @@
 // inference-mode model (core/params.h) keeps only the packed form: each fp32 value becomes a
 // Tensor::reserved placeholder, and gemm refuses any other product that would read it
 // (packed.h, check_fp32_operands).
+#include "nazar/core/block_cache.h"
 #include "nazar/core/gemm/packed.h"
 #include "nazar/models/quantized_file.h"
 #include "nazar/models/seq2seq.h"
@@ -100,6 +101,9 @@ void Seq2Seq::set_packed(Precision p, std::vector<std::pair<std::string, PackedM
         e->set_packed(packed->get(e->params.weight.data()));
     packed_ = std::move(packed);
     precision_ = p;
+    // the fp32 values just dropped go back to the system, not into the cache of freed blocks
+    // (core/block_cache.h): a model held in int8 / bf16 should cost that much, not its fp32 size
+    if (mode_ == ParamMode::inference) release_block_cache();
 }
 
 std::size_t Seq2Seq::packed_bytes() const {

@@ -4,16 +4,13 @@
 #include "nazar/core/block_cache.h"
 #include "nazar/core/rng.h"
 #include "nazar/core/tensor.h"
+#include "tests/common/child_process.h"
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -197,56 +194,31 @@ TEST(BlockCacheEnv, ChildReport) {
     std::printf("\nLIMIT %zu\n", block_cache_stats().limit_bytes);
 }
 
-struct Child {
-    std::string out, err;
-};
+using test::ChildOutput;
+using test::occurrences;
 
-std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+ChildOutput run_child(const std::string& value) {
+    return test::run_this_program("NAZAR_BLOCK_CACHE_MB='" + value + "' " + kChildVar + "=1",
+                                  "BlockCacheEnv.ChildReport", "block_cache");
 }
 
-Child run_child(const std::string& value) {
-    char exe[4096] = {};
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return {};
-    const std::string base =
-        testing::TempDir() + "nazar_block_cache_child_" + std::to_string(getpid());
-    const std::string cmd = "env NAZAR_BLOCK_CACHE_MB='" + value + "' " + kChildVar + "=1 '" + exe +
-                            "' --gtest_filter=BlockCacheEnv.ChildReport >" + base + ".out 2>" +
-                            base + ".err";
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    Child c{slurp(base + ".out"), slurp(base + ".err")};
-    std::remove((base + ".out").c_str());
-    std::remove((base + ".err").c_str());
-    return c;
-}
-
-std::size_t child_limit(const Child& c) {
+std::size_t child_limit(const ChildOutput& c) {
     const auto p = c.out.find("\nLIMIT ");
     return p == std::string::npos ? std::size_t{1} << 62 : std::stoull(c.out.substr(p + 7));
 }
 
-int count(const std::string& s, const std::string& what) {
-    int k = 0;
-    for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++k;
-    return k;
-}
-
 TEST(BlockCacheEnv, TheEnvironmentSetsTheLimit) {
     EXPECT_EQ(child_limit(run_child("8")), 8 * kMiB);
-    const Child off = run_child("0");
+    const ChildOutput off = run_child("0");
     EXPECT_EQ(child_limit(off), 0u) << off.out << off.err;
     EXPECT_EQ(off.err.find("NAZAR_BLOCK_CACHE_MB"), std::string::npos) << off.err;
 }
 
 TEST(BlockCacheEnv, ABadValueIsReportedOnceAndTheDefaultKept) {
     for (const char* bad : {"lots", "-5", "12MB", "", "99999999999999999999"}) {
-        const Child c = run_child(bad);
+        const ChildOutput c = run_child(bad);
         EXPECT_EQ(child_limit(c), kBlockCacheDefaultBytes) << bad << ": " << c.out << c.err;
-        EXPECT_EQ(count(c.err, "ignoring NAZAR_BLOCK_CACHE_MB="), 1) << bad << ": " << c.err;
+        EXPECT_EQ(occurrences(c.err, "ignoring NAZAR_BLOCK_CACHE_MB="), 1) << bad << ": " << c.err;
     }
 }
 

@@ -5,16 +5,13 @@
 // expected tier) or reported exactly once on stderr. No timing anywhere.
 #include "nazar/core/blas.h"
 #include "nazar/core/cpu_features.h"
+#include "tests/common/child_process.h"
 #include "tests/common/test_util.h"
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -72,40 +69,15 @@ TEST(GemmPath, ChildReport) {
     std::printf("\nPATH %s %s\n", p.isa.c_str(), p.kernel.c_str());
 }
 
-struct Child {
-    std::string out, err;
-};
+using test::ChildOutput;
 
-std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+ChildOutput run_child(const std::string& env) {
+    return test::run_this_program(
+        "-u NAZAR_ISA -u OPENBLAS_CORETYPE " + env + " " + kChildVar + "=1", "GemmPath.ChildReport",
+        "gemm_path");
 }
 
-Child run_child(const std::string& env) {
-    char exe[4096] = {};
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return {};
-    const std::string base =
-        testing::TempDir() + "nazar_gemm_path_child_" + std::to_string(getpid());
-    const std::string cmd = "env -u NAZAR_ISA -u OPENBLAS_CORETYPE " + env + " " + kChildVar +
-                            "=1 '" + exe + "' --gtest_filter=GemmPath.ChildReport >" + base +
-                            ".out 2>" + base + ".err";
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    Child c{slurp(base + ".out"), slurp(base + ".err")};
-    std::remove((base + ".out").c_str());
-    std::remove((base + ".err").c_str());
-    return c;
-}
-
-int count(const std::string& s, const std::string& what) {
-    int k = 0;
-    for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++k;
-    return k;
-}
-
-std::string child_tier(const Child& c) {
+std::string child_tier(const ChildOutput& c) {
     const auto p = c.out.find("\nPATH ");
     if (p == std::string::npos) return "";
     const auto b = p + 6;
@@ -114,10 +86,10 @@ std::string child_tier(const Child& c) {
 
 TEST(GemmPath, ForcedSlowOpenBlasCoreIsCorrectedOrReportedOnce) {
     if (naive_build()) GTEST_SKIP() << "naive build: no GEMM library";
-    const Child c = run_child("OPENBLAS_CORETYPE=Prescott");
+    const ChildOutput c = run_child("OPENBLAS_CORETYPE=Prescott");
     const std::string tier = child_tier(c);
     ASSERT_FALSE(tier.empty()) << c.out << c.err;
-    const int reports = count(c.err, kReport);
+    const int reports = test::occurrences(c.err, kReport);
     if (tier == gemm_expected_isa())
         EXPECT_EQ(reports, 0) << "corrected, yet reported: " << c.err;
     else
@@ -127,12 +99,12 @@ TEST(GemmPath, ForcedSlowOpenBlasCoreIsCorrectedOrReportedOnce) {
 TEST(GemmPath, IsaCapBelowTheCpuIsReportedOnce) {
     if (naive_build()) GTEST_SKIP() << "naive build: no GEMM library";
     if (gemm_expected_isa() != "avx512") GTEST_SKIP() << "no AVX-512 here: the cap changes nothing";
-    const Child c = run_child("NAZAR_ISA=avx2");
+    const ChildOutput c = run_child("NAZAR_ISA=avx2");
     const std::string tier = child_tier(c);
     ASSERT_FALSE(tier.empty()) << c.out << c.err;
     EXPECT_NE(tier, "avx512");
-    EXPECT_EQ(count(c.err, kReport), 1) << c.err;
-    EXPECT_EQ(count(c.err, "NAZAR_ISA=avx2"), 1) << c.err;
+    EXPECT_EQ(test::occurrences(c.err, kReport), 1) << c.err;
+    EXPECT_EQ(test::occurrences(c.err, "NAZAR_ISA=avx2"), 1) << c.err;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // within 0.02 (bf16) / 0.1 (int8) + 2% of its size of the fp32 one, for a model of small
 // random weights (values measured: about a tenth of that).
 #include "nazar/core/blas.h"
+#include "nazar/core/block_cache.h"
 #include "nazar/decode/beam_search.h"
 #include "nazar/models/model_file.h"
 #include "nazar/models/quantized_file.h"
@@ -228,6 +229,25 @@ TEST(ModelPrecision, InferenceSetPrecisionKeepsOnlyPacked) {
     LoadedModel d = model_from_safetensors(deq, ParamMode::inference);
     d.model->set_precision(Precision::bf16);
     EXPECT_EQ(scores(*f.model, b), scores(*d.model, b));
+}
+
+// The fp32 matrices an inference model drops go back to the system, not into the cache of freed
+// tensor blocks (core/block_cache.h), which would keep them resident.
+TEST(ModelPrecision, DroppedFp32MatricesAreNotKeptForReuse) {
+    ModelConfig c = mid_config(DecoderKind::bahdanau, ScoreKind::additive);
+    c.src_vocab_size = c.tgt_vocab_size = 1200;
+    c.embedding_size = 64;  // 1200 x 64 floats: 300 KiB tables, over the cache's smallest block
+    Seq2Seq m(c, 5);
+    ASSERT_GE(sizeof(float) * 1200 * 64, kBlockCacheMinBytes);
+    SafeTensors st;
+    model_to_safetensors(m, {}, st);
+    LoadedModel f = model_from_safetensors(st, ParamMode::inference);
+    const std::size_t limit = block_cache_stats().limit_bytes;
+    set_block_cache_limit(64 << 20);
+    f.model->set_precision(Precision::int8);
+    EXPECT_GT(f.model->memory().packed_only, 0);
+    EXPECT_EQ(block_cache_stats().kept_bytes, 0u);
+    set_block_cache_limit(limit);
 }
 
 // Every way to read a matrix held only packed fails with an error rather than reading its
