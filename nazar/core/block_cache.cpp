@@ -3,6 +3,9 @@
 
 #include "nazar/core/tensor.h"
 
+#include <pthread.h>
+
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
@@ -33,9 +36,36 @@ namespace nazar {
 
 namespace {
 
-// Every block starts with one alignment unit holding its size in bytes (after the header), so
-// aligned_free knows whether the block may be kept and in which class.
+// Every block starts with one alignment unit: its size in bytes (after the header), so
+// aligned_free knows whether the block may be kept and in which class, and its state, so a block
+// freed twice (or a header overwritten by a stray write before a tensor) stops the process
+// instead of handing one block to two tensors. Under AddressSanitizer the header is poisoned
+// while the block is out, and so is the slack past the requested size.
 constexpr std::size_t kHeader = kAlignment;
+constexpr uint64_t kLive = 0x6e617a61722d6f6eULL;  // handed out
+constexpr uint64_t kKept = 0x6e617a61722d6b70ULL;  // in the cache
+constexpr uint64_t kGone = 0;                      // returned to the system
+
+void write_header(char* base, std::size_t bytes, uint64_t state) {
+    NZ_UNPOISON(base, kHeader);
+    std::memcpy(base, &bytes, sizeof bytes);
+    std::memcpy(base + sizeof bytes, &state, sizeof state);
+}
+
+uint64_t read_header(char* base, std::size_t* bytes) {
+    NZ_UNPOISON(base, kHeader);
+    uint64_t state = 0;
+    std::memcpy(bytes, base, sizeof *bytes);
+    std::memcpy(&state, base + sizeof *bytes, sizeof state);
+    return state;
+}
+
+// Back to the system (the whole block readable again for the allocator).
+void release(char* base, std::size_t bytes) {
+    NZ_UNPOISON(base, kHeader + bytes);
+    write_header(base, bytes, kGone);
+    std::free(base);
+}
 
 std::size_t limit_from_environment() {
     const char* e = std::getenv("NAZAR_BLOCK_CACHE_MB");
@@ -69,7 +99,7 @@ public:
                 kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(i));
                 kept_bytes_ -= bytes;
                 ++reused_;
-                NZ_UNPOISON(base + kHeader, bytes);
+                NZ_UNPOISON(base, kHeader + bytes);
                 return base;
             }
         ++fresh_;
@@ -77,49 +107,52 @@ public:
     }
     // Keeps the block (evicting the least recently freed ones over the limit) or frees it.
     void give(char* base, std::size_t bytes) {
-        std::vector<char*> out;
+        std::vector<Block> out;
         {
             std::lock_guard<std::mutex> lock(mu_);
             if (bytes > limit_) {
-                out.push_back(base);
+                out.push_back({base, bytes});
             } else {
-                NZ_POISON(base + kHeader, bytes);
+                write_header(base, bytes, kKept);
+                NZ_POISON(base, kHeader + bytes);
                 kept_.push_back({base, bytes});
                 kept_bytes_ += bytes;
                 evict_over(limit_, out);
             }
         }
-        for (char* p : out) std::free(p);  // outside the lock
+        for (const Block& b : out) release(b.base, b.bytes);  // outside the lock
     }
     void set_limit(std::size_t bytes) {
-        std::vector<char*> out;
+        std::vector<Block> out;
         {
             std::lock_guard<std::mutex> lock(mu_);
             limit_ = bytes;
             evict_over(limit_, out);
         }
-        for (char* p : out) std::free(p);
+        for (const Block& b : out) release(b.base, b.bytes);
     }
-    void release() {
-        std::vector<char*> out;
+    void release_all() {
+        std::vector<Block> out;
         {
             std::lock_guard<std::mutex> lock(mu_);
             evict_over(0, out);
         }
-        for (char* p : out) std::free(p);
+        for (const Block& b : out) release(b.base, b.bytes);
     }
+    // fork(): the child must not inherit the list locked by another thread (pthread_atfork)
+    void lock() { mu_.lock(); }
+    void unlock() { mu_.unlock(); }
     BlockCacheStats stats() {
         std::lock_guard<std::mutex> lock(mu_);
         return {kept_bytes_, limit_, kept_.size(), reused_, fresh_};
     }
 
 private:
-    void evict_over(std::size_t limit, std::vector<char*>& out) {
+    void evict_over(std::size_t limit, std::vector<Block>& out) {
         std::size_t n = 0;
         while (kept_bytes_ > limit) {
             kept_bytes_ -= kept_[n].bytes;
-            NZ_UNPOISON(kept_[n].base + kHeader, kept_[n].bytes);
-            out.push_back(kept_[n++].base);
+            out.push_back(kept_[n++]);
         }
         kept_.erase(kept_.begin(), kept_.begin() + static_cast<std::ptrdiff_t>(n));
     }
@@ -134,15 +167,30 @@ private:
 // Never destroyed: tensors owned by static and thread_local objects are freed during exit, in
 // an order the cache cannot know; the blocks it keeps then go back with the process.
 Cache& cache() {
-    static Cache* c = new Cache;
+    static Cache* c = [] {
+        auto* made = new Cache;
+        pthread_atfork([] { cache().lock(); }, [] { cache().unlock(); }, [] { cache().unlock(); });
+        return made;
+    }();
     return *c;
+}
+
+[[noreturn]] void bad_free(const void* p, uint64_t state) {
+    std::fprintf(stderr,
+                 "nazar: aligned_free(%p): %s; stopping rather than hand one block to two "
+                 "tensors\n",
+                 p,
+                 state == kKept ? "the block was freed twice"
+                                : "not a live tensor block (freed twice, or its header "
+                                  "overwritten)");
+    std::abort();
 }
 
 }  // namespace
 
 std::size_t block_cache_class(std::size_t bytes) {
-    // four classes per power of two: a multiple of 2^(floor(log2 bytes) - 2)
-    const std::size_t step = std::bit_floor(bytes) >> 2;
+    // four classes per power of two: a multiple of 2^(floor(log2 bytes) - 2), of 64 at least
+    const std::size_t step = std::max<std::size_t>(std::bit_floor(bytes) >> 2, kAlignment);
     return (bytes + step - 1) / step * step;
 }
 
@@ -155,7 +203,7 @@ void set_block_cache_limit(std::size_t bytes) {
 }
 
 void release_block_cache() {
-    cache().release();
+    cache().release_all();
 }
 
 float* aligned_alloc_floats(int64_t n) {
@@ -171,10 +219,12 @@ float* aligned_alloc_floats(int64_t n) {
         base = static_cast<char*>(std::aligned_alloc(kAlignment, kHeader + bytes));
         if (base == nullptr)
             NZ_FAIL("out of memory allocating {} floats ({:.1f} MiB)", n, bytes / 1048576.0);
-        std::memcpy(base, &bytes, sizeof bytes);
     }
+    write_header(base, bytes, kLive);
     // the requested part only: a fresh block's pages past it stay untouched (and unmapped)
     std::memset(base + kHeader, 0, want);
+    NZ_POISON(base, kHeader);
+    NZ_POISON(base + kHeader + want, bytes - want);  // slack of the size class
     return reinterpret_cast<float*>(base + kHeader);
 }
 
@@ -182,11 +232,13 @@ void aligned_free(float* p) {
     if (p == nullptr) return;
     char* base = reinterpret_cast<char*>(p) - kHeader;
     std::size_t bytes = 0;
-    std::memcpy(&bytes, base, sizeof bytes);
+    const uint64_t state = read_header(base, &bytes);
+    if (state != kLive) bad_free(p, state);
+    NZ_UNPOISON(base + kHeader, bytes);
     if (bytes >= kBlockCacheMinBytes)
         cache().give(base, bytes);
     else
-        std::free(base);
+        release(base, bytes);
 }
 
 }  // namespace nazar

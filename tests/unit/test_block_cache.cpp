@@ -107,7 +107,8 @@ TEST_F(BlockCacheTest, KeepsAtMostTheLimitAndEvictsTheLeastRecentlyFreed) {
         t.emplace_back(Shape{1024, 256});  // 1 MiB each, one class
         ptr.push_back(t.back().data());
     }
-    t.clear();  // freed first to last: the first is evicted when the fourth comes
+    for (Tensor& x : t) x = Tensor();  // freed first to last: the first is evicted by the fourth
+    t.clear();
     const BlockCacheStats s = block_cache_stats();
     EXPECT_EQ(s.kept_blocks, 3u);
     EXPECT_EQ(s.kept_bytes, 3 * kMiB);
@@ -160,6 +161,21 @@ TEST_F(BlockCacheTest, ManyThreadsGetZeroedBlocksOfTheirOwn) {
     EXPECT_LE(block_cache_stats().kept_bytes, 16 * kMiB);
 }
 
+// A tensor block freed twice stops the process (it would otherwise be kept twice and handed to
+// two tensors), large or small, as glibc's own check did before.
+TEST_F(BlockCacheTest, FreeingABlockTwiceStopsTheProcess) {
+    for (const int64_t n : {int64_t{1} << 18, int64_t{100}}) {
+        EXPECT_DEATH(
+            {
+                float* p = aligned_alloc_floats(n);
+                aligned_free(p);
+                aligned_free(p);
+            },
+            "freed twice")
+            << n << " floats";
+    }
+}
+
 #if defined(__SANITIZE_ADDRESS__)
 #define NZ_TEST_ASAN 1
 #elif defined(__has_feature)
@@ -181,6 +197,17 @@ TEST_F(BlockCacheTest, AKeptBlockIsPoisonedUnderAddressSanitizer) {
             std::printf("%f\n", static_cast<double>(*static_cast<const volatile float*>(p + 5)));
         },
         "use-after-poison");
+}
+
+// Writes just past a large tensor (into its size class's slack) or just before it (into the
+// block's header) are reported, as the red zones of a plain malloc would.
+TEST_F(BlockCacheTest, WritesOutsideALargeTensorAreReportedUnderAddressSanitizer) {
+    const auto write_at = [](int64_t offset) {
+        Tensor a({1000, 300});  // 1.14 MiB in a 1.25 MiB class
+        *static_cast<volatile float*>(a.data() + offset) = 1.0f;
+    };
+    EXPECT_DEATH(write_at(1000 * 300 + 100), "use-after-poison");
+    EXPECT_DEATH(write_at(-1), "use-after-poison");
 }
 #endif
 
