@@ -107,37 +107,26 @@ public:
     }
     // Keeps the block (evicting the least recently freed ones over the limit) or frees it.
     void give(char* base, std::size_t bytes) {
-        std::vector<Block> out;
-        {
-            std::lock_guard<std::mutex> lock(mu_);
+        locked([&](std::vector<Block>& out) {
             if (bytes > limit_) {
                 out.push_back({base, bytes});
-            } else {
-                write_header(base, bytes, kKept);
-                NZ_POISON(base, kHeader + bytes);
-                kept_.push_back({base, bytes});
-                kept_bytes_ += bytes;
-                evict_over(limit_, out);
+                return;
             }
-        }
-        for (const Block& b : out) release(b.base, b.bytes);  // outside the lock
+            write_header(base, bytes, kKept);
+            NZ_POISON(base, kHeader + bytes);
+            kept_.push_back({base, bytes});
+            kept_bytes_ += bytes;
+            evict_over(limit_, out);
+        });
     }
     void set_limit(std::size_t bytes) {
-        std::vector<Block> out;
-        {
-            std::lock_guard<std::mutex> lock(mu_);
+        locked([&](std::vector<Block>& out) {
             limit_ = bytes;
             evict_over(limit_, out);
-        }
-        for (const Block& b : out) release(b.base, b.bytes);
+        });
     }
     void release_all() {
-        std::vector<Block> out;
-        {
-            std::lock_guard<std::mutex> lock(mu_);
-            evict_over(0, out);
-        }
-        for (const Block& b : out) release(b.base, b.bytes);
+        locked([&](std::vector<Block>& out) { evict_over(0, out); });
     }
     // fork(): the child must not inherit the list locked by another thread (pthread_atfork)
     void lock() { mu_.lock(); }
@@ -148,6 +137,16 @@ public:
     }
 
 private:
+    // f(out) under the lock; the blocks it put in `out` then go back to the system outside it
+    template <class F>
+    void locked(F&& f) {
+        std::vector<Block> out;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            f(out);
+        }
+        for (const Block& b : out) release(b.base, b.bytes);
+    }
     void evict_over(std::size_t limit, std::vector<Block>& out) {
         std::size_t n = 0;
         while (kept_bytes_ > limit) {
@@ -234,7 +233,6 @@ void aligned_free(float* p) {
     std::size_t bytes = 0;
     const uint64_t state = read_header(base, &bytes);
     if (state != kLive) bad_free(p, state);
-    NZ_UNPOISON(base + kHeader, bytes);
     if (bytes >= kBlockCacheMinBytes)
         cache().give(base, bytes);
     else

@@ -79,8 +79,9 @@ void Seq2Seq::encode(std::span<const int32_t> src, std::span<const int> lengths,
     attention.precompute(out.enc_out, out.keys, step_rows);
     decoder.prepare_steps(out, step_rows);
     // The generator's Wᵀ for steps of more than kSmallGemmRows rows (the batch may shrink into
-    // kGeneratorTRows as sentences end); not for bf16 / int8 weights, which have their own packing.
-    if (step_rows > kSmallGemmRows && !cfg_.copy_attention && !packed(generator_weight()))
+    // kGeneratorTRows as sentences end); refresh_weight_t leaves it empty for bf16 / int8 weights,
+    // which have their own packing.
+    if (step_rows > kSmallGemmRows && !cfg_.copy_attention)
         refresh_weight_t(out.generator_t, generator_weight());
     else
         out.generator_t.reset();
