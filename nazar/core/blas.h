@@ -79,6 +79,12 @@ inline WeightTRows weight_t_rows(const WeightT& wt, int k0 = 0) {
 // W (N x K, ldw).
 void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const float* W, int ldw,
               WeightTRows wt, float beta, float* C, int ldc);
+// C (M x N) = A Wᵀ + bias (N floats, on every row; null: none), summed as gemm_xwt with beta = 1
+// onto C filled with 0 + bias (bit for bit: a −0 bias counts as +0). Through the packed Wᵀ each
+// pool thread fills its own columns just before multiplying them, so the product is not
+// preceded by a serial pass over C on the calling thread.
+void gemm_xwt_bias(int M, int N, int K, const float* A, int lda, const float* W, int ldw,
+                   WeightTRows wt, const float* bias, float* C, int ldc);
 
 // ---- Which kernels run (docs/performance.md, "Kernel choice by CPU features") ----
 // Chosen from the CPU's feature bits (cpu_features.h), never from a table of CPU models.

@@ -25,4 +25,9 @@ int num_threads();
 // or with one thread. Exceptions thrown by the body are rethrown in the caller.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
+// Copies and fills of at least this many floats (256 KiB) between the products of a step are
+// worth splitting over the pool: on one core they take long enough for the worker to fall asleep
+// (docs/performance.md, "Serial stretches between a step's products").
+inline constexpr int64_t kParallelCopyFloats = 65536;
+
 }  // namespace nazar

@@ -4,6 +4,7 @@
 
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
+#include "nazar/core/threads.h"
 #include "nazar/models/decoder_rows.h"
 
 #include <algorithm>
@@ -111,9 +112,20 @@ void Decoder::assemble_x0(ConstTensorView emb,        // (N, E)  e_t
     // x0 = [e_t ; c_t] (bahdanau) | [e_t ; s̃_{t-1}] (input feeding) | e_t
     const int N = emb.dim(0), I0 = E + feed_;
     cache.x0.resize({N, I0}, false);
-    copy_cols_in(emb, cache.x0.data(), I0);
-    if (kind == DecoderKind::bahdanau) copy_cols_in(cache.context, cache.x0.data() + E, I0);
-    if (kind == DecoderKind::luong && feed_ > 0) copy_cols_in(feed_prev, cache.x0.data() + E, I0);
+    const ConstTensorView second = kind == DecoderKind::bahdanau             ? cache.context
+                                   : kind == DecoderKind::luong && feed_ > 0 ? feed_prev
+                                                                             : ConstTensorView();
+    const auto rows = [&](int64_t r0, int64_t r1) {
+        float* x = cache.x0.data() + r0 * I0;
+        copy_cols_in(emb.slice(r0, r1), x, I0);
+        if (second.data() != nullptr) copy_cols_in(second.slice(r0, r1), x + E, I0);
+    };
+    // Beam search's 320 rows are 1 MB: on the pool, so that the step's products are not kept
+    // waiting by a serial copy (and the pool's worker does not fall asleep meanwhile).
+    if (int64_t{N} * I0 >= kParallelCopyFloats)
+        parallel_for(N, std::max<int64_t>(1, kParallelCopyFloats / 4 / I0), rows);
+    else
+        rows(0, N);
 }
 
 // The stacked cells of one step on cache.x0: s^l_t for l = 0 … L−1.

@@ -47,20 +47,6 @@ static void check_rows(ConstTensorView v, int cols, const char* what) {
              v.shape().str(), cols);
 }
 
-// m (R, C) rows = bias (C), or 0 + bias: the value a zeroed buffer plus the bias holds (-0 read
-// as +0), written in one pass instead of a zero fill and an add pass.
-static void fill_rows(TensorView m, ConstTensorView bias, bool plus_zero = false) {
-    const int R = m.dim(0), C = m.dim(1);
-    const float* b = bias.data();
-    for (int64_t r = 0; r < R; ++r) {
-        float* o = m.data() + r * C;
-        if (plus_zero)
-            for (int j = 0; j < C; ++j) o[j] = 0.0f + b[j];
-        else
-            std::copy_n(b, C, o);
-    }
-}
-
 void cell_project_input(const RNNCellParams& p, ConstTensorView x, TensorView gi,
                         WeightTRows wih_t) {
     const int GH = p.weight_ih.dim(0), I = p.weight_ih.dim(1);
@@ -71,11 +57,9 @@ void cell_project_input(const RNNCellParams& p, ConstTensorView x, TensorView gi
     NZ_CHECK(xm.dim(0) == gm.dim(0), "cell_project_input: {} rows of x but {} of gi", xm.dim(0),
              gm.dim(0));
     if (xm.dim(0) == 0) return;
-    const bool bias = !absent(p.bias_ih);
-    if (bias) fill_rows(gm, p.bias_ih);
-    gemm_xwt(xm.dim(0), GH, I, 1.0f, xm.data(), I, p.weight_ih.data(), I, wih_t, bias ? 1.0f : 0.0f,
-             gm.data(),
-             GH);  // gi = x W_ihᵀ (+ b_ih)
+    // gi = x W_ihᵀ (+ b_ih)
+    gemm_xwt_bias(xm.dim(0), GH, I, xm.data(), I, p.weight_ih.data(), I, wih_t,
+                  absent(p.bias_ih) ? nullptr : p.bias_ih.data(), gm.data(), GH);
 }
 
 void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad, ConstTensorView d_gi,
@@ -262,9 +246,8 @@ void GRUCell::forward_projected(ConstTensorView gi, ConstTensorView h, TensorVie
     cache.gates.resize({N, 3 * H}, absent(params.bias_hh));
     cache.gh_n.resize({N, H}, false);
     if (N > 0 && !absent(params.bias_hh)) {
-        fill_rows(cache.gates, params.bias_hh, true);
-        gemm_xwt(N, 3 * H, H, 1.0f, h.data(), H, params.weight_hh.data(), H, whh_t, 1.0f,
-                 cache.gates.data(), 3 * H);
+        gemm_xwt_bias(N, 3 * H, H, h.data(), H, params.weight_hh.data(), H, whh_t,
+                      params.bias_hh.data(), cache.gates.data(), 3 * H);
     } else {
         cell_add_recurrent(params, h, cache.gates, whh_t);
     }

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -249,6 +250,56 @@ TEST_F(Nn512, TransposedWeightGivesTheNtProduct) {
     detail::set_nn512(false);
     refresh_weight_t(wt, W);
     EXPECT_FALSE(wt);
+}
+
+// gemm_xwt_bias (each thread filling its own columns with the bias, then multiplying) sums
+// exactly as filling C with 0 + bias and accumulating gemm_xwt onto it: bit for bit, through the
+// packed Wᵀ and on the NT path (<= 8 rows, > 512, no Wᵀ), on one and two threads, with a −0 bias
+// (written as +0) and a leading dimension of C wider than N (the columns past N untouched).
+TEST_F(Nn512, BiasedProductEqualsFillingThenAccumulating) {
+    const auto keep_threads = test::keep_num_threads();
+    Rng rng(31);
+    const int N = 150, K = 90, ldc = N + 6;
+    const Tensor W = test::random_tensor(rng, {N, K});
+    Tensor bias = test::random_tensor(rng, {N});
+    bias.data()[3] = -0.0f;
+    bias.data()[40] = 0.0f;
+    WeightT wt;
+    refresh_weight_t(wt, W);
+    ASSERT_TRUE(wt);
+    for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        for (int M : {1, 8, 9, 40, 320, 600}) {
+            const Tensor x = test::random_tensor(rng, {M, K});
+            for (const bool through_wt : {true, false}) {
+                const WeightTRows rows = through_wt ? weight_t_rows(wt) : WeightTRows{};
+                Tensor got = test::random_tensor(rng, {M, ldc});
+                Tensor want = got;
+                gemm_xwt_bias(M, N, K, x.data(), K, W.data(), K, rows, bias.data(), got.data(),
+                              ldc);
+                for (int i = 0; i < M; ++i)
+                    for (int j = 0; j < N; ++j) want.data()[i * ldc + j] = 0.0f + bias.data()[j];
+                gemm_xwt(M, N, K, 1.0f, x.data(), K, W.data(), K, rows, 1.0f, want.data(), ldc);
+                EXPECT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * got.numel()), 0)
+                    << threads << " threads, M " << M << (through_wt ? ", through Wᵀ" : ", NT");
+                // no bias: the plain product (beta = 0: C's old contents, NaN here, never read)
+                std::fill_n(got.data(), got.numel(), std::numeric_limits<float>::quiet_NaN());
+                std::fill_n(want.data(), want.numel(), std::numeric_limits<float>::quiet_NaN());
+                gemm_xwt_bias(M, N, K, x.data(), K, W.data(), K, rows, nullptr, got.data(), ldc);
+                gemm_xwt(M, N, K, 1.0f, x.data(), K, W.data(), K, rows, 0.0f, want.data(), ldc);
+                for (int i = 0; i < M; ++i)
+                    for (int j = 0; j < N; ++j)
+                        ASSERT_EQ(got.data()[i * ldc + j], want.data()[i * ldc + j])
+                            << threads << " threads, M " << M << ", no bias, " << i << "," << j;
+            }
+        }
+    }
+    // K = 0: C is the bias rows
+    Tensor c({4, N});
+    gemm_xwt_bias(4, N, 0, nullptr, 0, W.data(), K, {}, bias.data(), c.data(), N);
+    EXPECT_EQ(c.at(2, 3), 0.0f);
+    EXPECT_FALSE(std::signbit(c.at(2, 3)));
+    EXPECT_EQ(c.at(3, 7), bias.data()[7]);
 }
 
 // Everything a model computes with transposed step weights and the NN kernel matches the same

@@ -39,6 +39,15 @@ void scale_c(int M, int N, float beta, float* C, int ldc) {
         for (int j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
 }
 
+// Columns [c0, c1) of rows [0, M) of C = 0 + bias: a −0 bias is written as +0, so the product
+// accumulated onto it sums exactly as into a zeroed C with the bias added (gemm_xwt_bias).
+void fill_bias_rows(int M, int c0, int c1, const float* bias, float* C, int ldc) {
+    for (int i = 0; i < M; ++i) {
+        float* c = C + static_cast<int64_t>(i) * ldc;
+        for (int j = c0; j < c1; ++j) c[j] = 0.0f + bias[j];
+    }
+}
+
 // Rows M <= kSmallGemmRows of C = alpha A Bᵀ + beta C on the small-M kernel, 16-row units of B
 // over the pool above kSplitFlops or kSplitBytesB.
 void small_m(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
@@ -173,21 +182,56 @@ void gemv_raw(bool ta, int M, int N, float alpha, const float* A, int lda, const
     backend_sgemv(ta, M, N, alpha, A, lda, x, beta, y);
 }
 
-void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const float* W, int ldw,
-              WeightTRows wt, float beta, float* C, int ldc) {
-    if (try_packed(M, N, K, alpha, A, lda, W, ldw, beta, C, ldc)) return;
-    if (!wt || M <= kSmallGemmRows || M > kNn512Rows || !detail::nn512_available() ||
-        in_bf16(M, N, K)) {
-        gemm_raw(false, true, M, N, K, alpha, A, lda, W, ldw, beta, C, ldc);
-        return;
-    }
+namespace {
+
+// Whether gemm_xwt runs this product on nn512's kernel through the packed Wᵀ (no reduced-precision
+// copy of W registered, M in (kSmallGemmRows, kNn512Rows], the kernel on, not in a bf16 scope).
+bool through_weight_t(int M, int N, int K, const float* W, int ldw, WeightTRows wt) {
+    int n0 = 0, k0 = 0;
+    return wt && M > kSmallGemmRows && M <= kNn512Rows && detail::nn512_available() &&
+           !in_bf16(M, N, K) && !(any_packed() && find_packed(W, ldw, &n0, &k0));
+}
+
+void xwt_packed(int M, int N, int K, float alpha, const float* A, int lda, WeightTRows wt,
+                const float* bias, float beta, float* C, int ldc) {
     GemmProfile* p = profile();
     const ProfileStart t0 = p ? profile_start() : ProfileStart{};
     by_strips(M, N, K, [&](int c0, int c1) {
+        if (bias) fill_bias_rows(M, c0, c1, bias, C, ldc);
         detail::gemm_nn512_packed(M, c0, c1, K, alpha, A, lda, wt.data, wt.strip_stride, beta, C,
                                   ldc);
     });
     if (p) profile_add(p, false, true, M, N, K, t0, true, false);
+}
+
+}  // namespace
+
+void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const float* W, int ldw,
+              WeightTRows wt, float beta, float* C, int ldc) {
+    if (!through_weight_t(M, N, K, W, ldw, wt))
+        return gemm_raw(false, true, M, N, K, alpha, A, lda, W, ldw, beta, C, ldc);
+    xwt_packed(M, N, K, alpha, A, lda, wt, nullptr, beta, C, ldc);
+}
+
+void gemm_xwt_bias(int M, int N, int K, const float* A, int lda, const float* W, int ldw,
+                   WeightTRows wt, const float* bias, float* C, int ldc) {
+    if (bias == nullptr) return gemm_xwt(M, N, K, 1.0f, A, lda, W, ldw, wt, 0.0f, C, ldc);
+    if (M == 0 || N == 0) return;
+    // Each thread writes the bias into its own columns just before its product: no serial pass
+    // over C first (2 MB at 320 rows x 1536, a quarter of a millisecond on one core, long
+    // enough for the pool's worker to fall asleep), and C's lines are already in the cache of
+    // the thread that accumulates onto them.
+    if (K > 0 && through_weight_t(M, N, K, W, ldw, wt))
+        return xwt_packed(M, N, K, 1.0f, A, lda, wt, bias, 1.0f, C, ldc);
+    // Elsewhere the rows are filled first (over the pool when large), then the product added.
+    if (num_threads() > 1 && int64_t{M} * N >= kParallelCopyFloats)
+        parallel_for(M, std::max<int64_t>(1, kParallelCopyFloats / 4 / N),
+                     [&](int64_t r0, int64_t r1) {
+                         fill_bias_rows(static_cast<int>(r1 - r0), 0, N, bias, C + r0 * ldc, ldc);
+                     });
+    else
+        fill_bias_rows(M, 0, N, bias, C, ldc);
+    gemm_raw(false, true, M, N, K, 1.0f, A, lda, W, ldw, 1.0f, C, ldc);
 }
 
 std::string blas_description() {
