@@ -8,7 +8,6 @@
 #include "nazar/models/decoder_rows.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace nazar {
 
@@ -220,13 +219,9 @@ void Decoder::project_embeddings(ConstTensorView emb, TensorView gi0) const {
     NZ_CHECK_SHAPE(gi0, {T, N, GH});
     const RNNCellParams& p = cell == CellType::gru ? gru[0].params : lstm[0].params;
     // gi0 = e W_eᵀ + b_ih over all T·N rows (W_e = W_ih[:, :E], leading dimension I0)
-    const int64_t M = int64_t{T} * N;
-    float* g = gi0.data();
-    if (p.bias_ih.numel() > 0)
-        for (int64_t r = 0; r < M; ++r)
-            std::memcpy(g + r * GH, p.bias_ih.data(), sizeof(float) * GH);
-    gemm_raw(false, true, static_cast<int>(M), GH, E, 1.0f, emb.data(), E, p.weight_ih.data(), I0,
-             p.bias_ih.numel() > 0 ? 1.0f : 0.0f, g, GH);
+    // (the bias rows written over the pool, not on this thread: 2240 rows are 14 MB)
+    gemm_xwt_bias(T * N, GH, E, emb.data(), E, p.weight_ih.data(), I0, {},
+                  p.bias_ih.numel() > 0 ? p.bias_ih.data() : nullptr, gi0.data(), GH);
 }
 
 void Decoder::outputs_forward(ConstTensorView h_all, const EncodedSource& src,

@@ -104,8 +104,9 @@ private:
     const EncodedSource& src_;
     DecoderSequence fwd_;
     DecoderSequenceGrads grads_;
-    SequenceBackwardBuffers buf_;  // the decoder's, while the pass runs
-    AttentionQueryGrad query_;     // this step's rows of buf_.d_u / d_pre
+    SequenceBackwardBuffers buf_;       // the decoder's, while the pass runs
+    std::vector<int64_t> gather_rows_;  // gather_steps: each step's first row in buf_.gather
+    AttentionQueryGrad query_;          // this step's rows of buf_.d_u / d_pre
     int T_ = 0, N_ = 0, chunk_ = 1;
     static constexpr int kFailed = -2;  // next_t_ after a call threw: only destruction is left
     int next_t_ = 0;                    // T−1 … 0, then −1
