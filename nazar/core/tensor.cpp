@@ -117,8 +117,10 @@ void BasicTensorView<T>::zero() const requires(!std::is_const_v<T>) {
     const int64_t n = numel();
     // Megabytes (a gradient, a batch's d_keys) over the pool: one core writes about 25 GB/s on
     // the VMs measured, and training zeroes 60 MB a step (docs/performance.md, "Serial
-    // stretches between a step's products").
-    constexpr int64_t kPiece = int64_t{1} << 16;
+    // stretches between a step's products"). From 1 MiB, four times the copies' threshold
+    // (threads.h): every zeroing resize comes through here, most of them a step's small buffers,
+    // which the caller clears faster than it could hand half to the pool.
+    constexpr int64_t kPiece = kParallelCopyFloats;
     if (n >= 4 * kPiece) {
         parallel_for((n + kPiece - 1) / kPiece, 1, [&](int64_t u0, int64_t u1) {
             const int64_t b = u0 * kPiece, e = std::min(n, u1 * kPiece);

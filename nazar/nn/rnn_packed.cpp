@@ -69,8 +69,9 @@ void unpack(ConstTensorView src, const RNNCache& c, TensorView out, bool add) {
                 std::memcpy(o, s, sizeof(float) * C);
         }
         // copying: the rows past their sentence's length (t >= length) are 0
-        for (int i = n; i < B && !add; ++i)
-            std::fill_n(out.data() + (int64_t{c.order[i]} * T + t) * C, C, 0.0f);
+        if (!add)
+            for (int i = n; i < B; ++i)
+                std::fill_n(out.data() + (int64_t{c.order[i]} * T + t) * C, C, 0.0f);
     });
 }
 

@@ -254,10 +254,13 @@ TEST_F(Nn512, TransposedWeightGivesTheNtProduct) {
 
 // gemm_xwt_bias (each thread filling its own columns with the bias, then multiplying) sums
 // exactly as filling C with 0 + bias and accumulating gemm_xwt onto it: bit for bit, through the
-// packed Wᵀ and on the NT path (<= 8 rows, > 512, no Wᵀ), on one and two threads, with a −0 bias
-// (written as +0) and a leading dimension of C wider than N (the columns past N untouched).
-TEST_F(Nn512, BiasedProductEqualsFillingThenAccumulating) {
+// packed Wᵀ (where the CPU has AVX-512) and on the NT path (<= 8 rows, > 512, no Wᵀ: every CPU;
+// 600 rows x 150 fill over the pool), on one and two threads, with a −0 bias (written as +0) and
+// a leading dimension of C wider than N (the columns past N untouched).
+TEST(WeightT, BiasedProductEqualsFillingThenAccumulating) {
     const auto keep_threads = test::keep_num_threads();
+    const test::SwitchGuard<bool> keep = test::keep_nn512();
+    const bool nn512 = detail::set_nn512(true);
     Rng rng(31);
     const int N = 150, K = 90, ldc = N + 6;
     const Tensor W = test::random_tensor(rng, {N, K});
@@ -266,12 +269,13 @@ TEST_F(Nn512, BiasedProductEqualsFillingThenAccumulating) {
     bias.data()[40] = 0.0f;
     WeightT wt;
     refresh_weight_t(wt, W);
-    ASSERT_TRUE(wt);
+    ASSERT_EQ(static_cast<bool>(wt), nn512);
     for (int threads : {1, 2}) {
         set_num_threads(threads);
         for (int M : {1, 8, 9, 40, 320, 600}) {
             const Tensor x = test::random_tensor(rng, {M, K});
             for (const bool through_wt : {true, false}) {
+                if (through_wt && !nn512) continue;
                 const WeightTRows rows = through_wt ? weight_t_rows(wt) : WeightTRows{};
                 Tensor got = test::random_tensor(rng, {M, ldc});
                 Tensor want = got;

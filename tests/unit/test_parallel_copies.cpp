@@ -7,6 +7,7 @@
 //   chunk of step inputs is gathered over the pool (checked against the per-step backward).
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
+#include "nazar/decode/beam_search.h"
 #include "nazar/models/seq2seq.h"
 #include "nazar/nn/rnn.h"
 #include "tests/common/kernel_switches.h"
@@ -24,6 +25,17 @@
 namespace nazar {
 namespace test_parallel_copies {
 namespace {
+
+// Large enough for the pool: [e; c] is 64 + 256 = 320 floats a row.
+ModelConfig medium_config() {
+    ModelConfig cfg = test::tiny_config();
+    cfg.src_vocab_size = cfg.tgt_vocab_size = 40;
+    cfg.embedding_size = 64;
+    cfg.encoder.hidden_size = 128;
+    cfg.decoder.hidden_size = 96;
+    cfg.attention.attention_size = 32;
+    return cfg;
+}
 
 bool same_bits(ConstTensorView a, ConstTensorView b) {
     return a.shape() == b.shape() &&
@@ -84,7 +96,9 @@ TEST(ParallelCopies, BiasRowsAndRowSumsAreTheSerialSums) {
 // and the outputs past each sentence's length are 0.
 TEST(ParallelCopies, RnnOfAFullBatchGivesTheSameBitsAtAnyThreadCount) {
     const auto threads = test::keep_num_threads();
-    const int B = 64, T = 24, I = 96;
+    // inputs 64 x 24 x 128 (packed: 784 rows x 128 = 100,352 floats), outputs 64 x 24 x 512:
+    // every copy is above kParallelCopyFloats (65,536)
+    const int B = 64, T = 24, I = 128;
     std::vector<int> lengths;
     for (int b = 0; b < B; ++b) lengths.push_back(1 + (b * 7) % T);
     Rng init(9);
@@ -131,18 +145,15 @@ TEST(ParallelCopies, RnnOfAFullBatchGivesTheSameBitsAtAnyThreadCount) {
 }
 
 // The decoder's sequence backward gathers a chunk of step inputs over the pool when it holds
-// 64 Ki floats or more (here 32 sentences x 8 steps x [e; c] of 64 + 256): its weight gradients
+// 64 Ki floats or more (here 32 sentences x 8 steps x [e; c] of 320 floats: 81,920 in the first
+// chunk; the last, 5 steps, stays on one thread), and the decoder's gi0 bias rows (416 x 288) are
+// written over the pool too: its weight gradients
 // match the per-step backward's (the same sums grouped differently; the bound of
 // test_models_batched_grads).
 TEST(ParallelCopies, SequenceBackwardOfALargeChunkMatchesThePerStepOne) {
     const auto threads = test::keep_num_threads();
     set_num_threads(2);
-    ModelConfig cfg = test::tiny_config();
-    cfg.src_vocab_size = cfg.tgt_vocab_size = 40;
-    cfg.embedding_size = 64;
-    cfg.encoder.hidden_size = 128;
-    cfg.decoder.hidden_size = 96;
-    cfg.attention.attention_size = 32;
+    const ModelConfig cfg = medium_config();
     std::vector<std::vector<int32_t>> srcs, tgts;
     Rng data(21);
     for (int b = 0; b < 32; ++b) {
@@ -169,6 +180,37 @@ TEST(ParallelCopies, SequenceBackwardOfALargeChunkMatchesThePerStepOne) {
         float scale = 1.0f;
         for (int64_t j = 0; j < r.numel(); ++j) scale = std::max(scale, std::fabs(r[j]));
         EXPECT_LE(max_abs_diff(g, r), 1e-5 * scale) << ps[i].name;
+    }
+}
+
+// Beam 5 over 64 sentences: 320 rows a step, so the decoder assembles [e; c] (320 x 320 floats)
+// and writes gi's and gh's bias rows over the pool. Every hypothesis, log-probability and
+// attention row is the same at 1 and 3 threads.
+TEST(ParallelCopies, BeamSearchOfThreeHundredRowsGivesTheSameBitsAtAnyThreadCount) {
+    const auto threads = test::keep_num_threads();
+    Seq2Seq m(medium_config(), 23);
+    std::vector<std::vector<int32_t>> sents;
+    Rng data(29);
+    for (int i = 0; i < 64; ++i) {
+        std::vector<int32_t> s;
+        for (int j = 0; j < 4 + i % 6; ++j) s.push_back(4 + static_cast<int32_t>(data.below(36)));
+        sents.push_back(s);
+    }
+    const test::Sources src = test::pad(sents);
+    const BeamOptions o{.beam_size = 5, .n_best = 2, .max_length = 8};
+    std::vector<std::vector<std::vector<Hypothesis>>> runs;
+    for (const int t : {1, 3}) {
+        set_num_threads(t);
+        runs.push_back(beam_search(m, src.ids, src.lengths, src.S, o));
+    }
+    for (std::size_t i = 0; i < sents.size(); ++i) {
+        ASSERT_EQ(runs[1][i].size(), runs[0][i].size()) << i;
+        for (std::size_t k = 0; k < runs[0][i].size(); ++k) {
+            const Hypothesis &a = runs[0][i][k], &b = runs[1][i][k];
+            EXPECT_EQ(b.tokens, a.tokens) << i << " " << k;
+            EXPECT_EQ(b.log_prob, a.log_prob) << i << " " << k;
+            EXPECT_EQ(max_abs_diff(b.attention, a.attention), 0.0f) << i << " " << k;
+        }
     }
 }
 

@@ -192,6 +192,7 @@ bool through_weight_t(int M, int N, int K, const float* W, int ldw, WeightTRows 
            !in_bf16(M, N, K) && !(any_packed() && find_packed(W, ldw, &n0, &k0));
 }
 
+// (The profile's time of a biased product includes its bias fill.)
 void xwt_packed(int M, int N, int K, float alpha, const float* A, int lda, WeightTRows wt,
                 const float* bias, float beta, float* C, int ldc) {
     GemmProfile* p = profile();
@@ -224,7 +225,7 @@ void gemm_xwt_bias(int M, int N, int K, const float* A, int lda, const float* W,
     if (K > 0 && through_weight_t(M, N, K, W, ldw, wt))
         return xwt_packed(M, N, K, 1.0f, A, lda, wt, bias, 1.0f, C, ldc);
     // Elsewhere the rows are filled first (over the pool when large), then the product added.
-    if (num_threads() > 1 && int64_t{M} * N >= kParallelCopyFloats)
+    if (int64_t{M} * N >= kParallelCopyFloats)
         parallel_for(M, std::max<int64_t>(1, kParallelCopyFloats / 4 / N),
                      [&](int64_t r0, int64_t r1) {
                          fill_bias_rows(static_cast<int>(r1 - r0), 0, N, bias, C + r0 * ldc, ldc);

@@ -143,7 +143,7 @@ const PackedMatrix* find_packed(const float* B, int ldb, int* n0, int* k0);
 // Fast check: whether anything is registered at all.
 bool any_packed();
 // C = alpha A Bᵀ + beta C on the packed copy of B when B lies in a registered matrix (true);
-// false (nothing done) otherwise. gemm_raw and gemm_xwt ask first.
+// false (nothing done) otherwise. gemm_raw asks first (gemm_xwt hands such a product to it).
 bool try_packed(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
                 float beta, float* C, int ldc);
 // NZ_CHECK that neither operand starts inside a matrix registered with fp32_kept = false (a

@@ -1,6 +1,6 @@
 // The registry behind gemm's packed path (packed.h, "packed weights registered for gemm"): the
 // packed matrices of loaded models keyed on the address of their fp32 weight (or its
-// placeholder), looked up by gemm_raw / gemm_xwt (try_packed) for every A Bᵀ product.
+// placeholder), looked up by gemm_raw (try_packed) for every A Bᵀ product, gemm_xwt's included.
 #include "nazar/core/check.h"
 #include "nazar/core/gemm/internal.h"
 #include "nazar/core/gemm/packed.h"
