@@ -57,8 +57,14 @@ void die_of(int sig) {
     ::raise(sig);
 }
 
-extern "C" void on_signal(int sig) {  // async-signal-safe: atomics, signal, sigprocmask, raise
+// The first signal during training asks for a stop; a second, or one before, kills now.
+// Async-signal-safe (atomics, signal, sigprocmask, raise): the handler calls it too.
+void take_signal(int sig) {
     if (!g_training.load() || g_interrupt.exchange(true)) die_of(sig);
+}
+
+extern "C" void on_signal(int sig) {
+    take_signal(sig);
 }
 
 void install_signal_handlers() {
@@ -77,7 +83,7 @@ void install_signal_handlers() {
         for (;;) {
             int sig = 0;
             if (sigwait(&set, &sig) != 0) return;
-            if (!g_training.load() || g_interrupt.exchange(true)) die_of(sig);
+            take_signal(sig);
         }
     }).detach();
 }

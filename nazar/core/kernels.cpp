@@ -51,11 +51,7 @@ void add_bias_rows(TensorView out, ConstTensorView bias) {
             for (int j = 0; j < N; ++j) o[j] += b[j];
         }
     };
-    // a whole batch's rows over the pool (threads.h, kParallelCopyFloats); rows are independent
-    if (int64_t{R} * N >= kParallelCopyFloats)
-        parallel_for(R, std::max<int64_t>(1, kParallelCopyFloats / 4 / N), rows);
-    else
-        rows(0, R);
+    for_rows(R, N, rows);  // a whole batch's rows over the pool: rows are independent
 }
 
 void sum_rows_into(ConstTensorView d_out, TensorView d_bias) {

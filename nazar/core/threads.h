@@ -9,6 +9,7 @@
 // comparison only) a gemm() inside a body would start the library's threads on top of ours.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 
@@ -29,5 +30,15 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
 // worth splitting over the pool: on one core they take long enough for the worker to fall asleep
 // (docs/performance.md, "Serial stretches between a step's products").
 inline constexpr int64_t kParallelCopyFloats = 65536;
+
+// body(r0, r1) over rows [0, rows) of row_floats floats each: over the pool in pieces of at
+// least 64 KiB when they hold kParallelCopyFloats or more, else on this thread in one call.
+inline void for_rows(int64_t rows, int64_t row_floats,
+                     const std::function<void(int64_t, int64_t)>& body) {
+    if (rows * row_floats >= kParallelCopyFloats)
+        parallel_for(rows, std::max<int64_t>(1, kParallelCopyFloats / 4 / row_floats), body);
+    else
+        body(0, rows);
+}
 
 }  // namespace nazar

@@ -121,10 +121,7 @@ void Decoder::assemble_x0(ConstTensorView emb,        // (N, E)  e_t
     };
     // Beam search's 320 rows are 1 MB: on the pool, so that the step's products are not kept
     // waiting by a serial copy (and the pool's worker does not fall asleep meanwhile).
-    if (int64_t{N} * I0 >= kParallelCopyFloats)
-        parallel_for(N, std::max<int64_t>(1, kParallelCopyFloats / 4 / I0), rows);
-    else
-        rows(0, N);
+    for_rows(N, I0, rows);
 }
 
 // The stacked cells of one step on cache.x0: s^l_t for l = 0 … L−1.

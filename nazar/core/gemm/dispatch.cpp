@@ -225,13 +225,9 @@ void gemm_xwt_bias(int M, int N, int K, const float* A, int lda, const float* W,
     if (K > 0 && through_weight_t(M, N, K, W, ldw, wt))
         return xwt_packed(M, N, K, 1.0f, A, lda, wt, bias, 1.0f, C, ldc);
     // Elsewhere the rows are filled first (over the pool when large), then the product added.
-    if (int64_t{M} * N >= kParallelCopyFloats)
-        parallel_for(M, std::max<int64_t>(1, kParallelCopyFloats / 4 / N),
-                     [&](int64_t r0, int64_t r1) {
-                         fill_bias_rows(static_cast<int>(r1 - r0), 0, N, bias, C + r0 * ldc, ldc);
-                     });
-    else
-        fill_bias_rows(M, 0, N, bias, C, ldc);
+    for_rows(M, N, [&](int64_t r0, int64_t r1) {
+        fill_bias_rows(static_cast<int>(r1 - r0), 0, N, bias, C + r0 * ldc, ldc);
+    });
     gemm_raw(false, true, M, N, K, 1.0f, A, lda, W, ldw, 1.0f, C, ldc);
 }
 
