@@ -290,6 +290,7 @@ Corpus load(const CorpusFiles& files, SideMap& src_map, SideMap& tgt_map, const 
                 continue;
             }
             if (o.tgt_text) o.tgt_text->push_back(slot.tgt);
+            if (o.src_text) o.src_text->push_back(slot.src);
             if (o.kept_lines) o.kept_lines->push_back(slot.line);
             if (src_map.counter)
                 for (int32_t id : slot.s.ids) src_map.counter->count(id);

@@ -41,6 +41,9 @@ struct LoadOptions {
     // Given: the target line of every kept pair, as read (validation references: scores against
     // the text, not against ids in which out-of-vocabulary words became <unk>).
     std::vector<std::string>* tgt_text = nullptr;
+    // Given: the source line of every kept pair, as read (validation groups the pairs of one
+    // source, whose targets are then all accepted: a lexicon's several pronunciations).
+    std::vector<std::string>* src_text = nullptr;
     // Copy attention: also store every kept pair's extended ids (data/extended_vocab.h), from
     // the pieces' strings. Needs fixed vocabularies (load_corpus).
     bool copy_ids = false;

@@ -26,9 +26,11 @@ ScheduleKind parse_schedule_kind(std::string_view s) {
     if (s == "inverse_sqrt") return ScheduleKind::inverse_sqrt;
     if (s == "step_decay") return ScheduleKind::step_decay;
     if (s == "plateau") return ScheduleKind::plateau;
+    if (s == "linear") return ScheduleKind::linear;
+    if (s == "cosine") return ScheduleKind::cosine;
     throw UsageError(
         fmt::format("schedule: '{}' is not one of constant, warmup, inverse_sqrt, "
-                    "step_decay, plateau",
+                    "step_decay, plateau, linear, cosine",
                     excerpt(s)));
 }
 

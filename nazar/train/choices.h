@@ -20,7 +20,7 @@ namespace nazar {
 
 struct TrainConfig;
 
-enum class ScheduleKind { constant, warmup, inverse_sqrt, step_decay, plateau };
+enum class ScheduleKind { constant, warmup, inverse_sqrt, step_decay, plateau, linear, cosine };
 // valid_metric: what early stopping and best.safetensors go by.
 enum class ValidMetric { loss, bleu, chrf, exact };
 

@@ -81,6 +81,7 @@ void Progress::update(int64_t step, int64_t total_steps, int64_t epoch, double l
              .eta_s = total_steps > 0 && done > 0 ? total_s / static_cast<double>(done) *
                                                         static_cast<double>(total_steps - step)
                                                   : -1.0};
+    if (time_left_ >= 0 && (last_.eta_s < 0 || time_left_ < last_.eta_s)) last_.eta_s = time_left_;
     if (window_aligned_ >= 0) {
         last_.align =
             window_aligned_ > 0 ? window_align_ / static_cast<double>(window_aligned_) : 0.0;

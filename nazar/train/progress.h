@@ -60,6 +60,9 @@ public:
     // Before update(), with guided alignment: the update's weighted alignment loss (summed) and
     // its aligned target positions join the window's "align" figure.
     void add_alignment(double loss_sum, int64_t positions);
+    // Before update(), with a time budget (max_minutes): the seconds it has left, which bound
+    // the ETA (< 0 = no budget).
+    void set_time_left(double seconds) { time_left_ = seconds; }
     // A full line of its own (validation results, skipped updates, warnings).
     void message(const std::string& line);
     void finish();  // ends an in-place line with a newline
@@ -81,6 +84,7 @@ private:
     int64_t window_tokens_ = 0, window_steps_ = 0;
     double window_align_ = 0;
     int64_t window_aligned_ = -1;  // < 0: no alignment loss in this run
+    double time_left_ = -1;        // set_time_left
     ProgressLine last_;
 };
 

@@ -37,6 +37,17 @@ double StepDecayLr::at(int64_t step, int epoch) const {
     return lr * std::pow(factor, (epoch - start_epoch) / every + 1);
 }
 
+double BudgetLr::at(int64_t step, int epoch, double progress) const {
+    check_step(step, epoch);
+    NZ_CHECK(std::isfinite(progress) && progress >= 0, "lr schedule: progress must be >= 0, got {}",
+             progress);
+    const double p = std::min(progress, 1.0);
+    const double f = shape == Shape::linear ? 1.0 - p : 0.5 * (1.0 + std::cos(M_PI * p));
+    const double warm =
+        step < warmup_steps ? static_cast<double>(step) / static_cast<double>(warmup_steps) : 1.0;
+    return (min_lr + (lr - min_lr) * f) * warm;
+}
+
 bool PlateauLr::on_validation(double metric) {
     NZ_CHECK(std::isfinite(metric), "plateau schedule: validation metric is {}", metric);
     if (current < 0) current = lr;
@@ -72,6 +83,15 @@ LrSchedule::LrSchedule(Any s) : s_(std::move(s)) {
                 NZ_CHECK_USAGE(x.factor > 0 && x.factor <= 1,
                                "step decay: factor must be in (0, 1], got {}", x.factor);
             }
+            if constexpr (std::is_same_v<T, BudgetLr>) {
+                NZ_CHECK_USAGE(x.warmup_steps >= 0, "{}: warmup_steps must be >= 0, got {}",
+                               x.shape == BudgetLr::Shape::linear ? "linear" : "cosine",
+                               x.warmup_steps);
+                NZ_CHECK_USAGE(std::isfinite(x.min_lr) && x.min_lr >= 0 && x.min_lr <= x.lr,
+                               "{}: min_lr must be in [0, lr = {}], got {}",
+                               x.shape == BudgetLr::Shape::linear ? "linear" : "cosine", x.lr,
+                               x.min_lr);
+            }
             if constexpr (std::is_same_v<T, PlateauLr>) {
                 NZ_CHECK_USAGE(x.factor > 0 && x.factor < 1,
                                "plateau: factor must be in (0, 1), got {}", x.factor);
@@ -86,8 +106,15 @@ LrSchedule::LrSchedule(Any s) : s_(std::move(s)) {
         s_);
 }
 
-double LrSchedule::lr(int64_t step, int epoch) const {
-    return std::visit([&](const auto& x) { return x.at(step, epoch); }, s_);
+double LrSchedule::lr(int64_t step, int epoch, double progress) const {
+    return std::visit(
+        [&](const auto& x) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(x)>, BudgetLr>)
+                return x.at(step, epoch, progress);
+            else
+                return x.at(step, epoch);
+        },
+        s_);
 }
 
 bool LrSchedule::on_validation(double metric) {
@@ -96,6 +123,8 @@ bool LrSchedule::on_validation(double metric) {
 }
 
 std::string LrSchedule::kind() const {
+    if (const auto* b = std::get_if<BudgetLr>(&s_))
+        return b->shape == BudgetLr::Shape::linear ? "linear" : "cosine";
     static const char* names[] = {"constant", "warmup", "step_decay", "plateau"};
     return names[s_.index()];
 }
@@ -118,6 +147,13 @@ std::string LrSchedule::describe() const {
             return fmt::format("lr {}, times {} after {} validation(s) without {} (min {})", x.lr,
                                x.factor, x.patience + 1, x.maximize ? "increase" : "decrease",
                                x.min_lr);
+        }
+        std::string operator()(const BudgetLr& x) const {
+            return fmt::format("lr {}{}, {} decay to {} at the end of the budget", x.lr,
+                               x.warmup_steps > 0
+                                   ? fmt::format(" after {} warm-up steps", x.warmup_steps)
+                                   : std::string(),
+                               x.shape == BudgetLr::Shape::linear ? "linear" : "cosine", x.min_lr);
         }
     };
     return std::visit(V{}, s_);

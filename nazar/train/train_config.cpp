@@ -219,14 +219,15 @@ std::vector<ConfigKey> make_table() {
          "training",
          K::choice,
          "constant",
-         "Learning-rate schedule",
+         "Learning-rate schedule; linear and cosine decay to min_lr exactly when the budget "
+         "(max_steps, max_epochs or max_minutes, whichever ends first) is used up",
          &C::schedule,
          0,
          0,
          false,
-         {"constant", "warmup", "inverse_sqrt", "step_decay", "plateau"}},
+         {"constant", "warmup", "inverse_sqrt", "step_decay", "plateau", "linear", "cosine"}},
         {"warmup_steps", "training", K::integer, "1000",
-         "Linear warm-up steps (warmup, inverse_sqrt)", &C::warmup_steps, 0, 1e9},
+         "Linear warm-up steps (warmup, inverse_sqrt, linear, cosine)", &C::warmup_steps, 0, 1e9},
         {"decay_start_epoch", "training", K::integer, "5",
          "step_decay: first epoch with a reduced lr", &C::decay_start_epoch, 0, 1e6},
         {"decay_every", "training", K::integer, "1", "step_decay: epochs between reductions",
@@ -235,7 +236,9 @@ std::vector<ConfigKey> make_table() {
          &C::decay_factor, 0, 1, true},
         {"plateau_patience", "training", K::integer, "0",
          "plateau: validations without improvement before decay", &C::plateau_patience, 0, 1e6},
-        {"min_lr", "training", K::real, "0", "plateau: lower bound of the lr", &C::min_lr, 0, 1e3},
+        {"min_lr", "training", K::real, "0",
+         "plateau: lower bound of the lr; linear, cosine: the lr at the end of the budget",
+         &C::min_lr, 0, 1e3},
         {"clip_norm", "training", K::real, "5", "Clip the global gradient norm to this (0 = off)",
          &C::clip_norm, 0, 1e9},
         {"label_smoothing", "training", K::real, "0", "Label smoothing epsilon",
@@ -293,14 +296,17 @@ std::vector<ConfigKey> make_table() {
          &C::max_epochs, 0, 1e6},
         {"max_minutes", "training", K::real, "0",
          "Stop at the first update boundary after this many minutes of wall time in this "
-         "invocation (a --resume starts a new budget), then validate and save as at the end "
-         "(0 = no limit)",
+         "invocation (a --resume starts a new budget; with schedule linear or cosine the "
+         "minutes count over the whole run, resumes included), then validate and save as at "
+         "the end (0 = no limit)",
          &C::max_minutes, 0, 1e7},
         {"valid_interval", "training", K::integer, "500",
          "Validate every N updates (and at the end)", &C::valid_interval, 1, 2e9},
-        {"valid_sample", "training", K::integer, "100",
-         "Dev pairs decoded (greedy, or beam valid_beam) for exact match, BLEU, chrF (0 = none)",
-         &C::valid_sample, 0, 1e9},
+        {"valid_sample", "training", K::integer, "-1",
+         "Distinct dev sources decoded (greedy, or beam valid_beam) for exact match, BLEU, "
+         "chrF, each scored against every target the dev set gives it; an evenly spaced "
+         "sample when fewer than the dev set (-1 = all of them up to 10,000; 0 = none)",
+         &C::valid_sample, -1, 1e9},
         {"valid_max_length", "training", K::integer, "0",
          "Validation output limit in tokens, whatever the source length (0 = 2 x source length "
          "+ 10, at most 512)",
@@ -785,11 +791,17 @@ void validate_config(const TrainConfig& cfg) {
                           cfg.vocab_size));
     if (cfg.save_dir.empty()) usage("", "save_dir is empty: name the run's directory");
     if (cfg.valid_metric != "loss" && cfg.valid_sample == 0)
-        usage("", fmt::format("valid_metric {} scores decoded dev sentences: set valid_sample > 0 "
-                              "(or valid_metric: loss)",
-                              cfg.valid_metric));
+        usage(
+            "",
+            fmt::format(
+                "valid_metric {} scores decoded dev sentences: set valid_sample to -1 (all) or > 0 "
+                "(or valid_metric: loss)",
+                cfg.valid_metric));
     if (cfg.max_steps == 0 && cfg.max_epochs == 0 && cfg.max_minutes == 0)
         usage("", "max_steps, max_epochs and max_minutes are all 0: training would never stop");
+    if ((cfg.schedule == "linear" || cfg.schedule == "cosine") && cfg.min_lr > cfg.lr)
+        usage("", fmt::format("schedule {} decays from lr to min_lr, but min_lr {} > lr {}",
+                              cfg.schedule, cfg.min_lr, cfg.lr));
     // Model sizes (docs/spec.md §4: dot needs d_s = d_h).
     const int d_h = cfg.hidden_size * (cfg.bidirectional ? 2 : 1);
     const int d_s = cfg.decoder_hidden_size ? cfg.decoder_hidden_size : d_h;

@@ -60,6 +60,13 @@ LrSchedule make_schedule(const TrainConfig& c, ScheduleKind kind) {
                              .factor = c.decay_factor,
                              .patience = c.plateau_patience,
                              .min_lr = c.min_lr};
+        case ScheduleKind::linear:
+        case ScheduleKind::cosine:
+            return BudgetLr{.lr = c.lr,
+                            .min_lr = c.min_lr,
+                            .warmup_steps = c.warmup_steps,
+                            .shape = kind == ScheduleKind::linear ? BudgetLr::Shape::linear
+                                                                  : BudgetLr::Shape::cosine};
         case ScheduleKind::constant:
             break;
     }
@@ -242,10 +249,12 @@ std::unique_ptr<Checkpoint> Trainer::prepare_data(const std::string& resume,
                            data_.tgt_vocab,
                            {.skip_bad_lines = cfg_.skip_bad_lines,
                             .tgt_text = &dev_text_,
+                            .src_text = &dev_src_text_,
                             .copy_ids = cfg_.copy_attention,
                             .kept_lines = &dev_lines},
                            &dev_summary);
         has_dev_ = dev_.size() > 0;
+        group_dev_sources();
         if (!cfg_.dev_alignment.empty())
             dev_alignments_ = CorpusAlignments::read(cfg_.dev_alignment, dev_, dev_lines,
                                                      dev_summary.read, dev_files.name());
@@ -258,6 +267,7 @@ std::unique_ptr<Checkpoint> Trainer::prepare_data(const std::string& resume,
 void Trainer::restore(const Checkpoint& ck) {
     optim_->load_state(ck.file);
     schedule_->load_state(ck.file);
+    restore_seconds(ck.file);
     state_ = ck.state;
     best_loss_ = ck.best_loss;
     rng_.set_state(state_.rng);
@@ -370,12 +380,6 @@ int64_t Trainer::completed_epochs() const {
     return p.epoch + (p.batch >= batcher_->num_batches() ? 1 : 0);
 }
 
-bool Trainer::out_of_time() const {
-    return cfg_.max_minutes > 0 &&
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count() >=
-               cfg_.max_minutes * 60;
-}
-
 bool Trainer::stop_now() const {
     if (time_up_) return true;
     if (cfg_.max_steps > 0 && state_.step >= cfg_.max_steps) return true;
@@ -388,6 +392,7 @@ void Trainer::save(const std::string& name, bool check_ranks) {
     if (comm_->rank() != 0) return;  // rank 0 alone writes files
     std::map<std::string, std::string> meta = metadata();
     meta[kBestLossKey] = loss_text(best_loss_);
+    meta[kSecondsKey] = fmt::format("{}", seconds_before_ + (clock() - started_));
     meta[kWorldSizeKey] = std::to_string(comm_->size());
     const EmaScope average(ema_.get());  // the model part of the file is the average
     save_checkpoint((std::filesystem::path(cfg_.save_dir) / name).string(), *model_, meta, *optim_,
@@ -435,7 +440,10 @@ bool Trainer::train_one(Batch& batch) {
             std::isfinite(st.loss) ? static_cast<double>(norm) : st.loss);
         return false;
     }
-    optim_->set_lr(schedule_->lr(optim_->steps() + 1, static_cast<int>(pos.epoch)));
+    // A parallel run's budget goes by rank 0's clock (agreed in train_parts), like time_up_.
+    const double seconds = parts_ == 1 ? run_seconds() : agreed_seconds_;
+    optim_->set_lr(schedule_->lr(optim_->steps() + 1, static_cast<int>(pos.epoch),
+                                 budget_progress(optim_->steps() + 1, seconds)));
     optim_->step();
     ++state_.step;
     if (ema_) ema_->update(state_.step);
@@ -456,8 +464,9 @@ LossStats Trainer::train_parts(const Batch& batch, TrainOptions opt) {
                                          [](int32_t id) { return id != Vocab::pad; });
     opt.grad_scale = tokens > 0 ? 1.0f / static_cast<float>(tokens) : 0.0f;
     const uint64_t part_seed = rng_.next_u64();  // the same draw on every rank
-    // loss, correct, interrupt, coverage loss, time up, alignment loss, aligned positions
-    double sums[7] = {0, 0, 0, 0, 0, 0, 0};
+    // loss, correct, interrupt, coverage loss, time up, alignment loss, aligned positions,
+    // rank 0's training seconds (the budget schedule's clock)
+    double sums[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int k = 0; k < cfg_.accumulate; ++k) {
         const int part = comm_->rank() * cfg_.accumulate + k;
         const dist::RowRange rows = dist::shard_rows(batch.B, parts_, part);
@@ -473,9 +482,11 @@ LossStats Trainer::train_parts(const Batch& batch, TrainOptions opt) {
     (*grad_sum_)(params_);
     sums[2] = hooks_.interrupt && hooks_.interrupt->load() ? 1 : 0;
     sums[4] = comm_->rank() == 0 && out_of_time() ? 1 : 0;
+    sums[7] = comm_->rank() == 0 ? run_seconds() : 0;
     comm_->all_reduce_sum(std::span<double>(sums), "loss all-reduce");
     interrupt_agreed_ = sums[2] > 0;  // every rank stops at the same step
     time_up_ = sums[4] > 0;
+    agreed_seconds_ = sums[7];
     return {sums[0], tokens,  static_cast<int64_t>(sums[1]),
             sums[3], sums[5], static_cast<int64_t>(sums[6])};
 }

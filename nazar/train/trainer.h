@@ -76,17 +76,26 @@ struct ValidationResult {
     int64_t tokens = 0;
     double accuracy = 0;  // token accuracy under teacher forcing, percent
     double exact = 0;     // exact match on the decoded sample, percent
+    double exact_se = 0;  // its standard error, in points: √(p (1 − p) / sampled)
     double bleu = 0;      // corpus BLEU on the decoded sample
     double chrf = 0;      // corpus chrF2 on the decoded sample
     // What early stopping and best.safetensors go by, lower is better: the dev loss for
     // valid_metric loss, else 100 − the metric's score (train.state's best_dev_loss holds it).
     double criterion = 0;
-    int64_t sampled = 0;  // sentences decoded
+    int64_t sampled = 0;  // distinct dev sources decoded (each scored against all its targets)
+    int64_t sources = 0;  // distinct sources in the dev set
     // dev_alignment: the guided alignment loss (unweighted, λ = 1) per aligned dev position;
     // < 0 without dev alignments
     double alignment_loss = -1;
     std::vector<std::string> examples;  // first few "src ||| hyp ||| ref" lines
 };
+
+// Checkpoint metadata: the training seconds of the run so far (all invocations), which a
+// budget schedule (linear, cosine) continues from on --resume.
+inline constexpr const char* kSecondsKey = "train.seconds";
+// valid_sample -1 (the default, "auto"): every distinct dev source up to this many, else this
+// many evenly spaced (standard error of an exact match near 50%: 0.5 points).
+inline constexpr int64_t kAutoValidSample = 10000;
 
 struct TrainResult {
     TrainState state;
@@ -94,6 +103,10 @@ struct TrainResult {
     bool interrupted = false;     // TrainerHooks::interrupt stopped the run (no model.safetensors)
     double last_train_loss = 0;   // mean per token over the last progress window
     ValidationResult last_valid;  // the final validation (when there is dev data)
+    // The final report: best.safetensors and the final model on every distinct dev source
+    // (best_step -1: no best file).
+    ValidationResult final_best, final_model;
+    int64_t final_best_step = -1;
     bool validated = false;
     std::string model_path;  // save_dir/model.safetensors
 };
@@ -112,6 +125,9 @@ struct TrainerHooks {
     // ({"type": "train", ...} every progress window, {"type": "valid", ...} after each
     // validation), whether or not a log file is set. Called on the training thread.
     std::function<void(const nlohmann::json& record)> on_record;
+    // The clock of max_minutes and of the budget schedules, in seconds from any origin (a fake
+    // clock in tests); unset = std::chrono::steady_clock.
+    std::function<double()> clock;
 };
 
 class Trainer {
@@ -127,6 +143,9 @@ public:
 
     TrainResult run();
     ValidationResult validate();  // on the dev set (Error when there is none)
+    // The model file at `path` (e.g. best.safetensors) on every dev source, whatever
+    // valid_sample: the final report of a run. `step` (optional): the step of its train.state.
+    ValidationResult validate_file(const std::string& path, int64_t* step = nullptr);
 
     Seq2Seq& model() { return *model_; }
     const TrainState& state() const { return state_; }
@@ -146,8 +165,14 @@ private:
     void save(const std::string& name, bool check_ranks = true);  // rank 0 writes
     bool stop_now() const;
     double criterion(const ValidationResult& v) const;
-    ValidationResult validate_weights();      // validate() with the model's current weights
-    void validate_loss(ValidationResult& r);  // its dev loss, perplexity and accuracy
+    // Dev loss, perplexity and accuracy of `model`, and the decoding of K evenly spaced
+    // distinct dev sources (trainer_validate.cpp).
+    ValidationResult validate_weights(Seq2Seq& model, int64_t K);
+    // The outputs for the sources of dev pairs `pairs` (greedy, or beam valid_beam), in order.
+    std::vector<std::string> decode_dev(Seq2Seq& model, const std::vector<int64_t>& pairs);
+    void validate_loss(Seq2Seq& model, ValidationResult& r);
+    void group_dev_sources();       // dev_groups_
+    int64_t valid_sources() const;  // K: valid_sample (-1 = auto) over the distinct sources
     const char* metric_name() const;
     int64_t completed_epochs() const;
     int64_t total_steps() const;
@@ -161,6 +186,7 @@ private:
     void log_update(RunLog& log, int64_t total);  // progress line, "train" metrics record
     void validate_on_interval(RunLog& log);       // early stopping, schedule, best/last files
     TrainResult finish_run(RunLog& log);          // final validation, last and model files
+    void final_report(RunLog& log);               // best and final model on every dev source
 
     TrainConfig cfg_;
     TrainerHooks hooks_;
@@ -169,9 +195,20 @@ private:
     std::unique_ptr<dist::GradientSum> grad_sum_;
     bool interrupt_agreed_ = false;  // some rank saw TrainerHooks::interrupt (parallel runs)
     // max_minutes: the budget counts from run(); rank 0's clock decides (parallel runs).
-    std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+    double clock() const;        // seconds: TrainerHooks::clock, else the steady clock
+    double started_ = 0;         // clock() when run() began
+    double seconds_before_ = 0;  // training seconds of the invocations before a --resume
+    double agreed_seconds_ = 0;  // rank 0's run_seconds() at this update (parallel runs)
     bool time_up_ = false;
+    // Seconds of training that count for max_minutes: this invocation's, plus the earlier
+    // invocations' under a budget schedule (linear, cosine).
+    double run_seconds() const;
     bool out_of_time() const;
+    void restore_seconds(const SafeTensors& file);  // seconds_before_ from kSecondsKey
+    // The share of the budget used by update `step` (1-based) at `seconds` of training: the
+    // largest of step / max_steps, epochs / max_epochs, seconds / max_minutes over the budgets
+    // that are set, clamped to [0, 1] (schedule.h BudgetLr).
+    double budget_progress(int64_t step, double seconds) const;
     // Guided alignment (trainer_guided.cpp): alignments_ from train_alignment for the kept pairs
     // (their lines), and λ at the current update (guided_alignment_decay).
     void load_alignments(std::span<const int64_t> kept_lines, const std::string& training,
@@ -183,6 +220,12 @@ private:
     CorpusAlignments dev_alignments_;  // dev_alignment (empty: none)        // train_alignment: the
                                        // training pairs' links (guided)
     std::vector<std::string> dev_text_;  // dev target lines as read: the references of BLEU etc.
+    std::vector<std::string> dev_src_text_;  // dev source lines as read
+    // The dev pairs grouped by source line, in order of first appearance: the pairs of a group
+    // give one source and all its accepted targets (several pronunciations of a word).
+    std::vector<std::vector<int64_t>> dev_groups_;
+    ValidationResult best_valid_;   // the validation that wrote best.safetensors (this run)
+    int64_t best_valid_step_ = -1;  // its step; -1 = none in this invocation
     bool has_dev_ = false;
     std::unique_ptr<Seq2Seq> model_;
     ParamList params_;

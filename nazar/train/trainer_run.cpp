@@ -65,17 +65,26 @@ void Trainer::announce(RunLog& log) const {
                                          state_.position.epoch + 1, state_.position.batch));
 }
 
+namespace {
+
+// "exact 72.5% ± 0.6 | BLEU 30.12 | chrF 55.10 (5,304 of 5,304 sources": the decoded part
+// of a validation line.
+std::string decoded_scores(const ValidationResult& v, bool char_targets) {
+    return fmt::format(
+        "exact {:.2f}% ± {:.2f} | {} | chrF {:.2f} ({} of {} source{}", v.exact, v.exact_se,
+        char_targets ? std::string("BLEU n/a (char targets)") : fmt::format("BLEU {:.2f}", v.bleu),
+        v.chrf, thousands(v.sampled), thousands(v.sources), v.sources == 1 ? "" : "s");
+}
+
+}  // namespace
+
 void Trainer::report(RunLog& log, const ValidationResult& v, bool improved) {
+    const bool char_targets = data_.tgt_tokenizer.kind() == TokenizerKind::character;
     log.progress.message(fmt::format(
-        "valid step {} | loss {:.4f}{} | ppl {:.2f} | acc {:.1f}% | exact {:.1f}% | "
-        "{} | chrF {:.2f} ({} sentences{}{}){}",
-        state_.step, v.loss,
+        "valid step {} | loss {:.4f}{} | ppl {:.2f} | acc {:.1f}% | {}{}{}){}", state_.step, v.loss,
         v.alignment_loss >= 0 ? fmt::format(" | align {:.4f}", v.alignment_loss) : "", v.perplexity,
-        v.accuracy, v.exact,
-        data_.tgt_tokenizer.kind() == TokenizerKind::character
-            ? std::string("BLEU n/a (char targets)")
-            : fmt::format("BLEU {:.2f}", v.bleu),
-        v.chrf, v.sampled, cfg_.valid_beam > 1 ? fmt::format(", beam {}", cfg_.valid_beam) : "",
+        v.accuracy, v.sampled > 0 ? decoded_scores(v, char_targets) : std::string("(no decoding"),
+        cfg_.valid_beam > 1 ? fmt::format(", beam {}", cfg_.valid_beam) : "",
         ema_ ? ", EMA weights" : "", improved ? fmt::format(" | best by {}", metric_name()) : ""));
     nlohmann::json record = {{"type", "valid"},
                              {"step", state_.step},
@@ -86,7 +95,9 @@ void Trainer::report(RunLog& log, const ValidationResult& v, bool improved) {
                              {"exact", v.exact},
                              {"bleu", v.bleu},
                              {"chrf", v.chrf},
+                             {"exact_se", v.exact_se},
                              {"sampled", v.sampled},
+                             {"sources", v.sources},
                              {"best", improved}};
     if (v.alignment_loss >= 0) record["alignment_loss"] = v.alignment_loss;
     log.metrics.write(record);
@@ -123,6 +134,8 @@ void Trainer::note_skipped(RunLog& log) {
 void Trainer::log_update(RunLog& log, int64_t total) {
     if (!cfg_.train_alignment.empty())
         log.progress.add_alignment(last_alignment_loss_, last_aligned_);
+    if (cfg_.max_minutes > 0)
+        log.progress.set_time_left(std::max(0.0, cfg_.max_minutes * 60 - run_seconds()));
     log.progress.update(state_.step, total, state_.position.epoch + 1, last_loss_, last_tokens_,
                         optim_->lr());
     if (log.progress.due()) {
@@ -171,6 +184,8 @@ void Trainer::validate_on_interval(RunLog& log) {
     log.validated_at = state_.step;
     if (new_best) {
         best_loss_ = c;
+        best_valid_ = v;
+        best_valid_step_ = state_.step;
         if (cfg_.keep_best) save("best.safetensors");
     }
     save_periodic(log);
@@ -182,6 +197,45 @@ void Trainer::validate_on_interval(RunLog& log) {
             state_.bad_validations, state_.bad_validations == 1 ? "" : "s", metric_name(),
             loss ? state_.best_dev_loss : 100.0 - state_.best_dev_loss, state_.best_step));
     }
+}
+
+void Trainer::final_report(RunLog& log) {
+    // Both files scored on every distinct dev source, so that they compare with each other
+    // (and with another run's) whatever valid_sample was: a sample's best is optimistic.
+    const auto all = static_cast<int64_t>(dev_groups_.size());
+    const bool char_targets = data_.tgt_tokenizer.kind() == TokenizerKind::character;
+    const auto full = [&](const ValidationResult& v) {
+        return v.sampled == all && v.sources == all;
+    };
+    const auto line = [&](const char* what, int64_t step, const ValidationResult& v) {
+        log.progress.message(
+            fmt::format("final, all dev sources: {} (step {}) | loss {:.4f} | {}{})", what, step,
+                        v.loss, decoded_scores(v, char_targets),
+                        cfg_.valid_beam > 1 ? fmt::format(", beam {}", cfg_.valid_beam) : ""));
+        nlohmann::json record = {{"type", "final"}, {"file", what},     {"step", step},
+                                 {"loss", v.loss},  {"exact", v.exact}, {"exact_se", v.exact_se},
+                                 {"bleu", v.bleu},  {"chrf", v.chrf},   {"sampled", v.sampled}};
+        log.metrics.write(record);
+        if (hooks_.on_record) hooks_.on_record(record);
+    };
+    const std::filesystem::path best = std::filesystem::path(cfg_.save_dir) / "best.safetensors";
+    if (cfg_.keep_best && std::filesystem::exists(best)) {
+        if (best_valid_step_ >= 0 && full(best_valid_)) {
+            log.result.final_best = best_valid_;
+            log.result.final_best_step = best_valid_step_;
+        } else {  // chosen on a sample, or in an earlier invocation: score the file itself
+            log.result.final_best = validate_file(best.string(), &log.result.final_best_step);
+        }
+        line("best.safetensors", log.result.final_best_step, log.result.final_best);
+    }
+    const ValidationResult& last = log.result.last_valid;
+    if (log.result.validated && log.validated_at == state_.step && full(last)) {
+        log.result.final_model = last;
+    } else {
+        const EmaScope average(ema_.get());
+        log.result.final_model = validate_weights(*model_, all);
+    }
+    line("model.safetensors", state_.step, log.result.final_model);
 }
 
 TrainResult Trainer::finish_run(RunLog& log) {
@@ -198,6 +252,8 @@ TrainResult Trainer::finish_run(RunLog& log) {
         report(log, v, new_best);
         if (new_best) {
             best_loss_ = criterion(v);
+            best_valid_ = v;
+            best_valid_step_ = state_.step;
             if (cfg_.keep_best) save("best.safetensors", false);  // rank 0 only: checked above
         }
     }
@@ -208,6 +264,7 @@ TrainResult Trainer::finish_run(RunLog& log) {
         check_finite(params_, "model.safetensors");
         save_model(log.result.model_path, *model_, metadata());
     }
+    if (has_dev_ && comm_->rank() == 0) final_report(log);
     if (comm_->parallel()) {
         const double total =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - log.started).count();
@@ -232,7 +289,7 @@ TrainResult Trainer::run() {
     RunLog log(parse_choices(cfg_).progress, cfg_.log_interval, cfg_.metrics_log,
                comm_->rank() != 0);
     announce(log);
-    started_ = std::chrono::steady_clock::now();
+    started_ = clock();
     time_up_ = false;
     Batch batch;
     const int64_t total = total_steps();

@@ -95,8 +95,11 @@ pb::dict validation_dict(const ValidationResult& v) {
     d["tokens"] = v.tokens;
     d["accuracy"] = v.accuracy;
     d["exact"] = v.exact;
+    d["exact_se"] = v.exact_se;
     d["bleu"] = v.bleu;
+    d["chrf"] = v.chrf;
     d["sampled"] = v.sampled;
+    d["sources"] = v.sources;
     d["examples"] = v.examples;
     return d;
 }
