@@ -392,7 +392,8 @@ void Trainer::save(const std::string& name, bool check_ranks) {
     if (comm_->rank() != 0) return;  // rank 0 alone writes files
     std::map<std::string, std::string> meta = metadata();
     meta[kBestLossKey] = loss_text(best_loss_);
-    meta[kSecondsKey] = fmt::format("{}", seconds_before_ + (clock() - started_));
+    if (schedule_->follows_budget())  // wall time: only where the schedule needs it
+        meta[kSecondsKey] = fmt::format("{}", seconds_before_ + (clock() - started_));
     meta[kWorldSizeKey] = std::to_string(comm_->size());
     const EmaScope average(ema_.get());  // the model part of the file is the average
     save_checkpoint((std::filesystem::path(cfg_.save_dir) / name).string(), *model_, meta, *optim_,

@@ -90,8 +90,9 @@ struct ValidationResult {
     std::vector<std::string> examples;  // first few "src ||| hyp ||| ref" lines
 };
 
-// Checkpoint metadata: the training seconds of the run so far (all invocations), which a
-// budget schedule (linear, cosine) continues from on --resume.
+// Checkpoint metadata of a run with a budget schedule (linear, cosine): its training seconds so
+// far (all invocations), which --resume continues from. Other runs' checkpoints hold no wall
+// time, so that they stay byte-identical across front ends and resumes.
 inline constexpr const char* kSecondsKey = "train.seconds";
 // valid_sample -1 (the default, "auto"): every distinct dev source up to this many, else this
 // many evenly spaced (standard error of an exact match near 50%: 0.5 points).
