@@ -59,17 +59,10 @@ void Trainer::group_dev_sources() {
     // translation dev set may translate one sentence twice).
     dev_groups_.clear();
     std::unordered_map<std::string_view, std::size_t> seen;
-    const bool text = dev_src_text_.size() == static_cast<std::size_t>(dev_.size());
-    std::vector<std::string> keys;  // the ids as text when the lines are not there
-    if (!text) {
-        keys.reserve(static_cast<std::size_t>(dev_.size()));
-        for (int64_t i = 0; i < dev_.size(); ++i) {
-            const auto s = dev_.src(i);
-            keys.emplace_back(reinterpret_cast<const char*>(s.data()), s.size_bytes());
-        }
-    }
+    NZ_CHECK(dev_src_text_.size() == static_cast<std::size_t>(dev_.size()),
+             "dev sources: {} lines for {} pairs", dev_src_text_.size(), dev_.size());
     for (int64_t i = 0; i < dev_.size(); ++i) {
-        const std::string_view key = text ? std::string_view(dev_src_text_[i]) : keys[i];
+        const std::string_view key = dev_src_text_[static_cast<std::size_t>(i)];
         auto [it, fresh] = seen.try_emplace(key, dev_groups_.size());
         if (fresh) dev_groups_.emplace_back();
         dev_groups_[it->second].push_back(i);
