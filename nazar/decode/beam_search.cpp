@@ -90,6 +90,19 @@ struct Sentence {
     std::vector<double> live_lp;
     std::vector<Done> done;
     bool active = true;
+    bool cancelled = false;         // BeamOptions::cancelled: dropped, returns nothing
+    bool cancel_requested = false;  // before the first step: dropped after it, unpolled
+
+    // Leaves the batch now, giving back what its search held.
+    void cancel() {
+        cancelled = true;
+        active = false;
+        std::vector<Node>().swap(nodes);
+        std::vector<float>().swap(attn);
+        std::vector<int>().swap(live);
+        std::vector<double>().swap(live_lp);
+        std::vector<Done>().swap(done);
+    }
 
     int length(int node) const {
         int n = 0;
@@ -393,6 +406,11 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
     if (B == 0) return results;
 
     std::vector<Sentence> sent = start_sentences(lengths, S, o);
+    if (o.cancelled) {  // all cancelled already: not even the encoder runs
+        bool all = true;
+        for (Sentence& s : sent) all = (s.cancel_requested = o.cancelled(s.b)) && all;
+        if (all) return results;
+    }
 
     typename StepTypes<Model>::Source enc, rows_enc;
     model.encode(src, lengths, S, enc, K);
@@ -438,6 +456,14 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
             model.step_hidden(prev, *cur, state, at_view);
             grouped_output(model, first, groups, N, V, advance_one);
         }
+        if (o.cancelled)
+            for (const int row0 : first) {
+                Sentence& s = sent[row_sentence[row0]];
+                if (goes_on[s.b] && (s.cancel_requested || o.cancelled(s.b))) {
+                    goes_on[s.b] = 0;
+                    s.cancel();
+                }
+            }
         next_rows(sent, first, row_sentence, goes_on, st, next_row_sentence, parents, prev);
         if (next_row_sentence.empty()) break;
         bool identity = static_cast<int>(parents.size()) == N;

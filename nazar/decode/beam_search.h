@@ -31,6 +31,7 @@
 #include "nazar/models/seq2seq.h"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -56,6 +57,11 @@ struct BeamOptions {
     // selecting their candidates while the rows are in cache. −1: about 2 MB of logits per
     // group; 0: one product of all rows first. The same results bit for bit either way.
     int output_group_rows = -1;
+    // Polled after every decoder step for each sentence still decoding (its index in this
+    // call's input): true drops the sentence at once — it leaves the batch, what its search
+    // held is freed, and it returns no hypotheses. An exception thrown here (an interrupt)
+    // leaves the search. Empty: never polled.
+    std::function<bool(int)> cancelled = nullptr;
 };
 
 // Throws UsageError naming the offending value.

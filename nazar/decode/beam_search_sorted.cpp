@@ -45,7 +45,10 @@ std::vector<std::vector<Hypothesis>> sorted_impl(Model& model,
             }
             lengths.push_back(static_cast<int>(x.size()));
         }
-        auto res = beam_search(model, std::span<const int32_t>(ids), lengths, S, options, copy_ids);
+        BeamOptions o = options;
+        if (options.cancelled)  // the batch's sentence b is the input's order[begin + b]
+            o.cancelled = [&](int b) { return options.cancelled(order[begin + b]); };
+        auto res = beam_search(model, std::span<const int32_t>(ids), lengths, S, o, copy_ids);
         for (int i = begin; i < end; ++i) out[order[i]] = std::move(res[i - begin]);
     }
     return out;

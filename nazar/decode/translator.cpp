@@ -184,14 +184,16 @@ std::vector<std::string> Translator::source_pieces(std::string_view sentence) co
 
 std::vector<Translation> Translator::translate(std::span<const std::string> sentences,
                                                const TranslationOptions& o) const {
-    const BeamOptions beam{.beam_size = o.beam_size,
-                           .n_best = o.n_best,
-                           .length_penalty = o.length_penalty,
-                           .coverage_penalty = o.coverage_penalty,
-                           .max_length_ratio = o.max_length_ratio,
-                           .max_length_extra = o.max_length_extra,
-                           .max_length = o.max_length};
+    BeamOptions beam{.beam_size = o.beam_size,
+                     .n_best = o.n_best,
+                     .length_penalty = o.length_penalty,
+                     .coverage_penalty = o.coverage_penalty,
+                     .max_length_ratio = o.max_length_ratio,
+                     .max_length_extra = o.max_length_extra,
+                     .max_length = o.max_length};
     validate(beam);
+    if (o.cancelled)
+        beam.cancelled = [&o](int i) { return o.cancelled(static_cast<std::size_t>(i)); };
     if (o.batch_size < 1)
         throw UsageError(fmt::format("batch size must be >= 1, got {}", o.batch_size));
     const Impl& d = *impl_;
@@ -236,6 +238,7 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
     impl_->release(std::move(model));
 
     for (int i = 0; i < n; ++i) {
+        out[i].cancelled = o.cancelled && hyps[i].empty();
         for (const Hypothesis& h : hyps[i])
             out[i].hypotheses.push_back(output_hypothesis(h, d.tgt_tok, d.tgt_vocab, d.special,
                                                           out[i].source_tokens,

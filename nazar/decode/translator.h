@@ -28,6 +28,7 @@
 #include "nazar/core/tensor.h"
 #include "nazar/decode/alignment.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -37,7 +38,7 @@
 
 namespace nazar {
 
-enum class Precision;  // core/precision.h (opaque here: keeps this header's includes at five)
+enum class Precision;  // core/precision.h (opaque here: keeps this header's own includes few)
 
 struct ModelConfig;  // models/config.h (Translator::config)
 
@@ -64,6 +65,11 @@ struct TranslationOptions {
     // Ensembles: the attention of this member (0-based), or the mean of all (kMeanAttention).
     static constexpr int kMeanAttention = -1;
     int ensemble_attention = 0;
+    // Polled after every decoder step for each sentence still decoding (its index in the
+    // input): true stops that sentence at once and frees what its search held; its
+    // Translation then has no hypotheses and `cancelled` set, the others are unaffected. An
+    // exception thrown here (an interrupt) leaves translate(). Empty: never polled.
+    std::function<bool(std::size_t)> cancelled = nullptr;
 };
 
 struct TranslationHypothesis {
@@ -83,6 +89,7 @@ struct TranslationHypothesis {
 struct Translation {
     std::vector<std::string> source_tokens;         // the source pieces the model read
     std::vector<TranslationHypothesis> hypotheses;  // best first, at most n_best
+    bool cancelled = false;  // TranslationOptions::cancelled stopped it: no hypotheses
 };
 
 class Translator {
