@@ -1,5 +1,7 @@
 #include "nazar/core/check.h"
 
+#include "nazar/core/text_limits.h"
+
 #include <cstring>
 
 namespace nazar::detail {
@@ -24,25 +26,17 @@ std::string bounded(std::string s) {
 }
 }  // namespace
 
+// Line breaks, control bytes and what is not UTF-8 escaped (text_limits.h escape_text, tabs
+// kept), so that no message can break or hijack a terminal line or carry raw non-UTF-8 bytes
+// of an input (a Latin-1 line, a binary file) to a terminal or to a Python str.
 std::string one_line(const std::string& s) {
-    auto needs_escape = [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; };
+    auto needs_escape = [](unsigned char c) {
+        return (c < 0x20 && c != '\t') || c == 0x7f || c >= 0x80;
+    };
     std::size_t i = 0;
     while (i < s.size() && !needs_escape(static_cast<unsigned char>(s[i]))) ++i;
-    if (i == s.size()) return bounded(s);  // the common case: nothing to escape
-    std::string out = s.substr(0, i);
-    out.reserve(s.size() + 16);
-    for (; i < s.size(); ++i) {
-        const unsigned char c = static_cast<unsigned char>(s[i]);
-        if (!needs_escape(c))
-            out += static_cast<char>(c);
-        else if (c == '\n')
-            out += "\\n";
-        else if (c == '\r')
-            out += "\\r";
-        else
-            out += fmt::format("\\x{:02x}", c);
-    }
-    return bounded(std::move(out));
+    if (i == s.size()) return bounded(s);  // the common case: plain ASCII, nothing to escape
+    return bounded(s.substr(0, i) + escape_text(std::string_view(s).substr(i), true));
 }
 
 void throw_error(const char* file, int line, const std::string& msg) {

@@ -92,16 +92,66 @@ void check_nesting(std::string_view text, const std::string& what, TextSyntax sy
         check_yaml(text, what);
 }
 
+namespace {
+
+// Length of the valid UTF-8 sequence that starts at s[i] (2..4), 0 when none does there.
+std::size_t utf8_sequence(std::string_view s, std::size_t i) {
+    const auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+    const unsigned char c = at(i);
+    std::size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range (shortest form, no surrogates)
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        lo = c == 0xE0 ? 0xA0 : 0x80;
+        hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        lo = c == 0xF0 ? 0x90 : 0x80;
+        hi = c == 0xF4 ? 0x8F : 0xBF;
+    }
+    if (n == 0 || i + n > s.size() || at(i + 1) < lo || at(i + 1) > hi) return 0;
+    for (std::size_t k = 2; k < n; ++k)
+        if ((at(i + k) & 0xC0) != 0x80) return 0;
+    return n;
+}
+
+}  // namespace
+
+std::string escape_text(std::string_view s, bool keep_tab) {
+    std::string out;
+    out.reserve(s.size() + 16);
+    for (std::size_t i = 0; i < s.size();) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if ((c >= 0x20 && c < 0x7f) || (c == '\t' && keep_tab)) {
+            out += static_cast<char>(c);
+            ++i;
+        } else if (c < 0x80) {
+            out += c == '\n'   ? std::string("\\n")
+                   : c == '\r' ? std::string("\\r")
+                   : c == '\t' ? std::string("\\t")
+                               : fmt::format("\\x{:02x}", c);
+            ++i;
+        } else if (const std::size_t n = utf8_sequence(s, i); n == 0) {
+            out += fmt::format("\\x{:02x}", c);  // not UTF-8: one byte at a time
+            ++i;
+        } else if (c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {
+            out += fmt::format("\\u{:04x}", static_cast<unsigned char>(s[i + 1]));  // C1 control
+            i += 2;
+        } else {
+            out.append(s, i, n);
+            i += n;
+        }
+    }
+    return out;
+}
+
 std::string excerpt(std::string_view s, std::size_t max) {
     std::size_t n = s.size() <= max ? s.size() : max;
     if (n < s.size())  // do not cut a UTF-8 sequence: back up over continuation bytes
         while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
-    std::string out;
-    out.reserve(n + 32);
-    for (char c : s.substr(0, n)) {
-        const auto u = static_cast<unsigned char>(c);
-        out += (u < 0x20 || u == 0x7f) ? '?' : c;
-    }
+    std::string out = escape_text(s.substr(0, n));
     if (n < s.size()) out += fmt::format("... ({} bytes)", s.size());
     return out;
 }

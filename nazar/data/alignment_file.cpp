@@ -2,6 +2,7 @@
 #include "nazar/data/alignment_file.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/text_limits.h"
 #include "nazar/data/corpus.h"
 #include "nazar/data/reader.h"
 
@@ -38,7 +39,7 @@ std::vector<AlignedPair> parse_alignment_line(std::string_view line, std::string
         NZ_CHECK_INPUT(ok,
                        "{}: bad alignment link '{}' (expected i-j or i?j: source and target token "
                        "indices, 0-based non-negative integers)",
-                       where, tok);
+                       where, excerpt(tok));
         out.push_back(a);
         pos = end;
     }

@@ -1,6 +1,7 @@
 // nazar::Error messages are one line (core/check.h): line breaks and control bytes in the text
 // (often echoed input) are escaped by the constructor, for every way an error is made.
 #include "nazar/core/check.h"
+#include "nazar/core/text_limits.h"
 #include "nazar/data/tokenizer.h"
 
 #include <gtest/gtest.h>
@@ -34,6 +35,33 @@ TEST(Check, LineBreaksAndControlBytesAreEscaped) {
     EXPECT_EQ(message_of("bell \x07 del \x7f vt \x0b ff \x0c"),
               "bell \\x07 del \\x7f vt \\x0b ff \\x0c");
     EXPECT_EQ(message_of("\x01\x1f"), "\\x01\\x1f");
+}
+
+// Bytes that are not UTF-8 (a Latin-1 line, a binary file) never reach a terminal raw: each
+// becomes \xNN; valid UTF-8 is kept; C1 controls (U+0080..U+009F, CSI U+009B among them)
+// become \u00NN.
+TEST(Check, BytesThatAreNotUtf8AreEscaped) {
+    EXPECT_EQ(message_of("line 2: 'caf\xe9 \xff\xfe'"), "line 2: 'caf\\xe9 \\xff\\xfe'");
+    EXPECT_EQ(message_of("\xc3"), "\\xc3");                             // truncated sequence
+    EXPECT_EQ(message_of("\xc3\xa9\xc3"), "\xc3\xa9\\xc3");             // é, then a lone lead
+    EXPECT_EQ(message_of("\xc0\xaf"), "\\xc0\\xaf");                    // overlong '/'
+    EXPECT_EQ(message_of("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // a UTF-16 surrogate
+    EXPECT_EQ(message_of("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // above U+10FFFF
+    EXPECT_EQ(message_of(std::string("csi \xc2\x9b") + "[31m"), "csi \\u009b[31m");
+    EXPECT_EQ(message_of("\xc2\xa0\xf0\x9f\x99\x82\tok"), "\xc2\xa0\xf0\x9f\x99\x82\tok");
+    // what an escaped message holds: printable ASCII, tabs and valid UTF-8 only
+    std::string all;
+    for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
+    const std::string m = message_of(all);
+    for (unsigned char c : m) EXPECT_TRUE(c == '\t' || (c >= 0x20 && c < 0x7f)) << int(c);
+}
+
+// Quoting input (excerpt, escape_text): a tab is shown as \t too.
+TEST(Check, QuotedInputIsEscapedTabsIncluded) {
+    EXPECT_EQ(escape_text("a\tb\xff\x01\n"), "a\\tb\\xff\\x01\\n");
+    EXPECT_EQ(escape_text("a\tb", true), "a\tb");
+    EXPECT_EQ(excerpt("\xff\tx"), "\\xff\\tx");
+    EXPECT_EQ(excerpt("caf\xc3\xa9"), "caf\xc3\xa9");
 }
 
 TEST(Check, EveryErrorKindIsOneLine) {

@@ -162,6 +162,10 @@ TEST(DataAlignment, BadInputNamesFileAndLine) {
     EXPECT_NE(m.find("t.align:1:"), std::string::npos) << m;
     m = read({"0-0", "0-0 x", ""});
     EXPECT_NE(m.find("t.align:2: bad alignment link 'x'"), std::string::npos) << m;
+    // a quoted link is escaped: no raw byte of a Latin-1 or binary line reaches the terminal
+    m = read({"0-0", "0-0 1\xff-\x1b[2J\xc3", ""});
+    EXPECT_NE(m.find("t.align:2: bad alignment link '1\\xff-\\x1b[2J\\xc3'"), std::string::npos)
+        << m;
     m = read({"0-0", ""});
     EXPECT_NE(m.find("2 alignment lines, but the training data t.tsv has 3"), std::string::npos)
         << m;

@@ -173,7 +173,7 @@ TEST(HostileIo, MessagesQuoteAtMostAnExcerpt) {
     const std::string big(100000, 'x');
     EXPECT_LE(excerpt(big).size(), kMaxEcho + 20);
     EXPECT_EQ(excerpt("short"), "short");
-    EXPECT_EQ(excerpt("a\nb"), "a?b");
+    EXPECT_EQ(excerpt("a\nb"), "a\\nb");             // escaped as Error escapes it (escape_text)
     EXPECT_EQ(excerpt("ééé", 3), "é... (6 bytes)");  // never half a code point
     const std::string wide = "{\"src_vocab_size\": [\"" + big + "\"]}";
     expect_clean(error_of([&] { (void)model_config_from_string(wide); }), 600);
