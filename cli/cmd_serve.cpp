@@ -1,8 +1,9 @@
 // `nazar serve --model M [--model NAME=M2 ...] [--host 127.0.0.1] [--port 8080]`: the HTTP
 // translation server with the attention explorer (nazar/serve/, docs/serve.md).
 // Prints "nazar serve: listening on http://HOST:PORT/ ..." on stdout once it accepts
-// connections (--port 0 picks a free port: the line says which). SIGTERM or SIGINT: stop
-// accepting, answer the requests already received, exit 0.
+// connections (--port 0 picks a free port: the line says which). SIGTERM or SIGINT: drain —
+// /health answers 503 "draining", new translations 503, the requests in flight are answered —
+// then stop accepting and exit 0.
 #include "cli/command.h"
 #include "cli/options.h"
 #include "nazar/core/check.h"
@@ -15,6 +16,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +25,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -36,8 +39,36 @@ struct ServeArgs {
     serve::ServerConfig cfg;
     double window_ms = 5;
     int64_t timeout_ms = 30000;
+    int64_t header_timeout_ms = 10000, body_timeout_ms = 30000, idle_timeout_ms = 5000,
+            write_timeout_ms = 10000;
+    std::string api_key_file;
     int threads = -1;
 };
+
+// One key per line (blank lines and surrounding spaces ignored); at least one.
+std::vector<std::string> read_api_keys(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw UsageError(fmt::format("--api-key-file: cannot read '{}'", path));
+    std::vector<std::string> keys;
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto b = line.find_first_not_of(" \t\r");
+        if (b == std::string::npos) continue;
+        const auto e = line.find_last_not_of(" \t\r");
+        keys.push_back(line.substr(b, e - b + 1));
+    }
+    if (keys.empty()) throw UsageError(fmt::format("--api-key-file '{}' holds no key", path));
+    return keys;
+}
+
+// Each connection is a descriptor: take the hard limit, so --max-connections is what binds.
+void raise_descriptor_limit() {
+    rlimit r{};
+    if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+        r.rlim_cur = r.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &r);
+    }
+}
 
 bool is_model_name(std::string_view s) {
     if (s.empty() || s.size() > 64) return false;
@@ -78,7 +109,9 @@ void watch_signals(serve::Server& server, const std::atomic<bool>& done) {
         if (::poll(&p, 1, 100) <= 0) continue;
         unsigned char sig = 0;
         if (::read(g_signal_pipe[0], &sig, 1) != 1) continue;
-        std::fprintf(stderr, "nazar serve: %s: no new connections, answering those received\n",
+        std::fprintf(stderr,
+                     "nazar serve: %s: draining (new translations get 503), answering those "
+                     "in flight\n",
                      sig == SIGTERM ? "SIGTERM" : "SIGINT");
         server.stop();
         return;
@@ -102,6 +135,14 @@ int run_serve(ServeArgs& a) {
     apply_threads_option(a.threads);
     a.cfg.batcher.window = std::chrono::microseconds(static_cast<int64_t>(a.window_ms * 1000));
     a.cfg.timeout = std::chrono::milliseconds(a.timeout_ms);
+    auto& cl = a.cfg.connections;
+    cl.header_timeout = std::chrono::milliseconds(a.header_timeout_ms);
+    cl.body_timeout = std::chrono::milliseconds(a.body_timeout_ms);
+    cl.idle_timeout = std::chrono::milliseconds(a.idle_timeout_ms);
+    cl.write_timeout = std::chrono::milliseconds(a.write_timeout_ms);
+    a.cfg.batcher.max_work = a.cfg.limits.max_work;  // a batch holds at most one largest request
+    if (!a.api_key_file.empty()) a.cfg.api_keys = read_api_keys(a.api_key_file);
+    raise_descriptor_limit();
 
     install_serve_signal_handlers();  // before the models load: a SIGTERM then still exits 0 later
     std::vector<std::unique_ptr<Translator>> translators;
@@ -122,6 +163,11 @@ int run_serve(ServeArgs& a) {
 
     serve::Server server(a.cfg, named);
     const int port = server.bind();
+    if (!server.loopback() && a.cfg.api_keys.empty())
+        std::fprintf(stderr,
+                     "nazar serve: warning: listening on %s without --api-key-file: anyone who "
+                     "can reach this address can use the server (docs/serve.md \"Deployment\")\n",
+                     a.cfg.host.c_str());
     std::printf("nazar serve: listening on http://%s:%d/ (models: %s; default %s)\n",
                 a.cfg.host.c_str(), port, names.c_str(), named.front().name.c_str());
     std::fflush(stdout);
@@ -189,9 +235,49 @@ void setup_serve(CLI::App& app, std::function<int()>& run) {
                    "Sentences per decoder batch inside one batched beam search")
         ->check(CLI::Range(1, 1 << 16))
         ->capture_default_str();
+    app.add_option("--max-work", c.limits.max_work,
+                   "Most hypothesis steps a request may take: sentences x beam x maximum output "
+                   "length (413 above)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+        ->capture_default_str();
+    app.add_option("--max-answer-bytes", c.limits.max_answer_bytes,
+                   "Largest answer a request may ask for, estimated before decoding (413 above)")
+        ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 34))
+        ->capture_default_str();
+    app.add_option("--max-connections", c.connections.max_connections,
+                   "Client connections open at once (503 and close above)")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--max-requests-per-connection", c.connections.max_requests,
+                   "Requests on one keep-alive connection before it is closed")
+        ->check(CLI::Range(1, 1 << 30))
+        ->capture_default_str();
+    app.add_option("--header-timeout-ms", a->header_timeout_ms,
+                   "A request's head must arrive within this of its first byte (408 after)")
+        ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
+        ->capture_default_str();
+    app.add_option("--body-timeout-ms", a->body_timeout_ms,
+                   "A request's body must arrive within this of its head (408 after)")
+        ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
+        ->capture_default_str();
+    app.add_option("--idle-timeout-ms", a->idle_timeout_ms,
+                   "A keep-alive connection with no request for this long is closed")
+        ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
+        ->capture_default_str();
+    app.add_option("--write-timeout-ms", a->write_timeout_ms,
+                   "A connection whose client reads no byte of its answer for this long is closed")
+        ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
+        ->capture_default_str();
+    app.add_option("--allow-origin", c.allow_origins,
+                   "A web origin (https://app.example) whose pages may call the server; repeat for "
+                   "more; * for any (others get 403)");
+    app.add_option("--api-key-file", a->api_key_file,
+                   "File of API keys, one per line: every route but /health and the page then "
+                   "needs Authorization: Bearer KEY (401 without)");
     app.add_option("--http-threads", c.http_threads,
-                   "Connections served at once (more wait to be accepted)")
-        ->check(CLI::Range(1, 4096))
+                   "Worker threads that parse requests and write answers (connections are "
+                   "served by one event loop)")
+        ->check(CLI::Range(1, 256))
         ->capture_default_str();
     add_threads_option(app, a->threads);
     run = [a] { return run_serve(*a); };

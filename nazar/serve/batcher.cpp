@@ -36,14 +36,25 @@ bool Batcher::submit(const std::shared_ptr<Job>& job) {
 }
 
 bool Batcher::wait(const std::shared_ptr<Job>& job, Clock::time_point deadline) {
-    std::unique_lock lk(m_);
-    if (done_.wait_until(lk, deadline, [&] { return job->done; })) return true;
-    job->abandoned = true;
-    if (!job->running) {
-        const auto it = std::find(queue_.begin(), queue_.end(), job);
-        if (it != queue_.end()) queue_.erase(it);
+    {
+        std::unique_lock lk(m_);
+        if (done_.wait_until(lk, deadline, [&] { return job->done; })) return true;
     }
+    abandon(job);
     return false;
+}
+
+void Batcher::abandon(const std::shared_ptr<Job>& job) {
+    {
+        std::lock_guard lk(m_);
+        if (job->done) return;
+        job->abandoned = true;
+        if (!job->running) {
+            const auto it = std::find(queue_.begin(), queue_.end(), job);
+            if (it != queue_.end()) queue_.erase(it);
+        }
+    }
+    work_.notify_all();  // a window may wait on it as the first job
 }
 
 void Batcher::drain() {
@@ -77,10 +88,11 @@ std::vector<std::shared_ptr<Job>> Batcher::take_batch(std::unique_lock<std::mute
         // Full: the waiting jobs of the first one's kind reach the request or token budget.
         const auto full = [&] {
             int n = 0;
-            int64_t tokens = 0;
+            int64_t tokens = 0, work = 0;
             for (const auto& j : queue_)
-                if (j->key == first->key) ++n, tokens += j->tokens;
-            return n >= config_.max_requests || tokens >= config_.max_tokens;
+                if (j->key == first->key) ++n, tokens += j->tokens, work += j->work;
+            return n >= config_.max_requests || tokens >= config_.max_tokens ||
+                   work >= config_.max_work;
         };
         const Clock::time_point deadline =
             first->arrived + std::chrono::duration_cast<Clock::duration>(config_.window);
@@ -88,16 +100,21 @@ std::vector<std::shared_ptr<Job>> Batcher::take_batch(std::unique_lock<std::mute
             return draining_ || queue_.empty() || queue_.front() != first || full();
         });
         if (queue_.empty() || queue_.front() != first) continue;  // it was abandoned meanwhile
+        // Jobs whose client left while they waited go without a word.
+        std::erase_if(queue_, [](const auto& j) { return j->cancelled && j->cancelled(); });
+        if (queue_.empty() || queue_.front() != first) continue;
 
         std::vector<std::shared_ptr<Job>> batch;
-        int64_t tokens = 0;
+        int64_t tokens = 0, work = 0;
         for (auto it = queue_.begin(); it != queue_.end();) {
             const auto& j = *it;
             const bool fits =
-                batch.empty() || (static_cast<int>(batch.size()) < config_.max_requests &&
-                                  tokens + j->tokens <= config_.max_tokens);
+                batch.empty() ||
+                (static_cast<int>(batch.size()) < config_.max_requests &&
+                 tokens + j->tokens <= config_.max_tokens && work + j->work <= config_.max_work);
             if (j->key == first->key && fits) {
                 tokens += j->tokens;
+                work += j->work;
                 j->running = true;
                 batch.push_back(j);
                 it = queue_.erase(it);
@@ -143,8 +160,18 @@ void Batcher::decode(std::vector<std::shared_ptr<Job>>& batch) {
     TranslationOptions opt = batch.front()->request.options();
     opt.batch_size = config_.decoder_batch;
     std::vector<std::string> sentences;
-    for (const auto& j : batch)
+    std::vector<const Job*> owner;  // of each sentence
+    for (const auto& j : batch) {
         sentences.insert(sentences.end(), j->request.text.begin(), j->request.text.end());
+        owner.insert(owner.end(), j->request.text.size(), j.get());
+    }
+    // A job that timed out (abandoned) or whose client left stops at the next decoder step.
+    opt.cancelled = [this, &owner](std::size_t i) {
+        const Job& j = *owner[i];
+        if (j.cancelled && j.cancelled()) return true;
+        std::lock_guard lk(m_);
+        return j.abandoned;
+    };
 
     // Results go into the jobs only under the lock (callers read them once `done` is set).
     std::vector<std::vector<Translation>> results(batch.size());
@@ -169,7 +196,14 @@ void Batcher::decode(std::vector<std::shared_ptr<Job>>& batch) {
             Job alone;
             alone.translator = batch[b]->translator;
             alone.request = batch[b]->request;
-            decode_alone(alone, opt);
+            TranslationOptions o = opt;
+            const Job& j = *batch[b];
+            o.cancelled = [this, &j](std::size_t) {
+                if (j.cancelled && j.cancelled()) return true;
+                std::lock_guard lk(m_);
+                return j.abandoned;
+            };
+            decode_alone(alone, o);
             results[b] = std::move(alone.translations);
             status[b] = alone.status;
             errors[b] = std::move(alone.error);
@@ -179,20 +213,24 @@ void Batcher::decode(std::vector<std::shared_ptr<Job>>& batch) {
     const double decode_s = std::chrono::duration<double>(end - start).count();
 
     int64_t src_tokens = 0, tgt_tokens = 0;
+    int cancelled = 0;
     for (std::size_t b = 0; b < batch.size(); ++b) {
         src_tokens += batch[b]->tokens;
+        for (const Translation& t : results[b]) cancelled += t.cancelled ? 1 : 0;
         for (const Translation& t : results[b])
             if (!t.hypotheses.empty())
                 tgt_tokens += static_cast<int64_t>(t.hypotheses.front().tokens.size());
     }
     metrics_.count_batch(static_cast<int>(batch.size()), static_cast<int>(sentences.size()),
-                         src_tokens, tgt_tokens, decode_s);
+                         src_tokens, tgt_tokens, decode_s, cancelled);
+    std::vector<Job*> callbacks;
     {
         std::lock_guard lk(m_);
         for (std::size_t b = 0; b < batch.size(); ++b) {
             Job& j = *batch[b];
             j.running = false;
-            if (j.abandoned) continue;
+            if (j.abandoned || (j.cancelled && j.cancelled())) continue;
+            if (j.on_done) callbacks.push_back(&j);
             j.translations = std::move(results[b]);
             j.status = status[b];
             j.error = std::move(errors[b]);
@@ -204,6 +242,7 @@ void Batcher::decode(std::vector<std::shared_ptr<Job>>& batch) {
         }
     }
     done_.notify_all();
+    for (Job* j : callbacks) j->on_done();  // `batch` holds them alive
 }
 
 }  // namespace nazar::serve

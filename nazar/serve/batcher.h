@@ -11,8 +11,10 @@
 // max_requests = 1 turns batching off (one request per beam search), the baseline of the
 // load test.
 //
-// Limits: at most `capacity` jobs wait (submit() refuses more: the server answers 503); a job
-// whose caller stopped waiting (its timeout) is dropped from the queue, or its result discarded.
+// Limits: at most `capacity` jobs wait (submit() refuses more: the server answers 503); a batch
+// holds at most `max_work` hypothesis steps (Job::work), which bounds its decoding memory; a job
+// whose caller stopped waiting (its timeout) or that Job::cancelled says is gone is dropped from
+// the queue, or, while decoded, stops at the next decoder step (its neighbours go on).
 // drain(): windows close at once (nothing more is coming), waiting jobs are still decoded;
 // stop(): after the queue is empty, the decoder thread ends.
 #pragma once
@@ -25,6 +27,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,10 +38,11 @@ namespace nazar::serve {
 
 struct BatcherConfig {
     std::chrono::microseconds window{5000};
-    int max_requests = 256;     // requests per batch (1 = no cross-request batching)
-    int64_t max_tokens = 8192;  // source tokens per batch (a larger single request runs alone)
-    int capacity = 256;         // waiting requests
-    int decoder_batch = 64;     // sentences per decoder batch inside one beam search
+    int max_requests = 256;      // requests per batch (1 = no cross-request batching)
+    int64_t max_tokens = 8192;   // source tokens per batch (a larger single request runs alone)
+    int64_t max_work = 1 << 18;  // hypothesis steps per batch (Job::work; one request may fill it)
+    int capacity = 256;          // waiting requests
+    int decoder_batch = 64;      // sentences per decoder batch inside one beam search
 };
 
 // One request on its way through the queue. The caller fills the inputs; the batcher fills the
@@ -49,7 +53,14 @@ struct Job {
     TranslateRequest request;
     std::string key;  // request.batch_key()
     int64_t tokens = 0;
+    int64_t work = 0;  // hypothesis steps at most: Σ beam · max output length
     std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
+    // Polled while queued and at every decoder step: true drops the job (its client left or
+    // its time ran out); its sentences stop at the next step. Empty: never.
+    std::function<bool()> cancelled;
+    // Called once the outputs are set (done), on the decoder thread, outside the lock; a
+    // cancelled job gets no call. Empty: callers wait().
+    std::function<void()> on_done;
 
     // outputs (under the batcher's lock until done)
     bool done = false;
@@ -76,6 +87,10 @@ public:
     // Waits until the job is done or `deadline` passes; on timeout the job is abandoned (dropped
     // from the queue, or its result discarded when it is being decoded) and false is returned.
     bool wait(const std::shared_ptr<Job>& job, std::chrono::steady_clock::time_point deadline);
+
+    // Drops a job that is no longer wanted: out of the queue now, or, while decoded, stopped at
+    // the next decoder step. Idempotent; a job already done is left as it is.
+    void abandon(const std::shared_ptr<Job>& job);
 
     void drain();  // close windows at once from now on
     void stop();   // drain, decode what waits, end the decoder thread (idempotent)

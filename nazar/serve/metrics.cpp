@@ -56,8 +56,9 @@ void Metrics::observe_translate_latency(double seconds) {
 }
 
 void Metrics::count_batch(int requests, int sentences, int64_t source_tokens, int64_t target_tokens,
-                          double decode_seconds) {
+                          double decode_seconds, int cancelled) {
     std::lock_guard lk(m_);
+    cancelled_ += cancelled;
     batch_requests_.observe(requests);
     batch_sentences_.observe(sentences);
     ++batches_;
@@ -107,8 +108,18 @@ std::string Metrics::render(const Gauges& g) const {
                    "# HELP nazar_queue_capacity Most requests that may wait (--queue).\n"
                    "# TYPE nazar_queue_capacity gauge\nnazar_queue_capacity {}\n"
                    "# HELP nazar_in_flight_requests Translate requests accepted, not answered.\n"
-                   "# TYPE nazar_in_flight_requests gauge\nnazar_in_flight_requests {}\n",
-                   g.queue_depth, g.queue_capacity, g.in_flight);
+                   "# TYPE nazar_in_flight_requests gauge\nnazar_in_flight_requests {}\n"
+                   "# HELP nazar_http_connections Open client connections.\n"
+                   "# TYPE nazar_http_connections gauge\nnazar_http_connections {}\n"
+                   "# HELP nazar_http_connections_refused_total Connections answered 503 at "
+                   "--max-connections.\n"
+                   "# TYPE nazar_http_connections_refused_total counter\n"
+                   "nazar_http_connections_refused_total {}\n"
+                   "# HELP nazar_http_timeouts_total Connections closed by a header, body or "
+                   "write timeout.\n"
+                   "# TYPE nazar_http_timeouts_total counter\nnazar_http_timeouts_total {}\n",
+                   g.queue_depth, g.queue_capacity, g.in_flight, g.connections,
+                   g.connections_refused, g.timeouts);
     batch_requests_.render(out, "nazar_batch_requests", "Requests decoded in one batch.");
     batch_sentences_.render(out, "nazar_batch_sentences", "Sentences decoded in one batch.");
     const double tps = decode_seconds_ > 0 ? static_cast<double>(tgt_tokens_) / decode_seconds_ : 0;
@@ -119,6 +130,10 @@ std::string Metrics::render(const Gauges& g) const {
                    "# TYPE nazar_batches_total counter\nnazar_batches_total {}\n"
                    "# HELP nazar_sentences_total Sentences translated.\n"
                    "# TYPE nazar_sentences_total counter\nnazar_sentences_total {}\n"
+                   "# HELP nazar_sentences_cancelled_total Sentences stopped before their end "
+                   "(timeout, client gone).\n"
+                   "# TYPE nazar_sentences_cancelled_total counter\n"
+                   "nazar_sentences_cancelled_total {}\n"
                    "# HELP nazar_source_tokens_total Source tokens read.\n"
                    "# TYPE nazar_source_tokens_total counter\nnazar_source_tokens_total {}\n"
                    "# HELP nazar_target_tokens_total Target tokens written (best hypotheses).\n"
@@ -129,7 +144,8 @@ std::string Metrics::render(const Gauges& g) const {
                    "# TYPE nazar_tokens_per_second gauge\nnazar_tokens_per_second {}\n"
                    "# HELP nazar_uptime_seconds Seconds since the server started.\n"
                    "# TYPE nazar_uptime_seconds gauge\nnazar_uptime_seconds {}\n",
-                   batches_, sentences_, src_tokens_, tgt_tokens_, decode_seconds_, tps, up);
+                   batches_, sentences_, cancelled_, src_tokens_, tgt_tokens_, decode_seconds_, tps,
+                   up);
     return out;
 }
 

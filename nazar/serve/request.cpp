@@ -2,11 +2,13 @@
 #include "nazar/serve/request.h"
 
 #include "nazar/data/utf8.h"
+#include "nazar/decode/beam_search.h"
 #include "nazar/models/config.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -138,7 +140,7 @@ TranslationOptions TranslateRequest::options() const {
     o.length_penalty = length_penalty;
     o.coverage_penalty = coverage_penalty;
     o.replace_unk = replace_unk;
-    o.attention = true;  // every batch keeps them: the response picks what was asked for
+    o.attention = needs_attention();
     return o;
 }
 
@@ -146,8 +148,8 @@ std::string TranslateRequest::batch_key() const {
     uint32_t lp = 0, cp = 0;
     std::memcpy(&lp, &length_penalty, sizeof lp);
     std::memcpy(&cp, &coverage_penalty, sizeof cp);
-    return fmt::format("{}\x1f{}\x1f{}\x1f{:08x}\x1f{:08x}\x1f{}", model, beam, n_best, lp, cp,
-                       replace_unk ? 1 : 0);
+    return fmt::format("{}\x1f{}\x1f{}\x1f{:08x}\x1f{:08x}\x1f{}\x1f{}", model, beam, n_best, lp,
+                       cp, replace_unk ? 1 : 0, needs_attention() ? 1 : 0);
 }
 
 TranslateRequest parse_translate_request(std::string_view body, const RequestLimits& limits) {
@@ -160,8 +162,24 @@ TranslateRequest parse_translate_request(std::string_view body, const RequestLim
                                          bad + 1, static_cast<unsigned char>(body[bad])));
     check_depth(body);
     json j;
+    // A key given twice in one object is refused (nlohmann keeps the last one silently).
+    std::vector<std::vector<std::string>> keys;
+    const json::parser_callback_t no_duplicates = [&](int, json::parse_event_t event,
+                                                      json& parsed) {
+        if (event == json::parse_event_t::object_start) keys.emplace_back();
+        if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+        if (event == json::parse_event_t::key && !keys.empty()) {
+            const std::string k = parsed.get<std::string>();
+            auto& seen = keys.back();
+            if (std::find(seen.begin(), seen.end(), k) != seen.end())
+                throw HttpError(
+                    400, fmt::format("malformed JSON: key '{}' given twice", k.substr(0, 100)));
+            seen.push_back(k);
+        }
+        return true;
+    };
     try {
-        j = json::parse(body);
+        j = json::parse(body, no_duplicates);
     } catch (const json::exception& e) {  // parse_error, or out_of_range for a number overflow
         throw HttpError(400, "malformed JSON: " + parse_reason(e.what()));
     }
@@ -179,6 +197,10 @@ TranslateRequest parse_translate_request(std::string_view body, const RequestLim
             if (!v.is_string() && !v.is_null())
                 throw HttpError(400, fmt::format("'model' must be a string, got {}", type_name(v)));
             r.model = v.is_null() ? std::string() : v.get<std::string>();
+            if (v.is_string() && r.model.empty())
+                throw HttpError(400,
+                                "'model' is empty: name a model, or omit it (or null) for "
+                                "the default");
         } else if (key == "beam") {
             r.beam = get_int(v, "beam", 1, limits.max_beam, " (--max-beam)");
         } else if (key == "n_best") {
@@ -212,6 +234,35 @@ TranslateRequest parse_translate_request(std::string_view body, const RequestLim
     if (r.n_best > r.beam)
         throw HttpError(400, fmt::format("n_best {} exceeds beam {}", r.n_best, r.beam));
     return r;
+}
+
+RequestCost check_cost(const TranslateRequest& r, std::span<const int> source_lengths,
+                       const RequestLimits& limits) {
+    constexpr int64_t kTokenBytes = 32, kNumberBytes = 9, kHypothesisBytes = 120;
+    const TranslationOptions o = r.options();
+    RequestCost c;
+    for (const int S : source_lengths) {
+        const int64_t T =
+            max_output_length(S, o.max_length_ratio, o.max_length_extra, o.max_length);
+        c.work += r.beam * T;
+        int64_t per_hyp = kHypothesisBytes + T * kTokenBytes;
+        if (r.attention) per_hyp += (T + 1) * S * kNumberBytes;
+        if (r.alignment == AlignmentFormat::soft) per_hyp += T * S * kNumberBytes;
+        if (r.alignment == AlignmentFormat::hard) per_hyp += T * kTokenBytes;
+        c.answer_bytes += S * kTokenBytes + r.n_best * per_hyp;
+    }
+    if (c.work > limits.max_work)
+        throw HttpError(413, fmt::format("the request could take {} hypothesis steps (sentences x "
+                                         "beam x maximum output length), above the limit of {} "
+                                         "(--max-work); send fewer or shorter sentences or a "
+                                         "smaller beam",
+                                         c.work, limits.max_work));
+    if (c.answer_bytes > static_cast<int64_t>(limits.max_answer_bytes))
+        throw HttpError(413, fmt::format("the answer could reach {} bytes, above the limit of {} "
+                                         "(--max-answer-bytes); ask for fewer sentences, a "
+                                         "smaller n_best, or no attention matrices",
+                                         c.answer_bytes, limits.max_answer_bytes));
+    return c;
 }
 
 std::string to_json(const TranslateRequest& r) {

@@ -33,6 +33,10 @@ struct RequestLimits {
     int max_sentences = 64;                // per request (400 above)
     int max_tokens = 256;                  // source tokens per sentence (400 above)
     int max_beam = 32;                     // beam and n_best (400 above)
+    // The cost of a request, bounded before it is queued (413 above; check_cost): hypothesis
+    // steps Σ beam · max output length (decoding time and memory), and the answer's size.
+    int64_t max_work = 1 << 18;
+    std::size_t max_answer_bytes = 16 << 20;
 };
 
 // A refused request: HTTP status and a one-line message.
@@ -56,17 +60,32 @@ struct TranslateRequest {
     float coverage_penalty = 0.0f;
     bool replace_unk = false;
 
-    // The decoding options; requests with equal options are decoded in one batch.
+    // The decoding options; requests with equal options are decoded in one batch. The attention
+    // matrices are kept only when the answer shows them (attention, alignment).
     TranslationOptions options() const;
+    bool needs_attention() const { return attention || alignment != AlignmentFormat::none; }
     // Equal for requests that may share one batched beam search (same model and options).
     std::string batch_key() const;
 };
 
 // Parses and checks a body: invalid UTF-8 (the byte offset), malformed JSON (line and column),
-// a body that is not an object, unknown or mistyped fields, no sentences, more than
-// max_sentences, beam/n_best out of range all throw HttpError(400). The body size is checked
+// a body that is not an object, a key given twice, unknown or mistyped fields, an empty
+// "model" (omit it, or null, for the default), no sentences, more than max_sentences,
+// beam/n_best out of range all throw HttpError(400). The body size is checked
 // by the HTTP layer (413) before this is called; here a larger body is refused as 413 too.
 TranslateRequest parse_translate_request(std::string_view body, const RequestLimits& limits);
+
+// The most a request can cost, from its sources' token counts: `work` hypothesis steps
+// (Σ beam · max_len_b, the decoder's length limit of each sentence) and an estimate of the
+// answer's bytes (per hypothesis: 32 bytes per output token, and 9 per attention or soft
+// alignment number, max_len_b + 1 rows of S_b). Throws HttpError(413) naming the limit and the
+// flag that raises it when either exceeds `limits`.
+struct RequestCost {
+    int64_t work = 0;
+    int64_t answer_bytes = 0;
+};
+RequestCost check_cost(const TranslateRequest& r, std::span<const int> source_lengths,
+                       const RequestLimits& limits);
 
 // The request as JSON (the fields above, all of them): parse_translate_request of it gives an
 // equal request (the fuzz target checks this).

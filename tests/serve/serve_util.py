@@ -64,7 +64,10 @@ class Server:
                 body = json.dumps(body).encode()
             elif isinstance(body, str):
                 body = body.encode()
-            conn.request(method, path, body=body, headers=headers or {})
+            headers = dict(headers or {})
+            if method == "POST" and not any(k.lower() == "content-type" for k in headers):
+                headers["Content-Type"] = "application/json"
+            conn.request(method, path, body=body, headers=headers)
             res = conn.getresponse()
             data = res.read()
             return res.status, {k.lower(): v for k, v in res.getheaders()}, data

@@ -60,11 +60,13 @@ TEST(ServeRequest, ParsesEveryFieldAndRoundTrips) {
     EXPECT_EQ(d.text, std::vector<std::string>{"x"});
     EXPECT_EQ(d.beam, 5);
     EXPECT_EQ(d.alignment, AlignmentFormat::none);
-    // Options that change decoding change the key; what the answer shows does not.
-    TranslateRequest e = d;
+    // Options that change decoding change the key, and so does keeping the attention matrices
+    // (memory); which form of them the answer shows does not.
+    TranslateRequest e = d, f = d;
     e.attention = true;
-    e.alignment = AlignmentFormat::hard;
-    EXPECT_EQ(e.batch_key(), d.batch_key());
+    f.alignment = AlignmentFormat::hard;
+    EXPECT_NE(e.batch_key(), d.batch_key());
+    EXPECT_EQ(e.batch_key(), f.batch_key());
     e.beam = 4;
     EXPECT_NE(e.batch_key(), d.batch_key());
 }
