@@ -187,6 +187,50 @@ int run_serve(ServeArgs& a) {
     return 0;
 }
 
+// The request-cost, connection and access options.
+void add_connection_options(CLI::App& app, ServeArgs& a) {
+    auto& c = a.cfg;
+    app.add_option("--max-work", c.limits.max_work,
+                   "Most hypothesis steps a request may take: sentences x beam x maximum output "
+                   "length (413 above)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+        ->capture_default_str();
+    app.add_option("--max-answer-bytes", c.limits.max_answer_bytes,
+                   "Largest answer a request may ask for, estimated before decoding (413 above)")
+        ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 34))
+        ->capture_default_str();
+    app.add_option("--max-connections", c.connections.max_connections,
+                   "Client connections open at once (503 and close above)")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--max-requests-per-connection", c.connections.max_requests,
+                   "Requests on one keep-alive connection before it is closed")
+        ->check(CLI::Range(1, 1 << 30))
+        ->capture_default_str();
+    app.add_option("--header-timeout-ms", a.header_timeout_ms,
+                   "A request's head must arrive within this of its first byte (408 after)")
+        ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
+        ->capture_default_str();
+    app.add_option("--body-timeout-ms", a.body_timeout_ms,
+                   "A request's body must arrive within this of its head (408 after)")
+        ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
+        ->capture_default_str();
+    app.add_option("--idle-timeout-ms", a.idle_timeout_ms,
+                   "A keep-alive connection with no request for this long is closed")
+        ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
+        ->capture_default_str();
+    app.add_option("--write-timeout-ms", a.write_timeout_ms,
+                   "A connection whose client reads no byte of its answer for this long is closed")
+        ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
+        ->capture_default_str();
+    app.add_option("--allow-origin", c.allow_origins,
+                   "A web origin (https://app.example) whose pages may call the server; repeat for "
+                   "more; * for any (others get 403)");
+    app.add_option("--api-key-file", a.api_key_file,
+                   "File of API keys, one per line: every route but /health and the page then "
+                   "needs Authorization: Bearer KEY (401 without)");
+}
+
 void setup_serve(CLI::App& app, std::function<int()>& run) {
     auto a = std::make_shared<ServeArgs>();
     auto& c = a->cfg;
@@ -235,45 +279,7 @@ void setup_serve(CLI::App& app, std::function<int()>& run) {
                    "Sentences per decoder batch inside one batched beam search")
         ->check(CLI::Range(1, 1 << 16))
         ->capture_default_str();
-    app.add_option("--max-work", c.limits.max_work,
-                   "Most hypothesis steps a request may take: sentences x beam x maximum output "
-                   "length (413 above)")
-        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
-        ->capture_default_str();
-    app.add_option("--max-answer-bytes", c.limits.max_answer_bytes,
-                   "Largest answer a request may ask for, estimated before decoding (413 above)")
-        ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 34))
-        ->capture_default_str();
-    app.add_option("--max-connections", c.connections.max_connections,
-                   "Client connections open at once (503 and close above)")
-        ->check(CLI::Range(1, 1 << 20))
-        ->capture_default_str();
-    app.add_option("--max-requests-per-connection", c.connections.max_requests,
-                   "Requests on one keep-alive connection before it is closed")
-        ->check(CLI::Range(1, 1 << 30))
-        ->capture_default_str();
-    app.add_option("--header-timeout-ms", a->header_timeout_ms,
-                   "A request's head must arrive within this of its first byte (408 after)")
-        ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
-        ->capture_default_str();
-    app.add_option("--body-timeout-ms", a->body_timeout_ms,
-                   "A request's body must arrive within this of its head (408 after)")
-        ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
-        ->capture_default_str();
-    app.add_option("--idle-timeout-ms", a->idle_timeout_ms,
-                   "A keep-alive connection with no request for this long is closed")
-        ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
-        ->capture_default_str();
-    app.add_option("--write-timeout-ms", a->write_timeout_ms,
-                   "A connection whose client reads no byte of its answer for this long is closed")
-        ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
-        ->capture_default_str();
-    app.add_option("--allow-origin", c.allow_origins,
-                   "A web origin (https://app.example) whose pages may call the server; repeat for "
-                   "more; * for any (others get 403)");
-    app.add_option("--api-key-file", a->api_key_file,
-                   "File of API keys, one per line: every route but /health and the page then "
-                   "needs Authorization: Bearer KEY (401 without)");
+    add_connection_options(app, *a);
     app.add_option("--http-threads", c.http_threads,
                    "Worker threads that parse requests and write answers (connections are "
                    "served by one event loop)")

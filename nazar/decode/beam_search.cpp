@@ -1,3 +1,4 @@
+// size: over 500 lines: one batched search (its private sentence state, steps, cancellation).
 // Batched beam search (beam_search.h).
 //
 // Hypotheses are nodes of a per-sentence tree (parent node, token, attention row), so keeping a
@@ -93,15 +94,9 @@ struct Sentence {
     bool cancelled = false;         // BeamOptions::cancelled: dropped, returns nothing
     bool cancel_requested = false;  // before the first step: dropped after it, unpolled
 
-    // Leaves the batch now, giving back what its search held.
-    void cancel() {
-        cancelled = true;
-        active = false;
-        std::vector<Node>().swap(nodes);
-        std::vector<float>().swap(attn);
-        std::vector<int>().swap(live);
-        std::vector<double>().swap(live_lp);
-        std::vector<Done>().swap(done);
+    void cancel() {  // leaves the batch now, giving back what its search held
+        cancelled = true, active = false;
+        nodes = {}, attn = {}, live = {}, live_lp = {}, done = {};
     }
 
     int length(int node) const {
@@ -372,6 +367,29 @@ void next_rows(const std::vector<Sentence>& sent, const std::vector<int>& first,
     }
 }
 
+// BeamOptions::cancelled before the first step: true when every sentence is cancelled; the
+// others cancelled are dropped after the first step (the rows are laid out for all of them).
+bool cancelled_at_start(std::vector<Sentence>& sent, const BeamOptions& o) {
+    if (!o.cancelled) return false;
+    bool all = true;
+    for (Sentence& s : sent) all = (s.cancel_requested = o.cancelled(s.b)) && all;
+    return all;
+}
+
+// After a step: the sentences that go on but are cancelled leave the batch.
+void drop_cancelled(std::vector<Sentence>& sent, const std::vector<int>& first,
+                    const std::vector<int>& row_sentence, std::vector<char>& goes_on,
+                    const BeamOptions& o) {
+    if (!o.cancelled) return;
+    for (const int row0 : first) {
+        Sentence& s = sent[row_sentence[row0]];
+        if (goes_on[s.b] && (s.cancel_requested || o.cancelled(s.b))) {
+            goes_on[s.b] = 0;
+            s.cancel();
+        }
+    }
+}
+
 // One sentence per source, each with the empty prefix live.
 std::vector<Sentence> start_sentences(std::span<const int> lengths, int S, const BeamOptions& o) {
     std::vector<Sentence> sent(lengths.size());
@@ -406,11 +424,7 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
     if (B == 0) return results;
 
     std::vector<Sentence> sent = start_sentences(lengths, S, o);
-    if (o.cancelled) {  // all cancelled already: not even the encoder runs
-        bool all = true;
-        for (Sentence& s : sent) all = (s.cancel_requested = o.cancelled(s.b)) && all;
-        if (all) return results;
-    }
+    if (cancelled_at_start(sent, o)) return results;  // not even the encoder runs
 
     typename StepTypes<Model>::Source enc, rows_enc;
     model.encode(src, lengths, S, enc, K);
@@ -456,14 +470,7 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
             model.step_hidden(prev, *cur, state, at_view);
             grouped_output(model, first, groups, N, V, advance_one);
         }
-        if (o.cancelled)
-            for (const int row0 : first) {
-                Sentence& s = sent[row_sentence[row0]];
-                if (goes_on[s.b] && (s.cancel_requested || o.cancelled(s.b))) {
-                    goes_on[s.b] = 0;
-                    s.cancel();
-                }
-            }
+        drop_cancelled(sent, first, row_sentence, goes_on, o);
         next_rows(sent, first, row_sentence, goes_on, st, next_row_sentence, parents, prev);
         if (next_row_sentence.empty()) break;
         bool identity = static_cast<int>(parents.size()) == N;

@@ -155,6 +155,12 @@ void decode_alone(Job& job, const TranslationOptions& opt) {
 
 }  // namespace
 
+bool Batcher::unwanted(const Job& j) const {
+    if (j.cancelled && j.cancelled()) return true;
+    std::lock_guard lk(m_);
+    return j.abandoned;
+}
+
 void Batcher::decode(std::vector<std::shared_ptr<Job>>& batch) {
     const Clock::time_point start = Clock::now();
     TranslationOptions opt = batch.front()->request.options();
@@ -166,12 +172,7 @@ void Batcher::decode(std::vector<std::shared_ptr<Job>>& batch) {
         owner.insert(owner.end(), j->request.text.size(), j.get());
     }
     // A job that timed out (abandoned) or whose client left stops at the next decoder step.
-    opt.cancelled = [this, &owner](std::size_t i) {
-        const Job& j = *owner[i];
-        if (j.cancelled && j.cancelled()) return true;
-        std::lock_guard lk(m_);
-        return j.abandoned;
-    };
+    opt.cancelled = [this, &owner](std::size_t i) { return unwanted(*owner[i]); };
 
     // Results go into the jobs only under the lock (callers read them once `done` is set).
     std::vector<std::vector<Translation>> results(batch.size());
@@ -197,12 +198,7 @@ void Batcher::decode(std::vector<std::shared_ptr<Job>>& batch) {
             alone.translator = batch[b]->translator;
             alone.request = batch[b]->request;
             TranslationOptions o = opt;
-            const Job& j = *batch[b];
-            o.cancelled = [this, &j](std::size_t) {
-                if (j.cancelled && j.cancelled()) return true;
-                std::lock_guard lk(m_);
-                return j.abandoned;
-            };
+            o.cancelled = [this, &j = *batch[b]](std::size_t) { return unwanted(j); };
             decode_alone(alone, o);
             results[b] = std::move(alone.translations);
             status[b] = alone.status;
@@ -216,10 +212,11 @@ void Batcher::decode(std::vector<std::shared_ptr<Job>>& batch) {
     int cancelled = 0;
     for (std::size_t b = 0; b < batch.size(); ++b) {
         src_tokens += batch[b]->tokens;
-        for (const Translation& t : results[b]) cancelled += t.cancelled ? 1 : 0;
-        for (const Translation& t : results[b])
+        for (const Translation& t : results[b]) {
+            cancelled += t.cancelled ? 1 : 0;
             if (!t.hypotheses.empty())
                 tgt_tokens += static_cast<int64_t>(t.hypotheses.front().tokens.size());
+        }
     }
     metrics_.count_batch(static_cast<int>(batch.size()), static_cast<int>(sentences.size()),
                          src_tokens, tgt_tokens, decode_s, cancelled);

@@ -102,6 +102,7 @@ private:
     void run();
     std::vector<std::shared_ptr<Job>> take_batch(std::unique_lock<std::mutex>& lk);
     void decode(std::vector<std::shared_ptr<Job>>& batch);
+    bool unwanted(const Job& j) const;  // cancelled by its caller, or abandoned
 
     BatcherConfig config_;
     Metrics& metrics_;

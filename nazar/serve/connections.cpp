@@ -1,3 +1,4 @@
+// size: over 500 lines: one event loop, a state machine per connection.
 // The event loop that owns the server's sockets (connections.h).
 #include "nazar/serve/connections.h"
 

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <unordered_set>
 
 namespace nazar::serve {
 
@@ -131,6 +132,31 @@ json matrix(ConstTensorView m, int rows) {
     return out;
 }
 
+// Parses the body; a key given twice in one object is refused (nlohmann keeps the last one
+// silently).
+json parse_json(std::string_view body) {
+    json j;
+    std::vector<std::unordered_set<std::string>> keys;  // per open object
+    const json::parser_callback_t no_duplicates = [&](int, json::parse_event_t event,
+                                                      json& parsed) {
+        if (event == json::parse_event_t::object_start) keys.emplace_back();
+        if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+        if (event == json::parse_event_t::key && !keys.empty()) {
+            const std::string k = parsed.get<std::string>();
+            if (!keys.back().insert(k).second)
+                throw HttpError(
+                    400, fmt::format("malformed JSON: key '{}' given twice", k.substr(0, 100)));
+        }
+        return true;
+    };
+    try {
+        j = json::parse(body, no_duplicates);
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number overflow
+        throw HttpError(400, "malformed JSON: " + parse_reason(e.what()));
+    }
+    return j;
+}
+
 }  // namespace
 
 TranslationOptions TranslateRequest::options() const {
@@ -161,28 +187,7 @@ TranslateRequest parse_translate_request(std::string_view body, const RequestLim
         throw HttpError(400, fmt::format("request body: invalid UTF-8 at byte {} (0x{:02x})",
                                          bad + 1, static_cast<unsigned char>(body[bad])));
     check_depth(body);
-    json j;
-    // A key given twice in one object is refused (nlohmann keeps the last one silently).
-    std::vector<std::vector<std::string>> keys;
-    const json::parser_callback_t no_duplicates = [&](int, json::parse_event_t event,
-                                                      json& parsed) {
-        if (event == json::parse_event_t::object_start) keys.emplace_back();
-        if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-        if (event == json::parse_event_t::key && !keys.empty()) {
-            const std::string k = parsed.get<std::string>();
-            auto& seen = keys.back();
-            if (std::find(seen.begin(), seen.end(), k) != seen.end())
-                throw HttpError(
-                    400, fmt::format("malformed JSON: key '{}' given twice", k.substr(0, 100)));
-            seen.push_back(k);
-        }
-        return true;
-    };
-    try {
-        j = json::parse(body, no_duplicates);
-    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number overflow
-        throw HttpError(400, "malformed JSON: " + parse_reason(e.what()));
-    }
+    const json j = parse_json(body);
     if (!j.is_object())
         throw HttpError(400,
                         fmt::format("the request must be a JSON object, got {}", type_name(j)));
