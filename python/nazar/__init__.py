@@ -8,9 +8,14 @@ translator, trainer, metrics and model files as the ``nazar`` command line, with
     >>> out = tr.translate(["3 May 1979"], beam=5, attention=True)
     >>> out[0].text, out[0].score, out[0].attention.shape      # doctest: +SKIP
 
-Errors: ``ValueError`` for a bad argument or configuration, :class:`nazar.Error` (a
-``RuntimeError``) for a bad or missing file or invalid input; both carry the one-line message
-the command line prints. See docs/python.md.
+Errors: ``ValueError`` for a bad argument or configuration (an integer out of its range, a
+sentence over ``max_line_bytes``, lists of different lengths), ``TypeError`` for a value of the
+wrong type, ``UnicodeEncodeError`` for text that is not UTF-8 (a lone surrogate),
+:class:`nazar.Error` (a ``RuntimeError``) for a bad or missing file or invalid input, and
+:class:`nazar.Cancelled` (a :class:`nazar.Error`) for a translation stopped by its
+:class:`nazar.CancelToken`; each names the argument and carries the one-line message the
+command line prints. Ctrl-C during ``translate`` or ``train`` raises ``KeyboardInterrupt``
+within a step. See docs/python.md.
 """
 
 try:
@@ -23,10 +28,11 @@ except ImportError as e:  # pragma: no cover - depends on how the package was re
         "`pip install --no-build-isolation .` (docs/python.md)"
     ) from e
 
-from ._nazar import Error, num_threads, set_num_threads
+from ._nazar import CancelToken, Cancelled, Error, num_threads, set_num_threads
 from ._model import Model, load, save
 from ._train import config_keys, resolve_config, train
 from ._translate import (
+    MAX_LINE_BYTES,
     Alignment,
     AttentionMap,
     Hypothesis,
@@ -43,8 +49,11 @@ from . import eval  # noqa: E402  (nazar.eval.bleu ...)
 __version__ = "0.1.0"
 
 __all__ = [
+    "MAX_LINE_BYTES",
     "Alignment",
     "AttentionMap",
+    "CancelToken",
+    "Cancelled",
     "Error",
     "Hypothesis",
     "Model",

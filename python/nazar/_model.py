@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Union
 import numpy as np
 
 from . import _nazar
+from ._translate import _path, _utf8
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -60,7 +61,7 @@ class Model:
 def load(path: PathLike) -> Model:
     """Reads a model file (or a checkpoint's model part) with every check ``nazar translate``
     makes. Raises :class:`nazar.Error` for a missing or invalid file."""
-    config_json, params, metadata = _nazar.load_model(os.fspath(path))
+    config_json, params, metadata = _nazar.load_model(_path("path", path))
     meta = {k: v for k, v in metadata.items() if k not in ("nazar.config", "nazar.format")}
     return Model(json.loads(config_json), dict(params), meta)
 
@@ -87,10 +88,13 @@ def save(
         metadata = model.metadata if metadata is None else metadata
     if config is None or params is None:
         raise ValueError("save needs a Model, or config= and params=")
-    meta = {str(k): str(v) for k, v in (metadata or {}).items()}
+    meta = {
+        _utf8("metadata key", str(k)): _utf8(f"metadata[{k!r}]", str(v))
+        for k, v in (metadata or {}).items()
+    }
     arrays = {}
     for name, a in params.items():
         if hasattr(a, "detach"):  # a torch tensor
             a = a.detach().cpu().numpy()
-        arrays[str(name)] = np.ascontiguousarray(a, dtype=np.float32)
-    _nazar.save_model(os.fspath(path), json.dumps(config), arrays, meta)
+        arrays[_utf8("parameter name", str(name))] = np.ascontiguousarray(a, dtype=np.float32)
+    _nazar.save_model(_path("path", path), json.dumps(config), arrays, meta)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _nazar
+from ._translate import _path, _utf8
 
 PathLike = Union[str, "os.PathLike[str]"]
 Config = Union[Mapping[str, Any], PathLike, None]
@@ -35,22 +36,39 @@ def _text(key: str, value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float, str)):
-        return str(value)
+        # values, paths included, are stored in checkpoints as UTF-8
+        return _utf8(key, str(value))
     if isinstance(value, os.PathLike):
-        return os.fspath(value)
+        return _utf8(key, os.fspath(value))
     raise TypeError(f"{key}: expected a number, bool, str or path, got {type(value).__name__}")
 
 
+def _check_config(value: Any, where: str) -> None:
+    """Every str of a configuration dict encodable as UTF-8 (UnicodeEncodeError naming it)."""
+    if isinstance(value, str):
+        _utf8(where, value)
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            _check_config(k, f"{where} key")
+            _check_config(v, f"{where}[{k!r}]")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_config(v, f"{where}[{i}]")
+
+
 def _args(config: Config, overrides: Mapping[str, Any], resume: Optional[PathLike]):
-    yaml_text, source, path = "", "", ""
+    yaml_text, source, path = "", "", b""
     if isinstance(config, Mapping):
+        _check_config(config, "config")
         # JSON is YAML: the dict goes through the same reader as a YAML file, so keys, sections,
         # types and errors are those of `nazar train --config` (errors say "config: ...").
         yaml_text, source = json.dumps(dict(config)), "config"
     elif config is not None:
-        path = os.fspath(config)
-    items: List[Tuple[str, str]] = [(k, _text(k, v)) for k, v in overrides.items()]
-    return yaml_text, source, path, items, "" if resume is None else os.fspath(resume)
+        path = _path("config", config)
+    items: List[Tuple[str, str]] = [
+        (_utf8("keyword argument", k), _text(k, v)) for k, v in overrides.items()
+    ]
+    return yaml_text, source, path, items, b"" if resume is None else _path("resume", resume)
 
 
 def train(

@@ -13,22 +13,49 @@ from . import _nazar
 PathLike = Union[str, "os.PathLike[str]"]
 
 
+# The command line's --max-line-bytes default (nazar/data/reader.h kDefaultMaxLineBytes): the
+# longest sentence translate, score and align accept unless max_line_bytes says otherwise.
+MAX_LINE_BYTES = 1 << 16
+
+
 def _sentences(sentences: Union[str, Iterable[str]], what: str = "sentences") -> List[str]:
-    if isinstance(sentences, str):
+    """A list of the sentences; the extension checks each item (str, UTF-8, length)."""
+    if isinstance(sentences, (str, bytes)):
         raise TypeError(f"{what} must be a list of strings, not one string (wrap it: [s])")
-    out = list(sentences)
-    for i, s in enumerate(out):
-        if not isinstance(s, str):
-            raise TypeError(f"{what}[{i}] is {type(s).__name__}, not str")
-    return out
+    return sentences if isinstance(sentences, list) else list(sentences)
 
 
-def _positive(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return value
+def _float(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            return float(value)  # numpy floats and the like
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be a number, got {type(value).__name__}") from None
+    return float(value)
+
+
+def _utf8(name: str, text: str) -> str:
+    """``text`` when it can be encoded as UTF-8, else a UnicodeEncodeError naming ``name``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise UnicodeEncodeError(
+            e.encoding, e.object, e.start, e.end,
+            f"{name} cannot be encoded as UTF-8 ({e.reason}; a lone surrogate is not text)",
+        ) from None
+    return text
+
+
+def _path(name: str, path) -> bytes:
+    """A path as the bytes the file system sees (os.fsencode: undecodable names round-trip)."""
+    try:
+        return os.fsencode(path)
+    except TypeError:
+        raise TypeError(f"{name} must be a str or os.PathLike, got {type(path).__name__}") from None
+    except UnicodeEncodeError as e:
+        raise UnicodeEncodeError(
+            e.encoding, e.object, e.start, e.end, f"{name} cannot be encoded as a file name"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -193,10 +220,10 @@ class Translator:
     def __init__(self, path: PathLike, threads: Optional[int] = None, replicas: int = 1):
         self._path = os.fspath(path)
         self._threads = threads
-        self._replicas = _positive("replicas", replicas)
+        self._replicas = replicas
         if threads is not None:
-            _nazar.set_num_threads(int(threads))
-        self._tr = _nazar.Translator(self._path, self._replicas)
+            _nazar.set_num_threads(threads)
+        self._tr = _nazar.Translator(_path("path", self._path), replicas)
         self._text_model = None  # score / align: loaded on first use
 
     @property
@@ -224,6 +251,8 @@ class Translator:
         max_length_extra: int = 5,
         max_length: int = 512,
         dictionary: Optional[PathLike] = None,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        cancel: Optional[_nazar.CancelToken] = None,
     ) -> List[Translation]:
         """Translates ``sentences`` (a list of str) with beam search (``beam=1``: greedy), as
         ``nazar translate`` does, and returns one :class:`Translation` per sentence, in order.
@@ -232,7 +261,13 @@ class Translator:
         ``Hypothesis.attention``, like ``attention=True``). ``attention=True`` keeps each
         hypothesis's attention matrix as a float32 array (target × source). ``replace_unk``
         replaces ``<unk>`` by the most-attended source token (or its entry in ``dictionary``, a
-        ``source<TAB>target`` file)."""
+        ``source<TAB>target`` file).
+
+        A sentence longer than ``max_line_bytes`` bytes of UTF-8 (64 KiB, the command line's
+        ``--max-line-bytes`` default) is a ``ValueError`` naming it, before any work. Ctrl-C
+        (in the main thread) raises ``KeyboardInterrupt`` within a decoder step; ``cancel``, a
+        :class:`nazar.CancelToken`, lets another thread stop the call: ``token.cancel()`` makes
+        it raise :class:`nazar.Cancelled` within a decoder step."""
         src = _sentences(sentences)
         if alignment not in (None, "none", "hard", "soft"):
             raise ValueError(f"alignment must be None, 'hard' or 'soft', got {alignment!r}")
@@ -240,18 +275,20 @@ class Translator:
         want_attention = bool(attention) or alignment == "soft"
         raw = self._tr.translate(
             src,
-            _positive("beam", beam),
-            _positive("n_best", n_best),
+            beam,
+            n_best,
             want_links,
             want_attention,
             bool(replace_unk),
-            _positive("batch_size", batch_size),
-            float(length_penalty),
-            float(coverage_penalty),
-            float(max_length_ratio),
-            int(max_length_extra),
-            _positive("max_length", max_length),
-            "" if dictionary is None else os.fspath(dictionary),
+            batch_size,
+            _float("length_penalty", length_penalty),
+            _float("coverage_penalty", coverage_penalty),
+            _float("max_length_ratio", max_length_ratio),
+            max_length_extra,
+            max_length,
+            b"" if dictionary is None else _path("dictionary", dictionary),
+            max_line_bytes,
+            cancel,
         )
         out = []
         for s, (source_tokens, hyps) in zip(src, raw):
@@ -278,39 +315,49 @@ class Translator:
 
     def _model(self):
         if self._text_model is None:
-            self._text_model = _nazar.TextModel(self._path)
+            self._text_model = _nazar.TextModel(_path("path", self._path))
         return self._text_model
 
     def score(
-        self, sources: Iterable[str], targets: Iterable[str], batch_size: int = 32
+        self,
+        sources: Iterable[str],
+        targets: Iterable[str],
+        batch_size: int = 32,
+        max_line_bytes: int = MAX_LINE_BYTES,
     ) -> List[float]:
-        """log p(target | source) of each pair under forced decoding (``nazar score``)."""
+        """log p(target | source) of each pair under forced decoding (``nazar score``). A
+        source or target longer than ``max_line_bytes`` bytes of UTF-8 is a ``ValueError``."""
         return self._model().score(
-            _sentences(sources, "sources"),
-            _sentences(targets, "targets"),
-            _positive("batch_size", batch_size),
+            _sentences(sources, "sources"), _sentences(targets, "targets"), batch_size,
+            max_line_bytes,
         )
 
     def align(
-        self, sources: Iterable[str], targets: Iterable[str], batch_size: int = 32
+        self,
+        sources: Iterable[str],
+        targets: Iterable[str],
+        batch_size: int = 32,
+        max_line_bytes: int = MAX_LINE_BYTES,
     ) -> List[Alignment]:
-        """Forced-decoding attention and hard alignment of each pair (``nazar align``)."""
+        """Forced-decoding attention and hard alignment of each pair (``nazar align``). A
+        source or target longer than ``max_line_bytes`` bytes of UTF-8 is a ``ValueError``."""
         raw = self._model().align(
-            _sentences(sources, "sources"),
-            _sentences(targets, "targets"),
-            _positive("batch_size", batch_size),
+            _sentences(sources, "sources"), _sentences(targets, "targets"), batch_size,
+            max_line_bytes,
         )
         return [Alignment(sp, tp, lp, att, links, pg) for (lp, sp, tp, att, links, pg) in raw]
 
     def attention(
-        self, sentences: Iterable[str], beam: int = 1, batch_size: int = 32
+        self, sentences: Iterable[str], beam: int = 1, batch_size: int = 32, **options
     ) -> List[AttentionMap]:
         """Heatmaps of the translations of ``sentences`` (``nazar attention``; greedy by
-        default)."""
+        default). ``options``: those of :meth:`translate` (``max_line_bytes``, ``cancel``...)."""
         caption = f"{self._path} · " + ("greedy" if beam == 1 else f"beam {beam}")
         return [
             t.attention_map(caption=caption)
-            for t in self.translate(sentences, beam=beam, batch_size=batch_size, attention=True)
+            for t in self.translate(
+                sentences, beam=beam, batch_size=batch_size, attention=True, **options
+            )
         ]
 
 
@@ -324,24 +371,36 @@ def translate(model: Union[PathLike, Translator], sentences: Iterable[str], **op
 
 
 def score(
-    model: Union[PathLike, Translator], sources: Iterable[str], targets: Iterable[str], batch_size: int = 32
+    model: Union[PathLike, Translator],
+    sources: Iterable[str],
+    targets: Iterable[str],
+    batch_size: int = 32,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> List[float]:
     """log p(target | source) per pair (``nazar score``)."""
-    return _translator(model).score(sources, targets, batch_size)
+    return _translator(model).score(sources, targets, batch_size, max_line_bytes)
 
 
 def align(
-    model: Union[PathLike, Translator], sources: Iterable[str], targets: Iterable[str], batch_size: int = 32
+    model: Union[PathLike, Translator],
+    sources: Iterable[str],
+    targets: Iterable[str],
+    batch_size: int = 32,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> List[Alignment]:
     """Forced alignment per pair (``nazar align``)."""
-    return _translator(model).align(sources, targets, batch_size)
+    return _translator(model).align(sources, targets, batch_size, max_line_bytes)
 
 
 def attention(
-    model: Union[PathLike, Translator], sentences: Iterable[str], beam: int = 1, batch_size: int = 32
+    model: Union[PathLike, Translator],
+    sentences: Iterable[str],
+    beam: int = 1,
+    batch_size: int = 32,
+    **options,
 ) -> List[AttentionMap]:
     """Attention heatmaps of the translations (``nazar attention``)."""
-    return _translator(model).attention(sentences, beam, batch_size)
+    return _translator(model).attention(sentences, beam, batch_size, **options)
 
 
 def render_html(maps: Sequence[AttentionMap], title: str = "nazar attention") -> str:

@@ -1,7 +1,9 @@
 """Metrics over lists of strings: the numbers ``nazar eval`` prints (docs/metrics.md).
 
 ``refs`` is one reference per hypothesis (a list of str) or several reference streams (a list
-of such lists, each as long as ``hyps``).
+of such lists, each as long as ``hyps``). Lists of different lengths, an empty input and
+integers out of range are ``ValueError``; text that is not UTF-8 (a lone surrogate) is
+``UnicodeEncodeError`` naming the list and the line.
 
     >>> nazar.eval.bleu(["the cat sat"], ["the cat sat down"]).score   # doctest: +SKIP
 """
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 from . import _nazar
+from ._translate import _float
 
 Refs = Union[Sequence[str], Sequence[Sequence[str]]]
 
@@ -43,22 +46,17 @@ def _score(d: dict) -> Score:
 
 
 def _lines(x: Iterable[str], what: str) -> List[str]:
-    if isinstance(x, str):
+    """A list of the lines; the extension checks each item (a str, encodable as UTF-8)."""
+    if isinstance(x, (str, bytes)):
         raise TypeError(f"{what} must be a list of strings, not one string")
-    out = list(x)
-    for i, s in enumerate(out):
-        if not isinstance(s, str):
-            raise TypeError(f"{what}[{i}] is {type(s).__name__}, not str")
-    return out
+    return x if isinstance(x, list) else list(x)
 
 
-def _streams(refs: Refs) -> List[List[str]]:
-    if isinstance(refs, str):
+def _streams(refs: Refs) -> list:
+    """refs as a list: of str (one reference per hypothesis) or of lists (several streams)."""
+    if isinstance(refs, (str, bytes)):
         raise TypeError("refs must be a list of strings (or a list of such lists), not one string")
-    refs = list(refs)
-    if refs and all(isinstance(r, str) for r in refs):
-        return [list(refs)]
-    return [_lines(r, f"refs[{k}]") for k, r in enumerate(refs)]
+    return [r if isinstance(r, str) else _lines(r, f"refs[{k}]") for k, r in enumerate(refs)]
 
 
 def bleu(
@@ -73,8 +71,9 @@ def bleu(
     """Corpus BLEU as sacreBLEU 2.x computes it (``nazar eval --metric bleu``)."""
     return _score(
         _nazar.bleu(
-            _lines(hyps, "hyps"), _streams(refs), tokenize, smooth_method, smooth_value,
-            bool(lowercase), int(max_ngram_order),
+            _lines(hyps, "hyps"), _streams(refs), tokenize, smooth_method,
+            None if smooth_value is None else _float("smooth_value", smooth_value),
+            bool(lowercase), max_ngram_order,
         )
     )
 
@@ -92,7 +91,7 @@ def chrf(
     """Corpus chrF (``word_order=2``: chrF++) as sacreBLEU 2.x (``nazar eval --metric chrf``)."""
     return _score(
         _nazar.chrf(
-            _lines(hyps, "hyps"), _streams(refs), int(char_order), int(word_order), int(beta),
+            _lines(hyps, "hyps"), _streams(refs), char_order, word_order, beta,
             bool(lowercase), bool(whitespace), bool(eps_smoothing),
         )
     )

@@ -4,14 +4,18 @@
 // Score object.
 #include "common.h"
 
+#include "nazar/core/check.h"
+
 #include "nazar/eval/aer.h"
 #include "nazar/eval/bleu.h"
 #include "nazar/eval/chrf.h"
 #include "nazar/eval/references.h"
 #include "nazar/eval/wer.h"
 
+#include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include <climits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,18 +26,61 @@ namespace {
 using Lines = std::vector<std::string>;
 using Streams = std::vector<Lines>;
 
-pb::dict bleu(const Lines& hyps, const Streams& refs, const std::string& tokenize,
-              const std::string& smooth_method, std::optional<double> smooth_value, bool lowercase,
-              int max_ngram_order) {
-    BleuOptions opt{.smooth_method = parse_bleu_smooth(smooth_method),
-                    .tokenize = parse_bleu_tokenize(tokenize),
+constexpr int64_t kMaxChrfBeta = INT32_MAX;
+
+// The hypotheses and reference streams, checked as `nazar eval` checks its files: the same
+// number of lines everywhere (a ValueError, as the CLI's usage error), and not empty (a
+// corpus score of nothing is no score; the CLI prints 0 for empty files).
+struct Corpus {
+    Lines hyps;
+    Streams refs;
+};
+
+[[noreturn]] void empty_input() {
+    throw UsageError("the input is empty: hyps has no lines (there is nothing to score)");
+}
+
+// refs: one reference per hypothesis (a list of str) or several streams (a list of such lists).
+Corpus corpus(const pb::handle& hyps, const pb::handle& refs) {
+    Corpus c;
+    c.hyps = text_list(hyps, "hyps");
+    if (PyUnicode_Check(refs.ptr()) || !PySequence_Check(refs.ptr()))
+        throw pb::type_error(fmt::format("refs must be a list of str (or of lists of str), got {}",
+                                         Py_TYPE(refs.ptr())->tp_name));
+    const auto streams = pb::reinterpret_borrow<pb::sequence>(refs);
+    if (streams.size() > 0 && PyUnicode_Check(pb::object(streams[0]).ptr())) {
+        c.refs.push_back(text_list(refs, "refs"));
+    } else {
+        for (std::size_t k = 0; k < streams.size(); ++k)
+            c.refs.push_back(text_list(streams[k], fmt::format("refs[{}]", k).c_str()));
+    }
+    if (c.hyps.empty()) empty_input();
+    if (c.refs.empty())
+        throw UsageError(fmt::format("refs is empty: give one reference per hypothesis ({} hyps)",
+                                     c.hyps.size()));
+    for (std::size_t k = 0; k < c.refs.size(); ++k)
+        if (c.refs[k].size() != c.hyps.size())
+            throw UsageError(
+                fmt::format("line-count mismatch: {} hyps but {} references{} (one per hypothesis)",
+                            c.hyps.size(), c.refs[k].size(),
+                            c.refs.size() > 1 ? fmt::format(" in refs[{}]", k) : std::string()));
+    return c;
+}
+
+pb::dict bleu(const pb::handle& hyps, const pb::handle& refs, const pb::handle& tokenize,
+              const pb::handle& smooth_method, std::optional<double> smooth_value, bool lowercase,
+              const pb::handle& max_ngram_order) {
+    BleuOptions opt{.smooth_method = parse_bleu_smooth(text_arg(smooth_method, "smooth_method")),
+                    .tokenize = parse_bleu_tokenize(text_arg(tokenize, "tokenize")),
                     .lowercase = lowercase,
-                    .max_ngram_order = max_ngram_order};
+                    .max_ngram_order = static_cast<int>(
+                        int_arg(max_ngram_order, "max_ngram_order", 1, kMaxBleuOrder))};
     opt.smooth_value = smooth_value;
+    const Corpus c = corpus(hyps, refs);
     BleuScore s;
     {
         pb::gil_scoped_release nogil;
-        s = corpus_bleu(hyps, refs, opt);
+        s = corpus_bleu(c.hyps, c.refs, opt);
     }
     pb::dict d;
     d["name"] = "BLEU";
@@ -50,18 +97,21 @@ pb::dict bleu(const Lines& hyps, const Streams& refs, const std::string& tokeniz
     return d;
 }
 
-pb::dict chrf(const Lines& hyps, const Streams& refs, int char_order, int word_order, int beta,
-              bool lowercase, bool whitespace, bool eps_smoothing) {
-    const ChrfOptions opt{.char_order = char_order,
-                          .word_order = word_order,
-                          .beta = beta,
-                          .lowercase = lowercase,
-                          .whitespace = whitespace,
-                          .eps_smoothing = eps_smoothing};
+pb::dict chrf(const pb::handle& hyps, const pb::handle& refs, const pb::handle& char_order,
+              const pb::handle& word_order, const pb::handle& beta, bool lowercase, bool whitespace,
+              bool eps_smoothing) {
+    const ChrfOptions opt{
+        .char_order = static_cast<int>(int_arg(char_order, "char_order", 1, kMaxChrfOrder)),
+        .word_order = static_cast<int>(int_arg(word_order, "word_order", 0, kMaxChrfOrder)),
+        .beta = static_cast<int>(int_arg(beta, "beta", 0, kMaxChrfBeta)),
+        .lowercase = lowercase,
+        .whitespace = whitespace,
+        .eps_smoothing = eps_smoothing};
+    const Corpus c = corpus(hyps, refs);
     ChrfScore s;
     {
         pb::gil_scoped_release nogil;
-        s = corpus_chrf(hyps, refs, opt);
+        s = corpus_chrf(c.hyps, c.refs, opt);
     }
     pb::dict d;
     d["name"] = s.name();
@@ -71,7 +121,7 @@ pb::dict chrf(const Lines& hyps, const Streams& refs, int char_order, int word_o
     return d;
 }
 
-pb::dict error_rate(const Lines& hyps, const Streams& refs, const std::string& metric) {
+pb::dict error_rate(const pb::handle& hyps, const pb::handle& refs, const std::string& metric) {
     ErrorMetric m;
     if (metric == "wer")
         m = ErrorMetric::wer;
@@ -81,10 +131,11 @@ pb::dict error_rate(const Lines& hyps, const Streams& refs, const std::string& m
         m = ErrorMetric::per;
     else
         throw UsageError("error rate metric '" + metric + "' is not one of wer, cer, per");
+    const Corpus c = corpus(hyps, refs);
     ErrorRate s;
     {
         pb::gil_scoped_release nogil;
-        s = corpus_error_rate(hyps, refs, m);
+        s = corpus_error_rate(c.hyps, c.refs, m);
     }
     pb::dict d;
     d["name"] = s.name();
@@ -100,8 +151,9 @@ pb::dict error_rate(const Lines& hyps, const Streams& refs, const std::string& m
     return d;
 }
 
-pb::dict exact(const Lines& hyps, const Streams& refs) {
-    const ExactMatch s = exact_match(hyps, refs);
+pb::dict exact(const pb::handle& hyps, const pb::handle& refs) {
+    const Corpus c = corpus(hyps, refs);
+    const ExactMatch s = exact_match(c.hyps, c.refs);
     pb::dict d;
     d["name"] = "Exact";
     d["score"] = s.score;
@@ -111,8 +163,20 @@ pb::dict exact(const Lines& hyps, const Streams& refs) {
     return d;
 }
 
-pb::dict aer(const Lines& hyps, const Lines& gold, const Lines& possible) {
-    const AerScore s = corpus_aer(hyps, gold, possible);
+pb::dict aer(const pb::handle& hyps, const pb::handle& gold, const pb::handle& possible) {
+    const Lines h = text_list(hyps, "hyps"), g = text_list(gold, "gold"),
+                p = text_list(possible, "possible");
+    if (h.empty()) empty_input();
+    if (g.size() != h.size())
+        throw UsageError(
+            fmt::format("line-count mismatch: {} hyps but {} gold alignments (one per hypothesis)",
+                        h.size(), g.size()));
+    if (!p.empty() && p.size() != h.size())
+        throw UsageError(fmt::format(
+            "line-count mismatch: {} hyps but {} lines of possible links (none, or one per "
+            "hypothesis)",
+            h.size(), p.size()));
+    const AerScore s = corpus_aer(h, g, p);
     pb::dict d;
     d["name"] = "AER";
     d["score"] = s.score;

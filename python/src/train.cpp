@@ -7,10 +7,16 @@
 //   progress       TrainerHooks::on_record hands each metrics-log record (train window,
 //                  validation) to the Python callback, with the GIL held only for that call; a
 //                  callback returning False stops the run like an interrupt (checkpoint written).
-//   Ctrl-C         called from the main thread, train() installs a SIGINT handler for the run
-//                  that sets the trainer's interrupt flag, as the CLI's does: the update in flight
-//                  finishes, last.safetensors is written, Python's handler is restored and
-//                  KeyboardInterrupt is raised; resume=save_dir continues bit for bit.
+//   Ctrl-C         Python's SIGINT handler stays installed. For the run SIGINT is blocked in
+//                  the training thread and in nazar's workers, and the stop_after hook (after
+//                  each update) lets a pending one in and runs Python's handlers
+//                  (InterruptPoll, interrupt.cpp: why no signal may land in a computing
+//                  thread, and why not a handler of our own). When they raise
+//                  KeyboardInterrupt, the trainer's interrupt flag is set as the CLI's signal
+//                  watcher sets it: the update in flight finishes, last.safetensors is
+//                  written, and KeyboardInterrupt is raised with the resume hint;
+//                  resume=save_dir continues bit for bit. Ctrl-C while the data is read gives
+//                  KeyboardInterrupt as soon as it is read, before any update.
 //   GIL            released for the whole run, so other Python threads keep running.
 #include "common.h"
 
@@ -25,7 +31,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <csignal>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -35,31 +41,6 @@
 
 namespace nazar::py {
 namespace {
-
-std::atomic<bool> g_sigint{false};
-extern "C" void on_sigint(int) {
-    g_sigint.store(true);
-}
-
-// SIGINT -> g_sigint while alive (main thread only); the previous handler comes back after.
-class SigintScope {
-public:
-    SigintScope() {
-        struct sigaction sa {};
-        sa.sa_handler = on_sigint;
-        sigemptyset(&sa.sa_mask);
-        installed_ = sigaction(SIGINT, &sa, &old_) == 0;
-    }
-    ~SigintScope() {
-        if (installed_) sigaction(SIGINT, &old_, nullptr);
-    }
-    SigintScope(const SigintScope&) = delete;
-    SigintScope& operator=(const SigintScope&) = delete;
-
-private:
-    struct sigaction old_ {};
-    bool installed_ = false;
-};
 
 pb::object to_python(const nlohmann::json& j) {
     switch (j.type()) {
@@ -147,7 +128,7 @@ TrainConfig make_config(const std::string& yaml_text, const std::string& yaml_so
                 fmt::format("unknown option '{}'{}", key,
                             s.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", s)));
         }
-        set_config_value(cfg, k->key, value, k->key);
+        set_config_value(cfg, k->key, value, "");  // "hidden_size: 0 is out of range [1, 65536]"
     }
     if (ck) {
         const std::vector<std::string> changed = changed_keys(ck->config, cfg);
@@ -159,67 +140,12 @@ TrainConfig make_config(const std::string& yaml_text, const std::string& yaml_so
     return cfg;
 }
 
-pb::dict train(const std::string& yaml_text, const std::string& yaml_source,
-               const std::string& config_path,
-               const std::vector<std::pair<std::string, std::string>>& overrides,
-               const std::string& resume, bool overwrite, pb::object callback) {
-    TrainConfig cfg;
-    std::unique_ptr<Trainer> trainer;
-    std::atomic<bool> stop{false};
-    const bool main_thread = pb::module_::import("threading")
-                                 .attr("current_thread")()
-                                 .is(pb::module_::import("threading").attr("main_thread")());
-    {
-        pb::gil_scoped_release nogil;
-        cfg = make_config(yaml_text, yaml_source, config_path, overrides, resume);
-        if (cfg.threads > 0) set_num_threads(cfg.threads);
-        check_config(cfg);  // before any data is read
-        if (overwrite && !resume.empty())
-            throw UsageError(
-                "overwrite and resume exclude each other: resume continues the run in its "
-                "directory, overwrite starts a new one there");
-        // As `nazar train`: refuse an old run's directory (unless resume or overwrite), remove
-        // stale temporaries, and make sure the first checkpoint can be written.
-        const RunDirReport prepared =
-            prepare_run_dir(cfg.save_dir, {.resume = !resume.empty(), .overwrite = overwrite});
-        for (const auto& n : prepared.removed)
-            std::fprintf(stderr, "removed from %s: %s\n", cfg.save_dir.c_str(), n.c_str());
-    }
-    std::unique_ptr<pb::error_already_set> callback_error;
-    TrainerHooks hooks;
-    hooks.interrupt = &stop;
-    if (!callback.is_none())
-        hooks.on_record = [&](const nlohmann::json& record) {
-            if (stop.load()) return;
-            pb::gil_scoped_acquire gil;
-            try {
-                const pb::object r = callback(to_python(record));
-                if (!r.is_none() && !r.cast<bool>()) stop.store(true);
-            } catch (pb::error_already_set& e) {
-                callback_error = std::make_unique<pb::error_already_set>(std::move(e));
-                stop.store(true);
-            }
-        };
-    // SIGINT sets g_sigint; stop_after (polled after each batch, before the interrupt flag)
-    // forwards it to the trainer's flag.
-    hooks.stop_after = [&](int64_t) {
-        if (g_sigint.load()) stop.store(true);
-        return false;
-    };
-    TrainResult r;
-    bool interrupted_by_signal = false;
-    {
-        pb::gil_scoped_release nogil;
-        trainer = std::make_unique<Trainer>(cfg, resume, hooks);
-        g_sigint.store(false);
-        std::unique_ptr<SigintScope> sigint;
-        if (main_thread) sigint = std::make_unique<SigintScope>();
-        r = trainer->run();
-        sigint.reset();
-        interrupted_by_signal = g_sigint.exchange(false);
-    }
-    if (callback_error) throw std::move(*callback_error);
-    if (interrupted_by_signal && r.interrupted) {
+// The run's result as a dict; an interrupt (KeyboardInterrupt from Ctrl-C, or what a Python
+// signal handler raised) is raised after the checkpoint.
+pb::dict result_dict(const TrainResult& r, const TrainConfig& cfg,
+                     std::unique_ptr<pb::error_already_set>& interrupt) {
+    if (interrupt) {
+        if (!r.interrupted || !interrupt->matches(PyExc_KeyboardInterrupt)) throw *interrupt;
         const std::string msg = fmt::format(
             "training interrupted at step {}: checkpoint written to {}/last.safetensors; continue "
             "with nazar.train(resume='{}')",
@@ -239,6 +165,71 @@ pb::dict train(const std::string& yaml_text, const std::string& yaml_source,
     d["last_valid"] = r.validated ? pb::object(validation_dict(r.last_valid)) : pb::none();
     d["config"] = config_dict(cfg);
     return d;
+}
+
+pb::dict train(const std::string& yaml_text, const std::string& yaml_source,
+               const std::string& config_path,
+               const std::vector<std::pair<std::string, std::string>>& overrides,
+               const std::string& resume, bool overwrite, pb::object callback) {
+    TrainConfig cfg;
+    std::unique_ptr<Trainer> trainer;
+    std::atomic<bool> stop{false};
+    // Before set_num_threads below: workers it starts inherit the blocked SIGINT. Polled at
+    // every update (a step is long next to a poll; the stop comes at the next update).
+    InterruptPoll poll(std::chrono::milliseconds(0));
+    {
+        pb::gil_scoped_release nogil;
+        cfg = make_config(yaml_text, yaml_source, config_path, overrides, resume);
+        if (cfg.threads > 0) set_num_threads(cfg.threads);
+        check_config(cfg);  // before any data is read
+        if (overwrite && !resume.empty())
+            throw UsageError(
+                "overwrite and resume exclude each other: resume continues the run in its "
+                "directory, overwrite starts a new one there");
+        // As `nazar train`: refuse an old run's directory (unless resume or overwrite), remove
+        // stale temporaries, and make sure the first checkpoint can be written.
+        const RunDirReport prepared =
+            prepare_run_dir(cfg.save_dir, {.resume = !resume.empty(), .overwrite = overwrite});
+        for (const auto& n : prepared.removed)
+            std::fprintf(stderr, "removed from %s: %s\n", cfg.save_dir.c_str(), n.c_str());
+    }
+    std::unique_ptr<pb::error_already_set> callback_error, interrupt;
+    TrainerHooks hooks;
+    hooks.interrupt = &stop;
+    if (!callback.is_none())
+        hooks.on_record = [&](const nlohmann::json& record) {
+            if (stop.load()) return;
+            pb::gil_scoped_acquire gil;
+            try {
+                const pb::object r = callback(to_python(record));
+                if (!r.is_none() && !r.cast<bool>()) stop.store(true);
+            } catch (pb::error_already_set& e) {
+                // Ctrl-C seen by Python while the callback ran is an interrupt like any other.
+                const bool ctrl_c = e.matches(PyExc_KeyboardInterrupt);
+                (ctrl_c ? interrupt : callback_error) =
+                    std::make_unique<pb::error_already_set>(std::move(e));
+                stop.store(true);
+            }
+        };
+    hooks.stop_after = [&](int64_t) {  // after each update, before the interrupt flag is read
+        if (interrupt) return false;
+        try {
+            poll.check();
+        } catch (pb::error_already_set& e) {
+            interrupt = std::make_unique<pb::error_already_set>(std::move(e));
+            stop.store(true);
+        }
+        return false;
+    };
+    TrainResult r;
+    {
+        pb::gil_scoped_release nogil;
+        trainer = std::make_unique<Trainer>(cfg, resume, hooks);
+        poll.check();  // Ctrl-C while the data was read: KeyboardInterrupt before any update
+        r = trainer->run();
+    }
+    if (callback_error) throw *callback_error;
+    return result_dict(r, cfg, interrupt);
 }
 
 // The configuration a run would use, as a dict (every key), without reading any data.

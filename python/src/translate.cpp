@@ -1,15 +1,18 @@
-// Translation, scoring, forced alignment and heatmaps (docs/python.md "Translate").
+// Translation, scoring and forced alignment (docs/python.md "Translate").
 //
 //   Translator        nazar::Translator (thread-safe; `replicas` model copies); translate()
 //                     releases the GIL for the whole decode and returns plain tuples that
 //                     python/nazar/_translate.py wraps in Translation / Hypothesis objects.
+//                     Ctrl-C and a CancelToken stop it within a decoder step (interrupt.cpp).
+//   limits            every argument is checked first (common.h): the flags' ranges of the
+//                     command line, and its --max-line-bytes (64 KiB) on each sentence.
 //   TextModel         one model with its tokenizers and vocabularies for score() and align(),
 //                     as `nazar score` / `nazar align` load it; a mutex serialises callers
 //                     (a Seq2Seq keeps scratch buffers), the GIL is released while it computes.
-//   render_*          the heatmap renderers of `nazar attention` (nazar/viz/heatmap.h).
 #include "common.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/threads.h"
 #include "nazar/data/extended_vocab.h"
 #include "nazar/data/pipeline.h"
 #include "nazar/data/tokenizer.h"
@@ -18,12 +21,14 @@
 #include "nazar/decode/translator.h"
 #include "nazar/models/model_file.h"
 #include "nazar/train/trainer.h"
-#include "nazar/viz/heatmap.h"
 
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <climits>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -47,12 +52,14 @@ public:
     // log p(target </s> | source) per pair, as `nazar score` (a copy model: the mixture's
     // log(P + ε) over each pair's extended vocabulary, data/extended_vocab.h).
     std::vector<double> score(const std::vector<std::string>& src,
-                              const std::vector<std::string>& tgt, int batch_size) {
+                              const std::vector<std::string>& tgt, int batch_size,
+                              const std::function<void()>& poll) {
         Encoded e;
         encode(src, tgt, e);
         std::vector<double> out;
         std::lock_guard lock(mutex_);
         for_batches(e.s.size(), batch_size, [&](std::size_t i, std::size_t n) {
+            poll();
             Batch b = batch_from_ids(slice(e.s, i, n), slice(e.t, i, n));
             if (copying()) set_copy_ids(b, slice(e.cs, i, n), slice(e.ct, i, n));
             std::vector<double> scores(n, 0.0);
@@ -67,7 +74,8 @@ public:
     std::vector<ForcedAlignment> align(const std::vector<std::string>& src,
                                        const std::vector<std::string>& tgt, int batch_size,
                                        std::vector<std::vector<std::string>>& src_pieces,
-                                       std::vector<std::vector<std::string>>& tgt_pieces) {
+                                       std::vector<std::vector<std::string>>& tgt_pieces,
+                                       const std::function<void()>& poll) {
         Encoded e;
         encode(src, tgt, e);
         for (const auto& row : e.s) src_pieces.push_back(pieces(row, src_vocab_));
@@ -77,6 +85,7 @@ public:
         Seq2Seq& model = *loaded_.model;
         const int32_t pad = model.config().special_ids.pad;
         for_batches(e.s.size(), batch_size, [&](std::size_t i, std::size_t n) {
+            poll();
             int S = 0;
             for (std::size_t b = i; b < i + n; ++b)
                 S = std::max(S, static_cast<int>(e.s[b].size()));
@@ -167,93 +176,155 @@ pb::list links_to_list(const std::vector<AlignmentLink>& links) {
     return l;
 }
 
-viz::Heatmap to_heatmap(const std::vector<std::string>& source,
-                        const std::vector<std::string>& target,
-                        const pb::array_t<float, pb::array::c_style | pb::array::forcecast>& w,
-                        const std::string& source_text, const std::string& target_text,
-                        const std::string& caption) {
-    if (w.ndim() != 2)
-        throw UsageError(
-            fmt::format("weights must be 2-D (target x source), got {} dimensions", w.ndim()));
-    viz::Heatmap h;
-    h.source = source;
-    h.target = target;
-    h.weights = Tensor::from({w.shape(0), w.shape(1)},
-                             std::span<const float>(w.data(), static_cast<std::size_t>(w.size())));
-    h.source_text = source_text;
-    h.target_text = target_text;
-    h.caption = caption;
-    viz::check_heatmap(h);
-    return h;
+// The limits of the command line's flags (cli/cmd_translate.cpp, cmd_score.cpp, cmd_align.cpp).
+constexpr int64_t kMaxBeam = 1024, kMaxBatch = 1 << 16, kMaxScoreBatch = 1 << 20;
+constexpr int64_t kMaxLength = 1 << 20, kMaxLineBytesLimit = int64_t{1} << 30;
+constexpr int64_t kIntMin = INT32_MIN, kIntMax = INT32_MAX;
+
+std::size_t max_line_bytes(const pb::handle& v) {
+    return static_cast<std::size_t>(int_arg(v, "max_line_bytes", 1, kMaxLineBytesLimit));
+}
+
+TranslationOptions translation_options(const pb::handle& beam, const pb::handle& n_best,
+                                       const pb::handle& batch_size,
+                                       const pb::handle& max_length_extra,
+                                       const pb::handle& max_length) {
+    TranslationOptions o;
+    o.beam_size = static_cast<int>(int_arg(beam, "beam", 1, kMaxBeam));
+    o.n_best = static_cast<int>(int_arg(n_best, "n_best", 1, kMaxBeam));
+    o.batch_size = static_cast<int>(int_arg(batch_size, "batch_size", 1, kMaxBatch));
+    o.max_length_extra =
+        static_cast<int>(int_arg(max_length_extra, "max_length_extra", kIntMin, kIntMax));
+    o.max_length = static_cast<int>(int_arg(max_length, "max_length", 1, kMaxLength));
+    if (o.n_best > o.beam_size)
+        throw UsageError(fmt::format("n_best {} exceeds beam {}", o.n_best, o.beam_size));
+    return o;
+}
+
+pb::list translations_to_python(std::vector<Translation>& res, bool alignments, bool attention) {
+    pb::list out;
+    for (Translation& t : res) {
+        pb::list hyps;
+        for (TranslationHypothesis& h : t.hypotheses) {
+            pb::object links =
+                alignments ? pb::object(links_to_list(h.alignment)) : pb::object(pb::none());
+            pb::object att =
+                attention ? pb::object(to_numpy(std::move(h.attention))) : pb::object(pb::none());
+            hyps.append(pb::make_tuple(h.text, pb::cast(h.tokens), h.score, h.log_prob, h.finished,
+                                       links, att));
+        }
+        out.append(pb::make_tuple(pb::cast(t.source_tokens), hyps));
+    }
+    return out;
+}
+
+// Decodes with the GIL released; Ctrl-C (in the main thread) or `token` stops it within a
+// decoder step (interrupt.cpp): KeyboardInterrupt, or nazar.Cancelled.
+std::vector<Translation> translate_interruptibly(const Translator& tr,
+                                                 const std::vector<std::string>& sentences,
+                                                 TranslationOptions& o,
+                                                 const std::string& dictionary,
+                                                 const std::shared_ptr<CancelToken>& token) {
+    InterruptPoll poll;
+    o.cancelled = [&](std::size_t) {
+        if (token && token->cancelled.load(std::memory_order_relaxed)) return true;
+        poll.check();
+        return false;
+    };
+    std::vector<Translation> res;
+    {
+        pb::gil_scoped_release nogil;
+        UnkDictionary dict;
+        if (!dictionary.empty()) {
+            dict = load_unk_dictionary(dictionary);
+            o.dictionary = &dict;
+        }
+        res = tr.translate(sentences, o);
+    }
+    if (token && token->cancelled.load()) {
+        const auto done = std::count_if(res.begin(), res.end(),
+                                        [](const Translation& t) { return !t.cancelled; });
+        throw Cancelled(fmt::format(
+            "translation cancelled by its CancelToken ({} of {} sentences were finished)", done,
+            res.size()));
+    }
+    return res;
+}
+
+std::shared_ptr<CancelToken> cancel_token(const pb::handle& cancel) {
+    if (cancel.is_none()) return nullptr;
+    if (!pb::isinstance<CancelToken>(cancel))
+        throw pb::type_error(fmt::format("cancel must be a nazar.CancelToken or None, got {}",
+                                         Py_TYPE(cancel.ptr())->tp_name));
+    return cancel.cast<std::shared_ptr<CancelToken>>();
 }
 
 // nazar.Translator: translate() returns plain tuples (python/nazar/_translate.py wraps them).
 void bind_translator(pb::module_& m) {
     pb::class_<Translator>(m, "Translator")
-        .def(pb::init([](const std::string& path, int replicas) {
+        .def(pb::init([](const std::string& path, const pb::handle& replicas) {
+                 const auto n = static_cast<int>(int_arg(replicas, "replicas", 1, kMaxThreads));
+                 SigintBlocked blocked;
                  pb::gil_scoped_release nogil;
-                 return std::make_unique<Translator>(path, TranslatorConfig{.replicas = replicas});
+                 return std::make_unique<Translator>(path, TranslatorConfig{.replicas = n});
              }),
              pb::arg("path"), pb::arg("replicas") = 1)
         .def_property_readonly("replicas", &Translator::replicas)
         .def_property_readonly("model_path", &Translator::model_path)
         .def(
             "translate",
-            [](const Translator& tr, std::vector<std::string> sentences, int beam, int n_best,
-               bool alignments, bool attention, bool replace_unk, int batch_size,
-               float length_penalty, float coverage_penalty, float max_length_ratio,
-               int max_length_extra, int max_length, const std::string& dictionary) {
-                TranslationOptions o;
-                o.beam_size = beam;
-                o.n_best = n_best;
+            [](const Translator& tr, const pb::handle& sentences, const pb::handle& beam,
+               const pb::handle& n_best, bool alignments, bool attention, bool replace_unk,
+               const pb::handle& batch_size, float length_penalty, float coverage_penalty,
+               float max_length_ratio, const pb::handle& max_length_extra,
+               const pb::handle& max_length, const std::string& dictionary,
+               const pb::handle& max_bytes, const pb::handle& cancel) {
+                TranslationOptions o =
+                    translation_options(beam, n_best, batch_size, max_length_extra, max_length);
                 o.alignments = alignments;
                 o.attention = attention;
                 o.replace_unk = replace_unk;
-                o.batch_size = batch_size;
                 o.length_penalty = length_penalty;
                 o.coverage_penalty = coverage_penalty;
                 o.max_length_ratio = max_length_ratio;
-                o.max_length_extra = max_length_extra;
-                o.max_length = max_length;
                 if (!dictionary.empty() && !replace_unk)
                     throw UsageError("dictionary needs replace_unk=True");
-                if (n_best > beam)
-                    throw UsageError(fmt::format("n_best {} exceeds beam {}", n_best, beam));
-                std::vector<Translation> res;
-                {
-                    pb::gil_scoped_release nogil;
-                    UnkDictionary dict;
-                    if (!dictionary.empty()) {
-                        dict = load_unk_dictionary(dictionary);
-                        o.dictionary = &dict;
-                    }
-                    res = tr.translate(sentences, o);
-                }
-                pb::list out;
-                for (Translation& t : res) {
-                    pb::list hyps;
-                    for (TranslationHypothesis& h : t.hypotheses) {
-                        pb::object links = alignments ? pb::object(links_to_list(h.alignment))
-                                                      : pb::object(pb::none());
-                        pb::object att = attention ? pb::object(to_numpy(std::move(h.attention)))
-                                                   : pb::object(pb::none());
-                        hyps.append(pb::make_tuple(h.text, pb::cast(h.tokens), h.score, h.log_prob,
-                                                   h.finished, links, att));
-                    }
-                    out.append(pb::make_tuple(pb::cast(t.source_tokens), hyps));
-                }
-                return out;
+                const std::shared_ptr<CancelToken> token = cancel_token(cancel);
+                const std::vector<std::string> text =
+                    text_list(sentences, "sentences", max_line_bytes(max_bytes));
+                std::vector<Translation> res =
+                    translate_interruptibly(tr, text, o, dictionary, token);
+                return translations_to_python(res, alignments, attention);
             },
             pb::arg("sentences"), pb::arg("beam"), pb::arg("n_best"), pb::arg("alignments"),
             pb::arg("attention"), pb::arg("replace_unk"), pb::arg("batch_size"),
             pb::arg("length_penalty"), pb::arg("coverage_penalty"), pb::arg("max_length_ratio"),
-            pb::arg("max_length_extra"), pb::arg("max_length"), pb::arg("dictionary"));
+            pb::arg("max_length_extra"), pb::arg("max_length"), pb::arg("dictionary"),
+            pb::arg("max_line_bytes"), pb::arg("cancel"));
 }
 
-// TextModel: score() and align() of `nazar score` / `nazar align`.
+// The sources and targets of score() / align(), checked (common.h text_list).
+struct Pairs {
+    std::vector<std::string> src, tgt;
+    int batch_size = 0;
+};
+
+Pairs pairs(const pb::handle& sources, const pb::handle& targets, const pb::handle& batch_size,
+            int64_t max_batch, const pb::handle& max_bytes) {
+    Pairs p;
+    p.batch_size = static_cast<int>(int_arg(batch_size, "batch_size", 1, max_batch));
+    const std::size_t limit = max_line_bytes(max_bytes);
+    p.src = text_list(sources, "sources", limit);
+    p.tgt = text_list(targets, "targets", limit);
+    return p;
+}
+
+// TextModel: score() and align() of `nazar score` / `nazar align`; Ctrl-C stops them between
+// batches.
 void bind_text_model(pb::module_& m) {
     pb::class_<TextModel>(m, "TextModel")
         .def(pb::init([](const std::string& path) {
+                 SigintBlocked blocked;
                  pb::gil_scoped_release nogil;
                  return std::make_unique<TextModel>(path);
              }),
@@ -261,21 +332,26 @@ void bind_text_model(pb::module_& m) {
         .def_property_readonly("path", &TextModel::path)
         .def(
             "score",
-            [](TextModel& tm, const std::vector<std::string>& src,
-               const std::vector<std::string>& tgt, int batch_size) {
+            [](TextModel& tm, const pb::handle& src, const pb::handle& tgt,
+               const pb::handle& batch_size, const pb::handle& max_bytes) {
+                const Pairs p = pairs(src, tgt, batch_size, kMaxScoreBatch, max_bytes);
+                InterruptPoll poll;
                 pb::gil_scoped_release nogil;
-                return tm.score(src, tgt, batch_size);
+                return tm.score(p.src, p.tgt, p.batch_size, [&] { poll.check(); });
             },
-            pb::arg("sources"), pb::arg("targets"), pb::arg("batch_size"))
+            pb::arg("sources"), pb::arg("targets"), pb::arg("batch_size"),
+            pb::arg("max_line_bytes"))
         .def(
             "align",
-            [](TextModel& tm, const std::vector<std::string>& src,
-               const std::vector<std::string>& tgt, int batch_size) {
+            [](TextModel& tm, const pb::handle& src, const pb::handle& tgt,
+               const pb::handle& batch_size, const pb::handle& max_bytes) {
+                const Pairs p = pairs(src, tgt, batch_size, kMaxBatch, max_bytes);
                 std::vector<ForcedAlignment> res;
                 std::vector<std::vector<std::string>> sp, tp;
                 {
+                    InterruptPoll poll;
                     pb::gil_scoped_release nogil;
-                    res = tm.align(src, tgt, batch_size, sp, tp);
+                    res = tm.align(p.src, p.tgt, p.batch_size, sp, tp, [&] { poll.check(); });
                 }
                 pb::list out;
                 for (std::size_t b = 0; b < res.size(); ++b) {
@@ -290,48 +366,8 @@ void bind_text_model(pb::module_& m) {
                 }
                 return out;
             },
-            pb::arg("sources"), pb::arg("targets"), pb::arg("batch_size"));
-}
-
-// The heatmap renderers of `nazar attention` (nazar/viz/heatmap.h).
-void bind_heatmaps(pb::module_& m) {
-    m.def(
-        "render_svg",
-        [](const std::vector<std::string>& source, const std::vector<std::string>& target,
-           const pb::array_t<float, pb::array::c_style | pb::array::forcecast>& w,
-           const std::string& source_text, const std::string& target_text,
-           const std::string& caption, bool standalone) {
-            const viz::Heatmap h = to_heatmap(source, target, w, source_text, target_text, caption);
-            viz::SvgOptions o;
-            o.standalone = standalone;
-            return viz::render_svg(h, o);
-        },
-        pb::arg("source"), pb::arg("target"), pb::arg("weights"), pb::arg("source_text"),
-        pb::arg("target_text"), pb::arg("caption"), pb::arg("standalone"));
-    m.def(
-        "render_terminal",
-        [](const std::vector<std::string>& source, const std::vector<std::string>& target,
-           const pb::array_t<float, pb::array::c_style | pb::array::forcecast>& w, bool color) {
-            const viz::Heatmap h = to_heatmap(source, target, w, "", "", "");
-            return viz::render_terminal(h, {.color = color});
-        },
-        pb::arg("source"), pb::arg("target"), pb::arg("weights"), pb::arg("color"));
-    m.def(
-        "render_html",
-        [](const pb::list& maps, const std::string& title) {
-            std::vector<viz::Heatmap> hs;
-            for (const pb::handle& o : maps) {
-                const auto t = o.cast<pb::tuple>();
-                hs.push_back(to_heatmap(
-                    t[0].cast<std::vector<std::string>>(), t[1].cast<std::vector<std::string>>(),
-                    t[2].cast<pb::array_t<float, pb::array::c_style | pb::array::forcecast>>(),
-                    t[3].cast<std::string>(), t[4].cast<std::string>(), t[5].cast<std::string>()));
-            }
-            viz::HtmlOptions ho;
-            ho.title = title;
-            return viz::render_html(hs, ho);
-        },
-        pb::arg("maps"), pb::arg("title"));
+            pb::arg("sources"), pb::arg("targets"), pb::arg("batch_size"),
+            pb::arg("max_line_bytes"));
 }
 
 }  // namespace
@@ -339,7 +375,6 @@ void bind_heatmaps(pb::module_& m) {
 void init_translate(pb::module_& m) {
     bind_translator(m);
     bind_text_model(m);
-    bind_heatmaps(m);
 }
 
 }  // namespace nazar::py
