@@ -99,7 +99,11 @@ def train(
 
     Errors: ``ValueError`` with the command line's one-line message for a configuration
     mistake (unknown key, bad value, missing file), :class:`nazar.Error` for bad data."""
-    return TrainResult(**_nazar.train(*_args(config, overrides, resume), overwrite, callback))
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+    return TrainResult(
+        **_nazar.train(*_args(config, overrides, resume), bool(overwrite), callback)
+    )
 
 
 def resolve_config(

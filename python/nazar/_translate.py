@@ -82,12 +82,12 @@ class AttentionMap:
             self.source_text,
             self.target_text,
             self.caption,
-            standalone,
+            bool(standalone),
         )
 
     def to_terminal(self, color: bool = False) -> str:
         """The text heatmap ``nazar attention`` prints (ANSI colours when ``color``)."""
-        return _nazar.render_terminal(self.source, self.target, self.weights, color)
+        return _nazar.render_terminal(self.source, self.target, self.weights, bool(color))
 
     def _repr_svg_(self) -> str:
         return self.to_svg(standalone=False)

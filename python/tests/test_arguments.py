@@ -95,6 +95,7 @@ def test_every_function_checks_its_integers(tr, model_path):
     raises(TypeError, lambda: tr.translate(["a"], length_penalty="x"), "length_penalty")
     raises(TypeError, lambda: tr.translate(["a", 3]), "sentences[1] is int, not str")
     raises(TypeError, lambda: nazar.eval.bleu(["a"], ["a"], tokenize=3), "tokenize")
+    raises(TypeError, lambda: nazar.train(TRAIN_CONFIG, callback=3), "callback must be callable")
     assert tr.translate(["a b"], beam=np.int64(2))[0].text == "b a"
 
 
