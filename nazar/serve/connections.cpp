@@ -176,6 +176,7 @@ private:
     bool shut = false;
     Clock::time_point accept_paused_until{}, next_scan{};
     std::string overload;
+    std::vector<char> read_buf = std::vector<char>(kReadChunk);
     std::atomic<int64_t> open{0}, refused{0}, timed_out{0};
 };
 
@@ -277,10 +278,9 @@ void EventLoop::close_conn(Conn& c) {
 void EventLoop::read_into(Conn& c, Clock::time_point now) {
     const std::size_t cap = lim.max_header_bytes + lim.max_body_bytes + kReadChunk;
     while (c.in.size() < cap) {
-        const std::size_t old = c.in.size();
-        c.in.resize(old + kReadChunk);
-        const ssize_t n = ::recv(c.fd, c.in.data() + old, kReadChunk, 0);
-        c.in.resize(old + (n > 0 ? static_cast<std::size_t>(n) : 0));
+        // Through one loop-owned buffer: a connection's own holds only what it was sent.
+        const ssize_t n = ::recv(c.fd, read_buf.data(), read_buf.size(), 0);
+        if (n > 0) c.in.append(read_buf.data(), static_cast<std::size_t>(n));
         if (n > 0) {
             if (!c.got_bytes && c.st == State::reading) {
                 c.got_bytes = true;
@@ -379,6 +379,7 @@ void EventLoop::flush(Conn& c, Clock::time_point now) {
 void EventLoop::after_answer(Conn& c, Clock::time_point now) {
     std::string().swap(c.out);
     c.out_off = 0;
+    if (c.in.empty()) std::string().swap(c.in);  // a large request's buffer goes
     if (c.close_after) {
         start_linger(c, now);
         return;

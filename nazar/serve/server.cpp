@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <arpa/inet.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <atomic>
@@ -380,7 +381,8 @@ void Server::Impl::prepare(std::string body, Reply reply, Clock::time_point arri
     std::weak_ptr<Job> weak = job;
     job->on_done = [this, reply, weak, name = model.name, cors] {
         // Called while the batcher holds the job: the task keeps it until the answer is out.
-        workers.post([reply, j = weak.lock(), name, cors]() mutable {
+        workers.post([reply, j = weak.lock(), name, cors,
+                      large_work = cfg.limits.max_work / 8]() mutable {
             if (!j || reply.cancelled()) return;
             HttpResponse r = j->status != 200
                                  ? error_response(j->status, j->error)
@@ -388,6 +390,12 @@ void Server::Impl::prepare(std::string body, Reply reply, Clock::time_point arri
                                                     j->request, name, j->translations, j->batch)};
             r.headers = cors;
             reply.send(std::move(r));
+            // A large request's memory goes back to the system, not only to malloc's free
+            // lists (glibc keeps freed arena memory: one request would set RSS for good).
+            if (j->work >= large_work) {
+                j.reset();
+                ::malloc_trim(0);
+            }
         });
     };
     slot.set(job);

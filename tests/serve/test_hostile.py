@@ -16,13 +16,15 @@
   - PUT/DELETE/OPTIONS/PATCH: 405 with Allow; Content-Length 52428800 without a body: 413 at
     once; -1, two different values: 400; a POST without one: 411; Transfer-Encoding: 501;
   - duplicate JSON keys and "model": "" are 400;
-  - SIGTERM while a request decodes: /health answers 503 "draining" until it is answered.
+  - SIGTERM while a request decodes: /health answers 503 "draining" until it is answered;
+  - scripts/serve-abuse.py for 3 s (200 keep-alive clients, 130 slow sockets).
 Timing bounds are generous (no thresholds a loaded machine could miss): "at once" means well
 before the timeout that would otherwise answer.
 Usage: test_hostile.py path/to/nazar"""
 import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -295,6 +297,16 @@ def main():
             keyed.kill()
         test_timeout_stops_decoding(NAZAR, models)
         test_drain(NAZAR, models)
+        # scripts/serve-abuse.py, short: 200 keep-alive clients and 130 slow sockets for 3 s.
+        # Its /health bound here is 500 ms, not the 100 ms of a run alone (docs/serve.md):
+        # make test runs other tests beside it.
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                              "scripts", "serve-abuse.py")
+        r = subprocess.run([sys.executable, script, NAZAR, models["bahdanau"], "--seconds", "3",
+                            "--health-ms", "500", "--answer-ms", "5000"],
+                           capture_output=True, text=True, timeout=600)
+        print(r.stdout.strip())
+        check(r.returncode == 0, "serve-abuse.py (3 s): every check holds", r.stdout[-800:])
     if failures:
         print("%d check(s) failed: %s" % (len(failures), ", ".join(failures)))
         return 1
