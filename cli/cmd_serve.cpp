@@ -168,8 +168,9 @@ int run_serve(ServeArgs& a) {
                      "nazar serve: warning: listening on %s without --api-key-file: anyone who "
                      "can reach this address can use the server (docs/serve.md \"Deployment\")\n",
                      a.cfg.host.c_str());
-    std::printf("nazar serve: listening on http://%s:%d/ (models: %s; default %s)\n",
-                a.cfg.host.c_str(), port, names.c_str(), named.front().name.c_str());
+    std::printf("nazar serve: listening on %s://%s:%d/ (models: %s; default %s)\n",
+                a.cfg.tls_cert.empty() ? "http" : "https", a.cfg.host.c_str(), port, names.c_str(),
+                named.front().name.c_str());
     std::fflush(stdout);
 
     std::atomic<bool> done{false};
@@ -226,6 +227,9 @@ void add_connection_options(CLI::App& app, ServeArgs& a) {
     app.add_option("--allow-origin", c.allow_origins,
                    "A web origin (https://app.example) whose pages may call the server; repeat for "
                    "more; * for any (others get 403)");
+    app.add_option("--tls-cert", c.tls_cert,
+                   "PEM certificate chain: serve HTTPS (TLS 1.2 or newer) with --tls-key");
+    app.add_option("--tls-key", c.tls_key, "PEM private key of --tls-cert (unencrypted)");
     app.add_option("--api-key-file", a.api_key_file,
                    "File of API keys, one per line: every route but /health and the page then "
                    "needs Authorization: Bearer KEY (401 without)");

@@ -10,6 +10,9 @@ build_pkgs=(cmake ninja-build g++ make pkg-config libopenblas-dev libsentencepie
 build_pkgs+=(libdnnl-dev)
 # MPI (docs/distributed.md): data-parallel training under mpirun; Open MPI 4.1 (libmpi + mpirun)
 build_pkgs+=(libopenmpi-dev openmpi-bin)
+# serve (docs/serve.md): TLS of `nazar serve --tls-cert` (OpenSSL; the test makes its
+# certificate with the openssl command)
+build_pkgs+=(libssl-dev openssl)
 # CI time (docs/reliability.md): lld links the ~90 executables in a quarter of ld.bfd's CPU time
 build_pkgs+=(lld)
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev python3 python3-torch python3-numpy)

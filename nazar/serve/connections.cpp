@@ -4,6 +4,7 @@
 
 #include "nazar/core/check.h"
 #include "nazar/serve/request.h"
+#include "nazar/serve/tls.h"
 
 #include <fmt/format.h>
 
@@ -73,7 +74,8 @@ struct Conn {
     bool close_after = false;
     std::shared_ptr<PendingReply> pending;
     uint32_t events = 0;
-    bool active = true;  // counted against max_connections (false: refused, or closing)
+    bool active = true;     // counted against max_connections (false: refused, or closing)
+    ssl_st* ssl = nullptr;  // the TLS session (--tls-cert), or plain
 };
 
 HttpResponse closing_error(int status, const std::string& message) {
@@ -128,6 +130,9 @@ public:
         }
         poke();
     }
+    void use_tls(const std::string& cert, const std::string& key) {
+        tls = std::make_unique<TlsContext>(cert, key);
+    }
     ConnectionStats stats() const {
         return {.open = open.load(), .refused = refused.load(), .timed_out = timed_out.load()};
     }
@@ -176,6 +181,7 @@ private:
     bool shut = false;
     Clock::time_point accept_paused_until{}, next_scan{};
     std::string overload;
+    std::unique_ptr<TlsContext> tls;
     std::vector<char> read_buf = std::vector<char>(kReadChunk);
     std::atomic<int64_t> open{0}, refused{0}, timed_out{0};
 };
@@ -243,7 +249,8 @@ void EventLoop::accept_all(Clock::time_point now) {
             cr.active = false;
             ++lingering;
             if (hook) hook("", 503);
-            if (lingering > lim.max_connections) {  // a flood: no courtesy left
+            // A flood: no courtesy left. TLS: no plain answer to a handshake, just the close.
+            if (lingering > lim.max_connections || tls) {
                 close_conn(cr);
                 continue;
             }
@@ -256,6 +263,7 @@ void EventLoop::accept_all(Clock::time_point now) {
         }
         ++active;
         ++open;
+        if (tls && !(cr.ssl = tls->session(fd))) close_conn(cr);
     }
 }
 
@@ -269,6 +277,7 @@ void EventLoop::close_conn(Conn& c) {
         --active, --open;
     else
         --lingering;
+    io_close(c.ssl);
     ::epoll_ctl(ep, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
     by_id.erase(c.id);
@@ -279,7 +288,8 @@ void EventLoop::read_into(Conn& c, Clock::time_point now) {
     const std::size_t cap = lim.max_header_bytes + lim.max_body_bytes + kReadChunk;
     while (c.in.size() < cap) {
         // Through one loop-owned buffer: a connection's own holds only what it was sent.
-        const ssize_t n = ::recv(c.fd, read_buf.data(), read_buf.size(), 0);
+        bool want_write = false;
+        const ssize_t n = io_recv(c.ssl, c.fd, read_buf.data(), read_buf.size(), want_write);
         if (n > 0) c.in.append(read_buf.data(), static_cast<std::size_t>(n));
         if (n > 0) {
             if (!c.got_bytes && c.st == State::reading) {
@@ -288,7 +298,12 @@ void EventLoop::read_into(Conn& c, Clock::time_point now) {
             }
             continue;
         }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            // TLS: a handshake step may wait for the socket to take its answer.
+            if (c.st == State::reading)
+                set_events(c, EPOLLIN | EPOLLRDHUP | (want_write ? EPOLLOUT : 0u));
+            return;
+        }
         if (n < 0 && errno == EINTR) continue;
         // End of stream or an error: a request cut short is lost; nothing to answer.
         if (c.st == State::reading) process_input(c, now);
@@ -322,8 +337,9 @@ void EventLoop::process_input(Conn& c, Clock::time_point now) {
         c.deadline = now + lim.body_timeout;
         if (c.req.expect_continue && c.in.size() < static_cast<std::size_t>(c.req.content_length)) {
             static const char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+            bool other = false;
             [[maybe_unused]] const ssize_t w =
-                ::send(c.fd, kContinue, sizeof kContinue - 1, MSG_NOSIGNAL);
+                io_send(c.ssl, c.fd, kContinue, sizeof kContinue - 1, other);
         }
     }
     const auto len = static_cast<std::size_t>(c.req.content_length);
@@ -358,8 +374,9 @@ void EventLoop::answer(Conn& c, HttpResponse r, Clock::time_point now) {
 
 void EventLoop::flush(Conn& c, Clock::time_point now) {
     while (c.out_off < c.out.size()) {
+        bool want_read = false;
         const ssize_t n =
-            ::send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
+            io_send(c.ssl, c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, want_read);
         if (n > 0) {
             c.out_off += static_cast<std::size_t>(n);
             c.deadline = now + lim.write_timeout;  // progress
@@ -367,7 +384,7 @@ void EventLoop::flush(Conn& c, Clock::time_point now) {
         }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            set_events(c, EPOLLOUT);
+            set_events(c, want_read ? EPOLLIN | EPOLLOUT : EPOLLOUT);
             return;
         }
         close_conn(c);  // the client is gone
@@ -402,6 +419,8 @@ void EventLoop::start_linger(Conn& c, Clock::time_point now) {
         --active, --open, ++lingering;
     }
     c.st = State::lingering;
+    io_close(c.ssl);  // close_notify; what follows is read raw and dropped
+    c.ssl = nullptr;
     ::shutdown(c.fd, SHUT_WR);
     c.in.clear();
     c.deadline = now + kLinger;
@@ -411,7 +430,7 @@ void EventLoop::start_linger(Conn& c, Clock::time_point now) {
 void EventLoop::on_event(Conn& c, uint32_t ev, Clock::time_point now) {
     switch (c.st) {
         case State::reading:
-            if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+            if (ev & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
                 read_into(c, now);
                 if (conns.count(c.fd) && c.st == State::reading) process_input(c, now);
             }
@@ -433,7 +452,7 @@ void EventLoop::on_event(Conn& c, uint32_t ev, Clock::time_point now) {
                 close_conn(c);
                 return;
             }
-            if (ev & EPOLLOUT) flush(c, now);
+            if (ev & (EPOLLOUT | EPOLLIN)) flush(c, now);  // EPOLLIN: a TLS write's read
             return;
     }
 }
@@ -594,6 +613,9 @@ void Reply::on_finish(std::function<void(int)> f) {
 HttpListener::HttpListener(ConnectionLimits limits, Handler handler, AnswerHook on_answer)
     : loop_(std::make_unique<EventLoop>(limits, std::move(handler), std::move(on_answer))) {}
 HttpListener::~HttpListener() = default;
+void HttpListener::use_tls(const std::string& cert_file, const std::string& key_file) {
+    loop_->use_tls(cert_file, key_file);
+}
 int HttpListener::bind(const std::string& host, int port) {
     return loop_->bind(host, port);
 }

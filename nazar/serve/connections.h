@@ -78,6 +78,8 @@ public:
     HttpListener(const HttpListener&) = delete;
     HttpListener& operator=(const HttpListener&) = delete;
 
+    // TLS on every connection (tls.h), before bind(); throws Error for unusable files.
+    void use_tls(const std::string& cert_file, const std::string& key_file);
     int bind(const std::string& host, int port);  // returns the port; throws Error
     void run();                                   // serves until shutdown() and the drain ends
     void shutdown();                              // thread-safe, idempotent

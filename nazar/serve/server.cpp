@@ -421,6 +421,11 @@ Server::~Server() {
 
 int Server::bind() {
     Impl& d = *impl_;
+    if (!d.cfg.tls_cert.empty() || !d.cfg.tls_key.empty()) {
+        if (d.cfg.tls_cert.empty() || d.cfg.tls_key.empty())
+            throw UsageError("--tls-cert and --tls-key go together");
+        d.http->use_tls(d.cfg.tls_cert, d.cfg.tls_key);
+    }
     const int port = d.http->bind(d.cfg.host, d.cfg.port);
     d.loopback = is_loopback_host(d.cfg.host);
     d.bound = true;

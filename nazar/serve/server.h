@@ -43,6 +43,7 @@ struct ServerConfig {
     int retry_after_s = 1;                     // Retry-After of a 503
     std::vector<std::string> allow_origins;    // cross-origin callers allowed ("*": any)
     std::vector<std::string> api_keys;         // non-empty: bearer tokens required
+    std::string tls_cert, tls_key;             // PEM files: HTTPS on every connection (tls.h)
 };
 
 class Server {

@@ -13,3 +13,7 @@ set_tests_properties(serve.browser PROPERTIES LABELS serve TIMEOUT 600 SKIP_RETU
 add_test(NAME serve.hostile
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/serve/test_hostile.py $<TARGET_FILE:nazar_cli>)
 set_tests_properties(serve.hostile PROPERTIES LABELS serve TIMEOUT 600)
+# HTTPS with --tls-cert/--tls-key (skipped, exit 77, without the openssl command).
+add_test(NAME serve.tls
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/serve/test_tls.py $<TARGET_FILE:nazar_cli>)
+set_tests_properties(serve.tls PROPERTIES LABELS serve TIMEOUT 600 SKIP_RETURN_CODE 77)
