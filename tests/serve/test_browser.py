@@ -207,6 +207,32 @@ def run(driver, server, model_names):
     check(not logs, "no errors in the browser console", logs)
 
 
+def run_with_key(driver, margs, work):
+    """A server with --api-key-file: the page asks for the key once and then works."""
+    key_file = os.path.join(work, "keys")
+    with open(key_file, "w") as f:
+        f.write("page-key\n")
+    server = serve_util.Server(os.path.abspath(args.nazar), margs + ["--api-key-file", key_file])
+    try:
+        driver.get("http://127.0.0.1:%d/" % server.port)
+        alert = wait_until(lambda: _alert(driver), "the page to ask for the API key")
+        alert.send_keys("page-key")
+        alert.accept()
+        wait_until(lambda: "loaded" in driver.find_element(By.ID, "status").text,
+                   "the models to load with the key")
+        check(True, "with --api-key-file the page asks for the key and loads the models")
+    finally:
+        server.terminate()
+        server.kill()
+
+
+def _alert(driver):
+    try:
+        return driver.switch_to.alert
+    except Exception:  # noqa: BLE001 (NoAlertPresentException: not yet)
+        return None
+
+
 def main():
     work = tempfile.mkdtemp(prefix="nazar_serve_browser_")
     try:
@@ -230,6 +256,8 @@ def main():
         driver = webdriver.Chrome(service=Service(driver_bin), options=opts)
         try:
             run(driver, server, names)
+            if not args.model:
+                run_with_key(driver, margs, work)
         finally:
             driver.quit()
             check(server.terminate() == 0, "the server exits 0 after SIGTERM")

@@ -29,9 +29,24 @@ function showError(message) {
   e.hidden = !message;
 }
 
+// A server started with --api-key-file answers the API 401 without a key: ask for it once,
+// keep it for this tab only (sessionStorage), and send it with every API call.
+async function api(path, options) {
+  for (;;) {
+    const key = sessionStorage.getItem("nazar-api-key");
+    const headers = Object.assign({}, (options || {}).headers);
+    if (key) headers.Authorization = "Bearer " + key;
+    const res = await fetch(path, Object.assign({}, options, { headers: headers }));
+    if (res.status !== 401) return res;
+    const typed = window.prompt(key ? "That API key was refused; API key:" : "This server needs an API key:");
+    if (!typed) return res;
+    sessionStorage.setItem("nazar-api-key", typed.trim());
+  }
+}
+
 async function loadModels() {
   try {
-    const res = await fetch("/v1/models");
+    const res = await api("/v1/models");
     const info = await res.json();
     for (const sel of [$("model"), $("model2")]) {
       sel.textContent = "";
@@ -54,7 +69,7 @@ async function translate(model, lines) {
     text: lines, model: model, beam: Number($("beam").value), n_best: Number($("nbest").value),
     attention: true, alignment: "hard",
   };
-  const res = await fetch("/v1/translate", {
+  const res = await api("/v1/translate", {
     method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
   });
   const data = await res.json();
