@@ -10,6 +10,24 @@ import signal
 import subprocess
 import time
 
+failures = []
+
+
+def check(cond, what, detail=""):
+    """Prints ok/FAIL for one check of a test script and remembers the failures."""
+    print(("ok   " if cond else "FAIL ") + what + ("" if cond else ": " + str(detail)[:2000]))
+    if not cond:
+        failures.append(what)
+
+
+def summary(passed="all checks passed"):
+    """The script's exit code after its checks: 0, or 1 with the failed checks listed."""
+    if failures:
+        print("%d check(s) failed: %s" % (len(failures), ", ".join(failures)))
+        return 1
+    print(passed)
+    return 0
+
 
 def make_models(nazar, work, steps=150):
     """Trains two tiny word-level models on reversing 2-6 letters (a few seconds): a Bahdanau

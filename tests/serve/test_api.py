@@ -24,13 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_util  # noqa: E402
 
 NAZAR = os.path.abspath(sys.argv[1])
-failures = []
-
-
-def check(cond, what, detail=""):
-    print(("ok   " if cond else "FAIL ") + what + ("" if cond else ": " + str(detail)[:2000]))
-    if not cond:
-        failures.append(what)
+check = serve_util.check
 
 
 # --timeout-ms of the servers whose test is not about the timeout: a bound that only a hung server
@@ -323,11 +317,7 @@ def main():
         test_batching(NAZAR, models)
         test_queue_full_and_timeout(NAZAR, models)
         test_drain(NAZAR, models)
-    if failures:
-        print("%d check(s) failed: %s" % (len(failures), ", ".join(failures)))
-        return 1
-    print("all checks passed")
-    return 0
+    return serve_util.summary()
 
 
 if __name__ == "__main__":

@@ -25,13 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_util  # noqa: E402
 
 NAZAR = os.path.abspath(sys.argv[1])
-failures = []
-
-
-def check(cond, what, detail=""):
-    print(("ok   " if cond else "FAIL ") + what + ("" if cond else ": " + str(detail)[:1500]))
-    if not cond:
-        failures.append(what)
+check = serve_util.check
 
 
 def make_cert(work, name):
@@ -110,11 +104,7 @@ def main():
             err = p.stderr.strip()
             check(p.returncode == 1 and what in err and len(err.splitlines()) == 1,
                   "a bad key: one-line error '... %s', exit 1" % what, (p.returncode, err))
-    if failures:
-        print("%d check(s) failed: %s" % (len(failures), ", ".join(failures)))
-        return 1
-    print("all checks passed")
-    return 0
+    return serve_util.summary()
 
 
 if __name__ == "__main__":
