@@ -305,11 +305,11 @@ void EventLoop::read_into(Conn& c, Clock::time_point now) {
             return;
         }
         if (n < 0 && errno == EINTR) continue;
-        // End of stream or an error: a request cut short is lost; nothing to answer.
+        // End of stream or an error: a request cut short is lost; nothing to answer. Its
+        // answer may close c (the client is gone): from here on, only the id tells.
+        const uint64_t id = c.id;
         if (c.st == State::reading) process_input(c, now);
-        if (conns.count(c.fd) && by_id.count(c.id) &&
-            (c.st == State::reading || c.st == State::lingering))
-            close_conn(c);
+        if (by_id.count(id) && (c.st == State::reading || c.st == State::lingering)) close_conn(c);
         return;
     }
 }
@@ -431,8 +431,9 @@ void EventLoop::on_event(Conn& c, uint32_t ev, Clock::time_point now) {
     switch (c.st) {
         case State::reading:
             if (ev & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+                const uint64_t id = c.id;  // read_into may close c (ids are never reused)
                 read_into(c, now);
-                if (conns.count(c.fd) && c.st == State::reading) process_input(c, now);
+                if (by_id.count(id) && c.st == State::reading) process_input(c, now);
             }
             return;
         case State::lingering: {

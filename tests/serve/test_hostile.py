@@ -10,6 +10,7 @@
   - a slow socket (a byte every 0.4 s) gets 408 at --header-timeout-ms and is closed, while
     /health keeps answering;
   - a connection beyond --max-connections gets 503 at once;
+  - clients closing or resetting while their answer is written: served on, counts right;
   - Host: evil.example (DNS rebinding), a cross-origin POST, text/plain: 403/403/415;
     --allow-origin admits the named origin (and its CORS preflight);
   - --api-key-file: 401 without the key, 200 with it, /health exempt;
@@ -24,6 +25,7 @@ Usage: test_hostile.py path/to/nazar"""
 import json
 import os
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -215,6 +217,40 @@ def test_connections(server):
     check(status == 200, "after they close, connections are served again", status)
 
 
+def open_connections(port, want):
+    """Polls /health until it counts `want` open connections (its own included); the count."""
+    deadline = time.monotonic() + 30
+    while True:
+        status, _, body, _ = raw(port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        n = json.loads(body)["connections"] if status == 200 else -1
+        if n == want or time.monotonic() > deadline:
+            return n
+        time.sleep(0.02)
+
+
+def test_closing_clients(server):
+    # Clients that go away while the loop handles their event, with another connection open:
+    # a keep-alive client closing after its answer, and malformed heads followed by a reset
+    # (their 400 cannot be sent). The loop once read such a connection's state after freeing
+    # it (valgrind and the ASan build see it; a release build went on by chance).
+    port = server.port
+    other = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        for _ in range(5):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                s.recv(4096)
+        for _ in range(20):
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.sendall(b"BAD\r\n\r\n")
+            s.close()  # a reset
+        n = open_connections(port, 2)
+        check(n == 2, "clients closing or resetting mid-answer: served on, 2 open after", n)
+    finally:
+        other.close()
+
+
 def test_timeout_stops_decoding(nazar, models):
     # 64 sentences of 255 tokens at beam 32 take far longer than 30 ms: the request gets its
     # 504 and its sentences stop at the next decoder step (counted as cancelled, not decoded to
@@ -291,6 +327,7 @@ def main():
             test_limits_and_http(server)
             test_access(server, keyed)
             test_connections(server)
+            test_closing_clients(keyed)
             check(server.terminate() == 0 and keyed.terminate() == 0, "exit 0 after SIGTERM")
         finally:
             server.kill()
