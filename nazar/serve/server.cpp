@@ -194,7 +194,9 @@ std::optional<HttpResponse> Server::Impl::refuse_access(const HttpRequest& req, 
                                                "(localhost, 127.0.0.1, [::1])",
                                                host->substr(0, 100)));
     if (const auto origin = req.header("origin")) {
-        const bool same = host && lower(*origin) == "http://" + lower(*host);
+        // The explorer's own origin: the scheme it was served over, and the Host it names.
+        const std::string own = cfg.tls_cert.empty() ? "http://" : "https://";
+        const bool same = host && lower(*origin) == own + lower(*host);
         const bool allowed = std::any_of(
             cfg.allow_origins.begin(), cfg.allow_origins.end(),
             [&](const std::string& o) { return o == "*" || lower(o) == lower(*origin); });

@@ -142,6 +142,14 @@ def test_access(server, keyed):
                              b"Content-Length: 15\r\n\r\n{\"text\": \"a\"}\r\n")
     check(status == 403 and "cross-origin" in error_message(body),
           "a cross-origin text/plain POST: 403", body)
+    status, _, body, _ = post(port, {"text": ["a b"]},
+                              extra=b"Origin: http://127.0.0.1:%d\r\n" % port,
+                              host=b"127.0.0.1:%d" % port)
+    check(status == 200, "the server's own origin (the explorer's POST): 200", body)
+    status, _, body, _ = post(port, {"text": ["a b"]},
+                              extra=b"Origin: https://127.0.0.1:%d\r\n" % port,
+                              host=b"127.0.0.1:%d" % port)
+    check(status == 403, "its Host over https, on a plain server: another origin, 403", body)
     status, _, body, _ = raw(port, b"POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                              b"Content-Type: text/plain\r\nContent-Length: 13\r\n\r\n"
                              b"{\"text\": \"a\"}")

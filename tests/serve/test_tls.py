@@ -7,7 +7,8 @@ here with the openssl command; Python's ssl client, verifying it:
   - plain HTTP to the TLS port gets no answer and does not disturb the server; a client that
     opens a connection and never starts the handshake is closed at --header-timeout-ms;
   - a key that does not match the certificate, or a missing file, is a one-line error naming
-    the file, exit 1, before listening.
+    the file, exit 1, before listening;
+  - the explorer's own origin over TLS (https://HOST) is admitted, http://HOST is not.
 Skipped (exit 77) without the openssl command.
 Usage: test_tls.py path/to/nazar"""
 import http.client
@@ -69,6 +70,15 @@ def main():
             texts = lambda res: [t["hypotheses"][0]["text"] for t in res["translations"]]
             check(texts(got) == texts(want), "the same translations as over HTTP",
                   (texts(got), texts(want)))
+            # The explorer served over HTTPS posts with its own origin, https://HOST (it was
+            # once compared with http://HOST and refused); http://HOST is another origin.
+            for scheme, want in (("https", 200), ("http", 403)):
+                conn.request("POST", "/v1/translate", json.dumps({"text": ["a b"]}),
+                             {"Content-Type": "application/json",
+                              "Origin": "%s://127.0.0.1:%d" % (scheme, server.port)})
+                r = conn.getresponse()
+                r.read()
+                check(r.status == want, "Origin %s://HOST over TLS: %d" % (scheme, want), r.status)
             conn.close()
             # Plain HTTP to the TLS port: a protocol error, the connection closed, no answer.
             with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
