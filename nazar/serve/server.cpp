@@ -309,15 +309,22 @@ void Server::Impl::handle(HttpRequest& req, Reply reply) {
 // On the loop thread: the checks that need no parsing, then the rest on a worker.
 void Server::Impl::translate(HttpRequest& req, Reply reply) {
     const Clock::time_point arrived = Clock::now();
+    // Every answer carries the CORS headers: without them an allowed page sees no status.
+    HttpResponse cors;
+    add_cors(req, cors);
+    const auto with_cors = [&cors](HttpResponse r) {
+        r.headers.insert(r.headers.end(), cors.headers.begin(), cors.headers.end());
+        return r;
+    };
     const std::string type = media_type(req.header("content-type").value_or(""));
     if (type != "application/json") {
-        reply.send(error_response(
+        reply.send(with_cors(error_response(
             415,
-            fmt::format("Content-Type must be application/json, got '{}'", type.substr(0, 60))));
+            fmt::format("Content-Type must be application/json, got '{}'", type.substr(0, 60)))));
         return;
     }
     if (draining) {
-        reply.send(error_response(503, "the server is shutting down"));
+        reply.send(with_cors(error_response(503, "the server is shutting down")));
         return;
     }
     ++in_flight;
@@ -330,10 +337,9 @@ void Server::Impl::translate(HttpRequest& req, Reply reply) {
         finish_drain_if_idle();
     });
     reply.set_deadline(arrived + cfg.timeout,
-                       error_response(504, fmt::format("no answer within {} ms (--timeout-ms)",
-                                                       cfg.timeout.count())));
-    HttpResponse cors;
-    add_cors(req, cors);
+                       with_cors(error_response(504, fmt::format("no answer within {} ms "
+                                                                 "(--timeout-ms)",
+                                                                 cfg.timeout.count()))));
     workers.post([this, body = std::move(req.body), reply, arrived, cors, slot]() mutable {
         try {
             prepare(std::move(body), reply, arrived, *slot, cors.headers);
@@ -344,7 +350,9 @@ void Server::Impl::translate(HttpRequest& req, Reply reply) {
                 r.headers.emplace_back("Retry-After", std::to_string(cfg.retry_after_s));
             reply.send(std::move(r));
         } catch (const std::exception& e) {
-            reply.send(error_response(500, detail::one_line(e.what())));
+            HttpResponse r = error_response(500, detail::one_line(e.what()));
+            r.headers = cors.headers;
+            reply.send(std::move(r));
         }
     });
 }

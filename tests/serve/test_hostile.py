@@ -154,6 +154,11 @@ def test_access(server, keyed):
                              b"Content-Type: text/plain\r\nContent-Length: 13\r\n\r\n"
                              b"{\"text\": \"a\"}")
     check(status == 415, "a text/plain POST: 415", body)
+    status, headers, body, _ = raw(port, b"POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                   b"Origin: https://app.example\r\nContent-Type: text/plain\r\n"
+                                   b"Content-Length: 2\r\n\r\n{}")
+    check(status == 415 and headers.get("access-control-allow-origin") == "https://app.example",
+          "the allowed origin's 415 carries Access-Control-Allow-Origin", (status, headers))
     status, headers, _, _ = post(port, {"text": ["a b"]},
                                  extra=b"Origin: https://app.example\r\n")
     check(status == 200 and headers.get("access-control-allow-origin") == "https://app.example",
@@ -265,12 +270,16 @@ def test_timeout_stops_decoding(nazar, models):
     # their end); the small requests after it are answered.
     server = serve_util.Server(nazar, ["--model", models["bahdanau"], "--timeout-ms", "30",
                                        "--max-work", "100000000", "--max-answer-bytes",
-                                       "1000000000", "--batch-requests", "1"])
+                                       "1000000000", "--batch-requests", "1",
+                                       "--allow-origin", "https://app.example"])
     try:
         slow = {"text": long_sentences(64, 255), "beam": 32}
-        status, _, body, secs = post(server.port, slow)
+        status, headers, body, secs = post(server.port, slow,
+                                           extra=b"Origin: https://app.example\r\n")
         check(status == 504 and "--timeout-ms" in error_message(body),
               "a long request gets 504 (%.2f s)" % secs, body[:300])
+        check(headers.get("access-control-allow-origin") == "https://app.example",
+              "its 504 carries Access-Control-Allow-Origin (an allowed page sees it)", headers)
         m = server.wait_for(lambda m: m.get("nazar_batches_total", 0) == 1, "its batch ended")
         check(m["nazar_sentences_cancelled_total"] == 64 and m["nazar_in_flight_requests"] == 0,
               "its 64 sentences were stopped, not decoded to their end",
