@@ -189,6 +189,7 @@ std::optional<HeadError> parse_request_head(std::string_view head, std::size_t m
         } else if (name == "transfer-encoding") {
             chunked = true;
         } else if (name == "host") {
+            if (has_host) return HeadError{400, "Host given twice"};  // RFC 9112 §3.2: a MUST
             has_host = true;
         } else if (name == "expect") {
             if (lower(value) != "100-continue")

@@ -6,7 +6,7 @@
 //   400  the request line or a header line is malformed (a token with a space, a header folded
 //        over lines, a NUL or other control byte), Content-Length is not a plain decimal
 //        number (negative, signed, a list, over 18 digits) or appears twice with different
-//        values, or an HTTP/1.1 request has no Host;
+//        values, or an HTTP/1.1 request has no Host or two;
 //   411  a POST has no Content-Length;          413  Content-Length exceeds the body limit;
 //   417  an Expect other than 100-continue;     431  the head exceeds the header limit;
 //   501  Transfer-Encoding (chunked request bodies are not supported: send Content-Length);

@@ -120,6 +120,7 @@ def test_limits_and_http(server):
         (b"Content-Length: 5\r\nContent-Length: 6\r\n", 400, "conflicting Content-Length"),
         (b"", 411, "needs a Content-Length"),
         (b"Transfer-Encoding: chunked\r\n", 501, "Transfer-Encoding is not supported"),
+        (b"Host: evil.example\r\n", 400, "Host given twice"),  # the checks read the first
     ]
     for headers_, want, msg in cases:
         status, _, body, secs = raw(port, b"POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\n"
