@@ -56,6 +56,7 @@ TEST(ServeHttp, RefusesWithTheStatusAClientCanActOn) {
     EXPECT_EQ(status_of(post + "Bad Name: x\r\nContent-Length: 5\r\n"), 400);
     EXPECT_EQ(status_of(post + "X-A: a\x01z\r\nContent-Length: 5\r\n"), 400);
     EXPECT_EQ(status_of("GET / HTTP/1.1\r\n"), 400);  // no Host
+    EXPECT_EQ(status_of("GET / HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n"), 400);
     EXPECT_EQ(status_of("GET / HTTP/2.0\r\nHost: a\r\n"), 505);
     EXPECT_EQ(status_of("GET / HTTP/1.1 extra\r\nHost: a\r\n"), 400);
     EXPECT_EQ(status_of("GET noslash HTTP/1.1\r\nHost: a\r\n"), 400);
