@@ -36,13 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_util  # noqa: E402
 
 NAZAR = os.path.abspath(sys.argv[1])
-failures = []
-
-
-def check(cond, what, detail=""):
-    print(("ok   " if cond else "FAIL ") + what + ("" if cond else ": " + str(detail)[:1500]))
-    if not cond:
-        failures.append(what)
+check = serve_util.check
 
 
 def raw(port, data, timeout=20, read_all=True):
@@ -362,11 +356,7 @@ def main():
                            capture_output=True, text=True, timeout=600)
         print(r.stdout.strip())
         check(r.returncode == 0, "serve-abuse.py (3 s): every check holds", r.stdout[-800:])
-    if failures:
-        print("%d check(s) failed: %s" % (len(failures), ", ".join(failures)))
-        return 1
-    print("all checks passed")
-    return 0
+    return serve_util.summary()
 
 
 if __name__ == "__main__":
