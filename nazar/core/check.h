@@ -28,7 +28,8 @@
 // line, a config value, a tokenizer string), so Error's constructor escapes the characters that
 // would break or hijack a terminal line: \n -> "\\n", \r -> "\\r", every other C0 control
 // byte and DEL -> "\\xNN" (NUL included: what() is a C string). A tab is kept (it does not
-// end a line; TSV-related messages stay readable); bytes >= 0x80 (UTF-8) are kept.
+// end a line; TSV-related messages stay readable); valid UTF-8 is kept, C1 controls become
+// "\\u00NN" and a byte outside a valid sequence "\\xNN" (escape_text, core/text_limits.h).
 #pragma once
 
 #include <fmt/format.h>
