@@ -16,7 +16,7 @@ if(NAZAR_FUZZ)
     # nazar_train carries core, data, nn, attention, models, decode: what the readers need
     # (not the whole `nazar`, so later folders such as viz are not built for fuzzing).
     target_link_libraries(${name} PRIVATE nazar_train)
-    if(name STREQUAL "fuzz_serve_request")  # the server's request parser (nazar/serve/)
+    if(name MATCHES "^fuzz_serve_")  # the server's request and HTTP parsers (nazar/serve/)
       target_link_libraries(${name} PRIVATE nazar_serve)
     endif()
     target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
