@@ -141,6 +141,9 @@ def main():
     ap.add_argument("--health-ms", type=float, default=100)
     ap.add_argument("--answer-ms", type=float, default=1000)
     ap.add_argument("--peak-mb", type=float, default=512)
+    ap.add_argument("--no-rss", action="store_true",
+                    help="report RSS without checking it (a sanitizer build's quarantine holds "
+                         "freed memory)")
     a = ap.parse_args()
     proc, port = start(a.nazar, a.model, [])
     failures = []
@@ -192,7 +195,7 @@ def main():
         status = largest_request(port)
         peak = rss_kb(proc.pid, "VmHWM") / 1024
         print("largest default request: status %d, peak RSS %.0f MB" % (status, peak))
-        if status != 200 or peak > a.peak_mb:
+        if status != 200 or (peak > a.peak_mb and not a.no_rss):
             failures.append("the largest request: status %d, peak %.0f MB" % (status, peak))
         time.sleep(0.5)
         rss1 = rss_kb(proc.pid)
@@ -200,7 +203,7 @@ def main():
               % (rss0 / 1024, before_big / 1024, rss1 / 1024))
         # The largest request leaves the model's decoding workspaces at their largest size
         # (reused by the next requests; issue #38 separates them), so only the load is checked.
-        if before_big > rss0 * 1.1 + 8192:
+        if before_big > rss0 * 1.1 + 8192 and not a.no_rss:
             failures.append("RSS after the load exceeds its value before by more than 10%")
     finally:
         proc.send_signal(signal.SIGTERM)

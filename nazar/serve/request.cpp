@@ -273,7 +273,7 @@ RequestCost check_cost(const TranslateRequest& r, std::span<const int> source_le
 std::string to_json(const TranslateRequest& r) {
     json j;
     j["text"] = r.text;
-    j["model"] = r.model;
+    j["model"] = r.model.empty() ? json(nullptr) : json(r.model);  // "" is refused on input
     j["beam"] = r.beam;
     j["n_best"] = r.n_best;
     j["attention"] = r.attention;

@@ -60,6 +60,8 @@ TEST(ServeRequest, ParsesEveryFieldAndRoundTrips) {
     EXPECT_EQ(d.text, std::vector<std::string>{"x"});
     EXPECT_EQ(d.beam, 5);
     EXPECT_EQ(d.alignment, AlignmentFormat::none);
+    // The default model round-trips as null ("model": "" is refused on input).
+    EXPECT_EQ(parse_translate_request(to_json(d), {}).model, "");
     // Options that change decoding change the key, and so does keeping the attention matrices
     // (memory); which form of them the answer shows does not.
     TranslateRequest e = d, f = d;
