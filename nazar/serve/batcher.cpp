@@ -156,9 +156,7 @@ void decode_alone(Job& job, const TranslationOptions& opt) {
 }  // namespace
 
 bool Batcher::unwanted(const Job& j) const {
-    if (j.cancelled && j.cancelled()) return true;
-    std::lock_guard lk(m_);
-    return j.abandoned;
+    return j.abandoned || (j.cancelled && j.cancelled());
 }
 
 void Batcher::decode(std::vector<std::shared_ptr<Job>>& batch) {

@@ -23,6 +23,7 @@
 #include "nazar/serve/metrics.h"
 #include "nazar/serve/request.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -71,8 +72,8 @@ struct Job {
 
 private:
     friend class Batcher;
-    bool abandoned = false;  // the caller gave up: drop it
-    bool running = false;    // in the batch being decoded
+    std::atomic<bool> abandoned{false};  // the caller gave up: drop it (polled while decoding)
+    bool running = false;                // in the batch being decoded
 };
 
 class Batcher {

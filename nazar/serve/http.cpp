@@ -55,12 +55,6 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
 // A printable excerpt of client bytes for a message (at most 60, others as \xNN).
 std::string excerpt(std::string_view s) {
     std::string out;
@@ -75,7 +69,7 @@ std::string excerpt(std::string_view s) {
 bool has_option(std::string_view value, std::string_view option) {
     while (!value.empty()) {
         const std::size_t comma = value.find(',');
-        if (lower(trim(value.substr(0, comma))) == option) return true;
+        if (ascii_lower(trim(value.substr(0, comma))) == option) return true;
         if (comma == std::string_view::npos) break;
         value.remove_prefix(comma + 1);
     }
@@ -172,7 +166,7 @@ std::optional<HeadError> parse_request_head(std::string_view head, std::size_t m
         const std::size_t colon = line.find(':');
         if (colon == std::string_view::npos || !is_token(line.substr(0, colon)))
             return HeadError{400, fmt::format("malformed header line '{}'", excerpt(line))};
-        const std::string name = lower(line.substr(0, colon));
+        const std::string name = ascii_lower(line.substr(0, colon));
         const std::string_view value = trim(line.substr(colon + 1));
         if (!is_field_value(value))
             return HeadError{400, fmt::format("header '{}' holds a control byte", name)};
@@ -192,7 +186,7 @@ std::optional<HeadError> parse_request_head(std::string_view head, std::size_t m
             if (has_host) return HeadError{400, "Host given twice"};  // RFC 9112 §3.2: a MUST
             has_host = true;
         } else if (name == "expect") {
-            if (lower(value) != "100-continue")
+            if (ascii_lower(value) != "100-continue")
                 return HeadError{417, fmt::format("expectation '{}' is not supported (only "
                                                   "100-continue)",
                                                   excerpt(value))};
@@ -215,6 +209,12 @@ std::optional<HeadError> parse_request_head(std::string_view head, std::size_t m
     out.keep_alive = out.minor == 1 ? !(conn && has_option(*conn, "close"))
                                     : (conn && has_option(*conn, "keep-alive"));
     return std::nullopt;
+}
+
+std::string ascii_lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
 }
 
 const char* reason_phrase(int status) {

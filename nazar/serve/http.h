@@ -67,4 +67,7 @@ std::string serialize(const HttpResponse& r, bool keep_alive, bool head_only = f
 
 const char* reason_phrase(int status);
 
+// ASCII lower case (header names, media types, hosts, schemes are case-insensitive).
+std::string ascii_lower(std::string_view s);
+
 }  // namespace nazar::serve

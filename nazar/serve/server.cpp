@@ -81,12 +81,6 @@ private:
     std::vector<std::thread> threads_;
 };
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
 bool is_loopback_ip(const std::string& h) {
     in_addr a4{};
     if (::inet_pton(AF_INET, h.c_str(), &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
@@ -97,7 +91,7 @@ bool is_loopback_ip(const std::string& h) {
 
 // A Host header naming this machine's loopback: localhost, 127.x.y.z or [::1], any port.
 bool is_loopback_host(std::string_view host) {
-    std::string h = lower(host);
+    std::string h = ascii_lower(host);
     if (!h.empty() && h.front() == '[') {
         const std::size_t close = h.find(']');
         if (close == std::string::npos) return false;
@@ -120,7 +114,7 @@ bool same_secret(std::string_view a, std::string_view b) {
 std::string media_type(std::string_view content_type) {
     std::string_view t = content_type.substr(0, content_type.find(';'));
     while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
-    return lower(t);
+    return ascii_lower(t);
 }
 
 // A translate request's job, shared by the worker that queues it and the reply's finish.
@@ -196,10 +190,11 @@ std::optional<HttpResponse> Server::Impl::refuse_access(const HttpRequest& req, 
     if (const auto origin = req.header("origin")) {
         // The explorer's own origin: the scheme it was served over, and the Host it names.
         const std::string own = cfg.tls_cert.empty() ? "http://" : "https://";
-        const bool same = host && lower(*origin) == own + lower(*host);
+        const bool same = host && ascii_lower(*origin) == own + ascii_lower(*host);
         const bool allowed = std::any_of(
-            cfg.allow_origins.begin(), cfg.allow_origins.end(),
-            [&](const std::string& o) { return o == "*" || lower(o) == lower(*origin); });
+            cfg.allow_origins.begin(), cfg.allow_origins.end(), [&](const std::string& o) {
+                return o == "*" || ascii_lower(o) == ascii_lower(*origin);
+            });
         if (!same && !allowed)
             return error_response(403, fmt::format("cross-origin request from '{}' refused "
                                                    "(allow it with --allow-origin)",
@@ -207,7 +202,7 @@ std::optional<HttpResponse> Server::Impl::refuse_access(const HttpRequest& req, 
     }
     if (!cfg.api_keys.empty() && !asset && req.path != "/health") {
         const std::string_view auth = req.header("authorization").value_or("");
-        const bool bearer = auth.size() > 7 && lower(auth.substr(0, 7)) == "bearer ";
+        const bool bearer = auth.size() > 7 && ascii_lower(auth.substr(0, 7)) == "bearer ";
         bool ok = false;
         for (const std::string& key : cfg.api_keys)
             ok |= bearer && same_secret(auth.substr(7), key);
@@ -443,7 +438,7 @@ int Server::bind() {
 }
 
 bool Server::loopback() const {
-    return is_loopback_host(impl_->cfg.host);
+    return impl_->loopback;  // set by bind()
 }
 
 void Server::run() {
