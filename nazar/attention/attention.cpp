@@ -269,7 +269,6 @@ void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstT
     const int K = cfg.score == ScoreKind::dot ? C : (additive ? A : H);
     if (cfg.score != ScoreKind::dot) check_key_rows(keys, NS, S, K);
     const float* kdata = cfg.score == ScoreKind::dot ? enc_out.data() : keys.keys.data();
-    attn::StepScratch& sc = scratch_->step;
 
     cache.weights.resize({B, W}, false);
     cache.probs.resize({B, W}, false);
@@ -278,7 +277,6 @@ void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstT
         cache.query_proj.resize({B, A}, false);
         gemm_xwt(B, A, H, 1.0f, query.data(), H, params.W_q.data(), H, weight_t_rows(keys.query_t),
                  0.0f, cache.query_proj.data(), A);
-        sc.tanh_rows.resize({B, A}, false);
     } else {
         cache.scores.resize({B, W}, false);
     }
@@ -289,13 +287,17 @@ void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstT
         cache.dropped.resize({B, W}, false);
     }
     const bool coverage = cfg.coverage;
-    if (coverage) {
-        NZ_CHECK_SHAPE(cache.coverage, {B, S});
-        sc.cov_u.resize({B, A}, false);
-    }
+    if (coverage) NZ_CHECK_SHAPE(cache.coverage, {B, S});
 
+    // forward is const and takes no scratch of the Attention's: a model shared by decoding
+    // threads (models/decode_session.h) runs it from all of them at once. The fused additive
+    // kernels' per-row temporaries (tanh row, coverage's u + cov_j w_c) live per chunk of rows.
     const float s = score_scale(), sigma = attn::gaussian_sigma(cfg.window);
+    const int64_t tmp_floats = additive ? (coverage ? 2 : 1) * int64_t{A} : 0;
     parallel_for(B, 4, [&](int64_t b0, int64_t b1) {
+        attn::RowTemp temp(tmp_floats);
+        float* const tanh_row = temp.data();
+        float* const cov_u = temp.data() + A;
         for (int64_t b = b0; b < b1; ++b) {
             const attn::Window w{cache.start[b], cache.count[b]};
             float* pr = cache.probs.data() + b * W;
@@ -305,11 +307,10 @@ void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstT
             if (coverage) {  // e_j = v_a · tanh(u + k_j + w_c cov_j)
                 attn::coverage_scores(cache.query_proj.data() + b * A, kb, params.v_a.data(),
                                       params.w_c.data(), cache.coverage.data() + b * S + w.start,
-                                      w.count, A, sc.cov_u.data() + b * A,
-                                      sc.tanh_rows.data() + b * A, pr);
+                                      w.count, A, cov_u, tanh_row, pr);
             } else if (additive) {
                 attn::additive_scores(cache.query_proj.data() + b * A, kb, params.v_a.data(),
-                                      w.count, A, sc.tanh_rows.data() + b * A, pr);
+                                      w.count, A, tanh_row, pr);
             } else {
                 float* r = cache.scores.data() + b * W;
                 attn::bilinear_scores(query.data() + b * H, kb, w.count, K, r);

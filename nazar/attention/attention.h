@@ -257,9 +257,10 @@ public:
     const AttentionExtraGrad* extra = nullptr;
 
 private:
-    // Per-call temporaries, not state (attention_detail.h): one Attention runs one call at a
-    // time. Held by pointer so that their layout stays out of this header; a copy of an
-    // Attention gets its own, empty ones.
+    // The training calls' temporaries (backward, forward_steps, backward_steps), not state
+    // (attention_detail.h): those run one call at a time. forward uses none of them, so threads
+    // sharing a const model may run it at once, each with its own cache. Held by pointer so that
+    // their layout stays out of this header; a copy of an Attention gets its own, empty ones.
     class ScratchPtr {
     public:
         ScratchPtr();

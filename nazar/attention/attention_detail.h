@@ -1,6 +1,8 @@
 // Internal to nazar/attention (not part of the API): the per-call temporaries of Attention and
 // the entry points of the local all-steps path. The temporaries are not state: one Attention runs
-// one call at a time and each call sizes what it uses. Every field has one meaning. Shape letters
+// one call at a time (backward, forward_steps, backward_steps: training owns its model; forward,
+// which decoding threads sharing one model call at once, takes none of them) and each call sizes
+// what it uses. Every field has one meaning. Shape letters
 // as in attention.h; M = T·B rows of all steps (row r = t·B + b); W = S (global) or 2D+1 (local);
 // Sd = min(S, 2W), the columns of the dense local buffers (a sentence with S_b <= 2W runs its local
 // steps as dense GEMMs).
@@ -9,12 +11,30 @@
 #include "nazar/attention/attention.h"
 #include "nazar/core/tensor.h"
 
+#include <array>
+#include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 namespace nazar::attn {
 
-struct StepScratch {      // Attention::forward / backward: one decoder step, B rows
+// Per-row temporaries of one chunk of rows in Attention::forward: on the stack up to
+// kStackFloats (attention sizes up to 256 with coverage), on the heap beyond.
+class RowTemp {
+public:
+    explicit RowTemp(int64_t floats) {
+        if (floats > kStackFloats) heap_ = std::make_unique<float[]>(floats);
+    }
+    float* data() { return heap_ ? heap_.get() : stack_.data(); }
+
+private:
+    static constexpr int64_t kStackFloats = 512;
+    std::array<float, kStackFloats> stack_;
+    std::unique_ptr<float[]> heap_;
+};
+
+struct StepScratch {      // Attention::backward: one decoder step, B rows
     Tensor tanh_rows;     // (B, A)  additive: per-row scratch of the fused score kernels
     Tensor d_weights;     // (B, W)  d α
     Tensor d_probs;       // (B, W)  local-p: d pr = d α ⊙ g  (otherwise d pr is d α itself)

@@ -72,7 +72,7 @@ void Decoder::step_forward(int t, ConstTensorView emb, ConstTensorView h_prev,
                            ConstTensorView c_prev, ConstTensorView feed_prev,
                            const EncodedSource& src, const Attention& attention, TensorView h_new,
                            TensorView c_new, TensorView out, DecoderStepCache& cache, Rng& rng,
-                           Mode mode, TensorView gi0) {
+                           Mode mode, TensorView gi0) const {
     const int N = emb.dim(0);
     NZ_CHECK_SHAPE(emb, {N, E});
     NZ_CHECK_SHAPE(h_prev, {L, N, H});
@@ -92,7 +92,7 @@ void Decoder::step_forward(int t, ConstTensorView emb, ConstTensorView h_prev,
 
 void Decoder::cells_forward(ConstTensorView emb, ConstTensorView h_prev, ConstTensorView c_prev,
                             const EncodedSource& src, TensorView h_new, TensorView c_new,
-                            DecoderStepCache& cache, Rng& rng, Mode mode, TensorView gi0) {
+                            DecoderStepCache& cache, Rng& rng, Mode mode, TensorView gi0) const {
     NZ_CHECK(can_split_outputs(),
              "decoder cells_forward: split outputs need Luong, no input feeding, timing after");
     const int N = emb.dim(0);
@@ -132,7 +132,7 @@ void Decoder::cells_step_forward(ConstTensorView h_prev,  // (L, N, H)
                                  TensorView c_new,         // (L, N, H)  out (LSTM)
                                  DecoderStepCache& cache,  // x0 in; layer inputs, cells out
                                  Rng& rng, Mode mode,
-                                 TensorView gi0) {  // (N, G·H) or empty, as step_forward's
+                                 TensorView gi0) const {  // (N, G·H) or empty, as step_forward's
     const int N = h_prev.dim(1), I0 = E + feed_;
     // stacked cells: layer l > 0 reads dropout(s^{l-1}_t)
     if (static_cast<int>(cache.layer_in.size()) < L) {
@@ -177,12 +177,13 @@ void Decoder::cells_step_forward(ConstTensorView h_prev,  // (L, N, H)
 }
 
 // The step's output o_t from s_t (and, with Luong timing, the attention that reads s_t).
-void Decoder::output_step_forward(int t,
-                                  ConstTensorView emb,    // (N, E)     e_t (deep output)
-                                  ConstTensorView h_new,  // (L, N, H)  s_t of every layer
-                                  const EncodedSource& src, const Attention& attention,
-                                  TensorView out,             // (N, d_out) out: o_t
-                                  DecoderStepCache& cache) {  // context (timing before) in; out
+void Decoder::output_step_forward(
+    int t,
+    ConstTensorView emb,    // (N, E)     e_t (deep output)
+    ConstTensorView h_new,  // (L, N, H)  s_t of every layer
+    const EncodedSource& src, const Attention& attention,
+    TensorView out,                   // (N, d_out) out: o_t
+    DecoderStepCache& cache) const {  // context (timing before) in; out
     const int N = emb.dim(0);
     const ConstTensorView s = h_new.select(L - 1);
     // Luong timing: c_t from the query s_t, after the RNN step.
@@ -198,12 +199,13 @@ void Decoder::output_step_forward(int t,
         kernels::tanh(out.data(), out.data(), out.numel());
     } else if (deep) {
         // o_t = tanh(L_s s_t + L_y e_t + L_c c_t)
-        tmp_.resize({N, d_out_}, false);
+        Tensor& term = cache.deep_term;
+        term.resize({N, d_out_}, false);
         deep_state.forward(s, out);
-        deep_prev.forward(emb, tmp_);
-        kernels::axpy(out.numel(), 1.0f, tmp_.data(), out.data());
-        deep_context.forward(cache.context, tmp_);
-        kernels::axpy(out.numel(), 1.0f, tmp_.data(), out.data());
+        deep_prev.forward(emb, term);
+        kernels::axpy(out.numel(), 1.0f, term.data(), out.data());
+        deep_context.forward(cache.context, term);
+        kernels::axpy(out.numel(), 1.0f, term.data(), out.data());
         kernels::tanh(out.data(), out.data(), out.numel());
     } else {
         out.copy_from(s);  // o_t = s_t

@@ -87,6 +87,7 @@ struct DecoderStepCache {
     AttentionStepCache attention;
     Tensor context;     // (N, C)      c_t
     Tensor combine_in;  // (N, H + C)  [s_t ; c_t] (luong)
+    Tensor deep_term;   // (N, d_out)  deep output: one product's rows before they are summed
 };
 
 // What outputs_forward keeps for SequenceBackward::outputs_backward (split outputs).
@@ -162,8 +163,8 @@ public:
         TensorView out,           // (N, d_out) out: o_t
         DecoderStepCache& cache,  // out
         Rng& rng, Mode mode,
-        TensorView gi0 = {});  // (N, G·H) e_t W_eᵀ + b_ih from project_embeddings, or
-                               // empty (computed here); += f_t W_fᵀ in place
+        TensorView gi0 = {}) const;  // (N, G·H) e_t W_eᵀ + b_ih from project_embeddings, or
+                                     // empty (computed here); += f_t W_fᵀ in place
 
     // Teacher forcing (inputs known in advance): the embedding half of layer 0's input
     // projection for all T steps as one GEMM (W_ih = [W_e | W_f] column blocks):
@@ -207,11 +208,11 @@ public:
                        ConstTensorView h_prev,  // (L, N, H)
                        ConstTensorView c_prev,  // (L, N, H)  LSTM
                        const EncodedSource& src,
-                       TensorView h_new,         // (L, N, H)  out
-                       TensorView c_new,         // (L, N, H)  out (LSTM)
-                       DecoderStepCache& cache,  // out: x0, layer inputs, cells
-                       Rng& rng, Mode mode,      // dropout between layers (train mode)
-                       TensorView gi0 = {});     // (N, G·H) as step_forward's
+                       TensorView h_new,            // (L, N, H)  out
+                       TensorView c_new,            // (L, N, H)  out (LSTM)
+                       DecoderStepCache& cache,     // out: x0, layer inputs, cells
+                       Rng& rng, Mode mode,         // dropout between layers (train mode)
+                       TensorView gi0 = {}) const;  // (N, G·H) as step_forward's
     // c_t = attn(query = s_t), s̃_t = tanh(W_c [s_t ; c_t]) for t = 0 … T−1 (after cells_forward).
     // active (T entries, or empty = all N): the combine runs on step t's first active[t] rows
     // only (packed, one GEMM) and out is 0 on the others; the attention runs on every row.
@@ -240,7 +241,7 @@ private:
     int feed_ = 0, d_out_ = 0;
     bool before_ = true;
     // backward scratch (sized per call; no allocation once warm)
-    Tensor d_ctx_, d_x0_, d_layer_, d_pre_, d_cat_, tmp_;
+    Tensor d_ctx_, d_x0_, d_layer_, d_pre_, d_cat_;
     // storage a SequenceBackward takes for its pass and hands back (reused across batches)
     SequenceBackwardBuffers seq_buffers_;
 
@@ -248,10 +249,10 @@ private:
     void assemble_x0(ConstTensorView emb, ConstTensorView feed_prev, DecoderStepCache& cache) const;
     void cells_step_forward(ConstTensorView h_prev, ConstTensorView c_prev,
                             const EncodedSource& src, TensorView h_new, TensorView c_new,
-                            DecoderStepCache& cache, Rng& rng, Mode mode, TensorView gi0);
+                            DecoderStepCache& cache, Rng& rng, Mode mode, TensorView gi0) const;
     void output_step_forward(int t, ConstTensorView emb, ConstTensorView h_new,
                              const EncodedSource& src, const Attention& attention, TensorView out,
-                             DecoderStepCache& cache);
+                             DecoderStepCache& cache) const;
     // step_backward's parts, shared with SequenceBackward (`def` null: the per-step reference)
     void output_step_backward(ConstTensorView d_out, ConstTensorView emb, ConstTensorView h_new,
                               ConstTensorView out, const EncodedSource& src, Attention& attention,
