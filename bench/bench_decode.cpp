@@ -79,15 +79,16 @@ bool validate() {
     for (int i = 0; i < kMaxB; ++i) same += b[i][0].tokens == g[i].tokens;
     // beam-5 scores against a replay through greedy's step API (sentence 0)
     const auto b5 = beam_search(*p.model, p.batch_src(1), p.batch_lengths(1), kS, kBeam);
+    DecodeSession session(*p.model);
     EncodedSource enc;
-    p.model->encode(p.batch_src(1), p.batch_lengths(1), kS, enc);
+    session.encode(p.batch_src(1), p.batch_lengths(1), kS, enc);
     DecoderState st;
-    p.model->init_state(enc, st);
+    session.init_state(enc, st);
     Tensor lp({1, kV});
     int32_t prev = p.model->config().special_ids.bos;
     double sum = 0;
     for (int32_t y : b5[0][0].tokens) {
-        p.model->step(std::span<const int32_t>(&prev, 1), enc, st, lp, {});
+        session.step(std::span<const int32_t>(&prev, 1), enc, st, lp, {});
         sum += lp.at(0, y);
         prev = y;
     }

@@ -19,7 +19,7 @@
 #include "nazar/core/blas.h"
 #include "nazar/core/rng.h"
 #include "nazar/core/threads.h"
-#include "nazar/models/seq2seq.h"
+#include "nazar/models/decode_session.h"
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
@@ -117,11 +117,12 @@ void BM_step(benchmark::State& st) {
     Rng rng(7);
     for (int i = 0; i < kS; ++i) src.push_back(4 + static_cast<int32_t>(rng.below(kV - 4)));
     const std::vector<int> len = {kS};
+    DecodeSession session(*model);
     EncodedSource enc, rows;
-    model->encode(src, len, kS, enc, R);
-    model->select_rows(enc, std::vector<int>(static_cast<std::size_t>(R), 0), rows);
+    session.encode(src, len, kS, enc, R);
+    session.select_rows(enc, std::vector<int>(static_cast<std::size_t>(R), 0), rows);
     DecoderState state;
-    model->init_state(rows, state);
+    session.init_state(rows, state);
     const std::vector<int32_t> prev(static_cast<std::size_t>(R), 5);
     Tensor out({R, kV});
     // the step's weights: what a step streams
@@ -151,9 +152,9 @@ void BM_step(benchmark::State& st) {
             t_read.push_back(seconds_of([&] { benchmark::DoNotOptimize(pooled_sum(mats)); }));
             t_step.push_back(seconds_of([&] {
                 if (R == 1)
-                    model->step(prev, rows, state, out, {});
+                    session.step(prev, rows, state, out, {});
                 else
-                    model->step_logits(prev, rows, state, out, {});
+                    session.step_logits(prev, rows, state, out, {});
             }));
             t_gemm.push_back(seconds_of([&] {
                 gemm(s, false, wq, true, u);

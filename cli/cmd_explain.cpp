@@ -262,7 +262,7 @@ void model_steps() {
     fmt::print(
         "\nThe same four steps inside a model (apps/demo/explain.h): a tiny seq2seq whose weights "
         "are\n"
-        "printed, one decoder step computed by hand and compared with Seq2Seq::step.\n\n");
+        "printed, one decoder step computed by hand and compared with DecodeSession::step.\n\n");
     for (DecoderKind k : {DecoderKind::bahdanau, DecoderKind::luong}) {
         const demo::StepWalkthrough w = demo::explain_model_step(k);
         fmt::print("{}\n", w.text);

@@ -5,7 +5,7 @@
 #include "nazar/core/check.h"
 #include "nazar/core/cpu_features.h"
 #include "nazar/core/threads.h"
-#include "nazar/models/seq2seq.h"
+#include "nazar/models/decode_session.h"
 #include "nazar/train/optim.h"
 #include "nazar/train/trainer.h"
 
@@ -272,17 +272,18 @@ json bench_local_scaling(const Preset& p, const std::vector<int>& lengths, int s
             for (auto& x : src)
                 x = 4 + static_cast<int32_t>(rng.below(static_cast<uint64_t>(p.src_vocab - 4)));
             const std::vector<int> len(N, S);
+            DecodeSession session(model);
             EncodedSource enc;
-            model.encode(src, len, S, enc);
+            session.encode(src, len, S, enc);
             DecoderState st;
-            model.init_state(enc, st);
+            session.init_state(enc, st);
             Tensor lp({N, p.tgt_vocab});
             std::vector<int32_t> prev(N, 2);
-            model.step(prev, enc, st, lp, TensorView());  // warm-up
+            session.step(prev, enc, st, lp, TensorView());  // warm-up
             // full decoder step (cell + attention + generator) and the attention alone
             Stopwatch sw;
             sw.start();
-            for (int t = 0; t < steps; ++t) model.step(prev, enc, st, lp, TensorView());
+            for (int t = 0; t < steps; ++t) session.step(prev, enc, st, lp, TensorView());
             const Timing full = sw.stop();
             Tensor q({N, p.dec_hidden}), ctx({N, 2 * p.enc_hidden});
             rng.fill_uniform(q, -1, 1);

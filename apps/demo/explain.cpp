@@ -1,7 +1,7 @@
 #include "apps/demo/explain.h"
 
 #include "nazar/data/vocab.h"
-#include "nazar/models/seq2seq.h"
+#include "nazar/models/decode_session.h"
 
 #include <fmt/format.h>
 
@@ -138,17 +138,17 @@ StepWalkthrough explain_model_step(DecoderKind kind) {
     const int S = 3, V = tv.size();
     const std::vector<int32_t> src{sv.id("The"), sv.id("cat"), sv.id("sat")};
     const std::vector<int> len{S};
+    DecodeSession session(model);
     EncodedSource enc;
-    model.encode(src, len, S, enc);
+    session.encode(src, len, S, enc);
     DecoderState st;
-    model.init_state(enc, st);
+    session.init_state(enc, st);
     Tensor lp({1, V}), att({1, S});
     const std::vector<int32_t> bos{Vocab::bos}, le{tv.id("Le")};
-    model.step(bos, enc, st, lp,
-               att);  // step 0 emits the first word; teacher forcing feeds "Le" next
+    // step 0 emits the first word; teacher forcing feeds "Le" next
+    session.step(bos, enc, st, lp, att);
     const std::vector<double> s_prev = row(st.h.select(0), 0);
-    model.step(le, enc, st, lp,
-               att);  // step 1: the step of docs/spec.md §10's example 1 ("chat")
+    session.step(le, enc, st, lp, att);  // step 1: docs/spec.md §10's example 1 ("chat")
     const std::vector<double> s_new = row(st.h.select(0), 0);
 
     StepWalkthrough w;
@@ -174,7 +174,7 @@ StepWalkthrough explain_model_step(DecoderKind kind) {
         o += matrix("W_a = attention.key.weight", P.W_k) +
              matrix("W_c = decoder.combine.weight", model.decoder.combine.params.weight);
     }
-    o += "  encoder states h_i (Seq2Seq::encode):\n";
+    o += "  encoder states h_i (DecodeSession::encode):\n";
     std::vector<std::vector<double>> h(S);
     for (int i = 0; i < S; ++i) {
         h[i] = row(enc.enc_out.select(0), i);
@@ -196,7 +196,8 @@ StepWalkthrough explain_model_step(DecoderKind kind) {
         w.max_logp_diff =
             std::max(w.max_logp_diff, std::abs(std::log(p[v]) - static_cast<double>(lp.at(0, v))));
     o += fmt::format(
-        "  check against Seq2Seq::step (the code that trains and translates): max |Δα| = {:.1e}, "
+        "  check against DecodeSession::step (the code that trains and translates): max |Δα| = "
+        "{:.1e}, "
         "max |Δ log p| = {:.1e}\n",
         w.max_weight_diff, w.max_logp_diff);
     return w;

@@ -54,7 +54,7 @@ struct ForcedAlignment {
 // src (B·S) row-major, lengths (B); targets[b] = target ids without <s>/</s>. A copy model
 // (models/copy.h) also needs copy_src (B·S), the source's extended ids, and takes targets in
 // extended ids (data/extended_vocab.h).
-std::vector<ForcedAlignment> forced_alignment(Seq2Seq& model, std::span<const int32_t> src,
+std::vector<ForcedAlignment> forced_alignment(const Seq2Seq& model, std::span<const int32_t> src,
                                               std::span<const int> lengths, int S,
                                               std::span<const std::vector<int32_t>> targets,
                                               std::span<const int32_t> copy_src = {});

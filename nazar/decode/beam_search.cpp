@@ -299,14 +299,14 @@ void collect(std::vector<Sentence>& sent, const BeamOptions& o, bool copy,
     }
 }
 
-// The fused output path (logits rows, OutputRow): a Seq2Seq without copy attention.
-bool has_step_logits(const Seq2Seq& m) {
+// The fused output path (logits rows, OutputRow): a model without copy attention.
+bool has_step_logits(const DecodeSession& m) {
     return m.has_step_logits();
 }
 bool has_step_logits(const Ensemble&) {
     return false;
 }
-const float* step_logits_bias(const Seq2Seq& m) {
+const float* step_logits_bias(const DecodeSession& m) {
     return m.step_logits_bias();
 }
 const float* step_logits_bias(const Ensemble&) {
@@ -315,12 +315,12 @@ const float* step_logits_bias(const Ensemble&) {
 template <class Model, class Source, class State>
 void step_rows(Model& model, bool fused, std::span<const int32_t> prev, const Source& src,
                State& state, TensorView out, TensorView attn) {
-    if constexpr (std::is_same_v<Model, Seq2Seq>)
+    if constexpr (std::is_same_v<Model, DecodeSession>)
         if (fused) return model.step_logits(prev, src, state, out, attn);
     model.step(prev, src, state, out, attn);
 }
 // Grouped output (BeamOptions::output_group_rows): the fewest rows a group may have, 0 = none.
-int group_min_rows(const Seq2Seq& m) {
+int group_min_rows(const DecodeSession& m) {
     return m.step_logits_group_min_rows();
 }
 int group_min_rows(const Ensemble&) {
@@ -331,7 +331,7 @@ int group_min_rows(const Ensemble&) {
 // by the group's sentences at once, while they are still in its cache. advance_one(i, rows,
 // r): sentence i's step, its first row being row r of `rows`.
 template <class Advance>
-void grouped_output(const Seq2Seq& model, const std::vector<int>& first,
+void grouped_output(const DecodeSession& model, const std::vector<int>& first,
                     const std::vector<int>& groups, int N, int V, const Advance& advance_one) {
     parallel_for(static_cast<int64_t>(groups.size()) - 1, 1, [&](int64_t g0, int64_t g1) {
         thread_local Tensor buf;
@@ -406,7 +406,7 @@ std::vector<Sentence> start_sentences(std::span<const int> lengths, int S, const
     return sent;
 }
 
-// The step API's source and state types of a model (Seq2Seq or Ensemble).
+// The step API's source and state types of a model (DecodeSession or Ensemble).
 using detail::StepTypes;  // decode/step_types.h
 
 template <class Model>
@@ -466,7 +466,7 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
             parallel_for(static_cast<int64_t>(first.size()), 4, [&](int64_t i0, int64_t i1) {
                 for (int64_t i = i0; i < i1; ++i) advance_one(i, lp_view, first[i]);
             });
-        } else if constexpr (std::is_same_v<Model, Seq2Seq>) {
+        } else if constexpr (std::is_same_v<Model, DecodeSession>) {
             model.step_hidden(prev, *cur, state, at_view);
             grouped_output(model, first, groups, N, V, advance_one);
         }
@@ -493,11 +493,19 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
 
 }  // namespace
 
-std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const int32_t> src,
+std::vector<std::vector<Hypothesis>> beam_search(DecodeSession& model, std::span<const int32_t> src,
                                                  std::span<const int> lengths, int S,
                                                  const BeamOptions& o,
                                                  std::span<const int32_t> copy_src) {
     return beam_impl(model, src, lengths, S, o, copy_src);
+}
+
+std::vector<std::vector<Hypothesis>> beam_search(const Seq2Seq& model, std::span<const int32_t> src,
+                                                 std::span<const int> lengths, int S,
+                                                 const BeamOptions& o,
+                                                 std::span<const int32_t> copy_src) {
+    DecodeSession session(model);
+    return beam_impl(session, src, lengths, S, o, copy_src);
 }
 
 std::vector<std::vector<Hypothesis>> beam_search(Ensemble& model, std::span<const int32_t> src,

@@ -1,4 +1,4 @@
-// Batched beam search (docs/spec.md §8) on the Seq2Seq step API, the semantics of the PyTorch
+// Batched beam search (docs/spec.md §8) on the DecodeSession step API, the semantics of the PyTorch
 // reference python/nazar_torch.py beam_search (which decodes one sentence at a time).
 //
 // Per sentence, with K = beam_size and F = hypotheses finished so far:
@@ -52,7 +52,7 @@ struct BeamOptions {
     // false: the unfused reference path (tests).
     bool fused_output = true;
     // Fused path, Seq2Seq whose output rows do not depend on the rows computed with them
-    // (Seq2Seq::step_logits_group_min_rows): the step's output layer runs per group of about
+    // (DecodeSession::step_logits_group_min_rows): the step's output layer runs per group of about
     // this many rows (whole sentences), each pool thread making its groups' logits and
     // selecting their candidates while the rows are in cache. −1: about 2 MB of logits per
     // group; 0: one product of all rows first. The same results bit for bit either way.
@@ -74,7 +74,13 @@ int max_output_length(int S_b, float max_length_ratio, int max_length_extra, int
 // best first (a search always finds at least one). A copy model (models/copy.h) also needs
 // copy_src (B·S): the source's extended ids (data/extended_vocab.h); its hypotheses' tokens are
 // extended ids (>= V: a copied source word) and carry p_gen per token.
-std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, std::span<const int32_t> src,
+// A DecodeSession (models/decode_session.h) decodes with its own buffers over a model that it
+// only reads; the Seq2Seq overloads make a session for the call.
+std::vector<std::vector<Hypothesis>> beam_search(DecodeSession& model, std::span<const int32_t> src,
+                                                 std::span<const int> lengths, int S,
+                                                 const BeamOptions& options = {},
+                                                 std::span<const int32_t> copy_src = {});
+std::vector<std::vector<Hypothesis>> beam_search(const Seq2Seq& model, std::span<const int32_t> src,
                                                  std::span<const int> lengths, int S,
                                                  const BeamOptions& options = {},
                                                  std::span<const int32_t> copy_src = {});
@@ -89,7 +95,11 @@ std::vector<std::vector<Hypothesis>> beam_search(Ensemble& model, std::span<cons
 // batches of at most batch_size, returned in input order.
 // copy_src: each sentence's extended ids (copy models; as beam_search).
 std::vector<std::vector<Hypothesis>> beam_search_sorted(
-    Seq2Seq& model, std::span<const std::vector<int32_t>> sentences,
+    DecodeSession& model, std::span<const std::vector<int32_t>> sentences,
+    const BeamOptions& options = {}, int batch_size = 32,
+    std::span<const std::vector<int32_t>> copy_src = {});
+std::vector<std::vector<Hypothesis>> beam_search_sorted(
+    const Seq2Seq& model, std::span<const std::vector<int32_t>> sentences,
     const BeamOptions& options = {}, int batch_size = 32,
     std::span<const std::vector<int32_t>> copy_src = {});
 std::vector<std::vector<Hypothesis>> beam_search_sorted(

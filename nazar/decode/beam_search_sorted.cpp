@@ -57,9 +57,16 @@ std::vector<std::vector<Hypothesis>> sorted_impl(Model& model,
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> beam_search_sorted(
-    Seq2Seq& model, std::span<const std::vector<int32_t>> sentences, const BeamOptions& options,
-    int batch_size, std::span<const std::vector<int32_t>> copy_src) {
+    DecodeSession& model, std::span<const std::vector<int32_t>> sentences,
+    const BeamOptions& options, int batch_size, std::span<const std::vector<int32_t>> copy_src) {
     return sorted_impl(model, sentences, options, batch_size, copy_src);
+}
+
+std::vector<std::vector<Hypothesis>> beam_search_sorted(
+    const Seq2Seq& model, std::span<const std::vector<int32_t>> sentences,
+    const BeamOptions& options, int batch_size, std::span<const std::vector<int32_t>> copy_src) {
+    DecodeSession session(model);
+    return sorted_impl(session, sentences, options, batch_size, copy_src);
 }
 
 std::vector<std::vector<Hypothesis>> beam_search_sorted(

@@ -7,9 +7,37 @@
 
 namespace nazar {
 
-Ensemble::Ensemble(std::vector<Seq2Seq*> members, int attention_member)
-    : members_(std::move(members)), attention_member_(attention_member) {
+namespace {
+std::vector<DecodeSession> sessions(const std::vector<const Seq2Seq*>& models) {
+    std::vector<DecodeSession> out;
+    out.reserve(models.size());
+    for (const Seq2Seq* m : models) {
+        NZ_CHECK(m != nullptr, "ensemble: a null member");
+        out.emplace_back(*m);
+    }
+    return out;
+}
+std::vector<DecodeSession*> pointers(std::vector<DecodeSession>& sessions) {
+    std::vector<DecodeSession*> out;
+    for (DecodeSession& s : sessions) out.push_back(&s);
+    return out;
+}
+}  // namespace
+
+Ensemble::Ensemble(std::vector<const Seq2Seq*> members, int attention_member)
+    : own_(sessions(members)), members_(pointers(own_)), attention_member_(attention_member) {
+    check();
+}
+
+Ensemble::Ensemble(Sessions sessions, int attention_member)
+    : members_(std::move(sessions.each)), attention_member_(attention_member) {
+    for (const DecodeSession* s : members_) NZ_CHECK(s != nullptr, "ensemble: a null member");
+    check();
+}
+
+void Ensemble::check() const {
     NZ_CHECK(!members_.empty(), "ensemble: no members");
+    const int attention_member = attention_member_;
     const int M = size();
     if (attention_member != kMeanAttention && (attention_member < 0 || attention_member >= M))
         throw UsageError(fmt::format(

@@ -23,13 +23,14 @@
 // `nazar score`) also require equal source and target vocabularies and tokenizers. Members may
 // differ in everything else (cell, sizes, attention, decoder kind).
 //
-// The interface mirrors Seq2Seq's step API (models/seq2seq.h), so greedy_decode and beam_search
-// take either.
+// The interface mirrors DecodeSession's step API (models/decode_session.h), so greedy_decode and
+// beam_search take either.
 #pragma once
 
-#include "nazar/models/seq2seq.h"
+#include "nazar/models/decode_session.h"
 
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace nazar {
@@ -47,8 +48,19 @@ public:
         std::vector<DecoderState> m;  // per member
     };
 
-    // Members are borrowed (not owned) and used by one thread at a time.
-    explicit Ensemble(std::vector<Seq2Seq*> members, int attention_member = 0);
+    // Members are borrowed (not owned) and only read: the ensemble decodes through a session of
+    // its own over each (decode_session.h), so that ensembles on several threads may share the
+    // members. One ensemble runs one call at a time.
+    explicit Ensemble(std::vector<const Seq2Seq*> members, int attention_member = 0);
+    // The same through the caller's sessions (one per member, borrowed: a pool of them reused
+    // across calls keeps its buffers, decode/translator.cpp).
+    struct Sessions {
+        explicit Sessions(std::vector<DecodeSession*> s) : each(std::move(s)) {}
+        std::vector<DecodeSession*> each;
+    };
+    explicit Ensemble(Sessions sessions, int attention_member = 0);
+    Ensemble(const Ensemble&) = delete;  // members_ may point into own_
+    Ensemble& operator=(const Ensemble&) = delete;
 
     int size() const { return static_cast<int>(members_.size()); }
     const ModelConfig& config() const { return members_[0]->config(); }  // vocab, special ids
@@ -61,13 +73,16 @@ public:
               TensorView attention);
     void select_state(const State& in, std::span<const int> rows, State& out) const;
     // Copy attention (every member has it): the source's extended ids for each member
-    // (Seq2Seq::set_copy_source); step() then writes (N, ext_vocab).
+    // (DecodeSession::set_copy_source); step() then writes (N, ext_vocab).
     void set_copy_source(Source& src, std::span<const int32_t> ids, int ext_vocab) const;
     // The members' mean p_gen of each row of the last step (empty without copy attention).
     std::span<const float> last_p_gen();
 
 private:
-    std::vector<Seq2Seq*> members_;
+    void check() const;  // the members agree (vocabularies, special ids, copy attention)
+
+    std::vector<DecodeSession> own_;       // sessions made by the first constructor
+    std::vector<DecodeSession*> members_;  // one session over each member
     int attention_member_;
     Tensor lp_scratch_, attn_scratch_;
     std::vector<float> p_gen_;

@@ -1,4 +1,4 @@
-// Batched greedy decoding on the Seq2Seq step API (greedy.h).
+// Batched greedy decoding on the step API of a DecodeSession or an Ensemble (greedy.h).
 #include "nazar/decode/greedy.h"
 
 #include "nazar/core/check.h"
@@ -74,7 +74,7 @@ int best_token(const float* lp, int V, int32_t pad, int32_t bos) {
 
 namespace {
 
-// The step API's source and state types of a model (Seq2Seq or Ensemble).
+// The step API's source and state types of a model (DecodeSession or Ensemble).
 using detail::StepTypes;  // decode/step_types.h
 
 template <class Model>
@@ -139,11 +139,19 @@ std::vector<GreedyResult> greedy_impl(Model& model, std::span<const int32_t> src
 
 }  // namespace
 
-std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t> src,
+std::vector<GreedyResult> greedy_decode(DecodeSession& model, std::span<const int32_t> src,
                                         std::span<const int> lengths, int S,
                                         const GreedyOptions& options,
                                         std::span<const int32_t> copy_src) {
     return greedy_impl(model, src, lengths, S, options, copy_src);
+}
+
+std::vector<GreedyResult> greedy_decode(const Seq2Seq& model, std::span<const int32_t> src,
+                                        std::span<const int> lengths, int S,
+                                        const GreedyOptions& options,
+                                        std::span<const int32_t> copy_src) {
+    DecodeSession session(model);
+    return greedy_impl(session, src, lengths, S, options, copy_src);
 }
 
 std::vector<GreedyResult> greedy_decode(Ensemble& model, std::span<const int32_t> src,

@@ -1,4 +1,4 @@
-// Batched greedy decoding (docs/spec.md §8) on the Seq2Seq step API.
+// Batched greedy decoding (docs/spec.md §8) on the DecodeSession step API.
 //
 //   y_0 = <s>;  y_t = argmax_{v ∉ {<pad>, <s>}} log p(v | y_<t, x)   for every sentence of the
 //   batch at once.
@@ -40,7 +40,13 @@ struct GreedyResult {
 // src (B·S) row-major, lengths (B) in [0, S]. Returns B results in order.
 // A copy model (models/copy.h) also needs copy_src (B·S): the source's extended ids
 // (data/extended_vocab.h); its tokens are extended ids (>= V: a copied source word).
-std::vector<GreedyResult> greedy_decode(Seq2Seq& model, std::span<const int32_t> src,
+// A DecodeSession (models/decode_session.h) decodes with its own buffers over a model that it
+// only reads; the Seq2Seq overload makes a session for the call.
+std::vector<GreedyResult> greedy_decode(DecodeSession& model, std::span<const int32_t> src,
+                                        std::span<const int> lengths, int S,
+                                        const GreedyOptions& options = {},
+                                        std::span<const int32_t> copy_src = {});
+std::vector<GreedyResult> greedy_decode(const Seq2Seq& model, std::span<const int32_t> src,
                                         std::span<const int> lengths, int S,
                                         const GreedyOptions& options = {},
                                         std::span<const int32_t> copy_src = {});

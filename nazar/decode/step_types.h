@@ -1,9 +1,9 @@
-// The encoded source and decoder state types of what a search decodes with: one Seq2Seq, or an
-// Ensemble of them (decode/ensemble.h). Shared by greedy.cpp and beam_search.cpp.
+// The encoded source and decoder state types of what a search decodes with: one DecodeSession, or
+// an Ensemble of them (decode/ensemble.h). Shared by greedy.cpp and beam_search.cpp.
 #pragma once
 
 #include "nazar/decode/ensemble.h"
-#include "nazar/models/seq2seq.h"
+#include "nazar/models/decode_session.h"
 
 #include <algorithm>
 #include <span>
@@ -21,10 +21,11 @@ struct StepTypes<Ensemble> {
     using State = Ensemble::State;
 };
 
-// Copy attention (a Seq2Seq with cfg.copy_attention; models/copy.h): hands the source's
+// Copy attention (a model with cfg.copy_attention; models/copy.h): hands the source's
 // extended ids (B·S, row-major) to the encoded rows and returns the step's vocabulary
 // V + max_b X_b; other models return V. An ensemble of copy models hands them to every member.
-inline int prepare_copy(Seq2Seq& model, EncodedSource& enc, std::span<const int32_t> copy_src) {
+inline int prepare_copy(DecodeSession& model, EncodedSource& enc,
+                        std::span<const int32_t> copy_src) {
     const int V = model.config().tgt_vocab_size;
     if (!model.config().copy_attention) return V;
     NZ_CHECK(!copy_src.empty(), "decoding a copy model needs the source's extended ids");
@@ -43,7 +44,7 @@ inline int prepare_copy(Ensemble& model, Ensemble::Source& enc, std::span<const 
     return ext;
 }
 // p_gen of each row of the last step (empty: not a copy model).
-inline std::span<const float> step_p_gen(const Seq2Seq& model) {
+inline std::span<const float> step_p_gen(const DecodeSession& model) {
     return model.last_p_gen();
 }
 inline std::span<const float> step_p_gen(Ensemble& model) {

@@ -1,4 +1,5 @@
-// Translator: a pool of model replicas behind a thread-safe translate() (translator.h).
+// Translator: one shared model per member and a pool of decoding sessions behind a thread-safe
+// translate() (translator.h).
 #include "nazar/decode/translator.h"
 
 #include "nazar/core/precision.h"
@@ -24,23 +25,26 @@ struct Translator::Impl {
     Tokenizer src_tok, tgt_tok;
     Vocab src_vocab, tgt_vocab;
     SpecialIds special;
-    std::vector<std::unique_ptr<Seq2Seq>> models;  // replicas × members
-    using Replica = std::vector<Seq2Seq*>;         // one model per member
-    std::vector<Replica> free;                     // replicas not in use
+    // One per member, loaded once and read by every replica's sessions (never written after
+    // loading: decode_session.h).
+    std::vector<std::shared_ptr<const Seq2Seq>> models;
+    // A replica: one decoding session per member (buffers only, no weights).
+    std::vector<std::vector<DecodeSession>> replicas;
+    std::vector<int> free;  // replicas not in use
     std::mutex m;
     std::condition_variable cv;
 
-    Replica acquire() {
+    int acquire() {
         std::unique_lock lk(m);
         cv.wait(lk, [&] { return !free.empty(); });
-        Replica model = std::move(free.back());
+        const int r = free.back();
         free.pop_back();
-        return model;
+        return r;
     }
-    void release(Replica model) {
+    void release(int r) {
         {
             std::lock_guard lk(m);
-            free.push_back(std::move(model));
+            free.push_back(r);
         }
         cv.notify_one();
     }
@@ -109,18 +113,14 @@ Translator::Translator(const std::vector<std::string>& model_paths, const Transl
     if (model_paths.empty()) throw UsageError("no model file given");
     Impl& d = *impl_;
     d.paths = model_paths;
-    d.free.resize(config.replicas);
     const std::string& first = model_paths[0];
     for (std::size_t k = 0; k < model_paths.size(); ++k) {
         const std::string& path = model_paths[k];
-        SafeTensors st = load_safetensors(path);  // read once, every replica built from it
-        for (int r = 0; r < config.replicas; ++r) {
-            // inference: no gradients; the last replica takes the file's tensors (no copy)
-            LoadedModel m = r + 1 < config.replicas
-                                ? model_from_safetensors(st, ParamMode::inference)
-                                : model_from_safetensors(std::move(st), ParamMode::inference);
+        {
+            // inference: no gradients; the model takes the file's tensors (no copy)
+            LoadedModel m = model_from_safetensors(load_safetensors(path), ParamMode::inference);
             if (config.precision) m.model->set_precision(*config.precision);
-            if (r == 0) {
+            {
                 const char* keys[] = {kSrcTokenizerKey, kTgtTokenizerKey, kSrcVocabKey,
                                       kTgtVocabKey};
                 std::string text[4];
@@ -148,16 +148,20 @@ Translator::Translator(const std::vector<std::string>& model_paths, const Transl
                                 path, what[i], first));
                 }
             }
-            d.models.push_back(std::move(m.model));
-            d.free[r].push_back(d.models.back().get());
+            d.models.push_back(std::shared_ptr<const Seq2Seq>(std::move(m.model)));
         }
+    }
+    d.replicas.resize(config.replicas);
+    for (int r = 0; r < config.replicas; ++r) {
+        for (const auto& model : d.models) d.replicas[r].emplace_back(*model);
+        d.free.push_back(config.replicas - 1 - r);  // replica 0 is taken first
     }
 }
 
 Translator::~Translator() = default;
 
 int Translator::replicas() const {
-    return static_cast<int>(impl_->models.size());
+    return static_cast<int>(impl_->replicas.size());
 }
 const std::string& Translator::model_path() const {
     return impl_->paths[0];
@@ -222,20 +226,23 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
             "ensemble attention: member {} does not exist (the ensemble has {} member{}: 0..{}, "
             "or mean)",
             o.ensemble_attention, members, members == 1 ? "" : "s", members - 1));
-    Impl::Replica model = impl_->acquire();
+    const int r = impl_->acquire();
+    std::vector<DecodeSession>& sessions = impl_->replicas[r];
     std::vector<std::vector<Hypothesis>> hyps;
     try {
         if (members == 1) {
-            hyps = beam_search_sorted(*model[0], ids, beam, o.batch_size, copy_ids);
+            hyps = beam_search_sorted(sessions[0], ids, beam, o.batch_size, copy_ids);
         } else {
-            Ensemble ensemble(model, o.ensemble_attention);
+            std::vector<DecodeSession*> each;
+            for (DecodeSession& s : sessions) each.push_back(&s);
+            Ensemble ensemble(Ensemble::Sessions(std::move(each)), o.ensemble_attention);
             hyps = beam_search_sorted(ensemble, ids, beam, o.batch_size, copy_ids);
         }
     } catch (...) {
-        impl_->release(std::move(model));
+        impl_->release(r);
         throw;
     }
-    impl_->release(std::move(model));
+    impl_->release(r);
 
     for (int i = 0; i < n; ++i) {
         out[i].cancelled = o.cancelled && hyps[i].empty();

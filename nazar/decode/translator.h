@@ -4,21 +4,23 @@
 //   auto out = tr.translate({"ein kleiner Test"}, {.beam_size = 5, .n_best = 2, .alignments =
 //   true}); out[0].hypotheses[0].text, .score, .alignment (Pharaoh links)
 //
-// Thread safety: translate() may be called from any number of threads at once. A Seq2Seq keeps
-// scratch buffers and is not thread-safe, so the Translator holds a pool of `replicas`
-// independent copies of the model, built from one read of the file; each call borrows one for
-// its whole duration (callers beyond the pool size wait). Tokenizers and vocabularies are
-// immutable and shared. Threads *inside* one call come from nazar::set_num_threads (BLAS and
-// parallel_for, shared process-wide); with several concurrent callers, set it to cores/replicas.
-// Memory: one replica is the parameters plus per-batch buffers (batch_size · beam_size rows).
+// Thread safety: translate() may be called from any number of threads at once. The weights are
+// loaded once and shared, read-only, by every call (std::shared_ptr<const Seq2Seq>); a replica is
+// a set of decoding buffers (models/decode_session.h: one DecodeSession per member), and the
+// Translator holds a pool of `replicas` of them; each call borrows one for its whole duration
+// (callers beyond the pool size wait). Tokenizers and vocabularies are immutable and shared.
+// Threads *inside* one call come from nazar::set_num_threads (BLAS and parallel_for, shared
+// process-wide); with several concurrent callers, set it to cores/replicas.
+// Memory: the parameters once, plus per replica the buffers of the batches it decodes
+// (batch_size · beam_size rows), which stay allocated for the next call.
 //
 // Ensembles: Translator({"a.safetensors", "b.safetensors"}) decodes with every model at each step
 // and averages their log-probabilities (decode/ensemble.h: the arithmetic mean of the members'
 // log-probabilities, so a hypothesis's log_prob is the mean of the members' log p); the attention
 // (alignments, coverage, replace_unk) is member TranslationOptions::ensemble_attention's or the
 // mean (TranslationOptions::kMeanAttention). The files must share the source and target
-// vocabularies and tokenizers (Error naming the file that differs); a replica then holds every
-// member.
+// vocabularies and tokenizers (Error naming the file that differs); a replica then holds a
+// session over every member.
 //
 // Sentences are tokenized with the model's source tokenizer, sorted by length into batches of
 // batch_size, decoded with beam search (beam_search.h; beam_size 1 = greedy) and returned in
@@ -43,7 +45,7 @@ enum class Precision;  // core/precision.h (opaque here: keeps this header's own
 struct ModelConfig;  // models/config.h (Translator::config)
 
 struct TranslatorConfig {
-    int replicas = 1;  // model copies = concurrent translate() calls served without waiting
+    int replicas = 1;  // decoding sessions = concurrent translate() calls served without waiting
     // Precision of the weight products (core/gemm/packed.h). Unset: the file's own (fp32, or
     // the precision `nazar quantize` stored).
     std::optional<Precision> precision{};

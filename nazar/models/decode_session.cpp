@@ -1,6 +1,7 @@
-// Seq2Seq's incremental decoding API (seq2seq.h): encode once, then one decoder step at a time
-// over rows that beam search selects and reorders (decode/). Eval mode only.
-#include "nazar/models/seq2seq.h"
+// The incremental decoding API over a shared model (decode_session.h): encode once, then one
+// decoder step at a time over rows that beam search selects and reorders (decode/). Eval mode
+// only. Everything written here is the session's own or the caller's; the model is only read.
+#include "nazar/models/decode_session.h"
 
 #include "nazar/attention/coverage.h"
 
@@ -64,8 +65,9 @@ WeightTRows generator_rows(const EncodedSource& src, int64_t rows) {
 
 }  // namespace
 
-void Seq2Seq::encode(std::span<const int32_t> src, std::span<const int> lengths, int S,
-                     EncodedSource& out, int rows_per_sentence) {
+void DecodeSession::encode(std::span<const int32_t> src, std::span<const int> lengths, int S,
+                           EncodedSource& out, int rows_per_sentence) {
+    const Seq2Seq& m = *model_;
     const int N = static_cast<int>(lengths.size());
     NZ_CHECK(N > 0 && static_cast<int64_t>(src.size()) == int64_t{N} * S,
              "encode: {} ids for {} sentences of {}", src.size(), N, S);
@@ -73,24 +75,24 @@ void Seq2Seq::encode(std::span<const int32_t> src, std::span<const int> lengths,
     out.N = N;
     out.S = S;
     out.lengths.assign(lengths.begin(), lengths.end());
-    out.enc_out.resize({N, S, encoder.output_size()}, false);
-    encoder.forward(src, lengths, out.enc_out, step_enc_cache_, unused, Mode::eval);
+    out.enc_out.resize({N, S, m.encoder.output_size()}, false);
+    m.encoder.forward(src, lengths, out.enc_out, enc_cache_, unused, Mode::eval);
     const int step_rows = N * std::max(1, rows_per_sentence);
-    attention.precompute(out.enc_out, out.keys, step_rows);
-    decoder.prepare_steps(out, step_rows);
+    m.attention.precompute(out.enc_out, out.keys, step_rows);
+    m.decoder.prepare_steps(out, step_rows);
     // The generator's Wᵀ for steps of more than kSmallGemmRows rows (the batch may shrink into
     // kGeneratorTRows as sentences end); refresh_weight_t leaves it empty for bf16 / int8 weights,
     // which have their own packing.
-    if (step_rows > kSmallGemmRows && !cfg_.copy_attention)
-        refresh_weight_t(out.generator_t, generator_weight());
+    if (step_rows > kSmallGemmRows && !config().copy_attention)
+        refresh_weight_t(out.generator_t, m.generator_weight());
     else
         out.generator_t.reset();
-    out.init_h.resize({decoder.L, N, decoder.H}, false);
-    bridge.forward(out.enc_out, step_enc_cache_.final, lengths, out.init_h, bridge_cache_);
+    out.init_h.resize({m.decoder.L, N, m.decoder.H}, false);
+    m.bridge.forward(out.enc_out, enc_cache_.final, lengths, out.init_h, bridge_cache_);
 }
 
-void Seq2Seq::select_rows(const EncodedSource& in, std::span<const int> rows,
-                          EncodedSource& out) const {
+void DecodeSession::select_rows(const EncodedSource& in, std::span<const int> rows,
+                                EncodedSource& out) const {
     NZ_CHECK(&in != &out, "select_rows: in and out must differ");
     out.N = static_cast<int>(rows.size());
     out.S = in.S;
@@ -121,7 +123,8 @@ void Seq2Seq::select_rows(const EncodedSource& in, std::span<const int> rows,
                                 in.copy_ids.begin() + std::ptrdiff_t{r + 1} * in.S);
 }
 
-void Seq2Seq::init_state(const EncodedSource& src, DecoderState& state) {
+void DecodeSession::init_state(const EncodedSource& src, DecoderState& state) const {
+    const Decoder& decoder = model_->decoder;
     const int N = src.N, L = decoder.L, H = decoder.H;
     state.t = 0;
     state.h.resize({L, N, H}, false);
@@ -134,107 +137,164 @@ void Seq2Seq::init_state(const EncodedSource& src, DecoderState& state) {
         state.feed.resize({N, H});
     else
         state.feed = Tensor(Shape{0});
-    if (attention.cfg.coverage)
+    if (model_->attention.cfg.coverage)
         attn::start_coverage(N, src.S, state.coverage);
     else
         state.coverage = Tensor(Shape{0});
 }
 
-void Seq2Seq::step(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state,
-                   TensorView log_probs, TensorView attn) {
+void DecodeSession::step(std::span<const int32_t> prev, const EncodedSource& src,
+                         DecoderState& state, TensorView log_probs, TensorView attn) {
+    const Seq2Seq& m = *model_;
     NZ_CHECK_SHAPE(log_probs, {static_cast<int64_t>(prev.size()), step_vocab(src)});
     step_decoder(prev, src, state);
-    if (cfg_.copy_attention)  // reads state.h: s_t (eval mode: in place)
-        copy_step_log_probs(src, state.h.select(decoder.L - 1), log_probs);
+    if (config().copy_attention)  // reads state.h: s_t (eval mode: in place)
+        copy_step_log_probs(src, state.h.select(m.decoder.L - 1), log_probs);
     else
-        output_log_probs(step_out_, generator_weight(), generator.params.bias, log_probs,
-                         generator_rows(src, step_out_.dim(0)));
+        output_log_probs(out_, m.generator_weight(), m.generator.params.bias, log_probs,
+                         generator_rows(src, out_.dim(0)));
     step_attention(src, state, attn);
 }
 
-void Seq2Seq::step_logits(std::span<const int32_t> prev, const EncodedSource& src,
-                          DecoderState& state, TensorView logits, TensorView attn) {
-    NZ_CHECK(!cfg_.copy_attention, "step_logits: a copy-attention model's steps need step()");
-    NZ_CHECK_SHAPE(logits, {static_cast<int64_t>(prev.size()), cfg_.tgt_vocab_size});
+void DecodeSession::step_logits(std::span<const int32_t> prev, const EncodedSource& src,
+                                DecoderState& state, TensorView logits, TensorView attn) {
+    NZ_CHECK(!config().copy_attention, "step_logits: a copy-attention model's steps need step()");
+    NZ_CHECK_SHAPE(logits, {static_cast<int64_t>(prev.size()), config().tgt_vocab_size});
     step_decoder(prev, src, state);
-    const ConstTensorView w = generator_weight();
-    const int R = step_out_.dim(0), V = w.dim(0), D = w.dim(1);
-    gemm_xwt(R, V, D, 1.0f, step_out_.data(), D, w.data(), D, generator_rows(src, R), 0.0f,
+    const ConstTensorView w = model_->generator_weight();
+    const int R = out_.dim(0), V = w.dim(0), D = w.dim(1);
+    gemm_xwt(R, V, D, 1.0f, out_.data(), D, w.data(), D, generator_rows(src, R), 0.0f,
              logits.data(), V);
     step_attention(src, state, attn);
 }
 
-void Seq2Seq::step_hidden(std::span<const int32_t> prev, const EncodedSource& src,
-                          DecoderState& state, TensorView attn) {
-    NZ_CHECK(!cfg_.copy_attention, "step_hidden: a copy-attention model's steps need step()");
+void DecodeSession::step_hidden(std::span<const int32_t> prev, const EncodedSource& src,
+                                DecoderState& state, TensorView attn) {
+    NZ_CHECK(!config().copy_attention, "step_hidden: a copy-attention model's steps need step()");
     step_decoder(prev, src, state);
     step_attention(src, state, attn);
 }
 
-void Seq2Seq::step_logits_rows(int r0, int r1, TensorView logits) const {
-    NZ_CHECK(0 <= r0 && r0 <= r1 && r1 <= step_out_.dim(0), "step_logits_rows: rows [{}, {}) of {}",
-             r0, r1, step_out_.dim(0));
-    NZ_CHECK_SHAPE(logits, {r1 - r0, cfg_.tgt_vocab_size});
-    gemm(step_out_.slice(r0, r1), false, generator_weight(), true, logits, 1.0f, 0.0f);
+void DecodeSession::step_logits_rows(int r0, int r1, TensorView logits) const {
+    NZ_CHECK(0 <= r0 && r0 <= r1 && r1 <= out_.dim(0), "step_logits_rows: rows [{}, {}) of {}", r0,
+             r1, out_.dim(0));
+    NZ_CHECK_SHAPE(logits, {r1 - r0, config().tgt_vocab_size});
+    gemm(out_.slice(r0, r1), false, model_->generator_weight(), true, logits, 1.0f, 0.0f);
 }
 
-int Seq2Seq::step_logits_group_min_rows() const {
+int DecodeSession::step_logits_group_min_rows() const {
     // Packed (bf16 / int8) weights: each row is rounded or quantized on its own and summed
     // along K in one order, whatever the rows around it (core/gemm/packed.h). fp32 products go
     // to the library, whose kernel (and so a row's bits) can depend on the row count (oneDNN
     // 2.6: under 16 rows another kernel; some K another blocking), and which runs 14-34% slower
     // on groups of 32-64 rows than on all 320 (docs/performance.md): no groups.
-    return packed(generator_weight()) ? 1 : 0;
+    return packed(model_->generator_weight()) ? 1 : 0;
 }
 
-const float* Seq2Seq::step_logits_bias() const {
-    const Tensor& b = generator.params.bias;  // absent: empty, or a default Tensor (no data)
+const float* DecodeSession::step_logits_bias() const {
+    const Tensor& b =
+        model_->generator.params.bias;  // absent: empty, or a default Tensor (no data)
     return b.data() != nullptr && b.numel() > 0 ? b.data() : nullptr;
 }
 
-// The step up to the output layer: state advances (h, c, feed, coverage), step_out_ holds the
-// rows the generator reads.
-void Seq2Seq::step_decoder(std::span<const int32_t> prev, const EncodedSource& src,
-                           DecoderState& state) {
+// The step up to the output layer: state advances (h, c, feed, coverage), out_ holds the rows
+// the generator reads.
+void DecodeSession::step_decoder(std::span<const int32_t> prev, const EncodedSource& src,
+                                 DecoderState& state) {
+    const Seq2Seq& m = *model_;
+    const Decoder& decoder = m.decoder;
+    const bool coverage = m.attention.cfg.coverage;
     const int N = static_cast<int>(prev.size());
     NZ_CHECK(N == src.N && N == state.rows(), "step: {} tokens, {} source rows, {} state rows", N,
              src.N, state.rows());
     Rng unused(0);
-    step_emb_.resize({N, decoder.E}, false);
-    if (cfg_.copy_attention) {  // extended ids (copied source words) are read as <unk>
-        step_prev_.assign(prev.begin(), prev.end());
-        for (int32_t& y : step_prev_)
-            if (y >= cfg_.tgt_vocab_size) y = cfg_.special_ids.unk;
-        prev = step_prev_;
+    const ModelConfig& cfg = config();
+    emb_.resize({N, decoder.E}, false);
+    if (cfg.copy_attention) {  // extended ids (copied source words) are read as <unk>
+        prev_.assign(prev.begin(), prev.end());
+        for (int32_t& y : prev_)
+            if (y >= cfg.tgt_vocab_size) y = cfg.special_ids.unk;
+        prev = prev_;
     }
-    decoder.embedding.forward(prev, step_emb_);
-    step_out_.resize({N, decoder.output_size()}, false);
+    decoder.embedding.forward(prev, emb_);
+    out_.resize({N, decoder.output_size()}, false);
     // coverage: the step reads cov_t (moved into its cache) and leaves cov_{t+1} in the state
-    if (attention.cfg.coverage) std::swap(step_cache_.attention.coverage, state.coverage);
+    if (coverage) std::swap(cache_.attention.coverage, state.coverage);
     // eval mode: the new state may overwrite the old one in place
-    decoder.step_forward(state.t, step_emb_, state.h, state.c, state.feed, src, attention, state.h,
-                         state.c, step_out_, step_cache_, unused, Mode::eval);
-    if (attention.cfg.coverage) attn::advance_coverage(step_cache_.attention, state.coverage);
-    if (!state.feed.empty()) state.feed.copy_from(step_out_);
+    decoder.step_forward(state.t, emb_, state.h, state.c, state.feed, src, m.attention, state.h,
+                         state.c, out_, cache_, unused, Mode::eval);
+    if (coverage) attn::advance_coverage(cache_.attention, state.coverage);
+    if (!state.feed.empty()) state.feed.copy_from(out_);
 }
 
 // The step's dense attention weights (an empty view: not needed); t advances.
-void Seq2Seq::step_attention(const EncodedSource& src, DecoderState& state, TensorView attn) {
+void DecodeSession::step_attention(const EncodedSource& src, DecoderState& state,
+                                   TensorView attn) const {
     if (!attn.empty()) {
         NZ_CHECK_SHAPE(attn, {state.rows(), src.S});
-        dense_weights(step_cache_.attention, attn);
+        dense_weights(cache_.attention, attn);
     }
     ++state.t;
 }
 
-void Seq2Seq::select_state(const DecoderState& in, std::span<const int> rows,
-                           DecoderState& out) const {
+void DecodeSession::select_state(const DecoderState& in, std::span<const int> rows,
+                                 DecoderState& out) const {
     NZ_CHECK(&in != &out, "select_state: in and out must differ");
     out.t = in.t;
     gather(in.h, 1, rows, out.h);
     gather(in.c, 1, rows, out.c);
     gather(in.feed, 0, rows, out.feed);
     gather(in.coverage, 0, rows, out.coverage);
+}
+
+// ---- copy attention ----
+
+void DecodeSession::set_copy_source(EncodedSource& src, std::span<const int32_t> ids,
+                                    int ext_vocab) const {
+    const ModelConfig& cfg = config();
+    NZ_CHECK(cfg.copy_attention, "set_copy_source: the model has no copy attention");
+    NZ_CHECK(static_cast<int64_t>(ids.size()) == int64_t{src.N} * src.S,
+             "set_copy_source: {} ids for {} rows of {}", ids.size(), src.N, src.S);
+    NZ_CHECK(ext_vocab >= cfg.tgt_vocab_size, "set_copy_source: extended vocabulary {} < V {}",
+             ext_vocab, cfg.tgt_vocab_size);
+    for (int32_t id : ids)
+        NZ_CHECK(id >= 0 && id < ext_vocab, "set_copy_source: id {} outside [0, {})", id,
+                 ext_vocab);
+    src.copy_ids.assign(ids.begin(), ids.end());
+    src.copy_vocab = ext_vocab;
+}
+
+int DecodeSession::step_vocab(const EncodedSource& src) const {
+    const ModelConfig& cfg = config();
+    if (!cfg.copy_attention) return cfg.tgt_vocab_size;
+    NZ_CHECK(src.copy_vocab >= cfg.tgt_vocab_size &&
+                 static_cast<int64_t>(src.copy_ids.size()) == int64_t{src.N} * src.S,
+             "a copy model's steps need the source's extended ids (set_copy_source)");
+    return src.copy_vocab;
+}
+
+void DecodeSession::copy_step_log_probs(const EncodedSource& src, ConstTensorView s_top,
+                                        TensorView log_probs) {
+    const Seq2Seq& m = *model_;
+    const int N = src.N, S = src.S, V = config().tgt_vocab_size, Vx = step_vocab(src);
+    copy_alpha_.resize({N, S}, false);
+    dense_weights(cache_.attention, copy_alpha_);
+    copy_g_.resize({N}, false);
+    m.copy_gate.forward(cache_.context, s_top, emb_, copy_in_, copy_g_);
+    logits_.resize({N, V}, false);
+    output_log_probs(out_, m.generator_weight(), m.generator.params.bias, logits_);
+    p_gen_.resize(static_cast<std::size_t>(N));
+    for (int n = 0; n < N; ++n) {
+        const CopyRow row{.z = logits_.select(n).data(),
+                          .V = V,
+                          .alpha = copy_alpha_.select(n).data(),
+                          .ids = src.copy_ids.data() + static_cast<std::size_t>(n) * S,
+                          .S = std::min(src.lengths[n], S),
+                          .g = copy_g_[n],
+                          .normalized = true};
+        p_gen_[static_cast<std::size_t>(n)] =
+            copy_row_log_probs(row, Vx, log_probs.select(n).data());
+    }
 }
 
 }  // namespace nazar

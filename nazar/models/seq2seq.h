@@ -1,6 +1,8 @@
 // The whole attention seq2seq model (docs/spec.md §2-7): encoder, bridge, attention, decoder,
-// generator; training forward+backward, evaluation loss, forced-decoding scores, and the
-// incremental step API that greedy and beam search build on.
+// generator; training forward+backward, evaluation loss and forced-decoding scores. Decoding
+// reads it through DecodeSession (decode_session.h: the incremental step API that greedy and
+// beam search build on), which keeps its buffers apart, so that any number of sessions share
+// one const Seq2Seq.
 //
 //   train_step:  teacher forcing (input y_{t-1} = batch.tgt_in[:, t]) with optional scheduled
 //                sampling: for t > 0, each row independently with probability p feeds the
@@ -15,8 +17,6 @@
 //   score:       log p(y | x) = Σ_{t < T_b} log softmax(W_o o_t + b_o)[tgt_out[b, t]] under
 //                forced decoding, eval mode: the target tokens plus </s> (batch.tgt_out).
 //                With ε = 0, Σ_b score[b] == −eval_loss(batch).loss.
-//   step API:    encode() once -> init_state() -> step() repeatedly; select_rows()/select_state()
-//                gather rows (expand a batch to beams, reorder beams). Eval mode.
 //
 // Parameters (parameters(): docs/design.md §5 names, in this order):
 //   encoder.embedding.weight, encoder.rnn.*, bridge.weight/bias (absent for zero),
@@ -25,7 +25,8 @@
 //   generator.weight (V, d_out) (absent when tied: it IS decoder.embedding.weight), generator.bias
 //   (V).
 // Determinism: same seed, same data, same thread count => bit-identical results.
-// Not thread-safe (scratch buffers are members); buffers are sized per batch and reused.
+// train_step, eval_loss, score: one call at a time (their per-batch buffers are members, sized
+// per batch and reused); the const members and DecodeSessions over a const model: any threads.
 #pragma once
 
 #include "nazar/attention/attention.h"
@@ -177,45 +178,6 @@ public:
     // Per-sentence log-probability of tgt_out (incl. </s>), eval mode.
     void score(const Batch& batch, std::span<double> out);  // out (B)
 
-    // ---- incremental decoding (eval mode) ----
-    // src (N·S) row-major, lengths (N) in [0, S]. S = 0 (every source empty) is allowed:
-    // enc_out (N, 0, C), attention rows of width 0, context 0 (as for any empty sentence).
-    // rows_per_sentence: decoder rows per sentence in the steps that follow (the beam size), so
-    // that the per-step weights are transposed for the batch only when that pays (blas.h).
-    void encode(std::span<const int32_t> src, std::span<const int> lengths, int S,
-                EncodedSource& out, int rows_per_sentence = 1);
-    // out row n = in row rows[n] (any N'; repeats allowed): expand sentences to beams. The
-    // encoder states and attention keys are not copied: out reads them from the encoding `in`
-    // came from (EncodedSource::shared), which must outlive out and stay unchanged.
-    void select_rows(const EncodedSource& in, std::span<const int> rows, EncodedSource& out) const;
-    // The bridge's initial state for every row of `src`; t = 0, feed = 0.
-    void init_state(const EncodedSource& src, DecoderState& state);
-    // One step: prev tokens (N) -> log-probs (N, V), attention weights (N, S) (dense, zero at
-    // padding / outside local windows); state advances to t + 1 in place.
-    void step(std::span<const int32_t> prev,  // (N)
-              const EncodedSource& src, DecoderState& state,
-              TensorView log_probs,   // (N, V) out
-              TensorView attention);  // (N, S) out; empty view = not needed
-    // step() without the log-softmax (beam search's fused path): logits (N, V) = the output
-    // layer's X Wᵀ, its bias not added (step_logits_bias(): null when absent), so that
-    // log p = fl(fl(z + b) − logsumexp) is the value step() writes. Not for copy attention.
-    void step_logits(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state,
-                     TensorView logits, TensorView attention);
-    const float* step_logits_bias() const;
-    bool has_step_logits() const { return !cfg_.copy_attention; }
-    // step_logits() in two parts (beam search's grouped output): step_hidden advances the state
-    // and writes the attention; then step_logits_rows writes rows [r0, r1) of the step's logits
-    // (r1 − r0, V), for any row ranges, in any order, from any threads at once (const: it only
-    // reads the step's hidden rows), until the next step. Not for copy attention.
-    void step_hidden(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state,
-                     TensorView attention);
-    void step_logits_rows(int r0, int r1, TensorView logits) const;
-    // Whether a logits row of step_logits_rows is the same bits whatever row range it is
-    // computed in, for ranges of at least min_rows rows (0: none is). See seq2seq_steps.cpp.
-    int step_logits_group_min_rows() const;
-    // out row n = in row rows[n] (reorder/select beams). out must not be in.
-    void select_state(const DecoderState& in, std::span<const int> rows, DecoderState& out) const;
-
     // Components (public for tests and the model file; use parameters() to walk them).
     Encoder encoder;
     Bridge bridge;
@@ -224,16 +186,9 @@ public:
     Linear generator;    // weight empty when tied (decoder.embedding.weight is used)
     CopyGate copy_gate;  // copy attention (cfg.copy_attention): "copy.gate.*", else disabled
 
-    // ---- copy attention (models/copy.h; seq2seq_copy.cpp) ----
-    // A copy model's batches carry extended ids (Batch::src_copy / tgt_copy): the loss, the
-    // scores and the accuracy are the mixture's. Its steps need the sources' extended ids:
-    // set_copy_source after encode (ids (N·S) row-major, < ext_vocab; select_rows carries them);
-    // step() then writes log-probs over step_vocab(src) = V + max_b X_b columns, reads previous
-    // ids >= V as <unk>, and last_p_gen() holds each row's p_gen of that step.
-    void set_copy_source(EncodedSource& src, std::span<const int32_t> ids, int ext_vocab) const;
-    int step_vocab(const EncodedSource& src) const;
-    std::span<const float> last_p_gen() const { return step_p_gen_; }
-
+    // Copy attention (cfg.copy_attention; models/copy.h, seq2seq_copy.cpp): a copy model's
+    // batches carry extended ids (Batch::src_copy / tgt_copy): the loss, the scores and the
+    // accuracy are the mixture's (DecodeSession::set_copy_source for its steps).
     ConstTensorView generator_weight() const;  // (V, d_out): generator.weight or the tied embedding
 
     // Precision of the weight products (DESIGN §7; nazar/models/precision.cpp): bf16 / int8
@@ -306,11 +261,6 @@ private:
     // sets terms_on_ when the backward must run them.
     void attention_terms_forward(const Batch& batch, const TrainOptions& opt, float scale,
                                  LossStats& stats);
-    void copy_step_log_probs(const EncodedSource& src, ConstTensorView s_top,  // (N, H) s_t
-                             TensorView log_probs);                            // step()'s
-    // step() / step_logits() before and after the output layer (seq2seq_steps.cpp)
-    void step_decoder(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state);
-    void step_attention(const EncodedSource& src, DecoderState& state, TensorView attn);
 
     ModelConfig cfg_;
     // ---- per-batch buffers (resized per batch, reused) ----
@@ -343,21 +293,14 @@ private:
     RNNState d_enc_final_;
     Tensor logits_;  // (B, V) scheduled sampling / scoring
     std::unique_ptr<SoftmaxXent> xent_;
-    // ---- step API scratch ----
-    Tensor step_emb_;  // (N, E)
-    Tensor step_out_;  // (N, d_out)
-    Tensor d_feed0_;   // (B, H) sink for d s̃_{-1}
-    DecoderStepCache step_cache_;
-    EncoderCache step_enc_cache_;
+    Tensor d_feed0_;  // (B, H) sink for d s̃_{-1}
     // ---- copy attention scratch ----
-    Tensor copy_alpha_;                      // (T, B, S) dense α (step: (N, S))
+    Tensor copy_alpha_;                      // (T, B, S) dense α
     Tensor copy_ctx_, copy_s_;               // (T, B, C), (T, B, H) the gate's c_t and s_t
     Tensor copy_in_, copy_g_;                // (T·B, C+H+E) gate inputs, (T·B) g
     Tensor copy_dg_, copy_dz_;               // (T·B) d g, (chunk, V) d z
     Tensor copy_d_alpha_;                    // (T, B, S)
     Tensor copy_d_c_, copy_d_s_, copy_d_e_;  // (T, B, C / H / E)
-    std::vector<int32_t> step_prev_;         // (N) previous ids, extended ones as <unk>
-    std::vector<float> step_p_gen_;          // (N) p_gen of the last step
 };
 
 }  // namespace nazar

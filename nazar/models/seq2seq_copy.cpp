@@ -1,5 +1,5 @@
 // Seq2Seq's copy attention (seq2seq.h, models/copy.h): the mixture's batch loss, scores and
-// gradients after forward_batch, and the step's log-probabilities over the extended vocabulary.
+// gradients after forward_batch (a decoder step's: decode_session.cpp).
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 #include "nazar/models/seq2seq.h"
@@ -9,28 +9,6 @@
 #include <cstring>
 
 namespace nazar {
-
-void Seq2Seq::set_copy_source(EncodedSource& src, std::span<const int32_t> ids,
-                              int ext_vocab) const {
-    NZ_CHECK(cfg_.copy_attention, "set_copy_source: the model has no copy attention");
-    NZ_CHECK(static_cast<int64_t>(ids.size()) == int64_t{src.N} * src.S,
-             "set_copy_source: {} ids for {} rows of {}", ids.size(), src.N, src.S);
-    NZ_CHECK(ext_vocab >= cfg_.tgt_vocab_size, "set_copy_source: extended vocabulary {} < V {}",
-             ext_vocab, cfg_.tgt_vocab_size);
-    for (int32_t id : ids)
-        NZ_CHECK(id >= 0 && id < ext_vocab, "set_copy_source: id {} outside [0, {})", id,
-                 ext_vocab);
-    src.copy_ids.assign(ids.begin(), ids.end());
-    src.copy_vocab = ext_vocab;
-}
-
-int Seq2Seq::step_vocab(const EncodedSource& src) const {
-    if (!cfg_.copy_attention) return cfg_.tgt_vocab_size;
-    NZ_CHECK(src.copy_vocab >= cfg_.tgt_vocab_size &&
-                 static_cast<int64_t>(src.copy_ids.size()) == int64_t{src.N} * src.S,
-             "a copy model's steps need the source's extended ids (set_copy_source)");
-    return src.copy_vocab;
-}
 
 LossStats Seq2Seq::copy_loss(const Batch& batch, float scale, bool grads, std::span<double> scores,
                              ConstTensorView gen_in_arg, float label_smoothing) {
@@ -118,29 +96,6 @@ void Seq2Seq::copy_gate_backward(const Batch& batch) {
     copy_d_e_.resize({T, B, decoder.E});
     copy_gate.backward(copy_dg_, copy_in_, copy_d_c_.reshape({rows, C}),
                        copy_d_s_.reshape({rows, decoder.H}), copy_d_e_.reshape({rows, decoder.E}));
-}
-
-void Seq2Seq::copy_step_log_probs(const EncodedSource& src, ConstTensorView s_top,
-                                  TensorView log_probs) {
-    const int N = src.N, S = src.S, V = cfg_.tgt_vocab_size, Vx = step_vocab(src);
-    copy_alpha_.resize({N, S}, false);
-    dense_weights(step_cache_.attention, copy_alpha_);
-    copy_g_.resize({N}, false);
-    copy_gate.forward(step_cache_.context, s_top, step_emb_, copy_in_, copy_g_);
-    logits_.resize({N, V}, false);
-    output_log_probs(step_out_, generator_weight(), generator.params.bias, logits_);
-    step_p_gen_.resize(static_cast<std::size_t>(N));
-    for (int n = 0; n < N; ++n) {
-        const CopyRow row{.z = logits_.select(n).data(),
-                          .V = V,
-                          .alpha = copy_alpha_.select(n).data(),
-                          .ids = src.copy_ids.data() + static_cast<std::size_t>(n) * S,
-                          .S = std::min(src.lengths[n], S),
-                          .g = copy_g_[n],
-                          .normalized = true};
-        step_p_gen_[static_cast<std::size_t>(n)] =
-            copy_row_log_probs(row, Vx, log_probs.select(n).data());
-    }
 }
 
 }  // namespace nazar

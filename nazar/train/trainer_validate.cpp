@@ -124,6 +124,7 @@ std::vector<std::string> Trainer::decode_dev(Seq2Seq& model, const std::vector<i
         return dev_.src_length(pairs[a]) < dev_.src_length(pairs[b]);
     });
     std::vector<std::string> hyps(pairs.size());
+    DecodeSession session(model);  // its buffers reused by every chunk
     for (std::size_t begin = 0; begin < order.size(); begin += kDecodeChunk) {
         const std::size_t end = std::min(order.size(), begin + kDecodeChunk);
         std::vector<std::vector<int32_t>> src, copy;  // copy: extended ids (copy models)
@@ -139,10 +140,10 @@ std::vector<std::string> Trainer::decode_dev(Seq2Seq& model, const std::vector<i
         const Batch bc = batch_from_ids(copy, {});  // the same layout (pad = 0)
         std::vector<std::vector<int32_t>> tokens;
         if (cfg_.valid_beam > 1) {
-            for (auto& h : beam_search(model, b.src, b.src_lengths, b.S, beam, bc.src))
+            for (auto& h : beam_search(session, b.src, b.src_lengths, b.S, beam, bc.src))
                 tokens.push_back(std::move(h.front().tokens));
         } else {
-            for (auto& g : greedy_decode(model, b.src, b.src_lengths, b.S, gopt, bc.src))
+            for (auto& g : greedy_decode(session, b.src, b.src_lengths, b.S, gopt, bc.src))
                 tokens.push_back(std::move(g.tokens));
         }
         for (std::size_t o = begin; o < end; ++o) {

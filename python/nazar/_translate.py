@@ -213,8 +213,8 @@ class Translator:
     """A model file loaded once, translating lists of strings (``nazar::Translator``).
 
     Thread-safe: any number of Python threads may call :meth:`translate` at once; the GIL is
-    released while nazar decodes. ``replicas`` model copies serve that many calls at the same
-    time (more wait). ``threads`` sets the process-wide thread count of nazar's BLAS and loops
+    released while nazar decodes. ``replicas`` decoding sessions serve that many calls at the
+    same time (more wait); they share one copy of the weights and add only their buffers. ``threads`` sets the process-wide thread count of nazar's BLAS and loops
     (None leaves it as it is; 0 = all cores)."""
 
     def __init__(self, path: PathLike, threads: Optional[int] = None, replicas: int = 1):

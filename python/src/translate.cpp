@@ -1,6 +1,7 @@
 // Translation, scoring and forced alignment (docs/python.md "Translate").
 //
-//   Translator        nazar::Translator (thread-safe; `replicas` model copies); translate()
+//   Translator        nazar::Translator (thread-safe; `replicas` decoding sessions over one
+//                     shared copy of the weights); translate()
 //                     releases the GIL for the whole decode and returns plain tuples that
 //                     python/nazar/_translate.py wraps in Translation / Hypothesis objects.
 //                     Ctrl-C and a CancelToken stop it within a decoder step (interrupt.cpp).

@@ -11,6 +11,7 @@
 #include "parity.h"
 
 #include "nazar/core/fileio.h"
+#include "nazar/models/decode_session.h"
 #include "nazar/models/model_file.h"
 
 #include <gtest/gtest.h>
@@ -57,16 +58,17 @@ void check_copy(const std::string& name) {
     f.expect_output("scores", got, kTol);
     // per-step distributions over the extended vocabulary (V + 1) through the step API
     const int V1 = model.config().tgt_vocab_size + 1, T = batch.T, B = batch.B;
+    DecodeSession session(model);
     EncodedSource enc;
-    model.encode(batch.src, batch.src_lengths, batch.S, enc);
-    model.set_copy_source(enc, batch.src_copy, V1);
+    session.encode(batch.src, batch.src_lengths, batch.S, enc);
+    session.set_copy_source(enc, batch.src_copy, V1);
     DecoderState state;
-    model.init_state(enc, state);
+    session.init_state(enc, state);
     Tensor steps({T, B, V1}), attn({B, batch.S});
     std::vector<int32_t> prev(B);
     for (int t = 0; t < T; ++t) {
         for (int b = 0; b < B; ++b) prev[b] = batch.tgt_in_at(b, t);
-        model.step(prev, enc, state, steps.select(t), attn);
+        session.step(prev, enc, state, steps.select(t), attn);
     }
     f.expect_output("step_log_probs", steps, kTol);
     // the gradients of one training step (loss / tokens)

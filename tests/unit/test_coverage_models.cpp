@@ -2,6 +2,7 @@
 // encode / init_state / step carries cov_t in the DecoderState and gives score()'s numbers;
 // select_state reorders the coverage with the beams; a model file keeps w_c under
 // "attention.coverage.weight"; the config JSON of a model without coverage is unchanged.
+#include "nazar/models/decode_session.h"
 #include "nazar/models/model_file.h"
 #include "nazar/models/seq2seq.h"
 #include "tests/common/test_util.h"
@@ -45,20 +46,21 @@ void randomise_w_c(Seq2Seq& m) {
 TEST(CoverageModels, StepApiMatchesForcedScore) {
     for (const auto& c : coverage_variants()) {
         Seq2Seq m(c, 5);
+        DecodeSession m_s(m);
         randomise_w_c(m);
         const Batch b = tiny_batch();
         std::vector<double> want(b.B);
         m.score(b, want);
         EncodedSource enc;
-        m.encode(b.src, b.src_lengths, b.S, enc);
+        m_s.encode(b.src, b.src_lengths, b.S, enc);
         DecoderState st;
-        m.init_state(enc, st);
+        m_s.init_state(enc, st);
         ASSERT_EQ(st.coverage.shape(), (Shape{b.B, b.S}));
         Tensor lp({b.B, 10}), att({b.B, b.S}), cov({b.B, b.S});
         std::vector<double> got(b.B, 0.0);
         for (int t = 0; t < b.T; ++t) {
             std::vector<int32_t> prev = {b.tgt_in_at(0, t), b.tgt_in_at(1, t)};
-            m.step(prev, enc, st, lp, att);
+            m_s.step(prev, enc, st, lp, att);
             for (int64_t i = 0; i < cov.numel(); ++i) cov[i] += att[i];
             for (int r = 0; r < b.B; ++r)
                 if (b.tgt_out_at(r, t) != 0) got[r] += lp.at(r, b.tgt_out_at(r, t));
@@ -77,30 +79,31 @@ TEST(CoverageModels, StepApiMatchesForcedScore) {
 TEST(CoverageModels, SelectStateReordersCoverage) {
     for (const auto& c : coverage_variants()) {
         Seq2Seq m(c, 5);
+        DecodeSession m_s(m);
         randomise_w_c(m);
         const Batch b = tiny_batch();
         EncodedSource enc, wide;
-        m.encode(b.src, b.src_lengths, b.S, enc);
+        m_s.encode(b.src, b.src_lengths, b.S, enc);
         const std::vector<int> rows = {1, 0, 1};
-        m.select_rows(enc, rows, wide);
+        m_s.select_rows(enc, rows, wide);
         DecoderState st, st_wide, tmp;
-        m.init_state(enc, st);
-        m.init_state(wide, st_wide);
+        m_s.init_state(enc, st);
+        m_s.init_state(wide, st_wide);
         Tensor lp({2, 10}), lpw({3, 10});
-        m.step(std::vector<int32_t>{2, 2}, enc, st, lp, {});
-        m.step(std::vector<int32_t>{2, 2, 2}, wide, st_wide, lpw, {});
-        m.step(std::vector<int32_t>{7, 5}, enc, st, lp, {});
-        m.step(std::vector<int32_t>{5, 7, 4}, wide, st_wide, lpw, {});
+        m_s.step(std::vector<int32_t>{2, 2}, enc, st, lp, {});
+        m_s.step(std::vector<int32_t>{2, 2, 2}, wide, st_wide, lpw, {});
+        m_s.step(std::vector<int32_t>{7, 5}, enc, st, lp, {});
+        m_s.step(std::vector<int32_t>{5, 7, 4}, wide, st_wide, lpw, {});
         // {row 2, row 1, row 0} = sentences {1, 0, 1}; rows 0 and 2 had different histories
-        m.select_state(st_wide, std::vector<int>{2, 1, 0}, tmp);
+        m_s.select_state(st_wide, std::vector<int>{2, 1, 0}, tmp);
         ASSERT_EQ(tmp.coverage.shape(), (Shape{3, b.S}));
         for (int i = 0; i < b.S; ++i) {
             EXPECT_EQ(tmp.coverage.at(0, i), st_wide.coverage.at(2, i));
             EXPECT_EQ(tmp.coverage.at(2, i), st_wide.coverage.at(0, i));
             EXPECT_NEAR(tmp.coverage.at(1, i), st.coverage.at(0, i), 1e-6);
         }
-        m.step(std::vector<int32_t>{6, 6, 6}, wide, tmp, lpw, {});
-        m.step(std::vector<int32_t>{6, 6}, enc, st, lp, {});
+        m_s.step(std::vector<int32_t>{6, 6, 6}, wide, tmp, lpw, {});
+        m_s.step(std::vector<int32_t>{6, 6}, enc, st, lp, {});
         for (int v = 0; v < 10; ++v) EXPECT_NEAR(lpw.at(1, v), lp.at(0, v), 1e-5);
     }
 }

@@ -26,15 +26,16 @@ using test::Sources;
 // Σ log p of `tokens` after <s>, one step at a time.
 double replay(Seq2Seq& m, const std::vector<int32_t>& src, const std::vector<int32_t>& tokens) {
     Sources s = pad({src});
+    DecodeSession m_s(m);
     EncodedSource enc;
-    m.encode(s.ids, s.lengths, s.S, enc);
+    m_s.encode(s.ids, s.lengths, s.S, enc);
     DecoderState st;
-    m.init_state(enc, st);
+    m_s.init_state(enc, st);
     Tensor lp({1, m.config().tgt_vocab_size});
     int32_t prev = m.config().special_ids.bos;
     double sum = 0;
     for (int32_t y : tokens) {
-        m.step(std::span<const int32_t>(&prev, 1), enc, st, lp, {});
+        m_s.step(std::span<const int32_t>(&prev, 1), enc, st, lp, {});
         sum += lp.at(0, y);
         prev = y;
     }
@@ -223,6 +224,7 @@ TEST(BeamSearch, EarlyStopNeverChangesTheNBestList) {
 TEST(BeamSearch, NeverEmitsPadOrBos) {
     for (const auto& c : configs()) {
         Seq2Seq m(c, 41);
+        DecodeSession m_s(m);
         for (const ParamRef& p : m.parameters())
             if (p.name == "generator.bias") {
                 p.value->at(0) += 30.0f;
@@ -232,12 +234,12 @@ TEST(BeamSearch, NeverEmitsPadOrBos) {
         const Sources s = pad(kSents);
         {  // the premise: unmasked, <pad> would be the argmax
             EncodedSource enc;
-            m.encode(s.ids, s.lengths, s.S, enc);
+            m_s.encode(s.ids, s.lengths, s.S, enc);
             DecoderState st;
-            m.init_state(enc, st);
+            m_s.init_state(enc, st);
             Tensor lp({static_cast<int64_t>(kSents.size()), m.config().tgt_vocab_size});
             const std::vector<int32_t> bos(kSents.size(), 2);
-            m.step(bos, enc, st, lp, {});
+            m_s.step(bos, enc, st, lp, {});
             for (std::size_t i = 0; i < kSents.size(); ++i) {
                 const float* row = lp.data() + i * lp.dim(1);
                 EXPECT_EQ(std::max_element(row, row + lp.dim(1)) - row, 0);

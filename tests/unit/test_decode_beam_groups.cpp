@@ -55,8 +55,9 @@ ModelConfig big_config() {
 TEST(BeamSearchGroups, PackedWeightsAreGroupedFp32IsNot) {
     for (const Precision p : {Precision::fp32, Precision::bf16, Precision::int8}) {
         Seq2Seq m(big_config(), 41);
+        DecodeSession m_s(m);
         m.set_precision(p);
-        EXPECT_EQ(m.step_logits_group_min_rows(), p == Precision::fp32 ? 0 : 1);
+        EXPECT_EQ(m_s.step_logits_group_min_rows(), p == Precision::fp32 ? 0 : 1);
     }
 }
 
@@ -65,21 +66,22 @@ TEST(BeamSearchGroups, LogitsRowsInAnyRangesEqualTheWholeProduct) {
     for (const Precision p : {Precision::bf16, Precision::int8}) {
         const ModelConfig c = big_config();
         Seq2Seq m(c, 7);
+        DecodeSession m_s(m);
         m.set_precision(p);
         const Sources all = pad(mixed_length_sentences(c.src_vocab_size, 9));
         EncodedSource enc;
-        m.encode(all.ids, all.lengths, all.S, enc);
+        m_s.encode(all.ids, all.lengths, all.S, enc);
         DecoderState s1, s2;
-        m.init_state(enc, s1);
-        m.init_state(enc, s2);
+        m_s.init_state(enc, s1);
+        m_s.init_state(enc, s2);
         const std::vector<int32_t> prev(9, c.special_ids.bos);
         Tensor whole({9, c.tgt_vocab_size}), at1({9, all.S}), at2({9, all.S});
-        m.step_logits(prev, enc, s1, whole, at1);
-        m.step_hidden(prev, enc, s2, at2);
+        m_s.step_logits(prev, enc, s1, whole, at1);
+        m_s.step_hidden(prev, enc, s2, at2);
         for (int64_t j = 0; j < at1.numel(); ++j) ASSERT_EQ(at1.data()[j], at2.data()[j]);
         for (const auto& [r0, r1] : std::vector<std::pair<int, int>>{{0, 9}, {4, 7}, {8, 9}}) {
             Tensor part({r1 - r0, c.tgt_vocab_size});
-            m.step_logits_rows(r0, r1, part);
+            m_s.step_logits_rows(r0, r1, part);
             for (int64_t j = 0; j < part.numel(); ++j)
                 ASSERT_EQ(part.data()[j], whole.data()[r0 * c.tgt_vocab_size + j]) << r0;
         }

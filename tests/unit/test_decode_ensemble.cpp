@@ -120,7 +120,8 @@ TEST(Ensemble, StepAveragesTheMembersLogProbabilities) {
     const int N = static_cast<int>(s.lengths.size()), V = config().tgt_vocab_size;
     const std::vector<int32_t> prev(N, config().special_ids.bos);
     Tensor lp_a({N, V}), lp_b({N, V}), at_a({N, s.S}), at_b({N, s.S});
-    for (auto [model, lp, at] : {std::tuple{&a, &lp_a, &at_a}, std::tuple{&b, &lp_b, &at_b}}) {
+    DecodeSession sa(a), sb(b);
+    for (auto [model, lp, at] : {std::tuple{&sa, &lp_a, &at_a}, std::tuple{&sb, &lp_b, &at_b}}) {
         EncodedSource enc;
         DecoderState state;
         model->encode(s.ids, s.lengths, s.S, enc);

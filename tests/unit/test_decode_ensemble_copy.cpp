@@ -54,6 +54,7 @@ Sources sources() {
 
 TEST(EnsembleCopy, StepIsTheMeanOfTheMembersLogMixtures) {
     Seq2Seq a(copy_config(), 5), b(copy_config(), 6);
+    DecodeSession a_s(a), b_s(b);
     Ensemble e({&a, &b});
     const Sources s = sources();
     const int N = static_cast<int>(s.lengths.size());
@@ -64,7 +65,7 @@ TEST(EnsembleCopy, StepIsTheMeanOfTheMembersLogMixtures) {
     e.init_state(es, st);
     EncodedSource sa, sb;
     DecoderState ta, tb;
-    for (auto [m, src, state] : {std::tuple{&a, &sa, &ta}, std::tuple{&b, &sb, &tb}}) {
+    for (auto [m, src, state] : {std::tuple{&a_s, &sa, &ta}, std::tuple{&b_s, &sb, &tb}}) {
         m->encode(s.ids, s.lengths, s.S, *src);
         m->set_copy_source(*src, s.copy, kExt);
         m->init_state(*src, *state);
@@ -74,11 +75,11 @@ TEST(EnsembleCopy, StepIsTheMeanOfTheMembersLogMixtures) {
     for (int t = 0; t < 3; ++t) {
         e.step(prev, es, st, lp, none);
         const std::vector<float> pe(e.last_p_gen().begin(), e.last_p_gen().end());
-        a.step(prev, sa, ta, la, none);
-        b.step(prev, sb, tb, lb, none);
+        a_s.step(prev, sa, ta, la, none);
+        b_s.step(prev, sb, tb, lb, none);
         ASSERT_EQ(pe.size(), static_cast<std::size_t>(N));
         for (int n = 0; n < N; ++n) {
-            EXPECT_FLOAT_EQ(pe[n], (a.last_p_gen()[n] + b.last_p_gen()[n]) / 2) << n;
+            EXPECT_FLOAT_EQ(pe[n], (a_s.last_p_gen()[n] + b_s.last_p_gen()[n]) / 2) << n;
             for (int w = 0; w < kExt; ++w)
                 EXPECT_FLOAT_EQ(lp.select(n)[w], (la.select(n)[w] + lb.select(n)[w]) / 2)
                     << "t " << t << " row " << n << " id " << w;

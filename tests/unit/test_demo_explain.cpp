@@ -15,8 +15,8 @@ TEST(DemoExplain, ByHandStepMatchesTheModel) {
         // float32 model vs double by hand on O(1) values of size-4 vectors: 1e-5 is ~100 ulp
         EXPECT_LT(w.max_weight_diff, 1e-5);
         EXPECT_LT(w.max_logp_diff, 1e-5);
-        for (const char* part :
-             {"1. scores", "2. weights", "3. context", "p(y_2)", "check against Seq2Seq::step"})
+        for (const char* part : {"1. scores", "2. weights", "3. context", "p(y_2)",
+                                 "check against DecodeSession::step"})
             EXPECT_NE(w.text.find(part), std::string::npos) << part;
     }
     EXPECT_NE(demo::explain_model_step(DecoderKind::bahdanau)

@@ -9,6 +9,7 @@
 #include "nazar/core/blas.h"
 #include "nazar/core/gemm/nn512.h"
 #include "nazar/core/threads.h"
+#include "nazar/models/decode_session.h"
 #include "nazar/models/seq2seq.h"
 #include "tests/common/kernel_switches.h"
 #include "tests/common/test_util.h"
@@ -344,6 +345,7 @@ TEST(WeightT, ModelMatchesWithTheKernelOnAndOff) {
         for (int on = 0; on < 2; ++on) {
             detail::set_nn512(on == 1);
             Seq2Seq m(c, 5);
+            DecodeSession m_s(m);
             Rng rng(3);
             EncodedSource enc, wide;
             std::vector<int> rows;
@@ -353,13 +355,13 @@ TEST(WeightT, ModelMatchesWithTheKernelOnAndOff) {
                 loss[on].push_back(m.train_step(b, TrainOptions{}, rng).loss);
                 for (const auto& p : m.parameters())
                     grads[on].emplace_back(p.grad->data(), p.grad->data() + p.grad->numel());
-                m.encode(b.src, b.src_lengths, b.S, enc, 2);  // 24 step rows
-                m.select_rows(enc, rows, wide);
+                m_s.encode(b.src, b.src_lengths, b.S, enc, 2);  // 24 step rows
+                m_s.select_rows(enc, rows, wide);
                 DecoderState st;
-                m.init_state(wide, st);
+                m_s.init_state(wide, st);
                 Tensor lp({2 * b.B, 10});
                 for (int t = 0; t < 3; ++t) {
-                    m.step(std::vector<int32_t>(2 * b.B, t == 0 ? 2 : 5 + t), wide, st, lp, {});
+                    m_s.step(std::vector<int32_t>(2 * b.B, t == 0 ? 2 : 5 + t), wide, st, lp, {});
                     step_lp[on].insert(step_lp[on].end(), lp.data(), lp.data() + lp.numel());
                 }
                 for (const auto& p :

@@ -55,20 +55,21 @@ TEST(Greedy, BatchEqualsSentenceBySentence) {
 
 TEST(Greedy, LengthLimitsAndScoreIsSumOfStepLogProbs) {
     Seq2Seq m(tiny_config(), 17);
+    DecodeSession m_s(m);
     const Sources s = pad({{5, 6, 7}});
     const auto r =
         greedy_decode(m, s.ids, s.lengths, s.S, {.max_length_ratio = 0, .max_length_extra = 2});
     ASSERT_LE(r[0].tokens.size(), 2u);
     // replay through the step API
     EncodedSource enc;
-    m.encode(s.ids, s.lengths, s.S, enc);
+    m_s.encode(s.ids, s.lengths, s.S, enc);
     DecoderState st;
-    m.init_state(enc, st);
+    m_s.init_state(enc, st);
     Tensor lp({1, 10});
     int32_t prev = 2;
     double score = 0;
     for (int32_t y : r[0].tokens) {
-        m.step(std::span<const int32_t>(&prev, 1), enc, st, lp, {});
+        m_s.step(std::span<const int32_t>(&prev, 1), enc, st, lp, {});
         score += lp.at(0, y);
         prev = y;
     }

@@ -1,6 +1,7 @@
 // Seq2Seq: parameter names (docs/design.md §5), score/loss consistency, padding invariance, the
 // incremental step API against forced decoding, row selection, += gradients, determinism.
 #include "nazar/core/gemm/nn512.h"
+#include "nazar/models/decode_session.h"
 #include "nazar/models/seq2seq.h"
 #include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
@@ -141,18 +142,19 @@ TEST(Seq2Seq, PaddedSentenceScoresAsIfAlone) {
 TEST(Seq2Seq, StepApiMatchesForcedScore) {
     for (const auto& c : variants()) {
         Seq2Seq m(c, 5);
+        DecodeSession m_s(m);
         const Batch b = tiny_batch();
         std::vector<double> want(b.B);
         m.score(b, want);
         EncodedSource enc;
-        m.encode(b.src, b.src_lengths, b.S, enc);
+        m_s.encode(b.src, b.src_lengths, b.S, enc);
         DecoderState st;
-        m.init_state(enc, st);
+        m_s.init_state(enc, st);
         Tensor lp({b.B, 10}), att({b.B, b.S});
         std::vector<double> got(b.B, 0.0);
         for (int t = 0; t < b.T; ++t) {
             std::vector<int32_t> prev = {b.tgt_in_at(0, t), b.tgt_in_at(1, t)};
-            m.step(prev, enc, st, lp, att);
+            m_s.step(prev, enc, st, lp, att);
             for (int r = 0; r < b.B; ++r) {
                 if (b.tgt_out_at(r, t) != 0) got[r] += lp.at(r, b.tgt_out_at(r, t));
                 double sum = 0;
@@ -177,6 +179,7 @@ TEST(Seq2Seq, StepsOfManyRowsUseTheGeneratorPackedForTheBatch) {
     for (const int rows : {8, 9, 40}) {
         for (const Precision p : {Precision::fp32, Precision::int8}) {
             Seq2Seq m(c, 9);
+            DecodeSession m_s(m);
             m.set_precision(p);
             std::vector<int32_t> src;
             std::vector<int> lengths;
@@ -185,7 +188,7 @@ TEST(Seq2Seq, StepsOfManyRowsUseTheGeneratorPackedForTheBatch) {
                 lengths.push_back(1 + r % 4);
             }
             EncodedSource enc;
-            m.encode(src, lengths, 4, enc);
+            m_s.encode(src, lengths, 4, enc);
             const bool packed = rows > 8 && p == Precision::fp32 && detail::nn512_available();
             EXPECT_EQ(static_cast<bool>(enc.generator_t), packed) << rows;
             EncodedSource plain = enc;
@@ -193,16 +196,16 @@ TEST(Seq2Seq, StepsOfManyRowsUseTheGeneratorPackedForTheBatch) {
             const std::vector<int32_t> prev(static_cast<std::size_t>(rows), 2);
             Tensor lp({rows, 203}), want({rows, 203}), z({rows, 203}), z_want({rows, 203});
             DecoderState st;
-            m.init_state(enc, st);
-            m.step(prev, enc, st, lp, {});
-            m.init_state(plain, st);
-            m.step(prev, plain, st, want, {});
+            m_s.init_state(enc, st);
+            m_s.step(prev, enc, st, lp, {});
+            m_s.init_state(plain, st);
+            m_s.step(prev, plain, st, want, {});
             EXPECT_LT(max_abs_diff(lp, want), 1e-5) << rows;
             EXPECT_LT(lp.at(0, 5), 0.0f);
-            m.init_state(enc, st);
-            m.step_logits(prev, enc, st, z, {});
-            m.init_state(plain, st);
-            m.step_logits(prev, plain, st, z_want, {});
+            m_s.init_state(enc, st);
+            m_s.step_logits(prev, enc, st, z, {});
+            m_s.init_state(plain, st);
+            m_s.step_logits(prev, plain, st, z_want, {});
             EXPECT_LT(max_abs_diff(z, z_want), 1e-5) << rows;
         }
     }
@@ -211,22 +214,23 @@ TEST(Seq2Seq, StepsOfManyRowsUseTheGeneratorPackedForTheBatch) {
 TEST(Seq2Seq, SelectRowsAndStateReorderBeams) {
     for (const auto& c : variants()) {
         Seq2Seq m(c, 5);
+        DecodeSession m_s(m);
         const Batch b = tiny_batch();
         EncodedSource enc, wide;
-        m.encode(b.src, b.src_lengths, b.S, enc);
+        m_s.encode(b.src, b.src_lengths, b.S, enc);
         const std::vector<int> rows = {1, 0, 1};
-        m.select_rows(enc, rows, wide);
+        m_s.select_rows(enc, rows, wide);
         DecoderState st, st_wide, tmp;
-        m.init_state(enc, st);
-        m.init_state(wide, st_wide);
+        m_s.init_state(enc, st);
+        m_s.init_state(wide, st_wide);
         Tensor lp({2, 10}), lpw({3, 10});
-        m.step(std::vector<int32_t>{2, 2}, enc, st, lp, {});
-        m.step(std::vector<int32_t>{2, 2, 2}, wide, st_wide, lpw, {});
+        m_s.step(std::vector<int32_t>{2, 2}, enc, st, lp, {});
+        m_s.step(std::vector<int32_t>{2, 2, 2}, wide, st_wide, lpw, {});
         // reorder the wide state to {row 2, row 1, row 0} = sentences {1, 0, 1}, step again
-        m.select_state(st_wide, std::vector<int>{2, 1, 0}, tmp);
+        m_s.select_state(st_wide, std::vector<int>{2, 1, 0}, tmp);
         EXPECT_EQ(tmp.t, 1);
-        m.step(std::vector<int32_t>{5, 6, 5}, wide, tmp, lpw, {});
-        m.step(std::vector<int32_t>{6, 5}, enc, st, lp, {});
+        m_s.step(std::vector<int32_t>{5, 6, 5}, wide, tmp, lpw, {});
+        m_s.step(std::vector<int32_t>{6, 5}, enc, st, lp, {});
         for (int v = 0; v < 10; ++v) {
             EXPECT_NEAR(lpw.at(0, v), lp.at(1, v), 1e-5);
             EXPECT_NEAR(lpw.at(1, v), lp.at(0, v), 1e-5);
@@ -240,22 +244,23 @@ TEST(Seq2Seq, SelectRowsAndStateReorderBeams) {
 TEST(Seq2Seq, SelectRowsOfASelectionComposesTheRowMaps) {
     for (const auto& c : variants()) {
         Seq2Seq m(c, 5);
+        DecodeSession m_s(m);
         const Batch b = tiny_batch();
         EncodedSource enc, wide, twice, direct;
-        m.encode(b.src, b.src_lengths, b.S, enc);
-        m.select_rows(enc, std::vector<int>{1, 0, 1}, wide);
-        m.select_rows(wide, std::vector<int>{2, 1, 0, 1}, twice);  // sentences {1, 0, 1, 0}
-        m.select_rows(enc, std::vector<int>{1, 0, 1, 0}, direct);
+        m_s.encode(b.src, b.src_lengths, b.S, enc);
+        m_s.select_rows(enc, std::vector<int>{1, 0, 1}, wide);
+        m_s.select_rows(wide, std::vector<int>{2, 1, 0, 1}, twice);  // sentences {1, 0, 1, 0}
+        m_s.select_rows(enc, std::vector<int>{1, 0, 1, 0}, direct);
         EXPECT_EQ(twice.shared, &enc);
         EXPECT_EQ(twice.shared_rows, (std::vector<int>{1, 0, 1, 0}));
         EXPECT_EQ(twice.lengths, direct.lengths);
         DecoderState s1, s2;
-        m.init_state(twice, s1);
-        m.init_state(direct, s2);
+        m_s.init_state(twice, s1);
+        m_s.init_state(direct, s2);
         Tensor lp1({4, 10}), lp2({4, 10}), a1({4, b.S}), a2({4, b.S});
         for (int32_t y : {2, 5, 6}) {
-            m.step(std::vector<int32_t>(4, y), twice, s1, lp1, a1);
-            m.step(std::vector<int32_t>(4, y), direct, s2, lp2, a2);
+            m_s.step(std::vector<int32_t>(4, y), twice, s1, lp1, a1);
+            m_s.step(std::vector<int32_t>(4, y), direct, s2, lp2, a2);
             EXPECT_EQ(max_abs_diff(lp1, lp2), 0.0f);
             EXPECT_EQ(max_abs_diff(a1, a2), 0.0f);
         }

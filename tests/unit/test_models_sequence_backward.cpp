@@ -4,6 +4,7 @@
 // leaves nothing behind in the decoder: the next pass, train_step (either backward path) and
 // the step API give bit-identical results to a model that never saw the failed pass. (The
 // gradients of the batched pass against the per-step reference: test_models_batched_grads.cpp.)
+#include "nazar/models/decode_session.h"
 #include "nazar/models/seq2seq.h"
 #include "nazar/models/sequence_backward.h"
 #include "tests/common/test_util.h"
@@ -52,7 +53,7 @@ void run_forward(Seq2Seq& m, const Batch& b, Forward& f) {
     f.T = T;
     f.N = N;
     f.split = d.can_split_outputs();
-    m.encode(b.src, b.src_lengths, b.S, f.src);
+    DecodeSession(m).encode(b.src, b.src_lengths, b.S, f.src);
     f.emb = Tensor(Shape{T, N, d.E});
     std::vector<int32_t> in(N);
     for (int t = 0; t < T; ++t) {
@@ -166,15 +167,16 @@ std::vector<float> train_grads(Seq2Seq& m, const Batch& b, const TrainOptions& o
 
 // The step API's log-probs of two steps from <s>.
 std::vector<float> step_log_probs(Seq2Seq& m, const Batch& b) {
+    DecodeSession ms(m);
     EncodedSource src;
-    m.encode(b.src, b.src_lengths, b.S, src);
+    ms.encode(b.src, b.src_lengths, b.S, src);
     DecoderState state;
-    m.init_state(src, state);
+    ms.init_state(src, state);
     Tensor lp(Shape{b.B, m.config().tgt_vocab_size});
     std::vector<float> all;
     for (int32_t tok : {2, 5}) {
         const std::vector<int32_t> prev(b.B, tok);
-        m.step(prev, src, state, lp, TensorView());
+        ms.step(prev, src, state, lp, TensorView());
         all.insert(all.end(), lp.data(), lp.data() + lp.numel());
     }
     return all;

@@ -1,0 +1,101 @@
+// One decoding thread's view of a model: the incremental step API that greedy and beam search
+// build on (decode/), over a Seq2Seq that it only reads, with every per-call buffer its own.
+//
+//   const Seq2Seq& model = ...;           // loaded once, never written while decoding
+//   DecodeSession a(model), b(model);     // one per thread: a and b may run at the same time
+//   a.encode(src, lengths, S, enc);  a.init_state(enc, st);  a.step(prev, enc, st, lp, {});
+//
+// encode() once -> init_state() -> step() repeatedly; select_rows() / select_state() gather
+// rows (expand a batch to beams, reorder beams). Eval mode: no dropout, no gradients. The
+// weights are the model's, shared by every session over it (Translator replicas, nazar serve's
+// workers, ensembles, Python threads): a session adds only its buffers, sized by the batch it
+// decodes (batch_size · beam_size rows) and reused. Sessions over one model may run at once from
+// any threads; one session runs one call at a time. The model must outlive its sessions and
+// must not change while they decode (set_precision, training steps, loading weights).
+#pragma once
+
+#include "nazar/models/seq2seq.h"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace nazar {
+
+class DecodeSession {
+public:
+    explicit DecodeSession(const Seq2Seq& model) : model_(&model) {}
+
+    const Seq2Seq& model() const { return *model_; }
+    const ModelConfig& config() const { return model_->config(); }
+
+    // src (N·S) row-major, lengths (N) in [0, S]. S = 0 (every source empty) is allowed:
+    // enc_out (N, 0, C), attention rows of width 0, context 0 (as for any empty sentence).
+    // rows_per_sentence: decoder rows per sentence in the steps that follow (the beam size), so
+    // that the per-step weights are transposed for the batch only when that pays (blas.h).
+    void encode(std::span<const int32_t> src, std::span<const int> lengths, int S,
+                EncodedSource& out, int rows_per_sentence = 1);
+    // out row n = in row rows[n] (any N'; repeats allowed): expand sentences to beams. The
+    // encoder states and attention keys are not copied: out reads them from the encoding `in`
+    // came from (EncodedSource::shared), which must outlive out and stay unchanged.
+    void select_rows(const EncodedSource& in, std::span<const int> rows, EncodedSource& out) const;
+    // The bridge's initial state for every row of `src`; t = 0, feed = 0.
+    void init_state(const EncodedSource& src, DecoderState& state) const;
+    // One step: prev tokens (N) -> log-probs (N, V), attention weights (N, S) (dense, zero at
+    // padding / outside local windows); state advances to t + 1 in place.
+    void step(std::span<const int32_t> prev,  // (N)
+              const EncodedSource& src, DecoderState& state,
+              TensorView log_probs,   // (N, V) out
+              TensorView attention);  // (N, S) out; empty view = not needed
+    // step() without the log-softmax (beam search's fused path): logits (N, V) = the output
+    // layer's X Wᵀ, its bias not added (step_logits_bias(): null when absent), so that
+    // log p = fl(fl(z + b) − logsumexp) is the value step() writes. Not for copy attention.
+    void step_logits(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state,
+                     TensorView logits, TensorView attention);
+    const float* step_logits_bias() const;
+    bool has_step_logits() const { return !config().copy_attention; }
+    // step_logits() in two parts (beam search's grouped output): step_hidden advances the state
+    // and writes the attention; then step_logits_rows writes rows [r0, r1) of the step's logits
+    // (r1 − r0, V), for any row ranges, in any order, from any threads at once (const: it only
+    // reads the step's hidden rows), until this session's next step. Not for copy attention.
+    void step_hidden(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state,
+                     TensorView attention);
+    void step_logits_rows(int r0, int r1, TensorView logits) const;
+    // Whether a logits row of step_logits_rows is the same bits whatever row range it is
+    // computed in, for ranges of at least min_rows rows (0: none is). See decode_session.cpp.
+    int step_logits_group_min_rows() const;
+    // out row n = in row rows[n] (reorder/select beams). out must not be in.
+    void select_state(const DecoderState& in, std::span<const int> rows, DecoderState& out) const;
+
+    // ---- copy attention (models/copy.h) ----
+    // A copy model's steps need the sources' extended ids: set_copy_source after encode (ids
+    // (N·S) row-major, < ext_vocab; select_rows carries them); step() then writes log-probs over
+    // step_vocab(src) = V + max_b X_b columns, reads previous ids >= V as <unk>, and
+    // last_p_gen() holds each row's p_gen of that step.
+    void set_copy_source(EncodedSource& src, std::span<const int32_t> ids, int ext_vocab) const;
+    int step_vocab(const EncodedSource& src) const;
+    std::span<const float> last_p_gen() const { return p_gen_; }
+
+private:
+    const Seq2Seq* model_;
+
+    // step() / step_logits() before and after the output layer
+    void step_decoder(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state);
+    void step_attention(const EncodedSource& src, DecoderState& state, TensorView attn) const;
+    void copy_step_log_probs(const EncodedSource& src, ConstTensorView s_top,  // (N, H) s_t
+                             TensorView log_probs);                            // step()'s
+
+    // ---- buffers (sized per call, reused) ----
+    EncoderCache enc_cache_;
+    BridgeCache bridge_cache_;
+    Tensor emb_;                 // (N, E)      e_t
+    Tensor out_;                 // (N, d_out)  o_t, the output layer's input
+    DecoderStepCache cache_;     // the step's cells, context and attention
+    std::vector<int32_t> prev_;  // (N) previous ids, extended ones as <unk> (copy attention)
+    std::vector<float> p_gen_;   // (N) p_gen of the last step (copy attention)
+    Tensor copy_alpha_;          // (N, S)          dense α
+    Tensor copy_in_, copy_g_;    // (N, C + H + E)  gate inputs, (N) g
+    Tensor logits_;              // (N, V)          the generator's log-probs (copy attention)
+};
+
+}  // namespace nazar
