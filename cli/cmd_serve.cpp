@@ -156,7 +156,9 @@ int run_serve(ServeArgs& a) {
                     fmt::format("model name '{}' is given twice; name models with "
                                 "--model NAME=PATH",
                                 name));
-        translators.push_back(std::make_unique<Translator>(path));
+        // one decoding session per decoder thread, all over one copy of the weights
+        translators.push_back(std::make_unique<Translator>(
+            path, TranslatorConfig{.replicas = a.cfg.batcher.decoders}));
         named.push_back({name, translators.back().get()});
         names += (names.empty() ? "" : ", ") + name;
     }
@@ -282,6 +284,11 @@ void setup_serve(CLI::App& app, std::function<int()>& run) {
     app.add_option("--decoder-batch", c.batcher.decoder_batch,
                    "Sentences per decoder batch inside one batched beam search")
         ->check(CLI::Range(1, 1 << 16))
+        ->capture_default_str();
+    app.add_option("--decoders", c.batcher.decoders,
+                   "Decoder threads: batches decoded at the same time, each model's weights "
+                   "shared by all (each adds its buffers only)")
+        ->check(CLI::Range(1, 256))
         ->capture_default_str();
     add_connection_options(app, *a);
     app.add_option("--http-threads", c.http_threads,

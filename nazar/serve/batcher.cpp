@@ -1,4 +1,4 @@
-// Cross-request batching: one bounded queue, one decoder thread (batcher.h).
+// Cross-request batching: one bounded queue, `decoders` decoder threads (batcher.h).
 #include "nazar/serve/batcher.h"
 
 #include "nazar/core/check.h"
@@ -13,11 +13,11 @@ using Clock = std::chrono::steady_clock;
 Batcher::Batcher(const BatcherConfig& config, Metrics& metrics)
     : config_(config), metrics_(metrics) {
     if (config_.max_requests < 1 || config_.capacity < 1 || config_.max_tokens < 1 ||
-        config_.decoder_batch < 1 || config_.window.count() < 0)
+        config_.decoder_batch < 1 || config_.decoders < 1 || config_.window.count() < 0)
         throw UsageError(
-            "batcher: max requests, capacity, token budget and decoder batch must "
+            "batcher: max requests, capacity, token budget, decoder batch and decoders must "
             "be >= 1 and the window >= 0");
-    thread_ = std::thread([this] { run(); });
+    for (int i = 0; i < config_.decoders; ++i) threads_.emplace_back([this] { run(); });
 }
 
 Batcher::~Batcher() {
@@ -72,7 +72,8 @@ void Batcher::stop() {
         stopping_ = true;
     }
     work_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    for (std::thread& t : threads_)
+        if (t.joinable()) t.join();
 }
 
 int64_t Batcher::queue_depth() const {

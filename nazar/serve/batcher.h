@@ -1,7 +1,9 @@
-// Cross-request batching (docs/serve.md): HTTP threads submit jobs to one bounded queue; one
-// decoder thread takes them in batches and runs one batched beam search per batch through the
-// library's Translator (which sorts the sentences by length into decoder batches), then hands
-// each job its own translations.
+// Cross-request batching (docs/serve.md): HTTP threads submit jobs to one bounded queue;
+// `decoders` decoder threads take them in batches, each running one batched beam search per
+// batch through the library's Translator (which sorts the sentences by length into decoder
+// batches), then hand each job its own translations. With several decoder threads, batches are
+// decoded side by side; each Translator then needs as many replicas (decoding sessions over its
+// one copy of the weights) for them not to wait on each other.
 //
 // A batch starts with the oldest waiting job and closes when `window` has passed since that
 // job arrived, or when the waiting jobs of the same kind (model and decoding options:
@@ -16,7 +18,7 @@
 // whose caller stopped waiting (its timeout) or that Job::cancelled says is gone is dropped from
 // the queue, or, while decoded, stops at the next decoder step (its neighbours go on).
 // drain(): windows close at once (nothing more is coming), waiting jobs are still decoded;
-// stop(): after the queue is empty, the decoder thread ends.
+// stop(): after the queue is empty, the decoder threads end.
 #pragma once
 
 #include "nazar/decode/translator.h"
@@ -44,6 +46,7 @@ struct BatcherConfig {
     int64_t max_work = 1 << 18;  // hypothesis steps per batch (Job::work; one request may fill it)
     int capacity = 256;          // waiting requests
     int decoder_batch = 64;      // sentences per decoder batch inside one beam search
+    int decoders = 1;            // decoder threads: batches decoded at the same time
 };
 
 // One request on its way through the queue. The caller fills the inputs; the batcher fills the
@@ -59,7 +62,7 @@ struct Job {
     // Polled while queued and at every decoder step: true drops the job (its client left or
     // its time ran out); its sentences stop at the next step. Empty: never.
     std::function<bool()> cancelled;
-    // Called once the outputs are set (done), on the decoder thread, outside the lock; a
+    // Called once the outputs are set (done), on a decoder thread, outside the lock; a
     // cancelled job gets no call. Empty: callers wait().
     std::function<void()> on_done;
 
@@ -94,7 +97,7 @@ public:
     void abandon(const std::shared_ptr<Job>& job);
 
     void drain();  // close windows at once from now on
-    void stop();   // drain, decode what waits, end the decoder thread (idempotent)
+    void stop();   // drain, decode what waits, end the decoder threads (idempotent)
 
     int64_t queue_depth() const;
     int capacity() const { return config_.capacity; }
@@ -108,11 +111,11 @@ private:
     BatcherConfig config_;
     Metrics& metrics_;
     mutable std::mutex m_;
-    std::condition_variable work_;  // the decoder thread waits here
+    std::condition_variable work_;  // the decoder threads wait here
     std::condition_variable done_;  // callers wait here
     std::deque<std::shared_ptr<Job>> queue_;
     bool draining_ = false, stopping_ = false;
-    std::thread thread_;
+    std::vector<std::thread> threads_;
 };
 
 }  // namespace nazar::serve

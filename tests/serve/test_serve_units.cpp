@@ -1,7 +1,8 @@
 // The server's parts without HTTP (nazar/serve/): the request parser (limits, types, round trip),
 // the Prometheus histogram, and the batcher on a random model saved by the test: jobs batched
 // together get the same translations as alone, the request budget splits batches, a full queue
-// refuses, an abandoned job leaves the queue, a failing job fails alone.
+// refuses, an abandoned job leaves the queue, a failing job fails alone, several decoder threads
+// over one model's sessions give what one gives.
 #include "nazar/data/tokenizer.h"
 #include "nazar/data/vocab.h"
 #include "nazar/models/model_file.h"
@@ -230,6 +231,43 @@ TEST_F(ServeBatcher, QueueBoundAbandonAndKinds) {
     EXPECT_EQ(j4->batch.requests, 2);
     EXPECT_EQ(j2->batch.requests, 1);
     EXPECT_FALSE(b->submit(job({"e"})));  // stopped
+}
+
+// --decoders: batches decoded side by side through one Translator's replicas (sessions over one
+// copy of the weights) give every job what a lone decode gives.
+TEST_F(ServeBatcher, SeveralDecodersGiveWhatOneGives) {
+    Translator shared(path_, {.replicas = 3});
+    Metrics metrics({});
+    BatcherConfig cfg;
+    cfg.window = std::chrono::microseconds(0);
+    cfg.max_requests = 1;  // a batch per job: the three threads decode at once
+    cfg.decoders = 3;
+    Batcher b(cfg, metrics);
+    const std::vector<std::string> words = {"a b c", "d e", "b a d d", "c", "e e a b", "a d"};
+    std::vector<std::shared_ptr<Job>> jobs;
+    for (int round = 0; round < 4; ++round)
+        for (std::size_t k = 0; k < words.size(); ++k) {
+            jobs.push_back(job({words[k], words[(k + 1) % words.size()]}, 2 + (k % 3)));
+            jobs.back()->translator = &shared;
+            ASSERT_TRUE(b.submit(jobs.back()));
+        }
+    for (const auto& j : jobs) {
+        ASSERT_TRUE(b.wait(j, kLong));
+        ASSERT_EQ(j->status, 200) << j->error;
+        const auto alone = tr_->translate(j->request.text, j->request.options());
+        ASSERT_EQ(j->translations.size(), alone.size());
+        for (std::size_t i = 0; i < alone.size(); ++i) {
+            ASSERT_EQ(j->translations[i].hypotheses.size(), alone[i].hypotheses.size());
+            for (std::size_t h = 0; h < alone[i].hypotheses.size(); ++h) {
+                EXPECT_EQ(j->translations[i].hypotheses[h].tokens, alone[i].hypotheses[h].tokens);
+                EXPECT_EQ(j->translations[i].hypotheses[h].score, alone[i].hypotheses[h].score);
+            }
+        }
+    }
+    EXPECT_EQ(shared.replicas(), 3);
+    BatcherConfig none = cfg;
+    none.decoders = 0;
+    EXPECT_THROW(Batcher(none, metrics), UsageError);
 }
 
 TEST_F(ServeBatcher, AFailingJobFailsAlone) {
