@@ -2,7 +2,7 @@
 """Writes the copy-attention PyTorch parity fixtures of nazar (models/copy.h, docs/spec.md §7a).
 
 Per case (Bahdanau GRU global, Luong general + input feeding, Luong local-m):
-  model_copy_<case>.safetensors         a nazar model file written by python/nazar/torch.py's
+  model_copy_<case>.safetensors         a nazar model file written by python/nazar/torch/
                                         save_model (seeded PyTorch init, float32, copy.gate.*)
   model_copy_<case>_expect.safetensors  float64 values computed from that file:
      inputs   src, src_lengths, tgt_in, tgt_out (B, S/T; batch_from_ids layout), src_copy (B, S)

@@ -4,7 +4,7 @@ docs/spec.md §7 "Guided alignment").
 
 Per case (Bahdanau additive, Luong general + input feeding, Luong local-m and local-p, Bahdanau
 coverage with its loss):
-  model_guided_<case>.safetensors         a nazar model file written by python/nazar/torch.py's
+  model_guided_<case>.safetensors         a nazar model file written by python/nazar/torch/
                                           save_model (seeded PyTorch init, float32)
   model_guided_<case>_expect.safetensors  float64 values computed from that file:
      inputs   src, src_lengths, tgt_in, tgt_out (B, S/T; make_batch layout), links (N, 3): rows

@@ -1,4 +1,4 @@
-// Copy attention (models/copy.h) vs PyTorch (python/nazar/torch.py copy_log_probs / copy_loss;
+// Copy attention (models/copy.h) vs PyTorch (python/nazar/torch/ copy_log_probs / copy_loss;
 // tools/make_copy_fixtures.py). Per case (Bahdanau GRU, Luong general + input feeding, Luong
 // local-m) the fixture pair is a nazar model file WRITTEN BY PYTORCH, gate included, and the
 // float64 values computed from it; nazar must load it and give the same loss and per-sentence

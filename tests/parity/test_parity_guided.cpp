@@ -1,4 +1,4 @@
-// Guided alignment (models/guided_alignment.h) vs PyTorch (python/nazar/torch.py
+// Guided alignment (models/guided_alignment.h) vs PyTorch (python/nazar/torch/
 // guided_alignment_loss; tools/make_guided_fixtures.py). Per case (Bahdanau additive, Luong
 // general + input feeding, Luong local-m and local-p with a link outside the window, Bahdanau
 // coverage with the coverage loss too) the fixture pair is a nazar model file WRITTEN BY PYTORCH
