@@ -4,7 +4,7 @@
   check_model_files.py --nazar BUILD/nazar --exporter BUILD/tests/nazar_parity_tests --work DIR
 
 1. Runs `exporter --gtest_filter=ParityModelFiles.Export` with NAZAR_PARITY_EXPORT=DIR: for
-   every case of tools/make_model_fixtures.py it writes a model initialised and saved by nazar
+   every case of tests/parity/gen/make_model_fixtures.py it writes a model initialised and saved by nazar
    (nazar_<case>.safetensors), the case's sentences as text, nazar's in-process scores, the
    PyTorch-written fixture model (torch_<case>) and nazar's re-save of it (resaved_<case>).
 2. nazar-initialised model: `nazar score` == Seq2Seq::score in-process (to the printed 17

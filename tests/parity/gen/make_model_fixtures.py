@@ -39,9 +39,9 @@ dropped candidate, neighbours in the n-best ranking) has a gap >= 1e-4, and ever
 p_t + 0.5 is >= 1e-3 away from an integer; a case whose seed violates them moves to the next
 seed (deterministically).
 
-  /usr/bin/python3 tools/make_model_fixtures.py                 # rewrite tests/parity/fixtures
-  /usr/bin/python3 tools/make_model_fixtures.py --out DIR       # write elsewhere (CTest: build dir)
-  /usr/bin/python3 tools/make_model_fixtures.py --compare A B   # fixtures in A == those in B?
+  /usr/bin/python3 tests/parity/gen/make_model_fixtures.py                 # rewrite tests/parity/fixtures
+  /usr/bin/python3 tests/parity/gen/make_model_fixtures.py --out DIR       # write elsewhere (CTest: build dir)
+  /usr/bin/python3 tests/parity/gen/make_model_fixtures.py --compare A B   # fixtures in A == those in B?
 Exit code 77 (CTest SKIP_RETURN_CODE) when torch is missing, or --compare finds no A.
 """
 
@@ -56,6 +56,8 @@ from fixture_files import ROOT, SKIP, files_of, import_reference, remove_files_o
 
 np, nt, MISSING = import_reference()
 
+# The name this generator writes into its files' metadata and finds its own files by (the
+# committed fixtures carry it): kept from when the script lived in tools/.
 GENERATOR = "tools/make_model_fixtures.py (python/nazar_torch.py, float64 reference)"
 BASE = {"src_vocab_size": 12, "tgt_vocab_size": 13, "embedding_size": 6}
 SRC_LENGTHS, TGT_LENGTHS = (5, 3, 1), (4, 6, 2)
