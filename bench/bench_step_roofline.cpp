@@ -15,7 +15,7 @@
 // median over iterations of each read pass's time over the next step's.
 // Before timing: the read pass's sum against a double-precision oracle, and each step's
 // log-probabilities (greedy) summing to 1; exits 1 on a mismatch. Argument: rows (1 or 5).
-#include "bench/read_sum.h"
+#include "apps/bench/read_sum.h"
 #include "nazar/core/blas.h"
 #include "nazar/core/rng.h"
 #include "nazar/core/threads.h"

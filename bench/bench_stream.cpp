@@ -5,7 +5,7 @@
 // thread of nazar's pool (as gemm() splits a product), with 8 independent 8-lane accumulators.
 // The sum is validated against a double-precision scalar oracle before timing. Counter: GB/s.
 // Argument: buffer size in MB.
-#include "bench/read_sum.h"
+#include "apps/bench/read_sum.h"
 #include "nazar/core/threads.h"
 
 #include <benchmark/benchmark.h>

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Size limits of the sources (ctest lint.sizes; the project's rule, docs/design.md §7):
-no tracked .h/.cpp under nazar/, cli/, apps/ or python/src/ over 500 lines, and no function
-whose body is over 80 lines.
+no tracked .h/.cpp under nazar/, cli/, apps/ or python/src/ and no tracked .py file (the package
+python/nazar/, the tests, fixture generators, benchmarks and scripts) over 500 lines, and no
+function whose body is over 80 lines.
 
 A file may carry, among its first 10 lines, one or more reason lines that start with `// size:`:
     // size: the table of configuration keys (data): over 500 lines; make_table() over 80.
@@ -17,10 +18,20 @@ one), and initializers at namespace or class scope (`T x = {...}`, `T x{...}`, a
 to a variable at namespace scope: its body is not checked). Comments, string and character
 literals and preprocessor lines are ignored.
 
+Python files follow the same rules, read with the ast module. The reason lines start with
+`# size:` (among the first 10 lines, before the docstring or after it), e.g.
+    # size: the table of test cases (data): over 500 lines; cases() over 80.
+A function is a `def` (or `async def`) at module or class scope, including one under a
+module-level `if`/`try`/`with` (e.g. `if torch is not None:`); its body is the lines from its
+first statement (the docstring included) to its last, comments and blank lines among them.
+Nested functions, lambdas and classes inside a function are part of that function's body; the
+methods of a class are checked one by one, named `Class.method` (a reason names `method()`).
+
 `check-sizes.py --self-test` runs the checker on made-up sources with known answers.
 Exit codes: 0 within limits, 1 a file or function over its limit or a file that cannot be parsed
 (unbalanced braces), 77 skipped (not a git checkout), as ctest's SKIP_RETURN_CODE.
 """
+import ast
 import os
 import re
 import subprocess
@@ -29,8 +40,9 @@ import sys
 MAX_FILE_LINES = 500
 MAX_FUNCTION_LINES = 80
 MARKER = "// size:"
+PY_MARKER = "# size:"
 MARKER_WINDOW = 10  # the reason lines sit among a file's first lines
-ROOTS = ("nazar", "cli", "apps", "python/src")
+ROOTS = ("nazar", "cli", "apps", "python/src")  # C++ sources; Python: every tracked .py file
 
 
 class ParseError(Exception):
@@ -220,22 +232,49 @@ def _is_ctor_init_brace(head):
     return bool(re.search(r"\)\s*(noexcept\s*)?:[^:]", top)) and bool(re.search(r"[\w>]$", top))
 
 
+def py_functions(text):
+    """(name, first line, body lines) of every Python function at module or class scope."""
+    found = []
+
+    def scan(stmts, prefix):
+        for node in stmts:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+                start = node.body[0].lineno
+                body = node.end_lineno - start + 1 if start > node.lineno else 0  # `def f(): x` is 0
+                found.append((prefix + node.name, first, body))
+            elif isinstance(node, ast.ClassDef):
+                scan(node.body, prefix + node.name + ".")
+            else:  # if / try / with / for / while at module or class scope: their blocks
+                for field in ("body", "orelse", "finalbody"):
+                    scan(getattr(node, field, None) or [], prefix)
+                for handler in getattr(node, "handlers", None) or []:
+                    scan(handler.body, prefix)
+                for case in getattr(node, "cases", None) or []:
+                    scan(case.body, prefix)
+
+    scan(ast.parse(text).body, "")
+    return found
+
+
 def check_file(path, text):
     problems = []
     lines = text.split("\n")
     n_lines = len(lines) - (1 if text.endswith("\n") else 0)
-    reasons = [l.strip()[len(MARKER):] for l in lines[:MARKER_WINDOW] if l.strip().startswith(MARKER)]
+    python = path.endswith(".py")
+    marker = PY_MARKER if python else MARKER
+    reasons = [l.strip()[len(marker):] for l in lines[:MARKER_WINDOW] if l.strip().startswith(marker)]
     exempt = set(re.findall(r"([~\w]+)\(\)", " ".join(reasons)))
     if n_lines > MAX_FILE_LINES and not reasons:
         problems.append(f"{path}: {n_lines} lines (limit {MAX_FILE_LINES}; split it by job, or "
-                        f"give a reason line '{MARKER} ...' at the top)")
+                        f"give a reason line '{marker} ...' at the top)")
     try:
-        code = strip_code(text)
-        for name, line, body in functions(code):
-            if body > MAX_FUNCTION_LINES and name.split("::")[-1] not in exempt:
+        found = py_functions(text) if python else functions(strip_code(text))
+        for name, line, body in found:
+            if body > MAX_FUNCTION_LINES and re.split(r"::|\.", name)[-1] not in exempt:
                 problems.append(f"{path}:{line}: function {name}: body of {body} lines "
                                 f"(limit {MAX_FUNCTION_LINES})")
-    except ParseError as e:
+    except (ParseError, SyntaxError, ValueError) as e:
         problems.append(f"{path}: cannot find its functions: {e}")
     return problems, reasons
 
@@ -271,16 +310,42 @@ def self_test():
          f"// size: f() is a table (data)\nint f() {{\n{body(81)}}}\nint g() {{\n{body(81)}}}\n",
          [(85, "function g: body of 81 lines")]),
     ]
+    pybody = lambda n, ind="    ": "".join(f"{ind}x += {i}\n" for i in range(n))  # noqa: E731
+    py_cases = [  # the same rules for Python (t.py)
+        ("py: 81-line function", f"def f(x):\n{pybody(80)}    return x\n",
+         [(1, "function f: body of 81 lines")]),
+        ("py: 80-line function, docstring counted", f'def f(x):\n    """doc"""\n{pybody(79)}', []),
+        ("py: multi-line signature, decorator",
+         f"@dec\ndef f(a,\n      b):\n{pybody(81)}", [(1, "function f: body of 81 lines")]),
+        ("py: class body long, methods short",
+         "class C:\n" + "".join(f"    def g{i}(self):\n        return {i}\n" for i in range(90)), []),
+        ("py: method long", f"class C:\n    def m(self):\n{pybody(81, '        ')}",
+         [(2, "function C.m: body of 81 lines")]),
+        ("py: nested functions are part of their function",
+         f"def f():\n    def g():\n{pybody(50, '        ')}    def h():\n{pybody(50, '        ')}",
+         [(1, "function f: body of 102 lines")]),
+        ("py: function under a module-level if",
+         f"if x:\n    def f():\n{pybody(81, '        ')}else:\n    f = None\n",
+         [(2, "function f: body of 81 lines")]),
+        ("py: one-line def", "def f(): return 1\n", []),
+        ("py: file over 500 lines", "x = 1\n" * 501, [(None, "501 lines (limit 500")]),
+        ("py: reason lifts the file limit and names f()",
+         f"# size: a table (data); f() is one table\n{'x = 1' + chr(10)}def f():\n{pybody(81)}"
+         + "x = 1\n" * 420 + f"def g():\n{pybody(81)}",
+         [(505, "function g: body of 81 lines")]),
+        ("py: syntax error", "def f(:\n", [(None, "cannot find its functions")]),
+    ]
     failed = 0
-    for name, src, want in cases:
-        got, _ = check_file("t.cpp", src)
+    for name, src, want, path in [c + ("t.cpp",) for c in cases] + [c + ("t.py",) for c in py_cases]:
+        got, _ = check_file(path, src)
         ok = len(got) == len(want) and all(
-            frag in g and (line is None or g.startswith(f"t.cpp:{line}:"))
+            frag in g and (line is None or g.startswith(f"{path}:{line}:"))
             for (line, frag), g in zip(want, got))
         if not ok:
             failed += 1
             print(f"check-sizes self-test FAILED: {name}: got {got}, want {want}")
-    print(f"check-sizes self-test: {len(cases) - failed}/{len(cases)} cases as expected")
+    n = len(cases) + len(py_cases)
+    print(f"check-sizes self-test: {n - failed}/{n} cases as expected")
     return 1 if failed else 0
 
 
@@ -293,13 +358,15 @@ def main(argv):
         files = argv[1:]
     else:
         try:
-            out = subprocess.run(["git", "ls-files", "-z", "--", *ROOTS], check=True,
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+            ls = lambda *spec: subprocess.run(  # noqa: E731
+                ["git", "ls-files", "-z", "--", *spec], check=True, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL).stdout.decode().split("\0")
+            cpp, py = ls(*ROOTS), ls("*.py")
         except (OSError, subprocess.CalledProcessError):
             print(f"check-sizes: skipped, {os.getcwd()} is not a git checkout "
                   "(the checked files are git ls-files)")
             return 77
-        files = [f for f in out.decode().split("\0") if f.endswith((".h", ".cpp"))]
+        files = [f for f in cpp if f.endswith((".h", ".cpp"))] + [f for f in py if f.endswith(".py")]
     files = [f for f in files if os.path.isfile(f)]  # deletions not yet committed
     problems, exempted = [], []
     for f in sorted(files):

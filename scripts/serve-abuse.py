@@ -131,6 +131,32 @@ def largest_request(port):
     return r.status
 
 
+def report_load(results, a, failures):
+    """The clients' latencies and statuses and the /health probes' of the load run, printed and
+    checked against the bounds (a failure appended to failures)."""
+    lat, codes, health = [], {}, None
+    for r in results:
+        if len(r) == 3:
+            health = r
+        else:
+            lat += r[0]
+            for k, v in r[1].items():
+                codes[k] = codes.get(k, 0) + v
+    lat.sort()
+    n = len(lat)
+    p50 = lat[n // 2] * 1000 if n else 0
+    p99 = lat[min(n - 1, int(n * 0.99))] * 1000 if n else 0
+    print("clients %d, slow sockets %d, %.0f s: %d requests, %.0f/s, p50 %.1f ms, p99 %.1f ms,"
+          " max %.1f ms; statuses %s" % (a.clients, a.slow, a.seconds, n, n / a.seconds, p50,
+                                         p99, lat[-1] * 1000 if n else 0, codes))
+    print("/health: %d probes, worst %.1f ms, %d not 200" % (health[1], health[0] * 1000,
+                                                            health[2]))
+    if health[0] * 1000 > a.health_ms or health[2]:
+        failures.append("/health slower than %g ms or failed" % a.health_ms)
+    if set(codes) - {200, 503} or (n and lat[-1] * 1000 > a.answer_ms):
+        failures.append("a client got no answer, or none within %g ms" % a.answer_ms)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("nazar")
@@ -169,27 +195,7 @@ def main():
         for p in procs:
             p.join()
         slow.join()
-        lat, codes, health = [], {}, None
-        for r in results:
-            if len(r) == 3:
-                health = r
-            else:
-                lat += r[0]
-                for k, v in r[1].items():
-                    codes[k] = codes.get(k, 0) + v
-        lat.sort()
-        n = len(lat)
-        p50 = lat[n // 2] * 1000 if n else 0
-        p99 = lat[min(n - 1, int(n * 0.99))] * 1000 if n else 0
-        print("clients %d, slow sockets %d, %.0f s: %d requests, %.0f/s, p50 %.1f ms, p99 %.1f ms,"
-              " max %.1f ms; statuses %s" % (a.clients, a.slow, a.seconds, n, n / a.seconds, p50,
-                                             p99, lat[-1] * 1000 if n else 0, codes))
-        print("/health: %d probes, worst %.1f ms, %d not 200" % (health[1], health[0] * 1000,
-                                                                health[2]))
-        if health[0] * 1000 > a.health_ms or health[2]:
-            failures.append("/health slower than %g ms or failed" % a.health_ms)
-        if set(codes) - {200, 503} or (n and lat[-1] * 1000 > a.answer_ms):
-            failures.append("a client got no answer, or none within %g ms" % a.answer_ms)
+        report_load(results, a, failures)
         time.sleep(0.5)
         before_big = rss_kb(proc.pid)
         status = largest_request(port)

@@ -72,6 +72,57 @@ def rss_kb(pid):
         return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
 
 
+def print_table(rows, modes, clients):
+    """The table of the load runs, then batched against unbatched at each client count."""
+    print("| mode | clients | requests/s | p50 ms | p99 ms | failed / requests | mean batch "
+          "| requests per server CPU-second |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for mode, c, r, mb in rows:
+        print("| %s | %d | %.1f | %.1f | %.1f | %d / %d | %.1f | %.0f |" % (
+            mode, c, r["rps"], r["p50"], r["p99"], r["failed"], r["total"], mb,
+            r["total"] / r["cpu"] if r["cpu"] > 0 else 0))
+    by = {(m, c): r for m, c, r, _ in rows}
+    for mode, _ in modes[:2]:
+        for c in clients:
+            b, u = by.get((mode, c)), by.get(("unbatched", c))
+            if b and u and b["cpu"] > 0 and u["cpu"] > 0:
+                print("\n%s vs unbatched at %d clients: %.2fx requests/s, %.2fx requests per "
+                      "CPU-second" % (mode, c, b["rps"] / u["rps"],
+                                      (b["total"] / b["cpu"]) / (u["total"] / u["cpu"])), end="")
+    print()
+
+
+def rss_run(nazar, model, threads, seconds, script):
+    """The server's RSS every 5 s over a run at 64 clients, and its growth."""
+    server = serve_util.Server(nazar, ["--model", model, "--threads", str(threads)])
+    try:
+        samples = []
+        proc = subprocess.Popen(["wrk", "-t", "2", "-c", "64", "-d", "%ds" % seconds,
+                                 "--timeout", "30s", "-s", script,
+                                 "http://127.0.0.1:%d" % server.port],
+                                stdout=subprocess.PIPE, text=True)
+        start = time.monotonic()
+        while proc.poll() is None:
+            time.sleep(5)
+            if proc.poll() is None:
+                samples.append((round(time.monotonic() - start), rss_kb(server.proc.pid)))
+        out = proc.stdout.read()
+        non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+        total = re.search(r"(\d+) requests in", out).group(1)
+        print("\nRSS over a %d s run at 64 clients (%s requests, %s non-2xx): %s" %
+              (seconds, total, non2xx.group(1) if non2xx else 0,
+               ", ".join("%ds %.1f MB" % (t, kb / 1024) for t, kb in samples)))
+        half = len(samples) // 2
+        if half >= 1:
+            print("growth over the second half (%d s to %d s): %+.1f MB; over the whole run: "
+                  "%+.1f MB" % (samples[half][0], samples[-1][0],
+                                (samples[-1][1] - samples[half][1]) / 1024,
+                                (samples[-1][1] - samples[0][1]) / 1024))
+    finally:
+        server.terminate()
+        server.kill()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nazar", required=True)
@@ -124,51 +175,9 @@ def main():
             server.kill()
 
     if rows:
-        print("| mode | clients | requests/s | p50 ms | p99 ms | failed / requests | mean batch "
-              "| requests per server CPU-second |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
-        for mode, c, r, mb in rows:
-            print("| %s | %d | %.1f | %.1f | %.1f | %d / %d | %.1f | %.0f |" % (
-                mode, c, r["rps"], r["p50"], r["p99"], r["failed"], r["total"], mb,
-                r["total"] / r["cpu"] if r["cpu"] > 0 else 0))
-        by = {(m, c): r for m, c, r, _ in rows}
-        for mode, _ in modes[:2]:
-            for c in clients:
-                b, u = by.get((mode, c)), by.get(("unbatched", c))
-                if b and u and b["cpu"] > 0 and u["cpu"] > 0:
-                    print("\n%s vs unbatched at %d clients: %.2fx requests/s, %.2fx requests per "
-                          "CPU-second" % (mode, c, b["rps"] / u["rps"],
-                                          (b["total"] / b["cpu"]) / (u["total"] / u["cpu"])), end="")
-        print()
-
+        print_table(rows, modes, clients)
     if a.rss_seconds > 0:
-        server = serve_util.Server(nazar, ["--model", model, "--threads", str(a.threads)])
-        try:
-            samples = []
-            proc = subprocess.Popen(["wrk", "-t", "2", "-c", "64", "-d", "%ds" % a.rss_seconds,
-                                     "--timeout", "30s", "-s", script,
-                                     "http://127.0.0.1:%d" % server.port],
-                                    stdout=subprocess.PIPE, text=True)
-            start = time.monotonic()
-            while proc.poll() is None:
-                time.sleep(5)
-                if proc.poll() is None:
-                    samples.append((round(time.monotonic() - start), rss_kb(server.proc.pid)))
-            out = proc.stdout.read()
-            non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-            total = re.search(r"(\d+) requests in", out).group(1)
-            print("\nRSS over a %d s run at 64 clients (%s requests, %s non-2xx): %s" %
-                  (a.rss_seconds, total, non2xx.group(1) if non2xx else 0,
-                   ", ".join("%ds %.1f MB" % (t, kb / 1024) for t, kb in samples)))
-            half = len(samples) // 2
-            if half >= 1:
-                print("growth over the second half (%d s to %d s): %+.1f MB; over the whole run: "
-                      "%+.1f MB" % (samples[half][0], samples[-1][0],
-                                    (samples[-1][1] - samples[half][1]) / 1024,
-                                    (samples[-1][1] - samples[0][1]) / 1024))
-        finally:
-            server.terminate()
-            server.kill()
+        rss_run(nazar, model, a.threads, a.rss_seconds, script)
     load_after = open("/proc/loadavg").read().split()[:3]
     print("\nload average before: %s, after: %s; %d cores; server --threads %d" %
           (" ".join(load_before), " ".join(load_after), os.cpu_count(), a.threads))

@@ -1,6 +1,7 @@
 // Helpers of `nazar bench` (see util.h; method in docs/performance.md).
 #include "apps/bench/util.h"
 
+#include "apps/bench/read_sum.h"
 #include "nazar/core/blas.h"
 #include "nazar/core/check.h"
 #include "nazar/core/cpu_features.h"
@@ -385,22 +386,6 @@ double thread_cpu_seconds() {
     timespec ts{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-}  // namespace
-
-namespace {
-
-float sum_floats(const float* x, int64_t n) {
-    float acc[16] = {};
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-#pragma GCC unroll 16
-        for (int j = 0; j < 16; ++j) acc[j] += x[i + j];
-    float r = 0;
-    for (float v : acc) r += v;
-    for (; i < n; ++i) r += x[i];
-    return r;
 }
 
 }  // namespace

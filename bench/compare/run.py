@@ -127,66 +127,11 @@ def main():
     peak = (res.get("gemm") or {}).get("peak", {}).get("gflops")
 
     if "train" in sections:
-        atts = ["bahdanau", "general", "local-p"] + ([] if q else ["general-feed"])
-        for preset in ["standard", "small"]:
-            steps = 3 if q else 12
-            if preset == "small":
-                steps = 8 if q else 30
-            # the warm-up (untimed, both sides) is one pass over the distinct batches: the first
-            # pass grows every buffer to the longest batch and runs up to 3x slower (the per-step
-            # rates in nazar's JSON, step_gflops), which is a run's start, not its steady state
-            nb = warm = min(steps, 8)
-            for att in atts:
-                sys.stderr.write(f"train {preset} {att}\n")
-                m, b = os.path.join(tmp, f"{preset}-{att}.safetensors"), os.path.join(tmp, f"{preset}-{att}.json")
-                r = {"preset": preset, "attention": att}
-                r["nazar"] = run_json(nz + ["train", "--json", "--preset", preset, "--attention", att, "--steps",
-                                            str(steps), "--warmup", str(warm), "--batches", str(nb),
-                                            "--save-init", m, "--dump-batches", b], env)
-                tb = [PY, TORCH, "train", "--model", m, "--batches", b, "--steps", str(steps), "--warmup", str(warm)]
-                r["torch_best"] = run_json(tb + ["--threads", "1"], best_env)
-                if preset == "standard" and (not q or att == "bahdanau"):
-                    # mixed precision on both sides: nazar --precision bf16, PyTorch bf16 autocast
-                    r["nazar_bf16"] = run_json(nz + ["train", "--json", "--preset", preset, "--attention", att,
-                                                     "--steps", str(steps), "--warmup", str(warm), "--batches",
-                                                     str(nb), "--precision", "bf16", "--size",
-                                                     "1024"], env)
-                    r["torch_autocast"] = run_json(tb + ["--threads", "1", "--autocast", "bf16"], best_env)
-                if not q or (preset == "standard" and att == "bahdanau"):
-                    # the obvious setting is slow (its pools spin against each other): fewer steps
-                    to = [PY, TORCH, "train", "--model", m, "--batches", b, "--steps", str(max(2, steps // 3)),
-                          "--warmup", "1"]
-                    r["torch_obvious"] = run_json(to + ["--threads", str(cores)], obvious_env)
-                res["train"].append(r)
-
+        bench_train(res, nz, tmp, q, cores, env, best_env, obvious_env)
     if "decode" in sections:
-        for beam in [1, 5]:
-            for batch in [1, 64]:
-                n = batch if batch > 1 else (4 if q else 12)
-                if batch > 1 and not q:
-                    n = 128
-                if beam == 1 and batch == 1:
-                    n *= 2
-                sys.stderr.write(f"decode standard bahdanau beam {beam} batch {batch}\n")
-                m, s = os.path.join(tmp, "decode.safetensors"), os.path.join(tmp, f"src-{n}.json")
-                r = {"preset": "standard", "attention": "bahdanau", "beam": beam, "batch": batch}
-                r["nazar"] = run_json(nz + ["decode", "--json", "--beam", str(beam), "--batch", str(batch),
-                                            "--sentences", str(n), "--save-init", m, "--dump-batches", s], env)
-                r["torch_best"] = run_json([PY, TORCH, "decode", "--model", m, "--sources", s, "--beam", str(beam),
-                                            "--batch", str(batch), "--threads", "1"], best_env)
-                res["decode"].append(r)
-
+        bench_decode(res, nz, tmp, q, env, best_env)
     if "precision" in sections:
-        # reduced-precision inference (issue 20): the same decode in fp32, bf16 and int8 one after
-        # the other; each process also measures its precision's GEMM roofline (gemm_roofline)
-        for beam, batch in [(5, 64), (5, 1), (1, 1)]:
-            n = (64 if q else 128) if batch > 1 else (4 if q else 12) * (2 if beam == 1 else 1)
-            r = {"preset": "standard", "attention": "bahdanau", "beam": beam, "batch": batch}
-            for prec in ["fp32", "bf16", "int8"]:
-                sys.stderr.write(f"decode standard bahdanau beam {beam} batch {batch} {prec}\n")
-                r[prec] = run_json(nz + ["decode", "--json", "--beam", str(beam), "--batch", str(batch),
-                                         "--sentences", str(n), "--precision", prec], env)
-            res["precision"].append(r)
+        bench_precision(res, nz, q, env)
 
     if "local" in sections:
         sys.stderr.write("per-step decoder time vs source length\n")
@@ -201,6 +146,76 @@ def main():
     with open(out, "w") as f:
         json.dump(res, f, indent=1)
     print(f"\nraw results: {out}")
+
+
+def bench_train(res, nz, tmp, q, cores, env, best_env, obvious_env):
+    """Training rows: nazar and PyTorch (best and obvious thread settings) on the same initial
+    weights and batches, per preset and attention; bf16 on both sides for the standard preset."""
+    atts = ["bahdanau", "general", "local-p"] + ([] if q else ["general-feed"])
+    for preset in ["standard", "small"]:
+        steps = 3 if q else 12
+        if preset == "small":
+            steps = 8 if q else 30
+        # the warm-up (untimed, both sides) is one pass over the distinct batches: the first
+        # pass grows every buffer to the longest batch and runs up to 3x slower (the per-step
+        # rates in nazar's JSON, step_gflops), which is a run's start, not its steady state
+        nb = warm = min(steps, 8)
+        for att in atts:
+            sys.stderr.write(f"train {preset} {att}\n")
+            m, b = os.path.join(tmp, f"{preset}-{att}.safetensors"), os.path.join(tmp, f"{preset}-{att}.json")
+            r = {"preset": preset, "attention": att}
+            r["nazar"] = run_json(nz + ["train", "--json", "--preset", preset, "--attention", att, "--steps",
+                                        str(steps), "--warmup", str(warm), "--batches", str(nb),
+                                        "--save-init", m, "--dump-batches", b], env)
+            tb = [PY, TORCH, "train", "--model", m, "--batches", b, "--steps", str(steps), "--warmup", str(warm)]
+            r["torch_best"] = run_json(tb + ["--threads", "1"], best_env)
+            if preset == "standard" and (not q or att == "bahdanau"):
+                # mixed precision on both sides: nazar --precision bf16, PyTorch bf16 autocast
+                r["nazar_bf16"] = run_json(nz + ["train", "--json", "--preset", preset, "--attention", att,
+                                                 "--steps", str(steps), "--warmup", str(warm), "--batches",
+                                                 str(nb), "--precision", "bf16", "--size",
+                                                 "1024"], env)
+                r["torch_autocast"] = run_json(tb + ["--threads", "1", "--autocast", "bf16"], best_env)
+            if not q or (preset == "standard" and att == "bahdanau"):
+                # the obvious setting is slow (its pools spin against each other): fewer steps
+                to = [PY, TORCH, "train", "--model", m, "--batches", b, "--steps", str(max(2, steps // 3)),
+                      "--warmup", "1"]
+                r["torch_obvious"] = run_json(to + ["--threads", str(cores)], obvious_env)
+            res["train"].append(r)
+
+
+def bench_decode(res, nz, tmp, q, env, best_env):
+    """Decoding rows: greedy and beam 5 at batch 1 and 64, nazar and PyTorch on the same weights
+    and sources."""
+    for beam in [1, 5]:
+        for batch in [1, 64]:
+            n = batch if batch > 1 else (4 if q else 12)
+            if batch > 1 and not q:
+                n = 128
+            if beam == 1 and batch == 1:
+                n *= 2
+            sys.stderr.write(f"decode standard bahdanau beam {beam} batch {batch}\n")
+            m, s = os.path.join(tmp, "decode.safetensors"), os.path.join(tmp, f"src-{n}.json")
+            r = {"preset": "standard", "attention": "bahdanau", "beam": beam, "batch": batch}
+            r["nazar"] = run_json(nz + ["decode", "--json", "--beam", str(beam), "--batch", str(batch),
+                                        "--sentences", str(n), "--save-init", m, "--dump-batches", s], env)
+            r["torch_best"] = run_json([PY, TORCH, "decode", "--model", m, "--sources", s, "--beam", str(beam),
+                                        "--batch", str(batch), "--threads", "1"], best_env)
+            res["decode"].append(r)
+
+
+def bench_precision(res, nz, q, env):
+    """Reduced-precision rows: the same decode in fp32, bf16 and int8."""
+    # reduced-precision inference (issue 20): the same decode in fp32, bf16 and int8 one after
+    # the other; each process also measures its precision's GEMM roofline (gemm_roofline)
+    for beam, batch in [(5, 64), (5, 1), (1, 1)]:
+        n = (64 if q else 128) if batch > 1 else (4 if q else 12) * (2 if beam == 1 else 1)
+        r = {"preset": "standard", "attention": "bahdanau", "beam": beam, "batch": batch}
+        for prec in ["fp32", "bf16", "int8"]:
+            sys.stderr.write(f"decode standard bahdanau beam {beam} batch {batch} {prec}\n")
+            r[prec] = run_json(nz + ["decode", "--json", "--beam", str(beam), "--batch", str(batch),
+                                     "--sentences", str(n), "--precision", prec], env)
+        res["precision"].append(r)
 
 
 def cpu_name():
@@ -242,7 +257,8 @@ def of_peaks(nzr, kind, rate, start_peak):
     return f"{fmt(None if after is None else 100 * after)}% / {fmt(start)}%"
 
 
-def print_table(res, peak, peak_cpu):
+def print_header(res):
+    """The machine, the BLAS on each side, the load, and the sgemm peak and the model's GEMM shapes."""
     g = res.get("gemm") or {}
     blas = g.get("blas") or next((get(r, "nazar", "blas") for r in res["train"] if get(r, "nazar")), "?")
     tcore = next((get(r, "torch_best", "blas_core") for r in res["train"] + res["decode"]
@@ -264,6 +280,55 @@ def print_table(res, peak, peak_cpu):
             print(f"| {s['name']} | {s['M']}×{s['N']}×{s['K']} | {s['gflops']:.1f} | "
                   f"{100 * s['gflops'] / g['peak']['gflops']:.0f}% | {s['gflops_per_cpu_s']:.1f} | "
                   f"{100 * s['gflops_per_cpu_s'] / g['peak']['gflops_per_cpu_s']:.0f}% |")
+
+
+def print_decode_roofline(res, peak):
+    """nazar's decoding rows against the FLOP and bandwidth rooflines."""
+    rows = [r for r in res["decode"] if get(r, "nazar", "gflops") is not None]
+    if rows:
+        # Issue 15's decoding targets: beam 5 at batch 64 against the FLOP roofline (sgemm peak x
+        # FLOPs per sentence), batch 1 against the bandwidth roofline (a step's weights / the read
+        # bandwidth of a working set that size, measured by the same process after decoding); the
+        # fastest batch's step against that bandwidth (best against best, for a shared machine),
+        # and the step's FLOP floor: at beam 5 it is as high as the bandwidth floor on some CPUs.
+        print("\n| decode (nazar) | sentences/s | GFLOP/s | of FLOP roofline (sgemm peak: after / start) | step weights MB | "
+              "weights streamed GB/s | read bandwidth GB/s | of bandwidth roofline | fastest batch | "
+              "step µs at the FMA peak |\n|---|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            nzr = r["nazar"]
+            kind = "greedy" if r["beam"] == 1 else f"beam {r['beam']}"
+            print(f"| {r['preset']} {r['attention']} {kind}, batch {r['batch']} | {fmt(nzr['sentences_per_s'], 1)} | "
+                  f"{fmt(nzr['gflops'], 1)} | {of_peaks(nzr, 'wall', nzr['gflops'], peak)} | "
+                  f"{fmt(nzr['step_weight_mb'], 1)} | {fmt(nzr['weight_gbs'], 1)} | {fmt(nzr['read_gbs_step_weights'], 1)} | "
+                  f"{fmt(100 * ratio(nzr['weight_gbs'], nzr['read_gbs_step_weights']))}% | "
+                  f"{pct(get(nzr, 'fraction_of_bandwidth_roofline_best_batch'))} | "
+                  f"{fmt(get(r, 'nazar', 'step_us_at_fma_peak'))} |")
+
+
+def print_local_and_epoch(res):
+    """Per-step decoder time against the source length; epoch time against the corpus size."""
+    loc = res.get("local")
+    if loc:
+        print("\n| source length S | global: step CPU ms | local-p: step CPU ms | global: attention CPU ms | "
+              "local-p: attention CPU ms | global / local-p step wall ms |\n|---|---|---|---|---|---|")
+        rows = {(x["attention"], x["S"]): x for x in loc["rows"]}
+        for S in sorted({x["S"] for x in loc["rows"]}):
+            gl, lp = rows.get(("general", S)), rows.get(("local-p", S))
+            print(f"| {S} | {gl['step_cpu_ms']:.2f} | {lp['step_cpu_ms']:.2f} | {gl['attention_cpu_ms']:.3f} | "
+                  f"{lp['attention_cpu_ms']:.3f} | {gl['step_ms']:.2f} / {lp['step_ms']:.2f} |")
+        print(f"(standard config, Luong general, {loc['rows'][0]['rows']} rows per step; CPU time = process CPU "
+              f"time, robust to load; load average {loc['load_avg']:.1f})")
+    ep = res.get("epoch")
+    if ep:
+        print("\n| corpus (pairs) | target tokens | epoch CPU s | CPU ms per pair | epoch wall s |\n|---|---|---|---|---|")
+        for x in ep["rows"]:
+            print(f"| {x['pairs']} | {x['target_tokens']} | {x['epoch_cpu_s']:.2f} | {x['cpu_ms_per_pair']:.2f} | "
+                  f"{x['epoch_s']:.2f} |")
+        print(f"(small config, Bahdanau; load average {ep['load_avg']:.1f})")
+
+
+def print_table(res, peak, peak_cpu):
+    print_header(res)
     if not res["train"] and not res["decode"]:
         print_bf16_table(res, peak)
         print_precision_table(res)
@@ -302,25 +367,7 @@ def print_table(res, peak, peak_cpu):
               f"{min(a['gflops'] for a in after):.1f}-{max(a['gflops'] for a in after):.1f} GFLOP/s over this run), "
               "the figure the targets are read against, since a shared machine's speed drifts; 'start' is the "
               "peak measured at the start.")
-    rows = [r for r in res["decode"] if get(r, "nazar", "gflops") is not None]
-    if rows:
-        # Issue 15's decoding targets: beam 5 at batch 64 against the FLOP roofline (sgemm peak x
-        # FLOPs per sentence), batch 1 against the bandwidth roofline (a step's weights / the read
-        # bandwidth of a working set that size, measured by the same process after decoding); the
-        # fastest batch's step against that bandwidth (best against best, for a shared machine),
-        # and the step's FLOP floor: at beam 5 it is as high as the bandwidth floor on some CPUs.
-        print("\n| decode (nazar) | sentences/s | GFLOP/s | of FLOP roofline (sgemm peak: after / start) | step weights MB | "
-              "weights streamed GB/s | read bandwidth GB/s | of bandwidth roofline | fastest batch | "
-              "step µs at the FMA peak |\n|---|---|---|---|---|---|---|---|---|---|")
-        for r in rows:
-            nzr = r["nazar"]
-            kind = "greedy" if r["beam"] == 1 else f"beam {r['beam']}"
-            print(f"| {r['preset']} {r['attention']} {kind}, batch {r['batch']} | {fmt(nzr['sentences_per_s'], 1)} | "
-                  f"{fmt(nzr['gflops'], 1)} | {of_peaks(nzr, 'wall', nzr['gflops'], peak)} | "
-                  f"{fmt(nzr['step_weight_mb'], 1)} | {fmt(nzr['weight_gbs'], 1)} | {fmt(nzr['read_gbs_step_weights'], 1)} | "
-                  f"{fmt(100 * ratio(nzr['weight_gbs'], nzr['read_gbs_step_weights']))}% | "
-                  f"{pct(get(nzr, 'fraction_of_bandwidth_roofline_best_batch'))} | "
-                  f"{fmt(get(r, 'nazar', 'step_us_at_fma_peak'))} |")
+    print_decode_roofline(res, peak)
     print_bf16_table(res, peak)
     print_precision_table(res)
     if res["train"]:
@@ -328,25 +375,7 @@ def print_table(res, peak, peak_cpu):
         print(f"\nfirst-step loss, same weights and batch ({r0['preset']} {r0['attention']}): nazar "
               f"{fmt(get(r0, 'nazar', 'first_loss'), 5)}, PyTorch {fmt(get(r0, 'torch_best', 'first_loss'), 5)}; "
               f"analytic FLOPs per target token: {fmt(get(r0, 'nazar', 'flop_per_token'))}")
-    loc = res.get("local")
-    if loc:
-        print("\n| source length S | global: step CPU ms | local-p: step CPU ms | global: attention CPU ms | "
-              "local-p: attention CPU ms | global / local-p step wall ms |\n|---|---|---|---|---|---|")
-        rows = {(x["attention"], x["S"]): x for x in loc["rows"]}
-        for S in sorted({x["S"] for x in loc["rows"]}):
-            gl, lp = rows.get(("general", S)), rows.get(("local-p", S))
-            print(f"| {S} | {gl['step_cpu_ms']:.2f} | {lp['step_cpu_ms']:.2f} | {gl['attention_cpu_ms']:.3f} | "
-                  f"{lp['attention_cpu_ms']:.3f} | {gl['step_ms']:.2f} / {lp['step_ms']:.2f} |")
-        print(f"(standard config, Luong general, {loc['rows'][0]['rows']} rows per step; CPU time = process CPU "
-              f"time, robust to load; load average {loc['load_avg']:.1f})")
-    ep = res.get("epoch")
-    if ep:
-        print("\n| corpus (pairs) | target tokens | epoch CPU s | CPU ms per pair | epoch wall s |\n|---|---|---|---|---|")
-        for x in ep["rows"]:
-            print(f"| {x['pairs']} | {x['target_tokens']} | {x['epoch_cpu_s']:.2f} | {x['cpu_ms_per_pair']:.2f} | "
-                  f"{x['epoch_s']:.2f} |")
-        print(f"(small config, Bahdanau; load average {ep['load_avg']:.1f})")
-
+    print_local_and_epoch(res)
 
 # bytes per weight of each precision (int8's per-row scales are 1/K of it and left out)
 WEIGHT_BYTES = {"fp32": 4, "bf16": 2, "int8": 1}

@@ -71,7 +71,7 @@ def test_pip_install_gives_an_importable_package(tmp_path):
         capture_output=True, text=True, env=env, cwd=str(tmp_path),
     )
     assert p.returncode == 0, p.stdout + p.stderr
-    for name in ("__init__.py", "torch.py", "_nazar.pyi", "py.typed"):
+    for name in ("__init__.py", "torch/__init__.py", "torch/model.py", "_nazar.pyi", "py.typed"):
         assert (target / "nazar" / name).exists(), name
     p = python("import nazar; print(nazar.__file__); print(nazar.eval.wer(['a b'], ['a c']).score)",
                str(tmp_path), str(target))

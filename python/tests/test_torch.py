@@ -1,4 +1,4 @@
-"""nazar.torch (the PyTorch reference, python/nazar/torch.py) and nazar's package agree: a model
+"""nazar.torch (the PyTorch reference, python/nazar/torch/) and nazar's package agree: a model
 file loads in PyTorch with the same scores, and a state_dict saved with nazar.save is the same
 file again. Skipped where PyTorch is not installed (Debian python3-torch)."""
 
@@ -45,5 +45,5 @@ def test_compatibility_shim_still_imports(tmp_path):
         import nazar_torch
     finally:
         sys.path.pop(0)
-    assert os.path.samefile(nazar_torch.__file__, os.path.join(REPO, "python", "nazar", "torch.py"))
+    assert os.path.samefile(nazar_torch.__file__, os.path.join(REPO, "python", "nazar", "torch", "__init__.py"))
     assert hasattr(nazar_torch, "load_model") and hasattr(nazar_torch, "Seq2Seq")

@@ -5,7 +5,7 @@
 # models, beam decoding runs to the end, `nazar bench train` warms up over every distinct batch
 # and reports each step's rate and its share of the sgemm peak measured after it, and the
 # products probe that chooses PyTorch's OpenBLAS core (run.py) reports a rate for every shape and
-# the core that ran. A change to python/nazar/torch.py's signatures that the benchmark's patched
+# the core that ran. A change to python/nazar/torch/'s signatures that the benchmark's patched
 # attention does not follow fails here, not only in a long benchmark run. Exit 77 (skipped)
 # without PyTorch.
 # Usage: test_bench_compare_torch.sh path/to/nazar

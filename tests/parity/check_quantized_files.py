@@ -64,6 +64,41 @@ def torch_scores(path, pairs):
                     [[tv.get(w, unk) for w in b.split()] for _, b in pairs]).tolist()
 
 
+def check_contents(q, precision, tag, tied, bad):
+    """1. The quantized file's contents: its precision, which tensors are int8 / bf16 (every
+    matrix), int8's per-row scales, a tied generator's bytes. Appends to bad; -> (the quantized
+    tensors' names, their dtype in the header)."""
+    tensors, meta = nt.load_safetensors(q)
+    if meta.get("nazar.precision") != precision:
+        bad.append(f"{tag}{precision}: nazar.precision = {meta.get('nazar.precision')!r}")
+    with open(q, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    want = "I8" if precision == "int8" else "BF16"
+    quantized = [k for k, e in header.items() if k != "__metadata__" and e["dtype"] == want]
+    if not {"decoder.rnn.weight_hh_l0", "generator.weight", "encoder.embedding.weight",
+            "decoder.embedding.weight"} <= set(quantized):
+        bad.append(f"{tag}{precision}: {want} tensors {quantized}")
+    for k, e in header.items():
+        if k != "__metadata__" and e["dtype"] not in (want, "F32"):
+            bad.append(f"{tag}{precision}: {k} is {e['dtype']}")
+        if k != "__metadata__" and e["dtype"] == "F32" and len(e["shape"]) == 2 \
+                and e["shape"][0] > 1:
+            bad.append(f"{tag}{precision}: matrix {k} {e['shape']} kept F32")
+    for k in quantized:
+        if precision == "int8":
+            s = header.get(k + ".scale")
+            if not s or s["dtype"] != "F32" or s["shape"] != header[k]["shape"][:1]:
+                bad.append(f"{tag}int8: {k} has scales {s}")
+            elif np.abs(tensors[k]).max() != 127:
+                bad.append(f"{tag}int8: {k}: max |w_q| = {np.abs(tensors[k]).max()}, expected 127")
+    if tied and (tensors["generator.weight"].tobytes() != tensors["decoder.embedding.weight"].tobytes()
+                 or (precision == "int8" and tensors["generator.weight.scale"].tobytes()
+                     != tensors["decoder.embedding.weight.scale"].tobytes())):
+        bad.append(f"{tag}{precision}, tied: generator.weight is not the embedding's bytes and scales")
+    return quantized, want
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nazar", required=True)
@@ -99,34 +134,7 @@ def main():
                 bad.append(f"{tag}nazar quantize --precision {precision} failed ({rc}): {err.strip()}")
                 continue
             # 1. the file's contents
-            tensors, meta = nt.load_safetensors(q)
-            if meta.get("nazar.precision") != precision:
-                bad.append(f"{tag}{precision}: nazar.precision = {meta.get('nazar.precision')!r}")
-            with open(q, "rb") as f:
-                n = int.from_bytes(f.read(8), "little")
-                header = json.loads(f.read(n))
-            want = "I8" if precision == "int8" else "BF16"
-            quantized = [k for k, e in header.items() if k != "__metadata__" and e["dtype"] == want]
-            if not {"decoder.rnn.weight_hh_l0", "generator.weight", "encoder.embedding.weight",
-                    "decoder.embedding.weight"} <= set(quantized):
-                bad.append(f"{tag}{precision}: {want} tensors {quantized}")
-            for k, e in header.items():
-                if k != "__metadata__" and e["dtype"] not in (want, "F32"):
-                    bad.append(f"{tag}{precision}: {k} is {e['dtype']}")
-                if k != "__metadata__" and e["dtype"] == "F32" and len(e["shape"]) == 2 \
-                        and e["shape"][0] > 1:
-                    bad.append(f"{tag}{precision}: matrix {k} {e['shape']} kept F32")
-            for k in quantized:
-                if precision == "int8":
-                    s = header.get(k + ".scale")
-                    if not s or s["dtype"] != "F32" or s["shape"] != header[k]["shape"][:1]:
-                        bad.append(f"{tag}int8: {k} has scales {s}")
-                    elif np.abs(tensors[k]).max() != 127:
-                        bad.append(f"{tag}int8: {k}: max |w_q| = {np.abs(tensors[k]).max()}, expected 127")
-            if tied and (tensors["generator.weight"].tobytes() != tensors["decoder.embedding.weight"].tobytes()
-                         or (precision == "int8" and tensors["generator.weight.scale"].tobytes()
-                             != tensors["decoder.embedding.weight.scale"].tobytes())):
-                bad.append(f"{tag}{precision}, tied: generator.weight is not the embedding's bytes and scales")
+            quantized, want = check_contents(q, precision, tag, tied, bad)
             # 2. dequantized PyTorch == nazar fp32 products on the same file
             ref = torch_scores(q, pairs)
             same = nazar_scores(args.nazar, q, w("reverse.tsv"), "fp32")

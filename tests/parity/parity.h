@@ -1,10 +1,10 @@
 // PyTorch parity harness (docs/design.md §8.4, "Reference").
 //
-// A fixture (tools/make_fixtures.py) holds a layer's inputs, its parameters by state_dict
-// name, its outputs, the loss weights "R.<output>" of L = Σ out ⊙ R, and "grad.<name>" for
-// every float input and parameter, computed by python/nazar_torch.py in float64.
-// Fixture choice: ${build}/parity-fixtures/<case>.safetensors when present (regenerated live
-// by the CTest entry parity.make_fixtures), else the committed tests/parity/fixtures/.
+// A fixture (tests/parity/gen/make_fixtures.py) holds a layer's inputs, its parameters by
+// state_dict name, its outputs, the loss weights "R.<output>" of L = Σ out ⊙ R, and "grad.<name>"
+// for every float input and parameter, computed by python/nazar_torch.py in float64. Fixture
+// choice: ${build}/parity-fixtures/<case>.safetensors when present (regenerated live by the CTest
+// entry parity.make_fixtures), else the committed tests/parity/fixtures/.
 //
 //   Fixture f = load_fixture("gru_cell");
 //   f.set_params(params);                   // nazar's ParamList <- fixture, names must match both
@@ -126,7 +126,7 @@ inline Fixture load_fixture(const std::string& name) {
     return Fixture(name);
 }
 
-// A model fixture's batch (tools/make_model_fixtures.py, make_copy_fixtures.py), in
+// A model fixture's batch (tests/parity/gen/make_model_fixtures.py, make_copy_fixtures.py), in
 // batch_from_ids layout (tgt_in = <s> y, tgt_out = y </s>, pad 0); with the extended ids
 // src_copy / tgt_copy where the fixture has them (copy attention).
 inline Batch batch_of(const Fixture& f) {

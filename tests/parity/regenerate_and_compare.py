@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """Regenerates fixtures with a generator script and checks the committed ones are its output.
 
-  regenerate_and_compare.py --script tools/make_optim_fixtures.py --glob 'optim_*.safetensors' \\
+  regenerate_and_compare.py --script tests/parity/gen/make_optim_fixtures.py --glob 'optim_*.safetensors' \\
                             --committed tests/parity/fixtures --work BUILD/parity-optim-fixtures
 
-For generators without their own --compare (tools/make_optim_fixtures.py; make_fixtures.py and
+For generators without their own --compare (tests/parity/gen/make_optim_fixtures.py; make_fixtures.py and
 make_model_fixtures.py have one). Runs `script --out WORK`, then for every file matching GLOB in
 either directory: same file set, same tensor names, dtypes, shapes and metadata (except the
 "torch" version string); integer tensors bit-identical; float tensors within 1e-6 (norm-wise
@@ -20,7 +20,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "parity", "gen"))
 try:
     import numpy as np
     import torch  # noqa: F401  the generators need it

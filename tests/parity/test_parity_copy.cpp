@@ -1,6 +1,6 @@
-// Copy attention (models/copy.h) vs PyTorch (python/nazar/torch.py copy_log_probs / copy_loss;
-// tools/make_copy_fixtures.py). Per case (Bahdanau GRU, Luong general + input feeding, Luong
-// local-m) the fixture pair is a nazar model file WRITTEN BY PYTORCH, gate included, and the
+// Copy attention (models/copy.h) vs PyTorch (python/nazar/torch/ copy_log_probs / copy_loss;
+// tests/parity/gen/make_copy_fixtures.py). Per case (Bahdanau GRU, Luong general + input feeding,
+// Luong local-m) the fixture pair is a nazar model file WRITTEN BY PYTORCH, gate included, and the
 // float64 values computed from it; nazar must load it and give the same loss and per-sentence
 // scores of the mixture (extended vocabulary: a copy-only target and a word both generated and
 // copied), the same per-step log-probabilities over V + 1 through the step API, and the same
@@ -30,7 +30,8 @@ constexpr double kTol = 1e-4;
 void check_copy(const std::string& name) {
     const std::string model_path = test::fixture_path("model_copy_" + name);
     if (!file_exists(model_path))
-        GTEST_SKIP() << model_path << " missing: run tools/make_copy_fixtures.py (needs torch)";
+        GTEST_SKIP() << model_path
+                     << " missing: run tests/parity/gen/make_copy_fixtures.py (needs torch)";
     Fixture f("model_copy_" + name + "_expect");
     SCOPED_TRACE(model_path);
     const Batch batch = test::batch_of(f);

@@ -1,6 +1,6 @@
-// Guided alignment (models/guided_alignment.h) vs PyTorch (python/nazar/torch.py
-// guided_alignment_loss; tools/make_guided_fixtures.py). Per case (Bahdanau additive, Luong
-// general + input feeding, Luong local-m and local-p with a link outside the window, Bahdanau
+// Guided alignment (models/guided_alignment.h) vs PyTorch (python/nazar/torch/
+// guided_alignment_loss; tests/parity/gen/make_guided_fixtures.py). Per case (Bahdanau additive,
+// Luong general + input feeding, Luong local-m and local-p with a link outside the window, Bahdanau
 // coverage with the coverage loss too) the fixture pair is a nazar model file WRITTEN BY PYTORCH
 // and the float64 values computed from it; one training step of nazar with the fixture's links
 // must give the same cross-entropy, weighted alignment loss, aligned-position count, coverage
@@ -40,7 +40,8 @@ CorpusAlignments alignments_of(const Fixture& f, int B) {
 void check_guided(const std::string& name, DecoderBackwardPath path) {
     const std::string model_path = test::fixture_path("model_guided_" + name);
     if (!file_exists(model_path))
-        GTEST_SKIP() << model_path << " missing: run tools/make_guided_fixtures.py (needs torch)";
+        GTEST_SKIP() << model_path
+                     << " missing: run tests/parity/gen/make_guided_fixtures.py (needs torch)";
     Fixture f("model_guided_" + name + "_expect");
     SCOPED_TRACE(model_path);
     const Batch batch = batch_of(f);

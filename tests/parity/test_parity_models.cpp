@@ -1,4 +1,4 @@
-// Whole seq2seq models vs PyTorch (tests/parity/parity.h, tools/make_model_fixtures.py).
+// Whole seq2seq models vs PyTorch (tests/parity/parity.h, tests/parity/gen/make_model_fixtures.py).
 //
 // Per case (Bahdanau GRU; Bahdanau deep output + tied embeddings + 2 decoder layers; Bahdanau
 // LSTM with a mean bridge; Luong dot, general, general + input feeding + 1/sqrt(C) scale, concat,

@@ -1,8 +1,8 @@
 // nn layers vs PyTorch (tests/parity/parity.h): Linear, Embedding, GRUCell, LSTMCell, RNN,
 // SoftmaxXent (output layer + cross-entropy, torch's CrossEntropyLoss(reduction='sum')).
-// Each test loads a fixture of tools/make_fixtures.py, sets nazar's parameters by state_dict
-// name, runs forward and backward with the fixture's R (loss Σ out ⊙ R) and compares every
-// output and every gradient by name.
+// Each test loads a fixture of tests/parity/gen/make_fixtures.py, sets nazar's parameters by
+// state_dict name, runs forward and backward with the fixture's R (loss Σ out ⊙ R) and compares
+// every output and every gradient by name.
 //
 // Tolerance 1e-5 (norm-wise relative, max|a-b| / max|b|) throughout: the reference is float64,
 // nazar computes in float32 (unit roundoff 6e-8); these layers are a handful of dot products

@@ -1,6 +1,6 @@
 // Optimizers and clipping against PyTorch: tests/parity/fixtures/optim_*.safetensors, made by
-// tools/make_optim_fixtures.py (torch 1.13 SGD / Adam / AdamW, clip_grad_norm_, several steps,
-// lr changed between steps). Every step's parameters are compared by name.
+// tests/parity/gen/make_optim_fixtures.py (torch 1.13 SGD / Adam / AdamW, clip_grad_norm_, several
+// steps, lr changed between steps). Every step's parameters are compared by name.
 //
 // Tolerance: max relative error 1e-6 (norm-wise, max|a − b| / max|b|). Both sides do the same
 // float32 operations in the same order; what differs is rounding of the clip norm (we sum in

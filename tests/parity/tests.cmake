@@ -10,40 +10,40 @@ set(_parity_out ${PROJECT_BINARY_DIR}/parity-fixtures)
 
 if(EXISTS ${NAZAR_PARITY_PYTHON})
   add_test(NAME parity.make_fixtures
-           COMMAND ${NAZAR_PARITY_PYTHON} ${PROJECT_SOURCE_DIR}/tools/make_fixtures.py --out ${_parity_out})
+           COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/gen/make_fixtures.py --out ${_parity_out})
   set_tests_properties(parity.make_fixtures PROPERTIES
     FIXTURES_SETUP nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 300)
 
   add_test(NAME parity.fixtures_match_committed
-           COMMAND ${NAZAR_PARITY_PYTHON} ${PROJECT_SOURCE_DIR}/tools/make_fixtures.py
+           COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/gen/make_fixtures.py
                    --compare ${_parity_out} ${PROJECT_SOURCE_DIR}/tests/parity/fixtures)
   set_tests_properties(parity.fixtures_match_committed PROPERTIES
     FIXTURES_REQUIRED nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 120)
 
-  # Whole models (tools/make_model_fixtures.py): nazar model files written by PyTorch and the
+  # Whole models (tests/parity/gen/make_model_fixtures.py): nazar model files written by PyTorch and the
   # float64 scores, losses, gradients and greedy outputs they give; same fixture name, so the
   # C++ parity tests wait for both generators.
   add_test(NAME parity.make_model_fixtures
-           COMMAND ${NAZAR_PARITY_PYTHON} ${PROJECT_SOURCE_DIR}/tools/make_model_fixtures.py --out ${_parity_out})
+           COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/gen/make_model_fixtures.py --out ${_parity_out})
   set_tests_properties(parity.make_model_fixtures PROPERTIES
     FIXTURES_SETUP nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 300)
   add_test(NAME parity.model_fixtures_match_committed
-           COMMAND ${NAZAR_PARITY_PYTHON} ${PROJECT_SOURCE_DIR}/tools/make_model_fixtures.py
+           COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/gen/make_model_fixtures.py
                    --compare ${_parity_out} ${PROJECT_SOURCE_DIR}/tests/parity/fixtures)
   set_tests_properties(parity.model_fixtures_match_committed PROPERTIES
     FIXTURES_REQUIRED nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 120)
 
-  # Copy attention (tools/make_copy_fixtures.py, tests/parity/test_parity_copy.cpp): written
+  # Copy attention (tests/parity/gen/make_copy_fixtures.py, tests/parity/test_parity_copy.cpp): written
   # into the same directory, not committed (the C++ test skips without them).
   add_test(NAME parity.make_copy_fixtures
-           COMMAND ${NAZAR_PARITY_PYTHON} ${PROJECT_SOURCE_DIR}/tools/make_copy_fixtures.py --out ${_parity_out})
+           COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/gen/make_copy_fixtures.py --out ${_parity_out})
   set_tests_properties(parity.make_copy_fixtures PROPERTIES
     FIXTURES_SETUP nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 300)
 
-  # Guided alignment (tools/make_guided_fixtures.py, tests/parity/test_parity_guided.cpp): written
+  # Guided alignment (tests/parity/gen/make_guided_fixtures.py, tests/parity/test_parity_guided.cpp): written
   # into the same directory, not committed (the C++ test skips without them).
   add_test(NAME parity.make_guided_fixtures
-           COMMAND ${NAZAR_PARITY_PYTHON} ${PROJECT_SOURCE_DIR}/tools/make_guided_fixtures.py --out ${_parity_out})
+           COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/gen/make_guided_fixtures.py --out ${_parity_out})
   set_tests_properties(parity.make_guided_fixtures PROPERTIES
     FIXTURES_SETUP nazar_parity_fixtures SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 300)
 
@@ -64,12 +64,12 @@ if(EXISTS ${NAZAR_PARITY_PYTHON})
                    --nazar $<TARGET_FILE:nazar_cli> --work ${PROJECT_BINARY_DIR}/parity-quantized-files)
   set_tests_properties(parity.quantized_files PROPERTIES SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 300)
 
-  # Optimizer fixtures (tools/make_optim_fixtures.py, owner: optim): the committed files are what
+  # Optimizer fixtures (tests/parity/gen/make_optim_fixtures.py, owner: optim): the committed files are what
   # the script makes. test_parity_optim reads the committed files, so this entry only regenerates
   # into its own directory and compares.
   add_test(NAME parity.optim_fixtures_match_committed
            COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/regenerate_and_compare.py
-                   --script ${PROJECT_SOURCE_DIR}/tools/make_optim_fixtures.py --glob optim_*.safetensors
+                   --script ${CMAKE_CURRENT_SOURCE_DIR}/parity/gen/make_optim_fixtures.py --glob optim_*.safetensors
                    --committed ${PROJECT_SOURCE_DIR}/tests/parity/fixtures
                    --work ${PROJECT_BINARY_DIR}/parity-optim-fixtures)
   set_tests_properties(parity.optim_fixtures_match_committed PROPERTIES

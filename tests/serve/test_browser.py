@@ -116,6 +116,15 @@ def run(driver, server, model_names):
     nbest = panel.find_elements(By.CSS_SELECTOR, ".nbest li")
     check(len(nbest) == len(t["hypotheses"]) or len(t["hypotheses"]) == 1,
           "the page lists the n-best hypotheses", len(nbest))
+    actions = ActionChains(driver)
+    check_hover(driver, actions, panel, t, best)
+    check_hard_view(driver, actions, best)
+    check_compare(driver, actions, model_names)
+    check_phone_and_errors(driver)
+
+
+def check_hover(driver, actions, panel, t, best):
+    """Hovering (or focusing) a token of the heatmap highlights the tokens its weights point to."""
     att = best["attention"]
     srcs = panel.find_elements(By.CSS_SELECTOR, "th.src")
     tgts = panel.find_elements(By.CSS_SELECTOR, "th.tgt")
@@ -123,7 +132,6 @@ def run(driver, server, model_names):
           "heatmap: a column per source token, a row per target token (+ </s>)",
           ([e.text for e in srcs], len(tgts)))
 
-    actions = ActionChains(driver)
     ok, bad = True, []
     for j, th in enumerate(tgts):
         actions.move_to_element(th).perform()
@@ -148,7 +156,9 @@ def run(driver, server, model_names):
     check(got == expected(att[-1]), "a target token focused from the keyboard highlights",
           (sorted(got), sorted(expected(att[-1]))))
 
-    # Hard view: the aligned source token only.
+
+def check_hard_view(driver, actions, best):
+    """The hard view: a target token highlights its aligned source token only."""
     driver.find_element(By.CSS_SELECTOR, 'input[name="view"][value="hard"]').click()
     panel = wait_until(lambda: driver.find_element(By.CSS_SELECTOR, ".heatmap.hard"),
                        "the hard view").find_element(By.XPATH, "ancestor::div[@class='panel']")
@@ -162,7 +172,9 @@ def run(driver, server, model_names):
     check(ok, "hard view: each target token highlights its aligned source token", bad)
     driver.find_element(By.CSS_SELECTOR, 'input[name="view"][value="soft"]').click()
 
-    # Two models side by side.
+
+def check_compare(driver, actions, model_names):
+    """Two models side by side (where the server has two)."""
     if len(model_names) > 1:
         driver.find_element(By.ID, "compare").click()
         driver.find_element(By.ID, "go").click()
@@ -176,6 +188,10 @@ def run(driver, server, model_names):
         actions.move_to_element(panels[0].find_elements(By.CSS_SELECTOR, "th.tgt")[0]).perform()
         driver.save_screenshot(os.path.join(args.outdir, "serve-explorer-compare.png"))
 
+
+def check_phone_and_errors(driver):
+    """Phone width: one column, no horizontal scrolling; a server error shown, not thrown; a clean
+    console."""
     # Phone width: one column, no horizontal scrolling of the page.
     # (Chromium's windows are at least ~500 px wide: the device metrics set the 390 px viewport.)
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
@@ -205,7 +221,6 @@ def run(driver, server, model_names):
     # The deliberate 400 above is logged by Chromium as a failed resource load; nothing else may.
     logs = [e for e in logs if "/v1/translate" not in e["message"] or "400" not in e["message"]]
     check(not logs, "no errors in the browser console", logs)
-
 
 def run_with_key(driver, margs, work):
     """A server with --api-key-file: the page asks for the key once and then works."""

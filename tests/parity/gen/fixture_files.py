@@ -1,4 +1,4 @@
-"""What the PyTorch fixture generators (tools/make_fixtures.py, make_model_fixtures.py,
+"""What the PyTorch fixture generators (tests/parity/gen/make_fixtures.py, make_model_fixtures.py,
 make_copy_fixtures.py, make_guided_fixtures.py) share: the import of the float64 reference
 (python/nazar_torch.py), their files in a directory that several generators write into, the
 case-writing main of the model generators, and the tensor comparison of regenerated fixtures
@@ -12,7 +12,7 @@ import os
 import struct
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))  # the repository
 SKIP = 77  # CTest SKIP_RETURN_CODE: numpy or torch missing
 
 

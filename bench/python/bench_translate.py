@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Python call overhead and Translator vs CLI throughput (docs/python.md "Speed").
 
-    PYTHONPATH=build/python /usr/bin/python3 python/benchmarks/bench_translate.py \
+    PYTHONPATH=build/python /usr/bin/python3 bench/python/bench_translate.py \
         --nazar build/nazar [--sentences 2048] [--threads 2]
 
 1. Overhead per call (one thread, process CPU time): Translator.translate of one short

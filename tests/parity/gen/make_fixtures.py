@@ -16,9 +16,9 @@ and backpropagate. Each case becomes tests/parity/fixtures/<case>.safetensors ho
   name lists), generator. Integer inputs are I64, everything else F32.
 Deterministic: the same torch build gives the same bytes.
 
-  /usr/bin/python3 tools/make_fixtures.py                 # rewrite tests/parity/fixtures
-  /usr/bin/python3 tools/make_fixtures.py --out DIR       # write elsewhere (CTest: build dir)
-  /usr/bin/python3 tools/make_fixtures.py --compare A B   # fixtures in A == those in B?
+  /usr/bin/python3 tests/parity/gen/make_fixtures.py                 # rewrite tests/parity/fixtures
+  /usr/bin/python3 tests/parity/gen/make_fixtures.py --out DIR       # write elsewhere (CTest: build dir)
+  /usr/bin/python3 tests/parity/gen/make_fixtures.py --compare A B   # fixtures in A == those in B?
 Exit code 77 (CTest SKIP_RETURN_CODE) when torch is missing, or --compare finds no A.
 """
 
@@ -297,6 +297,8 @@ def build_case(name, seed):
     return tensors, meta
 
 
+# The name this generator writes into its files' metadata and finds its own files by (the
+# committed fixtures carry it): kept from when the script lived in tools/.
 GENERATOR = "tools/make_fixtures.py (python/nazar_torch.py, float64 reference)"
 
 

@@ -2,7 +2,7 @@
 """Writes the copy-attention PyTorch parity fixtures of nazar (models/copy.h, docs/spec.md §7a).
 
 Per case (Bahdanau GRU global, Luong general + input feeding, Luong local-m):
-  model_copy_<case>.safetensors         a nazar model file written by python/nazar/torch.py's
+  model_copy_<case>.safetensors         a nazar model file written by python/nazar/torch/
                                         save_model (seeded PyTorch init, float32, copy.gate.*)
   model_copy_<case>_expect.safetensors  float64 values computed from that file:
      inputs   src, src_lengths, tgt_in, tgt_out (B, S/T; batch_from_ids layout), src_copy (B, S)
@@ -17,7 +17,7 @@ Per case (Bahdanau GRU global, Luong general + input feeding, Luong local-m):
               grad_ls.<name>              d(loss_ls / tokens) / d(parameter)
 The C++ side: tests/parity/test_parity_copy.cpp.
 
-  /usr/bin/python3 tools/make_copy_fixtures.py --out DIR
+  /usr/bin/python3 tests/parity/gen/make_copy_fixtures.py --out DIR
 Exit code 77 (CTest SKIP_RETURN_CODE) when torch is missing.
 """
 
@@ -28,6 +28,8 @@ from fixture_files import case_model, cases_main, import_reference
 np, nt, MISSING = import_reference()
 
 LS = 0.1  # the label smoothing of loss_ls / grad_ls.*
+# The name this generator writes into its files' metadata and finds its own files by (the
+# committed fixtures carry it): kept from when the script lived in tools/.
 GENERATOR = "tools/make_copy_fixtures.py (python/nazar/torch.py, float64 reference)"
 BASE = {"src_vocab_size": 12, "tgt_vocab_size": 13, "embedding_size": 6, "copy_attention": True}
 CASES = {

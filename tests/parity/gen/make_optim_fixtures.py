@@ -2,7 +2,7 @@
 """Writes tests/parity/fixtures/optim_*.safetensors: torch.optim SGD / Adam / AdamW and
 torch.nn.utils.clip_grad_norm_ run for a few steps from seeded parameters and gradients.
 
-Run with Debian's torch (1.13):  /usr/bin/python3 tools/make_optim_fixtures.py [--out DIR]
+Run with Debian's torch (1.13):  /usr/bin/python3 tests/parity/gen/make_optim_fixtures.py [--out DIR]
 
 Each file holds (tensor names; the C++ test reads them by name, never by position):
   init.<param>            parameters before the first step
@@ -92,7 +92,7 @@ def make(kind, options, max_norm, seed):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
     ap.add_argument("--out", default=os.path.join(root, "tests", "parity", "fixtures"))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)

@@ -39,9 +39,9 @@ dropped candidate, neighbours in the n-best ranking) has a gap >= 1e-4, and ever
 p_t + 0.5 is >= 1e-3 away from an integer; a case whose seed violates them moves to the next
 seed (deterministically).
 
-  /usr/bin/python3 tools/make_model_fixtures.py                 # rewrite tests/parity/fixtures
-  /usr/bin/python3 tools/make_model_fixtures.py --out DIR       # write elsewhere (CTest: build dir)
-  /usr/bin/python3 tools/make_model_fixtures.py --compare A B   # fixtures in A == those in B?
+  /usr/bin/python3 tests/parity/gen/make_model_fixtures.py                 # rewrite tests/parity/fixtures
+  /usr/bin/python3 tests/parity/gen/make_model_fixtures.py --out DIR       # write elsewhere (CTest: build dir)
+  /usr/bin/python3 tests/parity/gen/make_model_fixtures.py --compare A B   # fixtures in A == those in B?
 Exit code 77 (CTest SKIP_RETURN_CODE) when torch is missing, or --compare finds no A.
 """
 
@@ -56,6 +56,8 @@ from fixture_files import ROOT, SKIP, files_of, import_reference, remove_files_o
 
 np, nt, MISSING = import_reference()
 
+# The name this generator writes into its files' metadata and finds its own files by (the
+# committed fixtures carry it): kept from when the script lived in tools/.
 GENERATOR = "tools/make_model_fixtures.py (python/nazar_torch.py, float64 reference)"
 BASE = {"src_vocab_size": 12, "tgt_vocab_size": 13, "embedding_size": 6}
 SRC_LENGTHS, TGT_LENGTHS = (5, 3, 1), (4, 6, 2)
@@ -210,6 +212,33 @@ def dropout_masks(cfg, batch, p, per_sequence, seed):
     return masks
 
 
+def decoded_tensors(greedy, beams, S):
+    """The greedy and beam-search results as the fixture's arrays, padded: tokens with -1,
+    attention with 0 (S source positions)."""
+    f32 = lambda t: t.detach().numpy().astype(np.float32)  # noqa: E731
+    t = {}
+    n = max(len(r["tokens"]) for r in greedy)
+    t["greedy_tokens"] = np.array([r["tokens"] + [-1] * (n - len(r["tokens"])) for r in greedy], np.int64)
+    t["greedy_lengths"] = np.array([len(r["tokens"]) for r in greedy], np.int64)
+    t["greedy_scores"] = np.array([r["score"] for r in greedy], np.float32)
+    t["greedy_attention"] = np.zeros((len(greedy), n, S), np.float32)
+    for b, r in enumerate(greedy):
+        a = r["attention"]
+        t["greedy_attention"][b, :a.shape[0], :a.shape[1]] = f32(a)
+    n = max(len(h["tokens"]) for hs in beams for h in hs)
+    t["beam.tokens"] = np.array([[h["tokens"] + [-1] * (n - len(h["tokens"])) for h in hs] for hs in beams], np.int64)
+    t["beam.lengths"] = np.array([[len(h["tokens"]) for h in hs] for hs in beams], np.int64)
+    t["beam.finished"] = np.array([[int(h["finished"]) for h in hs] for hs in beams], np.int64)
+    t["beam.scores"] = np.array([[h["score"] for h in hs] for hs in beams], np.float32)
+    t["beam.log_probs"] = np.array([[h["log_prob"] for h in hs] for hs in beams], np.float32)
+    t["beam.attention"] = np.zeros(t["beam.tokens"].shape + (S,), np.float32)
+    for b, hs in enumerate(beams):
+        for k, h in enumerate(hs):
+            a = h["attention"]
+            t["beam.attention"][b, k, :a.shape[0], :a.shape[1]] = f32(a)
+    return t
+
+
 def build_case(name, seed):
     import torch
     cfg = config_of(name)
@@ -260,26 +289,7 @@ def build_case(name, seed):
          "tgt_out": batch.tgt_out.numpy(), "scores": f32(scores), "loss": f32(eval_total.reshape(1)),
          "train_loss": f32(total.reshape(1)),
          "tokens": np.array([tokens], np.float32)}
-    n = max(len(r["tokens"]) for r in greedy)
-    t["greedy_tokens"] = np.array([r["tokens"] + [-1] * (n - len(r["tokens"])) for r in greedy], np.int64)
-    t["greedy_lengths"] = np.array([len(r["tokens"]) for r in greedy], np.int64)
-    t["greedy_scores"] = np.array([r["score"] for r in greedy], np.float32)
-    S = batch.src.shape[1]
-    t["greedy_attention"] = np.zeros((len(greedy), n, S), np.float32)
-    for b, r in enumerate(greedy):
-        a = r["attention"]
-        t["greedy_attention"][b, :a.shape[0], :a.shape[1]] = f32(a)
-    n = max(len(h["tokens"]) for hs in beams for h in hs)
-    t["beam.tokens"] = np.array([[h["tokens"] + [-1] * (n - len(h["tokens"])) for h in hs] for hs in beams], np.int64)
-    t["beam.lengths"] = np.array([[len(h["tokens"]) for h in hs] for hs in beams], np.int64)
-    t["beam.finished"] = np.array([[int(h["finished"]) for h in hs] for hs in beams], np.int64)
-    t["beam.scores"] = np.array([[h["score"] for h in hs] for hs in beams], np.float32)
-    t["beam.log_probs"] = np.array([[h["log_prob"] for h in hs] for hs in beams], np.float32)
-    t["beam.attention"] = np.zeros(t["beam.tokens"].shape + (S,), np.float32)
-    for b, hs in enumerate(beams):
-        for k, h in enumerate(hs):
-            a = h["attention"]
-            t["beam.attention"][b, k, :a.shape[0], :a.shape[1]] = f32(a)
+    t.update(decoded_tensors(greedy, beams, batch.src.shape[1]))
     params = []
     for k, p in ref.named_parameters():  # tied: generator.weight is decoder.embedding.weight (listed once)
         t["grad." + k] = f32(p.grad)

@@ -4,7 +4,7 @@ docs/spec.md §7 "Guided alignment").
 
 Per case (Bahdanau additive, Luong general + input feeding, Luong local-m and local-p, Bahdanau
 coverage with its loss):
-  model_guided_<case>.safetensors         a nazar model file written by python/nazar/torch.py's
+  model_guided_<case>.safetensors         a nazar model file written by python/nazar/torch/
                                           save_model (seeded PyTorch init, float32)
   model_guided_<case>_expect.safetensors  float64 values computed from that file:
      inputs   src, src_lengths, tgt_in, tgt_out (B, S/T; make_batch layout), links (N, 3): rows
@@ -17,7 +17,7 @@ coverage with its loss):
   metadata guided_alignment_weight λ, coverage_loss_weight λ_cov.
 The C++ side: tests/parity/test_parity_guided.cpp.
 
-  /usr/bin/python3 tools/make_guided_fixtures.py --out DIR
+  /usr/bin/python3 tests/parity/gen/make_guided_fixtures.py --out DIR
 Exit code 77 (CTest SKIP_RETURN_CODE) when torch is missing.
 """
 
@@ -27,6 +27,8 @@ from fixture_files import case_model, cases_main, import_reference
 
 np, nt, MISSING = import_reference()
 
+# The name this generator writes into its files' metadata and finds its own files by (the
+# committed fixtures carry it): kept from when the script lived in tools/.
 GENERATOR = "tools/make_guided_fixtures.py (python/nazar/torch.py, float64 reference)"
 BASE = {"src_vocab_size": 12, "tgt_vocab_size": 13, "embedding_size": 6}
 CASES = {

@@ -1,0 +1,118 @@
+"""Attention of nazar.torch: additive, dot, general and concat scores, global, local-m and
+local-p, with coverage (nazar/attention/attention.h, local.h; docs/spec.md §3-5). Needs torch."""
+
+import math
+
+import torch
+import torch.nn as nn
+
+
+# Attention (nazar/attention/attention.h, local.h). One decoder step at a time, keys once
+# per batch, exactly like nazar; the reference scores all S positions and masks, which is
+# correct (nazar computes only the window, for speed).
+
+
+SCORES = ("additive", "dot", "general", "concat")
+SCALES = ("none", "sqrt", "learned")
+LOCALS = ("global", "local-m", "local-p")
+
+
+class Attention(nn.Module):
+    """Attention(score, query_size H, context_size C, attention_size A, scale, local, window D,
+    position_size P, coverage).  forward(query (B, H), keys, enc_out (B, S, C), lengths (B), t,
+    mask, cov) -> (context (B, C), weights (B, S) dense, zero outside the window / padding).
+    coverage (additive/concat): cov (B, S) = Σ of the earlier steps' weights enters the score,
+    e_i = v · tanh(W_q q + W_k h_i + w_c cov_i), w_c "coverage.weight" (1, A), 0 at init."""
+
+    def __init__(self, score="additive", query_size=0, context_size=0, attention_size=0, scale="none",
+                 local="global", window=10, position_size=0, coverage=False):
+        super().__init__()
+        assert score in SCORES and scale in SCALES and local in LOCALS, (score, scale, local)
+        H, C, A = query_size, context_size, attention_size
+        self.score, self.scale_mode, self.local, self.window = score, scale, local, window
+        self.query_size, self.context_size = H, C
+        if score in ("additive", "concat"):
+            assert A > 0, "additive/concat attention needs attention_size"
+            assert scale == "none", "scale applies to dot/general only"
+            self.query = nn.Linear(H, A, bias=False)   # W_q (A, H)
+            self.key = nn.Linear(C, A, bias=False)     # W_k (A, C)
+            self.v = nn.Linear(A, 1, bias=False)       # v_a (1, A)
+        elif score == "general":
+            self.key = nn.Linear(C, H, bias=False)     # Luong's W_a (H, C)
+        elif score == "dot":
+            assert H == C, f"dot attention needs query_size == context_size, got {H} and {C}; use general"
+        if scale == "learned":
+            self.scale = nn.Parameter(torch.full((1,), 1.0 / math.sqrt(C)))
+        if local == "local-p":
+            P = position_size or H
+            self.position = nn.Linear(H, P, bias=False)    # W_p (P, H)
+            self.position_v = nn.Linear(P, 1, bias=False)  # v_p (1, P)
+        self.has_coverage = bool(coverage)
+        if coverage:
+            assert score in ("additive", "concat"), "coverage needs an additive or concat score"
+            self.coverage = nn.Module()
+            self.coverage.weight = nn.Parameter(torch.zeros(1, A))  # w_c (1, A), as nazar: 0
+
+    def precompute(self, enc_out):
+        """keys (B, S, K): W_k h (additive/concat, general); enc_out itself for dot."""
+        return enc_out if self.score == "dot" else self.key(enc_out)
+
+    def _scores(self, query, keys, cov=None):  # (B, S)
+        if self.score in ("additive", "concat"):
+            pre = self.query(query)[:, None, :] + keys
+            if self.has_coverage:  # + w_c cov_i
+                pre = pre + cov[:, :, None] * self.coverage.weight[0]
+            return self.v(torch.tanh(pre)).squeeze(-1)
+        r = torch.bmm(keys, query[:, :, None]).squeeze(-1)
+        if self.scale_mode == "sqrt":
+            return r / math.sqrt(self.context_size)
+        if self.scale_mode == "learned":
+            return r * self.scale
+        return r
+
+    def positions(self, query, lengths, t):
+        """p_t (B): local-m min(t, S_b - 1) (0 when S_b = 0); local-p S_b sigmoid(v_p tanh(W_p q))."""
+        Sb = lengths.to(query.dtype)
+        if self.local == "local-m":
+            return torch.clamp(torch.minimum(torch.full_like(Sb, float(t)), Sb - 1), min=0)
+        return Sb * torch.sigmoid(self.position_v(torch.tanh(self.position(query))).squeeze(-1))
+
+    def windows(self, p, lengths):
+        """[(lo, hi)] inclusive per sentence, from p_t (no gradient: the rounding is piecewise constant)."""
+        D, out = self.window, []
+        for pb, Sb in zip(p.detach().tolist(), lengths.tolist()):
+            if Sb == 0:
+                out.append((0, -1))
+                continue
+            c = min(int(pb), Sb - 1) if self.local == "local-m" else min(math.floor(pb + 0.5), Sb - 1)
+            out.append((max(0, c - D), min(Sb - 1, c + D)))
+        return out
+
+    def forward(self, query, keys, enc_out, lengths, t=0, mask=None, cov=None):
+        """-> (context (B, C), weights α (B, S)). mask (B, S): a dropout mask on α by source
+        position (train mode): the context sums α ⊙ mask, not renormalised; α is returned.
+        cov (B, S): cov_t (coverage attention; required then)."""
+        B, S, _ = enc_out.shape
+        lengths = torch.as_tensor(lengths, dtype=torch.int64)
+        assert cov is not None or not self.has_coverage, "coverage attention needs cov"
+        e = self._scores(query, keys, cov)
+        pos = torch.arange(S)
+        if self.local == "global":
+            lo, hi, p = torch.zeros(B, dtype=torch.int64), lengths - 1, None
+        else:
+            p = self.positions(query, lengths, t)
+            w = self.windows(p, lengths)
+            lo = torch.tensor([a for a, _ in w], dtype=torch.int64)
+            hi = torch.tensor([b for _, b in w], dtype=torch.int64)
+        inside = (pos[None, :] >= lo[:, None]) & (pos[None, :] <= hi[:, None])  # (B, S)
+        # -inf outside the window; a row with no position at all (S_b = 0) gets 0 everywhere,
+        # so its softmax stays finite and its weights become exactly 0 below.
+        e = e.masked_fill(~inside & inside.any(-1, keepdim=True), float("-inf"))
+        alpha = torch.softmax(e, dim=-1).masked_fill(~inside, 0.0)
+        if self.local == "local-p":
+            sigma = self.window / 2.0
+            g = torch.exp(-((pos[None, :].to(p.dtype) - p[:, None]) ** 2) / (2 * sigma * sigma))
+            alpha = alpha * g
+        summed = alpha if mask is None else alpha * mask
+        context = torch.bmm(summed[:, None, :], enc_out).squeeze(1)
+        return context, alpha

@@ -1,0 +1,104 @@
+"""The model configuration of nazar.torch (nazar/models/config.h): defaults, validation, the
+"nazar.config" JSON string and the sizes derived from it. Plain Python (json)."""
+
+import json
+
+
+# ---- configuration (nazar/models/config.h) ----
+
+
+DEFAULT_CONFIG = {
+    "src_vocab_size": 0, "tgt_vocab_size": 0, "embedding_size": 256,
+    "encoder": {"cell": "gru", "hidden_size": 256, "num_layers": 1, "bidirectional": True, "dropout": 0.0},
+    "decoder": {"kind": "bahdanau", "cell": "gru", "hidden_size": 256, "num_layers": 1, "dropout": 0.0,
+                "bridge": "auto", "attention_timing": "auto", "input_feeding": False, "deep_output": False,
+                "deep_output_size": 0},
+    "attention": {"score": "additive", "scale": "none", "local": "global", "window": 10, "attention_size": 0,
+                  "position_size": 0, "coverage": False},
+    "tie_target_embeddings": False,
+    "special_ids": {"pad": 0, "unk": 1, "bos": 2, "eos": 3},
+    "copy_attention": False,
+}
+
+
+def model_config(config):
+    """A complete nazar config dict from a dict or JSON string: defaults filled, unknown keys
+    rejected (as config.h's from_json), the main validation rules of config.h checked."""
+    given = json.loads(config) if isinstance(config, (str, bytes)) else config
+    cfg = json.loads(json.dumps(DEFAULT_CONFIG))
+    for k, v in given.items():
+        if k not in cfg:
+            raise ValueError(f"model config: unknown key '{k}'")
+        if isinstance(cfg[k], dict):
+            for kk, vv in v.items():
+                if kk not in cfg[k]:
+                    raise ValueError(f"model config: unknown key '{k}.{kk}'")
+                cfg[k][kk] = vv
+        else:
+            cfg[k] = v
+    if cfg["attention"]["score"] == "bahdanau":
+        cfg["attention"]["score"] = "additive"
+    d, a = cfg["decoder"], cfg["attention"]
+    H, C = d["hidden_size"], encoder_output_size(cfg)
+    if min(cfg["src_vocab_size"], cfg["tgt_vocab_size"]) < 5:
+        raise ValueError(f"vocabulary sizes must be >= 5, got {cfg['src_vocab_size']} and {cfg['tgt_vocab_size']}")
+    if a["score"] == "dot" and H != C:
+        raise ValueError(f"dot attention needs decoder hidden_size == encoder output size, got {H} vs {C}; "
+                         "use 'general'")
+    if d["deep_output"] and d["kind"] == "luong":
+        raise ValueError("deep_output is for the bahdanau decoder")
+    if d["input_feeding"] and d["kind"] == "bahdanau":
+        raise ValueError("input_feeding is for the luong decoder")
+    if effective_bridge(cfg) == "backward-first" and not cfg["encoder"]["bidirectional"]:
+        raise ValueError("bridge backward-first needs a bidirectional encoder")
+    if d["kind"] == "bahdanau" and effective_timing(cfg) == "after":
+        raise ValueError("attention_timing 'after' is not supported by the bahdanau decoder")
+    if a["coverage"] and a["score"] not in ("additive", "concat"):
+        raise ValueError(f"coverage needs an additive or concat attention score, got '{a['score']}'")
+    if cfg["tie_target_embeddings"] and generator_input_size(cfg) != cfg["embedding_size"]:
+        raise ValueError(f"tie_target_embeddings needs generator input size {generator_input_size(cfg)} "
+                         f"== embedding_size {cfg['embedding_size']}")
+    return cfg
+
+
+def config_json(cfg):
+    """The "nazar.config" string: compact, sorted keys (what nlohmann::json::dump writes);
+    "coverage" only when true, as nazar writes it; copy_attention only when true (as config.h's
+    to_json)."""
+    cfg = model_config(cfg)
+    if not cfg["attention"]["coverage"]:
+        del cfg["attention"]["coverage"]
+    if not cfg["copy_attention"]:
+        del cfg["copy_attention"]
+    return json.dumps(cfg, sort_keys=True, separators=(",", ":"))
+
+
+def encoder_output_size(cfg):  # C
+    return cfg["encoder"]["hidden_size"] * (2 if cfg["encoder"]["bidirectional"] else 1)
+
+
+def generator_input_size(cfg):  # d_out
+    d = cfg["decoder"]
+    return (d["deep_output_size"] or d["hidden_size"]) if d["deep_output"] else d["hidden_size"]
+
+
+def effective_bridge(cfg):
+    b = cfg["decoder"]["bridge"]
+    if b != "auto":
+        return b
+    return "backward-first" if cfg["decoder"]["kind"] == "bahdanau" and cfg["encoder"]["bidirectional"] else "mean"
+
+
+def effective_timing(cfg):
+    t = cfg["decoder"]["attention_timing"]
+    if t != "auto":
+        return t
+    return "before" if cfg["decoder"]["kind"] == "bahdanau" else "after"
+
+
+def attention_config(cfg):
+    """Attention(**attention_config(cfg)): sizes derived as config.h's attention_config()."""
+    a, H = cfg["attention"], cfg["decoder"]["hidden_size"]
+    return {"score": a["score"], "query_size": H, "context_size": encoder_output_size(cfg),
+            "attention_size": a["attention_size"] or H, "scale": a["scale"], "local": a["local"],
+            "window": a["window"], "position_size": a["position_size"] or H, "coverage": a["coverage"]}
