@@ -109,7 +109,7 @@ REVERSAL_VARIANTS ?=
 .PHONY: learn-reversal
 learn-reversal: deps-build $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target nazar_cli
-	NAZAR=$(BUILD)/nazar OUT=$(BUILD)/learn-reversal scripts/learn-reversal.sh $(REVERSAL_VARIANTS)
+	NAZAR=$(BUILD)/nazar OUT=$(BUILD)/learn-reversal experiments/reversal/learn-reversal.sh $(REVERSAL_VARIANTS)
 
 clean:
 	rm -rf $(BUILD)
