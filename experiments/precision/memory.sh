@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memory of fp32 / bf16 / int8 models (docs/performance.md, "Memory of a loaded
+# Memory of fp32 / bf16 / int8 models (docs/performance-log.md, "Memory of a loaded
 # model"): for each model file, the RSS of `nazar translate` once the model is loaded and it waits
 # for input (VmRSS, VmHWM, RssAnon from /proc), and the maximum RSS (/usr/bin/time) of
 # translate --beam 5 --threads 1 at batch 1 and 64 over the sentences of SRC. Give two binaries

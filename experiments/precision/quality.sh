@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Quality of bf16 / int8 model files against fp32 (docs/performance.md,
+# Quality of bf16 / int8 model files against fp32 (docs/performance-log.md,
 # "Decoding: speed, quality, memory"): nazar quantize, then BLEU on a test set, the translations
 # that differ, the per-sentence `nazar score` differences, and the dates demo's exact match.
 # Usage: experiments/precision/quality.sh NAZAR MODEL TEST_TSV [DATES_MODEL DATES_SRC DATES_REF]
