@@ -84,8 +84,9 @@ bench-compare: deps $(BUILD)/build.ninja
 	/usr/bin/python3 bench/compare/run.py --nazar $(BUILD)/nazar $(BENCH_FLAGS)
 
 # OpenBLAS vs oneDNN sgemm on the model's shapes (docs/performance.md). Needs Debian's
-# libdnnl-dev (nazar's default GEMM backend since issue 15). Unsets OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE for
-# itself (the core that ran is printed); KERNELS=env keeps them.
+# libdnnl-dev (nazar's default GEMM backend, chosen for its dispatch by CPU features). Unsets
+# OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE for itself (the core that ran is printed); KERNELS=env
+# keeps them.
 KERNELS ?= auto
 .PHONY: blas-backends
 blas-backends: deps-build
@@ -109,7 +110,7 @@ REVERSAL_VARIANTS ?=
 .PHONY: learn-reversal
 learn-reversal: deps-build $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target nazar_cli
-	NAZAR=$(BUILD)/nazar OUT=$(BUILD)/learn-reversal scripts/learn-reversal.sh $(REVERSAL_VARIANTS)
+	NAZAR=$(BUILD)/nazar OUT=$(BUILD)/learn-reversal experiments/reversal/learn-reversal.sh $(REVERSAL_VARIANTS)
 
 clean:
 	rm -rf $(BUILD)

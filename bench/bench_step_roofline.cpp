@@ -1,6 +1,6 @@
-// Batch-1 decoding against its bandwidth roofline, step by step (docs/performance.md, "Batch-1
-// decoding"). On the standard Bahdanau model (V 8000, E 256, bi-GRU 256 + 256, GRU 512, A 512)
-// with a 25-token source, each iteration times, one after the other on nazar's pool:
+// Batch-1 decoding against its bandwidth roofline, step by step (docs/performance-log.md,
+// "Batch-1 decoding"). On the standard Bahdanau model (V 8000, E 256, bi-GRU 256 + 256, GRU 512,
+// A 512) with a 25-token source, each iteration times, one after the other on nazar's pool:
 //   read  one pass summing the step's own weights (25.3 MB: W_q, W_ih, W_hh and the generator)
 //         where they live, split over the threads as the products are (the roofline: the same
 //         bytes at the read bandwidth, in the same cache state as the step finds them);

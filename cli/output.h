@@ -1,6 +1,7 @@
 // Where a command's results go: standard output or a file (--output). Every command that prints
 // results (translate, score, align, eval, attention) writes them through one OutputSink, so
-// that no result is ever lost silently (docs/reliability.md, issue 14 items 2 and 7):
+// that no result is ever lost silently, even on a full disk or a closed pipe
+// (docs/reliability.md):
 //   - every write is checked, retried on EINTR / short writes / EAGAIN, and a failure (a full
 //     disk, a closed descriptor, EFBIG, EIO) throws nazar::Error naming the file, or "standard
 //     output", and the number of bytes written before it; main() prints it and exits 1;

@@ -14,7 +14,7 @@ if(NAZAR_SANITIZE)
   add_link_options(-fsanitize=${NAZAR_SANITIZE})
 endif()
 
-# -Werror: a warning fails the build (issue 13 item 6): on by default when nazar is the top-level
+# -Werror: a warning fails the build (so that warnings never pile up): on by default when nazar is the top-level
 # project, so `make`, `make check`, `make test` and CI (.ci/run) fail on a warning of gcc 12 or
 # clang 14. Off by default in the sanitizer/fuzzer builds (NAZAR_SANITIZE set: scripts/run-*.sh):
 # -O1 plus instrumentation changes what the compilers' flow-based warnings see, and a false

@@ -208,7 +208,8 @@ def main():
         print("RSS before %.1f MB, after the load %.1f MB, after the largest request %.1f MB"
               % (rss0 / 1024, before_big / 1024, rss1 / 1024))
         # The largest request leaves the model's decoding workspaces at their largest size
-        # (reused by the next requests; issue #38 separates them), so only the load is checked.
+        # (reused by the next requests, as long as they belong to the model), so only the load is
+        # checked.
         if before_big > rss0 * 1.1 + 8192 and not a.no_rss:
             failures.append("RSS after the load exceeds its value before by more than 10%")
     finally:

@@ -1,4 +1,4 @@
-// OpenBLAS vs oneDNN sgemm on the standard model's own GEMM shapes (docs/performance.md,
+// OpenBLAS vs oneDNN sgemm on the standard model's own GEMM shapes (docs/performance-log.md,
 // "Choosing the BLAS backend"). Built only when Debian's libdnnl-dev is installed (it is not a
 // dependency of nazar); run it with `make blas-backends`.
 //

@@ -1,4 +1,5 @@
-// Bounds for readers of untrusted structured text (docs/reliability.md, issue 14 item 1).
+// Bounds for readers of untrusted structured text: a hostile file must fail with one line, not
+// exhaust the stack or flood the terminal (docs/reliability.md).
 //
 // nlohmann::json and yaml-cpp build (and dump, compare, destroy) documents recursively in
 // places, so a file of 100000 '[' can exhaust the stack. Every JSON and YAML reader calls

@@ -1,4 +1,5 @@
-"""score / align of a copy-attention model against `nazar score` / `nazar align` (issue 21).
+"""score / align of a copy-attention model against `nazar score` / `nazar align`: the two front
+ends must agree on the numbers of tokens that exist only in a pair's extended vocabulary.
 
 A tiny copy model of the reversal task with a target vocabulary of 5 of the 8 symbols: the other
 3 reach the target only by copying (their extended ids, data/extended_vocab.h), so the Python

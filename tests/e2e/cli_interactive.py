@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Interactive use of `nazar translate` and `nazar attention` (issue 14 items 13 and 14).
+"""Interactive use of `nazar translate` and `nazar attention` (audit items 13 and 14).
 
 A terminal (a pseudo-terminal from the pty module) and a pipe that stays open must be answered
 line by line: one line is written, its answer must arrive while the input is still open (the

@@ -4,7 +4,7 @@
 # run the example (two concurrent Translator calls, 2-best lists with alignments) on it.
 # Also: only public headers are installed (none of the internal kernel headers, nothing of apps/),
 # together they compile, and translator.h (the application API) pulls in at most 5 other nazar
-# headers (26 before issue 13).
+# headers (26 before the public API was cut down to what applications need).
 # Usage: install_example.sh BUILD_DIR SOURCE_DIR [CMAKE [CXX]]
 set -eu
 BUILD=${1:?usage: install_example.sh BUILD_DIR SOURCE_DIR [CMAKE [CXX]]}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile input through the CLI (issue 14 items 1, 8, 10, 15, 17; docs/reliability.md): each
+# Hostile input through the CLI (audit items 1, 8, 10, 15, 17; docs/reliability.md): each
 # case checks the exit code (1 for bad files, 2 for usage errors), that stderr is exactly one
 # line "nazar: error: ..." with the expected words, that no source location (file.cpp:123)
 # leaks, and that it ends within 10 s. Usage: test_cli_errors.sh path/to/nazar
@@ -111,7 +111,7 @@ printf 'ok\n\xff\n' > bad_utf8.txt
 STDIN=bad_utf8.txt expect "invalid UTF-8 names a 1-based sentence" 1 "sentence 2 of 2: invalid UTF-8 at byte 1 (0xff)" "lines 1-2" \
     -- translate --model "$MODEL"
 
-# ---- exit codes by idiom (issue 13; nazar/core/check.h) ------------------------------------
+# ---- exit codes by idiom (nazar/core/check.h) -----------------------------------------------
 # A bad option or configuration value is a usage error (exit 2); bad file content is an error
 # (exit 1). Neither is a bug in nazar, so neither carries a source location, not even with
 # NAZAR_ERROR_LOCATION=1, which adds one only to invariant checks (NZ_CHECK, NZ_FAIL).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end check of guided alignment in `nazar train` (docs/training.md "Guided alignment"):
-#   - a corpus with known alignments (scripts/recipes/gen_aligned.py) trains with
+#   - a corpus with known alignments (experiments/guided/gen_aligned.py) trains with
 #     --train-alignment and --guided-alignment-weight: the links are counted, the progress line
 #     shows the alignment loss, the metrics log records it, and `nazar align` + `nazar eval
 #     --metric aer` read the model's attention back;
@@ -11,7 +11,7 @@
 # Usage: test_cli_guided.sh path/to/nazar
 . "$(dirname "$0")/lib.sh" "$@"  # NAZAR, SRC, a temporary current directory, ok, bad, fail
 
-/usr/bin/python3 "$SRC/scripts/recipes/gen_aligned.py" data --train 300 --dev 20 --test 20 --seed 3
+/usr/bin/python3 "$SRC/experiments/guided/gen_aligned.py" data --train 300 --dev 20 --test 20 --seed 3
 common=(--train data/train.tsv --tokenizer word --embedding-size 8 --hidden-size 8
         --attention-size 8 --batch-size 16 --max-steps 12 --threads 1 --progress plain
         --log-interval 4 --valid-interval 1000)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile use of the result-printing commands (issue 14 items 2, 3, 6, 7, 8's line cap, 13, 14;
+# Hostile use of the result-printing commands (audit items 2, 3, 6, 7, 8's line cap, 13, 14;
 # docs/reliability.md "Commands: output, options, input"):
 #   2  a full disk (/dev/full; a 64 KiB tmpfs when running as root and mounting works; a file
 #      size limit) or a closed standard output: exit 1, one line naming the file or "standard
@@ -261,7 +261,7 @@ grep -q "(1 thread" d1.out && ok "demo --threads 1 overrides the global one" ||
 "$NAZAR" --threads 3 bench local --preset small --lengths 8 --json > b3.out 2>&1
 grep -q '"threads":3' b3.out && ok "nazar --threads 3 bench: threads 3" || bad "bench threads" "$(cat b3.out)"
 
-# ---- found by verifying issue 14 on the merged tree ---------------------------------------
+# ---- found by verifying the audit on the merged tree --------------------------------------
 # --svg/--html never rename over a device, FIFO or the same file; a link is followed.
 mkfifo fifo.svg
 printf '3 May 1979\n' | "$NAZAR" attention --model "$M" --svg fifo.svg --no-terminal 2> err.txt

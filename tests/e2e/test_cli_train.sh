@@ -318,7 +318,7 @@ else
     fi
 fi
 
-# ---- the run directory (issue 14 items 9, 12) ------------------------------------------------------
+# ---- the run directory (audit items 9, 12) ------------------------------------------------------
 # A fresh run into an old run's directory is refused before any data is read (it would overwrite
 # last.safetensors and leave the old best.safetensors beside the new model); --overwrite
 # replaces the old run, leaving none of its files; --resume and --overwrite exclude each other.
@@ -373,7 +373,7 @@ if [[ $(id -u) -ne 0 ]]; then
     fi
 fi
 
-# ---- threads: defaults < YAML < flags, the global --threads included (issue 14 item 11) -------------
+# ---- threads: defaults < YAML < flags, the global --threads included (audit item 11) -------------
 sed 's/^  threads: 1$/  threads: 3/' run.yaml > threads3.yaml
 stored_threads() {  # file -> "train.threads train.config[threads]"
     $PY -c 'import json,struct,sys; b=open(sys.argv[1],"rb").read(); n=struct.unpack("<Q",b[:8])[0]; m=json.loads(b[8:8+n])["__metadata__"]; print(m["train.threads"], json.loads(m["train.config"])["threads"])' "$1"
@@ -388,7 +388,7 @@ else
     bad "global --threads overrides the YAML; train's --threads overrides both" "got $got, expected 2 2 / 1 1 / 3 3"
 fi
 
-# ---- hostile checkpoints and model files (issue 14 items 4, 5, 11) -------------------------------------
+# ---- hostile checkpoints and model files (audit items 4, 5, 11) -------------------------------------
 # poke SRC DST KIND ARGS: a copy with one float set (tensor NAME INDEX VALUE), a train.state
 # field set (state KEY JSON), or a nazar.config special id set (special KEY ID).
 cat > poke.py <<'EOF'

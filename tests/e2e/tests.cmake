@@ -44,12 +44,12 @@ set_tests_properties(e2e.html_report_chromium PROPERTIES LABELS e2e TIMEOUT 300 
                      ENVIRONMENT NAZAR_SCREENSHOT_DIR=${PROJECT_BINARY_DIR})
 # ---- end viz/demo -----------------------------------------------------------------------------
 
-# ---- harden-cli (issue 14 items 2, 3, 6, 7, 8's line cap, 13, 14) -----------------------------
+# ---- harden-cli (audit items 2, 3, 6, 7, 8's line cap, 13, 14) -----------------------------
 add_test(NAME e2e.cli_harden
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_cli_harden.sh $<TARGET_FILE:nazar_cli>)
 set_tests_properties(e2e.cli_harden PROPERTIES LABELS e2e TIMEOUT 600)
 # ---- end harden-cli ---------------------------------------------------------------------------
-# ---- hostile input through the CLI (issue 14 items 1, 8, 10, 15, 17; owner: harden-io) --------
+# ---- hostile input through the CLI (audit items 1, 8, 10, 15, 17; owner: harden-io) --------
 add_test(NAME e2e.cli_errors
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_cli_errors.sh $<TARGET_FILE:nazar_cli>)
 set_tests_properties(e2e.cli_errors PROPERTIES LABELS e2e TIMEOUT 120)

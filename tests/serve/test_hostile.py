@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`nazar serve` against hostile clients (issue #37; docs/serve.md "Limits", "Connections",
+"""`nazar serve` against hostile clients (docs/serve.md "Limits", "Connections",
 "Who may talk to it"), every request inside the default limits unless a case says otherwise:
 
   - the largest request of the old table (64 sentences of 255 tokens, beam 32, n_best 32,

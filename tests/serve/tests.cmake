@@ -8,8 +8,8 @@ add_test(NAME serve.browser
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/serve/test_browser.py $<TARGET_FILE:nazar_cli>
                  ${PROJECT_BINARY_DIR}/serve-screenshots)
 set_tests_properties(serve.browser PROPERTIES LABELS serve TIMEOUT 600 SKIP_RETURN_CODE 77)
-# Hostile clients (issue #37): limits, timeouts that stop decoding, slow sockets, the connection
-# cap, Host/Origin/API-key checks, HTTP framing errors, the SIGTERM drain.
+# Hostile clients (docs/serve.md "Limits", "Connections"): limits, timeouts that stop decoding,
+# slow sockets, the connection cap, Host/Origin/API-key checks, HTTP framing errors, the SIGTERM drain.
 add_test(NAME serve.hostile
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/serve/test_hostile.py $<TARGET_FILE:nazar_cli>)
 set_tests_properties(serve.hostile PROPERTIES LABELS serve TIMEOUT 600)

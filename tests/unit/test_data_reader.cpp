@@ -240,7 +240,7 @@ TEST(DataReader, StdinReadsLikeAFile) {
     EXPECT_EQ(r.line_number(), 2);
 }
 
-// ---- issue 14: line-length cap (item 8), gzip read by the reader itself, pipes (item 13) ----
+// ---- audit items 8 and 13: line-length cap, gzip read by the reader itself, pipes ----
 
 TEST(DataReader, LineLongerThanTheCapIsAnErrorNamingIt) {
     TempDir t;

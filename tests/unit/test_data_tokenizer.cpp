@@ -197,7 +197,7 @@ TEST(DataTokenizer, CharAndWordSerialise) {
               TokenizerKind::character);
     EXPECT_EQ(Tokenizer::from_string(Tokenizer::word().to_string()).kind(), TokenizerKind::word);
     EXPECT_EQ(Tokenizer::word().to_string(), R"({"kind":"word"})");
-    // From a file's metadata, not from the user: an Error, not a UsageError (issue 14 item 10).
+    // From a file's metadata, not from the user: an Error, not a UsageError (audit item 10).
     try {
         (void)Tokenizer::from_string("{\"kind\": \"bytes\"}");
         ADD_FAILURE() << "kind 'bytes' accepted";

@@ -1,4 +1,4 @@
-// Output length limits with huge options (issue 14 item 3): `--max-length-ratio 1e9` or
+// Output length limits with huge options (audit item 3): `--max-length-ratio 1e9` or
 // `--max-length-extra 2147483640` overflowed `int` and cut every output to one token. The limit
 // is computed in 64 bits and clamped to [1, max_length].
 #include "nazar/decode/beam_search.h"

@@ -1,4 +1,4 @@
-// Hostile input to the readers and option checks (issue 14 items 1, 8, 10, 15, 17; the table in
+// Hostile input to the readers and option checks (audit items 1, 8, 10, 15, 17; the table in
 // docs/reliability.md). Each test reproduces a reported failure and fails on the code before
 // its fix: a stack overflow on deep JSON, an unbounded read of /dev/zero, a model file's bad
 // configuration reported as a usage error, source locations in messages, unbounded metric

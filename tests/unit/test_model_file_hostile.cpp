@@ -448,7 +448,7 @@ TEST(ModelFileHostile, HugeConfigSizesAreRefusedBeforeAllocating) {
                 e = err.what();
             }
             // A bad value in a file is a corrupt file (exit 1), never a usage error (exit 2
-            // with a --help hint): issue 14 item 10.
+            // with a --help hint): audit item 10.
             EXPECT_FALSE(is_usage) << e;
             if (usage) {
                 EXPECT_NE(e.find("'m.safetensors': nazar.config: "), std::string::npos) << e;

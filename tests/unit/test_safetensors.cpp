@@ -221,7 +221,7 @@ TEST(Safetensors, HostileHeadersGiveOneLineErrors) {
         {"metadata not string", image(R"({"__metadata__":{"k":1}})"), "entry 'k' must be a string"},
         {"deep nesting",
          image("{\"a\":" + std::string(200000, '[') + std::string(200000, ']') + "}"),
-         "header: nesting deeper than 32 levels"},  // refused before parsing (issue 14 item 1)
+         "header: nesting deeper than 32 levels"},  // refused before parsing (audit item 1)
         {"unterminated deep nesting", image("{\"a\":" + std::string(200000, '[')),
          "header: nesting deeper than 32 levels"},
         {"invalid UTF-8", image("{\"\xff\":1}"), "invalid JSON"},

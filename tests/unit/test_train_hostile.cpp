@@ -1,5 +1,5 @@
 // Hostile checkpoints, model files, run directories and configurations for training
-// (docs/reliability.md, issue 14 items 4, 5, 9, 11, 12, 16):
+// (docs/reliability.md "Adversarial audit", items 4, 5, 9, 11, 12, 16):
 //   - NaN, +inf and -inf in every kind of tensor a checkpoint holds (every parameter of two
 //     models that together have every parameter kind, and every optimizer moment of Adam and
 //     SGD with momentum) are refused by the checkpoint loader, and the model's tensors by the

@@ -13,7 +13,7 @@
 // products per fp32 lane per instruction) where AVX512-BF16 is; otherwise a fallback that rounds
 // the inputs to bf16 values held in fp32 and runs the fp32 product (correct, slower than plain
 // fp32; reported once on stderr). `nazar bench gemm --precision bf16` measures each; the
-// measurements behind the choice are in docs/performance.md ("bf16 products").
+// measurements behind the choice are in docs/performance-log.md ("bf16 products").
 //
 // The precision switch: inside a GemmPrecisionScope(GemmPrecision::bf16, ...) every product of
 // gemm / gemm_raw / gemm_xwt large enough to pay for its conversion runs through gemm_bf16

@@ -1,6 +1,7 @@
 // Which path runs each product of nazar::gemm (blas.h): the small-M kernel for decoding's
 // per-step products, nazar's NN AVX-512 kernel for the recurrences' steps, and the BLAS library
-// for the rest, split over nazar's pool (docs/performance.md, "GEMM paths").
+// for the rest, split over nazar's pool (docs/performance.md, "Kernel choice by CPU
+// features").
 #include "nazar/core/blas.h"
 #include "nazar/core/cpu_features.h"
 #include "nazar/core/gemm/bf16.h"

@@ -27,20 +27,20 @@
 namespace nazar::gemm_detail {
 
 // Below this many flops one thread does the whole product: waking a sleeping pool costs ~10 µs
-// (the measurements behind the value: docs/performance.md, "Threads").
+// (the measurements behind the value: docs/performance-log.md, "Levers, each measured").
 inline constexpr double kSplitFlops = 1.5e6;
 // A product of a few rows streams B, and one core reads it at about half the rate two do: the
 // small-M kernel splits B over the pool from this many bytes of B as well (a batch-1 decoding
 // step's 512 x 512 attention query, the encoder's 768 x 256 recurrent product), however few the
-// flops (docs/performance.md, "The pool's wait").
+// flops (docs/performance-log.md, "The pool's wait").
 inline constexpr double kSplitBytesB = 256.0 * 1024;
 // Split points of a product over the pool are multiples of the kernels' register blocking.
 inline constexpr int kBlock = 16;
-// NN products of up to this many rows run on nn512 with B read in place (docs/performance.md,
-// "Third round") -- behind OpenBLAS only. Behind oneDNN its packed kernels beat nn512's in-place
-// reads on every NN shape of training (docs/performance.md, "Training on the Intel machine"), so
-// there nn512 runs only x Wᵀ through the strip-packed per-batch Wᵀ (gemm_xwt), which still beats
-// the library's A Bᵀ.
+// NN products of up to this many rows run on nn512 with B read in place
+// (docs/performance-log.md, "Levers, each measured", third round) -- behind OpenBLAS only.
+// Behind oneDNN its packed kernels beat nn512's in-place reads on every NN shape of training
+// (docs/performance-log.md, "Training on the Intel machine"), so there nn512 runs only x Wᵀ
+// through the strip-packed per-batch Wᵀ (gemm_xwt), which still beats the library's A Bᵀ.
 inline constexpr int kNn512Rows = 512;
 #if NAZAR_BLAS_ONEDNN
 inline constexpr bool kNn512InPlace = false;

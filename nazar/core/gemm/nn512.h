@@ -4,7 +4,7 @@
 //
 // Why: OpenBLAS copies ("packs") all of B into its own panel layout on every call. A step of the
 // standard model multiplies 64 rows by a 1536 x 512 weight, so the 3 MB copy is paid for 64 rows
-// of work, every step (docs/performance.md for the share it took). Here B
+// of work, every step (docs/performance-log.md for the share it took). Here B
 // needs no copy: its rows are already what the kernel reads, a 32-column strip k = 0..K-1 of
 // 128-byte pieces (one strip of a K block stays in L1 while every row block of A passes over it).
 // A forward product against Wᵀ becomes this NN product once per batch by keeping Wᵀ (see

@@ -97,8 +97,8 @@ NZ_TARGET_AVX512 void abt_block512(int m0, int n, int K, float alpha, const floa
 // it reads its own: short row streams that restart every block, too short for the hardware
 // prefetcher to catch when B (the 16 MB generator) has been pushed out of L3 by the rest of the
 // step. One block ahead, not one panel: at J = 4 (3 to 5 rows of A) the 8-row distance made the
-// step's four products take 8-21% longer on Zen 5 (docs/performance.md, "small-M prefetch
-// distance"); 16 rows ahead at J = 8 was slower too. Only the first block of rows of A
+// step's four products take 8-21% longer on Zen 5 (docs/performance-log.md, "small-M
+// prefetch distance"); 16 rows ahead at J = 8 was slower too. Only the first block of rows of A
 // prefetches (a second one finds the rows in L1), and only rows below n_next (the end of this
 // thread's range). Prefetches change no arithmetic.
 template <int MB, int J>

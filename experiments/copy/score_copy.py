@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Scores en->fr test translations for issue 21 (copy attention, coverage): BLEU and chrF (by
-`nazar eval`), the exact reproduction of format specifiers and command-line options, and the
+"""Scores en->fr test translations for the copy attention and coverage comparison: BLEU and
+chrF (by `nazar eval`), the exact reproduction of format specifiers and command-line options, and the
 rate of outputs that repeat a token 4+ times in a row. Prints one tab-separated line:
 
   NAME BLEU chrF fmt_exact fmt_n opt_exact opt_n any_exact any_n rep4 rep4p2

@@ -3,7 +3,7 @@
 # Bahdanau model trained twice side by side (one thread each, niced), then beam-5 translations
 # of the test split scored by BLEU / chrF (`nazar eval`) and the share of outputs with one token
 # repeated 4+ times in a row (repetition.py).
-#   scripts/coverage/compare-en-fr.sh OUT_DIR [STEPS [NAME=FLAGS NAME=FLAGS]]   (needs build/nazar)
+#   experiments/coverage/compare-en-fr.sh OUT_DIR [STEPS [NAME=FLAGS NAME=FLAGS]]   (needs build/nazar)
 # The two runs default to plain="" and coverage="--coverage true --coverage-loss-weight 1".
 # Data: the first 10,000 training pairs with <= 12 words a side (as docs/training.md's dropout
 # measurement), the first 400 such dev pairs for validation, and the whole test split.
@@ -46,7 +46,7 @@ for name in "${a%%=*}" "${b%%=*}"; do
         < "$out/test.src" > "$out/$name.test.hyp"
     bleu=$("$nazar" eval --metric bleu --ref "$out/test.ref" --hyp "$out/$name.test.hyp" --score-only)
     chrf=$("$nazar" eval --metric chrf --ref "$out/test.ref" --hyp "$out/$name.test.hyp" --score-only)
-    rep=$(python3 "$root/scripts/coverage/repetition.py" "$out/$name.test.hyp")
+    rep=$(python3 "$root/experiments/coverage/repetition.py" "$out/$name.test.hyp")
     echo "$name: BLEU $bleu chrF $chrf repeated-4+ $rep"
 done
-echo "reference: repeated-4+ $(python3 "$root/scripts/coverage/repetition.py" "$out/test.ref")"
+echo "reference: repeated-4+ $(python3 "$root/experiments/coverage/repetition.py" "$out/test.ref")"

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Sequence-reversal data for scripts/learn-reversal.sh (never committed: written to a temp dir).
+"""Sequence-reversal data for experiments/reversal/learn-reversal.sh (never committed: written to
+a temporary directory).
 
 Sources are random strings of V word tokens (a..x for V = 24), lengths uniform in [min, max];
 the target is the source reversed. Writes train.tsv (source<TAB>target) and dev/test as .tsv

@@ -1,14 +1,14 @@
 #!/bin/bash
-# With vs without copy attention at the same wall time (issue 21; docs/models.md "Copy attention,
+# With vs without copy attention at the same wall time (docs/models.md "Copy attention,
 # measured"): two trainings run concurrently, each stopped after BUDGET of wall time (its
 # last.safetensors, written every 100 updates, is the model), then both decode the test split.
 #
-#   scripts/copy/run_copy_comparison.sh NAZAR WORK TASK [BUDGET]
+#   experiments/copy/run_copy_comparison.sh NAZAR WORK TASK [BUDGET]
 #     TASK enfr:     ../shared/data/l10n-en-fr, first 10,000 training pairs with <= 12 words a
 #                    side, first 400 dev pairs; word tokenizer; test: all 2,236 test pairs;
-#                    reports BLEU, chrF and scripts/copy/copy_items.py (format specifiers and
+#                    reports BLEU, chrF and experiments/copy/copy_items.py (format specifiers and
 #                    --options reproduced exactly)
-#     translit:      scripts/copy/translit_data.py (20,000 / 500 / 1,000 pairs); char tokenizer;
+#     translit:      experiments/copy/translit_data.py (20,000 / 500 / 1,000 pairs); char tokenizer;
 #                    reports exact match
 # Runs niced, one thread each (the machine is shared).
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Share of sentences whose copyable items are reproduced exactly (issue 21, copy attention).
+"""Share of sentences whose copyable items are reproduced exactly (copy attention).
 
 Items are printf format specifiers (%s, %d, %1$s, %-10.3f, %%), brace placeholders ({0}, {name})
 and command-line options (--block-signal[=SIG], --suffix=SUFF, -G). For each sentence the items

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Memory of fp32 / bf16 / int8 models (issue 20 item 3; docs/performance.md, "Memory of a loaded
+# Memory of fp32 / bf16 / int8 models (docs/performance-log.md, "Memory of a loaded
 # model"): for each model file, the RSS of `nazar translate` once the model is loaded and it waits
 # for input (VmRSS, VmHWM, RssAnon from /proc), and the maximum RSS (/usr/bin/time) of
 # translate --beam 5 --threads 1 at batch 1 and 64 over the sentences of SRC. Give two binaries
 # (before / after) to interleave them; EMPTY is a tiny model (the dates demo's) for the baseline.
-# Usage: scripts/precision/memory.sh SRC EMPTY_MODEL "NAZAR_A [NAZAR_B]" MODEL_FP32 MODEL_BF16 MODEL_INT8
+# Usage: experiments/precision/memory.sh SRC EMPTY_MODEL "NAZAR_A [NAZAR_B]" MODEL_FP32 MODEL_BF16 MODEL_INT8
 #   (a model argument may be "fileA:fileB": the file each binary loads)
 set -euo pipefail
 SRC=$1 EMPTY=$2

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Quality of bf16 / int8 model files against fp32 (issue 20 item 2; docs/performance.md,
+# Quality of bf16 / int8 model files against fp32 (docs/performance-log.md,
 # "Decoding: speed, quality, memory"): nazar quantize, then BLEU on a test set, the translations
 # that differ, the per-sentence `nazar score` differences, and the dates demo's exact match.
-# Usage: scripts/precision/quality.sh NAZAR MODEL TEST_TSV [DATES_MODEL DATES_SRC DATES_REF]
+# Usage: experiments/precision/quality.sh NAZAR MODEL TEST_TSV [DATES_MODEL DATES_SRC DATES_REF]
 #   run in a scratch directory (it writes the quantized files, hypotheses and scores there).
 set -euo pipefail
 N=$1 M=$2 TSV=$3

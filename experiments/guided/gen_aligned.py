@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A synthetic word-level "translation" corpus whose word alignments are known by construction,
-for measuring guided alignment (docs/models.md "Guided alignment"; issue 21).
+for measuring guided alignment (docs/models.md "Guided alignment").
 
 Source words: nouns n0.., adjectives a0.., verbs v0.., function words f0... Translation rules:
   * every word has one fixed translation (noun n7 -> N7, ...),
@@ -14,7 +14,7 @@ source index first, 0-based word indices (the units of the word tokenizer).
 Writes OUT/{train,dev,test}.tsv (source<TAB>target) and OUT/{train,dev,test}.align, one line per
 pair. Seeded: the same seed gives the same files.
 
-  python3 scripts/recipes/gen_aligned.py OUT [--train 4000 --dev 300 --test 500 --seed 1]
+  python3 experiments/guided/gen_aligned.py OUT [--train 4000 --dev 300 --test 500 --seed 1]
 """
 import argparse
 import os

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A generated copy-heavy character task (issue 21, copy attention): transliteration with
+"""A generated copy-heavy character task (copy attention): transliteration with
 embedded numbers and names.
 
 Each source sentence is 3-6 lowercase words from a fixed lexicon with one or two embedded items,

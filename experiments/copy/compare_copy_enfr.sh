@@ -1,13 +1,13 @@
 #!/bin/bash
-# Copy attention and coverage against the best en->fr recipe at the same wall time (issue 21;
-# docs/models.md "Copy attention and coverage on en->fr"). Every run is
+# Copy attention and coverage against the best en->fr recipe at the same wall time
+# (docs/models.md "Copy attention and coverage on en->fr"). Every run is
 # configs/short-strings-spm.yaml (threads 1, nice 5, max_minutes MINUTES) plus flags:
 #   A   as is                                B0  --label-smoothing 0 --copy-attention true
 #   C   --coverage true --coverage-loss-weight 1
 #   B   --copy-attention true (label smoothing 0.1 kept)     A2  as is (B's same-load partner)
 # `train RUN...` starts the named runs together (so that they see the same load) and waits;
 # `eval RUN...` decodes the test split with beam 5 (one thread) from each RUN/model.safetensors
-# and appends scripts/recipes/score_copy.py's line, the decode seconds and the load to
+# and appends experiments/copy/score_copy.py's line, the decode seconds and the load to
 # $WORK/results.tsv:
 #   name BLEU chrF fmt% fmt_n opt% opt_n any% any_n rep4% rep4p2% seconds load(start-end)
 # Usage: compare_copy_enfr.sh train|eval RUN...  (env: NAZAR, WORK, DATA, MINUTES=30)
