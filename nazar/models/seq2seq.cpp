@@ -1,5 +1,5 @@
-// Seq2Seq: the training step, evaluation and scoring (seq2seq.h); the incremental step API is in
-// seq2seq_steps.cpp.
+// Seq2Seq: the training step, evaluation and scoring (seq2seq.h); decoding's incremental step API
+// is DecodeSession's (decode_session.cpp).
 #include "nazar/models/seq2seq.h"
 
 #include "nazar/core/gemm/packed.h"
