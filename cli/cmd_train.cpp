@@ -13,16 +13,13 @@
 #include "nazar/core/threads.h"
 #include "nazar/dist/communicator.h"
 #include "nazar/train/run_setup.h"
+#include "nazar/train/signal_watcher.h"
 #include "nazar/train/trainer.h"
 
 #include <fmt/format.h>
 
 #include <atomic>
 #include <csignal>
-#include <thread>
-
-#include <pthread.h>
-#include <signal.h>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,55 +31,31 @@ namespace {
 // Ctrl-C / SIGTERM: finish the current update, write last.safetensors, exit 130. A second
 // signal, or one before training starts (while the data is read), kills at once.
 //
-// The signals are taken by a watcher thread waiting in sigwait, not by a handler run on a
-// computing thread: SIGINT and SIGTERM are blocked in the thread that starts training, before
-// the pool's threads (and the GEMM library's) are started from it, so they inherit the mask. A
-// signal delivered into a training step, between two instructions of a product, corrupted the
-// heap about once in 30-150 interrupts on the VMs measured (docs/reliability.md, "Known
-// issues"). The handler stays for a thread started before (it does what the watcher does).
+// The signals are taken by the library's watcher thread (nazar/train/signal_watcher.h: it is
+// made before the pool's threads start, so no computing thread takes one). The handler stays
+// for a thread started before (it does what the watcher does).
 std::atomic<bool> g_interrupt{false};
 std::atomic<bool> g_training{false};  // the first signal stops at an update boundary
 static_assert(std::atomic<bool>::is_always_lock_free);
 
-// The signal's default action (termination) at once.
-void die_of(int sig) {
-    ::signal(sig, SIG_DFL);
-    sigset_t one;
-    sigemptyset(&one);
-    sigaddset(&one, sig);
-    pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
-    ::raise(sig);
-}
-
 // The first signal during training asks for a stop; a second, or one before, kills now.
 // Async-signal-safe (atomics, signal, sigprocmask, raise): the handler calls it too.
 void take_signal(int sig) {
-    if (!g_training.load() || g_interrupt.exchange(true)) die_of(sig);
+    if (!g_training.load() || g_interrupt.exchange(true)) end_by_signal(sig);
 }
 
 extern "C" void on_signal(int sig) {
     take_signal(sig);
 }
 
-void install_signal_handlers() {
+std::unique_ptr<SignalWatcher> watch_signals() {
     struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    // Detached: it touches nothing but the two flags, and the process may end while it waits.
-    std::thread([set] {
-        for (;;) {
-            int sig = 0;
-            if (sigwait(&set, &sig) != 0) return;
-            take_signal(sig);
-        }
-    }).detach();
+    return std::make_unique<SignalWatcher>(std::initializer_list<int>{SIGINT, SIGTERM},
+                                           take_signal);
 }
 
 struct TrainArgs {
@@ -152,8 +125,8 @@ RunRequest run_request(CLI::App& app, const TrainArgs& a) {
 int train_here(CLI::App& app, TrainArgs& a, const dist::Communicator& comm) {
     const ResolvedRun run = resolve_run(run_request(app, a));
     const TrainConfig& cfg = run.config;
-    install_signal_handlers();     // before the pool's threads start: they inherit its mask
-    set_num_threads(cfg.threads);  // 0 = all cores
+    const auto watcher = watch_signals();  // before the pool's threads start: they inherit its mask
+    set_num_threads(cfg.threads);          // 0 = all cores
     // Before any data is read: check the configuration; rank 0 refuses an old run's directory,
     // removes stale temporaries, and makes sure the first checkpoint can be written.
     for (const std::string& line : prepare_run(run, {.prepare_dir = comm.rank() == 0}))

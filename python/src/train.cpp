@@ -9,10 +9,10 @@
 //                  validation) to the Python callback, with the GIL held only for that call; a
 //                  callback returning False stops the run like an interrupt (checkpoint written).
 //   Ctrl-C         Python's SIGINT handler stays installed. For the run SIGINT is blocked in
-//                  the training thread and in nazar's workers, and the stop_after hook (after
-//                  each update) lets a pending one in and runs Python's handlers
-//                  (InterruptPoll, interrupt.cpp: why no signal may land in a computing
-//                  thread, and why not a handler of our own). When they raise
+//                  the training thread and in nazar's workers, the library's signal watcher
+//                  takes it, and the stop_after hook (after each update) hands it to Python's
+//                  handlers (TrainInterrupt, interrupt.cpp: why no signal may land in a
+//                  computing thread, and why Python's handler still runs). When they raise
 //                  KeyboardInterrupt, the trainer's interrupt flag is set as the CLI's signal
 //                  watcher sets it: the update in flight finishes, last.safetensors is
 //                  written, and KeyboardInterrupt is raised with the resume hint;
@@ -31,7 +31,6 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -160,7 +159,7 @@ pb::dict train(const std::string& yaml_text, const std::string& yaml_source,
     std::atomic<bool> stop{false};
     // Before set_num_threads below: workers it starts inherit the blocked SIGINT. Checked at
     // every update (a step is long next to a check; the stop comes at the next update).
-    InterruptPoll ctrl_c(std::chrono::milliseconds(0));
+    TrainInterrupt ctrl_c;
     {
         pb::gil_scoped_release nogil;
         run = resolve_run(
