@@ -30,6 +30,25 @@ void apply_override(TrainConfig& cfg, const RunOverride& o) {
 
 }  // namespace
 
+TrainConfig make_resume_config(const TrainConfig& stored, const TrainConfig& requested,
+                               const std::vector<std::string>& set_keys) {
+    TrainConfig out = stored;
+    for (const auto& key : set_keys) {
+        const ConfigKey* k = find_config_key(key);
+        NZ_CHECK(k != nullptr, "make_resume_config: unknown key '{}'", key);
+        const std::string before = get_config_value(stored, *k),
+                          after = get_config_value(requested, *k);
+        if (before == after) continue;
+        if (!k->resumable)
+            throw UsageError(fmt::format(
+                "--resume: {} cannot change when resuming (checkpoint: '{}', requested: "
+                "'{}'); start a new run instead",
+                k->key, before, after));
+        set_config_value(out, k->key, after, "--resume");
+    }
+    return out;
+}
+
 ResolvedRun resolve_run(const RunRequest& request) {
     ResolvedRun run;
     run.resume = request.resume;
