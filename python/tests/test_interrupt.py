@@ -233,18 +233,25 @@ def test_ctrl_c_at_random_moments_never_aborts_training(tmp_path, data_paths):
     train, dev = data_paths
     n = int(os.environ.get("NAZAR_TEST_INTERRUPTS", "25"))
     args = json.dumps([TRAIN_CONFIG, train, dev, str(tmp_path / "run"), n])
-    p = subprocess.Popen([sys.executable, "-c", RANDOM_CHILD, args], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    # stderr to a file: the runs' messages would fill a pipe nobody reads, and block the child
+    err_path = tmp_path / "child.err"
+    with open(err_path, "a") as err:
+        p = subprocess.Popen([sys.executable, "-c", RANDOM_CHILD, args], stdout=subprocess.PIPE,
+                             stderr=err, text=True)
+
+    def said():
+        return err_path.read_text(errors="replace")[-2000:]
+
     rng = random.Random(int(os.environ.get("NAZAR_TEST_SEED", "0")) or None)
     checkpoints = 0
     try:
         for i in range(n):
-            assert p.stdout.readline().split() == ["start", str(i)], p.stderr.read()
+            assert p.stdout.readline().split() == ["start", str(i)], said()
             time.sleep(rng.uniform(0.02, 0.4))
             p.send_signal(signal.SIGINT)
             line = p.stdout.readline().split()
             assert line[:2] == ["interrupted", str(i)], (
-                f"run {i}: child said {line!r}, exit {p.poll()}; stderr: {p.stderr.read()[-2000:]}"
+                f"run {i}: child said {line!r}, exit {p.poll()}; stderr: {said()}"
             )
             step, written = int(line[2]), line[3] == "True"
             assert written or step <= 0, line  # stopped in training: the checkpoint is there
