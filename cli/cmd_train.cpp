@@ -1,31 +1,25 @@
 // `nazar train --config run.yaml [--key value ...] [--resume DIR_OR_FILE]` (docs/design.md §6).
 // Every key of the option table (nazar/train/train_config.h) is a flag here: the flags, their
-// help and their checks are generated from that one table. Precedence: defaults < YAML < flags
-// (the global `nazar --threads` counts as a flag, below train's own --threads); with --resume
-// the checkpoint's stored configuration replaces the defaults and only training-control keys
-// may change; files go next to the checkpoint unless --save-dir is given. Every configuration
-// error is reported before any data is read, as one line, with exit code 2. Then, still before
-// the data, the save directory is prepared (train/run_dir.h): an old run's directory needs
-// --resume or --overwrite, stale temporaries are removed, and it must be writable.
+// help and their checks are generated from that one table. This file turns the command line into
+// a RunRequest (the YAML file, the flags as overrides in order: the global `nazar --threads`,
+// below train's own --threads, then train's flags, then the underscore spellings); the library
+// resolves it (nazar/train/run_setup.h: defaults < YAML < flags, --resume rules, files next to
+// the checkpoint) and prepares the save directory before any data is read. Every configuration
+// error is reported before any data is read, as one line, with exit code 2.
 // Under mpirun (docs/distributed.md) every rank runs this; rank 0 alone prepares the directory,
 // and an error on any rank prints one line naming the rank and ends the whole job.
 #include "cli/command.h"
 #include "nazar/core/check.h"
 #include "nazar/core/threads.h"
 #include "nazar/dist/communicator.h"
-#include "nazar/train/run_dir.h"
+#include "nazar/train/run_setup.h"
+#include "nazar/train/signal_watcher.h"
 #include "nazar/train/trainer.h"
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <atomic>
 #include <csignal>
-#include <thread>
-
-#include <pthread.h>
-#include <signal.h>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,55 +31,31 @@ namespace {
 // Ctrl-C / SIGTERM: finish the current update, write last.safetensors, exit 130. A second
 // signal, or one before training starts (while the data is read), kills at once.
 //
-// The signals are taken by a watcher thread waiting in sigwait, not by a handler run on a
-// computing thread: SIGINT and SIGTERM are blocked in the thread that starts training, before
-// the pool's threads (and the GEMM library's) are started from it, so they inherit the mask. A
-// signal delivered into a training step, between two instructions of a product, corrupted the
-// heap about once in 30-150 interrupts on the VMs measured (docs/reliability.md, "Known
-// issues"). The handler stays for a thread started before (it does what the watcher does).
+// The signals are taken by the library's watcher thread (nazar/train/signal_watcher.h: it is
+// made before the pool's threads start, so no computing thread takes one). The handler stays
+// for a thread started before (it does what the watcher does).
 std::atomic<bool> g_interrupt{false};
 std::atomic<bool> g_training{false};  // the first signal stops at an update boundary
 static_assert(std::atomic<bool>::is_always_lock_free);
 
-// The signal's default action (termination) at once.
-void die_of(int sig) {
-    ::signal(sig, SIG_DFL);
-    sigset_t one;
-    sigemptyset(&one);
-    sigaddset(&one, sig);
-    pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
-    ::raise(sig);
-}
-
 // The first signal during training asks for a stop; a second, or one before, kills now.
 // Async-signal-safe (atomics, signal, sigprocmask, raise): the handler calls it too.
 void take_signal(int sig) {
-    if (!g_training.load() || g_interrupt.exchange(true)) die_of(sig);
+    if (!g_training.load() || g_interrupt.exchange(true)) end_by_signal(sig);
 }
 
 extern "C" void on_signal(int sig) {
     take_signal(sig);
 }
 
-void install_signal_handlers() {
+std::unique_ptr<SignalWatcher> watch_signals() {
     struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    // Detached: it touches nothing but the two flags, and the process may end while it waits.
-    std::thread([set] {
-        for (;;) {
-            int sig = 0;
-            if (sigwait(&set, &sig) != 0) return;
-            take_signal(sig);
-        }
-    }).detach();
+    return std::make_unique<SignalWatcher>(std::initializer_list<int>{SIGINT, SIGTERM},
+                                           take_signal);
 }
 
 struct TrainArgs {
@@ -97,7 +67,7 @@ struct TrainArgs {
 
 // Flags CLI11 did not recognise: the underscore spelling of a key (--hidden_size) is accepted,
 // anything else is an error with the closest key as a suggestion.
-void apply_extras(const std::vector<std::string>& extras, TrainConfig& cfg) {
+void add_extras(const std::vector<std::string>& extras, std::vector<RunOverride>& out) {
     for (std::size_t i = 0; i < extras.size(); ++i) {
         std::string arg = extras[i], value;
         if (arg.rfind("--", 0) != 0) throw UsageError(fmt::format("unexpected argument '{}'", arg));
@@ -124,24 +94,19 @@ void apply_extras(const std::vector<std::string>& extras, TrainConfig& cfg) {
             else
                 throw UsageError(fmt::format("{} needs a value", flag_name(*k)));
         }
-        set_config_value(cfg, k->key, value, flag_name(*k));
+        out.push_back({k->key, value, flag_name(*k)});
     }
 }
 
-int train_here(CLI::App& app, TrainArgs& a, const dist::Communicator& comm) {
-    std::unique_ptr<Checkpoint> ck;
-    TrainConfig cfg = TrainConfig::defaults();
-    if (!a.resume.empty()) {
-        ck = std::make_unique<Checkpoint>(load_checkpoint(resolve_checkpoint(a.resume)));
-        cfg = ck->config;
-    }
-    if (!a.config.empty()) apply_yaml_file(cfg, a.config);
-    // The global `nazar --threads N` is a flag too: it overrides the YAML file (train's own
-    // --threads, more specific, overrides it in turn).
+// The request of this command line: the global `nazar --threads N` is a flag too: it overrides
+// the YAML file (train's own --threads, more specific, overrides it in turn); then the flags in
+// the table's order, then the extras.
+RunRequest run_request(CLI::App& app, const TrainArgs& a) {
+    RunRequest req{.config_file = a.config, .resume = a.resume, .overwrite = a.overwrite};
     if (const CLI::App* parent = app.get_parent()) {
         const CLI::Option* global = parent->get_option_no_throw("--threads");
         if (global && global->count() > 0 && !global->results().empty())
-            set_config_value(cfg, "threads", global->results().back(), "--threads");
+            req.overrides.push_back({"threads", global->results().back(), "--threads"});
     }
     for (const auto& [key, opt] : a.options) {
         if (opt->count() == 0) continue;
@@ -151,41 +116,24 @@ int train_here(CLI::App& app, TrainArgs& a, const dist::Communicator& comm) {
         const auto& r = opt->results();
         const bool bare = key->type == KeyType::boolean && (r.empty() || r.back().empty());
         const std::string value = bare ? std::string("true") : r.empty() ? std::string() : r.back();
-        set_config_value(cfg, key->key, value, flag_name(*key));
+        req.overrides.push_back({key->key, value, flag_name(*key)});
     }
-    apply_extras(app.remaining(), cfg);
-    if (ck) {
-        const std::vector<std::string> changed = changed_keys(ck->config, cfg);
-        cfg = make_resume_config(ck->config, cfg, changed);
-        // Unless told otherwise, keep writing next to the checkpoint (the stored save_dir may be
-        // relative to another directory, or the run may have been moved).
-        if (std::find(changed.begin(), changed.end(), "save_dir") == changed.end())
-            cfg.save_dir =
-                std::filesystem::path(resolve_checkpoint(a.resume)).parent_path().string();
-        if (cfg.save_dir.empty()) cfg.save_dir = ".";
-    }
-    if (a.overwrite && !a.resume.empty())
-        throw UsageError(
-            "--overwrite and --resume exclude each other: --resume continues the run "
-            "in its directory, --overwrite starts a new one there");
-    install_signal_handlers();     // before the pool's threads start: they inherit its mask
-    set_num_threads(cfg.threads);  // 0 = all cores
-    check_config(cfg);             // before any data is read
-    ck.reset();
-    // Before the data is read: refuse an old run's directory, remove stale temporaries, and
-    // make sure the first checkpoint can be written.
-    const RunDirReport prepared =
-        comm.rank() == 0
-            ? prepare_run_dir(cfg.save_dir, {.resume = !a.resume.empty(), .overwrite = a.overwrite})
-            : RunDirReport{};
-    if (!prepared.removed.empty()) {
-        std::string names;
-        for (const auto& n : prepared.removed) names += (names.empty() ? "" : ", ") + n;
-        fmt::print(stderr, "removed from {}: {}\n", cfg.save_dir, names);
-    }
+    add_extras(app.remaining(), req.overrides);
+    return req;
+}
+
+int train_here(CLI::App& app, TrainArgs& a, const dist::Communicator& comm) {
+    const ResolvedRun run = resolve_run(run_request(app, a));
+    const TrainConfig& cfg = run.config;
+    const auto watcher = watch_signals();  // before the pool's threads start: they inherit its mask
+    set_num_threads(cfg.threads);          // 0 = all cores
+    // Before any data is read: check the configuration; rank 0 refuses an old run's directory,
+    // removes stale temporaries, and makes sure the first checkpoint can be written.
+    for (const std::string& line : prepare_run(run, {.prepare_dir = comm.rank() == 0}))
+        fmt::print(stderr, "{}\n", line);
     TrainerHooks hooks;  // (not a designated initializer: -Wmissing-field-initializers)
     hooks.interrupt = &g_interrupt;
-    Trainer trainer(cfg, a.resume, hooks);
+    Trainer trainer(cfg, run.resume, hooks);
     g_training.store(true);
     const TrainResult r = trainer.run();
     if (r.interrupted) return 130;

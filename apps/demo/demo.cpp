@@ -3,15 +3,16 @@
 #include "nazar/core/check.h"
 #include "nazar/decode/greedy.h"
 #include "nazar/models/model_file.h"
-#include "nazar/train/clip.h"
-#include "nazar/train/optim.h"
 #include "nazar/train/trainer.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <cmath>
+#include <filesystem>
 #include <numeric>
 #include <set>
 
@@ -99,84 +100,125 @@ DemoModel build_demo_model(const DemoConfig& cfg, const TaskData& data) {
     return m;
 }
 
+TrainConfig demo_train_config(const DemoConfig& cfg, const std::string& save_dir) {
+    TrainConfig t = TrainConfig::defaults();
+    t.tokenizer = "char";
+    t.embedding_size = cfg.embedding_size;
+    t.hidden_size = cfg.hidden_size;
+    t.bidirectional = true;
+    if (cfg.attention == "bahdanau") {
+        t.decoder = "bahdanau";
+        t.attention = "additive";
+    } else {
+        t.decoder = "luong";
+        t.attention = cfg.attention == "dot" || cfg.attention == "concat" ? cfg.attention
+                                                                          : std::string("general");
+        if (cfg.attention.rfind("local-", 0) == 0) t.attention_local = cfg.attention;
+        t.attention_window = cfg.window;
+    }
+    t.batch_size = cfg.batch_size;
+    t.optimizer = "adam";
+    t.lr = cfg.lr;
+    t.clip_norm = cfg.clip;
+    t.schedule = "plateau";  // halve the lr after each validation without a better dev loss
+    t.decay_factor = 0.5;
+    t.plateau_patience = 0;
+    t.max_steps = cfg.max_steps;
+    t.max_minutes = cfg.max_seconds / 60;  // of training time (the demo's clock: no validation)
+    t.valid_interval = cfg.valid_interval;
+    t.log_interval = cfg.valid_interval;  // the train record before each validation: its window
+    t.valid_metric = "exact";
+    t.keep_best = false;
+    t.keep_last = false;
+    t.progress = "none";
+    t.seed = static_cast<int>(cfg.seed);
+    t.save_dir = save_dir;
+    return t;
+}
+
+namespace {
+
+// A directory of its own for the Trainer's files (model.safetensors), removed afterwards.
+struct ScratchDir {
+    std::string path;
+    ScratchDir() {
+        static std::atomic<int> count{0};
+        path = (std::filesystem::temp_directory_path() /
+                fmt::format("nazar-demo-{}-{}", ::getpid(), count.fetch_add(1)))
+                   .string();
+        std::filesystem::remove_all(path);
+    }
+    ~ScratchDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+};
+
+}  // namespace
+
 TrainReport train_demo(DemoModel& m, const DemoConfig& cfg, const TaskData& data,
                        const std::function<void(const TrainProgress&)>& on_progress) {
     NZ_CHECK(!data.train.empty(), "train_demo: no training pairs");
     NZ_CHECK(cfg.batch_size >= 1 && cfg.max_steps >= 0, "train_demo: batch_size {} / max_steps {}",
              cfg.batch_size, cfg.max_steps);
-    Seq2Seq& model = *m.model;
-    ParamList params = model.parameters();
-    Optimizer optim = Optimizer::adam(params, {.lr = cfg.lr});
-    Rng rng(cfg.seed, 0xd370);
-    const int n = static_cast<int>(data.train.size());
-    std::vector<std::vector<int32_t>> src(static_cast<std::size_t>(n)),
-        tgt(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) {
-        src[i] = m.encode_source(data.train[i].source);
-        tgt[i] = m.encode_target(data.train[i].target);
-    }
-    std::vector<int> order(static_cast<std::size_t>(n));
-    int pos = n, epoch = 0;
     TrainReport rep;
-    rep.parameters = count_params(params);
-    double window_loss = 0, best_dev = -1, lr = cfg.lr;
-    int64_t window_tokens = 0;
-    std::vector<std::vector<int32_t>> bs, bt;
-    const auto t0 = Clock::now();
-    double valid_time = 0;
-    for (int step = 1; step <= cfg.max_steps; ++step) {
-        bs.clear();
-        bt.clear();
-        for (int k = 0; k < cfg.batch_size; ++k) {
-            if (pos == n) {  // new epoch: Fisher-Yates from the seed and the epoch
-                std::iota(order.begin(), order.end(), 0);
-                Rng er = rng.split(static_cast<uint64_t>(epoch++));
-                for (int i = n - 1; i > 0; --i)
-                    std::swap(order[i], order[er.below(static_cast<uint64_t>(i) + 1)]);
-                pos = 0;
-            }
-            bs.push_back(src[order[pos]]);
-            bt.push_back(tgt[order[pos++]]);
-        }
-        const Batch batch = batch_from_ids(bs, bt);
-        zero_grads(params);
-        const LossStats st = model.train_step(batch, {}, rng);
-        const float norm = clip_grad_norm(params, static_cast<float>(cfg.clip));
-        if (std::isfinite(st.loss) && std::isfinite(norm)) {
-            optim.set_lr(lr);
-            optim.step();
-            window_loss += st.loss;
-            window_tokens += st.tokens;
-        }
-        rep.steps = step;
-        rep.seconds = since(t0) - valid_time;
-        const bool out_of_time = cfg.max_seconds > 0 && rep.seconds >= cfg.max_seconds;
-        const bool validate =
-            step % cfg.valid_interval == 0 || step == cfg.max_steps || out_of_time;
-        if (!validate) continue;
-        TrainProgress pr{.step = step,
-                         .seconds = rep.seconds,
-                         .loss = window_tokens ? window_loss / window_tokens : 0,
-                         .lr = lr};
-        rep.final_loss = pr.loss;
-        window_loss = 0;
-        window_tokens = 0;
-        const auto v0 = Clock::now();
-        if (!data.dev.empty()) {
-            pr.dev_exact = evaluate(m, data.dev).exact;
-            rep.dev_exact = pr.dev_exact;
-            if (pr.dev_exact <= best_dev) lr *= 0.5;  // plateau: halve the step size
-            best_dev = std::max(best_dev, pr.dev_exact);
-        }
-        valid_time += since(v0);
-        if (on_progress) on_progress(pr);
-        if (out_of_time) {
-            rep.stopped_by_time = true;
-            break;
-        }
-        if (!data.dev.empty() && pr.dev_exact >= cfg.stop_exact) break;
+    if (cfg.max_steps == 0) {
+        rep.parameters = count_params(m.model->parameters());
+        return rep;
     }
+    const ScratchDir dir;
+    const TrainConfig tc = demo_train_config(cfg, dir.path);
+    NZ_CHECK(to_json_string(model_config_from(tc, m.src_vocab.size(), m.tgt_vocab.size())) ==
+                 to_json_string(m.model->config()),
+             "train_demo: the training configuration describes another model");
+    std::vector<TextPair> train, dev;
+    for (const Example& e : data.train) train.emplace_back(e.source, e.target);
+    for (const Example& e : data.dev) dev.emplace_back(e.source, e.target);
+    // The training time leaves validation out: each one runs between an update and its record.
+    auto t0 = Clock::now();
+    double valid_time = 0, last_update = 0, window_loss = 0, lr = cfg.lr;
+    std::atomic<bool> good_enough{false};
+    TrainerHooks hooks;  // (not a designated initializer: -Wmissing-field-initializers)
+    hooks.quiet = true;
+    hooks.finish = &good_enough;
+    hooks.clock = [&] { return since(t0) - valid_time; };
+    hooks.stop_after = [&](int64_t) {
+        last_update = since(t0);
+        rep.seconds = last_update - valid_time;
+        return false;
+    };
+    const auto progress = [&](int step, double dev_exact) {
+        rep.final_loss = window_loss;
+        if (dev_exact >= 0) rep.dev_exact = dev_exact;
+        if (on_progress)
+            on_progress({.step = step,
+                         .seconds = rep.seconds,
+                         .loss = window_loss,
+                         .dev_exact = dev_exact,
+                         .lr = lr});
+        if (dev_exact >= cfg.stop_exact) good_enough = true;
+    };
+    hooks.on_record = [&](const nlohmann::json& r) {
+        if (r["type"] == "train") {
+            window_loss = r["loss"].get<double>();
+            lr = r["lr"].get<double>();
+            if (data.dev.empty()) progress(r["step"].get<int>(), -1);
+        } else if (r["type"] == "valid") {
+            valid_time += since(t0) - last_update;
+            progress(r["step"].get<int>(), r["exact"].get<double>());
+        }
+    };
+    Trainer trainer(
+        tc,
+        TrainingSource::from_text(m.tokenizer, m.tokenizer, m.src_vocab, m.tgt_vocab, train, dev),
+        hooks);
+    t0 = Clock::now();  // the run's clock starts with the data and the model ready
+    const TrainResult r = trainer.run();
+    rep.steps = static_cast<int>(r.state.step);
     rep.ms_per_step = rep.steps ? 1000.0 * rep.seconds / rep.steps : 0;
+    rep.parameters = count_params(trainer.model().parameters());
+    rep.stopped_by_time = cfg.max_seconds > 0 && !good_enough && rep.steps < cfg.max_steps;
+    m.model = std::move(load_model(r.model_path).model);  // the trained weights, bit for bit
     return rep;
 }
 

@@ -1,14 +1,14 @@
-// The embedded demo (`nazar demo`): a built-in task (tasks.h) trained in memory with nazar's own
-// model and optimizer, evaluated by greedy decoding, with the attention of every output token.
+// The embedded demo (`nazar demo`): a built-in task (tasks.h) trained in memory with nazar's
+// Trainer (nazar/train/trainer.h: the pairs as a TrainingSource, no data files), evaluated by
+// greedy decoding, with the attention of every output token.
 //
-// Training, top to bottom (the same update as nazar::Trainer, without files):
-//   batch  ← the next batch_size training pairs of a per-epoch shuffle (Rng(seed).split(epoch))
-//   grads  ← 0;  model.train_step(batch)          teacher forcing, mean cross-entropy per token
-//   norm   ← clip_grad_norm(grads, clip)          Adam step with lr
-// Every valid_interval steps: greedy exact match on the dev set; lr halves when it did not
-// improve; training stops when it reaches stop_exact, at max_steps, or after max_seconds of
-// training time (0 = no limit). Same seed and thread count ⇒ the same model, unless max_seconds
-// cuts the run.
+// Training is the Trainer's update (demo_train_config): bucketed batches of batch_size pairs
+// shuffled per epoch from the seed, teacher forcing, mean cross-entropy per token, the global
+// gradient norm clipped to `clip`, Adam with lr. Every valid_interval steps: greedy exact match
+// on the dev set (valid_metric exact); the lr halves after a validation without a better dev
+// loss (schedule plateau, patience 0); training stops when the exact match reaches stop_exact,
+// at max_steps, or after max_seconds of training time (validation excluded; 0 = no limit). Same
+// seed and thread count ⇒ the same model, unless max_seconds cuts the run.
 //
 // Models (attention names as `nazar demo --attention`): char-level, a bidirectional GRU encoder
 // (hidden per direction; C = 2·hidden) and a GRU decoder with H = C, so dot attention applies:
@@ -21,6 +21,7 @@
 #include "nazar/data/tokenizer.h"
 #include "nazar/data/vocab.h"
 #include "nazar/models/seq2seq.h"
+#include "nazar/train/train_config.h"
 
 #include <cstdint>
 #include <functional>
@@ -53,6 +54,9 @@ struct DemoConfig {
 const std::vector<std::string>&
 demo_attention_names();  // bahdanau dot general concat local-m local-p
 ModelConfig demo_model_config(const DemoConfig& cfg, int src_vocab_size, int tgt_vocab_size);
+// The Trainer's configuration of the demo's run, writing its files into save_dir; its model is
+// demo_model_config's.
+TrainConfig demo_train_config(const DemoConfig& cfg, const std::string& save_dir);
 
 struct DemoModel {
     std::unique_ptr<Seq2Seq> model;

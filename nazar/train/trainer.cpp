@@ -172,25 +172,6 @@ Batch batch_from_ids(std::span<const std::vector<int32_t>> src,
     return b;
 }
 
-TrainConfig make_resume_config(const TrainConfig& stored, const TrainConfig& requested,
-                               const std::vector<std::string>& set_keys) {
-    TrainConfig out = stored;
-    for (const auto& key : set_keys) {
-        const ConfigKey* k = find_config_key(key);
-        NZ_CHECK(k != nullptr, "make_resume_config: unknown key '{}'", key);
-        const std::string before = get_config_value(stored, *k),
-                          after = get_config_value(requested, *k);
-        if (before == after) continue;
-        if (!k->resumable)
-            throw UsageError(fmt::format(
-                "--resume: {} cannot change when resuming (checkpoint: '{}', requested: "
-                "'{}'); start a new run instead",
-                k->key, before, after));
-        set_config_value(out, k->key, after, "--resume");
-    }
-    return out;
-}
-
 // The training data, its tokenizers and vocabularies (built, or the checkpoint's on resume), and
 // the dev set; returns the checkpoint being resumed (null on a fresh start).
 std::unique_ptr<Checkpoint> Trainer::prepare_data(const std::string& resume,
@@ -280,14 +261,23 @@ void Trainer::restore(const Checkpoint& ck) {
 }
 
 Trainer::Trainer(TrainConfig cfg, const std::string& resume, TrainerHooks hooks)
+    : Trainer(std::move(cfg), resume, nullptr, std::move(hooks)) {}
+
+Trainer::Trainer(TrainConfig cfg, TrainingSource data, TrainerHooks hooks)
+    : Trainer(std::move(cfg), "", std::make_unique<TrainingSource>(std::move(data)),
+              std::move(hooks)) {}
+
+Trainer::Trainer(TrainConfig cfg, const std::string& resume, std::unique_ptr<TrainingSource> data,
+                 TrainerHooks hooks)
     : cfg_(std::move(cfg)),
       hooks_(std::move(hooks)),
       comm_(&dist::world()),
       rng_(static_cast<uint64_t>(cfg_.seed), kTrainRngStream) {
-    validate_config(cfg_);
+    data ? check_in_memory_config(cfg_) : validate_config(cfg_);
     nazar::validate(model_config_from(cfg_, 5, 5));  // warnings are check_config()'s to print
     const TrainChoices choices = parse_choices(cfg_);
-    const std::unique_ptr<Checkpoint> ck = prepare_data(resume, choices);  // data_, dev_
+    const std::unique_ptr<Checkpoint> ck =
+        data ? take_data(std::move(*data)) : prepare_data(resume, choices);  // data_, dev_
     if (ck) {
         model_ = std::move(model_from_safetensors(ck->file).model);
     } else {
@@ -384,6 +374,7 @@ bool Trainer::stop_now() const {
     if (time_up_) return true;
     if (cfg_.max_steps > 0 && state_.step >= cfg_.max_steps) return true;
     if (cfg_.max_epochs > 0 && completed_epochs() >= cfg_.max_epochs) return true;
+    if (hooks_.finish && hooks_.finish->load()) return true;
     return cfg_.patience > 0 && state_.bad_validations >= cfg_.patience;
 }
 

@@ -44,6 +44,7 @@
 #include "nazar/train/optim.h"
 #include "nazar/train/schedule.h"
 #include "nazar/train/train_config.h"
+#include "nazar/train/training_source.h"
 
 #include <atomic>
 #include <chrono>
@@ -127,8 +128,16 @@ struct TrainerHooks {
     // validation), whether or not a log file is set. Called on the training thread.
     std::function<void(const nlohmann::json& record)> on_record;
     // The clock of max_minutes and of the budget schedules, in seconds from any origin (a fake
-    // clock in tests); unset = std::chrono::steady_clock.
+    // clock in tests, the demo's training time without validation); unset =
+    // std::chrono::steady_clock.
     std::function<double()> clock;
+    // Polled before each update (the demo sets it from on_record when the dev score is good
+    // enough): when true, run() ends as at max_steps (the final validation when the last one
+    // was not at this step, the last and model files).
+    const std::atomic<bool>* finish = nullptr;
+    // No progress line, no messages, no metrics log (a front end that reports on its own from
+    // on_record). Warnings and errors still appear.
+    bool quiet = false;
 };
 
 class Trainer {
@@ -138,6 +147,10 @@ public:
     // file or directory ("" = fresh start); then `cfg` must come from the checkpoint's stored
     // config with only resumable keys changed (see make_resume_config).
     explicit Trainer(TrainConfig cfg, const std::string& resume = "", TrainerHooks hooks = {});
+    // The data in memory (training_source.h) instead of the files of cfg: train, dev and their
+    // variants must be empty, and so must train_alignment and dev_alignment; no copy_attention.
+    // A fresh start (no resume); the files of the run are written to save_dir as usual.
+    Trainer(TrainConfig cfg, TrainingSource data, TrainerHooks hooks = {});
     ~Trainer();
     Trainer(const Trainer&) = delete;  // the batcher refers to data_.corpus
     Trainer& operator=(const Trainer&) = delete;
@@ -155,7 +168,10 @@ public:
     std::map<std::string, std::string> metadata() const;  // vocabularies, tokenizers, train.config
 
 private:
-    // The parts of the constructor (trainer.cpp).
+    Trainer(TrainConfig cfg, const std::string& resume, std::unique_ptr<TrainingSource> data,
+            TrainerHooks hooks);
+    // The parts of the constructor (trainer.cpp; training_source.cpp: the data in memory).
+    std::unique_ptr<Checkpoint> take_data(TrainingSource&& data);  // data_, dev_; null
     std::unique_ptr<Checkpoint> prepare_data(const std::string& resume,
                                              const TrainChoices& choices);  // data_, dev_
     void restore(const Checkpoint& ck);  // optimizer, schedule, state, RNG, batch position
@@ -250,8 +266,12 @@ private:
     double best_loss_ = std::numeric_limits<double>::infinity();
 };
 
-// The configuration of a resumed run: the checkpoint's stored config, with `overrides`
-// (key -> value, from flags or YAML) applied. Changing a key that is not resumable
+// validate_config for a Trainer given its data in memory: the same checks, and none of the data
+// files set (UsageError naming the first), no copy attention.
+void check_in_memory_config(const TrainConfig& cfg);
+
+// The configuration of a resumed run (run_setup.cpp): the checkpoint's stored config, with
+// `overrides` (key -> value, from flags or YAML) applied. Changing a key that is not resumable
 // (ConfigKey::resumable) is a UsageError naming it and both values.
 TrainConfig make_resume_config(const TrainConfig& stored, const TrainConfig& requested,
                                const std::vector<std::string>& set_keys);

@@ -287,7 +287,7 @@ TrainResult Trainer::finish_run(RunLog& log) {
 TrainResult Trainer::run() {
     if (comm_->rank() == 0) std::filesystem::create_directories(cfg_.save_dir);
     RunLog log(parse_choices(cfg_).progress, cfg_.log_interval, cfg_.metrics_log,
-               comm_->rank() != 0);
+               comm_->rank() != 0 || hooks_.quiet);
     announce(log);
     started_ = clock();
     time_up_ = false;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "nazar/core/tensor.h"
+#include "nazar/train/signal_watcher.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -12,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -62,10 +64,31 @@ public:
     void check();
 
 private:
+    friend class TrainInterrupt;
     SigintBlocked blocked_;
     bool main_ = false;
     std::chrono::steady_clock::duration every_;
     std::chrono::steady_clock::time_point next_{};
+};
+
+// Ctrl-C during nazar.train(): made with the GIL held in the thread that trains, before the
+// pool's threads are resized; check() without the GIL at each update boundary. As an
+// InterruptPoll (SIGINT blocked here and in nazar's workers, Python's handlers run in check()),
+// and in the main thread the library's SignalWatcher (nazar/train/signal_watcher.h) takes
+// SIGINT; check() raises one it took into this thread, where it is let in between two updates.
+// One taken after the last check is let in when the object goes (Python's handler runs then).
+class TrainInterrupt {
+public:
+    TrainInterrupt();
+    ~TrainInterrupt();
+    TrainInterrupt(const TrainInterrupt&) = delete;
+    TrainInterrupt& operator=(const TrainInterrupt&) = delete;
+    void check();
+
+private:
+    InterruptPoll poll_;
+    std::atomic<bool> taken_{false};
+    std::unique_ptr<SignalWatcher> watcher_;  // main thread only
 };
 
 // nazar.CancelToken: cancel() from any thread stops the translations it was given to.

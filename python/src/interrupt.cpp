@@ -9,10 +9,15 @@
 //     started with it blocked, SigintBlocked), so the signal is never delivered into the middle
 //     of a product: `nazar train` saw its heap corrupted about once in 30-150 interrupts
 //     delivered into a computing thread on the VMs measured, and takes signals in a sigwait
-//     thread since (cli/cmd_train.cpp, docs/reliability.md "Known issues"). A sigwait thread
-//     would take the signal away from Python's handler, so here it goes to a thread that does
-//     not block it (another Python thread: the handler's C part only sets a flag) or it stays
-//     pending.
+//     thread since (docs/reliability.md "Known issues"). Outside training it goes to a thread
+//     that does not block it (another Python thread: the handler's C part only sets a flag) or
+//     it stays pending.
+//   - training (TrainInterrupt) also runs the library's signal watcher thread, as `nazar train`
+//     does (nazar/train/signal_watcher.h): the signal is taken there, never in a computing
+//     thread, and TrainInterrupt::check() raises it again into the training thread, still
+//     blocked, for the step below to let in. The watcher alone would keep it from Python's
+//     handler: the program's own SIGINT handler must still run (and KeyboardInterrupt come
+//     from Python's default one).
 //   - InterruptPoll::check(), called at a step boundary (after each decoder step, between
 //     training updates) in the main thread, at most every 20 ms (translation; every update in
 //     training, whose steps are longer and whose stop must come at a known update): unblocks
@@ -30,6 +35,8 @@
 #include <pthread.h>
 
 #include <csignal>
+#include <initializer_list>
+#include <memory>
 
 namespace nazar::py {
 namespace {
@@ -72,6 +79,24 @@ void InterruptPoll::check() {
     blocked_.let_pending_in();
     pb::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw pb::error_already_set();
+}
+
+TrainInterrupt::TrainInterrupt() : poll_(std::chrono::milliseconds(0)) {
+    if (poll_.main_)
+        watcher_ = std::make_unique<SignalWatcher>(std::initializer_list<int>{SIGINT},
+                                                   [this](int) { taken_.store(true); });
+}
+
+TrainInterrupt::~TrainInterrupt() {
+    watcher_.reset();  // SIGINT stays blocked here (poll_) until poll_ goes
+    if (taken_.exchange(false)) pthread_kill(pthread_self(), SIGINT);
+}
+
+void TrainInterrupt::check() {
+    // Pending in this thread, where it is blocked: poll_ lets it in (to the process's handler,
+    // Python's) between two updates.
+    if (taken_.exchange(false)) pthread_kill(pthread_self(), SIGINT);
+    poll_.check();
 }
 
 void init_interrupt(pb::module_& m) {

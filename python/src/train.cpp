@@ -1,17 +1,18 @@
 // nazar.train (docs/python.md "Train"): the CLI's trainer with the CLI's configuration rules.
 //
-//   configuration  defaults (or, with `resume`, the checkpoint's stored configuration) < the YAML
-//                  file or the dict (passed as JSON text, which YAML reads) < keyword overrides;
-//                  on resume only resumable keys may change and files go next to the
-//                  checkpoint, exactly as cli/cmd_train.cpp does it with the same library calls.
+//   configuration  the library resolves the run as for `nazar train` (nazar/train/run_setup.h):
+//                  defaults (or, with `resume`, the checkpoint's stored configuration) < the
+//                  YAML file or the dict (passed as JSON text, which YAML reads) < keyword
+//                  overrides; on resume only resumable keys may change and files go next to the
+//                  checkpoint; then the configuration is checked and save_dir prepared.
 //   progress       TrainerHooks::on_record hands each metrics-log record (train window,
 //                  validation) to the Python callback, with the GIL held only for that call; a
 //                  callback returning False stops the run like an interrupt (checkpoint written).
 //   Ctrl-C         Python's SIGINT handler stays installed. For the run SIGINT is blocked in
-//                  the training thread and in nazar's workers, and the stop_after hook (after
-//                  each update) lets a pending one in and runs Python's handlers
-//                  (InterruptPoll, interrupt.cpp: why no signal may land in a computing
-//                  thread, and why not a handler of our own). When they raise
+//                  the training thread and in nazar's workers, the library's signal watcher
+//                  takes it, and the stop_after hook (after each update) hands it to Python's
+//                  handlers (TrainInterrupt, interrupt.cpp: why no signal may land in a
+//                  computing thread, and why Python's handler still runs). When they raise
 //                  KeyboardInterrupt, the trainer's interrupt flag is set as the CLI's signal
 //                  watcher sets it: the update in flight finishes, last.safetensors is
 //                  written, and KeyboardInterrupt is raised with the resume hint;
@@ -22,18 +23,15 @@
 
 #include "nazar/core/check.h"
 #include "nazar/core/threads.h"
-#include "nazar/train/run_dir.h"
+#include "nazar/train/run_setup.h"
 #include "nazar/train/trainer.h"
 
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
@@ -108,36 +106,21 @@ pb::dict config_dict(const TrainConfig& cfg) {
     return d;
 }
 
-TrainConfig make_config(const std::string& yaml_text, const std::string& yaml_source,
-                        const std::string& config_path,
-                        const std::vector<std::pair<std::string, std::string>>& overrides,
-                        const std::string& resume) {
-    std::unique_ptr<Checkpoint> ck;
-    TrainConfig cfg = TrainConfig::defaults();
-    if (!resume.empty()) {
-        ck = std::make_unique<Checkpoint>(load_checkpoint(resolve_checkpoint(resume)));
-        cfg = ck->config;
-    }
-    if (!config_path.empty()) apply_yaml_file(cfg, config_path);
-    if (!yaml_text.empty()) apply_yaml_config(cfg, yaml_text, yaml_source);
-    for (const auto& [key, value] : overrides) {
-        const ConfigKey* k = find_config_key(key);
-        if (!k) {
-            const std::string s = suggest_key(key);
-            throw UsageError(
-                fmt::format("unknown option '{}'{}", key,
-                            s.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", s)));
-        }
-        set_config_value(cfg, k->key, value, "");  // "hidden_size: 0 is out of range [1, 65536]"
-    }
-    if (ck) {
-        const std::vector<std::string> changed = changed_keys(ck->config, cfg);
-        cfg = make_resume_config(ck->config, cfg, changed);
-        if (std::find(changed.begin(), changed.end(), "save_dir") == changed.end())
-            cfg.save_dir = std::filesystem::path(resolve_checkpoint(resume)).parent_path().string();
-        if (cfg.save_dir.empty()) cfg.save_dir = ".";
-    }
-    return cfg;
+// The library resolves the run (nazar/train/run_setup.h) as for `nazar train`; errors name the
+// keys as Python spells them ("hidden_size: ...", "unknown option 'x'", "resume").
+RunRequest run_request(const std::string& yaml_text, const std::string& yaml_source,
+                       const std::string& config_path,
+                       const std::vector<std::pair<std::string, std::string>>& overrides,
+                       const std::string& resume, bool overwrite) {
+    RunRequest req{.config_file = config_path,
+                   .config_text = yaml_text,
+                   .config_source = yaml_source,
+                   .resume = resume,
+                   .overwrite = overwrite,
+                   .resume_name = "resume",
+                   .overwrite_name = "overwrite"};
+    for (const auto& [key, value] : overrides) req.overrides.push_back({key, value, ""});
+    return req;
 }
 
 // The run's result as a dict; an interrupt (KeyboardInterrupt from Ctrl-C, or what a Python
@@ -171,28 +154,22 @@ pb::dict train(const std::string& yaml_text, const std::string& yaml_source,
                const std::string& config_path,
                const std::vector<std::pair<std::string, std::string>>& overrides,
                const std::string& resume, bool overwrite, pb::object callback) {
-    TrainConfig cfg;
+    ResolvedRun run;
     std::unique_ptr<Trainer> trainer;
     std::atomic<bool> stop{false};
-    // Before set_num_threads below: workers it starts inherit the blocked SIGINT. Polled at
-    // every update (a step is long next to a poll; the stop comes at the next update).
-    InterruptPoll poll(std::chrono::milliseconds(0));
+    // Before set_num_threads below: workers it starts inherit the blocked SIGINT. Checked at
+    // every update (a step is long next to a check; the stop comes at the next update).
+    TrainInterrupt ctrl_c;
     {
         pb::gil_scoped_release nogil;
-        cfg = make_config(yaml_text, yaml_source, config_path, overrides, resume);
-        if (cfg.threads > 0) set_num_threads(cfg.threads);
-        check_config(cfg);  // before any data is read
-        if (overwrite && !resume.empty())
-            throw UsageError(
-                "overwrite and resume exclude each other: resume continues the run in its "
-                "directory, overwrite starts a new one there");
-        // As `nazar train`: refuse an old run's directory (unless resume or overwrite), remove
-        // stale temporaries, and make sure the first checkpoint can be written.
-        const RunDirReport prepared =
-            prepare_run_dir(cfg.save_dir, {.resume = !resume.empty(), .overwrite = overwrite});
-        for (const auto& n : prepared.removed)
-            std::fprintf(stderr, "removed from %s: %s\n", cfg.save_dir.c_str(), n.c_str());
+        run = resolve_run(
+            run_request(yaml_text, yaml_source, config_path, overrides, resume, overwrite));
+        if (run.config.threads > 0) set_num_threads(run.config.threads);
+        // As `nazar train`: check the configuration, refuse an old run's directory (unless
+        // resume or overwrite), remove stale temporaries, make sure a checkpoint can be written.
+        for (const std::string& line : prepare_run(run)) std::fprintf(stderr, "%s\n", line.c_str());
     }
+    const TrainConfig& cfg = run.config;
     std::unique_ptr<pb::error_already_set> callback_error, interrupt;
     TrainerHooks hooks;
     hooks.interrupt = &stop;
@@ -205,8 +182,8 @@ pb::dict train(const std::string& yaml_text, const std::string& yaml_source,
                 if (!r.is_none() && !r.cast<bool>()) stop.store(true);
             } catch (pb::error_already_set& e) {
                 // Ctrl-C seen by Python while the callback ran is an interrupt like any other.
-                const bool ctrl_c = e.matches(PyExc_KeyboardInterrupt);
-                (ctrl_c ? interrupt : callback_error) =
+                const bool is_ctrl_c = e.matches(PyExc_KeyboardInterrupt);
+                (is_ctrl_c ? interrupt : callback_error) =
                     std::make_unique<pb::error_already_set>(std::move(e));
                 stop.store(true);
             }
@@ -214,7 +191,7 @@ pb::dict train(const std::string& yaml_text, const std::string& yaml_source,
     hooks.stop_after = [&](int64_t) {  // after each update, before the interrupt flag is read
         if (interrupt) return false;
         try {
-            poll.check();
+            ctrl_c.check();
         } catch (pb::error_already_set& e) {
             interrupt = std::make_unique<pb::error_already_set>(std::move(e));
             stop.store(true);
@@ -224,8 +201,8 @@ pb::dict train(const std::string& yaml_text, const std::string& yaml_source,
     TrainResult r;
     {
         pb::gil_scoped_release nogil;
-        trainer = std::make_unique<Trainer>(cfg, resume, hooks);
-        poll.check();  // Ctrl-C while the data was read: KeyboardInterrupt before any update
+        trainer = std::make_unique<Trainer>(cfg, run.resume, hooks);
+        ctrl_c.check();  // Ctrl-C while the data was read: KeyboardInterrupt before any update
         r = trainer->run();
     }
     if (callback_error) throw *callback_error;
@@ -237,8 +214,9 @@ pb::dict resolve_config(const std::string& yaml_text, const std::string& yaml_so
                         const std::string& config_path,
                         const std::vector<std::pair<std::string, std::string>>& overrides,
                         const std::string& resume) {
-    const TrainConfig cfg = make_config(yaml_text, yaml_source, config_path, overrides, resume);
-    return config_dict(cfg);
+    return config_dict(
+        resolve_run(run_request(yaml_text, yaml_source, config_path, overrides, resume, false))
+            .config);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ only once nazar had returned, three quarters later)."""
 
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -200,3 +201,65 @@ def test_ctrl_c_interrupts_training_after_the_update_in_flight(tmp_path, data_pa
     finally:
         p.kill()
         p.wait()
+
+
+RANDOM_CHILD = r"""
+import json, os, re, signal, sys
+import nazar
+
+config, train, dev, run, n = json.loads(sys.argv[1])
+for i in range(n):
+    try:
+        print("start", i, flush=True)
+        nazar.train(config, train=train, dev=dev, save_dir=run, overwrite=True, threads=2,
+                    max_steps=10**7, max_epochs=0, valid_interval=40)
+        print("finished", i, flush=True)
+    except KeyboardInterrupt as e:
+        m = re.search(r"interrupted at step (\d+)", str(e))
+        written = os.path.exists(os.path.join(run, "last.safetensors"))
+        print("interrupted", i, m.group(1) if m else -1, written, flush=True)
+blocked = signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+print("done", signal.getsignal(signal.SIGINT) is signal.default_int_handler, blocked, flush=True)
+"""
+
+
+def test_ctrl_c_at_random_moments_never_aborts_training(tmp_path, data_paths):
+    """SIGINT at a random moment of a Python training, many times in one process (the CLI's
+    loop of interrupts, docs/reliability.md "Known issues"): each run stops with
+    KeyboardInterrupt, its checkpoint written when the signal came after the first update; the
+    process never aborts (a signal delivered into a computing thread corrupted the heap about
+    once in 30-150), and Python's handler and signal mask are as before. NAZAR_TEST_INTERRUPTS
+    sets the count (200 for the issue's check)."""
+    train, dev = data_paths
+    n = int(os.environ.get("NAZAR_TEST_INTERRUPTS", "25"))
+    args = json.dumps([TRAIN_CONFIG, train, dev, str(tmp_path / "run"), n])
+    # stderr to a file: the runs' messages would fill a pipe nobody reads, and block the child
+    err_path = tmp_path / "child.err"
+    with open(err_path, "a") as err:
+        p = subprocess.Popen([sys.executable, "-c", RANDOM_CHILD, args], stdout=subprocess.PIPE,
+                             stderr=err, text=True)
+
+    def said():
+        return err_path.read_text(errors="replace")[-2000:]
+
+    rng = random.Random(int(os.environ.get("NAZAR_TEST_SEED", "0")) or None)
+    checkpoints = 0
+    try:
+        for i in range(n):
+            assert p.stdout.readline().split() == ["start", str(i)], said()
+            time.sleep(rng.uniform(0.02, 0.4))
+            p.send_signal(signal.SIGINT)
+            line = p.stdout.readline().split()
+            assert line[:2] == ["interrupted", str(i)], (
+                f"run {i}: child said {line!r}, exit {p.poll()}; stderr: {said()}"
+            )
+            step, written = int(line[2]), line[3] == "True"
+            assert written or step <= 0, line  # stopped in training: the checkpoint is there
+            checkpoints += written
+        assert p.stdout.readline().split() == ["done", "True", "False"]
+        assert p.wait(timeout=60) == 0
+    finally:
+        p.kill()
+        p.wait()
+    # most signals land in training, not while the data is read
+    assert checkpoints >= n // 2, f"{checkpoints} of {n} interrupts came after an update"
