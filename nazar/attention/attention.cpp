@@ -81,15 +81,19 @@ float Attention::score_scale() const {
     return 1.0f;
 }
 
+void Attention::prepare_steps(AttentionKeys& out, int step_rows) const {
+    if (is_additive(cfg.score) && step_rows > kSmallGemmRows)
+        refresh_weight_t(out.query_t, params.W_q);
+    else
+        out.query_t.reset();
+}
+
 // keys = enc_out W_kᵀ: one GEMM over all B·S positions
 void Attention::precompute(ConstTensorView enc_out, AttentionKeys& out, int step_rows) const {
     NZ_CHECK(enc_out.ndim() == 3 && enc_out.dim(2) == cfg.context_size,
              "attention: enc_out must be (B, S, C={}), got {}", cfg.context_size,
              enc_out.shape().str());
-    if (is_additive(cfg.score) && step_rows > kSmallGemmRows)
-        refresh_weight_t(out.query_t, params.W_q);
-    else
-        out.query_t.reset();
+    prepare_steps(out, step_rows);
     if (cfg.score == ScoreKind::dot) {
         out.keys = Tensor(Shape{0});
         return;

@@ -184,6 +184,8 @@ public:
     void precompute(ConstTensorView enc_out,  // (B, S, C)
                     AttentionKeys& out,       // keys (B, S, K), resized
                     int step_rows = 0) const;
+    // precompute's W_qᵀ alone: out.query_t made for steps of step_rows rows, or cleared.
+    void prepare_steps(AttentionKeys& out, int step_rows) const;
     void precompute_backward(ConstTensorView enc_out,  // (B, S, C)
                              ConstTensorView d_keys,  // (B, S, K)   sum over all steps (empty: dot)
                              TensorView d_enc_out);   // (B, S, C)  +=, also += grad.W_k

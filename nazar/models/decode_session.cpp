@@ -78,15 +78,23 @@ void DecodeSession::encode(std::span<const int32_t> src, std::span<const int> le
     out.enc_out.resize({N, S, m.encoder.output_size()}, false);
     m.encoder.forward(src, lengths, out.enc_out, enc_cache_, unused, Mode::eval);
     const int step_rows = N * std::max(1, rows_per_sentence);
-    m.attention.precompute(out.enc_out, out.keys, step_rows);
-    m.decoder.prepare_steps(out, step_rows);
-    // The generator's Wᵀ for steps of more than kSmallGemmRows rows (the batch may shrink into
-    // kGeneratorTRows as sentences end); refresh_weight_t leaves it empty for bf16 / int8 weights,
-    // which have their own packing.
-    if (step_rows > kSmallGemmRows && !config().copy_attention)
+    // The steps' transposed weights (steps of more than kSmallGemmRows rows): an inference
+    // model's, made once and shared by every session; else made here for this batch.
+    const auto shared = step_rows > kSmallGemmRows ? m.step_weights_t() : nullptr;
+    m.attention.precompute(out.enc_out, out.keys, shared ? 0 : step_rows);
+    m.decoder.prepare_steps(out, shared ? 0 : step_rows);
+    if (shared) {
+        out.keys.query_t = shared->query;
+        out.wih_t = shared->wih;
+        out.whh_t = shared->whh;
+        out.generator_t = shared->generator;
+    } else if (step_rows > kSmallGemmRows && !config().copy_attention) {
+        // The generator's Wᵀ (the batch may shrink into kGeneratorTRows as sentences end);
+        // refresh_weight_t leaves it empty for bf16 / int8 weights, which have their own packing.
         refresh_weight_t(out.generator_t, m.generator_weight());
-    else
+    } else {
         out.generator_t.reset();
+    }
     out.init_h.resize({m.decoder.L, N, m.decoder.H}, false);
     m.bridge.forward(out.enc_out, enc_cache_.final, lengths, out.init_h, bridge_cache_);
 }

@@ -33,6 +33,10 @@ void Seq2Seq::set_precision(Precision p) {
 void Seq2Seq::set_packed(Precision p, std::vector<std::pair<std::string, PackedMatrix>> given) {
     NZ_CHECK(given.empty() || mode_ == ParamMode::inference,
              "Seq2Seq::set_packed: packed matrices are given to inference models only");
+    {
+        const std::lock_guard lock(step_t_mutex_);
+        step_t_.reset();  // made from the weights that change now
+    }
     std::map<std::string, PackedMatrix> from_file;
     for (auto& [name, m] : given) {
         NZ_CHECK(m.precision() == p, "Seq2Seq::set_packed: '{}' is {}, the model {}", name,

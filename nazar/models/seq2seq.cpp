@@ -10,6 +10,7 @@
 #include "nazar/models/sequence_backward.h"
 
 #include <algorithm>
+#include <mutex>
 
 namespace nazar {
 
@@ -449,6 +450,25 @@ void Seq2Seq::score(const Batch& batch, std::span<double> out) {
             if (y != cfg_.special_ids.pad) out[r % B] += lp.at(r - r0, y);
         }
     }
+}
+
+std::shared_ptr<const Seq2Seq::StepWeightsT> Seq2Seq::step_weights_t() const {
+    if (mode_ != ParamMode::inference) return nullptr;
+    const std::lock_guard lock(step_t_mutex_);
+    if (!step_t_) {
+        auto w = std::make_shared<StepWeightsT>();
+        const int rows = kSmallGemmRows + 1;  // what the snapshots are made for
+        AttentionKeys keys;
+        attention.prepare_steps(keys, rows);
+        w->query = keys.query_t;
+        EncodedSource layers;
+        decoder.prepare_steps(layers, rows);
+        w->wih = layers.wih_t;
+        w->whh = layers.whh_t;
+        if (!cfg_.copy_attention) refresh_weight_t(w->generator, generator_weight());
+        step_t_ = std::move(w);
+    }
+    return step_t_;
 }
 
 }  // namespace nazar

@@ -45,6 +45,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -160,7 +161,9 @@ public:
     const ModelConfig& config() const { return cfg_; }
     ParamMode param_mode() const { return mode_; }
     // Names and order as above; pointers stay valid for the model's life (a set_precision of an
-    // inference model replaces the packed matrices' placeholders). grad null in inference.
+    // inference model replaces the packed matrices' placeholders). grad null in inference. An
+    // inference model's values are written while it is loaded, before it decodes: its first
+    // decode of more than kSmallGemmRows rows snapshots the step weights (step_weights_t).
     ParamList parameters();
 
     // Forward + backward of one batch (train mode: dropout and scheduled sampling draw from rng).
@@ -208,7 +211,22 @@ public:
     std::size_t packed_bytes() const;  // memory of the packed copies
     ParamMemory memory();              // what the parameters occupy
 
+    // The decoder steps' transposed weights (blas.h WeightT) for steps of more than
+    // kSmallGemmRows rows: the attention's W_qᵀ, each decoder layer's W_ihᵀ and W_hhᵀ, the
+    // generator's Wᵀ (each empty where not used: packed bf16 / int8 weights, copy attention).
+    struct StepWeightsT {
+        WeightT query, generator;
+        std::vector<WeightT> wih, whh;
+    };
+    // An inference model's weights do not change after loading, so its transposed weights are
+    // made once, on the first call, and shared by every DecodeSession (thread-safe); a training
+    // model's change between batches: null, its sessions make them per batch. set_precision
+    // and set_packed drop them.
+    std::shared_ptr<const StepWeightsT> step_weights_t() const;
+
 private:
+    mutable std::mutex step_t_mutex_;
+    mutable std::shared_ptr<const StepWeightsT> step_t_;
     Precision precision_ = Precision::fp32;
     std::unique_ptr<PackedWeights> packed_;
     ParamMode mode_ = ParamMode::training;
