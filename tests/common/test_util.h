@@ -60,6 +60,17 @@ inline std::string error_of(const std::function<void()>& f, const std::string& n
     return none;
 }
 
+// The message of the nazar::UsageError that f() throws; "" when it throws nothing. Any other
+// exception propagates (the test fails).
+inline std::string usage_message(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const UsageError& e) {
+        return e.what();
+    }
+    return "";
+}
+
 // A fresh, empty directory for the running test: TempDir()/nazar-<tag>-<test name>-<pid>.
 // ctest runs the tests of one executable in parallel processes, so a directory shared by
 // the tests of a file would be written by several of them at once.

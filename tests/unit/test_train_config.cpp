@@ -3,6 +3,7 @@
 #include "nazar/core/check.h"
 #include "nazar/core/fileio.h"
 #include "nazar/train/train_config.h"
+#include "tests/common/test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -14,16 +15,7 @@ namespace nazar {
 namespace test_train_config {
 namespace {
 
-// The message of the UsageError `f` throws ("" when it does not throw).
-template <class F>
-std::string usage_message(F&& f) {
-    try {
-        f();
-    } catch (const UsageError& e) {
-        return e.what();
-    }
-    return "";
-}
+using test::usage_message;
 
 TEST(TrainConfig, TableIsConsistent) {
     std::set<std::string> keys;

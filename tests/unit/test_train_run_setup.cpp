@@ -21,17 +21,7 @@ namespace {
 
 using test::fresh_temp_dir;
 using test::tiny_train_config;
-
-// The message of the UsageError `f` throws ("" when it does not throw).
-template <class F>
-std::string usage_message(F&& f) {
-    try {
-        f();
-    } catch (const UsageError& e) {
-        return e.what();
-    }
-    return "";
-}
+using test::usage_message;
 
 // A request that trains the tiny task of tests/common/tiny_training.h, given as overrides (the
 // command line's flags).
