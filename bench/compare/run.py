@@ -206,8 +206,9 @@ def bench_decode(res, nz, tmp, q, env, best_env):
 
 def bench_precision(res, nz, q, env):
     """Reduced-precision rows: the same decode in fp32, bf16 and int8."""
-    # reduced-precision inference (issue 20): the same decode in fp32, bf16 and int8 one after
-    # the other; each process also measures its precision's GEMM roofline (gemm_roofline)
+    # reduced-precision inference (bf16 and int8 weights): the same decode in fp32, bf16 and
+    # int8 one after the other; each process also measures its precision's GEMM roofline
+    # (gemm_roofline)
     for beam, batch in [(5, 64), (5, 1), (1, 1)]:
         n = (64 if q else 128) if batch > 1 else (4 if q else 12) * (2 if beam == 1 else 1)
         r = {"preset": "standard", "attention": "bahdanau", "beam": beam, "batch": batch}
@@ -286,8 +287,8 @@ def print_decode_roofline(res, peak):
     """nazar's decoding rows against the FLOP and bandwidth rooflines."""
     rows = [r for r in res["decode"] if get(r, "nazar", "gflops") is not None]
     if rows:
-        # Issue 15's decoding targets: beam 5 at batch 64 against the FLOP roofline (sgemm peak x
-        # FLOPs per sentence), batch 1 against the bandwidth roofline (a step's weights / the read
+        # The decoding targets (docs/performance.md): beam 5 at batch 64 against the FLOP
+        # roofline (sgemm peak x FLOPs per sentence), batch 1 against the bandwidth roofline (a step's weights / the read
         # bandwidth of a working set that size, measured by the same process after decoding); the
         # fastest batch's step against that bandwidth (best against best, for a shared machine),
         # and the step's FLOP floor: at beam 5 it is as high as the bandwidth floor on some CPUs.
