@@ -1,7 +1,8 @@
 // `nazar translate` / `nazar align` end to end on a random model saved by the test (nothing is
 // trained): stdin -> stdout streaming equals the C++ Translator API; chunking does not change
 // the output; beam 1 is greedy; n-best and alignment formats; replace-unk; align == score;
-// usage errors exit 2. Also the Translator's thread safety (concurrent callers, 2 replicas).
+// usage errors exit 2. Also the Translator's thread safety (4 concurrent callers, 2 and 4
+// replicas sharing one model).
 #include "nazar/decode/greedy.h"
 #include "nazar/decode/translator.h"
 #include "nazar/models/model_file.h"
@@ -246,26 +247,32 @@ TEST_F(DecodeCli, UsageErrorsExitTwo) {
         sh("printf 'a \\377\\n' | " + kBin + " translate --model " + model() + " 2>/dev/null"), 1);
 }
 
+// Sessions over one shared model (the weights and their transposed step copies loaded or made
+// once): 4 threads on 2 and on 4 replicas give a lone caller's texts and scores, bit for bit
+// (12 step rows: the shared transposed weights are read).
 TEST_F(DecodeCli, TranslatorIsThreadSafe) {
-    const Translator tr(model(), {.replicas = 2});
     const auto lines = inputs();
-    const auto expected = tr.translate(lines, {.beam_size = 3, .n_best = 2, .batch_size = 4});
-    std::vector<std::thread> threads;
-    std::vector<int> mismatches(4, 0);
-    for (int t = 0; t < 4; ++t)
-        threads.emplace_back([&, t] {
-            for (int rep = 0; rep < 3; ++rep) {
-                const auto got =
-                    tr.translate(lines, {.beam_size = 3, .n_best = 2, .batch_size = 4});
-                for (std::size_t i = 0; i < lines.size(); ++i)
-                    for (std::size_t k = 0; k < got[i].hypotheses.size(); ++k)
-                        mismatches[t] +=
-                            got[i].hypotheses[k].text != expected[i].hypotheses[k].text;
-            }
-        });
-    for (auto& th : threads) th.join();
-    for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
-    EXPECT_EQ(tr.replicas(), 2);
+    const TranslationOptions opt{.beam_size = 3, .n_best = 2, .batch_size = 4};
+    const auto expected = Translator(model()).translate(lines, opt);
+    for (const int replicas : {2, 4}) {
+        const Translator tr(model(), {.replicas = replicas});
+        std::vector<std::thread> threads;
+        std::vector<int> mismatches(4, 0);
+        for (int t = 0; t < 4; ++t)
+            threads.emplace_back([&, t] {
+                for (int rep = 0; rep < 3; ++rep) {
+                    const auto got = tr.translate(lines, opt);
+                    for (std::size_t i = 0; i < lines.size(); ++i)
+                        for (std::size_t k = 0; k < got[i].hypotheses.size(); ++k)
+                            mismatches[t] +=
+                                got[i].hypotheses[k].text != expected[i].hypotheses[k].text ||
+                                got[i].hypotheses[k].score != expected[i].hypotheses[k].score;
+                }
+            });
+        for (auto& th : threads) th.join();
+        for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+        EXPECT_EQ(tr.replicas(), replicas);
+    }
     EXPECT_THROW(Translator(model(), {.replicas = 0}), UsageError);
 }
 
