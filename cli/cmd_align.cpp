@@ -13,6 +13,7 @@
 #include "nazar/data/pipeline.h"
 #include "nazar/data/reader.h"
 #include "nazar/decode/alignment.h"
+#include "nazar/models/decode_session.h"
 #include "nazar/models/model_file.h"
 
 #include <fmt/format.h>
@@ -40,7 +41,7 @@ int run_align(const AlignArgs& a) {
     if (format == AlignmentFormat::none)
         throw UsageError("--alignment must be hard or soft for align");
     const TextModel tm = load_text_model(a.model, "align");
-    Seq2Seq& model = *tm.loaded.model;
+    DecodeSession model(*tm.loaded.model);  // its buffers reused by every batch
     const int32_t pad = model.config().special_ids.pad;
 
     PairReader reader(files, false, a.max_line_bytes);

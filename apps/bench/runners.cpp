@@ -205,10 +205,9 @@ json bench_decode(const BenchSettings& a) {
     const int batch = a.batch > 0 ? a.batch : 1;
     int64_t out_tokens = 0;
     // For the rooflines: FLOPs of the decoded sentences (K rows each, one per decoder step the
-    // sentence ran) and decoder steps per batch (its longest sentence). The steps are counted,
-    // not inferred from the output: greedy runs one step per emitted token (</s> included), beam
-    // search as many as its sentence ran (Hypothesis::steps; beams may go on after the best
-    // hypothesis ended).
+    // sentence ran) and decoder steps per batch (its longest sentence), counted, not inferred:
+    // greedy runs one step per emitted token (</s> included), beam search as many as its
+    // sentence ran (Hypothesis::steps; beams may go on after the best hypothesis ended).
     // best_step: the fastest batch's wall time per step, the counterpart of the read bandwidth's
     // best of 20 passes (on a machine shared with other work, both see its quieter moments).
     double flops = 0, batch_steps = 0, best_step = 0;
@@ -216,6 +215,7 @@ json bench_decode(const BenchSettings& a) {
         flops += decode_flops(cfg, static_cast<double>(source.size()), std::max(a.beam, 1), steps);
         most = std::max<double>(most, steps);
     };
+    DecodeSession session(*model);  // outside the timed loop: its buffers are reused
     auto run = [&, &src = src](bool timed) {
         for (std::size_t i = 0; i < src.size(); i += batch) {
             const std::size_t end = std::min(src.size(), i + batch);
@@ -226,14 +226,14 @@ json bench_decode(const BenchSettings& a) {
             batch_sw.start();
             if (a.beam <= 1) {
                 const auto out =
-                    greedy_decode(*model, b.src, b.src_lengths, b.S, {.max_length = a.max_length});
+                    greedy_decode(session, b.src, b.src_lengths, b.S, {.max_length = a.max_length});
                 if (timed)
                     for (std::size_t r = 0; r < out.size(); ++r) {
                         out_tokens += static_cast<int64_t>(out[r].tokens.size());
                         count(src[i + r], static_cast<int>(out[r].tokens.size()), most);
                     }
             } else {
-                const auto out = beam_search(*model, b.src, b.src_lengths, b.S,
+                const auto out = beam_search(session, b.src, b.src_lengths, b.S,
                                              {.beam_size = a.beam, .max_length = a.max_length});
                 if (timed)
                     for (std::size_t r = 0; r < out.size(); ++r) {

@@ -234,6 +234,7 @@ EvalReport evaluate(DemoModel& m, std::span<const Example> examples, int batch_s
     std::stable_sort(order.begin(), order.end(),
                      [&](int a, int b) { return ids[a].size() < ids[b].size(); });
     int correct = 0;
+    DecodeSession session(*m.model);  // its buffers reused by every batch
     const auto t0 = Clock::now();
     for (int b0 = 0; b0 < n; b0 += batch_size) {
         const int B = std::min(batch_size, n - b0);
@@ -246,7 +247,7 @@ EvalReport evaluate(DemoModel& m, std::span<const Example> examples, int batch_s
             std::copy(s.begin(), s.end(), src.begin() + static_cast<std::ptrdiff_t>(k) * S);
             len[k] = static_cast<int>(s.size());
         }
-        std::vector<GreedyResult> out = greedy_decode(*m.model, src, len, S);
+        std::vector<GreedyResult> out = greedy_decode(session, src, len, S);
         int64_t steps = 0;
         for (int k = 0; k < B; ++k) {
             const int i = order[b0 + k];

@@ -20,7 +20,8 @@
 namespace nazar::attn {
 
 // Per-row temporaries of one chunk of rows in Attention::forward: on the stack up to
-// kStackFloats (attention sizes up to 256 with coverage), on the heap beyond.
+// kStackFloats (attention sizes up to 1024 with coverage, 2048 without), on the heap beyond (an
+// allocation per chunk and step).
 class RowTemp {
 public:
     explicit RowTemp(int64_t floats) {
@@ -29,7 +30,7 @@ public:
     float* data() { return heap_ ? heap_.get() : stack_.data(); }
 
 private:
-    static constexpr int64_t kStackFloats = 512;
+    static constexpr int64_t kStackFloats = 2048;
     std::array<float, kStackFloats> stack_;
     std::unique_ptr<float[]> heap_;
 };

@@ -118,17 +118,24 @@ std::vector<std::string> output_pieces(std::span<const int32_t> tokens, ConstTen
     return out;
 }
 
-std::vector<ForcedAlignment> forced_alignment(const Seq2Seq& m, std::span<const int32_t> src,
+std::vector<ForcedAlignment> forced_alignment(const Seq2Seq& model, std::span<const int32_t> src,
+                                              std::span<const int> lengths, int S,
+                                              std::span<const std::vector<int32_t>> targets,
+                                              std::span<const int32_t> copy_src) {
+    DecodeSession session(model);
+    return forced_alignment(session, src, lengths, S, targets, copy_src);
+}
+
+std::vector<ForcedAlignment> forced_alignment(DecodeSession& model, std::span<const int32_t> src,
                                               std::span<const int> lengths, int S,
                                               std::span<const std::vector<int32_t>> targets,
                                               std::span<const int32_t> copy_src) {
     const int B = static_cast<int>(lengths.size());
     NZ_CHECK(static_cast<int>(targets.size()) == B, "forced_alignment: {} sources but {} targets",
              B, targets.size());
-    const auto& sp = m.config().special_ids;
+    const auto& sp = model.config().special_ids;
     std::vector<ForcedAlignment> out(B);
     if (B == 0) return out;
-    DecodeSession model(m);
     EncodedSource enc;
     model.encode(src, lengths, S, enc);
     const int V = detail::prepare_copy(model, enc, copy_src);  // extended with copy attention

@@ -25,8 +25,9 @@
 
 namespace nazar {
 
-class Seq2Seq;  // models/seq2seq.h
-class Vocab;    // data/vocab.h
+class Seq2Seq;        // models/seq2seq.h
+class DecodeSession;  // models/decode_session.h
+class Vocab;          // data/vocab.h
 
 enum class AlignmentFormat { none, hard, soft };
 AlignmentFormat parse_alignment_format(
@@ -54,6 +55,11 @@ struct ForcedAlignment {
 // src (B·S) row-major, lengths (B); targets[b] = target ids without <s>/</s>. A copy model
 // (models/copy.h) also needs copy_src (B·S), the source's extended ids, and takes targets in
 // extended ids (data/extended_vocab.h).
+// A session's buffers are reused across calls (a batch loop); the Seq2Seq overload makes one.
+std::vector<ForcedAlignment> forced_alignment(DecodeSession& model, std::span<const int32_t> src,
+                                              std::span<const int> lengths, int S,
+                                              std::span<const std::vector<int32_t>> targets,
+                                              std::span<const int32_t> copy_src = {});
 std::vector<ForcedAlignment> forced_alignment(const Seq2Seq& model, std::span<const int32_t> src,
                                               std::span<const int> lengths, int S,
                                               std::span<const std::vector<int32_t>> targets,

@@ -20,6 +20,7 @@
 #include "nazar/data/vocab.h"
 #include "nazar/decode/alignment.h"
 #include "nazar/decode/translator.h"
+#include "nazar/models/decode_session.h"
 #include "nazar/models/model_file.h"
 #include "nazar/train/trainer.h"
 
@@ -83,7 +84,7 @@ public:
         for (const auto& row : e.t) tgt_pieces.push_back(pieces(row, tgt_vocab_));
         std::vector<ForcedAlignment> out;
         std::lock_guard lock(mutex_);
-        Seq2Seq& model = *loaded_.model;
+        DecodeSession model(*loaded_.model);  // its buffers reused by every batch
         const int32_t pad = model.config().special_ids.pad;
         for_batches(e.s.size(), batch_size, [&](std::size_t i, std::size_t n) {
             poll();
