@@ -1,8 +1,8 @@
 // `nazar score --model M --src F --tgt F` (or `--tsv F`): the log-probability of each target
 // given its source under forced decoding, log p(y | x) = Σ_t log p(y_t | y_<t, x) including </s>
-// (models/seq2seq.h Seq2Seq::score), one number per line in input order (docs/design.md §6). This
-// is what the PyTorch parity check compares. Sentences are scored in batches of --batch, in input
-// order; a sentence's score does not depend on its batch (up to BLAS summation order).
+// (models/train_pass.h TrainPass::score), one number per line in input order (docs/design.md §6).
+// This is what the PyTorch parity check compares. Sentences are scored in batches of --batch, in
+// input order; a sentence's score does not depend on its batch (up to BLAS summation order).
 // Several --model files score as an ensemble (decode/ensemble.h): the per-step log-probabilities
 // are averaged, so a sentence's score is the mean of the members' scores (summed in double,
 // divided by the member count); members must share vocabularies and tokenizers.
@@ -15,6 +15,7 @@
 #include "nazar/data/pipeline.h"
 #include "nazar/data/reader.h"
 #include "nazar/models/model_file.h"
+#include "nazar/models/train_pass.h"
 #include "nazar/train/trainer.h"
 
 #include <fmt/format.h>
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nazar::cli {
@@ -66,16 +68,19 @@ int run_score(const ScoreArgs& a) {
     inputs.insert(inputs.end(), a.models.begin(), a.models.end());
     OutputSink out("-", inputs);
     std::vector<double> scores, member;
+    std::vector<std::unique_ptr<TrainPass>> passes;  // one forward's buffers per member
+    for (const TextModel& m : members)
+        passes.push_back(std::make_unique<TrainPass>(std::as_const(*m.loaded.model)));
     std::string text;
     for_each_pair_batch(reader, members.front(), a.batch,
                         [&](const IdRows& src, const IdRows& tgt, const CopyRows& copy) {
                             Batch b = batch_from_ids(src, tgt);
                             if (!copy.src.empty()) set_copy_ids(b, copy.src, copy.tgt);
                             scores.assign(src.size(), 0.0);
-                            members.front().loaded.model->score(b, scores);
+                            passes.front()->score(b, scores);
                             for (std::size_t m = 1; m < members.size(); ++m) {
                                 member.assign(src.size(), 0.0);
-                                members[m].loaded.model->score(b, member);
+                                passes[m]->score(b, member);
                                 for (std::size_t i = 0; i < scores.size(); ++i)
                                     scores[i] += member[i];
                             }

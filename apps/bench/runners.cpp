@@ -10,6 +10,7 @@
 #include "nazar/decode/beam_search.h"
 #include "nazar/decode/greedy.h"
 #include "nazar/models/model_file.h"
+#include "nazar/models/train_pass.h"
 #include "nazar/train/optim.h"
 #include "nazar/train/trainer.h"
 
@@ -85,6 +86,7 @@ json bench_train(const BenchSettings& a) {
     if (!a.save_init.empty()) save_model(a.save_init, model);
     const std::vector<Batch> batches = train_batches(a, p);
     ParamList params = model.parameters();
+    TrainPass pass(model);  // its buffers grow in the warm-up pass and are reused
     Optimizer opt = Optimizer::adam(params, AdamOptions{.lr = 1e-3});
     Rng rng(static_cast<uint64_t>(a.seed), 7);
     const TrainOptions topt{.chunk_rows = a.chunk_rows};
@@ -111,7 +113,7 @@ json bench_train(const BenchSettings& a) {
         LossStats st;
         {
             const GemmPrecisionScope scope(precision, constant_ranges(params));
-            st = model.train_step(b, topt, rng);
+            st = pass.train_step(b, topt, rng);
         }
         opt.step();
         const double step_flops = train_flops(cfg, b);

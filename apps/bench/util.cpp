@@ -7,6 +7,7 @@
 #include "nazar/core/cpu_features.h"
 #include "nazar/core/threads.h"
 #include "nazar/models/decode_session.h"
+#include "nazar/models/train_pass.h"
 #include "nazar/train/optim.h"
 #include "nazar/train/trainer.h"
 
@@ -322,12 +323,13 @@ json bench_epoch_scaling(const Preset& p, const std::vector<int>& corpus, int se
                 batch_from_ids(std::span(src.data() + i, e - i), std::span(tgt.data() + i, e - i)));
         }
         int64_t tokens = 0;
-        model.train_step(batches[0], {}, rng);  // warm-up (first-touch allocations), not timed
+        TrainPass pass(model);
+        pass.train_step(batches[0], {}, rng);  // warm-up (first-touch allocations), not timed
         Stopwatch sw;
         sw.start();
         for (const Batch& b : batches) {
             zero_grads(params);
-            tokens += model.train_step(b, {}, rng).tokens;
+            tokens += pass.train_step(b, {}, rng).tokens;
             opt.step();
         }
         const Timing t = sw.stop();

@@ -10,7 +10,7 @@
 //           it attends to most, or that token's translation in a dictionary (src<TAB>tgt lines;
 //           the first entry of a source word wins).
 //   forced  teacher forcing with the step API: the attention of each target token (and of </s>)
-//           and log p(y | x) under the model, which equals Seq2Seq::score.
+//           and log p(y | x) under the model, which equals TrainPass::score.
 #pragma once
 
 #include "nazar/core/tensor.h"
@@ -48,7 +48,7 @@ std::vector<std::string> output_pieces(std::span<const int32_t> tokens, ConstTen
 
 struct ForcedAlignment {
     Tensor attention;          // (T_b + 1, S_b) one row per target token, then the row of </s>
-    double log_prob = 0;       // log p(target </s> | source), as Seq2Seq::score
+    double log_prob = 0;       // log p(target </s> | source), as TrainPass::score
     std::vector<float> p_gen;  // (T_b + 1) copy attention: p_gen of each row; else empty
 };
 

@@ -4,10 +4,10 @@
 // Per sentence, with K = beam_size and F = hypotheses finished so far:
 //   every live hypothesis is expanded by every token except <pad> and <s> (never emitted: their
 //   log-probabilities count as −inf; a hypothesis's log p stays the model's own, unrenormalised
-//   Σ log p of its tokens, so it equals Seq2Seq::score of the output); the best K − F candidates by
-//   total log p(y_≤t | x) are kept (ties: lower live rank, then lower token id). A kept candidate
-//   ending in </s> is finished; the others stay live, in rank order. The sentence is done when
-//   K hypotheses are finished, none is live, at its maximum length
+//   Σ log p of its tokens, so it equals TrainPass::score of the output); the best K − F candidates
+//   by total log p(y_≤t | x) are kept (ties: lower live rank, then lower token id). A kept
+//   candidate ending in </s> is finished; the others stay live, in rank order. The sentence is done
+//   when K hypotheses are finished, none is live, at its maximum length
 //     max_len_b = min(max_length, max(1, floor(max_length_ratio · S_b) + max_length_extra))
 //   (live hypotheses then join the list as unfinished), or — early_stop, exact — when n_best
 //   finished hypotheses each score at least as well as any descendant of a live hypothesis can:

@@ -4,7 +4,7 @@
 //   batch at once.
 // <pad> and <s> are never emitted (their log-probabilities count as −inf in the argmax); the
 // score is the model's own (unrenormalised) Σ log p of the emitted tokens, so it equals
-// Seq2Seq::score of the output.
+// TrainPass::score of the output.
 // A sentence stops after emitting </s> or at its maximum length
 //   max_len_b = min(max_length, max(1, floor(max_length_ratio · S_b) + max_length_extra));
 // the loop stops when every sentence has stopped. Ties in the argmax pick the lowest id.

@@ -1,4 +1,4 @@
-// The attention's part of a training step beyond the cross-entropy (Seq2Seq::train_step): the
+// The attention's part of a training step beyond the cross-entropy (TrainPass::train_step): the
 // coverage recurrence's forward and backward (nazar/attention/coverage.h) and the coverage loss
 // (docs/models.md "Coverage"):
 //

@@ -8,6 +8,7 @@
 #include "nazar/core/gemm/packed.h"
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
+#include "nazar/nn/softmax_xent.h"
 
 #include <algorithm>
 #include <cstring>

@@ -226,7 +226,7 @@ void Decoder::project_embeddings(ConstTensorView emb, TensorView gi0) const {
 void Decoder::outputs_forward(ConstTensorView h_all, const EncodedSource& src,
                               const Attention& attention, std::span<DecoderStepCache> steps,
                               DecoderOutputsCache& cache, TensorView out,
-                              std::span<const int> active) {
+                              std::span<const int> active) const {
     NZ_CHECK(can_split_outputs(),
              "decoder outputs_forward: split outputs need Luong, no input feeding, timing after");
     const int T = h_all.dim(0) - 1, N = h_all.dim(2);

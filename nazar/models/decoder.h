@@ -52,23 +52,23 @@ struct EncodedSource {
     Tensor init_h;             // (L, N, H) the bridge's initial decoder state s_0 (step API)
     // The decoder's per-step weights transposed for this batch (Decoder::prepare_steps; blas.h):
     // [L] W_ihᵀ, W_hhᵀ of each layer, empty when the steps have too few rows to gain from them.
-    // Shared, not copied, by Seq2Seq::select_rows.
+    // Shared, not copied, by DecodeSession::select_rows.
     std::vector<WeightT> wih_t, whh_t;
-    // The generator's Wᵀ for this batch's steps (Seq2Seq::encode), empty at <= kSmallGemmRows
-    // rows, for bf16 / int8 weights and for copy attention. Shared by Seq2Seq::select_rows.
+    // The generator's Wᵀ for this batch's steps (DecodeSession::encode), empty at <= kSmallGemmRows
+    // rows, for bf16 / int8 weights and for copy attention. Shared by DecodeSession::select_rows.
     WeightT generator_t;
     // Copy attention (models/copy.h): the extended ids x̂ of the source positions (N·S,
-    // row-major; Seq2Seq::set_copy_source) and the extended vocabulary size V + max_b X_b.
+    // row-major; DecodeSession::set_copy_source) and the extended vocabulary size V + max_b X_b.
     std::vector<int32_t> copy_ids;
     int copy_vocab = 0;
-    // Seq2Seq::select_rows: step row n reads row shared_rows[n] of shared->enc_out and
+    // DecodeSession::select_rows: step row n reads row shared_rows[n] of shared->enc_out and
     // shared->keys (the encoding it was selected from, not copied; it must outlive this one),
     // and enc_out, keys here stay empty. Null: this source's own. Decoder steps only.
     const EncodedSource* shared = nullptr;
     std::vector<int> shared_rows;
     const EncodedSource& states() const { return shared ? *shared : *this; }
     // What the first n decoder rows read: a training step's active rows are a prefix of the
-    // batch (Seq2Seq::decoder_forward). With `shared`, n is N and the shared states are whole.
+    // batch (TrainPass::decoder_forward). With `shared`, n is N and the shared states are whole.
     ConstTensorView enc_out_rows(int n) const {
         return shared ? shared->enc_out.view() : enc_out.slice(0, n);
     }
@@ -221,7 +221,7 @@ public:
                          std::span<DecoderStepCache> steps,  // [T] context and attention written
                          DecoderOutputsCache& cache,         // out: what the backward reads
                          TensorView out,                     // (T, N, H) out: s̃_t
-                         std::span<const int> active = {});
+                         std::span<const int> active = {}) const;
 
     void collect(const std::string& prefix, ParamList& out);  // prefix "decoder."
 

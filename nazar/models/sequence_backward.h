@@ -13,7 +13,7 @@
 //     [s_t ; c_t],  grad.W_q += Σ_t d_u[t]ᵀ q_t,  grad.W_p += Σ_t d_pre[t]ᵀ q_t.
 // The deep output's weights stay per step. Padded steps contribute exact zeros either way.
 // Active rows: a step may run on the first n_t <= N rows only (the rows whose sentence still
-// has targets at t, a prefix of the batch; Seq2Seq::decoder_forward): step / cells_step take
+// has targets at t, a prefix of the batch; TrainPass::decoder_forward): step / cells_step take
 // views of those n_t rows (one decoder layer when n_t < N), and the chunk's rows are packed in
 // time order before each weight-gradient GEMM, so its K is the chunk's active rows, not chunk·N.
 //

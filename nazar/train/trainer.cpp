@@ -285,6 +285,7 @@ Trainer::Trainer(TrainConfig cfg, const std::string& resume, std::unique_ptr<Tra
             model_config_from(cfg_, data_.src_vocab.size(), data_.tgt_vocab.size()),
             static_cast<uint64_t>(cfg_.seed));
     }
+    pass_ = std::make_unique<TrainPass>(*model_);
     params_ = model_->parameters();
     optim_ = make_optimizer(cfg_, choices.optimizer, params_);
     schedule_ = std::make_unique<LrSchedule>(make_schedule(cfg_, choices.schedule));
@@ -415,7 +416,7 @@ bool Trainer::train_one(Batch& batch) {
         // by parse_choices (TrainChoices::precision) in the constructor.
         const GemmPrecisionScope scope(parse_gemm_precision(cfg_.precision),
                                        constant_ranges(params_));
-        st = parts_ == 1 ? model_->train_step(batch, opt, rng_) : train_parts(batch, opt);
+        st = parts_ == 1 ? pass_->train_step(batch, opt, rng_) : train_parts(batch, opt);
     }
     if (hooks_.after_backward) hooks_.after_backward(state_.batches - 1, params_);  // 0-based
     const float norm = cfg_.clip_norm > 0
@@ -464,7 +465,7 @@ LossStats Trainer::train_parts(const Batch& batch, TrainOptions opt) {
         const dist::RowRange rows = dist::shard_rows(batch.B, parts_, part);
         if (rows.size() == 0) continue;
         Rng part_rng(part_seed, static_cast<uint64_t>(part) + 1);
-        const LossStats s = model_->train_step(dist::batch_rows(batch, rows), opt, part_rng);
+        const LossStats s = pass_->train_step(dist::batch_rows(batch, rows), opt, part_rng);
         sums[0] += s.loss;
         sums[1] += static_cast<double>(s.correct);
         sums[3] += s.coverage_loss;

@@ -2,7 +2,7 @@
 //
 // One update, top to bottom:
 //   batch   ← batcher.next()                       (bucketed, shuffled per epoch from the seed)
-//   grads   ← 0;  stats ← model.train_step(batch)  teacher forcing (+ scheduled sampling p), masked
+//   grads   ← 0;  stats ← pass.train_step(batch)  teacher forcing (+ scheduled sampling p), masked
 //                                                  cross-entropy / tokens (+ label smoothing ε)
 //   norm    ← clip_grad_norm(grads, clip_norm)     (grad_norm when clip_norm = 0)
 //   if loss or norm is not finite: skip the update (one message naming the step, epoch and batch);
@@ -37,7 +37,7 @@
 #include "nazar/data/alignment_file.h"
 #include "nazar/data/pipeline.h"
 #include "nazar/dist/data_parallel.h"
-#include "nazar/models/seq2seq.h"
+#include "nazar/models/train_pass.h"
 #include "nazar/train/checkpoint.h"
 #include "nazar/train/choices.h"
 #include "nazar/train/ema.h"
@@ -245,6 +245,7 @@ private:
     int64_t best_valid_step_ = -1;  // its step; -1 = none in this invocation
     bool has_dev_ = false;
     std::unique_ptr<Seq2Seq> model_;
+    std::unique_ptr<TrainPass> pass_;  // the training step's buffers over model_
     ParamList params_;
     std::unique_ptr<Optimizer> optim_;
     std::unique_ptr<LrSchedule> schedule_;

@@ -81,13 +81,16 @@ void Trainer::validate_loss(Seq2Seq& model, ValidationResult& r) {
                                .batch_size = cfg_.batch_tokens > 0 ? 0 : cfg_.batch_size,
                                .shuffle = false});
     Batch batch;
+    // the training pass's buffers for the model it trains; its own for another (best.safetensors)
+    TrainPass other(std::as_const(model));
+    TrainPass& pass = &model == model_.get() ? *pass_ : other;
     double loss = 0, align = 0;
     int64_t correct = 0, aligned = 0;
     for (int64_t k = 0; k < dev_batches.num_batches(); ++k) {
         dev_batches.make_batch(k, batch);
-        const LossStats st = model.eval_loss(batch);
+        const LossStats st = pass.eval_loss(batch);
         if (!cfg_.dev_alignment.empty()) {  // the attention of this forward
-            const GuidedAlignmentStats g = model.alignment_loss(batch, dev_alignments_, 1.0f);
+            const GuidedAlignmentStats g = pass.alignment_loss(batch, dev_alignments_, 1.0f);
             align += g.loss;
             aligned += g.positions;
         }

@@ -8,8 +8,9 @@
 //   limits            every argument is checked first (common.h): the flags' ranges of the
 //                     command line, and its --max-line-bytes (64 KiB) on each sentence.
 //   TextModel         one model with its tokenizers and vocabularies for score() and align(),
-//                     as `nazar score` / `nazar align` load it; a mutex serialises callers
-//                     (a Seq2Seq keeps scratch buffers), the GIL is released while it computes.
+//                     as `nazar score` / `nazar align` load it; each call has its own buffers
+//                     (a TrainPass or a DecodeSession over the one const model), so threads
+//                     score and align at once; the GIL is released while it computes.
 #include "common.h"
 
 #include "nazar/core/check.h"
@@ -22,6 +23,7 @@
 #include "nazar/decode/translator.h"
 #include "nazar/models/decode_session.h"
 #include "nazar/models/model_file.h"
+#include "nazar/models/train_pass.h"
 #include "nazar/train/trainer.h"
 
 #include <fmt/format.h>
@@ -31,9 +33,9 @@
 #include <climits>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nazar::py {
@@ -59,13 +61,13 @@ public:
         Encoded e;
         encode(src, tgt, e);
         std::vector<double> out;
-        std::lock_guard lock(mutex_);
+        TrainPass pass(std::as_const(*loaded_.model));  // this call's buffers, reused per batch
         for_batches(e.s.size(), batch_size, [&](std::size_t i, std::size_t n) {
             poll();
             Batch b = batch_from_ids(slice(e.s, i, n), slice(e.t, i, n));
             if (copying()) set_copy_ids(b, slice(e.cs, i, n), slice(e.ct, i, n));
             std::vector<double> scores(n, 0.0);
-            loaded_.model->score(b, scores);
+            pass.score(b, scores);
             out.insert(out.end(), scores.begin(), scores.end());
         });
         return out;
@@ -83,8 +85,7 @@ public:
         for (const auto& row : e.s) src_pieces.push_back(pieces(row, src_vocab_));
         for (const auto& row : e.t) tgt_pieces.push_back(pieces(row, tgt_vocab_));
         std::vector<ForcedAlignment> out;
-        std::lock_guard lock(mutex_);
-        DecodeSession model(*loaded_.model);  // its buffers reused by every batch
+        DecodeSession model(*loaded_.model);  // this call's buffers, reused by every batch
         const int32_t pad = model.config().special_ids.pad;
         for_batches(e.s.size(), batch_size, [&](std::size_t i, std::size_t n) {
             poll();
@@ -169,7 +170,6 @@ private:
     LoadedModel loaded_;
     Tokenizer src_tok_ = Tokenizer::character(), tgt_tok_ = Tokenizer::character();
     Vocab src_vocab_, tgt_vocab_;
-    std::mutex mutex_;
 };
 
 pb::list links_to_list(const std::vector<AlignmentLink>& links) {

@@ -22,6 +22,25 @@ def test_score_equals_cli(model_path, tmp_path):
     )
 
 
+def test_score_and_align_from_threads_at_once(model_path):
+    # one Translator, four threads scoring and aligning together (each call has its own
+    # buffers over the one model): every result equals the same call made alone
+    from concurrent.futures import ThreadPoolExecutor
+    tr = nazar.Translator(model_path)
+    want_score = tr.score(SENTENCES, TARGETS)
+    want_align = [a.log_prob for a in tr.align(SENTENCES, TARGETS)]
+
+    def work(i):
+        if i % 2:
+            return [a.log_prob for a in tr.align(SENTENCES, TARGETS)]
+        return tr.score(SENTENCES, TARGETS)
+
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(work, range(16)))
+    for i, g in enumerate(got):
+        assert g == (want_align if i % 2 else want_score)
+
+
 def test_align_equals_cli(model_path, tmp_path):
     src, tgt = write_pairs(tmp_path)
     tr = nazar.Translator(model_path)

@@ -7,6 +7,7 @@
 #include "nazar/decode/beam_search.h"
 #include "nazar/decode/greedy.h"
 #include "nazar/models/seq2seq.h"
+#include "nazar/models/train_pass.h"
 #include "nazar/train/optim.h"
 #include "tests/common/tiny_models.h"
 
@@ -128,7 +129,7 @@ TEST(CopyAttention, HandSetGateCopiesTheMostAttendedWord) {
     for (int s = 0; s < forced.B; ++s)
         forced.tgt_copy[static_cast<std::size_t>(s) * forced.T + 4] = 0;
     std::vector<double> scores(2);
-    model.score(forced, scores);
+    TrainPass(model).score(forced, scores);
     for (int s = 0; s < 2; ++s) EXPECT_NEAR(scores[s], out[s].score, 1e-3);
 }
 
@@ -143,7 +144,7 @@ void learns_to_copy_unseen_words(DecoderKind kind, int min_exact) {
     Rng rng(3);
     for (int step = 0; step < 300; ++step) {
         zero_grads(params);
-        model.train_step(batch, {}, rng);
+        TrainPass(model).train_step(batch, {}, rng);
         adam.step();
     }
     const Batch test = copy_batch(held);

@@ -7,6 +7,7 @@
 // test_grad_models.cpp (the same loss scale, float32 forward).
 #include "nazar/data/extended_vocab.h"
 #include "nazar/models/seq2seq.h"
+#include "nazar/models/train_pass.h"
 #include "tests/common/gradcheck.h"
 #include "tests/common/tiny_models.h"
 
@@ -39,18 +40,19 @@ void check_copy_model(ModelConfig cfg, const TrainOptions& opt = {.grad_scale = 
     EXPECT_EQ(params.back().name, "copy.gate.bias");
     zero_grads(params);
     Rng rng(11);
-    const LossStats st = model.train_step(batch, opt, rng);
+    const LossStats st = TrainPass(model).train_step(batch, opt, rng);
     EXPECT_EQ(st.tokens, 6);
     // the objective by eval_loss, or by train_step (the same masks) with dropout
     const bool dropout =
         opt.dropout.attention > 0 || opt.dropout.embedding > 0 || opt.coverage_loss_weight > 0;
     if (!dropout) {
-        EXPECT_NEAR(model.eval_loss(batch, opt.label_smoothing).loss, st.loss, 1e-4 * st.loss);
+        EXPECT_NEAR(TrainPass(model).eval_loss(batch, opt.label_smoothing).loss, st.loss,
+                    1e-4 * st.loss);
     }
     auto loss = [&] {
-        if (!dropout) return model.eval_loss(batch, opt.label_smoothing).loss;
+        if (!dropout) return TrainPass(model).eval_loss(batch, opt.label_smoothing).loss;
         Rng same(11);
-        return model.train_step(batch, opt, same).loss;
+        return TrainPass(model).train_step(batch, opt, same).loss;
     };
     EXPECT_TRUE(test::check_model_gradients(loss, params));
 }
@@ -124,7 +126,7 @@ TEST(GradCopyModels, Coverage) {
         const auto grads = [&](DecoderBackwardPath path, float weight, double* cov_loss) {
             zero_grads(params);
             Rng rng(11);
-            *cov_loss = model
+            *cov_loss = TrainPass(model)
                             .train_step(copy_batch(),
                                         {.grad_scale = 1.0f,
                                          .decoder_backward = path,
@@ -159,8 +161,8 @@ TEST(GradCopyModels, ScoreMatchesLoss) {
     Seq2Seq model(c, 5);
     const Batch batch = copy_batch();
     std::vector<double> s(2);
-    model.score(batch, s);
-    EXPECT_NEAR(s[0] + s[1], -model.eval_loss(batch).loss, 1e-4);
+    TrainPass(model).score(batch, s);
+    EXPECT_NEAR(s[0] + s[1], -TrainPass(model).eval_loss(batch).loss, 1e-4);
 }
 
 }  // namespace

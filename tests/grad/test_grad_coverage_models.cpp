@@ -8,6 +8,7 @@
 // has kinks where α = cov, and a tiny model's near-uniform weights sit on them); here it is
 // checked that both backward paths give the same gradient with it, and that it changes it.
 #include "nazar/models/seq2seq.h"
+#include "nazar/models/train_pass.h"
 #include "tests/common/gradcheck.h"
 #include "tests/common/tiny_models.h"
 
@@ -39,7 +40,7 @@ std::vector<Tensor> gradients(Seq2Seq& model, const TrainOptions& opt, double* l
     ParamList params = model.parameters();
     zero_grads(params);
     Rng rng(11);
-    const LossStats st = model.train_step(tiny_batch(), opt, rng);
+    const LossStats st = TrainPass(model).train_step(tiny_batch(), opt, rng);
     if (loss) *loss = st.loss + st.coverage_loss;
     std::vector<Tensor> g;
     for (const auto& p : params) g.push_back(*p.grad);
@@ -54,10 +55,10 @@ void check_model(DecoderKind kind, DecoderBackwardPath path) {
     zero_grads(params);
     Rng rng(11);
     const LossStats st =
-        model.train_step(batch, {.grad_scale = 1.0f, .decoder_backward = path}, rng);
+        TrainPass(model).train_step(batch, {.grad_scale = 1.0f, .decoder_backward = path}, rng);
     // eval_loss runs the same coverage recurrence
-    EXPECT_NEAR(model.eval_loss(batch).loss, st.loss, 1e-4 * st.loss);
-    auto loss = [&] { return model.eval_loss(batch).loss; };
+    EXPECT_NEAR(TrainPass(model).eval_loss(batch).loss, st.loss, 1e-4 * st.loss);
+    auto loss = [&] { return TrainPass(model).eval_loss(batch).loss; };
     EXPECT_TRUE(test::check_model_gradients(loss, params));
 }
 
@@ -107,7 +108,8 @@ TEST(GradCoverageModels, CoverageLossPathsAgree) {
 TEST(GradCoverageModels, LossWeightNeedsCoverage) {
     Seq2Seq model(tiny_config(), 3);
     Rng rng(11);
-    EXPECT_THROW(model.train_step(tiny_batch(), {.coverage_loss_weight = 0.5f}, rng), UsageError);
+    EXPECT_THROW(TrainPass(model).train_step(tiny_batch(), {.coverage_loss_weight = 0.5f}, rng),
+                 UsageError);
 }
 
 }  // namespace test_grad_coverage_models

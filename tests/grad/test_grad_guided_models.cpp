@@ -8,6 +8,7 @@
 // many-to-one and a one-to-many link and an unaligned target; sentence 1 one link.
 #include "nazar/data/extended_vocab.h"
 #include "nazar/models/seq2seq.h"
+#include "nazar/models/train_pass.h"
 #include "tests/common/gradcheck.h"
 #include "tests/common/tiny_models.h"
 
@@ -40,7 +41,7 @@ StepRun run(Seq2Seq& model, const Batch& batch, const TrainOptions& opt) {
     ParamList params = model.parameters();
     zero_grads(params);
     Rng rng(11);
-    const LossStats st = model.train_step(batch, opt, rng);
+    const LossStats st = TrainPass(model).train_step(batch, opt, rng);
     StepRun r{st.loss, st.alignment_loss, st.coverage_loss, st.aligned, {}};
     for (const auto& p : params) r.grads.push_back(*p.grad);
     return r;
@@ -68,7 +69,7 @@ void check_model(const ModelConfig& cfg, DecoderBackwardPath path, const Batch& 
         targets.push_back({params[i].name, *params[i].value, r.grads[i]});
     auto loss = [&] {
         Rng same(11);
-        const LossStats st = model.train_step(batch, opt, same);
+        const LossStats st = TrainPass(model).train_step(batch, opt, same);
         return st.loss + st.alignment_loss + st.coverage_loss;
     };
     EXPECT_TRUE(test::check_gradients(
@@ -157,7 +158,7 @@ TEST(GradGuidedModels, PathsAgreeAndWeightZeroIsPlain) {
     }
     Seq2Seq model(tiny_config(), 3);
     Rng rng(1);
-    EXPECT_THROW(model.train_step(tiny_batch(), {.guided_alignment_weight = 1.0f}, rng),
+    EXPECT_THROW(TrainPass(model).train_step(tiny_batch(), {.guided_alignment_weight = 1.0f}, rng),
                  UsageError);
 }
 

@@ -10,6 +10,7 @@
 // window (the rounding of p_t) never changes under perturbation, while the Gaussian still depends
 // on p_t.
 #include "nazar/models/seq2seq.h"
+#include "nazar/models/train_pass.h"
 #include "tests/common/gradcheck.h"
 #include "tests/common/tiny_models.h"
 
@@ -30,11 +31,11 @@ void check_model(const ModelConfig& cfg, uint64_t seed = 3) {
     ParamList params = model.parameters();
     zero_grads(params);
     Rng rng(11);
-    const LossStats st = model.train_step(batch, {.grad_scale = 1.0f}, rng);
+    const LossStats st = TrainPass(model).train_step(batch, {.grad_scale = 1.0f}, rng);
     EXPECT_EQ(st.tokens, 6);
     // the eval loss equals the training loss (no dropout, no sampling)
-    EXPECT_NEAR(model.eval_loss(batch).loss, st.loss, 1e-4 * st.loss);
-    auto loss = [&] { return model.eval_loss(batch).loss; };
+    EXPECT_NEAR(TrainPass(model).eval_loss(batch).loss, st.loss, 1e-4 * st.loss);
+    auto loss = [&] { return TrainPass(model).eval_loss(batch).loss; };
     EXPECT_TRUE(test::check_model_gradients(loss, params));
 }
 
@@ -141,10 +142,10 @@ TEST(GradModels, DropoutAndLabelSmoothingInTrainMode) {
     ParamList params = model.parameters();
     zero_grads(params);
     Rng rng(11);
-    model.train_step(batch, opt, rng);
+    TrainPass(model).train_step(batch, opt, rng);
     auto loss = [&] {
         Rng same(11);
-        return model.train_step(batch, opt, same).loss;
+        return TrainPass(model).train_step(batch, opt, same).loss;
     };
     EXPECT_TRUE(test::check_model_gradients(loss, params));
 }
@@ -166,12 +167,12 @@ void check_dropout(const ModelConfig& cfg, const TrainOptions& opt) {
     ParamList params = model.parameters();
     zero_grads(params);
     Rng rng(11);
-    const double train = model.train_step(batch, opt, rng).loss;
-    EXPECT_GT(std::abs(train - model.eval_loss(batch).loss), 1e-3 * train)
+    const double train = TrainPass(model).train_step(batch, opt, rng).loss;
+    EXPECT_GT(std::abs(train - TrainPass(model).eval_loss(batch).loss), 1e-3 * train)
         << "the dropout masks changed nothing";
     auto loss = [&] {
         Rng same(11);
-        return model.train_step(batch, opt, same).loss;
+        return TrainPass(model).train_step(batch, opt, same).loss;
     };
     EXPECT_TRUE(test::check_model_gradients(loss, params));
 }

@@ -7,7 +7,7 @@
    every case of tests/parity/gen/make_model_fixtures.py it writes a model initialised and saved by nazar
    (nazar_<case>.safetensors), the case's sentences as text, nazar's in-process scores, the
    PyTorch-written fixture model (torch_<case>) and nazar's re-save of it (resaved_<case>).
-2. nazar-initialised model: `nazar score` == Seq2Seq::score in-process (to the printed 17
+2. nazar-initialised model: `nazar score` == TrainPass::score in-process (to the printed 17
    digits, relative 1e-12) and == python/nazar_torch.py's float64 score of the same file
    (relative <= 1e-4 per sentence); nazar_torch loads it and save_model writes the same bytes.
 3. PyTorch-written model: `nazar score` == nazar_torch's float64 score (<= 1e-4); nazar's
@@ -123,7 +123,7 @@ def rel(a, b):
 
 
 def check_nazar_written(nazar, w, case):
-    """2. A model initialised and saved by nazar: `nazar score`, Seq2Seq::score and PyTorch agree,
+    """2. A model initialised and saved by nazar: `nazar score`, TrainPass::score and PyTorch agree,
     and PyTorch re-saves the same bytes. -> (problems, worst relative difference, whether the
     case can go on)."""
     bad, worst = [], 0.0
@@ -139,7 +139,7 @@ def check_nazar_written(nazar, w, case):
     for i, (c, p, t) in enumerate(zip(cli, inproc, ref)):
         worst = max(worst, rel(c, t))
         if rel(c, p) > 1e-12:
-            bad.append(f"{case}: sentence {i}: nazar score CLI {c!r} vs Seq2Seq::score {p!r}")
+            bad.append(f"{case}: sentence {i}: nazar score CLI {c!r} vs TrainPass::score {p!r}")
         if rel(c, t) > TOL:
             bad.append(f"{case}: sentence {i}: nazar-initialised model: nazar {c!r} vs PyTorch {t!r}")
     model, meta = nt.load_model(mine)

@@ -13,6 +13,7 @@
 #include "nazar/core/fileio.h"
 #include "nazar/models/decode_session.h"
 #include "nazar/models/model_file.h"
+#include "nazar/models/train_pass.h"
 
 #include <gtest/gtest.h>
 
@@ -47,13 +48,13 @@ void check_copy(const std::string& name) {
     }
     EXPECT_EQ(to_json_string(model.config()), f.st.meta("config"));
     // loss and scores of the mixture
-    const LossStats ev = model.eval_loss(batch);
+    const LossStats ev = TrainPass(model).eval_loss(batch);
     EXPECT_EQ(static_cast<double>(ev.tokens), f["tokens"][0]);
     Tensor loss({1});
     loss[0] = static_cast<float>(ev.loss);
     f.expect_output("loss", loss, kTol);
     std::vector<double> scores(static_cast<std::size_t>(batch.B));
-    model.score(batch, scores);
+    TrainPass(model).score(batch, scores);
     Tensor got({batch.B});
     for (int b = 0; b < batch.B; ++b) got[b] = static_cast<float>(scores[b]);
     f.expect_output("scores", got, kTol);
@@ -75,13 +76,13 @@ void check_copy(const std::string& name) {
     // the gradients of one training step (loss / tokens)
     zero_grads(params);
     Rng rng(1);
-    model.train_step(batch, {}, rng);
+    TrainPass(model).train_step(batch, {}, rng);
     f.expect_grads(params, kTol);
     // label smoothing 0.1 over the fixed vocabulary (docs/spec.md §7a): loss and gradients
-    loss[0] = static_cast<float>(model.eval_loss(batch, 0.1f).loss);
+    loss[0] = static_cast<float>(TrainPass(model).eval_loss(batch, 0.1f).loss);
     f.expect_output("loss_ls", loss, kTol);
     zero_grads(params);
-    model.train_step(batch, {.label_smoothing = 0.1f}, rng);
+    TrainPass(model).train_step(batch, {.label_smoothing = 0.1f}, rng);
     for (const auto& p : params) f.expect_output("grad_ls." + p.name, *p.grad, kTol);
 }
 

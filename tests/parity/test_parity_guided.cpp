@@ -12,6 +12,7 @@
 
 #include "nazar/core/fileio.h"
 #include "nazar/models/model_file.h"
+#include "nazar/models/train_pass.h"
 
 #include <gtest/gtest.h>
 
@@ -57,7 +58,7 @@ void check_guided(const std::string& name, DecoderBackwardPath path) {
     }
     zero_grads(params);
     Rng rng(1);
-    const LossStats st = model.train_step(
+    const LossStats st = TrainPass(model).train_step(
         batch,
         {.decoder_backward = path,
          .coverage_loss_weight = std::stof(f.st.meta("coverage_loss_weight")),

@@ -6,7 +6,7 @@
 // empty source sentence; coverage attention with the coverage loss, Bahdanau and Luong concat) the
 // fixture pair is a nazar model file WRITTEN BY PYTORCH (python/nazar_torch.py save_model) and the
 // float64 values nazar_torch.py computes from it. nazar must:
-//   (a) load it and give the same per-sentence log-probabilities (Seq2Seq::score, forced
+//   (a) load it and give the same per-sentence log-probabilities (TrainPass::score, forced
 //       decoding of target + </s>) and the same evaluation loss (label smoothing included);
 //   (b) give the same gradients of one training step (loss / tokens), every parameter by name
 //       (one case with scheduled sampling at p = 1, where the inputs are the model's own argmax);
@@ -30,6 +30,7 @@
 #include "nazar/decode/beam_search.h"
 #include "nazar/decode/greedy.h"
 #include "nazar/models/model_file.h"
+#include "nazar/models/train_pass.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -119,7 +120,7 @@ void check_model(const std::string& name) {
         << "nazar.config as nazar writes it";
 
     std::vector<double> scores(static_cast<std::size_t>(batch.B));
-    model.score(batch, scores);
+    TrainPass(model).score(batch, scores);
     const Tensor& want_scores = f["scores"];
     Tensor got_scores(Shape{batch.B});
     double worst_score = 0;
@@ -132,7 +133,7 @@ void check_model(const std::string& name) {
                              << want_scores[b];
     }
     f.expect_output("scores", got_scores, kTol);
-    const LossStats ev = model.eval_loss(batch, smoothing);
+    const LossStats ev = TrainPass(model).eval_loss(batch, smoothing);
     f.expect_output("loss", Tensor::from({1}, std::vector<float>{static_cast<float>(ev.loss)}),
                     kTol);
     f.expect_output("tokens", Tensor::from({1}, std::vector<float>{static_cast<float>(ev.tokens)}),
@@ -216,13 +217,13 @@ void check_model(const std::string& name) {
     // coverage cases: the training objective adds λ Σ min(α, cov) (train_loss includes it)
     const float coverage_weight =
         f.st.has_meta("coverage_loss_weight") ? std::stof(f.st.meta("coverage_loss_weight")) : 0.0f;
-    const LossStats st = model.train_step(batch,
-                                          {.label_smoothing = smoothing,
-                                           .sampling_prob = sampling,
-                                           .grad_scale = 0.0f,
-                                           .masks = dropout ? &masks : nullptr,
-                                           .coverage_loss_weight = coverage_weight},
-                                          rng);
+    const LossStats st = TrainPass(model).train_step(batch,
+                                                     {.label_smoothing = smoothing,
+                                                      .sampling_prob = sampling,
+                                                      .grad_scale = 0.0f,
+                                                      .masks = dropout ? &masks : nullptr,
+                                                      .coverage_loss_weight = coverage_weight},
+                                                     rng);
     if (dropout) {  // the masks must matter: a wrong site would otherwise pass unnoticed
         EXPECT_GT(std::abs(st.loss - ev.loss), 1e-3 * ev.loss)
             << "train_step with dropout masks gives the evaluation loss";
@@ -264,9 +265,9 @@ void check_model(const std::string& name) {
     EXPECT_TRUE(read_file(model_path) == read_file(out))
         << "re-saved file differs in bytes from " << model_path;
     std::vector<double> again(scores.size());
-    load_model(out).model->score(batch, again);
+    TrainPass(*load_model(out).model).score(batch, again);
     std::vector<double> first(scores.size());
-    fresh.model->score(batch, first);
+    TrainPass(*fresh.model).score(batch, first);
     EXPECT_EQ(first, again) << "the re-saved model scores differently";
     std::remove(out.c_str());
 }
@@ -340,7 +341,7 @@ TEST(ParityModels, LuongConcatCoverage) {
 // ---- export for check_model_files.py (parity.model_files_cli); skipped in a plain ctest run ----
 // For every case: nazar_<case>.safetensors = a model INITIALISED and saved by nazar (the case's
 // config, Rng seed 7, the fixture's vocabularies/tokenizers); <case>.src / <case>.tgt = the
-// fixture batch as text ("s5 s9", "t4 t12"); nazar_<case>.scores = Seq2Seq::score in-process
+// fixture batch as text ("s5 s9", "t4 t12"); nazar_<case>.scores = TrainPass::score in-process
 // (%.17g); torch_<case>.safetensors = the PyTorch-written fixture model, copied byte for byte;
 // resaved_<case>.safetensors = that model loaded and saved by nazar.
 TEST(ParityModelFiles, Export) {
@@ -370,7 +371,7 @@ TEST(ParityModelFiles, Export) {
             tgt_text += "\n";
         }
         std::vector<double> scores(static_cast<std::size_t>(batch.B));
-        mine.score(batch, scores);
+        TrainPass(mine).score(batch, scores);
         for (double s : scores) score_text += fmt::format("{:.17g}\n", s);
         atomic_write_file(d + "/" + name + ".src", src_text);
         atomic_write_file(d + "/" + name + ".tgt", tgt_text);

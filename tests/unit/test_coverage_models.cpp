@@ -5,6 +5,7 @@
 #include "nazar/models/decode_session.h"
 #include "nazar/models/model_file.h"
 #include "nazar/models/seq2seq.h"
+#include "nazar/models/train_pass.h"
 #include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
 
@@ -50,7 +51,7 @@ TEST(CoverageModels, StepApiMatchesForcedScore) {
         randomise_w_c(m);
         const Batch b = tiny_batch();
         std::vector<double> want(b.B);
-        m.score(b, want);
+        TrainPass(m).score(b, want);
         EncodedSource enc;
         m_s.encode(b.src, b.src_lengths, b.S, enc);
         DecoderState st;
@@ -71,7 +72,7 @@ TEST(CoverageModels, StepApiMatchesForcedScore) {
         // w_c matters: the same model with w_c = 0 scores differently
         m.attention.params.w_c.zero();
         std::vector<double> plain(b.B);
-        m.score(b, plain);
+        TrainPass(m).score(b, plain);
         EXPECT_GT(std::abs(plain[0] - want[0]) + std::abs(plain[1] - want[1]), 1e-4);
     }
 }

@@ -1,8 +1,9 @@
 // Alignments: hard links and their Pharaoh format, the soft JSON matrix, unknown-word replacement
-// (source copy and dictionary), forced alignment == Seq2Seq::score and == the decoder's own
+// (source copy and dictionary), forced alignment == TrainPass::score and == the decoder's own
 // attention for the tokens it chose, dictionary file errors.
 #include "nazar/decode/alignment.h"
 #include "nazar/decode/beam_search.h"
+#include "nazar/models/train_pass.h"
 #include "tests/common/tiny_models.h"
 
 #include <gtest/gtest.h>
@@ -95,7 +96,7 @@ TEST(Alignment, ForcedAlignmentMatchesScoreAndTheDecodersAttention) {
         const std::vector<std::vector<int32_t>> tgts = {{5, 6, 7}, {8}, {4, 4}};
         const Batch batch = test::make_batch(srcs, tgts);
         std::vector<double> scores(3);
-        m.score(batch, scores);
+        TrainPass(m).score(batch, scores);
         const auto fa = forced_alignment(m, batch.src, batch.src_lengths, batch.S, tgts);
         ASSERT_EQ(fa.size(), 3u);
         for (int b = 0; b < 3; ++b) {

@@ -5,6 +5,7 @@
 #include "nazar/core/threads.h"
 #include "nazar/decode/beam_search.h"
 #include "nazar/decode/greedy.h"
+#include "nazar/models/train_pass.h"
 #include "tests/common/tiny_models.h"
 
 #include <gtest/gtest.h>
@@ -118,14 +119,14 @@ TEST(BeamSearch, ScoresEqualForcedDecodingAndNBestIsSorted) {
                 const std::vector<int32_t> tgt(h.tokens.begin(), h.tokens.end() - 1);
                 const Batch batch = test::make_batch({kSents[i]}, {tgt});
                 double forced = 0;
-                m.score(batch, std::span<double>(&forced, 1));
+                TrainPass(m).score(batch, std::span<double>(&forced, 1));
                 EXPECT_NEAR(h.log_prob, forced, 1e-4 * (1 + std::abs(forced)))
                     << "sentence " << i << " rank " << k;
                 ++checked;
             }
             EXPECT_EQ(distinct.size(), res[i].size());
         }
-        EXPECT_GT(checked, 0);  // some hypotheses finish, and those equal Seq2Seq::score
+        EXPECT_GT(checked, 0);  // some hypotheses finish, and those equal TrainPass::score
     }
 }
 
@@ -220,7 +221,8 @@ TEST(BeamSearch, EarlyStopNeverChangesTheNBestList) {
 
 // A model whose every step's argmax is <pad> (bias +30) or <s> (+20): neither greedy nor beam
 // search emits them; the scores stay the model's own log p of the emitted tokens (far below 0,
-// not renormalised over the allowed tokens), equal to Seq2Seq::score and to a step-by-step replay.
+// not renormalised over the allowed tokens), equal to TrainPass::score and to a step-by-step
+// replay.
 TEST(BeamSearch, NeverEmitsPadOrBos) {
     for (const auto& c : configs()) {
         Seq2Seq m(c, 41);
@@ -271,7 +273,7 @@ TEST(BeamSearch, NeverEmitsPadOrBos) {
                 const Batch batch =
                     test::make_batch({kSents[i]}, {{h.tokens.begin(), h.tokens.end() - 1}});
                 double forced = 0;
-                m.score(batch, std::span<double>(&forced, 1));
+                TrainPass(m).score(batch, std::span<double>(&forced, 1));
                 EXPECT_NEAR(h.log_prob, forced, 1e-4 * (1 + std::abs(forced))) << i;
                 ++finished;
             }
@@ -325,8 +327,8 @@ TEST(BeamSearch, AllEmptyAndMixedBatches) {
         for (const auto& r : ge)
             tgts.emplace_back(r.tokens.begin(), r.tokens.end() - (r.finished ? 1 : 0));
         std::vector<double> se(3), sm(3);
-        m.score(test::make_batch({{}, {}, {}}, tgts), se);
-        m.score(test::make_batch({{}, {5, 6, 7}, {}}, tgts), sm);
+        TrainPass(m).score(test::make_batch({{}, {}, {}}, tgts), se);
+        TrainPass(m).score(test::make_batch({{}, {5, 6, 7}, {}}, tgts), sm);
         for (int i : {0, 2}) {
             EXPECT_NEAR(se[i], sm[i], 1e-4 * (1 + std::abs(sm[i]))) << i;
             if (ge[i].finished) {
@@ -334,7 +336,7 @@ TEST(BeamSearch, AllEmptyAndMixedBatches) {
             }
         }
         EXPECT_TRUE(std::isfinite(se[1]) && std::isfinite(sm[1]));
-        LossStats loss = m.eval_loss(test::make_batch({{}, {}, {}}, tgts));
+        LossStats loss = TrainPass(m).eval_loss(test::make_batch({{}, {}, {}}, tgts));
         EXPECT_TRUE(std::isfinite(loss.loss) && loss.tokens > 0);
     }
 }

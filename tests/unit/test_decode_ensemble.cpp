@@ -8,6 +8,7 @@
 #include "nazar/decode/greedy.h"
 #include "nazar/decode/translator.h"
 #include "nazar/models/model_file.h"
+#include "nazar/models/train_pass.h"
 #include "nazar/train/trainer.h"
 #include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
@@ -150,7 +151,7 @@ TEST(Ensemble, StepAveragesTheMembersLogProbabilities) {
 }
 
 // The greedy score of an ensemble is the sum of averaged log-probabilities: the mean of the
-// members' own scores of the output (Seq2Seq::score), up to float rounding.
+// members' own scores of the output (TrainPass::score), up to float rounding.
 TEST(Ensemble, GreedyScoreIsTheMeanOfTheMembersScores) {
     Seq2Seq a(config(), 1), b(config(), 2);
     for (Seq2Seq* m : {&a, &b})  // make </s> likely, so that outputs finish
@@ -166,12 +167,12 @@ TEST(Ensemble, GreedyScoreIsTheMeanOfTheMembersScores) {
             s.ids.begin() + static_cast<std::ptrdiff_t>(i) * s.S + s.lengths[i]);
         std::vector<int32_t> tgt = out[i].tokens;
         if (!tgt.empty() && tgt.back() == config().special_ids.eos) tgt.pop_back();
-        if (!out[i].finished) continue;  // Seq2Seq::score counts a final </s>
+        if (!out[i].finished) continue;  // TrainPass::score counts a final </s>
         const std::vector<std::vector<int32_t>> ss = {src}, tt = {tgt};
         const Batch batch = batch_from_ids(ss, tt);
         double sa = 0, sb = 0;
-        a.score(batch, std::span<double>(&sa, 1));
-        b.score(batch, std::span<double>(&sb, 1));
+        TrainPass(a).score(batch, std::span<double>(&sa, 1));
+        TrainPass(b).score(batch, std::span<double>(&sb, 1));
         EXPECT_NEAR(out[i].score, (sa + sb) / 2, 1e-4) << i;
         ++checked;
     }

@@ -9,6 +9,7 @@
 #include "nazar/models/model_file.h"
 #include "nazar/models/quantized_file.h"
 #include "nazar/models/seq2seq.h"
+#include "nazar/models/train_pass.h"
 #include "tests/common/tiny_models.h"
 
 #include <gtest/gtest.h>
@@ -44,7 +45,7 @@ Batch some_batch() {
 
 std::vector<double> scores(Seq2Seq& m, const Batch& b) {
     std::vector<double> s(b.B);
-    m.score(b, s);
+    TrainPass(m).score(b, s);
     return s;
 }
 
@@ -91,7 +92,7 @@ TEST(ModelPrecision, TrainingRefused) {
     Seq2Seq m(mid_config(DecoderKind::bahdanau, ScoreKind::additive), 3);
     m.set_precision(Precision::int8);
     Rng rng(1);
-    EXPECT_THROW(m.train_step(some_batch(), {}, rng), UsageError);
+    EXPECT_THROW(TrainPass(m).train_step(some_batch(), {}, rng), UsageError);
 }
 
 // A quantized model file through bytes: I8 / BF16 tensors round-trip raw; loading it for
@@ -272,7 +273,7 @@ TEST(ModelPrecision, PackedOnlyWeightsFailLoudly) {
     SafeTensors out;
     EXPECT_THROW(model_to_safetensors(qm, {}, out), Error);
     Rng rng(1);
-    EXPECT_THROW(qm.train_step(some_batch(), {}, rng), Error);
+    EXPECT_THROW(TrainPass(qm).train_step(some_batch(), {}, rng), Error);
     EXPECT_THROW(zero_grads(qm.parameters()), Error);
 
     qm.set_precision(Precision::fp32);

@@ -1,4 +1,4 @@
-// Training skips padded decoder rows (Seq2Seq::train_step: rows sorted by target length inside
+// Training skips padded decoder rows (TrainPass::train_step: rows sorted by target length inside
 // the model, each step on its active prefix; seq2seq.h plan_active_rows). What a user sees must
 // not depend on it: for a batch of very different target lengths, the loss and every gradient
 // are the same (float rounding) whatever the order of the caller's rows, and the same as the
@@ -9,6 +9,7 @@
 // test_models_batched_grads.cpp we require max |a − b| ≤ 1e-5 · max(1, max |b|) per tensor and
 // the losses to 1e-5 relative (observed: ≤ 1e-6).
 #include "nazar/models/seq2seq.h"
+#include "nazar/models/train_pass.h"
 #include "tests/common/tiny_models.h"
 
 #include <gtest/gtest.h>
@@ -56,7 +57,7 @@ Result train(const ModelConfig& cfg, const std::vector<Batch>& batches, TrainOpt
     for (std::size_t i = 0; i < batches.size(); ++i) {
         opt.masks = masks.empty() ? nullptr : masks[i];
         Rng rng(11);
-        const LossStats st = m.train_step(batches[i], opt, rng);
+        const LossStats st = TrainPass(m).train_step(batches[i], opt, rng);
         r.loss += st.loss;
         r.tokens += st.tokens;
     }
@@ -155,18 +156,20 @@ TEST(ActiveRows, LossAndGradientsDoNotDependOnRowOrderOrPadding) {
 TEST(ActiveRows, StepsRunOnTheRowsThatStillHaveTargets) {
     // targets of lengths 2, 9, 1, 6, 4, 3 (+ </s>): sorted, step t has the rows with > t targets
     Seq2Seq m(tiny_config(), 5);
+    TrainPass pass(m);
     Rng rng(3);
-    m.train_step(make_batch(kSrc, kTgt), {.grad_scale = 1.0f}, rng);
+    pass.train_step(make_batch(kSrc, kTgt), {.grad_scale = 1.0f}, rng);
     const std::vector<int> want = {6, 6, 5, 4, 3, 2, 2, 1, 1, 1};
-    EXPECT_EQ(std::vector<int>(m.active_rows().begin(), m.active_rows().end()), want);
+    EXPECT_EQ(std::vector<int>(pass.active_rows().begin(), pass.active_rows().end()), want);
     // eval and 2 layers run every row
-    m.eval_loss(make_batch(kSrc, kTgt));
-    EXPECT_EQ(std::count(m.active_rows().begin(), m.active_rows().end(), 6), 10);
+    pass.eval_loss(make_batch(kSrc, kTgt));
+    EXPECT_EQ(std::count(pass.active_rows().begin(), pass.active_rows().end(), 6), 10);
     auto two = tiny_config();
     two.decoder.num_layers = 2;
     Seq2Seq m2(two, 5);
-    m2.train_step(make_batch(kSrc, kTgt), {.grad_scale = 1.0f}, rng);
-    EXPECT_EQ(std::count(m2.active_rows().begin(), m2.active_rows().end(), 6), 10);
+    TrainPass pass2(m2);
+    pass2.train_step(make_batch(kSrc, kTgt), {.grad_scale = 1.0f}, rng);
+    EXPECT_EQ(std::count(pass2.active_rows().begin(), pass2.active_rows().end(), 6), 10);
 }
 
 // Masks of (B, ·) or (T, B, ·) rows, drawn once, given in the caller's order: each sentence

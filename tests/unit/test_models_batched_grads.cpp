@@ -15,6 +15,7 @@
 // its combine as one GEMM over all steps (Decoder::outputs_forward) instead of one per step —
 // the same dot products, blocked differently (float32 rounding ≈ 1e-7 relative per output).
 #include "nazar/models/seq2seq.h"
+#include "nazar/models/train_pass.h"
 #include "tests/common/tiny_models.h"
 
 #include <gtest/gtest.h>
@@ -48,8 +49,8 @@ void expect_same_grads_chunked(const ModelConfig& cfg, float sampling, int chunk
     // two batches in a row: the buffers are reused (and must not leak state between batches)
     for (int rep = 0; rep < 2; ++rep) {
         Rng ra(17 + rep), rb(17 + rep);
-        const LossStats a = batched.train_step(batch, opt, ra);
-        const LossStats b = per_step.train_step(batch, ref, rb);
+        const LossStats a = TrainPass(batched).train_step(batch, opt, ra);
+        const LossStats b = TrainPass(per_step).train_step(batch, ref, rb);
         EXPECT_NEAR(a.loss, b.loss, 1e-6 * b.loss);
         EXPECT_EQ(a.tokens, b.tokens);
     }
@@ -135,8 +136,9 @@ TEST(BatchedDecoderGrads, EveryDecoderKindCellAndFeeding) {
 TEST(BatchedDecoderGrads, BadChunkRowsIsAnError) {
     Seq2Seq m(tiny_config(), 5);
     Rng rng(1);
-    EXPECT_THROW(m.train_step(tiny_batch4(), {.grad_scale = 1.0f, .decoder_chunk_rows = 0}, rng),
-                 Error);
+    EXPECT_THROW(
+        TrainPass(m).train_step(tiny_batch4(), {.grad_scale = 1.0f, .decoder_chunk_rows = 0}, rng),
+        Error);
 }
 
 }  // namespace

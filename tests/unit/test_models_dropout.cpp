@@ -5,6 +5,7 @@
 // never touches. Gradients: tests/grad/test_grad_models.cpp; PyTorch parity with fixed masks:
 // tests/parity/test_parity_models.cpp (the *_dropout cases).
 #include "nazar/models/seq2seq.h"
+#include "nazar/models/train_pass.h"
 #include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
 
@@ -49,11 +50,12 @@ TEST(ModelDropout, MasksOfOnesAreTheIdentity) {
         ParamList params = m.parameters();
         zero_grads(params);
         Rng r1(1), r2(1);
-        const double plain = m.train_step(b, {.grad_scale = 1.0f}, r1).loss;
+        const double plain = TrainPass(m).train_step(b, {.grad_scale = 1.0f}, r1).loss;
         const std::vector<Tensor> g0 = grads_of(m);
         zero_grads(params);
         const DropoutMasks k = ones(m, b);
-        const double masked = m.train_step(b, {.grad_scale = 1.0f, .masks = &k}, r2).loss;
+        const double masked =
+            TrainPass(m).train_step(b, {.grad_scale = 1.0f, .masks = &k}, r2).loss;
         // equal up to float rounding: the generator then reads a copy of o_t (other alignment
         // for the SIMD kernels) and Luong leaves its batched attention steps for the per-step path
         EXPECT_NEAR(plain, masked, 1e-6 * plain);
@@ -70,17 +72,17 @@ TEST(ModelDropout, EvaluationNeverDrops) {
     c.decoder.deep_output = true;
     Seq2Seq m(c, 5);
     const Batch b = tiny_batch();
-    const double before = m.eval_loss(b).loss;
+    const double before = TrainPass(m).eval_loss(b).loss;
     std::vector<double> s0(2), s1(2);
-    m.score(b, s0);
+    TrainPass(m).score(b, s0);
     Rng rng(4);
     const TrainOptions opt{
         .dropout = {
             .embedding = 0.5f, .encoder_output = 0.5f, .decoder_output = 0.5f, .attention = 0.5f}};
-    const double train = m.train_step(b, opt, rng).loss;
+    const double train = TrainPass(m).train_step(b, opt, rng).loss;
     EXPECT_NE(train, before);
-    EXPECT_EQ(m.eval_loss(b).loss, before);
-    m.score(b, s1);
+    EXPECT_EQ(TrainPass(m).eval_loss(b).loss, before);
+    TrainPass(m).score(b, s1);
     EXPECT_EQ(s0, s1);
 }
 
@@ -92,19 +94,19 @@ TEST(ModelDropout, DrawsFromTheTrainingRngInOrder) {
     const Batch b = tiny_batch();  // B 2, S 4, T 4; E 4, C 6, d_out 5
     Rng rng(8);
     const Rng::State start = rng.state();
-    m.train_step(b, {}, rng);
+    TrainPass(m).train_step(b, {}, rng);
     EXPECT_EQ(rng.state(), start);
     const int64_t per_element = 2 * 4 * 4 + 2 * 4 * 6 + 4 * 2 * 4 + 4 * 2 * 5 + 4 * 2 * 4;
     const int64_t per_sentence = 2 * 4 + 2 * 6 + 2 * 4 + 2 * 5 + 2 * 4;
     for (const bool seq : {false, true}) {
         Rng r(8);
-        m.train_step(b,
-                     {.dropout = {.embedding = 0.2f,
-                                  .encoder_output = 0.2f,
-                                  .decoder_output = 0.2f,
-                                  .attention = 0.2f,
-                                  .per_sequence = seq}},
-                     r);
+        TrainPass(m).train_step(b,
+                                {.dropout = {.embedding = 0.2f,
+                                             .encoder_output = 0.2f,
+                                             .decoder_output = 0.2f,
+                                             .attention = 0.2f,
+                                             .per_sequence = seq}},
+                                r);
         Rng want(8);
         for (int64_t i = 0; i < (seq ? per_sentence : per_element); ++i) want.uniform();
         EXPECT_EQ(r.state(), want.state()) << (seq ? "per sentence" : "per element");
@@ -112,9 +114,9 @@ TEST(ModelDropout, DrawsFromTheTrainingRngInOrder) {
     // the same seed gives the same step; another seed other masks
     Rng a(3), a2(3), z(4);
     const TrainOptions opt{.dropout = {.embedding = 0.3f, .decoder_output = 0.3f}};
-    const double la = m.train_step(b, opt, a).loss;
-    EXPECT_EQ(la, m.train_step(b, opt, a2).loss);
-    EXPECT_NE(la, m.train_step(b, opt, z).loss);
+    const double la = TrainPass(m).train_step(b, opt, a).loss;
+    EXPECT_EQ(la, TrainPass(m).train_step(b, opt, a2).loss);
+    EXPECT_NE(la, TrainPass(m).train_step(b, opt, z).loss);
 }
 
 TEST(ModelDropout, BadMasksAndProbabilitiesAreErrors) {
@@ -123,9 +125,9 @@ TEST(ModelDropout, BadMasksAndProbabilitiesAreErrors) {
     Rng rng(1);
     DropoutMasks k = ones(m, b);
     k.enc_out = Tensor({2, 4, 5});  // C is 6
-    EXPECT_THROW(m.train_step(b, {.masks = &k}, rng), Error);
-    EXPECT_THROW(m.train_step(b, {.dropout = {.embedding = 1.0f}}, rng), Error);
-    EXPECT_THROW(m.train_step(b, {.dropout = {.decoder_output = -0.1f}}, rng), Error);
+    EXPECT_THROW(TrainPass(m).train_step(b, {.masks = &k}, rng), Error);
+    EXPECT_THROW(TrainPass(m).train_step(b, {.dropout = {.embedding = 1.0f}}, rng), Error);
+    EXPECT_THROW(TrainPass(m).train_step(b, {.dropout = {.decoder_output = -0.1f}}, rng), Error);
 }
 
 // ---- word dropout ----

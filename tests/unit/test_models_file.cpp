@@ -2,6 +2,7 @@
 // case (missing / misshapen / unexpected tensor, wrong format, vocab size) is a clear error.
 #include "nazar/data/vocab.h"
 #include "nazar/models/model_file.h"
+#include "nazar/models/train_pass.h"
 #include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
 
@@ -59,8 +60,8 @@ TEST(ModelFile, RoundTripIsBitIdentical) {
         }
         std::vector<double> sa(2), sb(2);
         const Batch batch = tiny_batch();
-        m.score(batch, sa);
-        r.model->score(batch, sb);
+        TrainPass(m).score(batch, sa);
+        TrainPass(*r.model).score(batch, sb);
         EXPECT_EQ(sa, sb);  // bit-identical
     }
 }

@@ -3,6 +3,7 @@
 #include "nazar/core/gemm/nn512.h"
 #include "nazar/models/decode_session.h"
 #include "nazar/models/seq2seq.h"
+#include "nazar/models/train_pass.h"
 #include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
 
@@ -119,8 +120,8 @@ TEST(Seq2Seq, ScoreSumsToMinusLoss) {
         Seq2Seq m(c, 5);
         const Batch b = tiny_batch();
         std::vector<double> s(b.B);
-        m.score(b, s);
-        const LossStats st = m.eval_loss(b);
+        TrainPass(m).score(b, s);
+        const LossStats st = TrainPass(m).eval_loss(b);
         EXPECT_EQ(st.tokens, 6);
         EXPECT_NEAR(s[0] + s[1], -st.loss, 1e-4 * st.loss);
         EXPECT_LT(s[0], 0);
@@ -132,8 +133,8 @@ TEST(Seq2Seq, PaddedSentenceScoresAsIfAlone) {
     for (const auto& c : variants()) {
         Seq2Seq m(c, 5);
         std::vector<double> both(2), alone(1);
-        m.score(tiny_batch(), both);
-        m.score(make_batch({{9, 5}}, {{8}}), alone);
+        TrainPass(m).score(tiny_batch(), both);
+        TrainPass(m).score(make_batch({{9, 5}}, {{8}}), alone);
         EXPECT_NEAR(both[1], alone[0], 1e-5 * std::abs(alone[0]));
     }
 }
@@ -145,7 +146,7 @@ TEST(Seq2Seq, StepApiMatchesForcedScore) {
         DecodeSession m_s(m);
         const Batch b = tiny_batch();
         std::vector<double> want(b.B);
-        m.score(b, want);
+        TrainPass(m).score(b, want);
         EncodedSource enc;
         m_s.encode(b.src, b.src_lengths, b.S, enc);
         DecoderState st;
@@ -273,17 +274,17 @@ TEST(Seq2Seq, GradientsAccumulateAndDefaultScaleIsMean) {
     ParamList params = m.parameters();
     Rng rng(1);
     zero_grads(params);
-    m.train_step(b, {.grad_scale = 1.0f}, rng);
+    TrainPass(m).train_step(b, {.grad_scale = 1.0f}, rng);
     std::vector<Tensor> once;
     for (const auto& p : params) once.push_back(*p.grad);
-    m.train_step(b, {.grad_scale = 1.0f}, rng);
+    TrainPass(m).train_step(b, {.grad_scale = 1.0f}, rng);
     for (std::size_t i = 0; i < params.size(); ++i) {
         Tensor twice = once[i];
         for (int64_t j = 0; j < twice.numel(); ++j) twice[j] *= 2;
         EXPECT_TRUE(test::close_rel(*params[i].grad, twice, 1e-5)) << params[i].name;
     }
     zero_grads(params);
-    const LossStats st = m.train_step(b, {}, rng);  // grad_scale 0: 1 / tokens
+    const LossStats st = TrainPass(m).train_step(b, {}, rng);  // grad_scale 0: 1 / tokens
     for (std::size_t i = 0; i < params.size(); ++i) {
         Tensor mean = once[i];
         for (int64_t j = 0; j < mean.numel(); ++j) mean[j] /= static_cast<float>(st.tokens);
@@ -295,10 +296,10 @@ TEST(Seq2Seq, LabelSmoothingLossMatchesEval) {
     Seq2Seq m(tiny_config(), 5);
     const Batch b = tiny_batch();
     Rng rng(1);
-    const LossStats tr = m.train_step(b, {.label_smoothing = 0.1f}, rng);
-    const LossStats ev = m.eval_loss(b, 0.1f);
+    const LossStats tr = TrainPass(m).train_step(b, {.label_smoothing = 0.1f}, rng);
+    const LossStats ev = TrainPass(m).eval_loss(b, 0.1f);
     EXPECT_NEAR(tr.loss, ev.loss, 1e-5 * ev.loss);
-    EXPECT_GT(ev.loss, m.eval_loss(b).loss * 0.5);
+    EXPECT_GT(ev.loss, TrainPass(m).eval_loss(b).loss * 0.5);
 }
 
 TEST(Seq2Seq, TrainingIsDeterministicAndDropoutSamplingUseTheRng) {
@@ -311,13 +312,14 @@ TEST(Seq2Seq, TrainingIsDeterministicAndDropoutSamplingUseTheRng) {
     const Batch b = tiny_batch();
     Rng ra(4), rb(4);
     const TrainOptions opt{.sampling_prob = 0.5f};
-    const LossStats la = a.train_step(b, opt, ra), lb = b2.train_step(b, opt, rb);
+    const LossStats la = TrainPass(a).train_step(b, opt, ra),
+                    lb = TrainPass(b2).train_step(b, opt, rb);
     EXPECT_EQ(la.loss, lb.loss);  // bit-identical
     ParamList pa = a.parameters(), pb = b2.parameters();
     for (std::size_t i = 0; i < pa.size(); ++i)
         EXPECT_EQ(max_abs_diff(*pa[i].grad, *pb[i].grad), 0.0) << pa[i].name;
     // train mode with dropout differs from eval mode
-    EXPECT_NE(la.loss, a.eval_loss(b).loss);
+    EXPECT_NE(la.loss, TrainPass(a).eval_loss(b).loss);
 }
 
 TEST(Seq2Seq, BadInputsAreErrors) {
@@ -325,11 +327,11 @@ TEST(Seq2Seq, BadInputsAreErrors) {
     Batch b = tiny_batch();
     b.tgt_in[1] = 10;  // outside the vocabulary
     Rng rng(1);
-    EXPECT_THROW(m.train_step(b, {}, rng), Error);
+    EXPECT_THROW(TrainPass(m).train_step(b, {}, rng), Error);
     Batch c = tiny_batch();
     c.src_lengths.pop_back();
-    EXPECT_THROW(m.eval_loss(c), Error);
-    EXPECT_THROW(m.train_step(tiny_batch(), {.sampling_prob = 1.5f}, rng), Error);
+    EXPECT_THROW(TrainPass(m).eval_loss(c), Error);
+    EXPECT_THROW(TrainPass(m).train_step(tiny_batch(), {.sampling_prob = 1.5f}, rng), Error);
 }
 
 }  // namespace

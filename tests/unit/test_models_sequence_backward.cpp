@@ -7,6 +7,7 @@
 #include "nazar/models/decode_session.h"
 #include "nazar/models/seq2seq.h"
 #include "nazar/models/sequence_backward.h"
+#include "nazar/models/train_pass.h"
 #include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
 
@@ -36,7 +37,7 @@ void expect_error(F&& f, const std::string& part) {
 }
 
 // A teacher-forced train-mode forward of a batch through the decoder's public steps (what
-// Seq2Seq::train_step does), kept for a SequenceBackward.
+// TrainPass::train_step does), kept for a SequenceBackward.
 struct Forward {
     int T = 0, N = 0;
     bool split = false;  // cells_forward + outputs_forward
@@ -158,7 +159,7 @@ std::vector<float> train_grads(Seq2Seq& m, const Batch& b, const TrainOptions& o
     ParamList ps = m.parameters();
     zero_grads(ps);
     Rng rng(21);
-    const LossStats st = m.train_step(b, opt, rng);
+    const LossStats st = TrainPass(m).train_step(b, opt, rng);
     std::vector<float> all{static_cast<float>(st.loss)};
     for (const ParamRef& p : ps)
         all.insert(all.end(), p.grad->data(), p.grad->data() + p.grad->numel());
@@ -313,8 +314,9 @@ TEST(SequenceBackward, AFailedTrainStepLeavesNoModeBehind) {
         SCOPED_TRACE(name);
         Seq2Seq m(cfg, 5), fresh(cfg, 5);
         Rng rng(1);
-        expect_error([&] { m.train_step(b, {.grad_scale = 1.0f, .decoder_chunk_rows = 0}, rng); },
-                     "chunk_rows must be >= 1");
+        expect_error(
+            [&] { TrainPass(m).train_step(b, {.grad_scale = 1.0f, .decoder_chunk_rows = 0}, rng); },
+            "chunk_rows must be >= 1");
         EXPECT_TRUE(same_bits(step_log_probs(m, b), step_log_probs(fresh, b)));
         const TrainOptions opt{.grad_scale = 1.0f};
         EXPECT_TRUE(same_bits(train_grads(m, b, opt), train_grads(fresh, b, opt)));

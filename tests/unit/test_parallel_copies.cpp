@@ -9,6 +9,7 @@
 #include "nazar/core/threads.h"
 #include "nazar/decode/beam_search.h"
 #include "nazar/models/seq2seq.h"
+#include "nazar/models/train_pass.h"
 #include "nazar/nn/rnn.h"
 #include "tests/common/kernel_switches.h"
 #include "tests/common/test_util.h"
@@ -171,8 +172,8 @@ TEST(ParallelCopies, SequenceBackwardOfALargeChunkMatchesThePerStepOne) {
     Rng ra(17), rb(17);
     const TrainOptions opt{.grad_scale = 1.0f, .decoder_chunk_rows = 256};
     const TrainOptions ref{.grad_scale = 1.0f, .decoder_backward = DecoderBackwardPath::per_step};
-    const LossStats a = seq.train_step(batch, opt, ra);
-    const LossStats b = per_step.train_step(batch, ref, rb);
+    const LossStats a = TrainPass(seq).train_step(batch, opt, ra);
+    const LossStats b = TrainPass(per_step).train_step(batch, ref, rb);
     EXPECT_NEAR(a.loss, b.loss, 1e-6 * b.loss);
     for (std::size_t i = 0; i < ps.size(); ++i) {
         ASSERT_EQ(ps[i].name, pr[i].name);

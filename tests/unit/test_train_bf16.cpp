@@ -18,6 +18,7 @@
 #include "nazar/core/rng.h"
 #include "nazar/core/threads.h"
 #include "nazar/models/seq2seq.h"
+#include "nazar/models/train_pass.h"
 #include "nazar/train/trainer.h"
 #include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
@@ -65,9 +66,9 @@ std::vector<std::vector<float>> gradients(Seq2Seq& model, const Batch& batch, Ge
     Rng rng(5);
     if (scoped) {
         const GemmPrecisionScope scope(p, constant_ranges(params));
-        model.train_step(batch, {}, rng);
+        TrainPass(model).train_step(batch, {}, rng);
     } else {
-        model.train_step(batch, {}, rng);
+        TrainPass(model).train_step(batch, {}, rng);
     }
     std::vector<std::vector<float>> out;
     for (const ParamRef& r : params)

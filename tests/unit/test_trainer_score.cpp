@@ -1,9 +1,10 @@
-// `nazar score` (cli/cmd_score.cpp) prints Seq2Seq::score of each pair: a model trained for a
+// `nazar score` (cli/cmd_score.cpp) prints TrainPass::score of each pair: a model trained for a
 // few steps is scored in-process (one batch) and by the CLI (batches of 3, both input forms);
 // the numbers agree to the printed precision up to BLAS summation order, one line per pair.
 #include "nazar/core/fileio.h"
 #include "nazar/core/threads.h"
 #include "nazar/data/pipeline.h"
+#include "nazar/models/train_pass.h"
 #include "nazar/train/trainer.h"
 #include "tests/common/test_util.h"
 
@@ -77,7 +78,7 @@ TEST(ScoreCli, MatchesSeq2SeqScore) {
     atomic_write_file(dir + "/pairs.src", src);
     atomic_write_file(dir + "/pairs.tgt", tgt);
     std::vector<double> expected(pairs.size());
-    t.model().score(batch_from_ids(src_ids, tgt_ids), expected);
+    TrainPass(t.model()).score(batch_from_ids(src_ids, tgt_ids), expected);
 
     const std::string model = c.save_dir + "/model.safetensors";
     int status = -1;

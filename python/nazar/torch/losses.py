@@ -13,7 +13,7 @@ from .model import Batch, _ids, make_batch
 
 def loss(model, batch, label_smoothing=0.0, coverage_loss_weight=0.0, **forward_options):
     """(Σ over non-pad target tokens of the (label-smoothed) cross-entropy, token count), as
-    Seq2Seq::train_step / eval_loss. The training loss is their ratio: nazar's gradient is
+    TrainPass::train_step / eval_loss. The training loss is their ratio: nazar's gradient is
     that of loss / tokens (grad_scale 0). forward_options: sampling_prob, generator (Seq2Seq.forward).
     coverage_loss_weight λ > 0 adds λ · coverage_loss (train_step's objective with
     TrainOptions::coverage_loss_weight; nazar reports it as LossStats::coverage_loss)."""
@@ -39,7 +39,7 @@ def train_loss(model, batch, label_smoothing=0.0, **forward_options):
 
 
 def score(model, src, tgt=None):
-    """log p(y | x) per sentence under forced decoding (target + </s>), as Seq2Seq::score.
+    """log p(y | x) per sentence under forced decoding (target + </s>), as TrainPass::score.
     src: a Batch, or lists of id lists with tgt. -> (B) tensor in the model's dtype."""
     batch = src if isinstance(src, Batch) else make_batch(src, tgt, model.config["special_ids"])
     with torch.no_grad():
@@ -69,7 +69,7 @@ def copy_log_probs(logits, alphas, gates, src_copy, ext_vocab):
 
 
 def copy_loss(model, batch, src_copy, tgt_copy, ext_vocab=None, label_smoothing=0.0):
-    """(Σ over non-pad targets of −log(P(y) + ε), token count), as Seq2Seq::train_step /
+    """(Σ over non-pad targets of −log(P(y) + ε), token count), as TrainPass::train_step /
     eval_loss of a copy model; tgt_copy (B, T) the extended targets (tgt_out's layout).
     label_smoothing ls: (1 − ls)(−log(P(y) + ε)) + ls · mean_{v<V} −log(P(v) + ε), the
     uniform share over the fixed target vocabulary only (docs/spec.md §7a)."""

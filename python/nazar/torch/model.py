@@ -271,7 +271,7 @@ class Seq2Seq(nn.Module):
         stacked RNN layers) and scheduled sampling act in train mode only: with probability
         sampling_prob, for t > 0, a row feeds the argmax of its own step t−1 prediction instead
         of tgt_in[:, t] (no gradient through the choice; draws from `generator`, a
-        torch.Generator, one per row per step), as Seq2Seq::train_step. margins: a list that
+        torch.Generator, one per row per step), as TrainPass::train_step. margins: a list that
         receives each sampled argmax's top-2 gap (fixture generators avoid near ties).
         masks (train mode only): explicit inverted-dropout masks (0 or 1/(1−p)) at nazar's
         dropout sites (seq2seq.h DropoutMasks; docs/models.md), each optional: src_emb (B, S, E)

@@ -3,7 +3,7 @@
 // handed to the attention's backward through AttentionTerms (attention_terms.h).
 #include "nazar/core/kernels.h"
 #include "nazar/models/guided_alignment.h"
-#include "nazar/models/seq2seq.h"
+#include "nazar/models/train_pass.h"
 
 #include <vector>
 
@@ -24,8 +24,9 @@ std::vector<std::span<const AlignedPair>> batch_links(const Batch& batch,
 }
 }  // namespace
 
-GuidedAlignmentStats Seq2Seq::alignment_loss(const Batch& batch, const CorpusAlignments& alignments,
-                                             float weight) const {
+GuidedAlignmentStats TrainPass::alignment_loss(const Batch& batch,
+                                               const CorpusAlignments& alignments,
+                                               float weight) const {
     NZ_CHECK(static_cast<int>(steps_.size()) >= batch.T, "alignment_loss: no forward of the batch");
     NZ_CHECK(!skipped_,
              "alignment_loss: the last forward (train_step) skipped padded rows; run eval_loss on "
@@ -35,25 +36,25 @@ GuidedAlignmentStats Seq2Seq::alignment_loss(const Batch& batch, const CorpusAli
                                  TensorView());
 }
 
-void Seq2Seq::attention_terms_forward(const Batch& batch, const TrainOptions& opt, float scale,
-                                      LossStats& stats) {
+void TrainPass::attention_terms_forward(const Batch& batch, const TrainOptions& opt, float scale,
+                                        LossStats& stats) {
     const bool guided = opt.guided_alignment_weight > 0.0f;
     NZ_CHECK_USAGE(opt.guided_alignment_weight >= 0.0f,
                    "guided_alignment_weight must be >= 0, got {}", opt.guided_alignment_weight);
     NZ_CHECK_USAGE(!guided || opt.alignments != nullptr,
                    "guided_alignment_weight {} needs alignments (train_alignment)",
                    opt.guided_alignment_weight);
-    terms_on_ =
-        AttentionTerms::needed(attention, opt.coverage_loss_weight, cfg_.copy_attention || guided);
+    terms_on_ = AttentionTerms::needed(m_.attention, opt.coverage_loss_weight,
+                                       cfg_.copy_attention || guided);
     if (!terms_on_) return;
     const int T = batch.T, B = batch.B, S = batch.S;
     const std::span<const DecoderStepCache> steps(steps_.data(), T);
-    stats.coverage_loss = terms_.loss_forward(attention, steps, targets_, cfg_.special_ids.pad, B,
-                                              S, opt.coverage_loss_weight, scale);
+    stats.coverage_loss = terms_.loss_forward(m_.attention, steps, targets_, cfg_.special_ids.pad,
+                                              B, S, opt.coverage_loss_weight, scale);
     if (cfg_.copy_attention) {  // the mixture's d α and the gate's d c_t (copy_loss)
         const TensorView d_alpha = terms_.direct_alpha();
         kernels::axpy(d_alpha.numel(), 1.0f, copy_d_alpha_.data(), d_alpha.data());
-        terms_.direct_context(encoder.output_size()).copy_from(copy_d_c_);
+        terms_.direct_context(m_.encoder.output_size()).copy_from(copy_d_c_);
     }
     if (guided) {
         const GuidedAlignmentStats g =

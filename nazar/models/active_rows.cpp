@@ -1,6 +1,6 @@
 // Training's active rows (seq2seq.h plan_active_rows): each decoder step runs only on the rows
 // whose sentence still has targets, a prefix of the batch.
-#include "nazar/models/seq2seq.h"
+#include "nazar/models/train_pass.h"
 
 #include <algorithm>
 #include <span>
@@ -8,12 +8,12 @@
 
 namespace nazar {
 
-bool Seq2Seq::can_skip_rows(const TrainOptions& opt) const {
-    return decoder.L == 1 && !attention.cfg.coverage && !cfg_.copy_attention &&
+bool TrainPass::can_skip_rows(const TrainOptions& opt) const {
+    return m_.decoder.L == 1 && !m_.attention.cfg.coverage && !cfg_.copy_attention &&
            opt.guided_alignment_weight == 0.0f;
 }
 
-void Seq2Seq::plan_active_rows(const Batch& batch, bool skip) {
+void TrainPass::plan_active_rows(const Batch& batch, bool skip) {
     const int B = batch.B, T = batch.T, pad = cfg_.special_ids.pad;
     active_.assign(static_cast<std::size_t>(T), B);
     skipped_ = false;
@@ -36,7 +36,7 @@ void Seq2Seq::plan_active_rows(const Batch& batch, bool skip) {
     }
 }
 
-void Seq2Seq::clear_inactive(int t) {
+void TrainPass::clear_inactive(int t) {
     const int n = active_[static_cast<std::size_t>(t)], B = h_all_.dim(2);
     if (n == B) return;
     h_all_.select(t + 1).select(0).slice(n, B).zero();  // one layer (can_skip_rows)
@@ -79,8 +79,8 @@ void reorder_mask(const Tensor& in, std::span<const int> order, int axis, Tensor
 
 }  // namespace
 
-const Batch& Seq2Seq::sort_rows(const Batch& given, const TrainOptions& opt,
-                                const DropoutMasks*& masks) {
+const Batch& TrainPass::sort_rows(const Batch& given, const TrainOptions& opt,
+                                  const DropoutMasks*& masks) {
     const bool encoder_draws = cfg_.encoder.num_layers > 1 && cfg_.encoder.dropout > 0.0f;
     if (!can_skip_rows(opt) || opt.sampling_prob > 0.0f || encoder_draws) return given;
     const int B = given.B, S = given.S, T = given.T, pad = cfg_.special_ids.pad;
