@@ -150,8 +150,8 @@ std::string program_page(const ProgramDoc& doc) {
            ".PP\nEach command has its own page, nazar\\-\\fICOMMAND\\fR(1), and its own "
            "\\fB\\-\\-help\\fR.\n.SH COMMANDS\n";
     for (const CommandDoc& c : doc.commands)
-        out += ".TP\n" + bold(c.name) + "\n" + roff(c.help) + " See \\fBnazar\\-" + roff(c.name) +
-               "\\fR(1).\n";
+        out += fmt::format(".TP\n{}\n{}{} See \\fBnazar\\-{}\\fR(1).\n", bold(c.name), roff(c.help),
+                           !c.help.empty() && c.help.back() == '.' ? "" : ".", roff(c.name));
     out += options_sections(doc.program) + kExitStatus + ".SH \"SEE ALSO\"\n";
     for (std::size_t i = 0; i < doc.commands.size(); ++i)
         out += fmt::format("\\fBnazar\\-{}\\fR(1){}\n", roff(doc.commands[i].name),
