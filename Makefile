@@ -16,7 +16,7 @@ FUZZ_SECONDS ?= 30
 SANITIZE_CXX ?= clang++-14
 export SANITIZE_CXX
 
-.PHONY: all deps deps-build build test check demo demo-measure bench bench-compare explain clean format sanitize fuzz
+.PHONY: all deps deps-build build test check demo demo-measure bench bench-compare explain clean format sanitize fuzz package
 
 all: build
 
@@ -51,6 +51,14 @@ CHECK_LABELS ?= ^(unit|grad|parity|lint)$$
 check: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L '$(CHECK_LABELS)' -LE '^e2e$$' $(CTEST_FLAGS)
+
+# The Debian package (cmake/package.cmake): the program, library, headers, CMake package, Python
+# module, man pages, completions, docs and configs, built without the tests and benchmarks, into
+# $(BUILD)/package/nazar_<version>_<arch>.deb. Install it with: apt install ./$(BUILD)/package/nazar_*.deb
+package: deps-build $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target nazar_package_contents
+	cd $(BUILD) && cpack -G DEB -B package
+	@ls -l $(BUILD)/package/*.deb
 
 # The demo (nazar demo): trains the built-in dates task (~2 min on 2 cores), prints accuracy,
 # translations and a heatmap, writes demo-attention.svg, demo-report.html and demo.safetensors

@@ -6,6 +6,7 @@
 // locations of library checks are printed only with NAZAR_ERROR_LOCATION=1 in the environment.
 #include "cli/command.h"
 #include "cli/options.h"
+#include "cli/version.h"
 #include "nazar/core/check.h"
 #include "nazar/core/threads.h"
 #include "nazar/train/train_config.h"
@@ -18,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -156,7 +158,10 @@ int main(int argc, char** argv) {
     CLI::App app{
         "nazar — attention-based RNN sequence-to-sequence models (Bahdanau, Luong, local)"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "nazar 0.1.0");
+    // Lazy: the CPU detection and the GEMM paths run only when --version is asked for.
+    app.set_version_flag("--version", std::function<std::string()>(version_text),
+                         "Print the version, the git commit, the GEMM back-ends and the CPU "
+                         "features detected, and exit");
     int threads = 0;
     app.add_option("--threads", threads,
                    fmt::format("Threads for BLAS and nazar's own loops (0 = all cores, at most {})",

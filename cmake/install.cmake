@@ -5,6 +5,11 @@
 #                                                the API below and what it includes, not the kernels
 #                                                and other internals; apps/ (the demo) is not installed
 #   P/lib/cmake/nazar/nazarConfig.cmake          find_package(nazar): target nazar::nazar
+#   P/share/man/man1/nazar*.1                    the man pages (cmake/docs.cmake)
+#   P/share/bash-completion/completions/nazar    bash completion; zsh: share/zsh/vendor-completions
+#   P/share/doc/nazar/                           README, CONTRIBUTING and docs/
+#   P/share/nazar/configs/                       the example configurations
+#   P/lib/python3.X/dist-packages/nazar          the Python package (python/CMakeLists.txt)
 # Another project then writes:  find_package(nazar REQUIRED)
 #                               target_link_libraries(app PRIVATE nazar::nazar)
 # (examples/CMakeLists.txt; tests/e2e/install_example.sh builds it against a fresh install).
@@ -74,3 +79,19 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/nazarConfigVersion.cmake
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/nazarConfig.cmake ${PROJECT_BINARY_DIR}/nazarConfigVersion.cmake
         DESTINATION ${NAZAR_INSTALL_CMAKEDIR})
+
+# Man pages and shell completions (generated: cmake/docs.cmake), the documentation and the
+# example configurations, where Debian's tools look for them.
+if(NAZAR_DOCS)
+  install(DIRECTORY ${NAZAR_MAN_DIR}/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
+          FILES_MATCHING PATTERN "*.1")
+  install(FILES ${NAZAR_COMPLETION_DIR}/nazar
+          DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/bash-completion/completions)
+  install(FILES ${NAZAR_COMPLETION_DIR}/_nazar
+          DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/zsh/vendor-completions)
+endif()
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/CONTRIBUTING.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/${PROJECT_NAME}/configs)

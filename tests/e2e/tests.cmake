@@ -63,3 +63,14 @@ if(NOT NAZAR_SANITIZE)
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_bench_compare_torch.sh $<TARGET_FILE:nazar_cli>)
   set_tests_properties(e2e.bench_compare_torch PROPERTIES LABELS e2e TIMEOUT 180 SKIP_RETURN_CODE 77)
 endif()
+
+# ---- package (the Debian package, cmake/package.cmake; owner: packaging) --------------------
+# cpack into a temporary directory, dpkg-deb -x into a temporary root, the program and the
+# Python module run from there. Plain build only (an instrumented program is no package).
+if(NOT NAZAR_SANITIZE AND NOT NAZAR_FUZZ AND NAZAR_DOCS)
+  add_test(NAME e2e.package
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_package.sh $<TARGET_FILE:nazar_cli>
+                   ${PROJECT_BINARY_DIR} ${CMAKE_CPACK_COMMAND})
+  set_tests_properties(e2e.package PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77)
+endif()
+# ---- end package ------------------------------------------------------------------------------
