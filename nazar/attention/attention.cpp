@@ -1,16 +1,16 @@
 // Attention: precompute keys once per batch; per step score the window, softmax, context.
 // Math of every block is written above it; the score kernels live in additive_kernels.cpp /
 // luong.cpp, the window and position predictor in local.cpp, and the equations of one row (softmax,
-// local-p Gaussian, context, their backward) in attention_rows.cpp, shared with the all-steps
-// path (attention_steps*.cpp).
+// local-p Gaussian, context, their backward) in row_equations.cpp, shared with the all-steps
+// path (all_steps.cpp, local_all_steps.cpp).
 #include "nazar/attention/attention.h"
 
 #include "nazar/attention/additive_kernels.h"
-#include "nazar/attention/attention_detail.h"
-#include "nazar/attention/attention_rows.h"
 #include "nazar/attention/coverage.h"
+#include "nazar/attention/internal.h"
 #include "nazar/attention/local.h"
 #include "nazar/attention/luong.h"
+#include "nazar/attention/row_equations.h"
 #include "nazar/attention/vec.h"
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"

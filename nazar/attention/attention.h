@@ -24,7 +24,7 @@
 // (allocate it as Tensor::like(keys.keys); for dot it is (0)-shaped and unused).
 // Oracle: naive.h (double precision, straight from docs/spec.md, forward and backward);
 // derivations: docs/derivations/attention.md. The equations of one row (softmax, window, local-p
-// Gaussian, context, and their backward) are written once, in attention_rows.h (internal), and
+// Gaussian, context, and their backward) are written once, in row_equations.h (internal), and
 // called by both the per-step and the all-steps path.
 // Parameters (visit() names, relative to "attention."; init U(-1/sqrt(in), 1/sqrt(in)) like
 // PyTorch nn.Linear, drawn from the Rng in visit order; `scale` starts at 1/sqrt(C)):
@@ -52,7 +52,7 @@
 namespace nazar {
 
 namespace attn {
-struct Scratch;  // attention_detail.h
+struct Scratch;  // internal.h
 }
 
 enum class ScoreKind { additive, dot, general, concat };  // additive = Bahdanau; concat = same math
@@ -260,7 +260,7 @@ public:
 
 private:
     // The training calls' temporaries (backward, forward_steps, backward_steps), not state
-    // (attention_detail.h): those run one call at a time. forward uses none of them, so threads
+    // (internal.h): those run one call at a time. forward uses none of them, so threads
     // sharing a const model may run it at once, each with its own cache. Held by pointer so that
     // their layout stays out of this header; a copy of an Attention gets its own, empty ones.
     class ScratchPtr {

@@ -1,6 +1,6 @@
 // Local attention (Luong, Pham & Manning 2015, §3.2; docs/spec.md §5): the window arithmetic and
 // the local-p position predictor. The Gaussian of local-p's weights is a row equation
-// (attention_rows.h); attention.cpp combines these with any score.
+// (row_equations.h); attention.cpp combines these with any score.
 //
 // Exact semantics (the PyTorch reference python/nazar_torch.py follows these to the letter):
 //   S_b = lengths[b], the REAL length of sentence b (never the padded S). D >= 1, σ = D / 2.

@@ -1,7 +1,7 @@
 // The oracle: attention written straight from docs/spec.md §3-5 in double precision, one score at a
 // time from the parameters (no precomputed keys, no fused kernels, no windows bookkeeping
 // beyond the definition), forward and backward. Slow by design; the tests and bench_attention
-// compare against it. Shares no code with the production path (attention.cpp, attention_rows.*).
+// compare against it. Shares no code with the production path (attention.cpp, row_equations.*).
 #pragma once
 
 #include "nazar/attention/attention.h"

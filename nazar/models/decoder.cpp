@@ -1,11 +1,11 @@
 // The Bahdanau / Luong attention decoder: construction, the step forward and the split outputs
-// forward (decoder.h). The backward: decoder_backward.cpp (per step), sequence_backward.cpp.
+// forward (decoder.h). The backward: step_backward.cpp (per step), sequence_backward.cpp.
 #include "nazar/models/decoder.h"
 
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
-#include "nazar/models/decoder_rows.h"
+#include "nazar/models/row_helpers.h"
 
 #include <algorithm>
 

@@ -4,7 +4,7 @@
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
-#include "nazar/models/decoder_rows.h"
+#include "nazar/models/row_helpers.h"
 
 #include <algorithm>
 #include <cstring>

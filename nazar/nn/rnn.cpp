@@ -4,14 +4,14 @@
 // one W_hh GEMM and the fused gate kernel on the step's running rows; backward mirrors it and
 // does the weight gradients as one GEMM each over all N packed rows (d_W_hh += Σ d_aᵀ h_prev
 // with the states each row started from stored in the same layout). Everything is packed inside
-// (rnn_packed.h).
+// (packed_rows.h).
 #include "nazar/nn/rnn.h"
 
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
 #include "nazar/nn/absent.h"
-#include "nazar/nn/rnn_packed.h"
+#include "nazar/nn/packed_rows.h"
 
 #include <algorithm>
 #include <cstring>
@@ -106,8 +106,8 @@ void RNN::forward_direction(int k, int d, const RNNState& initial, RNNState& fin
     const ConstTensorView c_init = absent(initial.c) ? ConstTensorView() : initial.c.select(idx);
     const std::span<const int> order(cache.order), rows(cache.rows);
     const auto start_rows = [&](int64_t at, int i0, int i1) {  // sorted rows [i0, i1) to `at`
-        rnn_packed::gather_states(h_init, order, i0, i1, dc.h.slice(at, at + i1 - i0));
-        if (lstm) rnn_packed::gather_states(c_init, order, i0, i1, dc.c.slice(at, at + i1 - i0));
+        packed_rows::gather_states(h_init, order, i0, i1, dc.h.slice(at, at + i1 - i0));
+        if (lstm) packed_rows::gather_states(c_init, order, i0, i1, dc.c.slice(at, at + i1 - i0));
     };
     const int n0 = T > 0 ? rows[0] : 0;
     start_rows(N + n0, n0, B);  // length 0: the final state is the initial one
@@ -148,8 +148,8 @@ void RNN::forward_direction(int k, int d, const RNNState& initial, RNNState& fin
             cell_rows(0, n, t > 0 ? cache.offset[static_cast<std::size_t>(t) - 1] : N);
         }
     }
-    rnn_packed::set_states(dc.h.slice(N, N + B), order, final.h.select(idx));
-    if (lstm) rnn_packed::set_states(dc.c.slice(N, N + B), order, final.c.select(idx));
+    packed_rows::set_states(dc.h.slice(N, N + B), order, final.h.select(idx));
+    if (lstm) packed_rows::set_states(dc.c.slice(N, N + B), order, final.c.select(idx));
 }
 
 void RNN::forward(ConstTensorView x, std::span<const int> lengths, const RNNState& initial,
@@ -185,10 +185,10 @@ void RNN::forward(ConstTensorView x, std::span<const int> lengths, const RNNStat
     else
         final.c.resize({0}, false);
 
-    rnn_packed::plan(cache);
+    packed_rows::plan(cache);
     const int64_t N = cache.offset[static_cast<std::size_t>(T)];  // real positions
     cache.layer_in[0].resize({N, cfg.input_size}, false);
-    rnn_packed::pack(x, cache, cache.layer_in[0]);
+    packed_rows::pack(x, cache, cache.layer_in[0]);
     for (int k = 0; k < L; ++k) {
         if (k > 0) {  // dropout, its mask drawn over (T, B, D·H) as if nothing were packed
             Tensor& mask = cache.dropout[k].mask;
@@ -199,7 +199,7 @@ void RNN::forward(ConstTensorView x, std::span<const int> lengths, const RNNStat
                 mask.resize({0});
             }
             cache.layer_in[k].resize({N, D * H}, false);
-            rnn_packed::mask_rows(cache.layer_out[k - 1], cache, mask, cache.layer_in[k], false);
+            packed_rows::mask_rows(cache.layer_out[k - 1], cache, mask, cache.layer_in[k], false);
         }
         cache.layer_out[k].resize({N, D * H}, false);
         const auto directions = [&](int64_t d0, int64_t d1) {
@@ -216,7 +216,7 @@ void RNN::forward(ConstTensorView x, std::span<const int> lengths, const RNNStat
         else
             directions(0, D);
     }
-    rnn_packed::unpack(cache.layer_out[L - 1], cache, out, false);
+    packed_rows::unpack(cache.layer_out[L - 1], cache, out, false);
 }
 
 // Layer k, direction d of backward(): from d_layer_out_ and d_final to the direction's
@@ -234,7 +234,7 @@ void RNN::backward_direction(int k, int d, const RNNState& d_final, const RNNCac
     const RNNDirectionCache& dc = cache.dirs[idx];
     const std::span<const int> order(cache.order), rows(cache.rows);
     const auto start = [&](const Tensor& df, Tensor& g, Tensor& g_next, Tensor& g0) {
-        rnn_packed::gather_states(absent(df) ? ConstTensorView() : df.select(idx), order, 0, B, g);
+        packed_rows::gather_states(absent(df) ? ConstTensorView() : df.select(idx), order, 0, B, g);
         g_next.copy_from(g);
         g0.copy_from(g);
     };
@@ -278,8 +278,9 @@ void RNN::backward_direction(int k, int d, const RNNState& d_final, const RNNCac
         d_h0_.copy_from(d_h_);
         if (lstm) d_c0_.copy_from(d_c_);
     }
-    if (!absent(d_initial.h)) rnn_packed::add_states(d_h0_, order, d_initial.h.select(idx));
-    if (lstm && !absent(d_initial.c)) rnn_packed::add_states(d_c0_, order, d_initial.c.select(idx));
+    if (!absent(d_initial.h)) packed_rows::add_states(d_h0_, order, d_initial.h.select(idx));
+    if (lstm && !absent(d_initial.c))
+        packed_rows::add_states(d_c0_, order, d_initial.c.select(idx));
     // d_W_hh += Σ d_aᵀ h_prev over the N packed rows (dc.h's first N rows are the h_prev)
     cell_add_recurrent_backward(P, Pg, lstm ? d_gi_ : d_gh_, dc.h.slice(0, N), TensorView());
     // d_W_ih += d_giᵀ X;  d_b_ih += Σ d_gi;  d_X += d_gi W_ih   (one GEMM each, all rows)
@@ -305,7 +306,7 @@ void RNN::backward(ConstTensorView d_out, const RNNState& d_final, const RNNCach
 
     // The top layer's output gradient at the real positions (padding outputs are constant 0)
     d_layer_out_.resize({N, D * H}, false);
-    rnn_packed::pack(d_out, cache, d_layer_out_);
+    packed_rows::pack(d_out, cache, d_layer_out_);
     for (Tensor* g : {&d_h_, &d_h_next_, &d_h0_, &d_c_, &d_c_next_, &d_c0_})
         g->resize({B, H}, false);
     d_gi_.resize({N, G * H}, false);
@@ -317,9 +318,9 @@ void RNN::backward(ConstTensorView d_out, const RNNState& d_final, const RNNCach
         for (int d = 0; d < D; ++d) backward_direction(k, d, d_final, cache, need_d_in, d_initial);
         if (k > 0) {  // through the dropout between layer k−1 and k
             d_layer_out_.resize({N, D * H}, false);
-            rnn_packed::mask_rows(d_layer_in_, cache, cache.dropout[k].mask, d_layer_out_, true);
+            packed_rows::mask_rows(d_layer_in_, cache, cache.dropout[k].mask, d_layer_out_, true);
         } else if (!absent(d_x)) {
-            rnn_packed::unpack(d_layer_in_, cache, d_x, true);
+            packed_rows::unpack(d_layer_in_, cache, d_x, true);
         }
     }
 }

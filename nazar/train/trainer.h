@@ -183,7 +183,7 @@ private:
     bool stop_now() const;
     double criterion(const ValidationResult& v) const;
     // Dev loss, perplexity and accuracy of `model`, and the decoding of K evenly spaced
-    // distinct dev sources (trainer_validate.cpp).
+    // distinct dev sources (validation.cpp).
     ValidationResult validate_weights(Seq2Seq& model, int64_t K);
     // The outputs for the sources of dev pairs `pairs` (greedy, or beam valid_beam), in order.
     std::vector<std::string> decode_dev(Seq2Seq& model, const std::vector<int64_t>& pairs);
@@ -193,7 +193,7 @@ private:
     const char* metric_name() const;
     int64_t completed_epochs() const;
     int64_t total_steps() const;
-    // The parts of run() (trainer_run.cpp).
+    // The parts of run() (training_loop.cpp).
     struct RunLog;                     // progress, metrics log, result so far
     void save_periodic(RunLog& log);   // last.safetensors and checkpoint-<step>.safetensors
     void announce(RunLog& log) const;  // model and data sizes; the resume point
@@ -226,7 +226,7 @@ private:
     // largest of step / max_steps, epochs / max_epochs, seconds / max_minutes over the budgets
     // that are set, clamped to [0, 1] (schedule.h BudgetLr).
     double budget_progress(int64_t step, double seconds) const;
-    // Guided alignment (trainer_guided.cpp): alignments_ from train_alignment for the kept pairs
+    // Guided alignment (guided_training.cpp): alignments_ from train_alignment for the kept pairs
     // (their lines), and λ at the current update (guided_alignment_decay).
     void load_alignments(std::span<const int64_t> kept_lines, const std::string& training,
                          int64_t lines_read);

@@ -1,8 +1,8 @@
-// attn::row_context (attention_rows.cpp): c = Σ_j wt[j] h_j in register blocks of 64 and 8
+// attn::row_context (row_equations.cpp): c = Σ_j wt[j] h_j in register blocks of 64 and 8
 // columns, bit for bit what a run of axpys from c = 0 gives (each element accumulated in j order,
 // one multiply-add per term), for widths with and without the blocks' tails; and within float
 // rounding of an fp64 oracle.
-#include "nazar/attention/attention_rows.h"
+#include "nazar/attention/row_equations.h"
 #include "nazar/core/kernels.h"
 #include "nazar/core/rng.h"
 

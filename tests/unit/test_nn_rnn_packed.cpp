@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace test_nn_rnn_packed {
+namespace test_nn_packed_rows {
 
 using namespace nazar;
 using nazar::test::close_abs;
@@ -173,4 +173,4 @@ INSTANTIATE_TEST_SUITE_P(Cells, RNNPacked,
 
 }  // namespace
 
-}  // namespace test_nn_rnn_packed
+}  // namespace test_nn_packed_rows

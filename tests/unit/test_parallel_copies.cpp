@@ -3,7 +3,7 @@
 // products"): each gives the same bits at 1, 2 and 3 threads as the serial loop it replaced, at
 // sizes above the threshold (the tiny models of the other tests stay below it).
 //   Tensor::zero, kernels::add_bias_rows / sum_rows_into, the RNN's packed-layout copies
-//   (rnn_packed.h, through RNN::forward / backward), and the decoder's sequence backward, whose
+//   (packed_rows.h, through RNN::forward / backward), and the decoder's sequence backward, whose
 //   chunk of step inputs is gathered over the pool (checked against the per-step backward).
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"

@@ -1,4 +1,4 @@
-// Validation that can be trusted (trainer_validate.cpp): the whole dev set by default, every
+// Validation that can be trusted (validation.cpp): the whole dev set by default, every
 // target of a source accepted (a lexicon's several pronunciations), the standard error beside
 // exact match, best.safetensors the checkpoint with the best whole-dev score, and the final
 // report scoring best.safetensors and the final model on every dev source whatever

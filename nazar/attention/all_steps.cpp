@@ -1,9 +1,9 @@
 // Dot/general attention over all decoder steps at once (Attention::forward_steps /
 // backward_steps), for callers that run the attention after the whole recurrence. This file:
-// the checks, and global attention; local-m / local-p: attention_steps_local.cpp.
+// the checks, and global attention; local-m / local-p: local_all_steps.cpp.
 // Per sentence b the T steps' scores and contexts are GEMMs instead of T·S_b dot products and
 // axpys, and the whole batch is one parallel loop instead of one per step. Each row's softmax
-// and its backward are the row equations of attention_rows.h, the calls forward() / backward()
+// and its backward are the row equations of row_equations.h, the calls forward() / backward()
 // make; only the score and context products are regrouped:
 //   R_b = Q_b K_bᵀ            (T × S_b)   Q_b: the T query rows of sentence b (row stride B·H)
 //   P_b = softmax_rows(s R_b)             over the S_b real positions; padding gets exactly 0
@@ -12,8 +12,8 @@
 // zero d_context for them makes their backward contribution exactly zero.
 #include "nazar/attention/attention.h"
 
-#include "nazar/attention/attention_detail.h"
-#include "nazar/attention/attention_rows.h"
+#include "nazar/attention/internal.h"
+#include "nazar/attention/row_equations.h"
 #include "nazar/attention/vec.h"
 #include "nazar/core/blas.h"
 #include "nazar/core/threads.h"
@@ -118,7 +118,7 @@ void Attention::forward_steps(ConstTensorView queries, const AttentionKeys& keys
                          *caches[t]);
 }
 
-// Per sentence b (the rows' equations of attention_rows.h, all T rows at once):
+// Per sentence b (the rows' equations of row_equations.h, all T rows at once):
 //   C_b = P_b h_b       =>  d_P_b = d_C_b h_bᵀ;           d_h_b += P_bᵀ d_C_b
 //   P = softmax(e) rows =>  d_e = P ⊙ (d_P − rowsum(P ⊙ d_P));  learned: d_s += Σ d_e ⊙ R
 //   e = s R, R = Q_b K_bᵀ   =>  d_R = s d_e;  d_Q_b += d_R K_b;  d_K_b += d_Rᵀ Q_b  (dot: K_b =

@@ -1,5 +1,5 @@
-// The equations of one attention row (see attention_rows.h).
-#include "nazar/attention/attention_rows.h"
+// The equations of one attention row (see row_equations.h).
+#include "nazar/attention/row_equations.h"
 
 #include "nazar/attention/vec.h"
 #include "nazar/core/kernels.h"

@@ -7,7 +7,7 @@
 
 #include <span>
 
-namespace nazar::rnn_packed {
+namespace nazar::packed_rows {
 
 // cache.order (stable, longest first), cache.rows and cache.offset from cache.lengths, cache.B
 // and cache.T.
@@ -37,4 +37,4 @@ void add_states(ConstTensorView src, std::span<const int> order, TensorView stat
 // state row order[i] = src row i.
 void set_states(ConstTensorView src, std::span<const int> order, TensorView state);
 
-}  // namespace nazar::rnn_packed
+}  // namespace nazar::packed_rows

@@ -88,7 +88,7 @@ struct Scratch {
     BackwardStepsScratch steps_backward;
 };
 
-// The sizes of one forward_steps / backward_steps call, checked by attention_steps.cpp:
+// The sizes of one forward_steps / backward_steps call, checked by all_steps.cpp:
 // K = C (dot: the keys are enc_out) or H (general); W = S (global) or 2D+1 (local).
 struct StepsSizes {
     int T = 0, B = 0, S = 0, H = 0, C = 0, K = 0, W = 0;
@@ -99,7 +99,7 @@ struct StepsSizes {
 void store_step(ConstTensorView raw, ConstTensorView probs, ConstTensorView weights,
                 std::span<const int> start, std::span<const int> count, AttentionStepCache& c);
 
-// forward_steps / backward_steps for local-m and local-p (attention_steps_local.cpp).
+// forward_steps / backward_steps for local-m and local-p (local_all_steps.cpp).
 // keys: (B, S, K), enc_out itself for dot; d_keys likewise (d_enc_out for dot).
 void forward_steps_local(const Attention& att, ForwardStepsScratch& sc, const StepsSizes& z,
                          ConstTensorView queries, const float* keys, ConstTensorView enc_out,

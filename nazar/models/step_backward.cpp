@@ -3,7 +3,7 @@
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 #include "nazar/models/decoder.h"
-#include "nazar/models/decoder_rows.h"
+#include "nazar/models/row_helpers.h"
 
 namespace nazar {
 

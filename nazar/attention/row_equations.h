@@ -1,7 +1,7 @@
 // Internal to nazar/attention: the equations of one attention row (one decoder step of one
 // sentence), written once here and called by both paths: the per-step Attention::forward /
 // backward (attention.cpp) and the all-steps forward_steps / backward_steps
-// (attention_steps.cpp, attention_steps_local.cpp). Score kernels: additive_kernels.h, luong.h; the
+// (all_steps.cpp, local_all_steps.cpp). Score kernels: additive_kernels.h, luong.h; the
 // window arithmetic and the local-p predictor: local.h.
 //
 // A row scores the n = w.count source positions i = w.start + j, j in [0, n), of its window;

@@ -1,5 +1,5 @@
 // Row helpers shared by the decoder's forward (decoder.cpp) and its two backward paths
-// (decoder_backward.cpp, sequence_backward.cpp). Internal to nazar/models.
+// (step_backward.cpp, sequence_backward.cpp). Internal to nazar/models.
 #pragma once
 
 #include "nazar/core/kernels.h"

@@ -3,15 +3,15 @@
 // W_p gradient included), the windows per row; then per sentence b either
 //   dense (S_b <= 2W: at most twice the window's work, at GEMM speed): R_b = Q_b K_bᵀ over all
 //     S_b columns (one GEMM), each row's window taken from it; the row's softmax and Gaussian
-//     (attention_rows.h); the weights scattered into a dense T × S_b matrix A_b (zero outside
+//     (row_equations.h); the weights scattered into a dense T × S_b matrix A_b (zero outside
 //     the window) and C_b = A_b h_b (one GEMM);
 //   or per row (long sources: O(D) per row, never O(S)): every row as forward() computes it.
 // The same results as T forward() / backward() calls up to the GEMMs' float rounding.
 #include "nazar/attention/attention.h"
 
-#include "nazar/attention/attention_detail.h"
-#include "nazar/attention/attention_rows.h"
+#include "nazar/attention/internal.h"
 #include "nazar/attention/luong.h"
+#include "nazar/attention/row_equations.h"
 #include "nazar/attention/vec.h"
 #include "nazar/core/blas.h"
 #include "nazar/core/threads.h"

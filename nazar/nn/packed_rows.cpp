@@ -1,5 +1,5 @@
-// The RNN's packed row layout and its copies (rnn_packed.h).
-#include "nazar/nn/rnn_packed.h"
+// The RNN's packed row layout and its copies (packed_rows.h).
+#include "nazar/nn/packed_rows.h"
 
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <numeric>
 
-namespace nazar::rnn_packed {
+namespace nazar::packed_rows {
 
 void plan(RNNCache& c) {
     const int B = c.B, T = c.T;
@@ -123,4 +123,4 @@ void set_states(ConstTensorView src, std::span<const int> order, TensorView stat
                     sizeof(float) * H);
 }
 
-}  // namespace nazar::rnn_packed
+}  // namespace nazar::packed_rows
