@@ -15,6 +15,8 @@ build_pkgs+=(libopenmpi-dev openmpi-bin)
 build_pkgs+=(libssl-dev openssl)
 # CI time (docs/reliability.md): lld links the ~90 executables in a quarter of ld.bfd's CPU time
 build_pkgs+=(lld)
+# make package (cmake/package.cmake): dpkg-shlibdeps declares the libraries' Debian packages
+build_pkgs+=(dpkg-dev)
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev python3 python3-torch python3-numpy)
 # reliability (docs/reliability.md): clang + its sanitizer/libFuzzer runtimes, llvm-symbolizer
 test_pkgs+=(clang-14 libclang-rt-14-dev llvm-14)
