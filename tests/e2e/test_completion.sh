@@ -8,14 +8,18 @@ COMPLETIONS=$(cd "${2:?usage: test_completion.sh NAZAR COMPLETION_DIR}" && pwd) 
 . "$COMPLETIONS/nazar" || { echo "FAIL cannot source $COMPLETIONS/nazar"; exit 1; }
 complete -p nazar | grep -q -- '-F _nazar' || bad "complete -p nazar" "$(complete -p nazar 2>&1)"
 
-# expect "WANTED WORDS" nazar word... : the completion of the last word is exactly WANTED.
-expect() {
-    local want=$1
-    shift
+# complete nazar word...: what _nazar offers for the last word, in COMPREPLY (as bash asks).
+complete_words() {
     COMP_WORDS=("$@")
     COMP_CWORD=$(($# - 1))
     COMPREPLY=()
     _nazar
+}
+# expect "WANTED WORDS" nazar word... : the completion of the last word is exactly WANTED.
+expect() {
+    local want=$1
+    shift
+    complete_words "$@"
     local got=
     ((${#COMPREPLY[@]} == 0)) || got=$(printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ')
     want=$(tr ' ' '\n' <<< "$want" | grep -v '^$' | sort | tr '\n' ' ')
@@ -27,10 +31,7 @@ expect() {
 contains() {
     local want=$1
     shift
-    COMP_WORDS=("$@")
-    COMP_CWORD=$(($# - 1))
-    COMPREPLY=()
-    _nazar
+    complete_words "$@"
     if printf '%s\n' "${COMPREPLY[@]}" | grep -qxF -- "$want"; then ok "nazar ${*:2} offers $want"
     else bad "nazar ${*:2}" "$want not among: ${COMPREPLY[*]}"; fi
 }
