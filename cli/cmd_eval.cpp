@@ -5,6 +5,7 @@
 //   signature: nrefs:2|case:mixed|eff:no|tok:13a|smooth:exp|version:nazar-0.1.0
 // or one JSON object with --json, or only the number with --score-only.
 #include "cli/command.h"
+#include "cli/line_files.h"
 #include "cli/options.h"
 #include "cli/output.h"
 #include "nazar/core/check.h"
@@ -56,42 +57,6 @@ struct EvalOptions {
     bool chrf_eps_smoothing = false;
     std::size_t max_line_bytes = kDefaultMaxLineBytes;
 };
-
-bool isatty_path(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return false;
-    const bool tty = ::isatty(fd) != 0;
-    ::close(fd);
-    return tty;
-}
-
-// Lines of a file ("-" = stdin; gzip is decompressed): line endings and a UTF-8 BOM on line 1
-// dropped, no line after a final '\n'. A line longer than max_line_bytes is an error naming the
-// file and line (so /dev/zero or a 10 MB line fails at once, not after gigabytes); a device
-// other than a terminal is refused (an endless /dev/urandom of short lines would never end).
-std::vector<std::string> read_lines(const std::string& path, std::string_view what,
-                                    std::size_t max_line_bytes) {
-    if (path != "-") {
-        // A directory opens as an empty stream: refuse it (and say what a path is) first.
-        if (const std::string why = file_problem(path, true); !why.empty())
-            throw UsageError(fmt::format("{} '{}' {}", what, path, why));
-        struct stat st {};
-        if (::stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode) && !isatty_path(path))
-            throw UsageError(fmt::format(
-                "{} '{}' is a character device, not a file or a pipe (give a file, or '-')", what,
-                path));
-    }
-    std::unique_ptr<LineReader> reader;
-    try {
-        reader = std::make_unique<LineReader>(path, max_line_bytes);
-    } catch (const Error& e) {
-        throw UsageError(fmt::format("cannot open {}: {}", what, e.what()));
-    }
-    std::vector<std::string> lines;
-    std::string_view line;
-    while (reader->next(line)) lines.emplace_back(line);
-    return lines;
-}
 
 std::string display(const std::string& path) {
     return path == "-" ? std::string("<stdin>") : path;

@@ -14,6 +14,7 @@
 #include "nazar/core/text_limits.h"
 #include "nazar/core/threads.h"
 #include "nazar/data/reader.h"
+#include "nazar/decode/decode_defaults.h"
 #include "nazar/decode/translator.h"
 
 #include <fmt/format.h>
@@ -38,7 +39,23 @@ struct TranslateArgs {
     int threads = -1;
     std::size_t max_line_bytes = kDefaultMaxLineBytes;
     bool scores = false, progress = false;
+    CLI::App* app = nullptr;
 };
+
+// Fills the decoding settings not given as flags from the model file's (`nazar tune`); an
+// n-best list longer than a stored beam widens the beam.
+void apply_stored_settings(const Translator& translator, const CLI::App& app,
+                           TranslationOptions& o) {
+    const auto given = [&app](const char* flag) { return app.count(flag) > 0; };
+    apply_decode_defaults(translator.decode_defaults(),
+                          {.beam_size = given("--beam"),
+                           .length_penalty = given("--length-penalty"),
+                           .coverage_penalty = given("--coverage-penalty"),
+                           .max_length_ratio = given("--max-length-ratio"),
+                           .max_length_extra = given("--max-length-extra"),
+                           .max_length = given("--max-length")},
+                          o);
+}
 
 // --ensemble-attention: a member index in [0, members), or "mean".
 int parse_ensemble_attention(const std::string& text, std::size_t members) {
@@ -94,12 +111,17 @@ int run_translate(TranslateArgs& a) {
     a.opt.attention = format == AlignmentFormat::soft;
     const bool nbest_format = a.scores || a.opt.n_best > 1;
     // Options are checked before the model loads, so a typo fails fast.
-    if (a.opt.n_best > a.opt.beam_size)
-        throw UsageError(
-            fmt::format("--n-best {} exceeds --beam {}", a.opt.n_best, a.opt.beam_size));
+    const auto check_n_best = [&a] {
+        if (a.opt.n_best > a.opt.beam_size)
+            throw UsageError(
+                fmt::format("--n-best {} exceeds --beam {}", a.opt.n_best, a.opt.beam_size));
+    };
+    if (a.app->count("--beam") > 0) check_n_best();
 
     a.opt.ensemble_attention = parse_ensemble_attention(a.ensemble_attention, a.models.size());
     const Translator translator(a.models, {.precision = parse_precision_option(a.precision)});
+    apply_stored_settings(translator, *a.app, a.opt);
+    check_n_best();
     LineReader reader(a.input, a.max_line_bytes);
     std::vector<std::string> inputs = {a.input, a.dict};
     inputs.insert(inputs.end(), a.models.begin(), a.models.end());
@@ -107,6 +129,9 @@ int run_translate(TranslateArgs& a) {
     const bool interactive = a.input == "-" && isatty(STDIN_FILENO);
     const bool progress = a.progress || (!interactive && isatty(STDERR_FILENO));
     const auto start = std::chrono::steady_clock::now();
+    if (progress && !translator.decode_defaults().empty())
+        std::fprintf(stderr, "settings stored in the model: %s\n",
+                     describe(translator.decode_defaults()).c_str());
 
     std::vector<std::string> lines;
     std::string_view line;
@@ -146,6 +171,7 @@ int run_translate(TranslateArgs& a) {
 
 void setup_translate(CLI::App& app, std::function<int()>& run) {
     auto a = std::make_shared<TranslateArgs>();
+    a->app = &app;
     auto& o = a->opt;
     app.add_option("--model", a->models,
                    "Model file (model.safetensors or a checkpoint); repeat for an ensemble (the "
@@ -161,7 +187,9 @@ void setup_translate(CLI::App& app, std::function<int()>& run) {
     app.add_option("--input", a->input, "Sentences, one per line ('-' = stdin; gzip is detected)")
         ->capture_default_str();
     app.add_option("--output", a->output, "Where to write ('-' = stdout)")->capture_default_str();
-    app.add_option("--beam", o.beam_size, "Beam size K (1 = greedy)")
+    app.add_option("--beam", o.beam_size,
+                   "Beam size K (1 = greedy); this and the penalties and length limits below "
+                   "default to the model's stored settings (nazar tune) when it has them")
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
     app.add_option("--n-best", o.n_best, "Hypotheses per sentence (n-best format when > 1)")

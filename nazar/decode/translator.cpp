@@ -10,6 +10,7 @@
 #include "nazar/data/utf8.h"
 #include "nazar/data/vocab.h"
 #include "nazar/decode/beam_search.h"
+#include "nazar/decode/decode_defaults.h"
 #include "nazar/decode/ensemble.h"
 #include "nazar/models/model_file.h"
 
@@ -25,6 +26,7 @@ struct Translator::Impl {
     Tokenizer src_tok, tgt_tok;
     Vocab src_vocab, tgt_vocab;
     SpecialIds special;
+    DecodeDefaults defaults;  // the members' shared settings (decode_defaults.h)
     // One per member, loaded once and read by every replica's sessions (never written after
     // loading: decode_session.h).
     std::vector<std::shared_ptr<const Seq2Seq>> models;
@@ -148,6 +150,11 @@ Translator::Translator(const std::vector<std::string>& model_paths, const Transl
                                 path, what[i], first));
                 }
             }
+            DecodeDefaults defaults = decode_defaults_from_metadata(m.metadata, path);
+            if (k == 0)
+                d.defaults = std::move(defaults);
+            else if (!same_settings(defaults, d.defaults))
+                d.defaults = {};  // members tuned apart: none holds for the ensemble
             d.models.push_back(std::shared_ptr<const Seq2Seq>(std::move(m.model)));
         }
     }
@@ -171,6 +178,9 @@ const std::vector<std::string>& Translator::model_paths() const {
 }
 const ModelConfig& Translator::config() const {
     return impl_->models.front()->config();
+}
+const DecodeDefaults& Translator::decode_defaults() const {
+    return impl_->defaults;
 }
 std::string_view Translator::source_tokenizer() const {
     return to_string(impl_->src_tok.kind());

@@ -42,7 +42,8 @@ namespace nazar {
 
 enum class Precision;  // core/precision.h (opaque here: keeps this header's own includes few)
 
-struct ModelConfig;  // models/config.h (Translator::config)
+struct ModelConfig;     // models/config.h (Translator::config)
+struct DecodeDefaults;  // decode_defaults.h (Translator::decode_defaults)
 
 struct TranslatorConfig {
     int replicas = 1;  // decoding sessions = concurrent translate() calls served without waiting
@@ -121,6 +122,10 @@ public:
     std::string_view source_tokenizer() const;
     std::string_view target_tokenizer() const;
     std::vector<std::string> source_pieces(std::string_view sentence) const;
+    // The decoding settings stored in the model file (`nazar tune`; decode_defaults.h), which
+    // front ends apply to the options their caller did not set; translate() itself takes its
+    // options as given. An ensemble has them when every member stores the same ones, else none.
+    const DecodeDefaults& decode_defaults() const;
 
 private:
     struct Impl;

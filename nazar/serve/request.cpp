@@ -165,9 +165,24 @@ TranslationOptions TranslateRequest::options() const {
     o.n_best = n_best;
     o.length_penalty = length_penalty;
     o.coverage_penalty = coverage_penalty;
+    o.max_length_ratio = max_length_ratio;
+    o.max_length_extra = max_length_extra;
+    o.max_length = max_length;
     o.replace_unk = replace_unk;
     o.attention = needs_attention();
     return o;
+}
+
+void TranslateRequest::apply_model_settings(const DecodeDefaults& stored) {
+    TranslationOptions o = options();
+    apply_decode_defaults(stored, given, o);
+    beam = o.beam_size;
+    length_penalty = o.length_penalty;
+    coverage_penalty = o.coverage_penalty;
+    max_length_ratio = o.max_length_ratio;
+    max_length_extra = o.max_length_extra;
+    max_length = o.max_length;
+    if (n_best > beam) throw HttpError(400, fmt::format("n_best {} exceeds beam {}", n_best, beam));
 }
 
 std::string TranslateRequest::batch_key() const {
@@ -208,6 +223,7 @@ TranslateRequest parse_translate_request(std::string_view body, const RequestLim
                                 "the default");
         } else if (key == "beam") {
             r.beam = get_int(v, "beam", 1, limits.max_beam, " (--max-beam)");
+            r.given.beam_size = true;
         } else if (key == "n_best") {
             r.n_best = get_int(v, "n_best", 1, limits.max_beam, " (--max-beam)");
         } else if (key == "attention") {
@@ -224,8 +240,10 @@ TranslateRequest parse_translate_request(std::string_view body, const RequestLim
             }
         } else if (key == "length_penalty") {
             r.length_penalty = get_penalty(v, "length_penalty");
+            r.given.length_penalty = true;
         } else if (key == "coverage_penalty") {
             r.coverage_penalty = get_penalty(v, "coverage_penalty");
+            r.given.coverage_penalty = true;
         } else if (key == "replace_unk") {
             r.replace_unk = get_bool(v, "replace_unk");
         } else {
@@ -236,7 +254,7 @@ TranslateRequest parse_translate_request(std::string_view body, const RequestLim
         }
     }
     if (!has_text) throw HttpError(400, "the request has no 'text'");
-    if (r.n_best > r.beam)
+    if (r.given.beam_size && r.n_best > r.beam)  // else once the model's beam is known
         throw HttpError(400, fmt::format("n_best {} exceeds beam {}", r.n_best, r.beam));
     return r;
 }
@@ -341,7 +359,8 @@ std::string models_body(std::span<const NamedModel> models) {
              {"src_vocab_size", c.src_vocab_size},
              {"tgt_vocab_size", c.tgt_vocab_size},
              {"src_tokenizer", m.translator->source_tokenizer()},
-             {"tgt_tokenizer", m.translator->target_tokenizer()}});
+             {"tgt_tokenizer", m.translator->target_tokenizer()},
+             {"decode_defaults", json::parse(to_json(m.translator->decode_defaults()))}});
     }
     json j = {{"default", models.empty() ? json(nullptr) : json(models.front().name)},
               {"models", std::move(list)}};

@@ -16,6 +16,7 @@
 
 #include "nazar/core/check.h"
 #include "nazar/decode/alignment.h"
+#include "nazar/decode/decode_defaults.h"
 #include "nazar/decode/translator.h"
 
 #include <cstddef>
@@ -59,6 +60,16 @@ struct TranslateRequest {
     float length_penalty = 0.6f;
     float coverage_penalty = 0.0f;
     bool replace_unk = false;
+    // Not request fields: the model's stored length limits (apply_model_settings).
+    float max_length_ratio = TranslationOptions{}.max_length_ratio;
+    int max_length_extra = TranslationOptions{}.max_length_extra;
+    int max_length = TranslationOptions{}.max_length;
+    ExplicitOptions given;  // which of beam, length_penalty, coverage_penalty the body set
+
+    // The fields the body left out from the model's stored settings (`nazar tune`,
+    // decode/decode_defaults.h), then the n_best <= beam check (HttpError 400). Called once
+    // the model is known, before check_cost.
+    void apply_model_settings(const DecodeDefaults& stored);
 
     // The decoding options; requests with equal options are decoded in one batch. The attention
     // matrices are kept only when the answer shows them (attention, alignment).

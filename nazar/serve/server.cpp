@@ -360,6 +360,7 @@ void Server::Impl::prepare(std::string body, Reply reply, Clock::time_point arri
     std::string().swap(body);
     const NamedModel& model = find_model(r.model);
     r.model = model.name;  // the default model's requests batch with the named ones
+    r.apply_model_settings(model.translator->decode_defaults());
     std::vector<int> lengths;
     const std::size_t n = r.text.size();
     for (std::size_t i = 0; i < n; ++i) {

@@ -34,6 +34,10 @@ def _float(name: str, value) -> float:
     return float(value)
 
 
+def _optional_float(name: str, value) -> Optional[float]:
+    return None if value is None else _float(name, value)
+
+
 def _utf8(name: str, text: str) -> str:
     """``text`` when it can be encoded as UTF-8, else a UnicodeEncodeError naming ``name``."""
     try:
@@ -230,6 +234,13 @@ class Translator:
     def path(self) -> str:
         return self._path
 
+    @property
+    def decode_defaults(self) -> dict:
+        """The decoding settings stored in the model file by ``nazar tune`` (keys among beam,
+        length_penalty, coverage_penalty, max_length_ratio, max_length_extra, max_length, and
+        "tuned": what they were chosen by); {} when it stores none."""
+        return self._tr.decode_defaults
+
     def __repr__(self) -> str:
         return f"nazar.Translator({self._path!r}, replicas={self._replicas})"
 
@@ -239,23 +250,28 @@ class Translator:
     def translate(
         self,
         sentences: Iterable[str],
-        beam: int = 5,
+        beam: Optional[int] = None,
         n_best: int = 1,
         alignment: Optional[str] = None,
         attention: bool = False,
         replace_unk: bool = False,
         batch_size: int = 32,
-        length_penalty: float = 0.6,
-        coverage_penalty: float = 0.0,
-        max_length_ratio: float = 2.0,
-        max_length_extra: int = 5,
-        max_length: int = 512,
+        length_penalty: Optional[float] = None,
+        coverage_penalty: Optional[float] = None,
+        max_length_ratio: Optional[float] = None,
+        max_length_extra: Optional[int] = None,
+        max_length: Optional[int] = None,
         dictionary: Optional[PathLike] = None,
         max_line_bytes: int = MAX_LINE_BYTES,
         cancel: Optional[_nazar.CancelToken] = None,
     ) -> List[Translation]:
         """Translates ``sentences`` (a list of str) with beam search (``beam=1``: greedy), as
         ``nazar translate`` does, and returns one :class:`Translation` per sentence, in order.
+
+        ``beam``, the penalties and the length limits left as None take the settings stored in
+        the model file by ``nazar tune`` (:attr:`decode_defaults`), else ``nazar translate`` 's
+        defaults: beam 5, length_penalty 0.6, coverage_penalty 0, max_length_ratio 2,
+        max_length_extra 5, max_length 512. An ``n_best`` above a stored beam widens the beam.
 
         ``alignment``: None, ``"hard"`` (fills ``Hypothesis.alignment``) or ``"soft"`` (fills
         ``Hypothesis.attention``, like ``attention=True``). ``attention=True`` keeps each
@@ -281,9 +297,9 @@ class Translator:
             want_attention,
             bool(replace_unk),
             batch_size,
-            _float("length_penalty", length_penalty),
-            _float("coverage_penalty", coverage_penalty),
-            _float("max_length_ratio", max_length_ratio),
+            _optional_float("length_penalty", length_penalty),
+            _optional_float("coverage_penalty", coverage_penalty),
+            _optional_float("max_length_ratio", max_length_ratio),
             max_length_extra,
             max_length,
             b"" if dictionary is None else _path("dictionary", dictionary),

@@ -20,6 +20,7 @@
 #include "nazar/data/tokenizer.h"
 #include "nazar/data/vocab.h"
 #include "nazar/decode/alignment.h"
+#include "nazar/decode/decode_defaults.h"
 #include "nazar/decode/translator.h"
 #include "nazar/models/decode_session.h"
 #include "nazar/models/model_file.h"
@@ -187,20 +188,69 @@ std::size_t max_line_bytes(const pb::handle& v) {
     return static_cast<std::size_t>(int_arg(v, "max_line_bytes", 1, kMaxLineBytesLimit));
 }
 
-TranslationOptions translation_options(const pb::handle& beam, const pb::handle& n_best,
-                                       const pb::handle& batch_size,
-                                       const pb::handle& max_length_extra,
-                                       const pb::handle& max_length) {
+// The decoding settings of translate(): each argument None takes the model file's stored value
+// (`nazar tune`, decode/decode_defaults.h), else translate's default.
+struct SettingArgs {
+    pb::handle beam, length_penalty, coverage_penalty, max_length_ratio, max_length_extra,
+        max_length;
+};
+
+float float_arg(const pb::handle& v, const char* name) {
+    if (pb::isinstance<pb::bool_>(v) ||
+        !(pb::isinstance<pb::float_>(v) || pb::isinstance<pb::int_>(v)))
+        throw pb::type_error(
+            fmt::format("{} must be a number, got {}", name, Py_TYPE(v.ptr())->tp_name));
+    return v.cast<float>();
+}
+
+TranslationOptions translation_options(const Translator& tr, const SettingArgs& a,
+                                       const pb::handle& n_best, const pb::handle& batch_size) {
     TranslationOptions o;
-    o.beam_size = static_cast<int>(int_arg(beam, "beam", 1, kMaxBeam));
     o.n_best = static_cast<int>(int_arg(n_best, "n_best", 1, kMaxBeam));
     o.batch_size = static_cast<int>(int_arg(batch_size, "batch_size", 1, kMaxBatch));
-    o.max_length_extra =
-        static_cast<int>(int_arg(max_length_extra, "max_length_extra", kIntMin, kIntMax));
-    o.max_length = static_cast<int>(int_arg(max_length, "max_length", 1, kMaxLength));
+    const ExplicitOptions given{.beam_size = !a.beam.is_none(),
+                                .length_penalty = !a.length_penalty.is_none(),
+                                .coverage_penalty = !a.coverage_penalty.is_none(),
+                                .max_length_ratio = !a.max_length_ratio.is_none(),
+                                .max_length_extra = !a.max_length_extra.is_none(),
+                                .max_length = !a.max_length.is_none()};
+    if (given.beam_size) o.beam_size = static_cast<int>(int_arg(a.beam, "beam", 1, kMaxBeam));
+    if (given.length_penalty) o.length_penalty = float_arg(a.length_penalty, "length_penalty");
+    if (given.coverage_penalty)
+        o.coverage_penalty = float_arg(a.coverage_penalty, "coverage_penalty");
+    if (given.max_length_ratio)
+        o.max_length_ratio = float_arg(a.max_length_ratio, "max_length_ratio");
+    if (given.max_length_extra)
+        o.max_length_extra =
+            static_cast<int>(int_arg(a.max_length_extra, "max_length_extra", kIntMin, kIntMax));
+    if (given.max_length)
+        o.max_length = static_cast<int>(int_arg(a.max_length, "max_length", 1, kMaxLength));
+    apply_decode_defaults(tr.decode_defaults(), given, o);
     if (o.n_best > o.beam_size)
         throw UsageError(fmt::format("n_best {} exceeds beam {}", o.n_best, o.beam_size));
     return o;
+}
+
+// Translator.decode_defaults: the stored settings as a dict (only those the file has), with
+// "tuned" (metric, score, default_score, dev, sources) when tune chose them.
+pb::dict decode_defaults_to_python(const DecodeDefaults& d) {
+    pb::dict out;
+    if (d.beam_size) out["beam"] = *d.beam_size;
+    if (d.length_penalty) out["length_penalty"] = *d.length_penalty;
+    if (d.coverage_penalty) out["coverage_penalty"] = *d.coverage_penalty;
+    if (d.max_length_ratio) out["max_length_ratio"] = *d.max_length_ratio;
+    if (d.max_length_extra) out["max_length_extra"] = *d.max_length_extra;
+    if (d.max_length) out["max_length"] = *d.max_length;
+    if (d.tuned) {
+        pb::dict t;
+        t["metric"] = d.tuned->metric;
+        t["score"] = d.tuned->score;
+        t["default_score"] = d.tuned->default_score;
+        t["dev"] = d.tuned->dev;
+        t["sources"] = d.tuned->sources;
+        out["tuned"] = t;
+    }
+    return out;
 }
 
 pb::list translations_to_python(std::vector<Translation>& res, bool alignments, bool attention) {
@@ -273,22 +323,26 @@ void bind_translator(pb::module_& m) {
              pb::arg("path"), pb::arg("replicas") = 1)
         .def_property_readonly("replicas", &Translator::replicas)
         .def_property_readonly("model_path", &Translator::model_path)
+        .def_property_readonly(
+            "decode_defaults",
+            [](const Translator& tr) { return decode_defaults_to_python(tr.decode_defaults()); })
         .def(
             "translate",
             [](const Translator& tr, const pb::handle& sentences, const pb::handle& beam,
                const pb::handle& n_best, bool alignments, bool attention, bool replace_unk,
-               const pb::handle& batch_size, float length_penalty, float coverage_penalty,
-               float max_length_ratio, const pb::handle& max_length_extra,
-               const pb::handle& max_length, const std::string& dictionary,
-               const pb::handle& max_bytes, const pb::handle& cancel) {
+               const pb::handle& batch_size, const pb::handle& length_penalty,
+               const pb::handle& coverage_penalty, const pb::handle& max_length_ratio,
+               const pb::handle& max_length_extra, const pb::handle& max_length,
+               const std::string& dictionary, const pb::handle& max_bytes,
+               const pb::handle& cancel) {
                 TranslationOptions o =
-                    translation_options(beam, n_best, batch_size, max_length_extra, max_length);
+                    translation_options(tr,
+                                        {beam, length_penalty, coverage_penalty, max_length_ratio,
+                                         max_length_extra, max_length},
+                                        n_best, batch_size);
                 o.alignments = alignments;
                 o.attention = attention;
                 o.replace_unk = replace_unk;
-                o.length_penalty = length_penalty;
-                o.coverage_penalty = coverage_penalty;
-                o.max_length_ratio = max_length_ratio;
                 if (!dictionary.empty() && !replace_unk)
                     throw UsageError("dictionary needs replace_unk=True");
                 const std::shared_ptr<CancelToken> token = cancel_token(cancel);

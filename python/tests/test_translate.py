@@ -139,3 +139,32 @@ def test_bad_arguments_are_value_errors(tr):
         tr.translate("a b c")
     with pytest.raises(ValueError, match="replace_unk"):
         tr.translate(["a"], dictionary="dict.tsv")
+
+
+def test_settings_stored_by_tune_are_the_defaults(model_path, data_paths, tmp_path):
+    """`nazar tune -o` stores beam and penalties; arguments left as None take them, given ones win."""
+    tuned = str(tmp_path / "tuned.safetensors")
+    run_cli("--threads", "1", "tune", "--model", model_path, "--dev", data_paths[1],
+            "--metric", "exact", "--beams", "1,3", "--length-penalties", "0,1.5",
+            "--coverage-penalties", "0", "--max-length-ratio", "1.5", "-o", tuned)
+    plain = nazar.Translator(model_path)
+    assert plain.decode_defaults == {}
+    t = nazar.Translator(tuned)
+    d = t.decode_defaults
+    assert d["max_length_ratio"] == 1.5 and d["beam"] in (1, 3)
+    assert d["tuned"]["metric"] == "exact" and d["tuned"]["dev"] == data_paths[1]
+    explicit = {"beam": d["beam"], "max_length_ratio": 1.5, "max_length_extra": d["max_length_extra"]}
+    if "length_penalty" in d:
+        explicit.update(length_penalty=d["length_penalty"], coverage_penalty=d["coverage_penalty"])
+    assert [x.text for x in t.translate(SENTENCES)] == [
+        x.text for x in plain.translate(SENTENCES, **explicit)
+    ]
+    assert [x.text for x in t.translate(SENTENCES)] == cli_lines(tuned)
+    # a given argument wins over the stored one
+    assert [x.text for x in t.translate(SENTENCES, beam=4, max_length_ratio=2.0)] == [
+        x.text for x in plain.translate(SENTENCES, beam=4)
+    ]
+    # an n-best list longer than the stored beam widens it
+    assert all(len(x.hypotheses) <= 6 for x in t.translate(SENTENCES, n_best=6))
+    with pytest.raises(ValueError, match="n_best 6 exceeds beam 2"):
+        t.translate(SENTENCES, beam=2, n_best=6)

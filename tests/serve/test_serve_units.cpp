@@ -111,6 +111,39 @@ TEST(ServeRequest, RefusesWithStatusAndReason) {
     EXPECT_EQ(status_of(R"({"text": ["[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["]})"), 200);
 }
 
+TEST(ServeRequest, ModelSettingsFillOnlyWhatTheBodyLeftOut) {
+    const DecodeDefaults stored = decode_defaults_from_json(
+        R"({"beam": 3, "length_penalty": 1.4, "coverage_penalty": 0.2, "max_length_ratio": 3,
+            "max_length_extra": 2, "max_length": 90})",
+        "m");
+    TranslateRequest r = parse_translate_request(R"({"text": "x", "length_penalty": 0})", {});
+    r.apply_model_settings(stored);
+    EXPECT_EQ(r.beam, 3);
+    EXPECT_EQ(r.length_penalty, 0.0f);  // the body's
+    EXPECT_EQ(r.coverage_penalty, 0.2f);
+    const TranslationOptions o = r.options();
+    EXPECT_EQ(o.max_length_ratio, 3.0f);
+    EXPECT_EQ(o.max_length_extra, 2);
+    EXPECT_EQ(o.max_length, 90);
+    // the same request with the values spelled out batches with it
+    TranslateRequest spelled = parse_translate_request(
+        R"({"text": "y", "beam": 3, "length_penalty": 0, "coverage_penalty": 0.2})", {});
+    spelled.apply_model_settings(stored);
+    EXPECT_EQ(spelled.batch_key(), r.batch_key());
+    // n_best beyond the stored beam widens it; beyond a given beam it is refused
+    TranslateRequest wide = parse_translate_request(R"({"text": "x", "n_best": 4})", {});
+    wide.apply_model_settings(stored);
+    EXPECT_EQ(wide.beam, 4);
+    TranslateRequest plain = parse_translate_request(R"({"text": "x", "n_best": 6})", {});
+    try {
+        plain.apply_model_settings({});
+        ADD_FAILURE() << "n_best 6 over the default beam 5 was accepted";
+    } catch (const HttpError& e) {
+        EXPECT_EQ(e.status(), 400);
+        EXPECT_STREQ(e.what(), "n_best 6 exceeds beam 5");
+    }
+}
+
 TEST(ServeMetrics, HistogramIsCumulative) {
     Histogram h({1, 2, 4});
     for (const double x : {0.5, 1.0, 3.0, 9.0}) h.observe(x);
