@@ -15,9 +15,11 @@
 #include "nazar/core/threads.h"
 #include "nazar/data/reader.h"
 #include "nazar/decode/decode_defaults.h"
+#include "nazar/decode/protect.h"
 #include "nazar/decode/translator.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 #include <charconv>
@@ -31,7 +33,9 @@ namespace nazar::cli {
 namespace {
 
 struct TranslateArgs {
-    std::string input = "-", output = "-", alignment = "none", dict, precision;
+    std::string input = "-", output = "-", alignment = "none", dict, precision, constraints;
+    std::vector<std::string> protect_regex;
+    bool protect = false;
     std::vector<std::string> models;  // several: an ensemble
     std::string ensemble_attention = "0";
     TranslationOptions opt;
@@ -56,6 +60,106 @@ void apply_stored_settings(const Translator& translator, const CLI::App& app,
                            .max_length = given("--max-length")},
                           o);
 }
+
+// --constraints: one JSON value per input line: {"include": [...], "exclude": [...]}, a list
+// (include phrases), or an empty line / {} / [] / null (none).
+TextConstraints parse_constraints_line(std::string_view line, const LineReader& file) {
+    const auto fail = [&](const std::string& why) -> TextConstraints {
+        throw UsageError(fmt::format("{}:{}: {}", file.path(), file.line_number(), why));
+    };
+    TextConstraints c;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) return c;
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+        return fail(fmt::format("not JSON ({})", e.what()));
+    }
+    const auto strings = [&](const nlohmann::json& v, const char* what,
+                             std::vector<std::string>& out) {
+        if (!v.is_array()) fail(fmt::format("'{}' must be a list of strings", what));
+        for (const auto& x : v) {
+            if (!x.is_string() || x.get<std::string>().empty())
+                fail(fmt::format("'{}' must hold non-empty strings, got {}", what,
+                                 excerpt(x.dump())));
+            out.push_back(x.get<std::string>());
+        }
+    };
+    if (j.is_null()) return c;
+    if (j.is_array()) {
+        strings(j, "include", c.include);
+    } else if (j.is_object()) {
+        for (const auto& [key, v] : j.items()) {
+            if (key == "include")
+                strings(v, "include", c.include);
+            else if (key == "exclude")
+                strings(v, "exclude", c.exclude);
+            else
+                fail(fmt::format("unknown field '{}' (fields: include, exclude)", excerpt(key)));
+        }
+    } else {
+        fail(
+            "expected {\"include\": [...], \"exclude\": [...]}, a list of phrases, or an "
+            "empty line");
+    }
+    return c;
+}
+
+// What --constraints and --protect add to each input line, and what was not placed.
+struct ConstraintSource {
+    std::unique_ptr<LineReader> file;      // --constraints
+    std::optional<SpanProtector> protect;  // --protect / --protect-regex
+    int64_t sentences = 0, phrases = 0, unmet = 0;
+
+    bool active() const { return file || protect; }
+    // The constraints of `lines`, read in step with the input.
+    std::vector<TextConstraints> next(const std::vector<std::string>& lines, int64_t done) {
+        std::vector<TextConstraints> out(lines.size());
+        for (std::size_t i = 0; i < lines.size(); ++i) {
+            if (file) {
+                std::string_view line;
+                if (!file->next(line))
+                    throw UsageError(fmt::format(
+                        "constraints file '{}' ends at line {}, the input has more lines ({} at "
+                        "least)",
+                        file->path(), file->line_number(), done + i + 1));
+                out[i] = parse_constraints_line(line, *file);
+            }
+            if (protect)
+                for (std::string& span : protect->spans(lines[i]))
+                    if (std::find(out[i].include.begin(), out[i].include.end(), span) ==
+                        out[i].include.end())
+                        out[i].include.push_back(std::move(span));
+            sentences += out[i].empty() ? 0 : 1;
+            phrases += static_cast<int64_t>(out[i].include.size());
+        }
+        return out;
+    }
+    // One stderr line per sentence whose include phrases were not all placed.
+    void report(const std::vector<Translation>& res, int64_t done) {
+        for (std::size_t i = 0; i < res.size(); ++i) {
+            if (res[i].unmet.empty()) continue;
+            std::string list;
+            for (const std::string& p : res[i].unmet)
+                list += (list.empty() ? "'" : ", '") + excerpt(p) + "'";
+            std::fprintf(stderr, "line %lld: not placed: %s\n",
+                         static_cast<long long>(done + static_cast<int64_t>(i) + 1), list.c_str());
+            unmet += static_cast<int64_t>(res[i].unmet.size());
+        }
+    }
+    void finish() {
+        std::string_view extra;
+        if (file && file->next(extra))
+            throw UsageError(
+                fmt::format("constraints file '{}' has more lines than the input", file->path()));
+        if (active())
+            std::fprintf(stderr,
+                         "constraints: %lld sentences with constraints, %lld include phrases, "
+                         "%lld placed, %lld not placed\n",
+                         static_cast<long long>(sentences), static_cast<long long>(phrases),
+                         static_cast<long long>(phrases - unmet), static_cast<long long>(unmet));
+    }
+};
 
 // --ensemble-attention: a member index in [0, members), or "mean".
 int parse_ensemble_attention(const std::string& text, std::size_t members) {
@@ -123,7 +227,12 @@ int run_translate(TranslateArgs& a) {
     apply_stored_settings(translator, *a.app, a.opt);
     check_n_best();
     LineReader reader(a.input, a.max_line_bytes);
-    std::vector<std::string> inputs = {a.input, a.dict};
+    ConstraintSource constraints;
+    if (!a.constraints.empty())
+        constraints.file = std::make_unique<LineReader>(a.constraints, a.max_line_bytes);
+    if (a.protect || !a.protect_regex.empty())
+        constraints.protect = SpanProtector::from_patterns(a.protect_regex, a.protect);
+    std::vector<std::string> inputs = {a.input, a.dict, a.constraints};
     inputs.insert(inputs.end(), a.models.begin(), a.models.end());
     OutputSink out(a.output, inputs);
     const bool interactive = a.input == "-" && isatty(STDIN_FILENO);
@@ -146,6 +255,11 @@ int run_translate(TranslateArgs& a) {
             lines.emplace_back(line);
         if (lines.empty()) break;
         std::vector<Translation> res;
+        std::vector<TextConstraints> cons;
+        if (constraints.active()) {
+            cons = constraints.next(lines, done);
+            a.opt.constraints = cons;
+        }
         try {
             res = translator.translate(lines, a.opt);
         } catch (const UsageError&) {
@@ -156,6 +270,7 @@ int run_translate(TranslateArgs& a) {
         }
         const std::string text = format_translations(res, done, nbest_format, format);
         out.write(text);
+        constraints.report(res, done);
         done += static_cast<int64_t>(lines.size());
         if (progress) {
             const double s =
@@ -165,6 +280,7 @@ int run_translate(TranslateArgs& a) {
         }
     }
     if (progress && done > 0) std::fprintf(stderr, "\n");
+    constraints.finish();
     out.close();
     return 0;
 }
@@ -201,6 +317,19 @@ void setup_translate(CLI::App& app, std::function<int()>& run) {
                    "Append alignments: none, hard (Pharaoh i-j) or soft (JSON matrix)")
         ->check(CLI::IsMember({"none", "hard", "soft"}))
         ->capture_default_str();
+    app.add_option("--constraints", a->constraints,
+                   "Lexical constraints, one JSON line per input line: {\"include\": [...], "
+                   "\"exclude\": [...]} or a list of include phrases (empty line: none); "
+                   "every include phrase appears in the output, no exclude phrase does");
+    app.add_flag("--protect", a->protect,
+                 "Copy placeholders (printf, {0}, %(name)s, ${var}), --options, URLs, e-mail "
+                 "addresses and XML/HTML tags of each source verbatim (include constraints); "
+                 "a span not placed is reported on stderr");
+    app.add_option("--protect-regex", a->protect_regex,
+                   "A regular expression (ECMAScript; group 1 if it has one) whose matches are "
+                   "protected as --protect's; repeatable; without --protect only these")
+        ->take_all()
+        ->allow_extra_args(false);
     app.add_flag("--replace-unk", o.replace_unk, "Replace <unk> by the most-attended source token");
     app.add_option("--dict", a->dict, "Dictionary 'source<TAB>target' for --replace-unk");
     app.add_option("--batch", o.batch_size, "Sentences per decoder batch")

@@ -120,6 +120,34 @@ void store_defaults(const std::string& model, const std::string& out,
     save_safetensors(out, st);
 }
 
+// --write / --output: the chosen settings and the length limits they were measured with, into
+// the model file.
+void store_choice(const TuneArgs& a, const TuningResult& r, int64_t sources) {
+    const TuningPoint& b = r.best;
+    const std::string name(to_string(r.metric));
+    DecodeDefaults d{.beam_size = b.beam,
+                     .length_penalty = std::nullopt,
+                     .coverage_penalty = std::nullopt,
+                     .max_length_ratio = a.opt.max_length_ratio,
+                     .max_length_extra = a.opt.max_length_extra,
+                     .max_length = a.opt.max_length,
+                     .tuned = TuningRecord{.metric = name,
+                                           .score = b.score,
+                                           .default_score = r.defaults.score,
+                                           .dev = a.dev.empty() ? a.src : a.dev,
+                                           .sources = sources}};
+    if (b.beam > 1) {
+        d.length_penalty = b.length_penalty;
+        d.coverage_penalty = b.coverage_penalty;
+    }
+    const std::string out = a.write ? a.models[0] : a.output;
+    store_defaults(a.models[0], out, d);
+    std::printf(
+        "stored in '%s': translate, the Python Translator and nazar serve use these "
+        "unless told otherwise\n",
+        out.c_str());
+}
+
 int run_tune(TuneArgs& a) {
     apply_threads_option(a.threads);
     const TuneMetric metric = parse_tune_metric(a.metric);
@@ -185,30 +213,7 @@ int run_tune(TuneArgs& a) {
                 static_cast<long long>(s.unfinished), a.opt.max_length_ratio,
                 a.opt.max_length_extra, a.opt.max_length);
 
-    if (a.write || !a.output.empty()) {
-        DecodeDefaults d{
-            .beam_size = b.beam,
-            .length_penalty = std::nullopt,
-            .coverage_penalty = std::nullopt,
-            .max_length_ratio = a.opt.max_length_ratio,
-            .max_length_extra = a.opt.max_length_extra,
-            .max_length = a.opt.max_length,
-            .tuned = TuningRecord{.metric = name,
-                                  .score = b.score,
-                                  .default_score = r.defaults.score,
-                                  .dev = a.dev.empty() ? a.src : a.dev,
-                                  .sources = static_cast<int64_t>(dev.sources.size())}};
-        if (b.beam > 1) {
-            d.length_penalty = b.length_penalty;
-            d.coverage_penalty = b.coverage_penalty;
-        }
-        const std::string out = a.write ? a.models[0] : a.output;
-        store_defaults(a.models[0], out, d);
-        std::printf(
-            "stored in '%s': translate, the Python Translator and nazar serve use these "
-            "unless told otherwise\n",
-            out.c_str());
-    }
+    if (a.write || !a.output.empty()) store_choice(a, r, static_cast<int64_t>(dev.sources.size()));
     return 0;
 }
 

@@ -68,6 +68,7 @@ struct Done {
     int node;
     double log_prob, score;
     bool finished;
+    bool constraints_met = true;
 };
 
 struct Candidate {
@@ -90,13 +91,16 @@ struct Sentence {
     std::vector<int> live;    // node ids, rank order
     std::vector<double> live_lp;
     std::vector<Done> done;
+    // Lexical constraints (null: none) and each live hypothesis's state, in rank order.
+    const TokenConstraints* cons = nullptr;
+    std::vector<ConstraintState> live_cs;
     bool active = true;
     bool cancelled = false;         // BeamOptions::cancelled: dropped, returns nothing
     bool cancel_requested = false;  // before the first step: dropped after it, unpolled
 
     void cancel() {  // leaves the batch now, giving back what its search held
         cancelled = true, active = false;
-        nodes = {}, attn = {}, live = {}, live_lp = {}, done = {};
+        nodes = {}, attn = {}, live = {}, live_lp = {}, done = {}, live_cs = {};
     }
 
     int length(int node) const {
@@ -114,11 +118,19 @@ struct Sentence {
                             &attn[static_cast<std::size_t>(node) * S_b], sizeof(float) * S_b);
         return a;
     }
-    void finish(int node, double log_prob, bool finished, const BeamOptions& o) {
+    void finish(int node, double log_prob, bool finished, const BeamOptions& o,
+                bool constraints_met = true) {
         const Tensor a = path_attention(node);
         done.push_back({node, log_prob,
-                        ranking_score(log_prob, a, o.length_penalty, o.coverage_penalty),
-                        finished});
+                        ranking_score(log_prob, a, o.length_penalty, o.coverage_penalty), finished,
+                        constraints_met});
+    }
+    // The tokens of the path ending at `node`, oldest first: its last `n` at most.
+    void tail_tokens(int node, int n, std::vector<int32_t>& out) const {
+        out.clear();
+        for (; node >= 0 && static_cast<int>(out.size()) < n; node = nodes[node].parent)
+            out.push_back(nodes[node].token);
+        std::reverse(out.begin(), out.end());
     }
     // True when the n_best best finished scores cannot be beaten by any descendant of `live`.
     bool settled(const BeamOptions& o) const {
@@ -205,7 +217,90 @@ struct StepScratch {
     std::vector<Candidate> cands;
     std::vector<int> live, live_rows;
     std::vector<double> live_lp;
+    // constrained sentences only
+    std::vector<OutputRow> rows;
+    std::vector<Candidate> pool, one;
+    std::vector<ConstraintState> cand_states, live_cs;
+    std::vector<int32_t> forbid, extra, prefix;
+    std::vector<std::vector<int>> banks;
 };
+
+// The tokens row k of a constrained sentence may not take: <pad>, <s>, </s> before min_length
+// or while an include phrase is unmet, and the last token of every exclude phrase its prefix
+// would complete.
+void constrained_forbid(const Sentence& s, int k, const BeamOptions& o, const SpecialIds& sp,
+                        StepScratch& st) {
+    const TokenConstraints& c = *s.cons;
+    st.forbid.assign({sp.pad, sp.bos});
+    if (s.steps + 1 < o.min_length || !s.live_cs[k].all_met(c)) st.forbid.push_back(sp.eos);
+    if (!c.exclude.empty()) {
+        s.tail_tokens(s.live[k], longest_exclude(c) - 1, st.prefix);
+        banned_tokens(c, st.prefix, st.forbid);
+    }
+}
+
+// Dynamic beam allocation (constraints.h): w of the candidates — the best w overall, each
+// row's best, and every token advancing an include phrase — split into banks by met constraint
+// tokens, w / (banks) each (the remainder to the top bank), slots a bank cannot fill given to
+// the others from the top bank down. st.cands gets them best first, st.cand_states their
+// states.
+void constrained_candidates(const Sentence& s, int V, int w, const BeamOptions& o,
+                            const SpecialIds& sp, StepScratch& st) {
+    const TokenConstraints& c = *s.cons;
+    st.cands.clear();
+    st.pool.clear();
+    for (int k = 0; k < static_cast<int>(st.rows.size()); ++k) {
+        const OutputRow& row = st.rows[k];
+        const double base = s.live_lp[k];
+        constrained_forbid(s, k, o, sp, st);
+        offer_row(row, V, base, k, w, st.forbid, st.cands);
+        st.one.clear();
+        offer_row(row, V, base, k, 1, st.forbid, st.one);
+        st.pool.insert(st.pool.end(), st.one.begin(), st.one.end());
+        st.extra.clear();
+        advancing_tokens(c, s.live_cs[k], st.extra);
+        for (const int32_t y : st.extra)
+            if (std::find(st.forbid.begin(), st.forbid.end(), y) == st.forbid.end())
+                st.pool.push_back({base + row.log_p(y), k, y});
+    }
+    st.pool.insert(st.pool.end(), st.cands.begin(), st.cands.end());
+    std::sort(st.pool.begin(), st.pool.end(), better);
+    st.pool.erase(std::unique(st.pool.begin(), st.pool.end(),
+                              [](const Candidate& a, const Candidate& b) {
+                                  return a.rank == b.rank && a.token == b.token;
+                              }),
+                  st.pool.end());
+    const int C = c.include_tokens();
+    st.banks.assign(static_cast<std::size_t>(C) + 1, {});
+    std::vector<ConstraintState> states;
+    states.reserve(st.pool.size());
+    for (std::size_t i = 0; i < st.pool.size(); ++i) {
+        states.push_back(next_state(c, s.live_cs[st.pool[i].rank], st.pool[i].token));
+        st.banks[states.back().met_tokens].push_back(static_cast<int>(i));
+    }
+    std::vector<int> take(st.banks.size());
+    int left = w;
+    for (int b = C; b >= 0; --b) {
+        const int alloc = w / (C + 1) + (b == C ? w % (C + 1) : 0);
+        take[b] = std::min<int>(alloc, static_cast<int>(st.banks[b].size()));
+        left -= take[b];
+    }
+    for (bool more = true; left > 0 && more;) {
+        more = false;
+        for (int b = C; b >= 0 && left > 0; --b)
+            if (take[b] < static_cast<int>(st.banks[b].size())) ++take[b], --left, more = true;
+    }
+    std::vector<int> kept;
+    for (int b = 0; b <= C; ++b)
+        kept.insert(kept.end(), st.banks[b].begin(), st.banks[b].begin() + take[b]);
+    std::sort(kept.begin(), kept.end());  // pool order: best first
+    st.cands.clear();
+    st.cand_states.clear();
+    for (const int i : kept) {
+        st.cands.push_back(st.pool[i]);
+        st.cand_states.push_back(std::move(states[i]));
+    }
+}
 
 // One step of sentence `s`, whose live hypotheses are rows [row0, row0 + s.live.size()) of
 // the step's attention (rows, S) and rows [lp0, lp0 + s.live.size()) of lp_view: the step's
@@ -223,6 +318,7 @@ bool advance(Sentence& s, int row0, TensorView lp_view, int lp0, TensorView at_v
     const std::array<int32_t, 3> forbid = {sp.pad, sp.bos,
                                            s.steps + 1 < o.min_length ? sp.eos : -1};
     st.cands.clear();
+    st.rows.clear();
     for (int k = 0; k < n_live; ++k) {
         OutputRow row{lp_view.data() + static_cast<int64_t>(lp0 + k) * V};
         if (logits) {
@@ -231,27 +327,35 @@ bool advance(Sentence& s, int row0, TensorView lp_view, int lp0, TensorView at_v
             row.lse = kernels::add_bias_logsumexp_row(const_cast<float*>(row.v), bias, V,
                                                       more ? row.v + V : nullptr);
         }
-        offer_row(row, V, s.live_lp[k], k, w, forbid, st.cands);
+        if (s.cons)
+            st.rows.push_back(row);
+        else
+            offer_row(row, V, s.live_lp[k], k, w, forbid, st.cands);
     }
+    if (s.cons) constrained_candidates(s, V, w, o, sp, st);
     st.live.clear();
     st.live_lp.clear();
     st.live_rows.clear();
-    for (const Candidate& c : st.cands) {
+    st.live_cs.clear();
+    for (std::size_t i = 0; i < st.cands.size(); ++i) {
+        const Candidate& c = st.cands[i];
         const int node = static_cast<int>(s.nodes.size());
         s.nodes.push_back(
             {s.live[c.rank], c.token, p_gen.empty() ? 0.0f : p_gen[std::size_t(row0 + c.rank)]});
         const float* a = at_view.data() + static_cast<int64_t>(row0 + c.rank) * S;
         s.attn.insert(s.attn.end(), a, a + s.S_b);
         if (c.token == sp.eos) {
-            s.finish(node, c.total, true, o);
+            s.finish(node, c.total, true, o);  // constrained: only once all are met
         } else {
             st.live.push_back(node);
             st.live_lp.push_back(c.total);
             st.live_rows.push_back(row0 + c.rank);
+            if (s.cons) st.live_cs.push_back(st.cand_states[i]);
         }
     }
     s.live.assign(st.live.begin(), st.live.end());
     s.live_lp.assign(st.live_lp.begin(), st.live_lp.end());
+    if (s.cons) s.live_cs.assign(st.live_cs.begin(), st.live_cs.end());
     ++s.steps;
     bool stop = s.live.empty() || static_cast<int>(s.done.size()) >= K || s.steps >= s.limit ||
                 (o.early_stop && s.settled(o));
@@ -259,7 +363,8 @@ bool advance(Sentence& s, int row0, TensorView lp_view, int lp0, TensorView at_v
         // Cut at the limit (or settled): the live ones count too.
         if (static_cast<int>(s.done.size()) < K)
             for (std::size_t k = 0; k < s.live.size(); ++k)
-                s.finish(s.live[k], s.live_lp[k], false, o);
+                s.finish(s.live[k], s.live_lp[k], false, o,
+                         !s.cons || s.live_cs[k].all_met(*s.cons));
         s.live.clear();
         s.live_lp.clear();
         s.active = false;
@@ -277,6 +382,11 @@ void collect(std::vector<Sentence>& sent, const BeamOptions& o, bool copy,
         // stable: finished in the order they finished, then the unfinished in rank order
         std::stable_sort(s.done.begin(), s.done.end(),
                          [](const Done& x, const Done& y) { return x.score > y.score; });
+        // Constrained: those that meet the constraints first (a search cut at the maximum
+        // length may leave hypotheses that do not, and these may score better).
+        if (s.cons)
+            std::stable_partition(s.done.begin(), s.done.end(),
+                                  [](const Done& d) { return d.constraints_met; });
         const int n = std::min<int>(o.n_best, static_cast<int>(s.done.size()));
         for (int k = 0; k < n; ++k) {
             const Done& d = s.done[k];
@@ -285,6 +395,7 @@ void collect(std::vector<Sentence>& sent, const BeamOptions& o, bool copy,
             h.log_prob = d.log_prob;
             h.score = d.score;
             h.steps = s.steps;
+            h.constraints_met = d.constraints_met;
             h.attention = s.path_attention(d.node);
             h.tokens.resize(s.length(d.node));
             if (copy) h.p_gen.resize(h.tokens.size());
@@ -390,8 +501,13 @@ void drop_cancelled(std::vector<Sentence>& sent, const std::vector<int>& first,
     }
 }
 
-// One sentence per source, each with the empty prefix live.
-std::vector<Sentence> start_sentences(std::span<const int> lengths, int S, const BeamOptions& o) {
+// One sentence per source, each with the empty prefix live (and its constraints, checked
+// against the V output tokens).
+std::vector<Sentence> start_sentences(std::span<const int> lengths, int S, const BeamOptions& o,
+                                      int V, const SpecialIds& sp) {
+    NZ_CHECK_USAGE(o.constraints.empty() || o.constraints.size() == lengths.size(),
+                   "beam_search: constraints for {} sentences, the batch has {}",
+                   o.constraints.size(), lengths.size());
     std::vector<Sentence> sent(lengths.size());
     for (std::size_t b = 0; b < lengths.size(); ++b) {
         NZ_CHECK(lengths[b] >= 0 && lengths[b] <= S,
@@ -402,6 +518,14 @@ std::vector<Sentence> start_sentences(std::span<const int> lengths, int S, const
         s.limit = max_output_length(s.S_b, o.max_length_ratio, o.max_length_extra, o.max_length);
         s.live = {-1};
         s.live_lp = {0.0};
+        if (!o.constraints.empty() && !o.constraints[b].empty()) {
+            const TokenConstraints& c = o.constraints[b];
+            const std::array<int32_t, 3> reserved = {sp.pad, sp.bos, sp.eos};
+            validate(c, V, reserved);
+            s.cons = &c;
+            s.live_cs = {initial_state(c)};
+            s.limit = std::min(o.max_length, std::max(s.limit, c.include_tokens() + 1));
+        }
     }
     return sent;
 }
@@ -423,7 +547,7 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
     std::vector<std::vector<Hypothesis>> results(B);
     if (B == 0) return results;
 
-    std::vector<Sentence> sent = start_sentences(lengths, S, o);
+    std::vector<Sentence> sent = start_sentences(lengths, S, o, model.config().tgt_vocab_size, sp);
     if (cancelled_at_start(sent, o)) return results;  // not even the encoder runs
 
     typename StepTypes<Model>::Source enc, rows_enc;

@@ -26,6 +26,7 @@
 // and returns results in input order.
 #pragma once
 
+#include "nazar/decode/constraints.h"
 #include "nazar/decode/ensemble.h"
 #include "nazar/decode/hypothesis.h"
 #include "nazar/models/seq2seq.h"
@@ -62,6 +63,10 @@ struct BeamOptions {
     // held is freed, and it returns no hypotheses. An exception thrown here (an interrupt)
     // leaves the search. Empty: never polled.
     std::function<bool(int)> cancelled = nullptr;
+    // Lexical constraints per sentence of the call (constraints.h), or empty: none. A sentence
+    // with constraints is searched with dynamic beam allocation; the others exactly as without
+    // (the same bits). Its maximum length grows to at least its include tokens + 1.
+    std::span<const TokenConstraints> constraints{};
 };
 
 // Throws UsageError naming the offending value.

@@ -24,6 +24,8 @@ struct Hypothesis {
     Tensor attention;             // (n, S_b) attention weights of each emitted token
     std::vector<float> p_gen;     // (n) copy attention: p_gen of each emitted token; else empty
     int steps = 0;                // decoder steps its sentence ran (>= n: beams go on after it)
+    bool constraints_met = true;  // every include constraint placed (constraints.h); a search
+                                  // cut at the maximum length may return one without
 };
 
 // ((5 + n) / 6)^alpha.

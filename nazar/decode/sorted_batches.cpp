@@ -46,6 +46,15 @@ std::vector<std::vector<Hypothesis>> sorted_impl(Model& model,
             lengths.push_back(static_cast<int>(x.size()));
         }
         BeamOptions o = options;
+        std::vector<TokenConstraints> batch_constraints;  // the batch's sentences' own
+        if (!options.constraints.empty()) {
+            NZ_CHECK_USAGE(options.constraints.size() == sentences.size(),
+                           "beam_search_sorted: constraints for {} sentences, given {}",
+                           options.constraints.size(), sentences.size());
+            for (int i = begin; i < end; ++i)
+                batch_constraints.push_back(options.constraints[order[i]]);
+            o.constraints = batch_constraints;
+        }
         if (options.cancelled)  // the batch's sentence b is the input's order[begin + b]
             o.cancelled = [&](int b) { return options.cancelled(order[begin + b]); };
         auto res = beam_search(model, std::span<const int32_t>(ids), lengths, S, o, copy_ids);

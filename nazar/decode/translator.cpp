@@ -5,6 +5,7 @@
 #include "nazar/core/precision.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/text_limits.h"
 #include "nazar/data/extended_vocab.h"
 #include "nazar/data/tokenizer.h"
 #include "nazar/data/utf8.h"
@@ -98,9 +99,137 @@ TranslationHypothesis output_hypothesis(const Hypothesis& h, const Tokenizer& tg
     t.score = h.score;
     t.log_prob = h.log_prob;
     t.finished = h.finished;
+    t.constraints_met = h.constraints_met;
     if (o.alignments) t.alignment = hard_alignment(attention, static_cast<int>(t.tokens.size()));
     if (o.attention) t.attention = std::move(attention);
     return t;
+}
+
+// A phrase as target ids (its pieces), or empty when the vocabulary cannot spell it (<unk>).
+std::vector<int32_t> phrase_ids(std::span<const std::string_view> pieces, const Vocab& vocab,
+                                int32_t unk) {
+    std::vector<int32_t> ids;
+    for (const std::string_view p : pieces) {
+        ids.push_back(vocab.id(p));
+        if (ids.back() == unk) return {};
+    }
+    return ids;
+}
+
+// The ways the target tokenizer writes a phrase: on its own, and for SentencePiece also glued
+// to what precedes it (no word-start mark: "(%d" is "▁(" "%" "d", not "▁%" "d"), found by
+// tokenizing it after a probe character and dropping the probe's piece. Empty when the
+// vocabulary cannot spell it at all.
+std::vector<Spelling> spellings(const std::string& phrase, const Tokenizer& tok, const Vocab& vocab,
+                                int32_t unk) {
+    std::vector<Spelling> out;
+    const auto add = [&](std::span<const std::string_view> pieces) {
+        Spelling ids = phrase_ids(pieces, vocab, unk);
+        if (!ids.empty() && std::find(out.begin(), out.end(), ids) == out.end())
+            out.push_back(std::move(ids));
+    };
+    Pieces pieces;
+    tok.encode(phrase, pieces);
+    add(pieces.views);
+    if (tok.kind() == TokenizerKind::spm)
+        for (const std::string probe : {"x", "("}) {
+            tok.encode(probe + phrase, pieces);
+            if (pieces.views.size() > 1 && pieces.views[0] == "\u2581" + probe)
+                add(std::span<const std::string_view>(pieces.views).subspan(1));
+        }
+    return out;
+}
+
+// Sentence i's constraints as ids (TokenConstraints; a phrase the vocabulary cannot spell is
+// left out). Throws UsageError on an empty phrase or invalid UTF-8, naming them.
+TokenConstraints token_constraints(const TextConstraints& c, std::size_t i, const Tokenizer& tok,
+                                   const Vocab& vocab, int32_t unk) {
+    TokenConstraints out;
+    const auto check = [&](const std::string& p, const char* what) {
+        if (p.empty())
+            throw UsageError(fmt::format("sentence {}: an {} phrase is empty", i + 1, what));
+        if (const std::size_t bad = utf8::find_invalid(p); bad != utf8::npos)
+            throw UsageError(fmt::format("sentence {}: {} phrase '{}': invalid UTF-8 at byte {}",
+                                         i + 1, what, excerpt(p.substr(0, bad)), bad + 1));
+    };
+    for (const std::string& p : c.include) {
+        check(p, "include");
+        std::vector<Spelling> ways = spellings(p, tok, vocab, unk);
+        if (!ways.empty()) out.include.push_back(std::move(ways));
+    }
+    for (const std::string& p : c.exclude) {
+        check(p, "exclude");
+        for (Spelling& w : spellings(p, tok, vocab, unk)) out.exclude.push_back(std::move(w));
+    }
+    return out;
+}
+
+// token_constraints of every sentence (none when `text` is empty; UsageError when its size is
+// not n).
+std::vector<TokenConstraints> all_token_constraints(std::span<const TextConstraints> text, int n,
+                                                    const Tokenizer& tok, const Vocab& vocab,
+                                                    int32_t unk) {
+    std::vector<TokenConstraints> out;
+    if (text.empty()) return out;
+    if (text.size() != static_cast<std::size_t>(n))
+        throw UsageError(
+            fmt::format("constraints for {} sentences, {} sentences given", text.size(), n));
+    for (int i = 0; i < n; ++i) out.push_back(token_constraints(text[i], i, tok, vocab, unk));
+    return out;
+}
+
+// Whether a hypothesis's text holds every include phrase and no exclude phrase (the text, so
+// that a phrase the model wrote with other pieces — "(%d" as "▁(%" "d" — counts).
+bool text_meets(const TextConstraints& c, const TranslationHypothesis& h) {
+    const auto has = [&h](const std::string& p) { return h.text.find(p) != std::string::npos; };
+    return std::all_of(c.include.begin(), c.include.end(), has) &&
+           std::none_of(c.exclude.begin(), c.exclude.end(), has);
+}
+
+// Every hypothesis of t meets c (a cancelled sentence, with none, does).
+bool all_meet(const TextConstraints& c, const Translation& t) {
+    return std::all_of(t.hypotheses.begin(), t.hypotheses.end(),
+                       [&c](const TranslationHypothesis& h) { return text_meets(c, h); });
+}
+
+// Each hypothesis's constraints_met, and Translation::unmet: the include phrases the best one's
+// text lacks.
+void mark_constraints(const TextConstraints& c, Translation& t) {
+    for (TranslationHypothesis& h : t.hypotheses) h.constraints_met = text_meets(c, h);
+    if (t.hypotheses.empty()) return;
+    for (const std::string& p : c.include)
+        if (t.hypotheses[0].text.find(p) == std::string::npos) t.unmet.push_back(p);
+}
+
+// The second pass of constrained translation (Translator::translate): the sentences whose
+// outputs do not all meet their constraints, searched again with them; then each sentence's
+// constraints_met and unmet.
+template <class Search, class Output>
+void constrain_again(const TranslationOptions& o, const std::vector<TokenConstraints>& cons,
+                     const std::vector<std::vector<int32_t>>& ids,
+                     const std::vector<std::vector<int32_t>>& copy_ids, const BeamOptions& beam,
+                     const Search& search, const Output& output, std::vector<Translation>& out) {
+    const int n = static_cast<int>(out.size());
+    std::vector<int> retry;
+    for (int i = 0; i < n; ++i)
+        if (!o.constraints[i].empty() && !all_meet(o.constraints[i], out[i])) retry.push_back(i);
+    if (!retry.empty()) {
+        std::vector<std::vector<int32_t>> src, cp;
+        std::vector<TokenConstraints> c;
+        for (const int i : retry) {
+            src.push_back(ids[i]);
+            if (!copy_ids.empty()) cp.push_back(copy_ids[i]);
+            c.push_back(cons[i]);
+        }
+        BeamOptions again = beam;
+        again.constraints = c;
+        if (o.cancelled)
+            again.cancelled = [&](int j) { return o.cancelled(std::size_t(retry[j])); };
+        const std::vector<std::vector<Hypothesis>> more = search(again, src, cp);
+        for (std::size_t j = 0; j < retry.size(); ++j) output(retry[j], more[j]);
+    }
+    for (int i = 0; i < n; ++i)
+        if (!o.constraints[i].empty()) mark_constraints(o.constraints[i], out[i]);
 }
 
 }  // namespace
@@ -229,6 +358,9 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
         if (copy) ext[i] = extend_source(pieces.views, d.tgt_vocab, copy_ids[i]);
     }
 
+    const std::vector<TokenConstraints> cons =  // as ids: the second pass's (see below)
+        all_token_constraints(o.constraints, n, d.tgt_tok, d.tgt_vocab, d.special.unk);
+
     const int members = static_cast<int>(d.paths.size());
     if (o.ensemble_attention != kMeanAttention &&
         (o.ensemble_attention < 0 || o.ensemble_attention >= members))
@@ -238,29 +370,35 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
             o.ensemble_attention, members, members == 1 ? "" : "s", members - 1));
     const int r = impl_->acquire();
     std::vector<DecodeSession>& sessions = impl_->replicas[r];
-    std::vector<std::vector<Hypothesis>> hyps;
+    const auto search = [&](const BeamOptions& b, std::span<const std::vector<int32_t>> src,
+                            std::span<const std::vector<int32_t>> cp) {
+        if (members == 1) return beam_search_sorted(sessions[0], src, b, o.batch_size, cp);
+        std::vector<DecodeSession*> each;
+        for (DecodeSession& s : sessions) each.push_back(&s);
+        Ensemble ensemble(Ensemble::Sessions(std::move(each)), o.ensemble_attention);
+        return beam_search_sorted(ensemble, src, b, o.batch_size, cp);
+    };
+    const auto output = [&](int i, const std::vector<Hypothesis>& hs) {
+        out[i].cancelled = o.cancelled && hs.empty();
+        out[i].hypotheses.clear();
+        for (const Hypothesis& h : hs)
+            out[i].hypotheses.push_back(output_hypothesis(h, d.tgt_tok, d.tgt_vocab, d.special,
+                                                          out[i].source_tokens,
+                                                          copy ? &ext[i] : nullptr, o));
+    };
     try {
-        if (members == 1) {
-            hyps = beam_search_sorted(sessions[0], ids, beam, o.batch_size, copy_ids);
-        } else {
-            std::vector<DecodeSession*> each;
-            for (DecodeSession& s : sessions) each.push_back(&s);
-            Ensemble ensemble(Ensemble::Sessions(std::move(each)), o.ensemble_attention);
-            hyps = beam_search_sorted(ensemble, ids, beam, o.batch_size, copy_ids);
-        }
+        // Constraints: every sentence is searched without them first; those whose outputs do
+        // not all meet theirs (by their text) are searched again with them (dynamic beam
+        // allocation, beam_search.h). A sentence the model already translates as asked keeps
+        // that translation, and the cost is a second search of the others.
+        const std::vector<std::vector<Hypothesis>> hyps = search(beam, ids, copy_ids);
+        for (int i = 0; i < n; ++i) output(i, hyps[i]);
+        if (!cons.empty()) constrain_again(o, cons, ids, copy_ids, beam, search, output, out);
     } catch (...) {
         impl_->release(r);
         throw;
     }
     impl_->release(r);
-
-    for (int i = 0; i < n; ++i) {
-        out[i].cancelled = o.cancelled && hyps[i].empty();
-        for (const Hypothesis& h : hyps[i])
-            out[i].hypotheses.push_back(output_hypothesis(h, d.tgt_tok, d.tgt_vocab, d.special,
-                                                          out[i].source_tokens,
-                                                          copy ? &ext[i] : nullptr, o));
-    }
     return out;
 }
 

@@ -52,6 +52,16 @@ struct TranslatorConfig {
     std::optional<Precision> precision{};
 };
 
+// Lexical constraints of one sentence, as target text (docs/decoding.md "Constraints"): each
+// phrase is tokenized with the model's target tokenizer on its own (a SentencePiece phrase
+// starts a word). A phrase the target vocabulary cannot spell (it holds <unk>) is left out of
+// the search and reported in Translation::unmet.
+struct TextConstraints {
+    std::vector<std::string> include;  // must appear in the output
+    std::vector<std::string> exclude;  // must not
+    bool empty() const { return include.empty() && exclude.empty(); }
+};
+
 struct TranslationOptions {
     int beam_size = 5;
     int n_best = 1;                 // in [1, beam_size]
@@ -73,6 +83,9 @@ struct TranslationOptions {
     // Translation then has no hypotheses and `cancelled` set, the others are unaffected. An
     // exception thrown here (an interrupt) leaves translate(). Empty: never polled.
     std::function<bool(std::size_t)> cancelled = nullptr;
+    // Per input sentence (same length as the input), or empty: none. Sentences without
+    // constraints decode exactly as with none (beam_search.h).
+    std::span<const TextConstraints> constraints{};
 };
 
 struct TranslationHypothesis {
@@ -87,12 +100,16 @@ struct TranslationHypothesis {
     // Copy attention (models/copy.h): p_gen of each row of `attention` (the tokens, then </s>);
     // empty for other models. A copied out-of-vocabulary source word is emitted as its string.
     std::vector<float> p_gen;
+    bool constraints_met = true;  // every include phrase is in `tokens` (constraints)
 };
 
 struct Translation {
     std::vector<std::string> source_tokens;         // the source pieces the model read
     std::vector<TranslationHypothesis> hypotheses;  // best first, at most n_best
     bool cancelled = false;  // TranslationOptions::cancelled stopped it: no hypotheses
+    // Include phrases the best hypothesis lacks: the vocabulary cannot spell them, or the
+    // search reached the maximum length before placing them. Empty: all placed (or none).
+    std::vector<std::string> unmet;
 };
 
 class Translator {
