@@ -140,6 +140,22 @@ void Batcher::run() {
 
 namespace {
 
+// Each job's constraints, in sentence order (none when no job has any).
+std::vector<TextConstraints> batch_constraints(const std::vector<std::shared_ptr<Job>>& batch) {
+    std::vector<TextConstraints> out;
+    if (std::none_of(batch.begin(), batch.end(),
+                     [](const auto& j) { return !j->request.constraints.empty(); }))
+        return out;
+    for (const auto& j : batch) {
+        const auto& c = j->request.constraints;
+        if (c.empty())
+            out.resize(out.size() + j->request.text.size());
+        else
+            out.insert(out.end(), c.begin(), c.end());
+    }
+    return out;
+}
+
 // Translates one job alone (after its batch failed): its own error, not its neighbours'.
 void decode_alone(Job& job, const TranslationOptions& opt) {
     try {
@@ -172,7 +188,8 @@ void Batcher::decode(std::vector<std::shared_ptr<Job>>& batch) {
     }
     // A job that timed out (abandoned) or whose client left stops at the next decoder step.
     opt.cancelled = [this, &owner](std::size_t i) { return unwanted(*owner[i]); };
-
+    const std::vector<TextConstraints> constraints = batch_constraints(batch);
+    opt.constraints = constraints;
     // Results go into the jobs only under the lock (callers read them once `done` is set).
     std::vector<std::vector<Translation>> results(batch.size());
     std::vector<int> status(batch.size(), 200);
@@ -198,6 +215,7 @@ void Batcher::decode(std::vector<std::shared_ptr<Job>>& batch) {
             alone.request = batch[b]->request;
             TranslationOptions o = opt;
             o.cancelled = [this, &j = *batch[b]](std::size_t) { return unwanted(j); };
+            o.constraints = batch[b]->request.constraints;
             decode_alone(alone, o);
             results[b] = std::move(alone.translations);
             status[b] = alone.status;

@@ -1,8 +1,10 @@
 // Request parsing and JSON bodies of the server (request.h).
 #include "nazar/serve/request.h"
 
+#include "nazar/core/text_limits.h"
 #include "nazar/data/utf8.h"
 #include "nazar/decode/beam_search.h"
+#include "nazar/decode/protect.h"
 #include "nazar/models/config.h"
 
 #include <fmt/format.h>
@@ -157,6 +159,72 @@ json parse_json(std::string_view body) {
     return j;
 }
 
+// "constraints": a list with one entry per sentence: {"include": [...], "exclude": [...]}, a
+// list of include phrases, or null.
+// At most this many phrases per sentence: the search's work per step grows with them.
+constexpr std::size_t kMaxPhrases = 64;
+
+std::vector<std::string> read_phrases(const json& v, const std::string& where) {
+    if (!v.is_array())
+        throw HttpError(400,
+                        fmt::format("{} must be a list of strings, got {}", where, type_name(v)));
+    if (v.size() > kMaxPhrases)
+        throw HttpError(
+            400, fmt::format("{} has {} phrases, more than {}", where, v.size(), kMaxPhrases));
+    std::vector<std::string> out;
+    for (const json& p : v) {
+        if (!p.is_string() || p.get<std::string>().empty())
+            throw HttpError(400, fmt::format("{} must hold non-empty strings", where));
+        out.push_back(p.get<std::string>());
+    }
+    return out;
+}
+
+std::vector<TextConstraints> read_constraints(const json& v) {
+    if (!v.is_array())
+        throw HttpError(400, fmt::format("'constraints' must be a list (one entry per sentence), "
+                                         "got {}",
+                                         type_name(v)));
+    std::vector<TextConstraints> out;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        const json& c = v[i];
+        const std::string where = fmt::format("constraints[{}]", i);
+        TextConstraints t;
+        if (c.is_array()) {
+            t.include = read_phrases(c, where);
+        } else if (c.is_object()) {
+            for (const auto& [key, x] : c.items()) {
+                if (key == "include")
+                    t.include = read_phrases(x, where + ".include");
+                else if (key == "exclude")
+                    t.exclude = read_phrases(x, where + ".exclude");
+                else
+                    throw HttpError(400, fmt::format("{}: unknown field '{}' (fields: include, "
+                                                     "exclude)",
+                                                     where, excerpt(key)));
+            }
+        } else if (!c.is_null()) {
+            throw HttpError(400, fmt::format("{} must be an object, a list of phrases or null, "
+                                             "got {}",
+                                             where, type_name(c)));
+        }
+        out.push_back(std::move(t));
+    }
+    return out;
+}
+
+// "protect": the spans of each sentence that must come out verbatim join its include phrases.
+void add_protected_spans(TranslateRequest& r) {
+    static const SpanProtector builtin = SpanProtector::builtin();
+    r.constraints.resize(r.text.size());
+    for (std::size_t i = 0; i < r.text.size(); ++i)
+        for (std::string& span : builtin.spans(r.text[i])) {
+            auto& inc = r.constraints[i].include;
+            if (std::find(inc.begin(), inc.end(), span) == inc.end())
+                inc.push_back(std::move(span));
+        }
+}
+
 }  // namespace
 
 TranslationOptions TranslateRequest::options() const {
@@ -246,14 +314,23 @@ TranslateRequest parse_translate_request(std::string_view body, const RequestLim
             r.given.coverage_penalty = true;
         } else if (key == "replace_unk") {
             r.replace_unk = get_bool(v, "replace_unk");
+        } else if (key == "constraints") {
+            r.constraints = v.is_null() ? std::vector<TextConstraints>{} : read_constraints(v);
+        } else if (key == "protect") {
+            r.protect = get_bool(v, "protect");
         } else {
             throw HttpError(400, fmt::format("unknown field '{}' (fields: text, model, beam, "
                                              "n_best, attention, alignment, length_penalty, "
-                                             "coverage_penalty, replace_unk)",
-                                             key));
+                                             "coverage_penalty, replace_unk, constraints, "
+                                             "protect)",
+                                             excerpt(key)));
         }
     }
     if (!has_text) throw HttpError(400, "the request has no 'text'");
+    if (!r.constraints.empty() && r.constraints.size() != r.text.size())
+        throw HttpError(400, fmt::format("'constraints' has {} entries for {} sentences",
+                                         r.constraints.size(), r.text.size()));
+    if (r.protect) add_protected_spans(r);
     if (r.given.beam_size && r.n_best > r.beam)  // else once the model's beam is known
         throw HttpError(400, fmt::format("n_best {} exceeds beam {}", r.n_best, r.beam));
     return r;
@@ -301,6 +378,12 @@ std::string to_json(const TranslateRequest& r) {
     j["length_penalty"] = r.length_penalty;
     j["coverage_penalty"] = r.coverage_penalty;
     j["replace_unk"] = r.replace_unk;
+    if (!r.constraints.empty()) {
+        json list = json::array();
+        for (const TextConstraints& c : r.constraints)
+            list.push_back({{"include", c.include}, {"exclude", c.exclude}});
+        j["constraints"] = std::move(list);
+    }
     return j.dump();
 }
 
@@ -319,6 +402,7 @@ std::string translation_response(const TranslateRequest& r, const std::string& m
             jh["score"] = h.score;
             jh["log_prob"] = h.log_prob;
             jh["finished"] = h.finished;
+            if (!r.constraints.empty()) jh["constraints_met"] = h.constraints_met;
             const int n_tgt = static_cast<int>(h.tokens.size());
             const bool have = h.attention.ndim() == 2;
             if (r.attention && have) jh["attention"] = matrix(h.attention, h.attention.dim(0));
@@ -333,7 +417,9 @@ std::string translation_response(const TranslateRequest& r, const std::string& m
             }
             hyps.push_back(std::move(jh));
         }
-        list.push_back({{"source_tokens", t.source_tokens}, {"hypotheses", std::move(hyps)}});
+        json entry = {{"source_tokens", t.source_tokens}, {"hypotheses", std::move(hyps)}};
+        if (!r.constraints.empty()) entry["unmet"] = t.unmet;
+        list.push_back(std::move(entry));
     }
     out["translations"] = std::move(list);
     out["batch"] = {{"requests", batch.requests},

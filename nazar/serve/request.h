@@ -60,6 +60,9 @@ struct TranslateRequest {
     float length_penalty = 0.6f;
     float coverage_penalty = 0.0f;
     bool replace_unk = false;
+    // Per sentence of `text` (empty: none): "constraints" and "protect" (docs/serve.md).
+    std::vector<TextConstraints> constraints;
+    bool protect = false;
     // Not request fields: the model's stored length limits (apply_model_settings).
     float max_length_ratio = TranslationOptions{}.max_length_ratio;
     int max_length_extra = TranslationOptions{}.max_length_extra;

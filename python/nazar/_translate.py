@@ -34,6 +34,43 @@ def _float(name: str, value) -> float:
     return float(value)
 
 
+def _phrases(value, what: str) -> List[str]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{what} must be a list of strings, got {type(value).__name__}")
+    for p in value:
+        if not isinstance(p, str) or not p:
+            raise ValueError(f"{what} must hold non-empty strings, got {p!r}")
+    return list(value)
+
+
+def _constraints(constraints, n: int):
+    """translate()'s constraints as one (include, exclude) pair per sentence, or None."""
+    if constraints is None:
+        return None
+    out = []
+    for i, c in enumerate(constraints):
+        if c is None:
+            out.append(([], []))
+        elif isinstance(c, dict):
+            unknown = set(c) - {"include", "exclude"}
+            if unknown:
+                raise ValueError(f"constraints[{i}]: unknown key {sorted(unknown)[0]!r} (keys: include, exclude)")
+            out.append((_phrases(c.get("include", []), f"constraints[{i}]['include']"),
+                        _phrases(c.get("exclude", []), f"constraints[{i}]['exclude']")))
+        else:
+            out.append((_phrases(c, f"constraints[{i}]"), []))
+    if len(out) != n:
+        raise ValueError(f"constraints for {len(out)} sentences, {n} sentences given")
+    return out
+
+
+def _protect(protect) -> Tuple[bool, List[str]]:
+    """translate()'s protect: (the built-in expressions?, more expressions)."""
+    if isinstance(protect, bool):
+        return protect, []
+    return True, [_utf8("protect", str(r)) for r in protect]
+
+
 def _optional_float(name: str, value) -> Optional[float]:
     return None if value is None else _float(name, value)
 
@@ -131,6 +168,7 @@ class Hypothesis:
     alignment: Optional[List[Tuple[int, int]]] = None  # hard links (source, target), on request
     # (n, S) float32: one row per token, then the row of </s> when finished; on request.
     attention: Optional[np.ndarray] = field(default=None, repr=False)
+    constraints_met: bool = True  # every include phrase (constraints, protect) is in `text`
 
     def pharaoh(self) -> str:
         """The hard alignment as ``nazar translate --alignment hard`` prints it ("0-0 2-1")."""
@@ -148,6 +186,7 @@ class Translation:
     source: str
     source_tokens: List[str]
     hypotheses: List[Hypothesis]
+    unmet: List[str] = field(default_factory=list)  # include phrases the best one lacks
 
     @property
     def best(self) -> Hypothesis:
@@ -264,6 +303,8 @@ class Translator:
         dictionary: Optional[PathLike] = None,
         max_line_bytes: int = MAX_LINE_BYTES,
         cancel: Optional[_nazar.CancelToken] = None,
+        constraints: Optional[Sequence[Union[dict, Sequence[str], None]]] = None,
+        protect: Union[bool, Sequence[str]] = False,
     ) -> List[Translation]:
         """Translates ``sentences`` (a list of str) with beam search (``beam=1``: greedy), as
         ``nazar translate`` does, and returns one :class:`Translation` per sentence, in order.
@@ -283,8 +324,18 @@ class Translator:
         ``--max-line-bytes`` default) is a ``ValueError`` naming it, before any work. Ctrl-C
         (in the main thread) raises ``KeyboardInterrupt`` within a decoder step; ``cancel``, a
         :class:`nazar.CancelToken`, lets another thread stop the call: ``token.cancel()`` makes
-        it raise :class:`nazar.Cancelled` within a decoder step."""
+        it raise :class:`nazar.Cancelled` within a decoder step.
+
+        ``constraints``: one entry per sentence — ``{"include": [...], "exclude": [...]}``, a
+        list of include phrases, or None — as ``nazar translate --constraints``: every include
+        phrase appears in the output, no exclude phrase does (docs/decoding.md "Constraints and
+        protected spans"). ``protect=True`` copies placeholders, options, URLs and tags of each
+        source verbatim (``--protect``); a list of regular expressions protects their matches
+        as well (``--protect --protect-regex``). ``Translation.unmet`` lists the include phrases
+        the best hypothesis lacks; ``Hypothesis.constraints_met`` says whether it has them all."""
         src = _sentences(sentences)
+        cons = _constraints(constraints, len(src))
+        use_builtin, regexes = _protect(protect)
         if alignment not in (None, "none", "hard", "soft"):
             raise ValueError(f"alignment must be None, 'hard' or 'soft', got {alignment!r}")
         want_links = alignment == "hard"
@@ -305,9 +356,12 @@ class Translator:
             b"" if dictionary is None else _path("dictionary", dictionary),
             max_line_bytes,
             cancel,
+            cons,
+            use_builtin,
+            regexes,
         )
         out = []
-        for s, (source_tokens, hyps) in zip(src, raw):
+        for s, (source_tokens, hyps, unmet) in zip(src, raw):
             n_src = len(source_tokens)
             out.append(
                 Translation(
@@ -322,9 +376,11 @@ class Translator:
                             finished,
                             links,
                             None if att is None else att[:, :n_src],
+                            met,
                         )
-                        for (text, tokens, score, log_prob, finished, links, att) in hyps
+                        for (text, tokens, score, log_prob, finished, links, att, met) in hyps
                     ],
+                    unmet,
                 )
             )
         return out

@@ -21,6 +21,7 @@
 #include "nazar/data/vocab.h"
 #include "nazar/decode/alignment.h"
 #include "nazar/decode/decode_defaults.h"
+#include "nazar/decode/protect.h"
 #include "nazar/decode/translator.h"
 #include "nazar/models/decode_session.h"
 #include "nazar/models/model_file.h"
@@ -231,6 +232,34 @@ TranslationOptions translation_options(const Translator& tr, const SettingArgs& 
     return o;
 }
 
+// translate()'s constraints: None, or one (include, exclude) pair of lists of str per sentence
+// (python/nazar/_translate.py checks the shapes), plus the protected spans of each sentence
+// (protect: the built-in expressions; protect_regex: more).
+std::vector<TextConstraints> text_constraints(const pb::handle& constraints, bool protect,
+                                              const std::vector<std::string>& protect_regex,
+                                              const std::vector<std::string>& sentences) {
+    std::vector<TextConstraints> out;
+    if (!constraints.is_none()) {
+        for (const pb::handle pair : constraints) {
+            const auto t =
+                pair.cast<std::pair<std::vector<std::string>, std::vector<std::string>>>();
+            out.push_back({.include = t.first, .exclude = t.second});
+        }
+        if (out.size() != sentences.size())
+            throw UsageError(fmt::format("constraints for {} sentences, {} sentences given",
+                                         out.size(), sentences.size()));
+    }
+    if (!protect && protect_regex.empty()) return out;
+    out.resize(sentences.size());
+    const SpanProtector p = SpanProtector::from_patterns(protect_regex, protect);
+    for (std::size_t i = 0; i < sentences.size(); ++i)
+        for (std::string& span : p.spans(sentences[i]))
+            if (std::find(out[i].include.begin(), out[i].include.end(), span) ==
+                out[i].include.end())
+                out[i].include.push_back(std::move(span));
+    return out;
+}
+
 // Translator.decode_defaults: the stored settings as a dict (only those the file has), with
 // "tuned" (metric, score, default_score, dev, sources) when tune chose them.
 pb::dict decode_defaults_to_python(const DecodeDefaults& d) {
@@ -263,9 +292,9 @@ pb::list translations_to_python(std::vector<Translation>& res, bool alignments, 
             pb::object att =
                 attention ? pb::object(to_numpy(std::move(h.attention))) : pb::object(pb::none());
             hyps.append(pb::make_tuple(h.text, pb::cast(h.tokens), h.score, h.log_prob, h.finished,
-                                       links, att));
+                                       links, att, h.constraints_met));
         }
-        out.append(pb::make_tuple(pb::cast(t.source_tokens), hyps));
+        out.append(pb::make_tuple(pb::cast(t.source_tokens), hyps, pb::cast(t.unmet)));
     }
     return out;
 }
@@ -333,8 +362,9 @@ void bind_translator(pb::module_& m) {
                const pb::handle& batch_size, const pb::handle& length_penalty,
                const pb::handle& coverage_penalty, const pb::handle& max_length_ratio,
                const pb::handle& max_length_extra, const pb::handle& max_length,
-               const std::string& dictionary, const pb::handle& max_bytes,
-               const pb::handle& cancel) {
+               const std::string& dictionary, const pb::handle& max_bytes, const pb::handle& cancel,
+               const pb::handle& constraints, bool protect,
+               const std::vector<std::string>& protect_regex) {
                 TranslationOptions o =
                     translation_options(tr,
                                         {beam, length_penalty, coverage_penalty, max_length_ratio,
@@ -348,6 +378,9 @@ void bind_translator(pb::module_& m) {
                 const std::shared_ptr<CancelToken> token = cancel_token(cancel);
                 const std::vector<std::string> text =
                     text_list(sentences, "sentences", max_line_bytes(max_bytes));
+                const std::vector<TextConstraints> cons =
+                    text_constraints(constraints, protect, protect_regex, text);
+                o.constraints = cons;
                 std::vector<Translation> res =
                     translate_interruptibly(tr, text, o, dictionary, token);
                 return translations_to_python(res, alignments, attention);
@@ -356,7 +389,8 @@ void bind_translator(pb::module_& m) {
             pb::arg("attention"), pb::arg("replace_unk"), pb::arg("batch_size"),
             pb::arg("length_penalty"), pb::arg("coverage_penalty"), pb::arg("max_length_ratio"),
             pb::arg("max_length_extra"), pb::arg("max_length"), pb::arg("dictionary"),
-            pb::arg("max_line_bytes"), pb::arg("cancel"));
+            pb::arg("max_line_bytes"), pb::arg("cancel"), pb::arg("constraints"),
+            pb::arg("protect"), pb::arg("protect_regex"));
 }
 
 // The sources and targets of score() / align(), checked (common.h text_list).

@@ -168,3 +168,33 @@ def test_settings_stored_by_tune_are_the_defaults(model_path, data_paths, tmp_pa
     assert all(len(x.hypotheses) <= 6 for x in t.translate(SENTENCES, n_best=6))
     with pytest.raises(ValueError, match="n_best 6 exceeds beam 2"):
         t.translate(SENTENCES, beam=2, n_best=6)
+
+
+def test_constraints_and_protect(tr, model_path, tmp_path):
+    """Include / exclude phrases as `nazar translate --constraints`; protect as --protect."""
+    plain = tr.translate(SENTENCES)
+    words = sorted({w for t in plain for w in t.text.split()})
+    assert words, "the test model should translate into some words"
+    cons = [{"include": [words[0]]}, None, [words[-1]], {"exclude": plain[3].text.split()[:1]}, None, None]
+    out = tr.translate(SENTENCES, constraints=cons)
+    assert words[0] in out[0].text.split() and out[0].unmet == [] and out[0].best.constraints_met
+    assert words[-1] in out[2].text.split()
+    assert plain[3].text.split()[0] not in out[3].text.split()
+    for i in (1, 4, 5):  # no constraints: as without the option
+        assert out[i].text == plain[i].text
+    lines = ["\n".join(["" if c is None else json.dumps(c) for c in cons]) + "\n"]
+    (tmp_path / "c.jsonl").write_text(lines[0])
+    assert [t.text for t in out] == cli_lines(model_path, "--constraints", str(tmp_path / "c.jsonl"))
+    # protect: a span the target vocabulary cannot spell is reported, not an error
+    res = tr.translate(["a b %s c"], protect=True)
+    assert res[0].unmet == ["%s"] and not res[0].best.constraints_met
+    res = tr.translate(["a b c"], protect=[r"\bb\b"])
+    assert res[0].unmet in ([], ["b"])
+    with pytest.raises(ValueError, match="constraints for 1 sentences, 2 sentences given"):
+        tr.translate(["a", "b"], constraints=[["x"]])
+    with pytest.raises(ValueError, match="unknown key 'require'"):
+        tr.translate(["a"], constraints=[{"require": ["x"]}])
+    with pytest.raises(TypeError, match="must be a list of strings"):
+        tr.translate(["a"], constraints=["x"])
+    with pytest.raises(ValueError, match="does not compile"):
+        tr.translate(["a"], protect=["("])

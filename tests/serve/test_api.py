@@ -132,6 +132,42 @@ def test_endpoints(server, models):
           "GET /metrics: Prometheus text with requests, latency, queue, batches, tokens/s", text)
 
 
+def test_constraints(server, models):
+    """"constraints" and "protect" as `nazar translate --constraints` / `--protect`."""
+    import subprocess
+    sents = ["a b c", "d e", "h g", "b %s"]
+    cons = [{"include": ["a"]}, None, {"exclude": ["g"]}, ["b"]]
+    status, _, res = server.translate({"text": sents, "beam": 4, "constraints": cons})
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        f.write("\n".join("" if c is None else json.dumps(c) for c in cons) + "\n")
+    try:
+        cli = subprocess.run([NAZAR, "--threads", "1", "translate", "--model", models["bahdanau"],
+                              "--beam", "4", "--constraints", f.name],
+                             input="\n".join(sents) + "\n", capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+    finally:
+        os.unlink(f.name)
+    texts = [t["hypotheses"][0]["text"] for t in res["translations"]]
+    check(status == 200 and texts == cli, "constraints: the same translations as the CLI",
+          (texts, cli))
+    check("a" in texts[0].split() and "g" not in texts[2].split()
+          and all(t["unmet"] == [] for t in res["translations"])
+          and res["translations"][0]["hypotheses"][0]["constraints_met"] is True,
+          "constraints: include and exclude phrases hold, nothing unmet", res)
+    status, _, res = server.translate({"text": ["b %s"], "protect": True})
+    check(status == 200 and res["translations"][0]["unmet"] == ["%s"],
+          "protect: a span the vocabulary cannot spell is reported as unmet", res)
+    for req, msg in [
+            ({"text": ["a", "b"], "constraints": [None]}, "'constraints' has 1 entries for 2 sentences"),
+            ({"text": ["a"], "constraints": {"include": ["a"]}}, "'constraints' must be a list"),
+            ({"text": ["a"], "constraints": [{"incl": ["a"]}]}, "constraints[0]: unknown field 'incl'"),
+            ({"text": ["a"], "constraints": [[""]]}, "constraints[0] must hold non-empty strings"),
+            ({"text": ["a"], "constraints": [["a"] * 65]}, "has 65 phrases, more than 64"),
+            ({"text": ["a"], "protect": "yes"}, "'protect' must be")]:
+        status, _, res = server.translate(req)
+        check(status == 400 and msg in res.get("error", ""), "constraints error: " + msg, res)
+
+
 def test_errors(server):
     cases = [
         ("malformed JSON", None, b'{"text": ["a",', 400, "malformed JSON: parse error at line 1"),
@@ -310,6 +346,7 @@ def main():
             "--max-beam", "8", "--timeout-ms", NO_TIMEOUT_MS])
         try:
             test_endpoints(server, models)
+            test_constraints(server, models)
             test_errors(server)
             check(server.terminate() == 0, "exit 0 after SIGTERM (idle server)")
         finally:
