@@ -16,6 +16,7 @@
 #include "nazar/data/reader.h"
 #include "nazar/decode/decode_defaults.h"
 #include "nazar/decode/protect.h"
+#include "nazar/decode/shortlist.h"
 #include "nazar/decode/translator.h"
 
 #include <fmt/format.h>
@@ -36,6 +37,8 @@ struct TranslateArgs {
     std::string input = "-", output = "-", alignment = "none", dict, precision, constraints;
     std::vector<std::string> protect_regex;
     bool protect = false;
+    std::string shortlist;
+    ShortlistOptions shortlist_options;
     std::vector<std::string> models;  // several: an ensemble
     std::string ensemble_attention = "0";
     TranslationOptions opt;
@@ -161,6 +164,23 @@ struct ConstraintSource {
     }
 };
 
+// --shortlist (empty without it).
+Shortlist load_shortlist(const TranslateArgs& a, const Translator& translator) {
+    if (a.shortlist.empty()) return {};
+    if (a.models.size() > 1) throw UsageError("--shortlist is for one model, not an ensemble");
+    return translator.load_shortlist(a.shortlist, a.shortlist_options);
+}
+
+// --constraints and --protect / --protect-regex.
+ConstraintSource constraint_source(const TranslateArgs& a) {
+    ConstraintSource c;
+    if (!a.constraints.empty())
+        c.file = std::make_unique<LineReader>(a.constraints, a.max_line_bytes);
+    if (a.protect || !a.protect_regex.empty())
+        c.protect = SpanProtector::from_patterns(a.protect_regex, a.protect);
+    return c;
+}
+
 // --ensemble-attention: a member index in [0, members), or "mean".
 int parse_ensemble_attention(const std::string& text, std::size_t members) {
     if (text == "mean") return TranslationOptions::kMeanAttention;
@@ -226,12 +246,10 @@ int run_translate(TranslateArgs& a) {
     const Translator translator(a.models, {.precision = parse_precision_option(a.precision)});
     apply_stored_settings(translator, *a.app, a.opt);
     check_n_best();
+    const Shortlist shortlist = load_shortlist(a, translator);
+    if (!a.shortlist.empty()) a.opt.shortlist = &shortlist;
     LineReader reader(a.input, a.max_line_bytes);
-    ConstraintSource constraints;
-    if (!a.constraints.empty())
-        constraints.file = std::make_unique<LineReader>(a.constraints, a.max_line_bytes);
-    if (a.protect || !a.protect_regex.empty())
-        constraints.protect = SpanProtector::from_patterns(a.protect_regex, a.protect);
+    ConstraintSource constraints = constraint_source(a);
     std::vector<std::string> inputs = {a.input, a.dict, a.constraints};
     inputs.insert(inputs.end(), a.models.begin(), a.models.end());
     OutputSink out(a.output, inputs);
@@ -285,6 +303,36 @@ int run_translate(TranslateArgs& a) {
     return 0;
 }
 
+// What the output may and must hold: --constraints, --protect, --protect-regex, --shortlist.
+void add_control_options(CLI::App& app, TranslateArgs& args) {
+    TranslateArgs* a = &args;
+    app.add_option("--constraints", a->constraints,
+                   "Lexical constraints, one JSON line per input line: {\"include\": [...], "
+                   "\"exclude\": [...]} or a list of include phrases (empty line: none); "
+                   "every include phrase appears in the output, no exclude phrase does");
+    app.add_flag("--protect", a->protect,
+                 "Copy placeholders (printf, {0}, %(name)s, ${var}), --options, URLs, e-mail "
+                 "addresses and XML/HTML tags of each source verbatim (include constraints); "
+                 "a span not placed is reported on stderr");
+    app.add_option("--protect-regex", a->protect_regex,
+                   "A regular expression (ECMAScript; group 1 if it has one) whose matches are "
+                   "protected as --protect's; repeatable; without --protect only these")
+        ->take_all()
+        ->allow_extra_args(false);
+    app.add_option("--shortlist", a->shortlist,
+                   "Vocabulary shortlist (nazar shortlist): each batch's output layer computes "
+                   "only the frequent target tokens and the likeliest translations of its source "
+                   "tokens");
+    app.add_option("--shortlist-frequent", a->shortlist_options.frequent,
+                   "Frequent target tokens taken from the shortlist")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--shortlist-best", a->shortlist_options.best,
+                   "Translations per source token taken from the shortlist")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
+}
+
 void setup_translate(CLI::App& app, std::function<int()>& run) {
     auto a = std::make_shared<TranslateArgs>();
     a->app = &app;
@@ -317,19 +365,7 @@ void setup_translate(CLI::App& app, std::function<int()>& run) {
                    "Append alignments: none, hard (Pharaoh i-j) or soft (JSON matrix)")
         ->check(CLI::IsMember({"none", "hard", "soft"}))
         ->capture_default_str();
-    app.add_option("--constraints", a->constraints,
-                   "Lexical constraints, one JSON line per input line: {\"include\": [...], "
-                   "\"exclude\": [...]} or a list of include phrases (empty line: none); "
-                   "every include phrase appears in the output, no exclude phrase does");
-    app.add_flag("--protect", a->protect,
-                 "Copy placeholders (printf, {0}, %(name)s, ${var}), --options, URLs, e-mail "
-                 "addresses and XML/HTML tags of each source verbatim (include constraints); "
-                 "a span not placed is reported on stderr");
-    app.add_option("--protect-regex", a->protect_regex,
-                   "A regular expression (ECMAScript; group 1 if it has one) whose matches are "
-                   "protected as --protect's; repeatable; without --protect only these")
-        ->take_all()
-        ->allow_extra_args(false);
+    add_control_options(app, *a);
     app.add_flag("--replace-unk", o.replace_unk, "Replace <unk> by the most-attended source token");
     app.add_option("--dict", a->dict, "Dictionary 'source<TAB>target' for --replace-unk");
     app.add_option("--batch", o.batch_size, "Sentences per decoder batch")

@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "nazar/decode/beam_groups.h"
+#include "nazar/decode/shortlist.h"
 #include "nazar/decode/step_types.h"
 
 namespace nazar {
@@ -153,8 +154,12 @@ struct OutputRow {
     const float* v;
     float lse = 0;
     bool logits = false;
+    const int32_t* ids = nullptr;  // a shortlist: column y is token ids[y]
+    const int32_t* inv = nullptr;  // and token t column inv[t] (−1: not in it)
 
     float log_p(int y) const { return logits ? v[y] - lse : v[y]; }
+    int32_t token(int y) const { return ids ? ids[y] : y; }
+    int column(int32_t t) const { return inv ? inv[t] : t; }
     // A screening threshold on v for a threshold t on log p: v[y] < screen(t) implies
     // log_p(y) < t (the margin covers the roundings of t + lse and of z − lse); NaN or an
     // infinity anywhere lets every entry through to the exact comparison.
@@ -187,8 +192,9 @@ void offer_row(const OutputRow& row, int V, double base, int rank, int w,
     };
     float t = threshold(), ts = row.screen(t);
     const auto offer = [&](int y) {
-        if (std::find(forbid.begin(), forbid.end(), y) != forbid.end()) return;
-        const Candidate c{base + row.log_p(y), rank, y};
+        const int32_t token = row.token(y);
+        if (std::find(forbid.begin(), forbid.end(), token) != forbid.end()) return;
+        const Candidate c{base + row.log_p(y), rank, token};
         if (static_cast<int>(best.size()) == w) {
             if (!better(c, best.back())) return;
             best.pop_back();
@@ -260,8 +266,9 @@ void constrained_candidates(const Sentence& s, int V, int w, const BeamOptions& 
         st.extra.clear();
         advancing_tokens(c, s.live_cs[k], st.extra);
         for (const int32_t y : st.extra)
-            if (std::find(st.forbid.begin(), st.forbid.end(), y) == st.forbid.end())
-                st.pool.push_back({base + row.log_p(y), k, y});
+            if (row.column(y) >= 0 &&
+                std::find(st.forbid.begin(), st.forbid.end(), y) == st.forbid.end())
+                st.pool.push_back({base + row.log_p(row.column(y)), k, y});
     }
     st.pool.insert(st.pool.end(), st.cands.begin(), st.cands.end());
     std::sort(st.pool.begin(), st.pool.end(), better);
@@ -311,7 +318,7 @@ void constrained_candidates(const Sentence& s, int V, int w, const BeamOptions& 
 // log-sum-exp here, while it is in cache, and is then read as log p.
 bool advance(Sentence& s, int row0, TensorView lp_view, int lp0, TensorView at_view,
              std::span<const float> p_gen, const BeamOptions& o, const SpecialIds& sp,
-             StepScratch& st, bool logits, const float* bias) {
+             StepScratch& st, bool logits, const float* bias, const OutputRow& shortlist) {
     const int V = lp_view.dim(1), S = at_view.dim(1), K = o.beam_size;
     const int n_live = static_cast<int>(s.live.size());  // rows [row0, row0 + n_live)
     const int w = K - static_cast<int>(s.done.size());
@@ -320,7 +327,8 @@ bool advance(Sentence& s, int row0, TensorView lp_view, int lp0, TensorView at_v
     st.cands.clear();
     st.rows.clear();
     for (int k = 0; k < n_live; ++k) {
-        OutputRow row{lp_view.data() + static_cast<int64_t>(lp0 + k) * V};
+        OutputRow row = shortlist;  // its ids / inv
+        row.v = lp_view.data() + static_cast<int64_t>(lp0 + k) * V;
         if (logits) {
             row.logits = true;
             const bool more = lp0 + k + 1 < lp_view.dim(0);  // the next row: in L2 meanwhile
@@ -530,6 +538,49 @@ std::vector<Sentence> start_sentences(std::span<const int> lengths, int S, const
     return sent;
 }
 
+// BeamOptions::shortlist for one batch: restricts a DecodeSession's output layer to the batch's
+// candidates while the search runs, and gives them back after (exceptions too).
+class ShortlistScope {
+public:
+    template <class Model>
+    ShortlistScope(Model& model, const BeamOptions& o, std::span<const int32_t> src,
+                   std::span<const int> lengths, int S, const SpecialIds& sp) {
+        if (o.shortlist == nullptr) return;
+        if constexpr (std::is_same_v<Model, DecodeSession>) {
+            NZ_CHECK_USAGE(!model.config().copy_attention,
+                           "a shortlist needs a model without copy attention");
+            NZ_CHECK_USAGE(o.shortlist->target_vocab_size() == model.config().tgt_vocab_size,
+                           "the shortlist was loaded for a target vocabulary of {}, the model has "
+                           "{}",
+                           o.shortlist->target_vocab_size(), model.config().tgt_vocab_size);
+            // </s> and <unk> can be emitted; <pad> and <s> never are, but their rows keep a
+            // full shortlist's normalisation the whole vocabulary's
+            const std::array<int32_t, 4> always = {sp.pad, sp.unk, sp.bos, sp.eos};
+            ids_ = o.shortlist->candidates(src, lengths, S, o.constraints, always);
+            inv_.assign(static_cast<std::size_t>(model.config().tgt_vocab_size), -1);
+            for (std::size_t j = 0; j < ids_.size(); ++j) inv_[std::size_t(ids_[j])] = int(j);
+            model.restrict_output(ids_);
+            session_ = &model;
+        } else {
+            throw UsageError("a shortlist is for one model, not an ensemble");
+        }
+    }
+    ~ShortlistScope() {
+        if (session_) session_->restrict_output({});
+    }
+    ShortlistScope(const ShortlistScope&) = delete;
+    ShortlistScope& operator=(const ShortlistScope&) = delete;
+    OutputRow row() const {
+        OutputRow r{nullptr};
+        if (!ids_.empty()) r.ids = ids_.data(), r.inv = inv_.data();
+        return r;
+    }
+
+private:
+    DecodeSession* session_ = nullptr;
+    std::vector<int32_t> ids_, inv_;
+};
+
 // The step API's source and state types of a model (DecodeSession or Ensemble).
 using detail::StepTypes;  // decode/step_types.h
 
@@ -552,6 +603,8 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
 
     typename StepTypes<Model>::Source enc, rows_enc;
     model.encode(src, lengths, S, enc, K);
+    ShortlistScope scope(model, o, src, lengths, S, sp);  // the output layer's rows, if any
+    const OutputRow shortlist = scope.row();
     const int V = detail::prepare_copy(model, enc, copy_src);  // extended with copy attention
     typename StepTypes<Model>::State state, next_state;
     model.init_state(enc, state);
@@ -581,8 +634,8 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
         std::span<const float> p_gen;  // after the step
         const auto advance_one = [&](int64_t i, TensorView lp, int lp0) {
             Sentence& s = sent[row_sentence[first[i]]];
-            goes_on[s.b] =
-                advance(s, first[i], lp, lp0, at_view, p_gen, o, sp, st[s.b], fused, bias);
+            goes_on[s.b] = advance(s, first[i], lp, lp0, at_view, p_gen, o, sp, st[s.b], fused,
+                                   bias, shortlist);
         };
         if (groups.empty()) {
             step_rows(model, fused, prev, *cur, state, lp_view, at_view);

@@ -67,6 +67,9 @@ struct BeamOptions {
     // with constraints is searched with dynamic beam allocation; the others exactly as without
     // (the same bits). Its maximum length grows to at least its include tokens + 1.
     std::span<const TokenConstraints> constraints{};
+    // A vocabulary shortlist (shortlist.h; one model, no copy attention): each batch's output
+    // layer computes only its candidates. Null: the whole vocabulary.
+    const class Shortlist* shortlist = nullptr;
 };
 
 // Throws UsageError naming the offending value.

@@ -27,7 +27,7 @@ struct StepTypes<Ensemble> {
 inline int prepare_copy(DecodeSession& model, EncodedSource& enc,
                         std::span<const int32_t> copy_src) {
     const int V = model.config().tgt_vocab_size;
-    if (!model.config().copy_attention) return V;
+    if (!model.config().copy_attention) return model.step_vocab(enc);  // a shortlist's M
     NZ_CHECK(!copy_src.empty(), "decoding a copy model needs the source's extended ids");
     int ext = V;
     for (int32_t id : copy_src) ext = std::max(ext, id + 1);

@@ -13,6 +13,7 @@
 #include "nazar/decode/beam_search.h"
 #include "nazar/decode/decode_defaults.h"
 #include "nazar/decode/ensemble.h"
+#include "nazar/decode/shortlist.h"
 #include "nazar/models/model_file.h"
 
 #include <fmt/format.h>
@@ -308,6 +309,11 @@ const std::vector<std::string>& Translator::model_paths() const {
 const ModelConfig& Translator::config() const {
     return impl_->models.front()->config();
 }
+Shortlist Translator::load_shortlist(const std::string& path,
+                                     const ShortlistOptions& options) const {
+    return Shortlist::load(path, impl_->src_vocab, impl_->tgt_vocab, options);
+}
+
 const DecodeDefaults& Translator::decode_defaults() const {
     return impl_->defaults;
 }
@@ -334,6 +340,7 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
                      .max_length_ratio = o.max_length_ratio,
                      .max_length_extra = o.max_length_extra,
                      .max_length = o.max_length};
+    beam.shortlist = o.shortlist;
     validate(beam);
     if (o.cancelled)
         beam.cancelled = [&o](int i) { return o.cancelled(static_cast<std::size_t>(i)); };

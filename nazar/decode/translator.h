@@ -44,6 +44,8 @@ enum class Precision;  // core/precision.h (opaque here: keeps this header's own
 
 struct ModelConfig;     // models/config.h (Translator::config)
 struct DecodeDefaults;  // decode_defaults.h (Translator::decode_defaults)
+class Shortlist;        // shortlist.h (TranslationOptions::shortlist)
+struct ShortlistOptions;
 
 struct TranslatorConfig {
     int replicas = 1;  // decoding sessions = concurrent translate() calls served without waiting
@@ -86,6 +88,9 @@ struct TranslationOptions {
     // Per input sentence (same length as the input), or empty: none. Sentences without
     // constraints decode exactly as with none (beam_search.h).
     std::span<const TextConstraints> constraints{};
+    // A vocabulary shortlist (shortlist.h, Translator::load_shortlist; one model only): the
+    // output layer computes only each batch's candidates. Null: the whole vocabulary.
+    const Shortlist* shortlist = nullptr;
 };
 
 struct TranslationHypothesis {
@@ -143,6 +148,8 @@ public:
     // front ends apply to the options their caller did not set; translate() itself takes its
     // options as given. An ensemble has them when every member stores the same ones, else none.
     const DecodeDefaults& decode_defaults() const;
+    // A shortlist table (`nazar shortlist`) read for this model's vocabularies.
+    Shortlist load_shortlist(const std::string& path, const ShortlistOptions& options) const;
 
 private:
     struct Impl;

@@ -160,20 +160,20 @@ void DecodeSession::step(std::span<const int32_t> prev, const EncodedSource& src
     if (config().copy_attention)  // reads state.h: s_t (eval mode: in place)
         copy_step_log_probs(src, state.h.select(m.decoder.L - 1), log_probs);
     else
-        output_log_probs(out_, m.generator_weight(), m.generator.params.bias, log_probs,
-                         generator_rows(src, out_.dim(0)));
+        output_log_probs(out_, output_weight(), output_bias(), log_probs,
+                         out_ids_.empty() ? generator_rows(src, out_.dim(0)) : WeightTRows{});
     step_attention(src, state, attn);
 }
 
 void DecodeSession::step_logits(std::span<const int32_t> prev, const EncodedSource& src,
                                 DecoderState& state, TensorView logits, TensorView attn) {
     NZ_CHECK(!config().copy_attention, "step_logits: a copy-attention model's steps need step()");
-    NZ_CHECK_SHAPE(logits, {static_cast<int64_t>(prev.size()), config().tgt_vocab_size});
+    const ConstTensorView w = output_weight();
+    NZ_CHECK_SHAPE(logits, {static_cast<int64_t>(prev.size()), w.dim(0)});
     step_decoder(prev, src, state);
-    const ConstTensorView w = model_->generator_weight();
     const int R = out_.dim(0), V = w.dim(0), D = w.dim(1);
-    gemm_xwt(R, V, D, 1.0f, out_.data(), D, w.data(), D, generator_rows(src, R), 0.0f,
-             logits.data(), V);
+    gemm_xwt(R, V, D, 1.0f, out_.data(), D, w.data(), D,
+             out_ids_.empty() ? generator_rows(src, R) : WeightTRows{}, 0.0f, logits.data(), V);
     step_attention(src, state, attn);
 }
 
@@ -187,8 +187,8 @@ void DecodeSession::step_hidden(std::span<const int32_t> prev, const EncodedSour
 void DecodeSession::step_logits_rows(int r0, int r1, TensorView logits) const {
     NZ_CHECK(0 <= r0 && r0 <= r1 && r1 <= out_.dim(0), "step_logits_rows: rows [{}, {}) of {}", r0,
              r1, out_.dim(0));
-    NZ_CHECK_SHAPE(logits, {r1 - r0, config().tgt_vocab_size});
-    gemm(out_.slice(r0, r1), false, model_->generator_weight(), true, logits, 1.0f, 0.0f);
+    NZ_CHECK_SHAPE(logits, {r1 - r0, output_weight().dim(0)});
+    gemm(out_.slice(r0, r1), false, output_weight(), true, logits, 1.0f, 0.0f);
 }
 
 int DecodeSession::step_logits_group_min_rows() const {
@@ -197,13 +197,55 @@ int DecodeSession::step_logits_group_min_rows() const {
     // to the library, whose kernel (and so a row's bits) can depend on the row count (oneDNN
     // 2.6: under 16 rows another kernel; some K another blocking), and which runs 14-34% slower
     // on groups of 32-64 rows than on all 320 (docs/performance.md): no groups.
-    return packed(model_->generator_weight()) ? 1 : 0;
+    return packed(output_weight()) ? 1 : 0;
 }
 
 const float* DecodeSession::step_logits_bias() const {
-    const Tensor& b =
-        model_->generator.params.bias;  // absent: empty, or a default Tensor (no data)
+    const ConstTensorView b = output_bias();  // absent: empty, or a default Tensor (no data)
     return b.data() != nullptr && b.numel() > 0 ? b.data() : nullptr;
+}
+
+ConstTensorView DecodeSession::output_weight() const {
+    return out_ids_.empty() ? model_->generator_weight() : ConstTensorView(sub_w_);
+}
+
+ConstTensorView DecodeSession::output_bias() const {
+    return out_ids_.empty() ? ConstTensorView(model_->generator.params.bias)
+                            : ConstTensorView(sub_b_);
+}
+
+void DecodeSession::restrict_output(std::span<const int32_t> ids) {
+    NZ_CHECK(!config().copy_attention, "an output shortlist needs a model without copy attention");
+    if (sub_packed_) sub_packed_->clear();  // before sub_w_ moves
+    out_ids_.assign(ids.begin(), ids.end());
+    if (ids.empty()) return;
+    const ConstTensorView w = model_->generator_weight();
+    const int V = static_cast<int>(w.dim(0)), D = static_cast<int>(w.dim(1));
+    const int M = static_cast<int>(ids.size());
+    for (int j = 0; j < M; ++j)
+        NZ_CHECK(ids[j] >= 0 && ids[j] < V && (j == 0 || ids[j] > ids[j - 1]),
+                 "restrict_output: ids must be increasing and in [0, {}), got {} at {}", V, ids[j],
+                 j);
+    sub_w_.resize({M, D}, false);
+    int n0 = 0, k0 = 0;
+    const PackedMatrix* full = gemm_detail::find_packed(w.data(), D, &n0, &k0);
+    if (full != nullptr) {  // the packed rows as they are; sub_w_ only their address
+        NZ_CHECK(n0 == 0 && k0 == 0 && full->rows() == V && full->cols() == D,
+                 "restrict_output: the output layer's packed form is not the whole matrix");
+        if (!sub_packed_) sub_packed_ = std::make_unique<PackedWeights>();
+        sub_packed_->add(sub_w_.data(), full->select_rows(ids), /*fp32_kept=*/false);
+    } else {
+        for (int j = 0; j < M; ++j)
+            std::memcpy(sub_w_.data() + int64_t{j} * D, w.data() + int64_t{ids[j]} * D,
+                        sizeof(float) * D);
+    }
+    const ConstTensorView b(model_->generator.params.bias);
+    if (b.data() != nullptr && b.numel() > 0) {
+        sub_b_.resize({M}, false);
+        for (int j = 0; j < M; ++j) sub_b_.data()[j] = b.data()[ids[j]];
+    } else {
+        sub_b_ = Tensor();
+    }
 }
 
 // The step up to the output layer: state advances (h, c, feed, coverage), out_ holds the rows
@@ -275,7 +317,8 @@ void DecodeSession::set_copy_source(EncodedSource& src, std::span<const int32_t>
 
 int DecodeSession::step_vocab(const EncodedSource& src) const {
     const ModelConfig& cfg = config();
-    if (!cfg.copy_attention) return cfg.tgt_vocab_size;
+    if (!cfg.copy_attention)
+        return out_ids_.empty() ? cfg.tgt_vocab_size : static_cast<int>(out_ids_.size());
     NZ_CHECK(src.copy_vocab >= cfg.tgt_vocab_size &&
                  static_cast<int64_t>(src.copy_ids.size()) == int64_t{src.N} * src.S,
              "a copy model's steps need the source's extended ids (set_copy_source)");

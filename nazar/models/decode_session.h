@@ -14,9 +14,11 @@
 // must not change while they decode (set_precision, training steps, loading weights).
 #pragma once
 
+#include "nazar/core/gemm/packed.h"
 #include "nazar/models/seq2seq.h"
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -67,6 +69,15 @@ public:
     // out row n = in row rows[n] (reorder/select beams). out must not be in.
     void select_state(const DecoderState& in, std::span<const int> rows, DecoderState& out) const;
 
+    // ---- an output shortlist (decode/shortlist.h) ----
+    // Restricts the output layer to the target ids `ids` (increasing, < V): step(),
+    // step_logits() and step_logits_rows() then write M = ids.size() columns, column j for id
+    // ids[j] (step()'s log-probs normalised over them), with the output layer's rows gathered
+    // once here (bf16 / int8 weights: their packed rows, the same values). Empty: the whole
+    // vocabulary again. Not for copy attention.
+    void restrict_output(std::span<const int32_t> ids);
+    std::span<const int32_t> output_ids() const { return out_ids_; }  // empty: all V
+
     // ---- copy attention (models/copy.h) ----
     // A copy model's steps need the sources' extended ids: set_copy_source after encode (ids
     // (N·S) row-major, < ext_vocab; select_rows carries them); step() then writes log-probs over
@@ -96,6 +107,13 @@ private:
     Tensor copy_alpha_;          // (N, S)          dense α
     Tensor copy_in_, copy_g_;    // (N, C + H + E)  gate inputs, (N) g
     Tensor logits_;              // (N, V)          the generator's log-probs (copy attention)
+    // restrict_output: the ids, the gathered output rows (M, d_out) and bias (M), and their
+    // packed form registered for gemm (bf16 / int8 models)
+    std::vector<int32_t> out_ids_;
+    Tensor sub_w_, sub_b_;
+    std::unique_ptr<PackedWeights> sub_packed_;
+    ConstTensorView output_weight() const;
+    ConstTensorView output_bias() const;
 };
 
 }  // namespace nazar

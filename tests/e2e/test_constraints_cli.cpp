@@ -14,6 +14,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 namespace nazar {
 namespace test_constraints_cli {
@@ -147,6 +149,39 @@ TEST_F(ConstraintsCli, ProtectedSpansAreCopiedOrReported) {
     EXPECT_NE(err.find("line 1: not placed: 'c'"), std::string::npos) << err;
     EXPECT_NE(err.find("line 5: not placed: 'c'"), std::string::npos) << err;
     EXPECT_NE(err.find("7 include phrases, 5 placed, 2 not placed"), std::string::npos) << err;
+}
+
+TEST_F(ConstraintsCli, ShortlistsAreLearnedAndUsed) {
+    // "a".."d" always with "w".."z"
+    write(tmp("train.tsv"), {"a b\tw x", "c d\ty z", "a c\tw y", "b d\tx z", "a\tw", "d\tz"});
+    ASSERT_EQ(sh(kBin + " shortlist --model " + model() + " --train " + tmp("train.tsv") + " -o " +
+                 tmp("sl.tsv") + " --keep 2 2> " + tmp("sl.err")),
+              0)
+        << slurp(tmp("sl.err"));
+    const std::string table = slurp(tmp("sl.tsv"));
+    EXPECT_EQ(table.rfind("#nazar-shortlist 1\n", 0), 0u) << table;
+    EXPECT_NE(table.find("a\tw\t1\n"), std::string::npos) << table;
+    const auto out = read_lines(
+        run("--beam 4 --shortlist " + tmp("sl.tsv") + " --shortlist-frequent 0", "sl.txt"));
+    ASSERT_EQ(out.size(), kInputs.size());
+    const std::set<std::string> from_a_to_d = {"w", "x", "y", "z", "<unk>"};
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        std::istringstream words(out[i]);
+        for (std::string w; words >> w;) EXPECT_TRUE(from_a_to_d.count(w)) << i << ": " << out[i];
+    }
+    // constraint tokens join the shortlist
+    write(tmp("cons_sl.jsonl"), {R"(["v u"])", "", "", "", "", "", ""});
+    const auto with = read_lines(
+        run("--beam 4 --shortlist " + tmp("sl.tsv") + " --constraints " + tmp("cons_sl.jsonl"),
+            "sl_cons.txt"));
+    EXPECT_TRUE(has_word_phrase(with[0], "v u")) << with[0];
+    EXPECT_EQ(sh(kBin + " translate --model " + model() + " --model " + model() + " --shortlist " +
+                 tmp("sl.tsv") + " < /dev/null 2> /dev/null"),
+              2);
+    EXPECT_EQ(sh(kBin + " translate --model " + model() + " --shortlist " + tmp("none.tsv") +
+                 " < " + tmp("input.txt") + " > /dev/null 2> " + tmp("none.err")),
+              1);
+    EXPECT_NE(slurp(tmp("none.err")).find("none.tsv"), std::string::npos);
 }
 
 TEST_F(ConstraintsCli, MalformedConstraintFilesAreUsageErrors) {

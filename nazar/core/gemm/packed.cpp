@@ -174,6 +174,23 @@ PackedMatrix PackedMatrix::from_bf16(const uint16_t* b, int N, int K) {
     return m;
 }
 
+PackedMatrix PackedMatrix::select_rows(std::span<const int32_t> rows) const {
+    NZ_CHECK(!rows.empty(), "PackedMatrix::select_rows: no rows");
+    PackedMatrix m;
+    m.alloc(precision_, static_cast<int>(rows.size()), K_);
+    for (std::size_t j = 0; j < rows.size(); ++j) {
+        const int n = rows[j];
+        NZ_CHECK(n >= 0 && n < N_, "PackedMatrix::select_rows: row {} of {}", n, N_);
+        // row n: 4 bytes per group, at lane n % 16 of panel n / 16
+        const uint8_t* src =
+            data_.data() + static_cast<std::size_t>(n / 16) * G_ * 64 + (n % 16) * 4;
+        uint8_t* dst = m.data_.data() + (j / 16) * static_cast<std::size_t>(G_) * 64 + (j % 16) * 4;
+        for (int g = 0; g < G_; ++g) std::memcpy(dst + g * 64, src + g * 64, 4);
+        if (precision_ == Precision::int8) m.scales_[j] = scales_[n];
+    }
+    return m;
+}
+
 std::size_t PackedMatrix::bytes() const {
     return data_.size() + scales_.size() * sizeof(float);
 }

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,10 @@ public:
     static PackedMatrix from_int8(const int8_t* q, const float* scales, int N, int K);
     // From bf16 rows (N x K).
     static PackedMatrix from_bf16(const uint16_t* b, int N, int K);
+
+    // The matrix of rows `rows` of this one (in that order), their values and scales as they
+    // are: the same products row for row (an output shortlist's rows).
+    PackedMatrix select_rows(std::span<const int32_t> rows) const;
 
     Precision precision() const { return precision_; }
     int rows() const { return N_; }
