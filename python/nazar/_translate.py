@@ -273,6 +273,11 @@ class Translator:
     def path(self) -> str:
         return self._path
 
+    def load_shortlist(self, path: PathLike, frequent: int = 100, best: int = 50):
+        """A vocabulary shortlist table (``nazar shortlist``) for this model, to pass to
+        :meth:`translate` as ``shortlist=`` (docs/decoding.md "Shortlists")."""
+        return self._tr.load_shortlist(_path("path", path), frequent, best)
+
     @property
     def decode_defaults(self) -> dict:
         """The decoding settings stored in the model file by ``nazar tune`` (keys among beam,
@@ -305,6 +310,7 @@ class Translator:
         cancel: Optional[_nazar.CancelToken] = None,
         constraints: Optional[Sequence[Union[dict, Sequence[str], None]]] = None,
         protect: Union[bool, Sequence[str]] = False,
+        shortlist: Optional["_nazar.Shortlist"] = None,
     ) -> List[Translation]:
         """Translates ``sentences`` (a list of str) with beam search (``beam=1``: greedy), as
         ``nazar translate`` does, and returns one :class:`Translation` per sentence, in order.
@@ -332,7 +338,8 @@ class Translator:
         protected spans"). ``protect=True`` copies placeholders, options, URLs and tags of each
         source verbatim (``--protect``); a list of regular expressions protects their matches
         as well (``--protect --protect-regex``). ``Translation.unmet`` lists the include phrases
-        the best hypothesis lacks; ``Hypothesis.constraints_met`` says whether it has them all."""
+        the best hypothesis lacks; ``Hypothesis.constraints_met`` says whether it has them all.
+        ``shortlist``: a :meth:`load_shortlist` table (``nazar translate --shortlist``)."""
         src = _sentences(sentences)
         cons = _constraints(constraints, len(src))
         use_builtin, regexes = _protect(protect)
@@ -359,6 +366,7 @@ class Translator:
             cons,
             use_builtin,
             regexes,
+            shortlist,
         )
         out = []
         for s, (source_tokens, hyps, unmet) in zip(src, raw):

@@ -22,6 +22,7 @@
 #include "nazar/decode/alignment.h"
 #include "nazar/decode/decode_defaults.h"
 #include "nazar/decode/protect.h"
+#include "nazar/decode/shortlist.h"
 #include "nazar/decode/translator.h"
 #include "nazar/models/decode_session.h"
 #include "nazar/models/model_file.h"
@@ -364,7 +365,7 @@ void bind_translator(pb::module_& m) {
                const pb::handle& max_length_extra, const pb::handle& max_length,
                const std::string& dictionary, const pb::handle& max_bytes, const pb::handle& cancel,
                const pb::handle& constraints, bool protect,
-               const std::vector<std::string>& protect_regex) {
+               const std::vector<std::string>& protect_regex, const Shortlist* shortlist) {
                 TranslationOptions o =
                     translation_options(tr,
                                         {beam, length_penalty, coverage_penalty, max_length_ratio,
@@ -381,6 +382,7 @@ void bind_translator(pb::module_& m) {
                 const std::vector<TextConstraints> cons =
                     text_constraints(constraints, protect, protect_regex, text);
                 o.constraints = cons;
+                o.shortlist = shortlist;
                 std::vector<Translation> res =
                     translate_interruptibly(tr, text, o, dictionary, token);
                 return translations_to_python(res, alignments, attention);
@@ -390,7 +392,21 @@ void bind_translator(pb::module_& m) {
             pb::arg("length_penalty"), pb::arg("coverage_penalty"), pb::arg("max_length_ratio"),
             pb::arg("max_length_extra"), pb::arg("max_length"), pb::arg("dictionary"),
             pb::arg("max_line_bytes"), pb::arg("cancel"), pb::arg("constraints"),
-            pb::arg("protect"), pb::arg("protect_regex"));
+            pb::arg("protect"), pb::arg("protect_regex"), pb::arg("shortlist").none(true))
+        .def(
+            "load_shortlist",
+            [](const Translator& tr, const std::string& path, const pb::handle& frequent,
+               const pb::handle& best) {
+                const ShortlistOptions o{
+                    .frequent = static_cast<int>(int_arg(frequent, "frequent", 0, 1 << 20)),
+                    .best = static_cast<int>(int_arg(best, "best", 0, 1 << 20))};
+                pb::gil_scoped_release nogil;
+                return tr.load_shortlist(path, o);
+            },
+            pb::arg("path"), pb::arg("frequent"), pb::arg("best"));
+    pb::class_<Shortlist>(m, "Shortlist")
+        .def_property_readonly("entries", &Shortlist::entries)
+        .def_property_readonly("target_vocab_size", &Shortlist::target_vocab_size);
 }
 
 // The sources and targets of score() / align(), checked (common.h text_list).

@@ -198,3 +198,16 @@ def test_constraints_and_protect(tr, model_path, tmp_path):
         tr.translate(["a"], constraints=["x"])
     with pytest.raises(ValueError, match="does not compile"):
         tr.translate(["a"], protect=["("])
+
+
+def test_shortlist(tr, model_path, data_paths, tmp_path):
+    """load_shortlist + translate(shortlist=) as `nazar shortlist` + `translate --shortlist`."""
+    table = str(tmp_path / "sl.tsv")
+    run_cli("shortlist", "--model", model_path, "--train", data_paths[0], "-o", table)
+    sl = tr.load_shortlist(table, frequent=5, best=3)
+    assert sl.entries > 0
+    out = tr.translate(SENTENCES, shortlist=sl)
+    assert [t.text for t in out] == cli_lines(
+        model_path, "--shortlist", table, "--shortlist-frequent", "5", "--shortlist-best", "3")
+    with pytest.raises(nazar.Error, match="missing.tsv"):
+        tr.load_shortlist(tmp_path / "missing.tsv")
