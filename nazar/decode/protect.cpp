@@ -26,7 +26,7 @@ const std::vector<std::pair<std::string, std::string>>& SpanProtector::builtin_p
         // shell / template variables: ${name} $name
         {"variable", R"(\$\{[A-Za-z_][A-Za-z0-9_.]*\}|\$[A-Za-z_][A-Za-z0-9_]*)"},
         // command-line options: --long, --long=value, -x (after a space, a bracket or the start)
-        {"long-option", R"(--[A-Za-z0-9][A-Za-z0-9_-]*(?:=[^\s"'<>]*)?)"},
+        {"long-option", R"(--[A-Za-z0-9][A-Za-z0-9_-]*(?:=[^\s"'<>,;()]*[^\s"'<>,;().:!?])?)"},
         {"short-option", R"((?:^|[\s(\[])(-[A-Za-z])(?=$|[\s,.;:)\]]))"},
         // URLs and e-mail addresses
         {"url", R"((?:https?|ftp)://[^\s<>"']+[^\s<>"'.,;:!?)\]])"},
@@ -65,20 +65,50 @@ SpanProtector SpanProtector::from_patterns(const std::vector<std::string>& patte
     return p;
 }
 
+namespace {
+
+// std::regex (libstdc++) matches by recursion, one frame per character a quantifier takes, and
+// tries every start position: a 60 KB run of letters overflowed the stack (SIGSEGV) and a long
+// line costs quadratic time. Lines up to kWholeLine bytes are matched whole; longer ones word by
+// word (white-space separated), words over kLongestWord bytes skipped: no protected span is
+// that long, and a span with spaces inside (a tag's attributes) is then only found on a line
+// of ordinary length.
+constexpr std::size_t kWholeLine = 1024, kLongestWord = 256;
+
+struct Hit {
+    std::size_t begin, end;
+};
+
+// Every match of `re` in text (at `offset` in the line); group 1 when `group`.
+void match_all(const std::regex& re, bool group, std::string_view text, std::size_t offset,
+               std::vector<Hit>& hits) {
+    for (auto it = std::cregex_iterator(text.data(), text.data() + text.size(), re);
+         it != std::cregex_iterator(); ++it) {
+        const std::cmatch& m = *it;
+        const int g = group && m[1].matched ? 1 : 0;
+        if (m.length(g) == 0) continue;
+        const auto b = offset + static_cast<std::size_t>(m.position(g));
+        hits.push_back({b, b + static_cast<std::size_t>(m.length(g))});
+    }
+}
+
+}  // namespace
+
 std::vector<std::string> SpanProtector::spans(std::string_view source) const {
-    struct Hit {
-        std::size_t begin, end;
-    };
     std::vector<Hit> hits;
-    const std::string text(source);
-    for (const Rule& r : rules_) {
-        for (auto it = std::sregex_iterator(text.begin(), text.end(), r.re);
-             it != std::sregex_iterator(); ++it) {
-            const std::smatch& m = *it;
-            const int g = r.group && m[1].matched ? 1 : 0;
-            if (m.length(g) == 0) continue;
-            const auto b = static_cast<std::size_t>(m.position(g));
-            hits.push_back({b, b + static_cast<std::size_t>(m.length(g))});
+    const auto match = [&](std::string_view text, std::size_t offset) {
+        for (const Rule& r : rules_) match_all(r.re, r.group, text, offset, hits);
+    };
+    if (source.size() <= kWholeLine) {
+        match(source, 0);
+    } else {
+        for (std::size_t i = 0; i < source.size();) {
+            const std::size_t b = source.find_first_not_of(" \t\r\n\f\v", i);
+            if (b == std::string_view::npos) break;
+            std::size_t e = source.find_first_of(" \t\r\n\f\v", b);
+            if (e == std::string_view::npos) e = source.size();
+            if (e - b <= kLongestWord) match(source.substr(b, e - b), b);
+            i = e;
         }
     }
     // Source order; at one position the longer first; a span overlapping a kept one is dropped.
@@ -91,7 +121,7 @@ std::vector<std::string> SpanProtector::spans(std::string_view source) const {
     for (const Hit& h : hits) {
         if (h.begin < covered) continue;
         covered = h.end;
-        std::string span = text.substr(h.begin, h.end - h.begin);
+        std::string span(source.substr(h.begin, h.end - h.begin));
         if (seen.insert(span).second) out.push_back(std::move(span));
     }
     return out;

@@ -255,6 +255,13 @@ TEST(ProtectedSpans, BuiltinExpressionsFindPlaceholdersOptionsUrlsAndTags) {
     EXPECT_EQ(spans("<b>Bold</b> &amp; <br/> <a href=\"x\">"),
               (V{"<b>", "</b>", "&amp;", "<br/>", "<a href=\"x\">"}));
     EXPECT_EQ(spans("%s and %s"), V{"%s"});  // each distinct span once
+    // Long lines (std::regex recursed once per character: a 60 KB run overflowed the stack) are
+    // matched word by word, words over 256 bytes skipped.
+    EXPECT_EQ(p.spans(std::string(60000, 'x')), V{});
+    EXPECT_EQ(p.spans("see https://" + std::string(60000, 'a')), V{});
+    EXPECT_EQ(p.spans("<a " + std::string(60000, 'b') + ">"), V{});
+    EXPECT_EQ(p.spans("Use %s and --force " + std::string(2000, 'y') + " {0}"),
+              (V{"%s", "--force", "{0}"}));
     const SpanProtector mine = SpanProtector::from_patterns({R"(\bACME\b)"}, false);
     EXPECT_EQ(mine.spans("ACME %s"), V{"ACME"});
     EXPECT_THROW(SpanProtector::from_patterns({"("}, false), UsageError);
