@@ -2,6 +2,7 @@
 #include "nazar/decode/decode_defaults.h"
 
 #include "nazar/core/check.h"
+#include "nazar/core/text_limits.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -108,6 +109,8 @@ DecodeDefaults decode_defaults_from_json(std::string_view text, const std::strin
     const Reader in{source};
     json j;
     try {
+        check_nesting(text, fmt::format("'{}': metadata '{}'", source, kDecodeDefaultsKey),
+                      TextSyntax::json);  // before the recursive parser
         j = json::parse(text);
     } catch (const json::exception& e) {
         in.fail(fmt::format("not JSON ({})", e.what()));

@@ -216,6 +216,7 @@ TEST_F(Tune, HostileSettingsAreRefusedNamingFileAndField) {
         {"{\"tuned\": {\"metric\": 5}}", "'tuned.metric' must be a string"},
         {"{\"tuned\": {\"when\": 5}}", "unknown field 'tuned.when'"},
         {"{\"beam\": 5", "not JSON"},
+        {std::string(100000, '['), "nesting deeper than 32 levels"},
     };
     for (const auto& [text, why] : cases) {
         try {
