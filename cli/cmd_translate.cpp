@@ -74,9 +74,12 @@ TextConstraints parse_constraints_line(std::string_view line, const LineReader& 
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) return c;
     nlohmann::json j;
     try {
+        check_nesting(line, "constraints", TextSyntax::json);  // before the recursive parser
         j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception& e) {
         return fail(fmt::format("not JSON ({})", e.what()));
+    } catch (const Error& e) {  // check_nesting
+        return fail(e.what());
     }
     const auto strings = [&](const nlohmann::json& v, const char* what,
                              std::vector<std::string>& out) {

@@ -559,8 +559,8 @@ public:
             ids_ = o.shortlist->candidates(src, lengths, S, o.constraints, always);
             inv_.assign(static_cast<std::size_t>(model.config().tgt_vocab_size), -1);
             for (std::size_t j = 0; j < ids_.size(); ++j) inv_[std::size_t(ids_[j])] = int(j);
+            session_ = &model;  // given back by the destructor even if this throws midway
             model.restrict_output(ids_);
-            session_ = &model;
         } else {
             throw UsageError("a shortlist is for one model, not an ensemble");
         }

@@ -63,31 +63,47 @@ void start(const TokenConstraints& c, ConstraintState& s, int32_t y) {
 
 ConstraintState next_state(const TokenConstraints& c, const ConstraintState& s, int32_t y) {
     ConstraintState n = s;
-    if (n.current >= 0) {
-        const Spelling& w = c.include[n.current][n.spelling];
-        if (w[n.progress] == y) {
-            ++n.progress;
-            ++n.met_tokens;
-            if (n.progress == static_cast<int>(w.size())) set_met(c, n, n.current);
-            return n;
-        }
-        // y breaks the match: the longest tail of (matched tokens, y) that begins the spelling
-        // is its new progress ("a a b" after "a a" then "a": still "a a"); none: abandoned,
-        // its tokens stop counting, and y may start another.
-        for (int keep = n.progress; keep >= 1; --keep) {            // keep: the new progress
-            const auto tail = w.begin() + (n.progress - keep + 1);  // then y
-            if (std::equal(tail, w.begin() + n.progress, w.begin()) && w[keep - 1] == y) {
-                n.met_tokens += keep - n.progress;
-                n.progress = keep;
-                return n;
-            }
-        }
-        n.met_tokens -= n.progress;
-        n.current = -1;
-        n.spelling = 0;
-        n.progress = 0;
+    if (n.current < 0) {
+        start(c, n, y);
+        return n;
     }
-    start(c, n, y);
+    const Spelling& w = c.include[n.current][n.spelling];
+    if (w[n.progress] == y) {
+        ++n.progress;
+        ++n.met_tokens;
+        if (n.progress == static_cast<int>(w.size())) set_met(c, n, n.current);
+        return n;
+    }
+    // y breaks the match. The tokens since it began, then y, may still begin a phrase: this
+    // one ("a a b" after "a a" then "a": still "a a") or another that shares its start ("%2"
+    // and "%1" both begin "▁%": "▁%" then "1" is "%1"). The longest such tail wins (the first
+    // phrase and spelling on a tie); none: the match is abandoned (its tokens stop counting).
+    std::vector<int32_t> tail(w.begin(), w.begin() + n.progress);
+    tail.push_back(y);
+    n.met_tokens -= n.progress;
+    n.current = -1;
+    n.spelling = 0;
+    n.progress = 0;
+    int best_k = -1, best_a = 0, best_keep = 0;
+    for (std::size_t k = 0; k < c.include.size(); ++k) {
+        if (n.met[k]) continue;
+        for (std::size_t a = 0; a < c.include[k].size(); ++a) {
+            const Spelling& v = c.include[k][a];
+            const int most =
+                std::min<int>(static_cast<int>(v.size()), static_cast<int>(tail.size()));
+            for (int keep = most; keep > best_keep; --keep)
+                if (std::equal(v.begin(), v.begin() + keep, tail.end() - keep)) {
+                    best_k = static_cast<int>(k), best_a = static_cast<int>(a), best_keep = keep;
+                    break;
+                }
+        }
+    }
+    if (best_k < 0) return n;
+    n.current = best_k;
+    n.spelling = best_a;
+    n.progress = best_keep;
+    n.met_tokens += best_keep;
+    if (best_keep == static_cast<int>(c.include[best_k][best_a].size())) set_met(c, n, best_k);
     return n;
 }
 

@@ -50,6 +50,8 @@ Shortlist Shortlist::load(const std::string& path, const Vocab& src_vocab, const
     Shortlist s;
     s.tgt_size_ = tgt_vocab.size();
     s.best_.resize(static_cast<std::size_t>(src_vocab.size()));
+    std::vector<std::pair<double, int32_t>> frequent;
+    std::vector<std::vector<std::pair<double, int32_t>>> scored(s.best_.size());
     LineReader in(path, 1 << 20);
     std::string_view line;
     const auto fail = [&](const std::string& why) {
@@ -71,13 +73,21 @@ Shortlist Shortlist::load(const std::string& path, const Vocab& src_vocab, const
             fail(fmt::format("score '{}' is not a number", excerpt(num)));
         if (!tgt_vocab.contains(tgt)) continue;  // another vocabulary's piece
         const int32_t t = tgt_vocab.id(tgt);
-        if (src == kFrequent) {
-            if (static_cast<int>(s.frequent_.size()) < o.frequent) s.frequent_.push_back(t);
-        } else if (src_vocab.contains(src)) {
-            auto& b = s.best_[static_cast<std::size_t>(src_vocab.id(src))];
-            if (static_cast<int>(b.size()) < o.best) b.push_back(t);
-        }
+        if (src == kFrequent)
+            frequent.push_back({score, t});
+        else if (src_vocab.contains(src))
+            scored[static_cast<std::size_t>(src_vocab.id(src))].push_back({score, t});
     }
+    // By score, whatever the file's order (ties: the file's order).
+    const auto keep = [](std::vector<std::pair<double, int32_t>>& list, int n,
+                         std::vector<int32_t>& out) {
+        std::stable_sort(list.begin(), list.end(),
+                         [](const auto& a, const auto& b) { return a.first > b.first; });
+        for (std::size_t i = 0; i < list.size() && static_cast<int>(out.size()) < n; ++i)
+            out.push_back(list[i].second);
+    };
+    keep(frequent, o.frequent, s.frequent_);
+    for (std::size_t x = 0; x < scored.size(); ++x) keep(scored[x], o.best, s.best_[x]);
     return s;
 }
 

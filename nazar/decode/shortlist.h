@@ -34,8 +34,9 @@ struct ShortlistOptions {
 class Shortlist {
 public:
     Shortlist() = default;
-    // Reads a table for a model's vocabularies (pieces the vocabularies lack are skipped).
-    // Errors name the file and line.
+    // Reads a table for a model's vocabularies (pieces the vocabularies lack are skipped),
+    // keeping the `frequent` and `best` entries with the highest scores (counts for
+    // <frequent>), in any file order. Errors name the file and line.
     static Shortlist load(const std::string& path, const Vocab& src_vocab, const Vocab& tgt_vocab,
                           const ShortlistOptions& options = {});
 

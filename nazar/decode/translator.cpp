@@ -179,12 +179,30 @@ std::vector<TokenConstraints> all_token_constraints(std::span<const TextConstrai
     return out;
 }
 
+// Whether `text` holds `phrase` as words: not inside a longer word ("cat" is not in
+// "category"; an ASCII letter or digit on either side makes it part of one).
+bool has_words(std::string_view text, std::string_view phrase) {
+    const auto word_char = [](char ch) {
+        return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+    };
+    for (std::size_t at = text.find(phrase); at != std::string_view::npos;
+         at = text.find(phrase, at + 1)) {
+        const std::size_t end = at + phrase.size();
+        const bool open = at == 0 || !word_char(text[at - 1]) || !word_char(phrase.front());
+        const bool close = end == text.size() || !word_char(text[end]) || !word_char(phrase.back());
+        if (open && close) return true;
+    }
+    return false;
+}
+
 // Whether a hypothesis's text holds every include phrase and no exclude phrase (the text, so
-// that a phrase the model wrote with other pieces — "(%d" as "▁(%" "d" — counts).
+// that a phrase the model wrote with other pieces — "(%d" as "▁(%" "d" — counts). An include
+// phrase counts anywhere; an exclude phrase only as words.
 bool text_meets(const TextConstraints& c, const TranslationHypothesis& h) {
     const auto has = [&h](const std::string& p) { return h.text.find(p) != std::string::npos; };
+    const auto has_as_words = [&h](const std::string& p) { return has_words(h.text, p); };
     return std::all_of(c.include.begin(), c.include.end(), has) &&
-           std::none_of(c.exclude.begin(), c.exclude.end(), has);
+           std::none_of(c.exclude.begin(), c.exclude.end(), has_as_words);
 }
 
 // Every hypothesis of t meets c (a cancelled sentence, with none, does).

@@ -216,9 +216,7 @@ ConstTensorView DecodeSession::output_bias() const {
 
 void DecodeSession::restrict_output(std::span<const int32_t> ids) {
     NZ_CHECK(!config().copy_attention, "an output shortlist needs a model without copy attention");
-    if (sub_packed_) sub_packed_->clear();  // before sub_w_ moves
-    out_ids_.assign(ids.begin(), ids.end());
-    if (ids.empty()) return;
+    // Checked before anything changes: a refused call leaves the session as it was.
     const ConstTensorView w = model_->generator_weight();
     const int V = static_cast<int>(w.dim(0)), D = static_cast<int>(w.dim(1));
     const int M = static_cast<int>(ids.size());
@@ -226,12 +224,15 @@ void DecodeSession::restrict_output(std::span<const int32_t> ids) {
         NZ_CHECK(ids[j] >= 0 && ids[j] < V && (j == 0 || ids[j] > ids[j - 1]),
                  "restrict_output: ids must be increasing and in [0, {}), got {} at {}", V, ids[j],
                  j);
-    sub_w_.resize({M, D}, false);
     int n0 = 0, k0 = 0;
     const PackedMatrix* full = gemm_detail::find_packed(w.data(), D, &n0, &k0);
+    NZ_CHECK(!full || (n0 == 0 && k0 == 0 && full->rows() == V && full->cols() == D),
+             "restrict_output: the output layer's packed form is not the whole matrix");
+    if (sub_packed_) sub_packed_->clear();  // before sub_w_ moves
+    out_ids_.assign(ids.begin(), ids.end());
+    if (ids.empty()) return;
+    sub_w_.resize({M, D}, false);
     if (full != nullptr) {  // the packed rows as they are; sub_w_ only their address
-        NZ_CHECK(n0 == 0 && k0 == 0 && full->rows() == V && full->cols() == D,
-                 "restrict_output: the output layer's packed form is not the whole matrix");
         if (!sub_packed_) sub_packed_ = std::make_unique<PackedWeights>();
         sub_packed_->add(sub_w_.data(), full->select_rows(ids), /*fp32_kept=*/false);
     } else {

@@ -217,12 +217,16 @@ std::vector<TextConstraints> read_constraints(const json& v) {
 void add_protected_spans(TranslateRequest& r) {
     static const SpanProtector builtin = SpanProtector::builtin();
     r.constraints.resize(r.text.size());
-    for (std::size_t i = 0; i < r.text.size(); ++i)
-        for (std::string& span : builtin.spans(r.text[i])) {
-            auto& inc = r.constraints[i].include;
+    for (std::size_t i = 0; i < r.text.size(); ++i) {
+        auto& inc = r.constraints[i].include;
+        for (std::string& span : builtin.spans(r.text[i]))
             if (std::find(inc.begin(), inc.end(), span) == inc.end())
                 inc.push_back(std::move(span));
-        }
+        if (inc.size() > kMaxPhrases)  // the same bound as a list the client sends
+            throw HttpError(400, fmt::format("sentence {}: {} include phrases with its protected "
+                                             "spans, more than {}",
+                                             i + 1, inc.size(), kMaxPhrases));
+    }
 }
 
 }  // namespace
@@ -341,10 +345,13 @@ RequestCost check_cost(const TranslateRequest& r, std::span<const int> source_le
     constexpr int64_t kTokenBytes = 32, kNumberBytes = 9, kHypothesisBytes = 120;
     const TranslationOptions o = r.options();
     RequestCost c;
-    for (const int S : source_lengths) {
+    for (std::size_t i = 0; i < source_lengths.size(); ++i) {
+        const int S = source_lengths[i];
         const int64_t T =
             max_output_length(S, o.max_length_ratio, o.max_length_extra, o.max_length);
-        c.work += r.beam * T;
+        // a sentence with constraints may be searched twice (decode/translator.h)
+        const bool twice = i < r.constraints.size() && !r.constraints[i].empty();
+        c.work += (twice ? 2 : 1) * r.beam * T;
         int64_t per_hyp = kHypothesisBytes + T * kTokenBytes;
         if (r.attention) per_hyp += (T + 1) * S * kNumberBytes;
         if (r.alignment == AlignmentFormat::soft) per_hyp += T * S * kNumberBytes;

@@ -205,6 +205,8 @@ TEST_F(ConstraintsCli, MalformedConstraintFilesAreUsageErrors) {
     fails(bad, ":2: 'include' must hold non-empty strings");
     bad[1] = R"({"require": ["x"]})";
     fails(bad, ":2: unknown field 'require'");
+    bad[1] = std::string(30000, '[') + std::string(30000, ']');
+    fails(bad, ":2: constraints: nesting deeper than 32 levels");
     bad[1] = "42";
     fails(bad, ":2: expected {\"include\"");
     fails({"", ""}, "ends at line 2, the input has more lines");

@@ -163,7 +163,9 @@ def test_constraints(server, models):
             ({"text": ["a"], "constraints": [{"incl": ["a"]}]}, "constraints[0]: unknown field 'incl'"),
             ({"text": ["a"], "constraints": [[""]]}, "constraints[0] must hold non-empty strings"),
             ({"text": ["a"], "constraints": [["a"] * 65]}, "has 65 phrases, more than 64"),
-            ({"text": ["a"], "protect": "yes"}, "'protect' must be")]:
+            ({"text": ["a"], "protect": "yes"}, "'protect' must be"),
+            ({"text": [" ".join("%%%d" % i for i in range(1, 70))], "protect": True},
+             "sentence 1: 69 include phrases with its protected spans, more than 64")]:
         status, _, res = server.translate(req)
         check(status == 400 and msg in res.get("error", ""), "constraints error: " + msg, res)
 

@@ -71,6 +71,30 @@ TEST(ConstraintState, FallsBackToTheLongestTailThatStillBeginsThePhrase) {
     EXPECT_TRUE(t.all_met(d));
 }
 
+TEST(ConstraintState, PhrasesSharingTheirStartCanComeInAnyOrder) {
+    // "%2" and "%1" are both "▁%" then a digit: "%1" first must still count
+    TokenConstraints c;
+    c.include = {{{7, 5}}, {{7, 4}}};
+    ConstraintState s = initial_state(c);
+    s = next_state(c, s, 7);  // taken as the start of the first phrase
+    EXPECT_EQ(s.current, 0);
+    s = next_state(c, s, 4);  // ... but it was the second
+    EXPECT_TRUE(s.met[1]);
+    EXPECT_FALSE(s.met[0]);
+    EXPECT_EQ(s.met_tokens, 2);
+    EXPECT_EQ(s.current, -1);
+    for (int32_t y : {7, 5}) s = next_state(c, s, y);
+    EXPECT_TRUE(s.all_met(c));
+    EXPECT_EQ(s.met_tokens, 4);
+    // a longer phrase resumes in another: "a b c" broken after "a b" by "d", with "b d"
+    TokenConstraints d;
+    d.include = {{{4, 5, 6}}, {{5, 8}}};
+    ConstraintState t = initial_state(d);
+    for (int32_t y : {4, 5, 8}) t = next_state(d, t, y);
+    EXPECT_TRUE(t.met[1]);
+    EXPECT_EQ(t.met_tokens, 2);
+}
+
 TEST(ConstraintState, AnySpellingMeetsAPhrase) {
     TokenConstraints c;
     c.include = {{{4, 5}, {6, 5, 7}}};  // two spellings; the phrase counts as 3 tokens

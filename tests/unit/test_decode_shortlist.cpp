@@ -62,6 +62,17 @@ TEST(Shortlist, BuildsCooccurrenceTablesAndLoadsThem) {
               (std::vector<int32_t>{1, 3, tv.id("p"), tv.id("q"), tv.id("r"), tv.id("u")}));
 }
 
+TEST(Shortlist, LoadingKeepsTheBestScoresWhateverTheOrder) {
+    const Vocab v = test::vocab_of_size(10);
+    atomic_write_file(tmp("order.tsv"),
+                      "#nazar-shortlist 1\n<frequent>\tp5\t2\n<frequent>\tp6\t9\n"
+                      "p4\tp7\t0.1\np4\tp8\t0.9\np4\tp9\t0.5\n");
+    const Shortlist sl = Shortlist::load(tmp("order.tsv"), v, v, {.frequent = 1, .best = 2});
+    const std::vector<int32_t> src = {4};
+    const std::vector<int> lengths = {1};
+    EXPECT_EQ(sl.candidates(src, lengths, 1, {}, {}), (std::vector<int32_t>{6, 8, 9}));
+}
+
 TEST(Shortlist, BadFilesNameTheLine) {
     const Vocab v = test::vocab_of_size(8);
     const auto fails = [&](const std::string& text, const std::string& why) {
