@@ -5,6 +5,7 @@
 // files are usage errors naming file and line.
 #include "nazar/decode/translator.h"
 #include "nazar/models/model_file.h"
+#include "tests/common/cli_run.h"
 #include "tests/common/tiny_models.h"
 
 #include <gtest/gtest.h>
@@ -21,32 +22,13 @@ namespace nazar {
 namespace test_constraints_cli {
 namespace {
 
-const std::string kBin = std::string(NAZAR_BINARY_DIR) + "/nazar";
+using test::kNazarBin;
+using test::read_lines;
+using test::sh;
+using test::slurp;
 
 std::string tmp(const std::string& name) {
-    return testing::TempDir() + "/nazar_constraints_" + std::to_string(::getpid()) + "_" + name;
-}
-
-int sh(const std::string& cmd) {
-    const int rc = std::system(cmd.c_str());
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-std::vector<std::string> read_lines(const std::string& path) {
-    std::ifstream f(path);
-    std::vector<std::string> lines;
-    for (std::string l; std::getline(f, l);) lines.push_back(l);
-    return lines;
-}
-
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(f), {}};
-}
-
-void write(const std::string& path, const std::vector<std::string>& lines) {
-    std::ofstream f(path);
-    for (const std::string& l : lines) f << l << '\n';
+    return test::process_tmp("constraints", name);
 }
 
 bool has_word_phrase(const std::string& text, const std::string& phrase) {
@@ -75,13 +57,13 @@ protected:
                     {kTgtVocabKey, Vocab::from_pieces(tgt).to_json()},
                     {kSrcTokenizerKey, Tokenizer::word().to_string()},
                     {kTgtTokenizerKey, Tokenizer::word().to_string()}});
-        write(tmp("input.txt"), kInputs);
+        test::write_lines(tmp("input.txt"), kInputs);
     }
     static std::string model() { return tmp("model.safetensors"); }
     static std::string run(const std::string& flags, const std::string& name) {
         const std::string out = tmp(name);
-        EXPECT_EQ(sh(kBin + " translate --model " + model() + " --max-length-ratio 4 " + flags +
-                     " < " + tmp("input.txt") + " > " + out + " 2> " + out + ".err"),
+        EXPECT_EQ(sh(kNazarBin + " translate --model " + model() + " --max-length-ratio 4 " +
+                     flags + " < " + tmp("input.txt") + " > " + out + " 2> " + out + ".err"),
                   0)
             << flags << ": " << slurp(out + ".err");
         return out;
@@ -96,7 +78,7 @@ TEST_F(ConstraintsCli, IncludeAndExcludePhrasesHoldForEveryHypothesis) {
                                            "{}",
                                            R"({"include": ["a b"]})",
                                            R"(null)"};
-    write(tmp("cons.jsonl"), cons);
+    test::write_lines(tmp("cons.jsonl"), cons);
     const auto plain = read_lines(run("--beam 6", "plain.txt"));
     const auto out = read_lines(run("--beam 6 --constraints " + tmp("cons.jsonl"), "cons.txt"));
     ASSERT_EQ(out.size(), kInputs.size());
@@ -153,9 +135,10 @@ TEST_F(ConstraintsCli, ProtectedSpansAreCopiedOrReported) {
 
 TEST_F(ConstraintsCli, ShortlistsAreLearnedAndUsed) {
     // "a".."d" always with "w".."z"
-    write(tmp("train.tsv"), {"a b\tw x", "c d\ty z", "a c\tw y", "b d\tx z", "a\tw", "d\tz"});
-    ASSERT_EQ(sh(kBin + " shortlist --model " + model() + " --train " + tmp("train.tsv") + " -o " +
-                 tmp("sl.tsv") + " --keep 2 2> " + tmp("sl.err")),
+    test::write_lines(tmp("train.tsv"),
+                      {"a b\tw x", "c d\ty z", "a c\tw y", "b d\tx z", "a\tw", "d\tz"});
+    ASSERT_EQ(sh(kNazarBin + " shortlist --model " + model() + " --train " + tmp("train.tsv") +
+                 " -o " + tmp("sl.tsv") + " --keep 2 2> " + tmp("sl.err")),
               0)
         << slurp(tmp("sl.err"));
     const std::string table = slurp(tmp("sl.tsv"));
@@ -170,15 +153,15 @@ TEST_F(ConstraintsCli, ShortlistsAreLearnedAndUsed) {
         for (std::string w; words >> w;) EXPECT_TRUE(from_a_to_d.count(w)) << i << ": " << out[i];
     }
     // constraint tokens join the shortlist
-    write(tmp("cons_sl.jsonl"), {R"(["v u"])", "", "", "", "", "", ""});
+    test::write_lines(tmp("cons_sl.jsonl"), {R"(["v u"])", "", "", "", "", "", ""});
     const auto with = read_lines(
         run("--beam 4 --shortlist " + tmp("sl.tsv") + " --constraints " + tmp("cons_sl.jsonl"),
             "sl_cons.txt"));
     EXPECT_TRUE(has_word_phrase(with[0], "v u")) << with[0];
-    EXPECT_EQ(sh(kBin + " translate --model " + model() + " --model " + model() + " --shortlist " +
-                 tmp("sl.tsv") + " < /dev/null 2> /dev/null"),
+    EXPECT_EQ(sh(kNazarBin + " translate --model " + model() + " --model " + model() +
+                 " --shortlist " + tmp("sl.tsv") + " < /dev/null 2> /dev/null"),
               2);
-    EXPECT_EQ(sh(kBin + " translate --model " + model() + " --shortlist " + tmp("none.tsv") +
+    EXPECT_EQ(sh(kNazarBin + " translate --model " + model() + " --shortlist " + tmp("none.tsv") +
                  " < " + tmp("input.txt") + " > /dev/null 2> " + tmp("none.err")),
               1);
     EXPECT_NE(slurp(tmp("none.err")).find("none.tsv"), std::string::npos);
@@ -186,9 +169,9 @@ TEST_F(ConstraintsCli, ShortlistsAreLearnedAndUsed) {
 
 TEST_F(ConstraintsCli, MalformedConstraintFilesAreUsageErrors) {
     const auto fails = [&](const std::vector<std::string>& lines, const std::string& why) {
-        write(tmp("bad.jsonl"), lines);
+        test::write_lines(tmp("bad.jsonl"), lines);
         const int rc =
-            sh(kBin + " translate --model " + model() + " --constraints " + tmp("bad.jsonl") +
+            sh(kNazarBin + " translate --model " + model() + " --constraints " + tmp("bad.jsonl") +
                " < " + tmp("input.txt") + " > /dev/null 2> " + tmp("bad.err"));
         const std::string err = slurp(tmp("bad.err"));
         EXPECT_EQ(rc, 2) << err;
@@ -213,7 +196,7 @@ TEST_F(ConstraintsCli, MalformedConstraintFilesAreUsageErrors) {
     auto more = seven;
     more.push_back("");
     fails(more, "has more lines than the input");
-    EXPECT_EQ(sh(kBin + " translate --model " + model() + " --protect-regex '(' < " +
+    EXPECT_EQ(sh(kNazarBin + " translate --model " + model() + " --protect-regex '(' < " +
                  tmp("input.txt") + " > /dev/null 2> " + tmp("re.err")),
               2);
     EXPECT_NE(slurp(tmp("re.err")).find("protect expression '(' does not compile"),

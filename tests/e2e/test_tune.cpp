@@ -9,6 +9,7 @@
 #include "nazar/decode/search_tuning.h"
 #include "nazar/decode/translator.h"
 #include "nazar/models/model_file.h"
+#include "tests/common/cli_run.h"
 #include "tests/common/tiny_models.h"
 
 #include <gtest/gtest.h>
@@ -23,27 +24,13 @@ namespace nazar {
 namespace test_tune {
 namespace {
 
-const std::string kBin = std::string(NAZAR_BINARY_DIR) + "/nazar";
+using test::kNazarBin;
+using test::read_lines;
+using test::sh;
+using test::slurp;
 
 std::string tmp(const std::string& name) {
-    return testing::TempDir() + "/nazar_tune_" + std::to_string(::getpid()) + "_" + name;
-}
-
-int sh(const std::string& cmd) {
-    const int rc = std::system(cmd.c_str());
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-std::vector<std::string> read_lines(const std::string& path) {
-    std::ifstream f(path);
-    std::vector<std::string> lines;
-    for (std::string l; std::getline(f, l);) lines.push_back(l);
-    return lines;
-}
-
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(f), {}};
+    return test::process_tmp("tune", name);
 }
 
 const std::vector<std::string> kSrcWords = {"a", "b", "c", "d", "e", "f", "g", "h"};
@@ -233,8 +220,8 @@ TEST_F(Tune, HostileSettingsAreRefusedNamingFileAndField) {
     // A model file carrying such settings does not load for translation.
     save_random_model(tmp("hostile.safetensors"), 7, "{\"beam\": -3}");
     EXPECT_THROW(Translator(tmp("hostile.safetensors")), Error);
-    EXPECT_EQ(sh(kBin + " translate --model " + tmp("hostile.safetensors") + " < /dev/null 2> " +
-                 tmp("hostile.err")),
+    EXPECT_EQ(sh(kNazarBin + " translate --model " + tmp("hostile.safetensors") +
+                 " < /dev/null 2> " + tmp("hostile.err")),
               1);
     EXPECT_NE(slurp(tmp("hostile.err")).find("'beam' must be in [1, 1024], got -3"),
               std::string::npos)
@@ -260,7 +247,7 @@ TEST_F(Tune, EnsembleKeepsOnlySharedSettings) {
 TEST_F(Tune, CliStoresTheChoiceAndTranslateUsesIt) {
     const std::string copy = tmp("tuned.safetensors");
     const std::string before = slurp(model());
-    ASSERT_EQ(sh(kBin + " --threads 1 tune --model " + model() + " --dev " + tmp("dev.tsv") +
+    ASSERT_EQ(sh(kNazarBin + " --threads 1 tune --model " + model() + " --dev " + tmp("dev.tsv") +
                  " --metric chrf --beams 1,3,6 --length-penalties 0,0.7,2.5 "
                  "--coverage-penalties 0,0.4 --max-length-ratio 2.5 --grid " +
                  tmp("grid.tsv") + " -o " + copy + " > " + tmp("tune.out")),
@@ -285,27 +272,29 @@ TEST_F(Tune, CliStoresTheChoiceAndTranslateUsesIt) {
                                         *d.length_penalty, *d.coverage_penalty)
                           : "");
     const std::string src = tmp("dev.src"), ref = tmp("dev.ref");
-    ASSERT_EQ(sh(kBin + " translate --model " + copy + " < " + src + " > " + tmp("a.txt")), 0);
-    ASSERT_EQ(sh(kBin + " translate --model " + model() + " " + flags + " < " + src + " > " +
+    ASSERT_EQ(sh(kNazarBin + " translate --model " + copy + " < " + src + " > " + tmp("a.txt")), 0);
+    ASSERT_EQ(sh(kNazarBin + " translate --model " + model() + " " + flags + " < " + src + " > " +
                  tmp("b.txt")),
               0);
     EXPECT_EQ(read_lines(tmp("a.txt")), read_lines(tmp("b.txt")));
-    ASSERT_EQ(sh(kBin + " eval --metric chrf -b --ref " + ref + " --hyp " + tmp("a.txt") + " > " +
-                 tmp("chrf.txt")),
+    ASSERT_EQ(sh(kNazarBin + " eval --metric chrf -b --ref " + ref + " --hyp " + tmp("a.txt") +
+                 " > " + tmp("chrf.txt")),
               0);
     EXPECT_NEAR(std::stod(slurp(tmp("chrf.txt"))), d.tuned->score, 0.005);
     // a flag still wins: --beam 1 is greedy whatever the file says
-    ASSERT_EQ(sh(kBin + " translate --model " + copy + " --beam 1 < " + src + " > " + tmp("c.txt")),
-              0);
-    ASSERT_EQ(sh(kBin + " translate --model " + model() + " --beam 1 --max-length-ratio 2.5 < " +
-                 src + " > " + tmp("d.txt")),
+    ASSERT_EQ(
+        sh(kNazarBin + " translate --model " + copy + " --beam 1 < " + src + " > " + tmp("c.txt")),
+        0);
+    ASSERT_EQ(sh(kNazarBin + " translate --model " + model() +
+                 " --beam 1 --max-length-ratio 2.5 < " + src + " > " + tmp("d.txt")),
               0);
     EXPECT_EQ(read_lines(tmp("c.txt")), read_lines(tmp("d.txt")));
     // --n-best beyond the stored beam widens it instead of failing
-    EXPECT_EQ(sh(kBin + " translate --model " + copy + " --n-best 7 < " + src + " > /dev/null"), 0);
+    EXPECT_EQ(
+        sh(kNazarBin + " translate --model " + copy + " --n-best 7 < " + src + " > /dev/null"), 0);
     // --write replaces the file in place (same bytes as -o gave)
     ASSERT_EQ(sh("cp " + model() + " " + tmp("inplace.safetensors")), 0);
-    ASSERT_EQ(sh(kBin + " --threads 1 tune --model " + tmp("inplace.safetensors") + " --dev " +
+    ASSERT_EQ(sh(kNazarBin + " --threads 1 tune --model " + tmp("inplace.safetensors") + " --dev " +
                  tmp("dev.tsv") +
                  " --metric chrf --beams 1,3,6 --length-penalties 0,0.7,2.5 "
                  "--coverage-penalties 0,0.4 --max-length-ratio 2.5 --write > /dev/null"),
@@ -317,7 +306,7 @@ TEST_F(Tune, CliStoresTheChoiceAndTranslateUsesIt) {
 TEST_F(Tune, CliErrors) {
     const std::string m = model(), dev = tmp("dev.tsv");
     const auto rc = [&](const std::string& args, const std::string& expect) {
-        const int code = sh(kBin + " tune " + args + " > /dev/null 2> " + tmp("err.txt"));
+        const int code = sh(kNazarBin + " tune " + args + " > /dev/null 2> " + tmp("err.txt"));
         const std::string err = slurp(tmp("err.txt"));
         EXPECT_NE(err.find(expect), std::string::npos) << args << " -> " << err;
         return code;
