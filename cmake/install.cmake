@@ -35,7 +35,8 @@ set(NAZAR_PUBLIC_HEADERS
     nazar/eval/aer.h nazar/eval/bleu.h nazar/eval/chrf.h nazar/eval/references.h nazar/eval/text.h
     nazar/eval/wer.h
     nazar/models/model_file.h nazar/models/seq2seq.h
-    nazar/decode/alignment.h nazar/decode/beam_search.h nazar/decode/greedy.h
+    nazar/decode/alignment.h nazar/decode/beam_search.h nazar/decode/decode_defaults.h
+    nazar/decode/greedy.h nazar/decode/protect.h nazar/decode/shortlist.h
     nazar/decode/translator.h
     nazar/train/checkpoint.h nazar/train/train_config.h nazar/train/trainer.h
     nazar/viz/heatmap.h)

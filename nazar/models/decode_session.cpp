@@ -66,6 +66,11 @@ WeightTRows generator_rows(const EncodedSource& src, int64_t rows) {
 
 }  // namespace
 
+DecodeSession::DecodeSession(const Seq2Seq& model) : model_(&model) {}
+DecodeSession::~DecodeSession() = default;
+DecodeSession::DecodeSession(DecodeSession&&) noexcept = default;
+DecodeSession& DecodeSession::operator=(DecodeSession&&) noexcept = default;
+
 void DecodeSession::encode(std::span<const int32_t> src, std::span<const int> lengths, int S,
                            EncodedSource& out, int rows_per_sentence) {
     const Seq2Seq& m = *model_;

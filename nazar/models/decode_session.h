@@ -14,7 +14,6 @@
 // must not change while they decode (set_precision, training steps, loading weights).
 #pragma once
 
-#include "nazar/core/gemm/packed.h"
 #include "nazar/models/seq2seq.h"
 
 #include <cstdint>
@@ -24,9 +23,14 @@
 
 namespace nazar {
 
+class PackedWeights;  // core/gemm/packed.h (an internal header: not installed)
+
 class DecodeSession {
 public:
-    explicit DecodeSession(const Seq2Seq& model) : model_(&model) {}
+    explicit DecodeSession(const Seq2Seq& model);
+    ~DecodeSession();
+    DecodeSession(DecodeSession&&) noexcept;
+    DecodeSession& operator=(DecodeSession&&) noexcept;
 
     const Seq2Seq& model() const { return *model_; }
     const ModelConfig& config() const { return model_->config(); }
