@@ -131,11 +131,7 @@ struct ConstraintSource {
                         file->path(), file->line_number(), done + i + 1));
                 out[i] = parse_constraints_line(line, *file);
             }
-            if (protect)
-                for (std::string& span : protect->spans(lines[i]))
-                    if (std::find(out[i].include.begin(), out[i].include.end(), span) ==
-                        out[i].include.end())
-                        out[i].include.push_back(std::move(span));
+            if (protect) protect->add_spans(lines[i], out[i].include);
             sentences += out[i].empty() ? 0 : 1;
             phrases += static_cast<int64_t>(out[i].include.size());
         }

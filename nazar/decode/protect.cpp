@@ -127,4 +127,10 @@ std::vector<std::string> SpanProtector::spans(std::string_view source) const {
     return out;
 }
 
+void SpanProtector::add_spans(std::string_view source, std::vector<std::string>& include) const {
+    for (std::string& span : spans(source))
+        if (std::find(include.begin(), include.end(), span) == include.end())
+            include.push_back(std::move(span));
+}
+
 }  // namespace nazar

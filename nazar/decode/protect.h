@@ -29,6 +29,8 @@ public:
     static SpanProtector from_patterns(const std::vector<std::string>& patterns, bool with_builtin);
 
     std::vector<std::string> spans(std::string_view source) const;
+    // Appends the spans of `source` that `include` lacks (a sentence's include phrases).
+    void add_spans(std::string_view source, std::vector<std::string>& include) const;
     bool empty() const { return rules_.empty(); }
 
     // name, expression: the built-in set.

@@ -219,9 +219,7 @@ void add_protected_spans(TranslateRequest& r) {
     r.constraints.resize(r.text.size());
     for (std::size_t i = 0; i < r.text.size(); ++i) {
         auto& inc = r.constraints[i].include;
-        for (std::string& span : builtin.spans(r.text[i]))
-            if (std::find(inc.begin(), inc.end(), span) == inc.end())
-                inc.push_back(std::move(span));
+        builtin.add_spans(r.text[i], inc);
         if (inc.size() > kMaxPhrases)  // the same bound as a list the client sends
             throw HttpError(400, fmt::format("sentence {}: {} include phrases with its protected "
                                              "spans, more than {}",

@@ -253,11 +253,7 @@ std::vector<TextConstraints> text_constraints(const pb::handle& constraints, boo
     if (!protect && protect_regex.empty()) return out;
     out.resize(sentences.size());
     const SpanProtector p = SpanProtector::from_patterns(protect_regex, protect);
-    for (std::size_t i = 0; i < sentences.size(); ++i)
-        for (std::string& span : p.spans(sentences[i]))
-            if (std::find(out[i].include.begin(), out[i].include.end(), span) ==
-                out[i].include.end())
-                out[i].include.push_back(std::move(span));
+    for (std::size_t i = 0; i < sentences.size(); ++i) p.add_spans(sentences[i], out[i].include);
     return out;
 }
 
