@@ -1,4 +1,5 @@
-// `nazar average A B C -o M` / `nazar average --last K --run DIR -o M`: checkpoint averaging
+// `nazar average A B C -o M` / `nazar average --last K --run DIR -o M` /
+// `nazar average --best K --run DIR -o M`: checkpoint averaging
 // (nazar/train/average.h; docs/training.md, "Averaging, EMA and ensembles"). The output is a
 // model file whose parameters are the element-wise mean of the inputs' (same configuration,
 // vocabularies and tokenizers), written atomically.
@@ -20,18 +21,22 @@ namespace {
 struct AverageArgs {
     std::vector<std::string> inputs;
     std::string output, run;
-    int last = 0;
+    int last = 0, best = 0;
 };
 
 int run_average(AverageArgs& a) {
-    const bool by_run = a.last > 0 || !a.run.empty();
+    const bool by_run = a.last > 0 || a.best > 0 || !a.run.empty();
     if (by_run && !a.inputs.empty())
-        throw UsageError("give model files, or --last K --run DIR, not both");
-    if (by_run && (a.last == 0 || a.run.empty()))
-        throw UsageError("--last K and --run DIR go together");
+        throw UsageError("give model files, or --last K / --best K with --run DIR, not both");
+    if (a.last > 0 && a.best > 0) throw UsageError("--last and --best: choose one");
+    if (by_run && ((a.last == 0 && a.best == 0) || a.run.empty()))
+        throw UsageError("--run DIR goes with --last K or --best K");
     if (!by_run && a.inputs.empty())
-        throw UsageError("nothing to average: give model files, or --last K --run DIR");
-    std::vector<std::string> inputs = by_run ? last_checkpoints(a.run, a.last) : a.inputs;
+        throw UsageError(
+            "nothing to average: give model files, or --last K / --best K with --run DIR");
+    std::vector<std::string> inputs = !by_run      ? a.inputs
+                                      : a.last > 0 ? last_checkpoints(a.run, a.last)
+                                                   : best_checkpoints(a.run, a.best);
     for (const auto& in : inputs) {
         std::error_code ec;
         if (!std::filesystem::is_regular_file(in, ec))
@@ -54,14 +59,18 @@ void setup_average(CLI::App& app, std::function<int()>& run) {
     app.add_option("--last", a->last,
                    "Average the K latest checkpoint-<step>.safetensors of --run (keep_checkpoints)")
         ->check(CLI::Range(1, 1000000));
-    app.add_option("--run", a->run, "Training run directory (save_dir), with --last");
+    app.add_option("--best", a->best,
+                   "Average the K best-<step>.safetensors of --run by their validation "
+                   "(average_best)")
+        ->check(CLI::Range(1, 1000000));
+    app.add_option("--run", a->run, "Training run directory (save_dir), with --last or --best");
     run = [a] { return run_average(*a); };
 }
 
 }  // namespace
 
-NZ_REGISTER_COMMAND(average,
-                    "Average the parameters of model files or of a run's last K checkpoints",
-                    setup_average);
+NZ_REGISTER_COMMAND(
+    average, "Average the parameters of model files, or of a run's last or best K checkpoints",
+    setup_average);
 
 }  // namespace nazar::cli

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -19,7 +20,54 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::string_view kCheckpointPrefix = "checkpoint-";
+constexpr std::string_view kRankedPrefix = "best-";
 constexpr std::string_view kCheckpointSuffix = ".safetensors";
+
+std::string step_file_name(std::string_view prefix, int64_t step) {
+    return fmt::format("{}{}{}", prefix, step, kCheckpointSuffix);
+}
+
+// The step of `name` = prefix<step>.safetensors (decimal, no leading zeros), or -1.
+int64_t step_file_step(std::string_view name, std::string_view prefix) {
+    if (name.size() <= prefix.size() + kCheckpointSuffix.size() ||
+        name.substr(0, prefix.size()) != prefix ||
+        name.substr(name.size() - kCheckpointSuffix.size()) != kCheckpointSuffix)
+        return -1;
+    const std::string_view digits =
+        name.substr(prefix.size(), name.size() - prefix.size() - kCheckpointSuffix.size());
+    if (digits.size() > 18 ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return -1;
+    int64_t step = 0;
+    std::from_chars(digits.data(), digits.data() + digits.size(), step);
+    return step_file_name(prefix, step) == name ? step : -1;  // no leading zeros
+}
+
+// (step, path) of every prefix<step>.safetensors in `dir`, by increasing step.
+std::vector<std::pair<int64_t, std::string>> list_step_files(const std::string& dir,
+                                                             std::string_view prefix) {
+    std::vector<std::pair<int64_t, std::string>> out;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const int64_t step = step_file_step(it->path().filename().string(), prefix);
+        if (step >= 0) out.emplace_back(step, it->path().string());
+    }
+    if (ec) throw Error(fmt::format("cannot list run directory '{}': {}", dir, ec.message()));
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+void remove_file(const std::string& path, std::vector<std::string>& removed) {
+    std::error_code ec;
+    if (fs::remove(path, ec))
+        removed.push_back(fs::path(path).filename().string());
+    else if (ec)
+        throw Error(fmt::format("cannot remove '{}': {}", path, ec.message()));
+}
+
+bool ranked_before(const RankedCheckpoint& a, const RankedCheckpoint& b) {
+    return a.criterion != b.criterion ? a.criterion < b.criterion : a.step < b.step;
+}
 
 // The metadata keys that must agree (when either file has them).
 constexpr const char* kSharedKeys[] = {kSrcVocabKey, kTgtVocabKey, kSrcTokenizerKey,
@@ -114,35 +162,15 @@ AverageReport average_models(std::span<const std::string> inputs, const std::str
 }
 
 std::string periodic_checkpoint_name(int64_t step) {
-    return fmt::format("{}{}{}", kCheckpointPrefix, step, kCheckpointSuffix);
+    return step_file_name(kCheckpointPrefix, step);
 }
 
 int64_t periodic_checkpoint_step(std::string_view name) {
-    if (name.size() <= kCheckpointPrefix.size() + kCheckpointSuffix.size() ||
-        name.substr(0, kCheckpointPrefix.size()) != kCheckpointPrefix ||
-        name.substr(name.size() - kCheckpointSuffix.size()) != kCheckpointSuffix)
-        return -1;
-    const std::string_view digits =
-        name.substr(kCheckpointPrefix.size(),
-                    name.size() - kCheckpointPrefix.size() - kCheckpointSuffix.size());
-    if (digits.size() > 18 ||
-        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        return -1;
-    int64_t step = 0;
-    std::from_chars(digits.data(), digits.data() + digits.size(), step);
-    return periodic_checkpoint_name(step) == name ? step : -1;  // no leading zeros
+    return step_file_step(name, kCheckpointPrefix);
 }
 
 std::vector<std::pair<int64_t, std::string>> list_periodic_checkpoints(const std::string& dir) {
-    std::vector<std::pair<int64_t, std::string>> out;
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-        const int64_t step = periodic_checkpoint_step(it->path().filename().string());
-        if (step >= 0) out.emplace_back(step, it->path().string());
-    }
-    if (ec) throw Error(fmt::format("cannot list run directory '{}': {}", dir, ec.message()));
-    std::sort(out.begin(), out.end());
-    return out;
+    return list_step_files(dir, kCheckpointPrefix);
 }
 
 std::vector<std::string> last_checkpoints(const std::string& dir, int k) {
@@ -172,14 +200,75 @@ std::vector<std::string> prune_periodic_checkpoints(const std::string& dir, int 
             ++kept;
             continue;
         }
-        std::error_code ec;
-        if (fs::remove(it->second, ec))
-            removed.push_back(fs::path(it->second).filename().string());
-        else if (ec)
-            throw Error(fmt::format("cannot remove '{}': {}", it->second, ec.message()));
+        remove_file(it->second, removed);
     }
     std::sort(removed.begin(), removed.end());
     return removed;
+}
+
+std::string ranked_checkpoint_name(int64_t step) {
+    return step_file_name(kRankedPrefix, step);
+}
+
+int64_t ranked_checkpoint_step(std::string_view name) {
+    return step_file_step(name, kRankedPrefix);
+}
+
+std::vector<RankedCheckpoint> list_ranked_checkpoints(const std::string& dir) {
+    std::vector<RankedCheckpoint> out;
+    for (auto& [step, path] : list_step_files(dir, kRankedPrefix)) {
+        const SafeTensors file = load_safetensors(path);
+        const auto it = file.metadata.find(kValidCriterionKey);
+        if (it == file.metadata.end())
+            throw Error(
+                fmt::format("'{}' has no {} (metadata): it was not written by a run with "
+                            "average_best; rename or remove it",
+                            path, kValidCriterionKey));
+        double c = 0;
+        const char* end = it->second.data() + it->second.size();
+        const auto [p, err] = std::from_chars(it->second.data(), end, c);
+        if (err != std::errc() || p != end || !std::isfinite(c))
+            throw Error(fmt::format("'{}': {} is '{}', not a finite number", path,
+                                    kValidCriterionKey, excerpt(it->second)));
+        out.push_back({step, c, path});
+    }
+    std::sort(out.begin(), out.end(), ranked_before);
+    return out;
+}
+
+bool enters_best(const std::vector<RankedCheckpoint>& kept, double criterion, int k) {
+    if (k < 1) return false;
+    if (static_cast<int>(kept.size()) < k) return true;
+    return criterion < kept[static_cast<std::size_t>(k) - 1].criterion;
+}
+
+std::vector<RankedCheckpoint> prune_ranked_checkpoints(const std::string& dir, int k,
+                                                       int64_t step) {
+    std::vector<RankedCheckpoint> kept;
+    std::vector<std::string> removed;
+    for (auto& r : list_ranked_checkpoints(dir)) {
+        if (r.step <= step && static_cast<int>(kept.size()) < k)
+            kept.push_back(std::move(r));
+        else
+            remove_file(r.path, removed);
+    }
+    return kept;
+}
+
+std::vector<std::string> best_checkpoints(const std::string& dir, int k) {
+    if (k < 1) throw UsageError(fmt::format("--best must be >= 1, got {}", k));
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+        throw UsageError(fmt::format("--run: '{}' is not a directory", dir));
+    const auto all = list_ranked_checkpoints(dir);
+    if (static_cast<int>(all.size()) < k)
+        throw UsageError(fmt::format(
+            "--best {}: '{}' holds {} best-<step>.safetensors file{}; train with average_best: "
+            "{} (or more) to keep them",
+            k, dir, all.size(), all.size() == 1 ? "" : "s", k));
+    std::vector<std::string> out;
+    for (int i = 0; i < k; ++i) out.push_back(all[static_cast<std::size_t>(i)].path);
+    return out;
 }
 
 }  // namespace nazar

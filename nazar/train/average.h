@@ -17,6 +17,13 @@
 // A run's periodic checkpoints (keep_checkpoints: K, train_config.h) are
 // DIR/checkpoint-<step>.safetensors; last_checkpoints(DIR, K) lists the K with the highest
 // steps, oldest first.
+//
+// A run's best validations (average_best: K, train_config.h) are DIR/best-<step>.safetensors:
+// model files with the weights validated at <step> (the moving average with ema_decay) and,
+// under metadata kValidCriterionKey, the selection criterion that validation gave (lower is
+// better: the dev loss for valid_metric loss, else 100 − the metric's score). The trainer keeps
+// the K with the lowest criterion (an equal criterion does not displace an earlier file), and
+// best_checkpoints(DIR, K) lists the K best for averaging.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +34,8 @@
 #include <vector>
 
 namespace nazar {
+
+inline constexpr const char* kValidCriterionKey = "train.valid_criterion";
 
 struct AverageReport {
     int files = 0;
@@ -49,5 +58,29 @@ std::vector<std::string> last_checkpoints(const std::string& dir, int k);
 // those with a step > `step` (left by an abandoned continuation of a run resumed from an earlier
 // checkpoint). Never touches other files (model, best, last). Returns the names removed.
 std::vector<std::string> prune_periodic_checkpoints(const std::string& dir, int keep, int64_t step);
+
+// "best-<step>.safetensors"
+std::string ranked_checkpoint_name(int64_t step);
+// The step of a best-<step> file name (no directory), or -1 when `name` is not one.
+int64_t ranked_checkpoint_step(std::string_view name);
+
+struct RankedCheckpoint {
+    int64_t step = 0;
+    double criterion = 0;  // lower is better
+    std::string path;
+};
+// Every best-<step>.safetensors of `dir`, best first (criterion ascending, the earlier step first
+// on equal criteria). Error when `dir` cannot be listed, or naming a file that cannot be read or
+// lacks a valid kValidCriterionKey.
+std::vector<RankedCheckpoint> list_ranked_checkpoints(const std::string& dir);
+// Whether a validation with `criterion` enters the `k` best of `kept` (best first).
+bool enters_best(const std::vector<RankedCheckpoint>& kept, double criterion, int k);
+// Deletes the best-<step> files of `dir` beyond the `k` best with a step <= `step`, and those
+// with a step > `step` (left by an abandoned continuation of a resumed run); returns those kept,
+// best first.
+std::vector<RankedCheckpoint> prune_ranked_checkpoints(const std::string& dir, int k, int64_t step);
+// The paths of the `k` best best-<step> files of `dir`, best first. UsageError when there are
+// fewer than k (naming how many there are and average_best).
+std::vector<std::string> best_checkpoints(const std::string& dir, int k);
 
 }  // namespace nazar

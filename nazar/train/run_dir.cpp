@@ -20,7 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kRunFiles[] = {"model.safetensors", "best.safetensors", "last.safetensors"};
+constexpr const char* kRunFiles[] = {"model.safetensors", "best.safetensors", "last.safetensors",
+                                     "averaged.safetensors"};
 constexpr std::string_view kProbePrefix = ".nazar-write-check.";
 
 // `s` is `prefix` followed by exactly six mkstemp characters.
@@ -70,14 +71,19 @@ void check_writable(const std::string& dir) {
                                 dir, errno_text(err)));
 }
 
+// checkpoint-<step> (keep_checkpoints) or best-<step> (average_best).safetensors
+bool step_run_file(std::string_view name) {
+    return periodic_checkpoint_step(name) >= 0 || ranked_checkpoint_step(name) >= 0;
+}
+
 }  // namespace
 
 bool is_stale_temporary(std::string_view name) {
     for (const char* f : kRunFiles)
         if (mkstemp_name(name, std::string(f) + ".tmp.")) return true;
-    if (const std::size_t tmp = name.rfind(".tmp.");
-        tmp != std::string_view::npos && periodic_checkpoint_step(name.substr(0, tmp)) >= 0 &&
-        mkstemp_name(name, name.substr(0, tmp + 5)))
+    if (const std::size_t tmp = name.rfind(".tmp."); tmp != std::string_view::npos &&
+                                                     step_run_file(name.substr(0, tmp)) &&
+                                                     mkstemp_name(name, name.substr(0, tmp + 5)))
         return true;
     return mkstemp_name(name, kProbePrefix);
 }
@@ -99,7 +105,7 @@ RunDirReport prepare_run_dir(const std::string& dir, const RunDirOptions& option
             else if (std::find_if(std::begin(kRunFiles), std::end(kRunFiles),
                                   [&](const char* f) { return name == f; }) !=
                          std::end(kRunFiles) ||
-                     periodic_checkpoint_step(name) >= 0)
+                     step_run_file(name))
                 ours.push_back(name);
             else
                 others.push_back(name);

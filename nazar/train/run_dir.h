@@ -5,10 +5,12 @@
 //   2. refuses a directory that holds anything besides our stale temporaries, unless the run
 //      resumes (--resume) or replaces the old run (--overwrite): a fresh run would overwrite
 //      last.safetensors and leave the old run's best.safetensors beside the new model;
-//   3. with --overwrite, removes the old run's model, best and last files and its periodic
-//      checkpoint-<step>.safetensors (keep_checkpoints); other files stay;
+//   3. with --overwrite, removes the old run's model, best, last and averaged files, its periodic
+//      checkpoint-<step>.safetensors (keep_checkpoints) and its best-<step>.safetensors
+//      (average_best); other files stay;
 //   4. removes stale temporaries of this directory: files named exactly
-//      {model,best,last,checkpoint-<step>}.safetensors.tmp.XXXXXX (atomic_write_file's mkstemp
+//      {model,best,last,averaged,checkpoint-<step>,best-<step>}.safetensors.tmp.XXXXXX
+//      (atomic_write_file's mkstemp
 //      names, left by a
 //      kill during a write) or .nazar-write-check.XXXXXX (a probe, below), X in [A-Za-z0-9];
 //   5. creates the directory and checks it is writable by creating, writing and removing a

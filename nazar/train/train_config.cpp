@@ -359,6 +359,11 @@ std::vector<ConfigKey> make_table() {
          "Also write checkpoint-<step>.safetensors whenever last.safetensors is written (and at "
          "the end) and keep the K latest, for `nazar average --last K` (0 = none)",
          &C::keep_checkpoints, 0, 1e6},
+        {"average_best", "training", K::integer, "0",
+         "Keep the weights of the K best validations by valid_metric (best-<step>.safetensors) "
+         "and write their average, validated on the whole dev set, to averaged.safetensors at "
+         "the end (0 = off; needs dev data)",
+         &C::average_best, 0, 1000},
         {"ema_decay", "training", K::real, "0",
          "Exponential moving average of the weights, decay d (e.g. 0.999; 0 = off): validation "
          "and the saved models use the average",
@@ -739,9 +744,8 @@ static void validate_attention_losses(const TrainConfig& cfg) {
                               cfg.guided_alignment_decay));
 }
 
-void validate_config(const TrainConfig& cfg) {
-    parse_choices(cfg);  // every choice key known (choices.h), also for a config built in code
-    // Data: exactly one training set; dev optional but complete.
+// Data: exactly one training set; dev optional but complete.
+static void validate_data_sets(const TrainConfig& cfg) {
     const bool tsv = !cfg.train.empty(), two = !cfg.train_src.empty() || !cfg.train_tgt.empty();
     if (!tsv && !two) usage("", "no training data: set train (a TSV) or train_src and train_tgt");
     if (tsv && two) usage("", "set either train or train_src/train_tgt, not both");
@@ -754,6 +758,15 @@ void validate_config(const TrainConfig& cfg) {
     if (cfg.dev_src.empty() != cfg.dev_tgt.empty())
         usage("", fmt::format("dev_src and dev_tgt go together (dev_src = '{}', dev_tgt = '{}')",
                               cfg.dev_src, cfg.dev_tgt));
+    if (cfg.average_best > 0 && cfg.dev.empty() && cfg.dev_src.empty())
+        usage("", fmt::format("average_best {} needs a dev set (dev, or dev_src and dev_tgt): it "
+                              "keeps the best validations",
+                              cfg.average_best));
+}
+
+void validate_config(const TrainConfig& cfg) {
+    parse_choices(cfg);  // every choice key known (choices.h), also for a config built in code
+    validate_data_sets(cfg);
     for (const auto& k : config_keys()) {
         if (k.type != KeyType::file) continue;
         const std::string& path = cfg.*std::get<std::string C::*>(k.field);

@@ -107,6 +107,8 @@ struct TrainConfig {
     bool keep_best = false, keep_last = false;
     int checkpoint_interval = 0;
     int keep_checkpoints = 0;  // periodic checkpoint-<step>.safetensors kept (0 = none)
+    int average_best = 0;      // best-<step>.safetensors of the K best validations, averaged at
+                               // the end into averaged.safetensors (0 = off)
     double ema_decay = 0;      // exponential moving average of the weights (0 = off)
     std::string metrics_log;
     int log_interval = 0;

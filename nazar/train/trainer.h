@@ -38,6 +38,7 @@
 #include "nazar/data/pipeline.h"
 #include "nazar/dist/data_parallel.h"
 #include "nazar/models/train_pass.h"
+#include "nazar/train/average.h"
 #include "nazar/train/checkpoint.h"
 #include "nazar/train/choices.h"
 #include "nazar/train/ema.h"
@@ -109,6 +110,10 @@ struct TrainResult {
     // (best_step -1: no best file).
     ValidationResult final_best, final_model;
     int64_t final_best_step = -1;
+    // average_best: averaged.safetensors (the mean of the best validations' weights) on every
+    // distinct dev source, and the steps it averaged, best first (empty: no averaged file).
+    ValidationResult final_averaged;
+    std::vector<int64_t> averaged_steps;
     bool validated = false;
     std::string model_path;  // save_dir/model.safetensors
 };
@@ -204,6 +209,10 @@ private:
     void validate_on_interval(RunLog& log);       // early stopping, schedule, best/last files
     TrainResult finish_run(RunLog& log);          // final validation, last and model files
     void final_report(RunLog& log);               // best and final model on every dev source
+    // average_best: this validation's weights as best-<step>.safetensors when criterion `c`
+    // ranks among the K best (rank 0; ranked_ is updated), and, at the end, their average.
+    void keep_ranked(double c);
+    void write_averaged(RunLog& log);
 
     TrainConfig cfg_;
     TrainerHooks hooks_;
@@ -241,8 +250,9 @@ private:
     // The dev pairs grouped by source line, in order of first appearance: the pairs of a group
     // give one source and all its accepted targets (several pronunciations of a word).
     std::vector<std::vector<int64_t>> dev_groups_;
-    ValidationResult best_valid_;   // the validation that wrote best.safetensors (this run)
-    int64_t best_valid_step_ = -1;  // its step; -1 = none in this invocation
+    ValidationResult best_valid_;           // the validation that wrote best.safetensors (this run)
+    std::vector<RankedCheckpoint> ranked_;  // average_best: best-<step> files kept, best first
+    int64_t best_valid_step_ = -1;          // its step; -1 = none in this invocation
     bool has_dev_ = false;
     std::unique_ptr<Seq2Seq> model_;
     std::unique_ptr<TrainPass> pass_;  // the training step's buffers over model_

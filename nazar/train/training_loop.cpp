@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -188,6 +189,7 @@ void Trainer::validate_on_interval(RunLog& log) {
         best_valid_step_ = state_.step;
         if (cfg_.keep_best) save("best.safetensors");
     }
+    keep_ranked(c);
     save_periodic(log);
     if (cfg_.patience > 0 && state_.bad_validations >= cfg_.patience) {
         log.result.early_stopped = true;
@@ -197,6 +199,54 @@ void Trainer::validate_on_interval(RunLog& log) {
             state_.bad_validations, state_.bad_validations == 1 ? "" : "s", metric_name(),
             loss ? state_.best_dev_loss : 100.0 - state_.best_dev_loss, state_.best_step));
     }
+}
+
+void Trainer::keep_ranked(double c) {
+    if (cfg_.average_best <= 0 || comm_->rank() != 0 || !std::isfinite(c) ||
+        !enters_best(ranked_, c, cfg_.average_best))
+        return;
+    std::map<std::string, std::string> meta = metadata();
+    meta[kValidCriterionKey] = loss_text(c);
+    const std::string path =
+        (std::filesystem::path(cfg_.save_dir) / ranked_checkpoint_name(state_.step)).string();
+    {
+        const EmaScope average(ema_.get());  // the weights validation measured
+        save_model(path, *model_, meta);
+    }
+    ranked_ = prune_ranked_checkpoints(cfg_.save_dir, cfg_.average_best, state_.step);
+}
+
+void Trainer::write_averaged(RunLog& log) {
+    if (cfg_.average_best <= 0 || ranked_.empty()) return;
+    std::vector<std::string> inputs;
+    std::string steps;
+    for (const RankedCheckpoint& r : ranked_) {
+        inputs.push_back(r.path);
+        log.result.averaged_steps.push_back(r.step);
+        steps += fmt::format("{}{}", steps.empty() ? "" : ", ", r.step);
+    }
+    const std::string out =
+        (std::filesystem::path(cfg_.save_dir) / "averaged.safetensors").string();
+    average_models(inputs, out);
+    const ValidationResult v = validate_file(out, nullptr);
+    log.result.final_averaged = v;
+    const bool char_targets = data_.tgt_tokenizer.kind() == TokenizerKind::character;
+    log.progress.message(fmt::format(
+        "final, all dev sources: averaged.safetensors (the {} best by {}: steps {}) | loss {:.4f} "
+        "| {}{})",
+        ranked_.size(), metric_name(), steps, v.loss, decoded_scores(v, char_targets),
+        cfg_.valid_beam > 1 ? fmt::format(", beam {}", cfg_.valid_beam) : ""));
+    nlohmann::json record = {{"type", "final"},
+                             {"file", "averaged.safetensors"},
+                             {"steps", log.result.averaged_steps},
+                             {"loss", v.loss},
+                             {"exact", v.exact},
+                             {"exact_se", v.exact_se},
+                             {"bleu", v.bleu},
+                             {"chrf", v.chrf},
+                             {"sampled", v.sampled}};
+    log.metrics.write(record);
+    if (hooks_.on_record) hooks_.on_record(record);
 }
 
 void Trainer::final_report(RunLog& log) {
@@ -256,6 +306,7 @@ TrainResult Trainer::finish_run(RunLog& log) {
             best_valid_step_ = state_.step;
             if (cfg_.keep_best) save("best.safetensors", false);  // rank 0 only: checked above
         }
+        keep_ranked(criterion(v));
     }
     if (log.saved_last_at != state_.step) save_periodic(log);
     log.result.model_path = (std::filesystem::path(cfg_.save_dir) / "model.safetensors").string();
@@ -264,7 +315,10 @@ TrainResult Trainer::finish_run(RunLog& log) {
         check_finite(params_, "model.safetensors");
         save_model(log.result.model_path, *model_, metadata());
     }
-    if (has_dev_ && comm_->rank() == 0) final_report(log);
+    if (has_dev_ && comm_->rank() == 0) {
+        final_report(log);
+        write_averaged(log);
+    }
     if (comm_->parallel()) {
         const double total =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - log.started).count();
@@ -289,6 +343,8 @@ TrainResult Trainer::run() {
     RunLog log(parse_choices(cfg_).progress, cfg_.log_interval, cfg_.metrics_log,
                comm_->rank() != 0 || hooks_.quiet);
     announce(log);
+    if (cfg_.average_best > 0 && comm_->rank() == 0)  // a resumed run's, up to its step
+        ranked_ = prune_ranked_checkpoints(cfg_.save_dir, cfg_.average_best, state_.step);
     started_ = clock();
     time_up_ = false;
     Batch batch;

@@ -50,6 +50,7 @@ void check_in_memory_config(const TrainConfig& cfg) {
     // A training set is given (the memory's); "-" names no file to check. (assign, not = "-":
     // gcc 12's -Wrestrict.)
     files.train.assign(1, '-');
+    files.average_best = 0;  // the dev set in memory is checked when it is taken (take_data)
     validate_config(files);
 }
 
@@ -71,6 +72,9 @@ std::unique_ptr<Checkpoint> Trainer::take_data(TrainingSource&& data) {
     dev_src_text_ = std::move(data.dev_src);
     dev_text_ = std::move(data.dev_tgt);
     has_dev_ = dev_.size() > 0;
+    if (cfg_.average_best > 0 && !has_dev_)
+        throw UsageError(fmt::format(
+            "average_best {} needs dev pairs: it keeps the best validations", cfg_.average_best));
     group_dev_sources();
     return nullptr;
 }

@@ -18,7 +18,8 @@ Config = Union[Mapping[str, Any], PathLike, None]
 class TrainResult:
     """What a run ended with. ``model_path`` is ``save_dir/model.safetensors`` (empty when the
     run was stopped early by the callback: then ``save_dir/last.safetensors`` is the
-    checkpoint to resume from)."""
+    checkpoint to resume from). ``averaged`` (with ``average_best``) describes
+    ``save_dir/averaged.safetensors``: the steps it averaged and its whole-dev scores."""
 
     model_path: str
     save_dir: str
@@ -30,6 +31,9 @@ class TrainResult:
     last_train_loss: float
     last_valid: Optional[Dict[str, Any]]
     config: Dict[str, Any] = field(repr=False, default_factory=dict)
+    # average_best: {"path": save_dir/averaged.safetensors, "steps": the validations averaged,
+    # best first, "valid": its scores on the whole dev set}; None without average_best
+    averaged: Optional[Dict[str, Any]] = None
 
 
 def _text(key: str, value: Any) -> str:

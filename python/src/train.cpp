@@ -32,6 +32,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
@@ -146,6 +147,15 @@ pb::dict result_dict(const TrainResult& r, const TrainConfig& cfg,
     d["early_stopped"] = r.early_stopped;
     d["last_train_loss"] = r.last_train_loss;
     d["last_valid"] = r.validated ? pb::object(validation_dict(r.last_valid)) : pb::none();
+    if (!r.averaged_steps.empty()) {  // average_best
+        pb::dict avg;
+        avg["path"] = (std::filesystem::path(cfg.save_dir) / "averaged.safetensors").string();
+        avg["steps"] = r.averaged_steps;
+        avg["valid"] = validation_dict(r.final_averaged);
+        d["averaged"] = avg;
+    } else {
+        d["averaged"] = pb::none();
+    }
     d["config"] = config_dict(cfg);
     return d;
 }

@@ -45,6 +45,7 @@ def test_python_and_cli_training_give_identical_files(tmp_path, data_paths):
     shutil.rmtree(run_dir)
     nazar.train(TRAIN_CONFIG, train=train, dev=dev, save_dir=run_dir, max_steps=40)
     assert read(r.model_path) == cli_files["model.safetensors"]
+    assert r.averaged is None
 
     train_steps = [x["step"] for x in records if x["type"] == "train"]
     assert train_steps == [10, 20, 30, 40]
@@ -140,3 +141,20 @@ def test_resolve_config_and_keys():
     assert cfg["hidden_size"] == 24 and cfg["decoder"] == "bahdanau"
     keys = {k["key"]: k for k in nazar.config_keys()}
     assert keys["hidden_size"]["section"] == "model" and not keys["hidden_size"]["resumable"]
+
+
+def test_average_best_reports_the_averaged_file(tmp_path, data_paths):
+    train, dev = data_paths
+    run_dir = str(tmp_path / "avg")
+    records = []
+    r = nazar.train(TRAIN_CONFIG, train=train, dev=dev, save_dir=run_dir, max_steps=40,
+                    valid_interval=10, valid_metric="loss", average_best=2,
+                    callback=records.append)
+    losses = sorted((x["loss"], x["step"]) for x in records if x["type"] == "valid")
+    assert r.averaged["steps"] == [s for _, s in losses[:2]]
+    assert r.averaged["path"] == os.path.join(run_dir, "averaged.safetensors")
+    assert os.path.exists(r.averaged["path"]) and r.averaged["valid"]["loss"] > 0
+    final = [x for x in records if x["type"] == "final" and x["file"] == "averaged.safetensors"]
+    assert len(final) == 1 and final[0]["steps"] == r.averaged["steps"]
+    kept = sorted(n for n in os.listdir(run_dir) if n.startswith("best-"))
+    assert kept == sorted(f"best-{s}.safetensors" for s in r.averaged["steps"])

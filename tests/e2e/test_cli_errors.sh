@@ -131,6 +131,15 @@ NAZAR_ERROR_LOCATION=1 expect "resume from a model file: exit 1, no location" 1 
     "is a model file, not a training checkpoint" -- train --resume "$MODEL" --save-dir run3
 NAZAR_ERROR_LOCATION=1 expect "TSV as --model: exit 1, no location" 1 \
     "'train.tsv' is not a nazar model file" -- translate --model train.tsv
+expect "average_best without a dev set" 2 "average_best 3 needs a dev set" \
+    -- train --train train.tsv --save-dir run4 --average-best 3
+mkdir -p avgrun && cp "$MODEL" avgrun/best-10.safetensors
+expect "average --best: a best-<step> file without its criterion" 1 \
+    "avgrun/best-10.safetensors' has no train.valid_criterion" -- average --best 1 --run avgrun -o a.safetensors
+expect "average --last and --best together" 2 "--last and --best: choose one" \
+    -- average --last 1 --best 1 --run avgrun -o a.safetensors
+expect "average --best without --run" 2 "--run DIR goes with --last K or --best K" \
+    -- average --best 2 -o a.safetensors
 
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]

@@ -7,6 +7,7 @@
 #include "nazar/core/fileio.h"
 #include "nazar/core/safetensors.h"
 #include "nazar/core/threads.h"
+#include "nazar/train/average.h"
 #include "nazar/train/trainer.h"
 #include "tests/common/test_util.h"
 #include "tests/common/tiny_training.h"
@@ -55,8 +56,8 @@ protected:
         return c;
     }
 
-    // Every tensor byte for byte, and every metadata entry except the run-control config and
-    // the training seconds (wall time, which no two runs share).
+    // Every tensor byte for byte, and every metadata entry except the run-control config, the
+    // training seconds (wall time, which no two runs share) and an averaged file's input paths.
     static void expect_same_files(const std::string& a, const std::string& b) {
         const SafeTensors x = load_safetensors(a), y = load_safetensors(b);
         ASSERT_EQ(x.names(), y.names());
@@ -67,7 +68,7 @@ protected:
                 << name << " differs";
         }
         for (const auto& [key, value] : x.metadata) {
-            if (key != "train.config" && key != kSecondsKey) {
+            if (key != "train.config" && key != kSecondsKey && key != "nazar.averaged_from") {
                 EXPECT_EQ(value, y.meta(key)) << key;
             }
         }
@@ -125,6 +126,7 @@ TEST_F(Resume, StoppedByMaxStepsThenResumedIsBitIdentical) {
 TEST_F(Resume, EmaPeriodicCheckpointsAndMetricResumeBitIdentical) {
     cfg_.ema_decay = 0.9;
     cfg_.keep_checkpoints = 3;
+    cfg_.average_best = 2;
     cfg_.valid_metric = "chrf";
     cfg_.valid_beam = 2;
     const TrainConfig full = with_dir("ema-full");
@@ -144,6 +146,14 @@ TEST_F(Resume, EmaPeriodicCheckpointsAndMetricResumeBitIdentical) {
           "checkpoint-35.safetensors", "checkpoint-40.safetensors"})
         expect_same_files(full.save_dir + "/" + f, killed.save_dir + "/" + f);
     EXPECT_FALSE(std::filesystem::exists(killed.save_dir + "/checkpoint-28.safetensors"));
+    // average_best: the same best validations kept, and their average
+    EXPECT_EQ(rest.averaged_steps, whole.averaged_steps);
+    ASSERT_EQ(whole.averaged_steps.size(), 2u);
+    for (const int64_t s : whole.averaged_steps)
+        expect_same_files(full.save_dir + "/" + ranked_checkpoint_name(s),
+                          killed.save_dir + "/" + ranked_checkpoint_name(s));
+    expect_same_files(full.save_dir + "/averaged.safetensors",
+                      killed.save_dir + "/averaged.safetensors");
 }
 
 TEST_F(Resume, RefusesChangedDataOrModel) {

@@ -136,6 +136,59 @@ TEST(PeriodicCheckpoints, NamesListAndPrune) {
     EXPECT_TRUE(list_periodic_checkpoints(dir).empty());
 }
 
+TEST(RankedCheckpoints, NamesListEnterAndPrune) {
+    EXPECT_EQ(ranked_checkpoint_name(1200), "best-1200.safetensors");
+    EXPECT_EQ(ranked_checkpoint_step("best-1200.safetensors"), 1200);
+    for (const char* bad : {"best-.safetensors", "best-012.safetensors", "best.safetensors",
+                            "best-12.safetensors.tmp.abcdef", "checkpoint-12.safetensors"})
+        EXPECT_EQ(ranked_checkpoint_step(bad), -1) << bad;
+    EXPECT_TRUE(is_stale_temporary("best-12.safetensors.tmp.aB3dE9"));
+    EXPECT_TRUE(is_stale_temporary("averaged.safetensors.tmp.aB3dE9"));
+
+    const std::string dir = test::fresh_temp_dir("ranked");
+    const ModelConfig cfg = test::tiny_config();
+    // step -> criterion; 40 ties with 20 (the earlier stays ahead), 60 is an abandoned future
+    const std::pair<int, const char*> files[] = {{10, "5.5"},  {20, "2.25"}, {30, "3"},
+                                                 {40, "2.25"}, {50, "1"},    {60, "0.5"}};
+    for (const auto& [step, c] : files)
+        save_tiny(dir + "/" + ranked_checkpoint_name(step), cfg, static_cast<uint64_t>(step),
+                  {{kValidCriterionKey, c}});
+    std::vector<int64_t> order;
+    for (const auto& r : list_ranked_checkpoints(dir)) order.push_back(r.step);
+    EXPECT_EQ(order, (std::vector<int64_t>{60, 50, 20, 40, 30, 10}));
+    const auto kept = prune_ranked_checkpoints(dir, 3, 50);  // resumed at step 50
+    ASSERT_EQ(kept.size(), 3u);
+    EXPECT_EQ(kept[0].step, 50);
+    EXPECT_EQ(kept[1].step, 20);
+    EXPECT_EQ(kept[2].step, 40);
+    EXPECT_DOUBLE_EQ(kept[1].criterion, 2.25);
+    for (int gone : {10, 30, 60})
+        EXPECT_FALSE(fs::exists(dir + "/" + ranked_checkpoint_name(gone))) << gone;
+    EXPECT_TRUE(enters_best(kept, 2.0, 3));
+    EXPECT_FALSE(enters_best(kept, 2.25, 3));  // a tie does not displace an earlier file
+    EXPECT_TRUE(enters_best(kept, 2.25, 4));   // room left
+    EXPECT_FALSE(enters_best(kept, 0.0, 0));
+    EXPECT_EQ(best_checkpoints(dir, 2), (std::vector<std::string>{dir + "/best-50.safetensors",
+                                                                  dir + "/best-20.safetensors"}));
+    EXPECT_THROW(best_checkpoints(dir, 4), UsageError);
+    EXPECT_THROW(best_checkpoints(dir + "/none", 1), UsageError);
+    // A file without its criterion is named, not skipped.
+    save_tiny(dir + "/" + ranked_checkpoint_name(70), cfg, 7);
+    try {
+        list_ranked_checkpoints(dir);
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("best-70.safetensors"), std::string::npos);
+    }
+    save_tiny(dir + "/" + ranked_checkpoint_name(70), cfg, 7, {{kValidCriterionKey, "nan"}});
+    EXPECT_THROW(list_ranked_checkpoints(dir), Error);
+    // --overwrite removes them and the averaged file.
+    atomic_write_file(dir + "/averaged.safetensors", "x");
+    prepare_run_dir(dir, {.overwrite = true});
+    EXPECT_TRUE(list_ranked_checkpoints(dir).empty());
+    EXPECT_FALSE(fs::exists(dir + "/averaged.safetensors"));
+}
+
 TEST(Ema, UpdateEqualsItsFormula) {
     EXPECT_DOUBLE_EQ(Ema::decay_at(0.999, 1), 2.0 / 11.0);
     EXPECT_DOUBLE_EQ(Ema::decay_at(0.999, 100), 101.0 / 110.0);
@@ -201,6 +254,55 @@ TEST(KeepCheckpoints, KeepsTheLatestKAndAverageLastK) {
     EXPECT_NO_THROW(load_model(dir + "/avg.safetensors"));
     // A fresh run refuses the directory, naming a checkpoint among its files.
     EXPECT_THROW(prepare_run_dir(c.save_dir, {}), UsageError);
+}
+
+// average_best: the files are the K validations with the lowest criterion (ties: the earlier),
+// each holding the weights it validated, and averaged.safetensors is their mean, scored.
+TEST(AverageBest, KeepsTheKBestValidationsAndAveragesThem) {
+    set_num_threads(1);
+    const std::string dir = test::fresh_temp_dir("avg-best");
+    TrainConfig c = tiny_run(dir);
+    c.valid_metric = "loss";
+    c.valid_interval = 5;
+    c.max_steps = 42;  // validations at 5..40 and at the end, 42
+    c.average_best = 3;
+    std::vector<std::pair<double, int64_t>> seen;  // (criterion, step) of every validation
+    TrainerHooks hooks;
+    hooks.on_record = [&](const nlohmann::json& r) {
+        if (r.at("type") == "valid")
+            seen.emplace_back(r.at("loss").get<double>(), r.at("step").get<int64_t>());
+    };
+    const TrainResult r = Trainer(c, "", hooks).run();
+    ASSERT_EQ(seen.size(), 9u);
+    std::stable_sort(seen.begin(), seen.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<int64_t> want;
+    for (int i = 0; i < 3; ++i) want.push_back(seen[static_cast<std::size_t>(i)].second);
+    EXPECT_EQ(r.averaged_steps, want);
+    std::vector<int64_t> kept;
+    std::vector<std::string> paths;
+    for (const auto& f : list_ranked_checkpoints(c.save_dir)) {
+        kept.push_back(f.step);
+        paths.push_back(f.path);
+    }
+    EXPECT_EQ(kept, want);
+    // The best of them holds best.safetensors' weights (the same validation).
+    const LoadedModel top = load_model(paths[0]);
+    const LoadedModel best = load_model(c.save_dir + "/best.safetensors");
+    EXPECT_TRUE(test::same_weights(*top.model, *best.model));
+    // averaged.safetensors is average_models of the three, and validates as reported.
+    average_models(paths, dir + "/again.safetensors");
+    const LoadedModel again = load_model(dir + "/again.safetensors");
+    const LoadedModel avg = load_model(c.save_dir + "/averaged.safetensors");
+    EXPECT_TRUE(test::same_weights(*again.model, *avg.model));
+    EXPECT_FALSE(test::same_weights(*top.model, *avg.model));
+    Trainer check(c);
+    EXPECT_DOUBLE_EQ(check.validate_file(c.save_dir + "/averaged.safetensors").loss,
+                     r.final_averaged.loss);
+    // It needs dev data.
+    TrainConfig no_dev = c;
+    no_dev.dev.clear();
+    EXPECT_THROW(validate_config(no_dev), UsageError);
 }
 
 TEST(EmaTraining, FilesHoldTheAverageAndTheRawWeights) {
