@@ -16,7 +16,7 @@ FUZZ_SECONDS ?= 30
 SANITIZE_CXX ?= clang++-14
 export SANITIZE_CXX
 
-.PHONY: all deps deps-build build test check demo demo-measure bench bench-compare explain clean format sanitize fuzz package
+.PHONY: all deps deps-build build test check demo demo-measure bench bench-compare explain clean format sanitize fuzz package wheel
 
 all: build
 
@@ -59,6 +59,15 @@ package: deps-build $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target nazar_package_contents
 	cd $(BUILD) && cpack -G DEB -B package
 	@ls -l $(BUILD)/package/*.deb
+
+# The Python wheel (docs/python.md): pip wheel with Debian's setuptools and wheel, offline, the
+# extension from this build, into $(BUILD)/wheel/nazar-<version>-cp311-cp311-linux_<arch>.whl.
+# Install it into a virtual environment made with --system-site-packages (numpy from Debian).
+wheel: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target _nazar
+	NAZAR_CMAKE_BUILD_DIR=$(abspath $(BUILD)) /usr/bin/python3 -m pip wheel -q --no-build-isolation \
+		--no-index --no-deps -w $(BUILD)/wheel .
+	@ls $(BUILD)/wheel/nazar-*.whl
 
 # The demo (nazar demo): trains the built-in dates task (~2 min on 2 cores), prints accuracy,
 # translations and a heatmap, writes demo-attention.svg, demo-report.html and demo.safetensors

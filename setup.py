@@ -13,6 +13,7 @@ import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
@@ -20,6 +21,15 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 class CMakeExtension(Extension):
     def __init__(self, name):
         super().__init__(name, sources=[])
+
+
+class FreshBuildPy(build_py):
+    """build/pip/lib outlives a build: drop its copy of the package first, so that a module
+    removed from python/nazar (as nazar/torch.py was) is not packed again."""
+
+    def run(self):
+        shutil.rmtree(os.path.join(self.build_lib, "nazar"), ignore_errors=True)
+        super().run()
 
 
 class CMakeBuild(build_ext):
@@ -47,6 +57,6 @@ class CMakeBuild(build_ext):
 
 setup(
     ext_modules=[CMakeExtension("nazar._nazar")],
-    cmdclass={"build_ext": CMakeBuild},
+    cmdclass={"build_py": FreshBuildPy, "build_ext": CMakeBuild},
     options={"build": {"build_base": os.path.join("build", "pip")}},
 )

@@ -29,6 +29,8 @@ test_pkgs+=(chromium fonts-dejavu-core)
 # serve (docs/serve.md): the explorer's browser test (Chromium driven by Selenium), the load test
 test_pkgs+=(chromium-driver python3-selenium wrk)
 test_pkgs+=(pybind11-dev python3-pybind11 python3-pytest python3-dev python3-setuptools python3-wheel)
+# make wheel / e2e.wheel (docs/python.md): pip builds the wheel, a virtual environment installs it
+test_pkgs+=(python3-pip python3-venv)
 
 want=("${build_pkgs[@]}")
 case "${1:-all}" in
