@@ -65,6 +65,25 @@ void remove_file(const std::string& path, std::vector<std::string>& removed) {
         throw Error(fmt::format("cannot remove '{}': {}", path, ec.message()));
 }
 
+// `nazar average --last K --run DIR` / `--best K`: K >= 1 and DIR a directory (UsageError).
+void check_run_choice(const std::string& dir, int k, const char* flag) {
+    if (k < 1) throw UsageError(fmt::format("{} must be >= 1, got {}", flag, k));
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+        throw UsageError(fmt::format("--run: '{}' is not a directory", dir));
+}
+
+// UsageError when the run holds fewer than k files of the kind: how many, and the training key
+// that keeps them.
+void check_enough(const std::string& dir, int k, std::size_t have, const char* flag,
+                  const char* what, const char* detail, const char* key) {
+    if (have >= static_cast<std::size_t>(k)) return;
+    throw UsageError(
+        fmt::format("{} {}: '{}' holds {} {}{}{}; train with {}: {} (or more) to "
+                    "keep them",
+                    flag, k, dir, have, what, have == 1 ? "" : "s", detail, key, k));
+}
+
 bool ranked_before(const RankedCheckpoint& a, const RankedCheckpoint& b) {
     return a.criterion != b.criterion ? a.criterion < b.criterion : a.step < b.step;
 }
@@ -174,16 +193,10 @@ std::vector<std::pair<int64_t, std::string>> list_periodic_checkpoints(const std
 }
 
 std::vector<std::string> last_checkpoints(const std::string& dir, int k) {
-    if (k < 1) throw UsageError(fmt::format("--last must be >= 1, got {}", k));
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec))
-        throw UsageError(fmt::format("--run: '{}' is not a directory", dir));
+    check_run_choice(dir, k, "--last");
     const auto all = list_periodic_checkpoints(dir);
-    if (static_cast<int>(all.size()) < k)
-        throw UsageError(fmt::format(
-            "--last {}: '{}' holds {} periodic checkpoint{} (checkpoint-<step>.safetensors); "
-            "train with keep_checkpoints: {} (or more) to keep them",
-            k, dir, all.size(), all.size() == 1 ? "" : "s", k));
+    check_enough(dir, k, all.size(), "--last", "periodic checkpoint",
+                 " (checkpoint-<step>.safetensors)", "keep_checkpoints");
     std::vector<std::string> out;
     for (std::size_t i = all.size() - static_cast<std::size_t>(k); i < all.size(); ++i)
         out.push_back(all[i].second);
@@ -256,16 +269,9 @@ std::vector<RankedCheckpoint> prune_ranked_checkpoints(const std::string& dir, i
 }
 
 std::vector<std::string> best_checkpoints(const std::string& dir, int k) {
-    if (k < 1) throw UsageError(fmt::format("--best must be >= 1, got {}", k));
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec))
-        throw UsageError(fmt::format("--run: '{}' is not a directory", dir));
+    check_run_choice(dir, k, "--best");
     const auto all = list_ranked_checkpoints(dir);
-    if (static_cast<int>(all.size()) < k)
-        throw UsageError(fmt::format(
-            "--best {}: '{}' holds {} best-<step>.safetensors file{}; train with average_best: "
-            "{} (or more) to keep them",
-            k, dir, all.size(), all.size() == 1 ? "" : "s", k));
+    check_enough(dir, k, all.size(), "--best", "best-<step>.safetensors file", "", "average_best");
     std::vector<std::string> out;
     for (int i = 0; i < k; ++i) out.push_back(all[static_cast<std::size_t>(i)].path);
     return out;
