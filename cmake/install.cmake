@@ -1,10 +1,12 @@
 # Installation and the CMake package (owner: decode). `cmake --install build --prefix P` puts
 #   P/bin/nazar                                  the command-line program
-#   P/lib/libnazar_<folder>.a                    one static library per folder (core ... train)
+#   P/lib/<arch>/libnazar_<folder>.a             one static library per folder (core ... train);
+#                                                <arch> = Debian's multiarch triplet
+#                                                (x86_64-linux-gnu), as in the Debian package
 #   P/include/nazar/<folder>/*.h                 the public headers only (same paths as in the tree):
 #                                                the API below and what it includes, not the kernels
 #                                                and other internals; apps/ (the demo) is not installed
-#   P/lib/cmake/nazar/nazarConfig.cmake          find_package(nazar): target nazar::nazar
+#   P/lib/<arch>/cmake/nazar/nazarConfig.cmake   find_package(nazar): target nazar::nazar
 #   P/share/man/man1/nazar*.1                    the man pages (cmake/docs.cmake)
 #   P/share/bash-completion/completions/nazar    bash completion; zsh: share/zsh/vendor-completions
 #   P/share/doc/nazar/                           README, CONTRIBUTING and docs/
@@ -13,6 +15,14 @@
 # Another project then writes:  find_package(nazar REQUIRED)
 #                               target_link_libraries(app PRIVATE nazar::nazar)
 # (examples/CMakeLists.txt; tests/e2e/install_example.sh builds it against a fresh install).
+# Libraries in the multiarch directory whatever the prefix (GNUInstallDirs picks it only for
+# /usr), so that the Debian package (made from the same build, cmake/package.cmake) follows
+# Debian's layout; find_package searches P/lib/<arch>/cmake too. -DCMAKE_INSTALL_LIBDIR=lib
+# keeps the plain layout.
+if(CMAKE_LIBRARY_ARCHITECTURE AND NOT DEFINED CACHE{CMAKE_INSTALL_LIBDIR})
+  set(CMAKE_INSTALL_LIBDIR "lib/${CMAKE_LIBRARY_ARCHITECTURE}" CACHE PATH
+      "Object code libraries (lib/<multiarch triplet>)")
+endif()
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 

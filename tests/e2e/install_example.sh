@@ -15,7 +15,9 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
 "$CMAKE" --install "$BUILD" --prefix "$dir/prefix" > "$dir/install.log" || { cat "$dir/install.log"; exit 1; }
-for f in bin/nazar include/nazar/decode/translator.h include/nazar/core/tensor.h lib/cmake/nazar/nazarConfig.cmake; do
+arch=$("$CXX" -print-multiarch 2> /dev/null || true)  # Debian's triplet: the libraries' folder
+for f in bin/nazar include/nazar/decode/translator.h include/nazar/core/tensor.h \
+    lib${arch:+/$arch}/cmake/nazar/nazarConfig.cmake; do
     [[ -e "$dir/prefix/$f" ]] || { echo "FAIL: $f not installed"; exit 1; }
 done
 echo "ok   installed into a temporary prefix"

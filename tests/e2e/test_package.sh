@@ -24,11 +24,12 @@ echo "     Depends: $depends"
 root=$dir/root
 dpkg-deb -x "$deb" "$root" || { bad "dpkg-deb -x"; exit 1; }
 
-# What the package holds, where Debian's tools look for it.
+# What the package holds, where Debian's tools look for it (libraries in the multiarch folder).
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2> /dev/null || gcc -print-multiarch)
 for f in usr/bin/nazar usr/share/man/man1/nazar.1.gz usr/share/man/man1/nazar-train.1.gz \
     usr/share/bash-completion/completions/nazar usr/share/zsh/vendor-completions/_nazar \
     usr/share/doc/nazar/README.md usr/share/nazar/configs/tiny.yaml \
-    usr/include/nazar/decode/translator.h usr/lib/cmake/nazar/nazarConfig.cmake; do
+    usr/include/nazar/decode/translator.h usr/lib/$multiarch/cmake/nazar/nazarConfig.cmake; do
     [[ -e $root/$f ]] || bad "/$f is not in the package"
 done
 py_pkg=$root/usr/lib/python3/dist-packages
