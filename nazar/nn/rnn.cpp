@@ -11,6 +11,7 @@
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
 #include "nazar/nn/absent.h"
+#include "nazar/nn/layer_norm.h"
 #include "nazar/nn/packed_rows.h"
 
 #include <algorithm>
@@ -44,15 +45,17 @@ RNN::RNN(Config c, Rng& rng, ParamMode mode) : cfg(c) {
     NZ_CHECK(cfg.num_layers >= 1, "RNN: num_layers must be >= 1, got {}", cfg.num_layers);
     NZ_CHECK(cfg.dropout >= 0.0f && cfg.dropout <= 1.0f, "RNN: dropout must be in [0, 1], got {}",
              cfg.dropout);
+    NZ_CHECK(!(cfg.layer_norm && cfg.cell == CellType::lstm),
+             "RNN: layer_norm is implemented for the GRU cell only, not the LSTM");
     const int D = directions();
     params.directions = grad.directions = D;
     for (int k = 0; k < cfg.num_layers; ++k)
         for (int d = 0; d < D; ++d) {
             const int in = k == 0 ? cfg.input_size : D * cfg.hidden_size;
-            params.cells.push_back(
-                make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias, &rng, mode));
-            grad.cells.push_back(
-                make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias, nullptr, mode));
+            params.cells.push_back(make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias,
+                                                        &rng, mode, cfg.layer_norm));
+            grad.cells.push_back(make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias,
+                                                      nullptr, mode, cfg.layer_norm));
         }
 }
 
@@ -78,6 +81,13 @@ static void prepare_direction(const RNNCellParams& P, const Tensor& X, int64_t N
         dc.gi.resize({N, G * H}, false);
         dc.gh_n.resize({N, H}, false);
         cell_project_input(P, X, dc.gi);  // gi for all rows (one GEMM)
+        if (P.layer_norm()) {             // gi = LN(x W_ihᵀ; γ_ih) + b_ih, all rows in one pass
+            dc.ln_i.resize({N, G * H}, false);
+            dc.rstd_i.resize({N, G}, false);
+            dc.ln_h.resize({N, G * H}, false);
+            dc.rstd_h.resize({N, G}, false);
+            layer_norm::blocks_forward(dc.gi, H, P.ln_weight_ih, P.bias_ih, dc.ln_i, dc.rstd_i);
+        }
     }
     if (B > kSmallGemmRows)
         refresh_weight_t(dc.whh_t, P.weight_hh);
@@ -136,10 +146,17 @@ void RNN::forward_direction(int k, int d, const RNNState& initial, RNNState& fin
         const TensorView a = dc.gates.slice(o, o + n), hp = dc.h.slice(o, o + n);
         if (lstm) {
             cell_add_recurrent(P, hp, a, whh);  // a += b_hh + h W_hhᵀ
-        } else {                                // gh = (0 + b_hh) + h W_hhᵀ
-            fill_bias_rows(a, P.bias_hh);
+        } else {  // gh = (0 + b_hh) + h W_hhᵀ;  LN: gh = LN(h W_hhᵀ; γ_hh) + b_hh
+            const bool ln = P.layer_norm();
+            if (ln)
+                a.zero();
+            else
+                fill_bias_rows(a, P.bias_hh);
             gemm_xwt(n, G * H, H, 1.0f, hp.data(), H, P.weight_hh.data(), H, whh, 1.0f, a.data(),
                      G * H);
+            if (ln)
+                layer_norm::blocks_forward(a, H, P.ln_weight_hh, P.bias_hh, dc.ln_h.slice(o, o + n),
+                                           dc.rstd_h.slice(o, o + n));
         }
         if (fwd) {
             cell_rows(0, n_next, o + n);       // offset[t + 1]
@@ -264,6 +281,9 @@ void RNN::backward_direction(int k, int d, const RNNState& d_final, const RNNCac
             const TensorView dgh = d_gh_.slice(o, o + n);
             gru::gates_backward(dh, dc.h.slice(o, o + n), dc.gates.slice(o, o + n),
                                 dc.gh_n.slice(o, o + n), dgi, dgh, dh_next);
+            if (P.layer_norm())  // d_gh: of gh, then of h W_hhᵀ; γ_hh's and b_hh's gradients
+                layer_norm::blocks_backward(dgh, H, P.ln_weight_hh, dc.ln_h.slice(o, o + n),
+                                            dc.rstd_h.slice(o, o + n), Pg.ln_weight_hh, Pg.bias_hh);
             gemm(dgh, false, P.weight_hh, false, dh_next, 1.0f, 1.0f);
         }
         if (!fwd) {  // the rows whose last position is t started here from the initial state
@@ -283,6 +303,10 @@ void RNN::backward_direction(int k, int d, const RNNState& d_final, const RNNCac
         packed_rows::add_states(d_c0_, order, d_initial.c.select(idx));
     // d_W_hh += Σ d_aᵀ h_prev over the N packed rows (dc.h's first N rows are the h_prev)
     cell_add_recurrent_backward(P, Pg, lstm ? d_gi_ : d_gh_, dc.h.slice(0, N), TensorView());
+    // LN: d_gi of gi, then of x W_ihᵀ, all rows in one pass; γ_ih's and b_ih's gradients
+    if (P.layer_norm())
+        layer_norm::blocks_backward(d_gi_, H, P.ln_weight_ih, dc.ln_i, dc.rstd_i, Pg.ln_weight_ih,
+                                    Pg.bias_ih);
     // d_W_ih += d_giᵀ X;  d_b_ih += Σ d_gi;  d_X += d_gi W_ih   (one GEMM each, all rows)
     cell_project_input_backward(P, Pg, d_gi_, cache.layer_in[k],
                                 need_d_in ? d_layer_in_.view() : TensorView());
