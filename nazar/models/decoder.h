@@ -164,7 +164,8 @@ public:
         DecoderStepCache& cache,  // out
         Rng& rng, Mode mode,
         TensorView gi0 = {}) const;  // (N, G·H) e_t W_eᵀ + b_ih from project_embeddings, or
-                                     // empty (computed here); += f_t W_fᵀ in place
+                                     // empty (computed here); += f_t W_fᵀ in place (layer
+                                     // norm: e_t W_eᵀ, then normalised and biased in place)
 
     // Teacher forcing (inputs known in advance): the embedding half of layer 0's input
     // projection for all T steps as one GEMM (W_ih = [W_e | W_f] column blocks):
