@@ -81,11 +81,12 @@ TEST(ParityNn, Embedding) {  // repeated ids accumulate; padding_idx 0 gets no g
     f.expect_all_compared();
 }
 
-TEST(ParityNn, GRUCell) {
-    Fixture f("gru_cell");
+void check_gru_cell(const std::string& name) {
+    Fixture f(name);
     Rng rng(1);
     GRUCell cell({.input_size = f.config["input_size"].get<int>(),
-                  .hidden_size = f.config["hidden_size"].get<int>()},
+                  .hidden_size = f.config["hidden_size"].get<int>(),
+                  .layer_norm = f.config.value("layer_norm", false)},
                  rng);
     ParamList params;
     collect_params(cell.params, cell.grad, "", params);
@@ -104,6 +105,14 @@ TEST(ParityNn, GRUCell) {
     f.expect_grad("h", d_h, kTol);
     f.expect_grads(params, kTol);
     f.expect_all_compared();
+}
+
+TEST(ParityNn, GRUCell) {
+    check_gru_cell("gru_cell");
+}
+// layer-normalised (explicit ops in nazar.torch; every gate block normalised alone), H = 16
+TEST(ParityNn, GRUCellLayerNorm) {
+    check_gru_cell("gru_cell_layer_norm");
 }
 
 TEST(ParityNn, LSTMCell) {
@@ -187,7 +196,8 @@ void check_rnn(const std::string& name) {
              .input_size = cfg["input_size"].get<int>(),
              .hidden_size = cfg["hidden_size"].get<int>(),
              .num_layers = cfg["num_layers"].get<int>(),
-             .bidirectional = cfg["bidirectional"].get<bool>()},
+             .bidirectional = cfg["bidirectional"].get<bool>(),
+             .layer_norm = cfg.value("layer_norm", false)},
             rng);
     ParamList params;
     collect_params(rnn.params, rnn.grad, "", params);
@@ -235,6 +245,9 @@ TEST(ParityNn, RNNGru1LayerInitialState) {
 }
 TEST(ParityNn, RNNGru2LayerBidirectional) {
     check_rnn("rnn_gru_2layer_bidir");
+}
+TEST(ParityNn, RNNGruLayerNorm2LayerBidirectionalInitialState) {
+    check_rnn("rnn_gru_layer_norm_2layer_bidir_init");
 }
 TEST(ParityNn, RNNLstm1LayerBidirectionalInitialState) {
     check_rnn("rnn_lstm_1layer_bidir_init");
