@@ -175,10 +175,6 @@ void check_combinations(const ModelConfig& cfg) {
                 "deep_output is Bahdanau's output layer; the luong decoder's output is tanh(W_c "
                 "[s_t; c_t]) "
                 "(set decoder kind bahdanau or deep_output false)");
-    usage_check(!(enc.layer_norm && enc.cell == CellType::lstm) &&
-                    !(dec.layer_norm && dec.cell == CellType::lstm),
-                "layer_norm is implemented for the GRU cell only; the LSTM cell has none yet "
-                "(set cell gru or layer_norm false)");
     usage_check(!(dec.input_feeding && dec.kind == DecoderKind::bahdanau),
                 "input_feeding applies to the luong decoder; the bahdanau decoder always feeds c_t "
                 "into its RNN");

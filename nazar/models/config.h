@@ -62,7 +62,8 @@ struct EncoderConfig {
     int num_layers = 1;
     bool bidirectional = true;
     float dropout = 0.0f;     // between layers (train mode), as torch.nn.GRU
-    bool layer_norm = false;  // layer-normalised GRU cells (nn/gru_cell.h); JSON key when true
+    bool layer_norm = false;  // layer-normalised cells (nn/gru_cell.h, lstm_cell.h); JSON key
+                              // written when true
 };
 
 struct DecoderConfig {
@@ -76,7 +77,8 @@ struct DecoderConfig {
     bool input_feeding = false;  // luong only: x_t = [Emb(y_{t-1}); s̃_{t-1}], s̃_{-1} = 0
     bool deep_output = false;    // bahdanau only: o_t = tanh(L_s s_t + L_y Emb(y_{t-1}) + L_c c_t)
     int deep_output_size = 0;    // size of o_t with deep output; 0 = H
-    bool layer_norm = false;     // layer-normalised GRU cells (nn/gru_cell.h); JSON key when true
+    bool layer_norm = false;     // layer-normalised cells (nn/gru_cell.h, lstm_cell.h); JSON
+                                 // key written when true
 };
 
 struct SpecialIds {
@@ -118,8 +120,7 @@ inline constexpr int kMaxLayers = 64;          // encoder/decoder num_layers
 // Throws UsageError (one line, naming the sizes / keys involved) on an invalid configuration:
 // sizes < 1 or above the bounds above, vocab < 5 (4 specials + 1), dropout outside [0, 1),
 // dot with H != C (names both, suggests general), tie with d_out != E (names both), backward_first
-// with a unidirectional encoder, deep_output with luong, input_feeding with bahdanau, layer_norm
-// with an LSTM cell (GRU only), bahdanau +
+// with a unidirectional encoder, deep_output with luong, input_feeding with bahdanau, bahdanau +
 // after, an unusual score/timing pair without an explicit attention_timing, special ids outside [0,
 // V). Returns the warnings to print (an explicitly requested unusual score/timing pair).
 std::vector<std::string> validate(const ModelConfig& cfg);

@@ -37,8 +37,6 @@ Decoder::Decoder(const ModelConfig& cfg, Rng& rng, ParamMode mode)
     d_out_ = generator_input_size(cfg);
     for (int l = 0; l < L; ++l) {
         const int in = l == 0 ? E + feed_ : H;
-        NZ_CHECK(!(cfg.decoder.layer_norm && cell == CellType::lstm),
-                 "decoder: layer_norm is implemented for the GRU cell only, not the LSTM");
         if (cell == CellType::gru)
             gru.emplace_back(GRUCell::Config{.input_size = in,
                                              .hidden_size = H,
@@ -46,7 +44,10 @@ Decoder::Decoder(const ModelConfig& cfg, Rng& rng, ParamMode mode)
                                              .layer_norm = cfg.decoder.layer_norm},
                              rng, mode);
         else
-            lstm.emplace_back(LSTMCell::Config{.input_size = in, .hidden_size = H, .bias = true},
+            lstm.emplace_back(LSTMCell::Config{.input_size = in,
+                                               .hidden_size = H,
+                                               .bias = true,
+                                               .layer_norm = cfg.decoder.layer_norm},
                               rng, mode);
     }
     if (kind == DecoderKind::luong)
@@ -170,6 +171,7 @@ void Decoder::cells_step_forward(ConstTensorView h_prev,  // (L, N, H)
                 gru[0].forward_projected(gi0, h_prev.select(0), h_new.select(0), cache.gru[0], {},
                                          wt(src.whh_t, 0));
             } else {
+                lstm[0].normalize_input(gi0, cache.lstm[0]);
                 lstm[0].forward_projected(gi0, h_prev.select(0), c_prev.select(0), h_new.select(0),
                                           c_new.select(0), cache.lstm[0], {}, wt(src.whh_t, 0));
             }

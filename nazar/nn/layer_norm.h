@@ -1,5 +1,5 @@
-// Layer normalisation of gate blocks (Ba, Kiros & Hinton 2016, §3.1 and §3.3) for the
-// layer-normalised recurrent cells (gru_cell.h; docs/spec.md §2.3, docs/derivations/gru.md):
+// Layer normalisation of gate blocks (Ba, Kiros & Hinton 2016) for the layer-normalised
+// recurrent cells (gru_cell.h, lstm_cell.h; docs/spec.md §2.3, docs/derivations/gru.md):
 // a row of a product x Wᵀ (G·H columns) is G gate blocks of H units, and each block is
 // normalised on its own:
 //

@@ -195,7 +195,7 @@ std::vector<ConfigKey> make_table() {
          "luong: feed the attentional state to the next step (bahdanau always feeds the context)",
          &C::input_feeding},
         {"layer_norm", "model", K::boolean, "false",
-         "Layer-normalised GRU cells in the encoder and decoder (Ba et al. 2016; not for lstm)",
+         "Layer-normalised recurrent cells in the encoder and decoder (Ba et al. 2016)",
          &C::layer_norm},
         {"tie_embeddings", "model", K::boolean, "false",
          "Share the target embedding with the output layer", &C::tie_embeddings},

@@ -107,10 +107,12 @@ class PaddingIsInvisible(unittest.TestCase):
     def test_layer_norm_gru(self):
         self.check_rnn("gru", layer_norm=True)
 
+    def test_layer_norm_lstm(self):
+        self.check_rnn("lstm", layer_norm=True)
 
-class LayerNormGRU(unittest.TestCase):
-    """The explicit-ops cell against the equations of docs/spec.md §2.3 written with numpy, and
-    with unit gains and a zero bias each gate block of gi has mean 0 and variance ≈ 1."""
+
+class LayerNormCells(unittest.TestCase):
+    """The explicit-ops cells against the equations of docs/spec.md §2.3 written with numpy."""
 
     def test_cell_matches_numpy(self):
         torch.manual_seed(1)
@@ -133,15 +135,35 @@ class LayerNormGRU(unittest.TestCase):
         n = np.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
         np.testing.assert_allclose(cell(x, h).detach().numpy(), (1 - z) * n + z * h.numpy(), rtol=1e-12)
 
-    def test_names_and_lstm_refused(self):
-        rnn = nt.make_rnn("gru", 3, 4, num_layers=2, bidirectional=True, layer_norm=True)
-        names = list(rnn.state_dict())
-        self.assertEqual(names[:6], ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0",
-                                     "ln_weight_ih_l0", "ln_weight_hh_l0"])
-        self.assertIn("ln_weight_hh_l1_reverse", names)
-        with self.assertRaises(ValueError):
-            nt.model_config({"src_vocab_size": 9, "tgt_vocab_size": 9,
-                             "encoder": {"cell": "lstm", "layer_norm": True}})
+    def test_lstm_cell_matches_numpy(self):
+        torch.manual_seed(2)
+        H = 5
+        cell = nt.LayerNormLSTMCell(4, H).double()
+        with torch.no_grad():
+            cell.ln_weight_ih.uniform_(0.5, 1.5)
+            cell.ln_weight_hh.uniform_(0.5, 1.5)
+        x, h, c = torch.randn(3, 4), torch.randn(3, H), torch.randn(3, H)
+        p = {k: v.detach().numpy() for k, v in cell.named_parameters()}
+
+        def ln(a, g, b):
+            blk = a.reshape(a.shape[0], 4, H)
+            blk = (blk - blk.mean(-1, keepdims=True)) / np.sqrt(blk.var(-1, keepdims=True) + 1e-5)
+            return blk.reshape(a.shape) * g + b
+        sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+        a = (ln(x.numpy() @ p["weight_ih"].T, p["ln_weight_ih"], p["bias_ih"])
+             + ln(h.numpy() @ p["weight_hh"].T, p["ln_weight_hh"], p["bias_hh"]))
+        c_new = sig(a[:, H:2 * H]) * c.numpy() + sig(a[:, :H]) * np.tanh(a[:, 2 * H:3 * H])
+        h_new, c_got = cell(x, (h, c))
+        np.testing.assert_allclose(c_got.detach().numpy(), c_new, rtol=1e-12)
+        np.testing.assert_allclose(h_new.detach().numpy(), sig(a[:, 3 * H:]) * np.tanh(c_new), rtol=1e-12)
+
+    def test_names(self):
+        for cell in ("gru", "lstm"):
+            rnn = nt.make_rnn(cell, 3, 4, num_layers=2, bidirectional=True, layer_norm=True)
+            names = list(rnn.state_dict())
+            self.assertEqual(names[:6], ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0",
+                                         "ln_weight_ih_l0", "ln_weight_hh_l0"])
+            self.assertIn("ln_weight_hh_l1_reverse", names)
 
     def test_attention(self):
         for cfg in [dict(score="additive", attention_size=3), dict(score="general"),

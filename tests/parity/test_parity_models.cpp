@@ -72,7 +72,8 @@ const char* const kCases[] = {"bahdanau_gru",
                               "bahdanau_coverage",
                               "luong_concat_coverage",
                               "bahdanau_layer_norm",
-                              "luong_layer_norm_feed"};
+                              "luong_layer_norm_feed",
+                              "luong_lstm_layer_norm"};
 
 // A decoded result's attention (n, S_b) into the top-left corner of a zeroed (n_max, S) block.
 void place_attention(const Tensor& attention, TensorView out) {
@@ -339,6 +340,9 @@ TEST(ParityModels, BahdanauLayerNorm) {
 }
 TEST(ParityModels, LuongLayerNormInputFeeding) {
     check_model("luong_layer_norm_feed");
+}
+TEST(ParityModels, LuongLstmLayerNorm) {  // LSTM encoder, 2-layer LSTM decoder, input feeding
+    check_model("luong_lstm_layer_norm");
 }
 
 TEST(ParityModels, BahdanauCoverage) {

@@ -115,11 +115,12 @@ TEST(ParityNn, GRUCellLayerNorm) {
     check_gru_cell("gru_cell_layer_norm");
 }
 
-TEST(ParityNn, LSTMCell) {
-    Fixture f("lstm_cell");
+void check_lstm_cell(const std::string& name) {
+    Fixture f(name);
     Rng rng(1);
     LSTMCell cell({.input_size = f.config["input_size"].get<int>(),
-                   .hidden_size = f.config["hidden_size"].get<int>()},
+                   .hidden_size = f.config["hidden_size"].get<int>(),
+                   .layer_norm = f.config.value("layer_norm", false)},
                   rng);
     ParamList params;
     collect_params(cell.params, cell.grad, "", params);
@@ -140,6 +141,13 @@ TEST(ParityNn, LSTMCell) {
     f.expect_grad("c", d_c, kTol);
     f.expect_grads(params, kTol);
     f.expect_all_compared();
+}
+
+TEST(ParityNn, LSTMCell) {
+    check_lstm_cell("lstm_cell");
+}
+TEST(ParityNn, LSTMCellLayerNorm) {  // c' is not normalised; H = 16
+    check_lstm_cell("lstm_cell_layer_norm");
 }
 
 // The loss is a scalar, so R is one number: passed as grad_scale, the gradients are R·dL.
@@ -248,6 +256,9 @@ TEST(ParityNn, RNNGru2LayerBidirectional) {
 }
 TEST(ParityNn, RNNGruLayerNorm2LayerBidirectionalInitialState) {
     check_rnn("rnn_gru_layer_norm_2layer_bidir_init");
+}
+TEST(ParityNn, RNNLstmLayerNorm1LayerBidirectionalInitialState) {
+    check_rnn("rnn_lstm_layer_norm_1layer_bidir_init");
 }
 TEST(ParityNn, RNNLstm1LayerBidirectionalInitialState) {
     check_rnn("rnn_lstm_1layer_bidir_init");

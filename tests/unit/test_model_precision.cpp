@@ -287,10 +287,13 @@ TEST(ModelPrecision, PackedOnlyWeightsFailLoudly) {
 // Layer-normalised cells (nn/layer_norm.h) decode in bf16 / int8: the weight matrices are packed,
 // the LN gains (vectors) stay fp32 in the model and in a quantized file, the scores stay within
 // the bounds above, and a quantized file loaded for inference scores as set_precision does.
-TEST(ModelPrecision, LayerNormPackedAndQuantizedFile) {
+class LayerNormPrecision : public ::testing::TestWithParam<CellType> {};
+
+TEST_P(LayerNormPrecision, PackedAndQuantizedFile) {
     ModelConfig c = mid_config(DecoderKind::bahdanau, ScoreKind::additive);
     c.encoder.layer_norm = c.decoder.layer_norm = true;
     c.encoder.num_layers = 2;
+    c.encoder.cell = c.decoder.cell = GetParam();
     Seq2Seq m(c, 11);
     Rng rng(4);
     for (const ParamRef& r : m.parameters())
@@ -323,6 +326,10 @@ TEST(ModelPrecision, LayerNormPackedAndQuantizedFile) {
     }
     EXPECT_EQ(scores(m, b), ref);
 }
+
+INSTANTIATE_TEST_SUITE_P(Cells, LayerNormPrecision,
+                         ::testing::Values(CellType::gru, CellType::lstm),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
 
 }  // namespace
 }  // namespace test_model_precision

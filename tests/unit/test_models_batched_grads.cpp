@@ -140,6 +140,8 @@ TEST(BatchedDecoderGrads, EveryDecoderKindCellAndFeeding) {
             c.decoder.hidden_size = 16;
             c.decoder.input_feeding = kind == DecoderKind::luong;
             expect_same_grads(c, sampling, "layer norm, 2 layers");
+            c.encoder.cell = c.decoder.cell = CellType::lstm;
+            expect_same_grads(c, sampling, "layer norm lstm, 2 layers");
         }
     }
 }

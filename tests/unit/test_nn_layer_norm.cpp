@@ -5,7 +5,6 @@
 // error paths.
 #include "nazar/nn/gru_cell.h"
 #include "nazar/nn/layer_norm.h"
-#include "nazar/nn/rnn.h"
 #include "tests/common/test_util.h"
 
 #include <cmath>
@@ -145,10 +144,6 @@ TEST(LayerNorm, ErrorPaths) {
     EXPECT_THROW(layer_norm::blocks_forward(a, 3, gamma, {}, xhat, Tensor({2, 3})), Error);
     Tensor dg({6});
     EXPECT_THROW(layer_norm::blocks_backward(a, 3, gamma, Tensor({1, 6}), rstd, dg, {}), Error);
-    Rng rng(1);
-    const RNN::Config lstm{
-        .cell = CellType::lstm, .input_size = 2, .hidden_size = 2, .layer_norm = true};
-    EXPECT_THROW(RNN(lstm, rng), Error);
 }
 
 }  // namespace test_nn_layer_norm

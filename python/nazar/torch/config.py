@@ -48,9 +48,6 @@ def model_config(config):
                          "use 'general'")
     if d["deep_output"] and d["kind"] == "luong":
         raise ValueError("deep_output is for the bahdanau decoder")
-    for side in ("encoder", "decoder"):
-        if cfg[side]["layer_norm"] and cfg[side]["cell"] == "lstm":
-            raise ValueError("layer_norm is implemented for the GRU cell only")
     if d["input_feeding"] and d["kind"] == "bahdanau":
         raise ValueError("input_feeding is for the luong decoder")
     if effective_bridge(cfg) == "backward-first" and not cfg["encoder"]["bidirectional"]:

@@ -7,7 +7,7 @@ import torch.nn as nn
 from .attention import Attention
 from .config import (DEFAULT_CONFIG, attention_config, config_json, effective_bridge, effective_timing,
                      encoder_output_size, generator_input_size, model_config)
-from .layers import LayerNormGRU, make_rnn
+from .layers import make_rnn
 from .weights import dequantize, load_safetensors, save_safetensors
 
 
@@ -93,7 +93,7 @@ class Decoder(nn.Module):
         self.embedding = nn.Embedding(cfg["tgt_vocab_size"], E)
         self.layer_norm = d["layer_norm"]
         if self.layer_norm:  # explicit ops (layers.py), the same names plus ln_weight_*
-            self.rnn = LayerNormGRU(E + F, H, num_layers=self.L, dropout=d["dropout"])
+            self.rnn = make_rnn(d["cell"], E + F, H, layer_norm=True, num_layers=self.L, dropout=d["dropout"])
         else:
             rnn = {"gru": nn.GRU, "lstm": nn.LSTM}[d["cell"]]
             self.rnn = rnn(E + F, H, num_layers=self.L, batch_first=True, dropout=d["dropout"])
@@ -116,7 +116,9 @@ class Decoder(nn.Module):
         elif self.feeding:
             x.append(state.feed)
         x = torch.cat(x, -1)[:, None, :]  # (N, 1, E + F)
-        if self.cell == "lstm":
+        if self.cell == "lstm" and self.layer_norm:
+            _, (h, c) = self.rnn(x, None, (state.h, state.c))
+        elif self.cell == "lstm":
             _, (h, c) = self.rnn(x, (state.h, state.c))
         elif self.layer_norm:
             _, h = self.rnn(x, None, state.h)

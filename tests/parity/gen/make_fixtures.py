@@ -101,6 +101,18 @@ def _gru_cell_layer_norm(g):  # H = 16: the vector widths of the fused kernels
             {"input_size": 20, "hidden_size": 16, "layer_norm": True})
 
 
+@case("lstm_cell_layer_norm")
+def _lstm_cell_layer_norm(g):  # H = 16: the vector widths of the fused kernels
+    m = nt.LayerNormLSTMCell(20, 16)
+    _random_gains(g, m)
+
+    def run(m, i):
+        h, c = m(i["x"], (i["h"], i["c"]))
+        return {"h_new": h, "c_new": c}
+    return (m, {"x": rand(g, 3, 20), "h": rand(g, 3, 16), "c": rand(g, 3, 16)}, run,
+            {"input_size": 20, "hidden_size": 16, "layer_norm": True})
+
+
 @case("lstm_cell")
 def _lstm_cell(g):
     m = nt.LSTMCell(5, 4)
@@ -182,6 +194,11 @@ def _rnn_gru_2b(g):
 @case("rnn_gru_layer_norm_2layer_bidir_init")
 def _rnn_gru_ln(g):
     return _rnn(g, "gru", 2, True, True, [6, 4, 1], H=16, layer_norm=True)
+
+
+@case("rnn_lstm_layer_norm_1layer_bidir_init")
+def _rnn_lstm_ln(g):
+    return _rnn(g, "lstm", 1, True, True, [5, 2, 4], H=16, layer_norm=True)
 
 
 @case("rnn_lstm_1layer_bidir_init")

@@ -132,9 +132,10 @@ CASES = {
     "luong_concat_coverage": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "luong", "hidden_size": 5},
                                "attention": {"score": "concat", "attention_size": 4, "coverage": True}},
                               0.0, SRC_LENGTHS, TGT_LENGTHS),
-    # layer-normalised GRU cells (gains drawn at random: nazar initialises them to 1): a 2-layer
-    # bidirectional encoder and a 2-layer Bahdanau decoder (layer 0 reads [e_t ; c_t]); Luong with
-    # input feeding; sizes of 16 and more so that the vector widths are used
+    # layer-normalised cells (gains drawn at random: nazar initialises them to 1): GRU with a 2-layer
+    # bidirectional encoder and a 2-layer Bahdanau decoder (layer 0 reads [e_t ; c_t]); GRU Luong
+    # with input feeding; LSTM 2+2 layers with input feeding; sizes of 16 and more so that the
+    # vector widths are used
     "bahdanau_layer_norm": ({"encoder": {"hidden_size": 16, "num_layers": 2, "layer_norm": True},
                              "decoder": {"kind": "bahdanau", "hidden_size": 16, "num_layers": 2, "layer_norm": True},
                              "attention": {"score": "additive", "attention_size": 8}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
@@ -142,6 +143,10 @@ CASES = {
                                "decoder": {"kind": "luong", "hidden_size": 17, "input_feeding": True,
                                            "layer_norm": True},
                                "attention": {"score": "general"}}, 0.1, SRC_LENGTHS, TGT_LENGTHS),
+    "luong_lstm_layer_norm": ({"encoder": {"cell": "lstm", "hidden_size": 8, "layer_norm": True},
+                               "decoder": {"kind": "luong", "cell": "lstm", "hidden_size": 16, "num_layers": 2,
+                                           "input_feeding": True, "layer_norm": True},
+                               "attention": {"score": "general"}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
     # an empty source sentence (S_b = 0): zero encoder states, mean bridge 0, empty local-p window
     "empty_source": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "luong", "hidden_size": 5},
                       "attention": {"score": "general", "local": "local-p", "window": 1}},
