@@ -309,6 +309,8 @@ json to_json(const ModelConfig& cfg) {
     // written only when on, so that a model without it keeps its JSON byte for byte
     if (cfg.attention.coverage) j["attention"]["coverage"] = true;
     if (cfg.copy_attention) j["copy_attention"] = true;
+    if (cfg.encoder.layer_norm) j["encoder"]["layer_norm"] = true;
+    if (cfg.decoder.layer_norm) j["decoder"]["layer_norm"] = true;
     return j;
 }
 
@@ -385,6 +387,7 @@ ModelConfig model_config_from_json(const json& j) {
         re.get("num_layers", cfg.encoder.num_layers);
         re.get("bidirectional", cfg.encoder.bidirectional);
         re.get("dropout", cfg.encoder.dropout);
+        re.get("layer_norm", cfg.encoder.layer_norm);
         re.finish();
     }
     if (const json* d = r.object("decoder")) {
@@ -400,6 +403,7 @@ ModelConfig model_config_from_json(const json& j) {
         rd.get("input_feeding", dc.input_feeding);
         rd.get("deep_output", dc.deep_output);
         rd.get("deep_output_size", dc.deep_output_size);
+        rd.get("layer_norm", dc.layer_norm);
         rd.finish();
     }
     if (const json* a = r.object("attention")) {

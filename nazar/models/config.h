@@ -13,8 +13,9 @@
 //                   "attention_size": 0, "position_size": 0, "coverage": false},
 //     "tie_target_embeddings": false,
 //     "special_ids": {"pad": 0, "unk": 1, "bos": 2, "eos": 3} }
-// to_json writes every key, so from_json(to_json(c)) == c exactly; "coverage" only when true
-// (the JSON of a model without it is what it was before coverage existed).
+// to_json writes every key, so from_json(to_json(c)) == c exactly; "coverage", "copy_attention"
+// and the encoder's / decoder's "layer_norm" only when true (the JSON of a model without them is
+// what it was before they existed).
 //
 // Derived sizes (docs/shapes.md letters): C = encoder.hidden_size · (bidirectional ? 2 : 1) (d_h),
 // H = decoder.hidden_size (d_s), A = attention_size or H when 0, P = position_size or H when 0,
@@ -60,7 +61,9 @@ struct EncoderConfig {
     int hidden_size = 256;  // per direction
     int num_layers = 1;
     bool bidirectional = true;
-    float dropout = 0.0f;  // between layers (train mode), as torch.nn.GRU
+    float dropout = 0.0f;     // between layers (train mode), as torch.nn.GRU
+    bool layer_norm = false;  // layer-normalised cells (nn/gru_cell.h, lstm_cell.h); JSON key
+                              // written when true
 };
 
 struct DecoderConfig {
@@ -74,6 +77,8 @@ struct DecoderConfig {
     bool input_feeding = false;  // luong only: x_t = [Emb(y_{t-1}); s̃_{t-1}], s̃_{-1} = 0
     bool deep_output = false;    // bahdanau only: o_t = tanh(L_s s_t + L_y Emb(y_{t-1}) + L_c c_t)
     int deep_output_size = 0;    // size of o_t with deep output; 0 = H
+    bool layer_norm = false;     // layer-normalised cells (nn/gru_cell.h, lstm_cell.h); JSON
+                                 // key written when true
 };
 
 struct SpecialIds {

@@ -38,10 +38,16 @@ Decoder::Decoder(const ModelConfig& cfg, Rng& rng, ParamMode mode)
     for (int l = 0; l < L; ++l) {
         const int in = l == 0 ? E + feed_ : H;
         if (cell == CellType::gru)
-            gru.emplace_back(GRUCell::Config{.input_size = in, .hidden_size = H, .bias = true}, rng,
-                             mode);
+            gru.emplace_back(GRUCell::Config{.input_size = in,
+                                             .hidden_size = H,
+                                             .bias = true,
+                                             .layer_norm = cfg.decoder.layer_norm},
+                             rng, mode);
         else
-            lstm.emplace_back(LSTMCell::Config{.input_size = in, .hidden_size = H, .bias = true},
+            lstm.emplace_back(LSTMCell::Config{.input_size = in,
+                                               .hidden_size = H,
+                                               .bias = true,
+                                               .layer_norm = cfg.decoder.layer_norm},
                               rng, mode);
     }
     if (kind == DecoderKind::luong)
@@ -160,12 +166,15 @@ void Decoder::cells_step_forward(ConstTensorView h_prev,  // (L, N, H)
             if (feed_ > 0)  // rows E.. of W_ihᵀ are W_fᵀ
                 gemm_xwt(N, GH, feed_, 1.0f, cache.x0.data() + E, I0, p.weight_ih.data() + E, I0,
                          wt(src.wih_t, 0, E), 1.0f, gi0.data(), GH);
-            if (cell == CellType::gru)
+            if (cell == CellType::gru) {
+                gru[0].normalize_input(gi0, cache.gru[0]);  // LN: after the whole product
                 gru[0].forward_projected(gi0, h_prev.select(0), h_new.select(0), cache.gru[0], {},
                                          wt(src.whh_t, 0));
-            else
+            } else {
+                lstm[0].normalize_input(gi0, cache.lstm[0]);
                 lstm[0].forward_projected(gi0, h_prev.select(0), c_prev.select(0), h_new.select(0),
                                           c_new.select(0), cache.lstm[0], {}, wt(src.whh_t, 0));
+            }
         } else if (cell == CellType::gru) {
             gru[l].forward(x, h_prev.select(l), h_new.select(l), cache.gru[l], {}, wt(src.wih_t, l),
                            wt(src.whh_t, l));
@@ -218,9 +227,11 @@ void Decoder::project_embeddings(ConstTensorView emb, TensorView gi0) const {
     NZ_CHECK_SHAPE(gi0, {T, N, GH});
     const RNNCellParams& p = cell == CellType::gru ? gru[0].params : lstm[0].params;
     // gi0 = e W_eᵀ + b_ih over all T·N rows (W_e = W_ih[:, :E], leading dimension I0)
-    // (the bias rows written over the pool, not on this thread: 2240 rows are 14 MB)
+    // (the bias rows written over the pool, not on this thread: 2240 rows are 14 MB).
+    // Layer norm: gi0 = e W_eᵀ; the step normalises the whole product, then adds b_ih.
     gemm_xwt_bias(T * N, GH, E, emb.data(), E, p.weight_ih.data(), I0, {},
-                  p.bias_ih.numel() > 0 ? p.bias_ih.data() : nullptr, gi0.data(), GH);
+                  p.bias_ih.numel() > 0 && !p.layer_norm() ? p.bias_ih.data() : nullptr, gi0.data(),
+                  GH);
 }
 
 void Decoder::outputs_forward(ConstTensorView h_all, const EncodedSource& src,
@@ -289,6 +300,12 @@ void Decoder::collect(const std::string& prefix, ParamList& out) {
         out.push_back({base + "weight_hh" + k, &p.weight_hh, grad_or_null(g.weight_hh)});
         out.push_back({base + "bias_ih" + k, &p.bias_ih, grad_or_null(g.bias_ih)});
         out.push_back({base + "bias_hh" + k, &p.bias_hh, grad_or_null(g.bias_hh)});
+        if (p.layer_norm()) {
+            out.push_back(
+                {base + "ln_weight_ih" + k, &p.ln_weight_ih, grad_or_null(g.ln_weight_ih)});
+            out.push_back(
+                {base + "ln_weight_hh" + k, &p.ln_weight_hh, grad_or_null(g.ln_weight_hh)});
+        }
     }
     if (kind == DecoderKind::luong)
         collect_params(combine.params, combine.grad, prefix + "combine.", out);

@@ -107,7 +107,7 @@ struct DecoderOutputsCache {
 // A SequenceBackward's storage (sequence_backward.h). The pass owns it while it runs; the
 // Decoder keeps it between passes only so that it stops allocating after the first batch.
 struct SequenceBackwardBuffers {
-    std::vector<Tensor> d_gi, d_gh;  // [L] (chunk, N, G·H) gate gradients (LSTM: d_gi only)
+    std::vector<Tensor> d_gi, d_gh;  // [L] (chunk, N, G·H) gate gradients (LSTM w/o LN: d_gi)
     Tensor d_z;                      // (chunk, N, H)  Luong combine: d (W_c [s; c])
     Tensor d_u, d_pre;               // (chunk, N, A), (chunk, N, P)  attention query side
     Tensor gather;                   // (chunk, N, w)  per-step inputs made contiguous
@@ -123,7 +123,7 @@ struct SequenceBackwardBuffers {
 // pass's chunk buffers. The step writes its pre-activation gradients there and computes only
 // the data gradients the recurrence needs; the pass turns the rows into weight gradients.
 struct DeferredStep {
-    std::span<Tensor> d_gi, d_gh;         // [L] (chunk, N, G·H) gate gradients (d_gh: GRU)
+    std::span<Tensor> d_gi, d_gh;         // [L] (chunk, N, G·H) gate gradients (d_gh: GRU, LN)
     int row = 0;                          // this step's row of the chunk buffers (its first n)
     TensorView d_z;                       // (N, H)  Luong combine: d (W_c [s; c]) of this step
     AttentionQueryGrad* query = nullptr;  // query-side rows, or null (no query weights)
@@ -164,13 +164,17 @@ public:
         DecoderStepCache& cache,  // out
         Rng& rng, Mode mode,
         TensorView gi0 = {}) const;  // (N, G·H) e_t W_eᵀ + b_ih from project_embeddings, or
-                                     // empty (computed here); += f_t W_fᵀ in place
+                                     // empty (computed here); += f_t W_fᵀ in place (layer
+                                     // norm: e_t W_eᵀ, then normalised and biased in place)
 
     // Teacher forcing (inputs known in advance): the embedding half of layer 0's input
     // projection for all T steps as one GEMM (W_ih = [W_e | W_f] column blocks):
     //   gi0[t] = e_t W_eᵀ + b_ih;  step_forward(t, ..., gi0[t]) then adds only f_t W_fᵀ.
     int gate_size() const { return (cell == CellType::gru ? 3 : 4) * H; }  // G·H
-    void project_embeddings(ConstTensorView emb,                           // (T, N, E)
+    bool layer_norm() const {                                              // layer-normalised cells
+        return (cell == CellType::gru ? gru[0].params : lstm[0].params).layer_norm();
+    }
+    void project_embeddings(ConstTensorView emb,    // (T, N, E)
                             TensorView gi0) const;  // (T, N, G·H) overwritten
 
     // Backward of step_forward, the per-step reference: every gradient, weights included, is

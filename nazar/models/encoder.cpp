@@ -16,7 +16,8 @@ Encoder::Encoder(const ModelConfig& cfg, Rng& rng, ParamMode mode)
            .num_layers = cfg.encoder.num_layers,
            .bias = true,
            .bidirectional = cfg.encoder.bidirectional,
-           .dropout = cfg.encoder.dropout},
+           .dropout = cfg.encoder.dropout,
+           .layer_norm = cfg.encoder.layer_norm},
           rng, mode) {}
 
 void Encoder::forward(std::span<const int32_t> src, std::span<const int> lengths,

@@ -32,11 +32,15 @@ using ShapeFn = std::function<void(const std::string&, const Shape&)>;
 
 // torch.nn.GRU/LSTM cell parameters of one layer-direction (nn/rnn.h, nn/gru_cell.cpp).
 void rnn_cell(const ShapeFn& f, const std::string& base, const std::string& suffix, int64_t gates,
-              int64_t in, int64_t hidden) {
+              int64_t in, int64_t hidden, bool layer_norm) {
     f(base + "weight_ih" + suffix, Shape{gates * hidden, in});
     f(base + "weight_hh" + suffix, Shape{gates * hidden, hidden});
     f(base + "bias_ih" + suffix, Shape{gates * hidden});
     f(base + "bias_hh" + suffix, Shape{gates * hidden});
+    if (layer_norm) {  // the LN gains (nn/gru_cell.h), after the cell's four tensors
+        f(base + "ln_weight_ih" + suffix, Shape{gates * hidden});
+        f(base + "ln_weight_hh" + suffix, Shape{gates * hidden});
+    }
 }
 
 int64_t gates(CellType c) {
@@ -97,7 +101,7 @@ void visit_param_shapes(const ModelConfig& cfg, const ShapeFn& f) {
     for (int k = 0; k < cfg.encoder.num_layers; ++k)
         for (int d = 0; d < Dn; ++d)
             rnn_cell(f, "encoder.rnn.", "_l" + std::to_string(k) + (d ? "_reverse" : ""),
-                     gates(cfg.encoder.cell), k == 0 ? E : C, Hn);
+                     gates(cfg.encoder.cell), k == 0 ? E : C, Hn, cfg.encoder.layer_norm);
     // bridge: Linear(in, L·H) unless zero
     const BridgeKind bridge = effective_bridge(cfg);
     if (bridge != BridgeKind::zero) {
@@ -111,7 +115,7 @@ void visit_param_shapes(const ModelConfig& cfg, const ShapeFn& f) {
     const int64_t feed = luong ? (cfg.decoder.input_feeding ? H : 0) : C;
     for (int64_t l = 0; l < L; ++l)
         rnn_cell(f, "decoder.rnn.", "_l" + std::to_string(l), gates(cfg.decoder.cell),
-                 l == 0 ? E + feed : H, H);
+                 l == 0 ? E + feed : H, H, cfg.decoder.layer_norm);
     if (luong) f("decoder.combine.weight", Shape{H, H + C});
     if (cfg.decoder.deep_output) {
         f("decoder.deep_output.state.weight", Shape{d_out, H});

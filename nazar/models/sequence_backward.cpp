@@ -74,7 +74,7 @@ void SequenceBackward::size_buffers() {
     buf_.d_gh.resize(d.L);
     for (int l = 0; l < d.L; ++l) {  // every step writes its whole (N, ·) blocks: no zeroing
         buf_.d_gi[l].resize({CH, N, GH}, false);
-        if (d.cell == CellType::gru) buf_.d_gh[l].resize({CH, N, GH}, false);
+        if (d.cell == CellType::gru || d.layer_norm()) buf_.d_gh[l].resize({CH, N, GH}, false);
     }
     if (d.kind == DecoderKind::luong) buf_.d_z.resize({CH, N, d.H}, false);
     const AttentionConfig& ac = attention_.cfg;
@@ -331,8 +331,10 @@ void SequenceBackward::flush_cells(int t0, int t1) {
             return l == 0 ? fwd_.steps[t].x0.view() : fwd_.steps[t].layer_in[l].view();
         });
         cell_project_input_backward(params(l), g, d_gi, x, TensorView());
-        // gh = h W_hhᵀ + b_hh  =>  grad.W_hh += Σ_t d_gh[t]ᵀ s^l_{t-1}   (LSTM: d_gh = d_gi)
-        const TensorView d_gh = d.cell == CellType::gru ? pack(buf_.d_gh[l], t0, t1) : d_gi;
+        // gh = h W_hhᵀ + b_hh  =>  grad.W_hh += Σ_t d_gh[t]ᵀ s^l_{t-1}   (LSTM without layer
+        // norm: d_gh = d_gi)
+        const TensorView d_gh =
+            d.cell == CellType::gru || d.layer_norm() ? pack(buf_.d_gh[l], t0, t1) : d_gi;
         cell_add_recurrent_backward(params(l), g, d_gh, states(l, t0, t1), TensorView());
     }
     // s̃ = tanh(W_c [s; c])  =>  grad.W_c += Σ_t d_z[t]ᵀ [s_t; c_t]   (split outputs: finish)

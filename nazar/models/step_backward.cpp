@@ -120,10 +120,12 @@ void Decoder::cells_step_backward(ConstTensorView h_prev, ConstTensorView c_prev
                 gru[l].backward_data(d_h_new.select(l), h_prev.select(l), cache.gru[l], d_gi,
                                      def->d_gh[l].select(def->row).slice(0, N), d_x_now,
                                      d_h_prev.select(l));
-            else
-                lstm[l].backward_data(d_h_new.select(l), d_c_new.select(l), c_prev.select(l),
-                                      cache.lstm[l], d_gi, d_x_now, d_h_prev.select(l),
-                                      d_c_prev.select(l));
+            else  // layer norm: the two products' gate gradients apart (d_gh)
+                lstm[l].backward_data(
+                    d_h_new.select(l), d_c_new.select(l), c_prev.select(l), cache.lstm[l], d_gi,
+                    d_x_now, d_h_prev.select(l), d_c_prev.select(l), {},
+                    lstm[l].params.layer_norm() ? def->d_gh[l].select(def->row).slice(0, N)
+                                                : TensorView());
             if (l == 0 && feed_ > 0) {
                 const int GH = gate_size();
                 const RNNCellParams& p = cell == CellType::gru ? gru[0].params : lstm[0].params;

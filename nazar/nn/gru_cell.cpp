@@ -5,6 +5,7 @@
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
 #include "nazar/nn/absent.h"
+#include "nazar/nn/layer_norm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +17,7 @@ constexpr int64_t kGateRows = 16;  // rows per parallel chunk of the fused gate 
 }  // namespace
 
 RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, bool bias, Rng* rng,
-                                   ParamMode mode) {
+                                   ParamMode mode, bool layer_norm) {
     NZ_CHECK(input_size > 0 && hidden_size > 0,
              "recurrent cell: sizes must be positive, got input {} hidden {}", input_size,
              hidden_size);
@@ -39,6 +40,14 @@ RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, b
             if (!absent(t)) rng->fill_uniform(t, -k, k);
         });
     }
+    if (layer_norm) {  // after the draws: γ = 1 (training values), 0 (a gradient), placeholders
+        p.ln_weight_ih = make_param({GH}, mode);
+        p.ln_weight_hh = make_param({GH}, mode);
+        if (rng && mode == ParamMode::training) {
+            p.ln_weight_ih.fill(1.0f);
+            p.ln_weight_hh.fill(1.0f);
+        }
+    }
     return p;
 }
 
@@ -57,9 +66,9 @@ void cell_project_input(const RNNCellParams& p, ConstTensorView x, TensorView gi
     NZ_CHECK(xm.dim(0) == gm.dim(0), "cell_project_input: {} rows of x but {} of gi", xm.dim(0),
              gm.dim(0));
     if (xm.dim(0) == 0) return;
-    // gi = x W_ihᵀ (+ b_ih)
+    // gi = x W_ihᵀ (+ b_ih; with LN the bias is added after normalising)
     gemm_xwt_bias(xm.dim(0), GH, I, xm.data(), I, p.weight_ih.data(), I, wih_t,
-                  absent(p.bias_ih) ? nullptr : p.bias_ih.data(), gm.data(), GH);
+                  absent(p.bias_ih) || p.layer_norm() ? nullptr : p.bias_ih.data(), gm.data(), GH);
 }
 
 void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad, ConstTensorView d_gi,
@@ -73,7 +82,7 @@ void cell_project_input_backward(const RNNCellParams& p, RNNCellParams& grad, Co
     if (xm.dim(0) == 0) return;
     // gi = x W_ihᵀ + b_ih   =>   d_W_ih += d_giᵀ x;  d_b_ih += Σ_rows d_gi;  d_x += d_gi W_ih
     gemm(dm, true, xm, false, grad.weight_ih, 1.0f, 1.0f);
-    if (!absent(p.bias_ih)) kernels::sum_rows_into(dm, grad.bias_ih);
+    if (!absent(p.bias_ih) && !p.layer_norm()) kernels::sum_rows_into(dm, grad.bias_ih);
     if (!absent(d_x)) {
         NZ_CHECK(d_x.shape() == x.shape(), "cell_project_input_backward: d_x {} vs x {}",
                  d_x.shape().str(), x.shape().str());
@@ -89,7 +98,7 @@ void cell_add_recurrent(const RNNCellParams& p, ConstTensorView h, TensorView a,
         "cell_add_recurrent: h {} and a {} do not fit weight_hh {}", h.shape().str(),
         a.shape().str(), p.weight_hh.shape().str());
     if (h.dim(0) == 0) return;
-    if (!absent(p.bias_hh)) kernels::add_bias_rows(a, p.bias_hh);
+    if (!absent(p.bias_hh) && !p.layer_norm()) kernels::add_bias_rows(a, p.bias_hh);
     gemm_xwt(h.dim(0), GH, H, 1.0f, h.data(), H, p.weight_hh.data(), H, whh_t, 1.0f, a.data(),
              GH);  // a += h W_hhᵀ
 }
@@ -104,7 +113,7 @@ void cell_add_recurrent_backward(const RNNCellParams& p, RNNCellParams& grad, Co
     if (hm.dim(0) == 0) return;
     // a += h W_hhᵀ + b_hh   =>   d_W_hh += d_aᵀ h;  d_b_hh += Σ_rows d_a;  d_h += d_a W_hh
     gemm(dm, true, hm, false, grad.weight_hh, 1.0f, 1.0f);
-    if (!absent(p.bias_hh)) kernels::sum_rows_into(dm, grad.bias_hh);
+    if (!absent(p.bias_hh) && !p.layer_norm()) kernels::sum_rows_into(dm, grad.bias_hh);
     if (!absent(d_h)) {
         NZ_CHECK(d_h.shape() == h.shape(), "cell_add_recurrent_backward: d_h {} vs h {}",
                  d_h.shape().str(), h.shape().str());
@@ -223,12 +232,35 @@ void gates_backward(ConstTensorView d_h_new, ConstTensorView h, ConstTensorView 
 }  // namespace gru
 
 GRUCell::GRUCell(Config c, Rng& rng, ParamMode mode) : cfg(c) {
-    params = make_rnn_cell_params(3, cfg.input_size, cfg.hidden_size, cfg.bias, &rng, mode);
-    grad = make_rnn_cell_params(3, cfg.input_size, cfg.hidden_size, cfg.bias, nullptr, mode);
+    params = make_rnn_cell_params(3, cfg.input_size, cfg.hidden_size, cfg.bias, &rng, mode,
+                                  cfg.layer_norm);
+    grad = make_rnn_cell_params(3, cfg.input_size, cfg.hidden_size, cfg.bias, nullptr, mode,
+                                cfg.layer_norm);
 }
 
 void GRUCell::project_input(ConstTensorView x, TensorView gi) const {
     cell_project_input(params, x, gi);
+}
+
+void GRUCell::normalize_input(TensorView gi, GRUStepCache& cache) const {
+    if (!params.layer_norm()) return;
+    const int N = gi.dim(0), H = cfg.hidden_size;
+    NZ_CHECK_SHAPE(gi, {N, 3 * H});
+    cache.ln_i.resize({N, 3 * H}, false);
+    cache.rstd_i.resize({N, 3}, false);
+    // gi = LN(x W_ihᵀ; γ_ih) + b_ih
+    layer_norm::blocks_forward(gi, H, params.ln_weight_ih, params.bias_ih, cache.ln_i,
+                               cache.rstd_i);
+}
+
+// d_gi, d_gh: the normalised sums' gradients in, the bare products' out (layer_norm.h); the
+// gains' and biases' gradients into g.
+static void ln_backward(const RNNCellParams& p, RNNCellParams& g, const GRUStepCache& cache, int H,
+                        TensorView d_gi, TensorView d_gh) {
+    layer_norm::blocks_backward(d_gh, H, p.ln_weight_hh, cache.ln_h, cache.rstd_h, g.ln_weight_hh,
+                                g.bias_hh);
+    layer_norm::blocks_backward(d_gi, H, p.ln_weight_ih, cache.ln_i, cache.rstd_i, g.ln_weight_ih,
+                                g.bias_ih);
 }
 
 void GRUCell::project_input_backward(ConstTensorView d_gi, ConstTensorView x, TensorView d_x) {
@@ -243,13 +275,20 @@ void GRUCell::forward_projected(ConstTensorView gi, ConstTensorView h, TensorVie
     NZ_CHECK_SHAPE(gi, {N, 3 * H});
     // gh = (0 + b_hh) + h W_hhᵀ: the bias rows written once (no zero fill, no add pass), then
     // the product accumulated onto them, the same sums as adding into a zeroed buffer
-    cache.gates.resize({N, 3 * H}, absent(params.bias_hh));
+    const bool ln = params.layer_norm();
+    cache.gates.resize({N, 3 * H}, absent(params.bias_hh) || ln);
     cache.gh_n.resize({N, H}, false);
-    if (N > 0 && !absent(params.bias_hh)) {
+    if (N > 0 && !absent(params.bias_hh) && !ln) {
         gemm_xwt_bias(N, 3 * H, H, h.data(), H, params.weight_hh.data(), H, whh_t,
                       params.bias_hh.data(), cache.gates.data(), 3 * H);
     } else {
         cell_add_recurrent(params, h, cache.gates, whh_t);
+    }
+    if (ln) {  // gh = LN(h W_hhᵀ; γ_hh) + b_hh
+        cache.ln_h.resize({N, 3 * H}, false);
+        cache.rstd_h.resize({N, 3}, false);
+        layer_norm::blocks_forward(cache.gates, H, params.ln_weight_hh, params.bias_hh, cache.ln_h,
+                                   cache.rstd_h);
     }
     gru::gates_forward(gi, h, cache.gates, cache.gh_n, h_new, mask);
 }
@@ -263,6 +302,9 @@ void GRUCell::backward_projected(ConstTensorView d_h_new, ConstTensorView h,
     d_gh_.resize({N, 3 * H}, false);
     gru::gates_backward(d_h_new, h, cache.gates, cache.gh_n, d_gi_, d_gh_, d_h, mask);
     kernels::axpy(d_gi_.numel(), 1.0f, d_gi_.data(), d_gi.data());
+    if (params.layer_norm())
+        layer_norm::blocks_backward(d_gh_, H, params.ln_weight_hh, cache.ln_h, cache.rstd_h,
+                                    grad.ln_weight_hh, grad.bias_hh);
     cell_add_recurrent_backward(params, grad, d_gh_, h, d_h);
 }
 
@@ -273,6 +315,7 @@ void GRUCell::forward(ConstTensorView x, ConstTensorView h, TensorView h_new, GR
              h.shape().str(), cfg.input_size);
     cache.gi.resize({x.dim(0), 3 * cfg.hidden_size}, false);
     cell_project_input(params, x, cache.gi, wih_t);
+    normalize_input(cache.gi, cache);
     forward_projected(cache.gi, h, h_new, cache, mask, whh_t);
 }
 
@@ -284,17 +327,19 @@ void GRUCell::backward(ConstTensorView d_h_new, ConstTensorView x, ConstTensorVi
     d_gi_.resize({N, 3 * H}, false);
     d_gh_.resize({N, 3 * H}, false);
     gru::gates_backward(d_h_new, h, cache.gates, cache.gh_n, d_gi_, d_gh_, d_h, mask);
+    if (params.layer_norm()) ln_backward(params, grad, cache, H, d_gi_, d_gh_);
     cell_add_recurrent_backward(params, grad, d_gh_, h, d_h);
     cell_project_input_backward(params, grad, d_gi_, x, d_x);
 }
 
 void GRUCell::backward_data(ConstTensorView d_h_new, ConstTensorView h, const GRUStepCache& cache,
                             TensorView d_gi, TensorView d_gh, TensorView d_x, TensorView d_h,
-                            StepMask mask) const {
+                            StepMask mask) {
     const int N = h.dim(0), H = cfg.hidden_size;
     NZ_CHECK_SHAPE(d_gi, {N, 3 * H});
     NZ_CHECK_SHAPE(d_gh, {N, 3 * H});
     gru::gates_backward(d_h_new, h, cache.gates, cache.gh_n, d_gi, d_gh, d_h, mask);
+    if (params.layer_norm()) ln_backward(params, grad, cache, H, d_gi, d_gh);
     // gh = h W_hhᵀ + b_hh  =>  d_h += d_gh W_hh;   gi = x W_ihᵀ + b_ih  =>  d_x += d_gi W_ih
     gemm(d_gh, false, params.weight_hh, false, d_h, 1.0f, 1.0f);
     if (!absent(d_x)) {

@@ -9,6 +9,12 @@
 // Two ways to step: from a precomputed projection gi (the RNN computes gi for all T steps in
 // one GEMM) or from a raw input x (decoders feed [emb; context] step by step). The gate math
 // is one fused pass (gru::gates_forward / gates_backward) shared by both and by the RNN.
+// Layer normalisation (Config::layer_norm; Ba et al. 2016, docs/spec.md §2.3): the two products
+// are normalised per gate block (layer_norm.h) before the biases, which become the LN shift:
+//   gi = LN(x W_ihᵀ; γ_ih) + b_ih     gh = LN(h W_hhᵀ; γ_hh) + b_hh     (gates as above)
+// γ_ih, γ_hh = ln_weight_ih / ln_weight_hh (3H each, initialised to 1). With it, gi / gh below
+// mean these normalised sums, and the affine helpers (cell_project_input ...) compute the bare
+// products x W_ihᵀ / h W_hhᵀ, the bias being added by the normalisation.
 // Per-step caches are owned by the caller (one per step). Rows can be masked (StepMask):
 // a masked row keeps its state (h' = h) and receives no gate gradient, which is how padded
 // positions of a right-padded batch leave the recurrence untouched.
@@ -35,28 +41,39 @@ namespace nazar {
 // stacked along dim 0, exactly as torch.nn.GRUCell / LSTMCell (and one layer-direction of
 // torch.nn.GRU / LSTM) store them.
 struct RNNCellParams {
-    Tensor weight_ih{Shape{0}};  // (G·H, I)
-    Tensor weight_hh{Shape{0}};  // (G·H, H)
-    Tensor bias_ih{Shape{0}};    // (G·H), empty when the cell has no bias
-    Tensor bias_hh{Shape{0}};    // (G·H), empty when the cell has no bias
+    Tensor weight_ih{Shape{0}};     // (G·H, I)
+    Tensor weight_hh{Shape{0}};     // (G·H, H)
+    Tensor bias_ih{Shape{0}};       // (G·H), empty when the cell has no bias
+    Tensor bias_hh{Shape{0}};       // (G·H), empty when the cell has no bias
+    Tensor ln_weight_ih{Shape{0}};  // (G·H) LN gains γ_ih; empty without layer normalisation
+    Tensor ln_weight_hh{Shape{0}};  // (G·H) LN gains γ_hh; empty without layer normalisation
+
+    // Layer-normalised (the gains' shape, so also true for an inference model's placeholders).
+    bool layer_norm() const { return ln_weight_ih.numel() > 0; }
 
     template <class F>
-    void visit(F&& f) {  // torch.nn.GRUCell / LSTMCell state_dict names
+    void visit(F&& f) {  // torch.nn.GRUCell / LSTMCell state_dict names, then the LN gains
         f("weight_ih", weight_ih);
         f("weight_hh", weight_hh);
         f("bias_ih", bias_ih);
         f("bias_hh", bias_hh);
+        f("ln_weight_ih", ln_weight_ih);  // absent (skipped by collect_params) without LN
+        f("ln_weight_hh", ln_weight_hh);
     }
 };
 
 // Allocates an RNNCellParams of G gates (values ~ U(-1/sqrt(H), 1/sqrt(H)) from rng, or zeros
 // when rng is null — that is how the matching `grad` is made). ParamMode::inference
 // (core/params.h): placeholders and no draws (rng set), or an all-absent gradient (rng null).
+// layer_norm adds the gains ln_weight_ih / ln_weight_hh, set to 1 (drawn from nothing, after
+// the other tensors' draws, so the rng stream is the one a cell without LN sees).
 RNNCellParams make_rnn_cell_params(int gates, int input_size, int hidden_size, bool bias, Rng* rng,
-                                   ParamMode mode = ParamMode::training);
+                                   ParamMode mode = ParamMode::training, bool layer_norm = false);
 
 // The affine parts every cell and the RNN share (G·H = rows of the weights):
 //   gi = x W_ihᵀ + b_ih   for M rows at once (M = N for one step, T·B for a whole layer).
+// With p.layer_norm() each helper leaves the bias out (its value and its gradient): it is the
+// normalisation's shift (layer_norm.h), added after normalising the product.
 void cell_project_input(const RNNCellParams& p,
                         ConstTensorView x,        // (M, I) or (..., I)
                         TensorView gi,            // (M, G·H) or (..., G·H); overwritten
@@ -92,6 +109,11 @@ struct GRUStepCache {
     Tensor gates{Shape{0}};  // (N, 3H)  r, z, n after their nonlinearities
     Tensor gh_n{Shape{0}};   // (N, H)   W_hn h + b_hn  (r multiplies it; backward needs it for d_r)
     Tensor gi{Shape{0}};     // (N, 3H)  W_ih x + b_ih; filled only by the raw-input forward()
+    // layer_norm only (layer_norm.h): â and 1/sqrt(σ² + ε) of the two products
+    Tensor ln_i{Shape{0}};    // (N, 3H)  â of x W_ihᵀ (normalize_input)
+    Tensor ln_h{Shape{0}};    // (N, 3H)  â of h W_hhᵀ
+    Tensor rstd_i{Shape{0}};  // (N, 3)
+    Tensor rstd_h{Shape{0}};  // (N, 3)
 };
 
 namespace gru {
@@ -128,21 +150,27 @@ public:
         int input_size = 0;   // I
         int hidden_size = 0;  // H
         bool bias = true;
+        bool layer_norm = false;  // LN of both products (header comment); gains set to 1
     };
 
     GRUCell() = default;
     // U(-1/sqrt(H), 1/sqrt(H)) for all four tensors; inference: core/params.h
     GRUCell(Config cfg, Rng& rng, ParamMode mode = ParamMode::training);
 
-    // gi = x W_ihᵀ + b_ih for any number of rows (M = N for one step, B·T for a whole sequence).
+    // gi = x W_ihᵀ + b_ih for any number of rows (M = N for one step, B·T for a whole sequence);
+    // with layer_norm the bare product x W_ihᵀ (normalize_input finishes gi).
     void project_input(ConstTensorView x,     // (M, I) or (..., I)
                        TensorView gi) const;  // (M, 3H) or (..., 3H); overwritten
+    // layer_norm: gi = LN(x W_ihᵀ; γ_ih) + b_ih in place, â and rstd saved in cache (the
+    // backward of every step function below reads them). Without layer_norm: nothing.
+    void normalize_input(TensorView gi,               // (N, 3H)  in: x W_ihᵀ; out: gi
+                         GRUStepCache& cache) const;  // ln_i, rstd_i out
     // d_x += d_gi W_ih;  grad.weight_ih += d_giᵀ x;  grad.bias_ih += Σ_rows d_gi.
     void project_input_backward(ConstTensorView d_gi,  // (M, 3H)
                                 ConstTensorView x,     // (M, I)
                                 TensorView d_x);       // (M, I) +=; empty view = not needed
 
-    // One step from a precomputed projection.
+    // One step from a precomputed projection (with layer_norm: after normalize_input).
     void forward_projected(ConstTensorView gi,   // (N, 3H)  W_ih x + b_ih
                            ConstTensorView h,    // (N, H)
                            TensorView h_new,     // (N, H)   out; may alias h only if the
@@ -150,7 +178,8 @@ public:
                            GRUStepCache& cache,  // out
                            StepMask mask = {},
                            WeightTRows whh_t = {}) const;  // W_hhᵀ of this batch (blas.h) or none
-    // d_gi += ∂/∂gi;  d_h += ∂/∂h;  grad.weight_hh += d_ghᵀ h;  grad.bias_hh += Σ d_gh.
+    // d_gi += ∂/∂gi;  d_h += ∂/∂h;  grad.weight_hh += d_ghᵀ h;  grad.bias_hh += Σ d_gh
+    // (layer_norm: gi is the normalised sum; grad.ln_weight_hh too; gi's own LN is the caller's).
     void backward_projected(ConstTensorView d_h_new,  // (N, H)
                             ConstTensorView h,        // (N, H)  same tensor forward saw
                             const GRUStepCache& cache,
@@ -180,6 +209,9 @@ public:
     // order, as backward). grad is untouched: the caller later adds
     // grad.weight_ih += Σ d_giᵀ x, grad.weight_hh += Σ d_ghᵀ h and the bias row sums
     // (cell_project_input_backward / cell_add_recurrent_backward with an empty d_x / d_h).
+    // layer_norm: d_gi / d_gh are the gradients of the bare products x W_ihᵀ / h W_hhᵀ, and the
+    // gradients that need the normalised ones (the gains and the biases) are accumulated into
+    // grad here, per step (the helpers leave the biases out with LN).
     void backward_data(ConstTensorView d_h_new,  // (N, H)
                        ConstTensorView h,        // (N, H)
                        const GRUStepCache& cache,
@@ -187,7 +219,7 @@ public:
                        TensorView d_gh,  // (N, 3H) written
                        TensorView d_x,   // (N, I)  +=; empty view = not needed
                        TensorView d_h,   // (N, H)  +=
-                       StepMask mask = {}) const;
+                       StepMask mask = {});
 
     Config cfg;
     RNNCellParams params;

@@ -6,6 +6,7 @@
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
 #include "nazar/nn/absent.h"
+#include "nazar/nn/layer_norm.h"
 
 #include <algorithm>
 
@@ -117,12 +118,52 @@ void gates_backward(ConstTensorView d_h_new, ConstTensorView d_c_new, ConstTenso
 }  // namespace lstm
 
 LSTMCell::LSTMCell(Config c, Rng& rng, ParamMode mode) : cfg(c) {
-    params = make_rnn_cell_params(4, cfg.input_size, cfg.hidden_size, cfg.bias, &rng, mode);
-    grad = make_rnn_cell_params(4, cfg.input_size, cfg.hidden_size, cfg.bias, nullptr, mode);
+    params = make_rnn_cell_params(4, cfg.input_size, cfg.hidden_size, cfg.bias, &rng, mode,
+                                  cfg.layer_norm);
+    grad = make_rnn_cell_params(4, cfg.input_size, cfg.hidden_size, cfg.bias, nullptr, mode,
+                                cfg.layer_norm);
 }
 
 void LSTMCell::project_input(ConstTensorView x, TensorView gi) const {
     cell_project_input(params, x, gi);
+}
+
+void LSTMCell::normalize_input(TensorView gi, LSTMStepCache& cache) const {
+    if (!params.layer_norm()) return;
+    const int N = gi.dim(0), H = cfg.hidden_size;
+    NZ_CHECK_SHAPE(gi, {N, 4 * H});
+    cache.ln_i.resize({N, 4 * H}, false);
+    cache.rstd_i.resize({N, 4}, false);
+    // gi = LN(x W_ihᵀ; γ_ih) + b_ih
+    layer_norm::blocks_forward(gi, H, params.ln_weight_ih, params.bias_ih, cache.ln_i,
+                               cache.rstd_i);
+}
+
+// a += LN(h W_hhᵀ; γ_hh) + b_hh (layer_norm), or a += b_hh + h W_hhᵀ.
+static void add_recurrent(const RNNCellParams& p, ConstTensorView h, TensorView a,
+                          LSTMStepCache& cache, WeightTRows whh_t) {
+    if (!p.layer_norm()) {
+        cell_add_recurrent(p, h, a, whh_t);
+        return;
+    }
+    const int N = a.dim(0), GH = a.dim(1), H = GH / 4;
+    cache.gh.resize({N, GH});  // zeroed: the product is accumulated onto it
+    cache.ln_h.resize({N, GH}, false);
+    cache.rstd_h.resize({N, 4}, false);
+    cell_add_recurrent(p, h, cache.gh, whh_t);  // h W_hhᵀ (no bias with LN)
+    layer_norm::blocks_forward(cache.gh, H, p.ln_weight_hh, p.bias_hh, cache.ln_h, cache.rstd_h);
+    kernels::axpy(a.numel(), 1.0f, cache.gh.data(), a.data());
+}
+
+// layer_norm: d_a (the pre-activations' gradient) -> d_gh = h W_hhᵀ's (written) and, in place,
+// d_gi = x W_ihᵀ's; the gains' and biases' gradients into g.
+static void ln_backward(const RNNCellParams& p, RNNCellParams& g, const LSTMStepCache& cache, int H,
+                        TensorView d_a, TensorView d_gh) {
+    d_gh.copy_from(d_a);
+    layer_norm::blocks_backward(d_gh, H, p.ln_weight_hh, cache.ln_h, cache.rstd_h, g.ln_weight_hh,
+                                g.bias_hh);
+    layer_norm::blocks_backward(d_a, H, p.ln_weight_ih, cache.ln_i, cache.rstd_i, g.ln_weight_ih,
+                                g.bias_ih);
 }
 
 void LSTMCell::project_input_backward(ConstTensorView d_gi, ConstTensorView x, TensorView d_x) {
@@ -139,7 +180,7 @@ void LSTMCell::forward_projected(ConstTensorView gi, ConstTensorView h, ConstTen
     cache.gates.resize({N, 4 * H}, false);
     cache.tanh_c.resize({N, H}, false);
     cache.gates.copy_from(gi);
-    cell_add_recurrent(params, h, cache.gates, whh_t);  // a = gi + b_hh + h W_hhᵀ (the RNN's order)
+    add_recurrent(params, h, cache.gates, cache, whh_t);  // a = gi + b_hh + h W_hhᵀ (RNN's order)
     lstm::gates_forward(h, c, cache.gates, cache.tanh_c, h_new, c_new, mask);
 }
 
@@ -151,6 +192,14 @@ void LSTMCell::backward_projected(ConstTensorView d_h_new, ConstTensorView d_c_n
     d_gates_.resize({N, 4 * H}, false);
     lstm::gates_backward(d_h_new, d_c_new, c, cache.gates, cache.tanh_c, d_gates_, d_h, d_c, mask);
     kernels::axpy(d_gates_.numel(), 1.0f, d_gates_.data(), d_gi.data());
+    if (params.layer_norm()) {  // gh's own LN: its gradient apart from gi's
+        d_gh_.resize({N, 4 * H}, false);
+        d_gh_.copy_from(d_gates_);
+        layer_norm::blocks_backward(d_gh_, H, params.ln_weight_hh, cache.ln_h, cache.rstd_h,
+                                    grad.ln_weight_hh, grad.bias_hh);
+        cell_add_recurrent_backward(params, grad, d_gh_, h, d_h);
+        return;
+    }
     cell_add_recurrent_backward(params, grad, d_gates_, h, d_h);
 }
 
@@ -164,8 +213,9 @@ void LSTMCell::forward(ConstTensorView x, ConstTensorView h, ConstTensorView c, 
     NZ_CHECK_SHAPE(h, {N, H});
     cache.gates.resize({N, 4 * H}, false);
     cache.tanh_c.resize({N, H}, false);
-    cell_project_input(params, x, cache.gates, wih_t);  // a = x W_ihᵀ + b_ih
-    cell_add_recurrent(params, h, cache.gates, whh_t);  //   + b_hh + h W_hhᵀ
+    cell_project_input(params, x, cache.gates, wih_t);    // a = x W_ihᵀ + b_ih
+    normalize_input(cache.gates, cache);                  //   (LN: LN(x W_ihᵀ) + b_ih)
+    add_recurrent(params, h, cache.gates, cache, whh_t);  //   + b_hh + h W_hhᵀ
     lstm::gates_forward(h, c, cache.gates, cache.tanh_c, h_new, c_new, mask);
 }
 
@@ -177,18 +227,28 @@ void LSTMCell::backward(ConstTensorView d_h_new, ConstTensorView d_c_new, ConstT
              h.shape().str());
     d_gates_.resize({N, 4 * H}, false);
     lstm::gates_backward(d_h_new, d_c_new, c, cache.gates, cache.tanh_c, d_gates_, d_h, d_c, mask);
-    cell_add_recurrent_backward(params, grad, d_gates_, h, d_h);
+    if (params.layer_norm()) {
+        d_gh_.resize({N, 4 * H}, false);
+        ln_backward(params, grad, cache, H, d_gates_, d_gh_);
+        cell_add_recurrent_backward(params, grad, d_gh_, h, d_h);
+    } else {
+        cell_add_recurrent_backward(params, grad, d_gates_, h, d_h);
+    }
     cell_project_input_backward(params, grad, d_gates_, x, d_x);
 }
 
 void LSTMCell::backward_data(ConstTensorView d_h_new, ConstTensorView d_c_new, ConstTensorView c,
                              const LSTMStepCache& cache, TensorView d_gates, TensorView d_x,
-                             TensorView d_h, TensorView d_c, StepMask mask) const {
+                             TensorView d_h, TensorView d_c, StepMask mask, TensorView d_gh) {
     const int N = c.dim(0), H = cfg.hidden_size;
     NZ_CHECK_SHAPE(d_gates, {N, 4 * H});
     lstm::gates_backward(d_h_new, d_c_new, c, cache.gates, cache.tanh_c, d_gates, d_h, d_c, mask);
-    // a = x W_ihᵀ + h W_hhᵀ + b  =>  d_h += d_a W_hh;  d_x += d_a W_ih
-    gemm(d_gates, false, params.weight_hh, false, d_h, 1.0f, 1.0f);
+    if (params.layer_norm()) {
+        NZ_CHECK_SHAPE(d_gh, {N, 4 * H});
+        ln_backward(params, grad, cache, H, d_gates, d_gh);
+    }
+    // a = x W_ihᵀ + h W_hhᵀ + b  =>  d_h += d_a W_hh;  d_x += d_a W_ih   (LN: each its own d)
+    gemm(params.layer_norm() ? d_gh : d_gates, false, params.weight_hh, false, d_h, 1.0f, 1.0f);
     if (d_x.data() != nullptr && d_x.numel() > 0) {
         NZ_CHECK_SHAPE(d_x, {N, cfg.input_size});
         gemm(d_gates, false, params.weight_ih, false, d_x, 1.0f, 1.0f);

@@ -10,6 +10,10 @@
 // gate math is one fused pass (lstm::gates_forward / gates_backward); per-step caches are the
 // caller's; masked rows keep (h, c) and get no gate gradient.
 // Init as PyTorch: every weight and bias ~ U(-1/sqrt(H), 1/sqrt(H)).
+// Layer normalisation (Config::layer_norm; docs/spec.md §2.3, as the GRU's in gru_cell.h): each
+// product normalised per gate block before its bias,
+//   a = LN(x W_ihᵀ; γ_ih) + b_ih + LN(h W_hhᵀ; γ_hh) + b_hh
+// (c' is not normalised). The affine helpers then compute the bare products.
 //
 // Gradients: backward ACCUMULATES (+=) into every d_* argument and into `grad`, except the
 // raw kernels in namespace lstm, which WRITE d_gates (documented there).
@@ -24,6 +28,12 @@ namespace nazar {
 struct LSTMStepCache {
     Tensor gates{Shape{0}};   // (N, 4H)  i, f, g, o after their nonlinearities
     Tensor tanh_c{Shape{0}};  // (N, H)   tanh(c')
+    // layer_norm only (layer_norm.h): the normalised recurrent term, â and 1/sqrt(σ² + ε)
+    Tensor gh{Shape{0}};      // (N, 4H)  LN(h W_hhᵀ; γ_hh) + b_hh, added into gates
+    Tensor ln_i{Shape{0}};    // (N, 4H)  â of x W_ihᵀ (normalize_input)
+    Tensor ln_h{Shape{0}};    // (N, 4H)  â of h W_hhᵀ
+    Tensor rstd_i{Shape{0}};  // (N, 4)
+    Tensor rstd_h{Shape{0}};  // (N, 4)
 };
 
 namespace lstm {
@@ -64,15 +74,21 @@ public:
         int input_size = 0;   // I
         int hidden_size = 0;  // H
         bool bias = true;
+        bool layer_norm = false;  // LN of both products (header comment); gains set to 1
     };
 
     LSTMCell() = default;
     // U(-1/sqrt(H), 1/sqrt(H)) for all four tensors; inference: core/params.h
     LSTMCell(Config cfg, Rng& rng, ParamMode mode = ParamMode::training);
 
-    // gi = x W_ihᵀ + b_ih for any number of rows (M = N, or B·T for a whole sequence).
+    // gi = x W_ihᵀ + b_ih for any number of rows (M = N, or B·T for a whole sequence); with
+    // layer_norm the bare product x W_ihᵀ (normalize_input finishes gi).
     void project_input(ConstTensorView x,     // (M, I) or (..., I)
                        TensorView gi) const;  // (M, 4H) or (..., 4H); overwritten
+    // layer_norm: gi = LN(x W_ihᵀ; γ_ih) + b_ih in place, â and rstd saved in cache. Without
+    // layer_norm: nothing.
+    void normalize_input(TensorView gi,                // (N, 4H)  in: x W_ihᵀ; out: gi
+                         LSTMStepCache& cache) const;  // ln_i, rstd_i out
     // d_x += d_gi W_ih;  grad.weight_ih += d_giᵀ x;  grad.bias_ih += Σ_rows d_gi.
     void project_input_backward(ConstTensorView d_gi,  // (M, 4H)
                                 ConstTensorView x,     // (M, I)
@@ -87,7 +103,8 @@ public:
                            LSTMStepCache& cache,  // out
                            StepMask mask = {},
                            WeightTRows whh_t = {}) const;  // W_hhᵀ of this batch (blas.h) or none
-    // d_gi += ∂/∂gi;  d_h, d_c += ∂/∂h, ∂/∂c;  grad.weight_hh += d_aᵀ h;  grad.bias_hh += Σ d_a.
+    // d_gi += ∂/∂gi;  d_h, d_c += ∂/∂h, ∂/∂c;  grad.weight_hh += d_aᵀ h;  grad.bias_hh += Σ d_a
+    // (layer_norm: gi is the normalised sum; grad.ln_weight_hh too; gi's own LN is the caller's).
     void backward_projected(ConstTensorView d_h_new,  // (N, H)
                             ConstTensorView d_c_new,  // (N, H)  empty view = zero
                             ConstTensorView h,        // (N, H)  same tensors forward saw
@@ -122,6 +139,8 @@ public:
     // The data half of backward (see GRUCell::backward_data): WRITES d_gates (= d_gi = d_gh)
     // and ACCUMULATES d_x += d_gates W_ih, d_h += d_gates W_hh (+ masked rows' direct path),
     // d_c += ∂/∂c. grad is untouched (the caller batches the weight gradients).
+    // layer_norm: the two products' gradients differ: d_gates is x W_ihᵀ's and d_gh (required)
+    // h W_hhᵀ's, and the gains' and biases' gradients are accumulated into grad here.
     void backward_data(ConstTensorView d_h_new,  // (N, H)
                        ConstTensorView d_c_new,  // (N, H)  empty view = zero
                        ConstTensorView c,        // (N, H)
@@ -130,14 +149,15 @@ public:
                        TensorView d_x,      // (N, I)  +=; empty view = not needed
                        TensorView d_h,      // (N, H)  +=
                        TensorView d_c,      // (N, H)  +=
-                       StepMask mask = {}) const;
+                       StepMask mask = {},
+                       TensorView d_gh = {});  // (N, 4H) written (layer_norm only)
 
     Config cfg;
     RNNCellParams params;
     RNNCellParams grad;
 
 private:
-    Tensor d_gates_{Shape{0}};  // (N, 4H) scratch of backward; not state
+    Tensor d_gates_{Shape{0}}, d_gh_{Shape{0}};  // (N, 4H) scratch of backward; not state
 };
 
 }  // namespace nazar

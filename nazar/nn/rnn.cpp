@@ -11,6 +11,7 @@
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
 #include "nazar/nn/absent.h"
+#include "nazar/nn/layer_norm.h"
 #include "nazar/nn/packed_rows.h"
 
 #include <algorithm>
@@ -49,10 +50,10 @@ RNN::RNN(Config c, Rng& rng, ParamMode mode) : cfg(c) {
     for (int k = 0; k < cfg.num_layers; ++k)
         for (int d = 0; d < D; ++d) {
             const int in = k == 0 ? cfg.input_size : D * cfg.hidden_size;
-            params.cells.push_back(
-                make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias, &rng, mode));
-            grad.cells.push_back(
-                make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias, nullptr, mode));
+            params.cells.push_back(make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias,
+                                                        &rng, mode, cfg.layer_norm));
+            grad.cells.push_back(make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias,
+                                                      nullptr, mode, cfg.layer_norm));
         }
 }
 
@@ -70,14 +71,23 @@ static void prepare_direction(const RNNCellParams& P, const Tensor& X, int64_t N
                               int G, bool lstm, RNNDirectionCache& dc) {
     dc.h.resize({N + B, H}, false);
     dc.gates.resize({N, G * H}, false);
+    // LSTM: a = x W_ihᵀ + b_ih for all rows (one GEMM); GRU: gi for all rows (one GEMM)
     if (lstm) {
         dc.c.resize({N + B, H}, false);
         dc.tanh_c.resize({N, H}, false);
-        cell_project_input(P, X, dc.gates);  // a = x W_ihᵀ + b_ih for all rows (one GEMM)
     } else {
         dc.gi.resize({N, G * H}, false);
         dc.gh_n.resize({N, H}, false);
-        cell_project_input(P, X, dc.gi);  // gi for all rows (one GEMM)
+    }
+    cell_project_input(P, X, lstm ? dc.gates.view() : dc.gi.view());
+    if (P.layer_norm()) {  // gi = LN(x W_ihᵀ; γ_ih) + b_ih, all rows in one pass
+        dc.ln_i.resize({N, G * H}, false);
+        dc.rstd_i.resize({N, G}, false);
+        dc.ln_h.resize({N, G * H}, false);
+        dc.rstd_h.resize({N, G}, false);
+        if (lstm) dc.gh.resize({B, G * H}, false);
+        layer_norm::blocks_forward(lstm ? dc.gates.view() : dc.gi.view(), H, P.ln_weight_ih,
+                                   P.bias_ih, dc.ln_i, dc.rstd_i);
     }
     if (B > kSmallGemmRows)
         refresh_weight_t(dc.whh_t, P.weight_hh);
@@ -134,12 +144,26 @@ void RNN::forward_direction(int k, int d, const RNNState& initial, RNNState& fin
         o = cache.offset[static_cast<std::size_t>(t)];
         if (!fwd) start_rows(o + n_next, n_next, n);  // rows whose last position is t
         const TensorView a = dc.gates.slice(o, o + n), hp = dc.h.slice(o, o + n);
-        if (lstm) {
+        if (lstm && P.layer_norm()) {  // a += LN(h W_hhᵀ; γ_hh) + b_hh
+            const TensorView gh = dc.gh.slice(0, n);
+            gh.zero();
+            cell_add_recurrent(P, hp, gh, whh);  // h W_hhᵀ (no bias with LN)
+            layer_norm::blocks_forward(gh, H, P.ln_weight_hh, P.bias_hh, dc.ln_h.slice(o, o + n),
+                                       dc.rstd_h.slice(o, o + n));
+            kernels::axpy(a.numel(), 1.0f, gh.data(), a.data());
+        } else if (lstm) {
             cell_add_recurrent(P, hp, a, whh);  // a += b_hh + h W_hhᵀ
-        } else {                                // gh = (0 + b_hh) + h W_hhᵀ
-            fill_bias_rows(a, P.bias_hh);
+        } else {  // gh = (0 + b_hh) + h W_hhᵀ;  LN: gh = LN(h W_hhᵀ; γ_hh) + b_hh
+            const bool ln = P.layer_norm();
+            if (ln)
+                a.zero();
+            else
+                fill_bias_rows(a, P.bias_hh);
             gemm_xwt(n, G * H, H, 1.0f, hp.data(), H, P.weight_hh.data(), H, whh, 1.0f, a.data(),
                      G * H);
+            if (ln)
+                layer_norm::blocks_forward(a, H, P.ln_weight_hh, P.bias_hh, dc.ln_h.slice(o, o + n),
+                                           dc.rstd_h.slice(o, o + n));
         }
         if (fwd) {
             cell_rows(0, n_next, o + n);       // offset[t + 1]
@@ -258,12 +282,23 @@ void RNN::backward_direction(int k, int d, const RNNState& d_final, const RNNCac
             lstm::gates_backward(dh, d_c_.slice(0, n), dc.c.slice(o, o + n),
                                  dc.gates.slice(o, o + n), dc.tanh_c.slice(o, o + n), dgi, dh_next,
                                  d_c_next_.slice(0, n));
-            // a = … + h W_hhᵀ   =>   d_h += d_a W_hh   (weight gradient after the loop)
-            gemm(dgi, false, P.weight_hh, false, dh_next, 1.0f, 1.0f);
+            // a = … + h W_hhᵀ   =>   d_h += d_a W_hh   (weight gradient after the loop); LN:
+            // h W_hhᵀ's own gradient, through its normalisation (γ_hh's and b_hh's too)
+            TensorView d_rec = dgi;
+            if (P.layer_norm()) {
+                d_rec = d_gh_.slice(o, o + n);
+                d_rec.copy_from(dgi);
+                layer_norm::blocks_backward(d_rec, H, P.ln_weight_hh, dc.ln_h.slice(o, o + n),
+                                            dc.rstd_h.slice(o, o + n), Pg.ln_weight_hh, Pg.bias_hh);
+            }
+            gemm(d_rec, false, P.weight_hh, false, dh_next, 1.0f, 1.0f);
         } else {
             const TensorView dgh = d_gh_.slice(o, o + n);
             gru::gates_backward(dh, dc.h.slice(o, o + n), dc.gates.slice(o, o + n),
                                 dc.gh_n.slice(o, o + n), dgi, dgh, dh_next);
+            if (P.layer_norm())  // d_gh: of gh, then of h W_hhᵀ; γ_hh's and b_hh's gradients
+                layer_norm::blocks_backward(dgh, H, P.ln_weight_hh, dc.ln_h.slice(o, o + n),
+                                            dc.rstd_h.slice(o, o + n), Pg.ln_weight_hh, Pg.bias_hh);
             gemm(dgh, false, P.weight_hh, false, dh_next, 1.0f, 1.0f);
         }
         if (!fwd) {  // the rows whose last position is t started here from the initial state
@@ -282,7 +317,12 @@ void RNN::backward_direction(int k, int d, const RNNState& d_final, const RNNCac
     if (lstm && !absent(d_initial.c))
         packed_rows::add_states(d_c0_, order, d_initial.c.select(idx));
     // d_W_hh += Σ d_aᵀ h_prev over the N packed rows (dc.h's first N rows are the h_prev)
-    cell_add_recurrent_backward(P, Pg, lstm ? d_gi_ : d_gh_, dc.h.slice(0, N), TensorView());
+    cell_add_recurrent_backward(P, Pg, lstm && !P.layer_norm() ? d_gi_ : d_gh_, dc.h.slice(0, N),
+                                TensorView());
+    // LN: d_gi of gi, then of x W_ihᵀ, all rows in one pass; γ_ih's and b_ih's gradients
+    if (P.layer_norm())
+        layer_norm::blocks_backward(d_gi_, H, P.ln_weight_ih, dc.ln_i, dc.rstd_i, Pg.ln_weight_ih,
+                                    Pg.bias_ih);
     // d_W_ih += d_giᵀ X;  d_b_ih += Σ d_gi;  d_X += d_gi W_ih   (one GEMM each, all rows)
     cell_project_input_backward(P, Pg, d_gi_, cache.layer_in[k],
                                 need_d_in ? d_layer_in_.view() : TensorView());
@@ -310,7 +350,7 @@ void RNN::backward(ConstTensorView d_out, const RNNState& d_final, const RNNCach
     for (Tensor* g : {&d_h_, &d_h_next_, &d_h0_, &d_c_, &d_c_next_, &d_c0_})
         g->resize({B, H}, false);
     d_gi_.resize({N, G * H}, false);
-    if (!lstm) d_gh_.resize({N, G * H}, false);
+    if (!lstm || cfg.layer_norm) d_gh_.resize({N, G * H}, false);
     for (int k = L - 1; k >= 0; --k) {
         const int In = cache.layer_in[k].dim(1);
         const bool need_d_in = k > 0 || !absent(d_x);

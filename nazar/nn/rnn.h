@@ -25,6 +25,9 @@
 // Parameters: visit() gives torch's names and order: weight_ih_l{k}, weight_hh_l{k},
 // bias_ih_l{k}, bias_hh_l{k}, then the same with suffix _reverse, for k = 0..L−1.
 // Init as PyTorch: everything ~ U(-1/sqrt(H), 1/sqrt(H)).
+// Layer normalisation (Config::layer_norm; gru_cell.h, lstm_cell.h): the input products of all
+// rows are normalised in one pass after their GEMM, the recurrent ones per step; the gains are
+// ln_weight_ih_l{k}, ln_weight_hh_l{k} (and _reverse), after the four tensors of each cell.
 //
 // Gradients: backward ACCUMULATES (+=) into d_x, d_initial and `grad`.
 #pragma once
@@ -58,6 +61,8 @@ struct RNNParams {
             f("weight_hh_l" + k + sfx, cells[i].weight_hh);
             f("bias_ih_l" + k + sfx, cells[i].bias_ih);
             f("bias_hh_l" + k + sfx, cells[i].bias_hh);
+            f("ln_weight_ih_l" + k + sfx, cells[i].ln_weight_ih);  // absent without LN
+            f("ln_weight_hh_l" + k + sfx, cells[i].ln_weight_hh);
         }
     }
 };
@@ -81,6 +86,9 @@ struct RNNDirectionCache {
     Tensor tanh_c{Shape{0}};  // (N, H)   LSTM only: tanh(c')
     Tensor h{Shape{0}};       // (N + B, H)
     Tensor c{Shape{0}};       // (N + B, H) LSTM only
+    Tensor ln_i{Shape{0}}, ln_h{Shape{0}};      // (N, G·H) layer_norm: â of x W_ihᵀ, h W_hhᵀ
+    Tensor rstd_i{Shape{0}}, rstd_h{Shape{0}};  // (N, G)   layer_norm: their 1/sqrt(σ² + ε)
+    Tensor gh{Shape{0}};  // (B, 4H)  LSTM with layer_norm: a step's LN(h W_hhᵀ) + b_hh
     WeightT whh_t;  // W_hhᵀ for this forward's steps (blas.h; empty at <= kSmallGemmRows rows or
                     // without AVX-512)
 };
@@ -110,7 +118,8 @@ public:
         int num_layers = 1;   // L >= 1
         bool bias = true;
         bool bidirectional = false;
-        float dropout = 0.0f;  // between layers, train mode only
+        float dropout = 0.0f;     // between layers, train mode only
+        bool layer_norm = false;  // layer-normalised cells (gru_cell.h, lstm_cell.h)
     };
 
     RNN() = default;
@@ -153,7 +162,7 @@ private:
     Tensor d_layer_in_{Shape{0}};   // (N, I or dirs·H)
     Tensor d_layer_out_{Shape{0}};  // (N, dirs·H)
     Tensor d_gi_{Shape{0}},
-        d_gh_{Shape{0}};  // (N, G·H)   (LSTM uses only d_gi_: there d_gi = d_gh)
+        d_gh_{Shape{0}};  // (N, G·H)   (LSTM without LN uses only d_gi_: there d_gi = d_gh)
     // (B, H) in sorted row order: the running gradients and those of the initial states
     Tensor d_h_{Shape{0}}, d_h_next_{Shape{0}}, d_c_{Shape{0}}, d_c_next_{Shape{0}};
     Tensor d_h0_{Shape{0}}, d_c0_{Shape{0}};

@@ -63,6 +63,7 @@ struct TrainConfig {
     bool deep_output = false;
     int deep_output_size = 0;
     bool input_feeding = false;  // luong only
+    bool layer_norm = false;     // layer-normalised GRU cells, encoder and decoder
     bool tie_embeddings = false;
     bool copy_attention = false;  // pointer-generator (models/copy.h)
     // ---- training ----

@@ -109,7 +109,8 @@ ModelConfig model_config_from(const TrainConfig& c, int src_vocab_size, int tgt_
                  .hidden_size = c.hidden_size,
                  .num_layers = c.encoder_layers,
                  .bidirectional = c.bidirectional,
-                 .dropout = static_cast<float>(c.dropout)};
+                 .dropout = static_cast<float>(c.dropout),
+                 .layer_norm = c.layer_norm};
     const int C = c.hidden_size * (c.bidirectional ? 2 : 1);
     m.decoder = {.kind = ch.decoder,
                  .cell = ch.cell,
@@ -120,7 +121,8 @@ ModelConfig model_config_from(const TrainConfig& c, int src_vocab_size, int tgt_
                  .attention_timing = ch.attention_timing,
                  .input_feeding = c.input_feeding,
                  .deep_output = c.deep_output,
-                 .deep_output_size = c.deep_output_size};
+                 .deep_output_size = c.deep_output_size,
+                 .layer_norm = c.layer_norm};
     m.attention.score = ch.attention;
     m.attention.scale = ch.attention_scale;
     m.attention.local = ch.attention_local;

@@ -99,12 +99,17 @@ inline ::testing::AssertionResult check_model_gradients(const std::function<doub
                            {.eps = 1e-2, .rtol = 3e-2, .atol = 3e-3, .max_entries = 10});
 }
 
-// The four tensors of a GRU/LSTM cell (p) and their gradients (g) as targets.
+// The four tensors of a GRU/LSTM cell (p) and their gradients (g) as targets, and the two
+// layer-norm gains when the cell has them.
 inline void add_params(std::vector<GradTarget>& targets, RNNCellParams& p, RNNCellParams& g) {
     targets.push_back({"weight_ih", p.weight_ih, g.weight_ih});
     targets.push_back({"weight_hh", p.weight_hh, g.weight_hh});
     targets.push_back({"bias_ih", p.bias_ih, g.bias_ih});
     targets.push_back({"bias_hh", p.bias_hh, g.bias_hh});
+    if (p.layer_norm()) {
+        targets.push_back({"ln_weight_ih", p.ln_weight_ih, g.ln_weight_ih});
+        targets.push_back({"ln_weight_hh", p.ln_weight_hh, g.ln_weight_hh});
+    }
 }
 
 }  // namespace nazar::test

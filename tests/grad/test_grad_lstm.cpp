@@ -1,6 +1,7 @@
 // Finite-difference checks of LSTMCell: the raw-input step (w.r.t. x, h, c and all four
 // parameters) and the projected step (w.r.t. gi, h, c, weight_hh, bias_hh), each with a masked
-// (padding) row and upstream gradients on both h' and c'; and two chained steps.
+// (padding) row and upstream gradients on both h' and c'; and two chained steps; the
+// layer-normalised cell (layer_norm) at H = 16 and 20, and backward_data's split of it.
 #include "nazar/nn/lstm_cell.h"
 #include "tests/common/gradcheck.h"
 #include "tests/common/test_util.h"
@@ -90,6 +91,101 @@ TEST(LSTMCellGrad, TwoChainedStepsWithoutCellUpstream) {
         {"x0", x0, d_x0}, {"x1", x1, d_x1}, {"h0", h0, d_h0}, {"c0", c0, d_c0}};
     add_params(targets, cell.params, cell.grad);
     EXPECT_TRUE(check_gradients(loss, targets, kTol));
+}
+
+// Layer norm (lstm_cell.h): gains drawn away from 1; H = 16 and 20 (vector widths, remainder).
+LSTMCell ln_cell(Rng& rng, int I, int H) {
+    LSTMCell cell({.input_size = I, .hidden_size = H, .layer_norm = true}, rng);
+    rng.fill_uniform(cell.params.ln_weight_ih, 0.5f, 1.5f);
+    rng.fill_uniform(cell.params.ln_weight_hh, 0.5f, 1.5f);
+    return cell;
+}
+
+// as test_grad_gru.cpp's layer-norm steps
+static const GradCheckOptions kLnTol{.eps = 1e-2, .rtol = 2e-2, .atol = 2e-3};
+
+TEST(LSTMCellGrad, LayerNormRawInputStepWithMaskedRow) {
+    for (const int H : {16, 20}) {
+        Rng rng(41);
+        const int N = 3, I = 20;
+        LSTMCell cell = ln_cell(rng, I, H);
+        Tensor x = random_tensor(rng, {N, I}), h = random_tensor(rng, {N, H}),
+               c = random_tensor(rng, {N, H});
+        Tensor R = random_tensor(rng, {N, H}), Rc = random_tensor(rng, {N, H});
+        const std::vector<int> lengths{3, 1, 2};
+        const StepMask mask{lengths, 1};
+        Tensor h_new({N, H}), c_new({N, H});
+        LSTMStepCache cache;
+        auto loss = [&] {
+            cell.forward(x, h, c, h_new, c_new, cache, mask);
+            return dot_loss(h_new, R) + dot_loss(c_new, Rc);
+        };
+        loss();
+        Tensor d_x({N, I}), d_h({N, H}), d_c({N, H});
+        cell.backward(R, Rc, x, h, c, cache, d_x, d_h, d_c, mask);
+        std::vector<GradTarget> targets{{"x", x, d_x}, {"h", h, d_h}, {"c", c, d_c}};
+        add_params(targets, cell.params, cell.grad);
+        ASSERT_EQ(targets.size(), 9u);
+        EXPECT_TRUE(check_gradients(loss, targets, kLnTol)) << "H = " << H;
+    }
+}
+
+TEST(LSTMCellGrad, LayerNormProjectedStep) {
+    Rng rng(42);
+    const int N = 3, H = 16;
+    LSTMCell cell = ln_cell(rng, 2, H);
+    Tensor gi = random_tensor(rng, {N, 4 * H}), h = random_tensor(rng, {N, H}),
+           c = random_tensor(rng, {N, H});
+    Tensor R = random_tensor(rng, {N, H}), Rc = random_tensor(rng, {N, H});
+    const std::vector<int> lengths{1, 3, 3};
+    const StepMask mask{lengths, 2};
+    Tensor h_new({N, H}), c_new({N, H});
+    LSTMStepCache cache;
+    auto loss = [&] {
+        cell.forward_projected(gi, h, c, h_new, c_new, cache, mask);
+        return dot_loss(h_new, R) + dot_loss(c_new, Rc);
+    };
+    loss();
+    Tensor d_gi({N, 4 * H}), d_h({N, H}), d_c({N, H});
+    cell.backward_projected(R, Rc, h, c, cache, d_gi, d_h, d_c, mask);
+    EXPECT_TRUE(
+        check_gradients(loss,
+                        {{"gi", gi, d_gi},
+                         {"h", h, d_h},
+                         {"c", c, d_c},
+                         {"weight_hh", cell.params.weight_hh, cell.grad.weight_hh},
+                         {"bias_hh", cell.params.bias_hh, cell.grad.bias_hh},
+                         {"ln_weight_hh", cell.params.ln_weight_hh, cell.grad.ln_weight_hh}},
+                        kLnTol));
+}
+
+// backward_data (+ the batched weight helpers) gives backward's gradients.
+TEST(LSTMCellGrad, LayerNormBackwardDataMatchesBackward) {
+    Rng rng(43);
+    const int N = 4, I = 19, H = 16;
+    LSTMCell cell = ln_cell(rng, I, H);
+    Tensor x = random_tensor(rng, {N, I}), h = random_tensor(rng, {N, H}),
+           c = random_tensor(rng, {N, H}), R = random_tensor(rng, {N, H}),
+           Rc = random_tensor(rng, {N, H}), h_new({N, H}), c_new({N, H});
+    const std::vector<int> lengths{2, 2, 1, 2};
+    const StepMask mask{lengths, 1};
+    LSTMStepCache cache;
+    cell.forward(x, h, c, h_new, c_new, cache, mask);
+    Tensor d_x({N, I}), d_h({N, H}), d_c({N, H});
+    cell.backward(R, Rc, x, h, c, cache, d_x, d_h, d_c, mask);
+    LSTMCell split = cell;
+    split.grad = make_rnn_cell_params(4, I, H, true, nullptr, ParamMode::training, true);
+    Tensor d_gi({N, 4 * H}), d_gh({N, 4 * H}), d_x2({N, I}), d_h2({N, H}), d_c2({N, H});
+    split.backward_data(R, Rc, c, cache, d_gi, d_x2, d_h2, d_c2, mask, d_gh);
+    cell_project_input_backward(split.params, split.grad, d_gi, x, TensorView());
+    cell_add_recurrent_backward(split.params, split.grad, d_gh, h, TensorView());
+    EXPECT_TRUE(close_rel(d_x2, d_x, 1e-5));
+    EXPECT_TRUE(close_rel(d_h2, d_h, 1e-5));
+    EXPECT_TRUE(close_rel(d_c2, d_c, 1e-5));
+    std::vector<Tensor*> a, b;
+    cell.grad.visit([&](const std::string&, Tensor& t) { a.push_back(&t); });
+    split.grad.visit([&](const std::string&, Tensor& t) { b.push_back(&t); });
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(close_rel(*b[i], *a[i], 1e-5));
 }
 
 }  // namespace test_grad_lstm

@@ -82,9 +82,9 @@ class SafetensorsIO(unittest.TestCase):
 
 
 class PaddingIsInvisible(unittest.TestCase):
-    def check_rnn(self, cell):
+    def check_rnn(self, cell, layer_norm=False):
         torch.manual_seed(0)
-        rnn = nt.make_rnn(cell, 3, 4, num_layers=2, bidirectional=True).double()
+        rnn = nt.make_rnn(cell, 3, 4, num_layers=2, bidirectional=True, layer_norm=layer_norm).double()
         lengths = [5, 2, 4]
         x = torch.randn(3, 5, 3)
         x[1, 2:] = 100.0  # garbage in the padding must not matter
@@ -103,6 +103,67 @@ class PaddingIsInvisible(unittest.TestCase):
 
     def test_lstm(self):
         self.check_rnn("lstm")
+
+    def test_layer_norm_gru(self):
+        self.check_rnn("gru", layer_norm=True)
+
+    def test_layer_norm_lstm(self):
+        self.check_rnn("lstm", layer_norm=True)
+
+
+class LayerNormCells(unittest.TestCase):
+    """The explicit-ops cells against the equations of docs/spec.md §2.3 written with numpy."""
+
+    def test_cell_matches_numpy(self):
+        torch.manual_seed(1)
+        H = 5
+        cell = nt.LayerNormGRUCell(4, H).double()
+        with torch.no_grad():
+            cell.ln_weight_ih.uniform_(0.5, 1.5)
+            cell.ln_weight_hh.uniform_(0.5, 1.5)
+        x, h = torch.randn(3, 4), torch.randn(3, H)
+        p = {k: v.detach().numpy() for k, v in cell.named_parameters()}
+
+        def ln(a, g, b):
+            blk = a.reshape(a.shape[0], 3, H)
+            blk = (blk - blk.mean(-1, keepdims=True)) / np.sqrt(blk.var(-1, keepdims=True) + 1e-5)
+            return blk.reshape(a.shape) * g + b
+        sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+        gi = ln(x.numpy() @ p["weight_ih"].T, p["ln_weight_ih"], p["bias_ih"])
+        gh = ln(h.numpy() @ p["weight_hh"].T, p["ln_weight_hh"], p["bias_hh"])
+        r, z = sig(gi[:, :H] + gh[:, :H]), sig(gi[:, H:2 * H] + gh[:, H:2 * H])
+        n = np.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+        np.testing.assert_allclose(cell(x, h).detach().numpy(), (1 - z) * n + z * h.numpy(), rtol=1e-12)
+
+    def test_lstm_cell_matches_numpy(self):
+        torch.manual_seed(2)
+        H = 5
+        cell = nt.LayerNormLSTMCell(4, H).double()
+        with torch.no_grad():
+            cell.ln_weight_ih.uniform_(0.5, 1.5)
+            cell.ln_weight_hh.uniform_(0.5, 1.5)
+        x, h, c = torch.randn(3, 4), torch.randn(3, H), torch.randn(3, H)
+        p = {k: v.detach().numpy() for k, v in cell.named_parameters()}
+
+        def ln(a, g, b):
+            blk = a.reshape(a.shape[0], 4, H)
+            blk = (blk - blk.mean(-1, keepdims=True)) / np.sqrt(blk.var(-1, keepdims=True) + 1e-5)
+            return blk.reshape(a.shape) * g + b
+        sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+        a = (ln(x.numpy() @ p["weight_ih"].T, p["ln_weight_ih"], p["bias_ih"])
+             + ln(h.numpy() @ p["weight_hh"].T, p["ln_weight_hh"], p["bias_hh"]))
+        c_new = sig(a[:, H:2 * H]) * c.numpy() + sig(a[:, :H]) * np.tanh(a[:, 2 * H:3 * H])
+        h_new, c_got = cell(x, (h, c))
+        np.testing.assert_allclose(c_got.detach().numpy(), c_new, rtol=1e-12)
+        np.testing.assert_allclose(h_new.detach().numpy(), sig(a[:, 3 * H:]) * np.tanh(c_new), rtol=1e-12)
+
+    def test_names(self):
+        for cell in ("gru", "lstm"):
+            rnn = nt.make_rnn(cell, 3, 4, num_layers=2, bidirectional=True, layer_norm=True)
+            names = list(rnn.state_dict())
+            self.assertEqual(names[:6], ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0",
+                                         "ln_weight_ih_l0", "ln_weight_hh_l0"])
+            self.assertIn("ln_weight_hh_l1_reverse", names)
 
     def test_attention(self):
         for cfg in [dict(score="additive", attention_size=3), dict(score="general"),

@@ -70,7 +70,10 @@ const char* const kCases[] = {"bahdanau_gru",
                               "luong_dropout",
                               "luong_feed_dropout",
                               "bahdanau_coverage",
-                              "luong_concat_coverage"};
+                              "luong_concat_coverage",
+                              "bahdanau_layer_norm",
+                              "luong_layer_norm_feed",
+                              "luong_lstm_layer_norm"};
 
 // A decoded result's attention (n, S_b) into the top-left corner of a zeroed (n_max, S) block.
 void place_attention(const Tensor& attention, TensorView out) {
@@ -331,6 +334,17 @@ TEST(ParityModels, LuongInputFeedingDropoutMasks) {
     check_model("luong_feed_dropout");
 }
 // coverage attention with the coverage loss in the training step (w_c random, λ 0.7 / 0.4)
+// layer-normalised GRU cells: 2-layer bidirectional encoder, 2-layer Bahdanau decoder, H = 16
+TEST(ParityModels, BahdanauLayerNorm) {
+    check_model("bahdanau_layer_norm");
+}
+TEST(ParityModels, LuongLayerNormInputFeeding) {
+    check_model("luong_layer_norm_feed");
+}
+TEST(ParityModels, LuongLstmLayerNorm) {  // LSTM encoder, 2-layer LSTM decoder, input feeding
+    check_model("luong_lstm_layer_norm");
+}
+
 TEST(ParityModels, BahdanauCoverage) {
     check_model("bahdanau_coverage");
 }

@@ -81,11 +81,12 @@ TEST(ParityNn, Embedding) {  // repeated ids accumulate; padding_idx 0 gets no g
     f.expect_all_compared();
 }
 
-TEST(ParityNn, GRUCell) {
-    Fixture f("gru_cell");
+void check_gru_cell(const std::string& name) {
+    Fixture f(name);
     Rng rng(1);
     GRUCell cell({.input_size = f.config["input_size"].get<int>(),
-                  .hidden_size = f.config["hidden_size"].get<int>()},
+                  .hidden_size = f.config["hidden_size"].get<int>(),
+                  .layer_norm = f.config.value("layer_norm", false)},
                  rng);
     ParamList params;
     collect_params(cell.params, cell.grad, "", params);
@@ -106,11 +107,20 @@ TEST(ParityNn, GRUCell) {
     f.expect_all_compared();
 }
 
-TEST(ParityNn, LSTMCell) {
-    Fixture f("lstm_cell");
+TEST(ParityNn, GRUCell) {
+    check_gru_cell("gru_cell");
+}
+// layer-normalised (explicit ops in nazar.torch; every gate block normalised alone), H = 16
+TEST(ParityNn, GRUCellLayerNorm) {
+    check_gru_cell("gru_cell_layer_norm");
+}
+
+void check_lstm_cell(const std::string& name) {
+    Fixture f(name);
     Rng rng(1);
     LSTMCell cell({.input_size = f.config["input_size"].get<int>(),
-                   .hidden_size = f.config["hidden_size"].get<int>()},
+                   .hidden_size = f.config["hidden_size"].get<int>(),
+                   .layer_norm = f.config.value("layer_norm", false)},
                   rng);
     ParamList params;
     collect_params(cell.params, cell.grad, "", params);
@@ -131,6 +141,13 @@ TEST(ParityNn, LSTMCell) {
     f.expect_grad("c", d_c, kTol);
     f.expect_grads(params, kTol);
     f.expect_all_compared();
+}
+
+TEST(ParityNn, LSTMCell) {
+    check_lstm_cell("lstm_cell");
+}
+TEST(ParityNn, LSTMCellLayerNorm) {  // c' is not normalised; H = 16
+    check_lstm_cell("lstm_cell_layer_norm");
 }
 
 // The loss is a scalar, so R is one number: passed as grad_scale, the gradients are R·dL.
@@ -187,7 +204,8 @@ void check_rnn(const std::string& name) {
              .input_size = cfg["input_size"].get<int>(),
              .hidden_size = cfg["hidden_size"].get<int>(),
              .num_layers = cfg["num_layers"].get<int>(),
-             .bidirectional = cfg["bidirectional"].get<bool>()},
+             .bidirectional = cfg["bidirectional"].get<bool>(),
+             .layer_norm = cfg.value("layer_norm", false)},
             rng);
     ParamList params;
     collect_params(rnn.params, rnn.grad, "", params);
@@ -235,6 +253,12 @@ TEST(ParityNn, RNNGru1LayerInitialState) {
 }
 TEST(ParityNn, RNNGru2LayerBidirectional) {
     check_rnn("rnn_gru_2layer_bidir");
+}
+TEST(ParityNn, RNNGruLayerNorm2LayerBidirectionalInitialState) {
+    check_rnn("rnn_gru_layer_norm_2layer_bidir_init");
+}
+TEST(ParityNn, RNNLstmLayerNorm1LayerBidirectionalInitialState) {
+    check_rnn("rnn_lstm_layer_norm_1layer_bidir_init");
 }
 TEST(ParityNn, RNNLstm1LayerBidirectionalInitialState) {
     check_rnn("rnn_lstm_1layer_bidir_init");

@@ -55,7 +55,17 @@ std::vector<ModelConfig> configs() {
     auto lstm = tiny_config(DecoderKind::luong, ScoreKind::dot);
     lstm.decoder.cell = CellType::lstm;
     lstm.decoder.hidden_size = 6;  // dot needs H == C
-    return {tiny_config(), feed, lp, lstm};
+    // layer-normalised cells: GRU Bahdanau with 2-layer encoder and decoder at H = 16 (the
+    // vector widths), GRU Luong with input feeding, LSTM Luong
+    auto ln = tiny_config();
+    ln.encoder.layer_norm = ln.decoder.layer_norm = true;
+    ln.encoder.hidden_size = ln.decoder.hidden_size = 16;
+    ln.encoder.num_layers = ln.decoder.num_layers = 2;
+    auto ln_feed = feed;
+    ln_feed.encoder.layer_norm = ln_feed.decoder.layer_norm = true;
+    auto ln_lstm = lstm;
+    ln_lstm.encoder.layer_norm = ln_lstm.decoder.layer_norm = true;
+    return {tiny_config(), feed, lp, lstm, ln, ln_feed, ln_lstm};
 }
 
 TEST(BeamSearch, BeamOneIsGreedyTokenForToken) {

@@ -284,6 +284,53 @@ TEST(ModelPrecision, PackedOnlyWeightsFailLoudly) {
     EXPECT_EQ(scores(qm, b), scores(*d.model, b));
 }
 
+// Layer-normalised cells (nn/layer_norm.h) decode in bf16 / int8: the weight matrices are packed,
+// the LN gains (vectors) stay fp32 in the model and in a quantized file, the scores stay within
+// the bounds above, and a quantized file loaded for inference scores as set_precision does.
+class LayerNormPrecision : public ::testing::TestWithParam<CellType> {};
+
+TEST_P(LayerNormPrecision, PackedAndQuantizedFile) {
+    ModelConfig c = mid_config(DecoderKind::bahdanau, ScoreKind::additive);
+    c.encoder.layer_norm = c.decoder.layer_norm = true;
+    c.encoder.num_layers = 2;
+    c.encoder.cell = c.decoder.cell = GetParam();
+    Seq2Seq m(c, 11);
+    Rng rng(4);
+    for (const ParamRef& r : m.parameters())
+        if (r.name.find(".ln_weight_") != std::string::npos) rng.fill_uniform(*r.value, 0.5f, 1.5f);
+    SafeTensors st;
+    model_to_safetensors(m, {}, st);
+    const Batch b = some_batch();
+    const std::vector<double> ref = scores(m, b);
+    for (Precision p : {Precision::bf16, Precision::int8}) {
+        m.set_precision(p);
+        const std::vector<double> got = scores(m, b);
+        const double tol = p == Precision::bf16 ? 0.02 : 0.1;
+        int moved = 0;
+        for (int i = 0; i < b.B; ++i) {
+            EXPECT_NEAR(got[i], ref[i], tol + 0.02 * std::fabs(ref[i]))
+                << precision_name(p) << " sentence " << i;
+            moved += got[i] != ref[i];
+        }
+        EXPECT_GT(moved, 0) << precision_name(p);
+        const SafeTensors q = quantize_model_file(st, p);
+        for (const char* name :
+             {"encoder.rnn.ln_weight_ih_l1_reverse", "decoder.rnn.ln_weight_hh_l0"}) {
+            EXPECT_FALSE(q.raw().count(name)) << name << " was quantized";
+            ASSERT_TRUE(q.contains(name)) << name;
+        }
+        LoadedModel lm = model_from_safetensors(q, ParamMode::inference);
+        EXPECT_EQ(scores(*lm.model, b), got) << precision_name(p);
+        expect_same_beams(*lm.model, m, b);
+        m.set_precision(Precision::fp32);
+    }
+    EXPECT_EQ(scores(m, b), ref);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cells, LayerNormPrecision,
+                         ::testing::Values(CellType::gru, CellType::lstm),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
 }  // namespace
 }  // namespace test_model_precision
 }  // namespace nazar

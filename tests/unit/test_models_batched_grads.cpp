@@ -130,6 +130,19 @@ TEST(BatchedDecoderGrads, EveryDecoderKindCellAndFeeding) {
             c.decoder.num_layers = 2;
             expect_same_grads(c, sampling, "luong additive, timing after, 2 layers");
         }
+        for (const auto kind : {DecoderKind::bahdanau, DecoderKind::luong}) {
+            // layer-normalised GRU cells: the gains' and biases' gradients are summed per step
+            // in both paths, the weights' batched in one
+            auto c = tiny_config(
+                kind, kind == DecoderKind::luong ? ScoreKind::general : ScoreKind::additive);
+            c.encoder.layer_norm = c.decoder.layer_norm = true;
+            c.decoder.num_layers = 2;
+            c.decoder.hidden_size = 16;
+            c.decoder.input_feeding = kind == DecoderKind::luong;
+            expect_same_grads(c, sampling, "layer norm, 2 layers");
+            c.encoder.cell = c.decoder.cell = CellType::lstm;
+            expect_same_grads(c, sampling, "layer norm lstm, 2 layers");
+        }
     }
 }
 

@@ -49,6 +49,29 @@ TEST(ModelConfig, JsonRoundTripIsExact) {
     EXPECT_EQ(r.special_ids, c.special_ids);
 }
 
+// layer_norm: written only when on (a model without it keeps its JSON byte for byte), read
+// back exactly, booleans only; with either cell.
+TEST(ModelConfig, LayerNorm) {
+    ModelConfig c = tiny_config();
+    const std::string plain = to_json_string(c);
+    EXPECT_EQ(plain.find("layer_norm"), std::string::npos) << plain;
+    c.decoder.layer_norm = true;
+    const std::string dec_only = to_json_string(c);
+    const ModelConfig r = model_config_from_string(dec_only);
+    EXPECT_TRUE(r.decoder.layer_norm);
+    EXPECT_FALSE(r.encoder.layer_norm);
+    EXPECT_EQ(to_json_string(r), dec_only);
+    c.encoder.layer_norm = true;
+    EXPECT_TRUE(model_config_from_string(to_json_string(c)).encoder.layer_norm);
+    EXPECT_EQ(usage_message(c), "");
+    for (const char* bad :
+         {R"({"encoder": {"layer_norm": 1}})", R"({"decoder": {"layer_norm": "yes"}})",
+          R"({"decoder": {"layer_norm": null}})", R"({"layer_norm": true})"})
+        EXPECT_THROW(model_config_from_string(bad), UsageError) << bad;
+    c.encoder.cell = c.decoder.cell = CellType::lstm;
+    EXPECT_EQ(usage_message(c), "");
+}
+
 TEST(ModelConfig, MissingKeysTakeDefaultsUnknownKeysAreErrors) {
     const ModelConfig d =
         model_config_from_string(R"({"src_vocab_size": 20, "tgt_vocab_size": 30})");

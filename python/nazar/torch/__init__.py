@@ -58,7 +58,8 @@ if torch is not None:
                          effective_timing, encoder_output_size, generator_input_size, model_config)
     from .decoding import (beam_search, coverage_penalty, greedy, length_penalty,  # noqa: F401
                            max_decode_length)
-    from .layers import GRU, LSTM, Embedding, GRUCell, Linear, LSTMCell, make_rnn, xent_loss  # noqa: F401
+    from .layers import (GRU, LSTM, Embedding, GRUCell, LayerNormGRU, LayerNormGRUCell,  # noqa: F401
+                         LayerNormLSTM, LayerNormLSTMCell, Linear, LSTMCell, make_rnn, xent_loss)
     from .losses import (COPY_EPSILON, GUIDED_ALIGNMENT_EPSILON, copy_log_probs, copy_loss,  # noqa: F401
                        coverage_loss, guided_alignment_loss, loss, score, train_loss)
     from .model import (MODEL_FORMAT, Batch, Decoder, DeepOutput, Encoded, Encoder, Seq2Seq,  # noqa: F401

@@ -9,10 +9,11 @@ import json
 
 DEFAULT_CONFIG = {
     "src_vocab_size": 0, "tgt_vocab_size": 0, "embedding_size": 256,
-    "encoder": {"cell": "gru", "hidden_size": 256, "num_layers": 1, "bidirectional": True, "dropout": 0.0},
+    "encoder": {"cell": "gru", "hidden_size": 256, "num_layers": 1, "bidirectional": True, "dropout": 0.0,
+                "layer_norm": False},
     "decoder": {"kind": "bahdanau", "cell": "gru", "hidden_size": 256, "num_layers": 1, "dropout": 0.0,
                 "bridge": "auto", "attention_timing": "auto", "input_feeding": False, "deep_output": False,
-                "deep_output_size": 0},
+                "deep_output_size": 0, "layer_norm": False},
     "attention": {"score": "additive", "scale": "none", "local": "global", "window": 10, "attention_size": 0,
                   "position_size": 0, "coverage": False},
     "tie_target_embeddings": False,
@@ -64,8 +65,11 @@ def model_config(config):
 def config_json(cfg):
     """The "nazar.config" string: compact, sorted keys (what nlohmann::json::dump writes);
     "coverage" only when true, as nazar writes it; copy_attention only when true (as config.h's
-    to_json)."""
+    to_json); the encoder's / decoder's layer_norm only when true."""
     cfg = model_config(cfg)
+    for side in ("encoder", "decoder"):
+        if not cfg[side]["layer_norm"]:
+            del cfg[side]["layer_norm"]
     if not cfg["attention"]["coverage"]:
         del cfg["attention"]["coverage"]
     if not cfg["copy_attention"]:

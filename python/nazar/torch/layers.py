@@ -48,6 +48,133 @@ class LSTM(_Packed, nn.LSTM):
                          dropout=dropout, bidirectional=bidirectional)
 
 
+class _LayerNormCell(nn.Module):
+    """The parameters of a layer-normalised cell of G gate blocks (nazar/nn/gru_cell.h,
+    lstm_cell.h), as torch's cells plus the gains ln_weight_ih / ln_weight_hh (G·H, start at 1),
+    and its normalisation: LN(a; γ) + b normalises each gate block (H units) of a row on its own
+    (biased variance, ε = 1e-5, as F.layer_norm), then scales by γ and shifts by the bias."""
+
+    G = 0
+
+    def __init__(self, input_size, hidden_size):
+        super().__init__()
+        G, H, k = self.G, hidden_size, hidden_size ** -0.5
+        self.hidden_size = H
+        self.weight_ih = nn.Parameter(torch.empty(G * H, input_size).uniform_(-k, k))
+        self.weight_hh = nn.Parameter(torch.empty(G * H, H).uniform_(-k, k))
+        self.bias_ih = nn.Parameter(torch.empty(G * H).uniform_(-k, k))
+        self.bias_hh = nn.Parameter(torch.empty(G * H).uniform_(-k, k))
+        self.ln_weight_ih = nn.Parameter(torch.ones(G * H))
+        self.ln_weight_hh = nn.Parameter(torch.ones(G * H))
+
+    def _ln(self, a, gain, bias):
+        blocks = nn.functional.layer_norm(a.unflatten(-1, (self.G, self.hidden_size)), (self.hidden_size,),
+                                          eps=1e-5)
+        return blocks.flatten(-2) * gain + bias
+
+    def products(self, x, h):
+        """gi = LN(x W_ihᵀ; γ_ih) + b_ih,  gh = LN(h W_hhᵀ; γ_hh) + b_hh."""
+        return (self._ln(x @ self.weight_ih.t(), self.ln_weight_ih, self.bias_ih),
+                self._ln(h @ self.weight_hh.t(), self.ln_weight_hh, self.bias_hh))
+
+
+class LayerNormGRUCell(_LayerNormCell):
+    """The layer-normalised GRU cell of nazar/nn/gru_cell.h, in explicit ops (torch has none):
+
+        gi = LN(x W_ihᵀ; γ_ih) + b_ih     gh = LN(h W_hhᵀ; γ_hh) + b_hh
+        r = σ(gi_r + gh_r)   z = σ(gi_z + gh_z)   n = tanh(gi_n + r ⊙ gh_n)   h' = (1 − z) n + z h
+    forward(x, h) -> h'."""
+
+    G = 3
+
+    def forward(self, x, h):
+        gi, gh = self.products(x, h)
+        i_r, i_z, i_n = gi.chunk(3, -1)
+        h_r, h_z, h_n = gh.chunk(3, -1)
+        r, z = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
+        n = torch.tanh(i_n + r * h_n)
+        return (1 - z) * n + z * h
+
+
+class LayerNormLSTMCell(_LayerNormCell):
+    """The layer-normalised LSTM cell of nazar/nn/lstm_cell.h (gates i, f, g, o; c' is not
+    normalised):  a = LN(x W_ihᵀ; γ_ih) + b_ih + LN(h W_hhᵀ; γ_hh) + b_hh,
+    c' = σ(a_f) c + σ(a_i) tanh(a_g),  h' = σ(a_o) tanh(c').  forward(x, (h, c)) -> (h', c')."""
+
+    G = 4
+
+    def forward(self, x, hc):
+        h, c = hc
+        gi, gh = self.products(x, h)
+        a_i, a_f, a_g, a_o = (gi + gh).chunk(4, -1)
+        c_new = torch.sigmoid(a_f) * c + torch.sigmoid(a_i) * torch.tanh(a_g)
+        return torch.sigmoid(a_o) * torch.tanh(c_new), c_new
+
+
+class _LayerNormRNN(nn.Module):
+    """Multi-layer, optionally bidirectional RNN of a layer-normalised cell over a right-padded
+    batch, as nazar/nn/rnn.h (and as pack_padded_sequence runs torch's): forward(x (B, T, I),
+    lengths (B) or None = all T, hx or None) -> (out (B, T, D·H) zero at padding, h_n), hx / h_n
+    (L·D, B, H) for the GRU and pairs of them (h, c) for the LSTM, as torch's. A padded position
+    keeps the state, so the reverse direction starts at each sentence's own last token. Names as
+    nazar's: weight_ih_l{k}[_reverse], ..., ln_weight_ih_l{k}[_reverse], ln_weight_hh_l{k}[...];
+    dropout between layers (train mode)."""
+
+    Cell = None
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bidirectional=False, dropout=0.0):
+        super().__init__()
+        self.hidden_size, self.num_layers, self.bidirectional = hidden_size, num_layers, bidirectional
+        self.dropout, D = dropout, 2 if bidirectional else 1
+        self.cells = []
+        for k in range(num_layers):
+            for d in range(D):
+                cell = self.Cell(input_size if k == 0 else D * hidden_size, hidden_size)
+                sfx = f"_l{k}" + ("_reverse" if d else "")
+                for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "ln_weight_ih", "ln_weight_hh"):
+                    self.register_parameter(name + sfx, getattr(cell, name))
+                self.cells.append(cell)
+
+    def forward(self, x, lengths=None, hx=None):
+        B, T, D, H = x.shape[0], x.shape[1], 2 if self.bidirectional else 1, self.hidden_size
+        lstm = self.Cell is LayerNormLSTMCell
+        lengths = torch.full((B,), T) if lengths is None else torch.as_tensor(lengths).cpu()
+        if hx is None:
+            zeros = x.new_zeros(self.num_layers * D, B, H)
+            hx = (zeros, zeros) if lstm else zeros
+        states = list(zip(*hx)) if lstm else list(hx)  # [L·D] h or (h, c)
+        finals, inp = [], x
+        for k in range(self.num_layers):
+            if k > 0 and self.training and self.dropout > 0:
+                inp = nn.functional.dropout(inp, self.dropout)
+            outs = []
+            for d in range(D):
+                cell, s = self.cells[k * D + d], states[k * D + d]
+                ys = [None] * T
+                for t in (range(T) if d == 0 else reversed(range(T))):
+                    real = (t < lengths).to(x.dtype)[:, None]  # (B, 1)
+                    new = cell(inp[:, t], s)
+                    keep = (lambda a, b: real * a + (1 - real) * b)  # noqa: E731
+                    s = tuple(map(keep, new, s)) if lstm else keep(new, s)
+                    ys[t] = real * (new[0] if lstm else new)
+                outs.append(torch.stack(ys, 1) if T > 0 else x.new_zeros(B, 0, H))
+                finals.append(s)
+            inp = torch.cat(outs, -1)
+        if lstm:
+            return inp, (torch.stack([h for h, _ in finals]), torch.stack([c for _, c in finals]))
+        return inp, torch.stack(finals)
+
+
+class LayerNormGRU(_LayerNormRNN):
+    """_LayerNormRNN of LayerNormGRUCell."""
+    Cell = LayerNormGRUCell
+
+
+class LayerNormLSTM(_LayerNormRNN):
+    """_LayerNormRNN of LayerNormLSTMCell."""
+    Cell = LayerNormLSTMCell
+
+
 def xent_loss(logits, targets, ignore_index=-1, label_smoothing=0.0):
     """Σ over non-ignored rows of the (label-smoothed) cross-entropy, as nazar's SoftmaxXent
     (nazar/nn/softmax_xent.h): torch's CrossEntropyLoss(reduction='sum')."""
@@ -55,6 +182,8 @@ def xent_loss(logits, targets, ignore_index=-1, label_smoothing=0.0):
                                        label_smoothing=label_smoothing, reduction="sum")
 
 
-def make_rnn(cell, input_size, hidden_size, **kw):
-    """cell: "gru" | "lstm"."""
+def make_rnn(cell, input_size, hidden_size, layer_norm=False, **kw):
+    """cell: "gru" | "lstm"; layer_norm: LayerNormGRU / LayerNormLSTM (explicit ops)."""
+    if layer_norm:
+        return {"gru": LayerNormGRU, "lstm": LayerNormLSTM}[cell](input_size, hidden_size, **kw)
     return {"gru": GRU, "lstm": LSTM}[cell](input_size, hidden_size, **kw)

@@ -32,7 +32,8 @@ class Encoder(nn.Module):
         e = cfg["encoder"]
         self.embedding = nn.Embedding(cfg["src_vocab_size"], cfg["embedding_size"])  # no padding_idx
         self.rnn = make_rnn(e["cell"], cfg["embedding_size"], e["hidden_size"], num_layers=e["num_layers"],
-                            bidirectional=e["bidirectional"], dropout=e["dropout"])
+                            bidirectional=e["bidirectional"], dropout=e["dropout"],
+                            layer_norm=e["layer_norm"])
 
     def forward(self, src, lengths, emb_mask=None):
         """emb_mask (B, S, E): a dropout mask (0 or 1/(1−p)) on the embeddings, or None."""
@@ -90,8 +91,12 @@ class Decoder(nn.Module):
         self.feeding = d["kind"] == "luong" and d["input_feeding"]
         F = C if d["kind"] == "bahdanau" else (H if self.feeding else 0)
         self.embedding = nn.Embedding(cfg["tgt_vocab_size"], E)
-        rnn = {"gru": nn.GRU, "lstm": nn.LSTM}[d["cell"]]
-        self.rnn = rnn(E + F, H, num_layers=self.L, batch_first=True, dropout=d["dropout"])
+        self.layer_norm = d["layer_norm"]
+        if self.layer_norm:  # explicit ops (layers.py), the same names plus ln_weight_*
+            self.rnn = make_rnn(d["cell"], E + F, H, layer_norm=True, num_layers=self.L, dropout=d["dropout"])
+        else:
+            rnn = {"gru": nn.GRU, "lstm": nn.LSTM}[d["cell"]]
+            self.rnn = rnn(E + F, H, num_layers=self.L, batch_first=True, dropout=d["dropout"])
         if d["kind"] == "luong":
             self.combine = nn.Linear(H + C, H, bias=False)  # W_c (H, H + C)
         self.deep_output = DeepOutput(H, E, C, generator_input_size(cfg)) if d["deep_output"] else None
@@ -111,8 +116,13 @@ class Decoder(nn.Module):
         elif self.feeding:
             x.append(state.feed)
         x = torch.cat(x, -1)[:, None, :]  # (N, 1, E + F)
-        if self.cell == "lstm":
+        if self.cell == "lstm" and self.layer_norm:
+            _, (h, c) = self.rnn(x, None, (state.h, state.c))
+        elif self.cell == "lstm":
             _, (h, c) = self.rnn(x, (state.h, state.c))
+        elif self.layer_norm:
+            _, h = self.rnn(x, None, state.h)
+            c = None
         else:
             _, h = self.rnn(x, state.h)
             c = None

@@ -84,6 +84,35 @@ def _gru_cell(g):
             {"input_size": 5, "hidden_size": 4})
 
 
+def _random_gains(g, m):
+    """LN gains away from their initial 1, so that a gain used in the wrong place shows."""
+    import torch
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if name.startswith("ln_weight"):
+                p.copy_(rand(g, *p.shape, lo=0.5, hi=1.5))
+
+
+@case("gru_cell_layer_norm")
+def _gru_cell_layer_norm(g):  # H = 16: the vector widths of the fused kernels
+    m = nt.LayerNormGRUCell(20, 16)
+    _random_gains(g, m)
+    return (m, {"x": rand(g, 3, 20), "h": rand(g, 3, 16)}, lambda m, i: {"h_new": m(i["x"], i["h"])},
+            {"input_size": 20, "hidden_size": 16, "layer_norm": True})
+
+
+@case("lstm_cell_layer_norm")
+def _lstm_cell_layer_norm(g):  # H = 16: the vector widths of the fused kernels
+    m = nt.LayerNormLSTMCell(20, 16)
+    _random_gains(g, m)
+
+    def run(m, i):
+        h, c = m(i["x"], (i["h"], i["c"]))
+        return {"h_new": h, "c_new": c}
+    return (m, {"x": rand(g, 3, 20), "h": rand(g, 3, 16), "c": rand(g, 3, 16)}, run,
+            {"input_size": 20, "hidden_size": 16, "layer_norm": True})
+
+
 @case("lstm_cell")
 def _lstm_cell(g):
     m = nt.LSTMCell(5, 4)
@@ -122,9 +151,11 @@ def _softmax_xent_smooth(g):
     return _xent(g, 0.1, False)
 
 
-def _rnn(g, cell, layers, bidirectional, with_initial, lengths, I=5, H=4):
+def _rnn(g, cell, layers, bidirectional, with_initial, lengths, I=5, H=4, layer_norm=False):
     import torch
-    m = nt.make_rnn(cell, I, H, num_layers=layers, bidirectional=bidirectional)
+    m = nt.make_rnn(cell, I, H, num_layers=layers, bidirectional=bidirectional, layer_norm=layer_norm)
+    if layer_norm:
+        _random_gains(g, m)
     B, T = len(lengths), max(lengths)
     dirs = 2 if bidirectional else 1
     x = rand(g, B, T, I)
@@ -145,6 +176,8 @@ def _rnn(g, cell, layers, bidirectional, with_initial, lengths, I=5, H=4):
             return {"out": out, "h_n": h_n[0], "c_n": h_n[1]}
         return {"out": out, "h_n": h_n}
     cfg = {"cell": cell, "input_size": I, "hidden_size": H, "num_layers": layers, "bidirectional": bidirectional}
+    if layer_norm:
+        cfg["layer_norm"] = True
     return m, inputs, run, cfg
 
 
@@ -156,6 +189,16 @@ def _rnn_gru_1(g):
 @case("rnn_gru_2layer_bidir")
 def _rnn_gru_2b(g):
     return _rnn(g, "gru", 2, True, False, [6, 4, 1])
+
+
+@case("rnn_gru_layer_norm_2layer_bidir_init")
+def _rnn_gru_ln(g):
+    return _rnn(g, "gru", 2, True, True, [6, 4, 1], H=16, layer_norm=True)
+
+
+@case("rnn_lstm_layer_norm_1layer_bidir_init")
+def _rnn_lstm_ln(g):
+    return _rnn(g, "lstm", 1, True, True, [5, 2, 4], H=16, layer_norm=True)
 
 
 @case("rnn_lstm_1layer_bidir_init")

@@ -132,6 +132,21 @@ CASES = {
     "luong_concat_coverage": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "luong", "hidden_size": 5},
                                "attention": {"score": "concat", "attention_size": 4, "coverage": True}},
                               0.0, SRC_LENGTHS, TGT_LENGTHS),
+    # layer-normalised cells (gains drawn at random: nazar initialises them to 1): GRU with a 2-layer
+    # bidirectional encoder and a 2-layer Bahdanau decoder (layer 0 reads [e_t ; c_t]); GRU Luong
+    # with input feeding; LSTM 2+2 layers with input feeding; sizes of 16 and more so that the
+    # vector widths are used
+    "bahdanau_layer_norm": ({"encoder": {"hidden_size": 16, "num_layers": 2, "layer_norm": True},
+                             "decoder": {"kind": "bahdanau", "hidden_size": 16, "num_layers": 2, "layer_norm": True},
+                             "attention": {"score": "additive", "attention_size": 8}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
+    "luong_layer_norm_feed": ({"encoder": {"hidden_size": 8, "layer_norm": True},
+                               "decoder": {"kind": "luong", "hidden_size": 17, "input_feeding": True,
+                                           "layer_norm": True},
+                               "attention": {"score": "general"}}, 0.1, SRC_LENGTHS, TGT_LENGTHS),
+    "luong_lstm_layer_norm": ({"encoder": {"cell": "lstm", "hidden_size": 8, "layer_norm": True},
+                               "decoder": {"kind": "luong", "cell": "lstm", "hidden_size": 16, "num_layers": 2,
+                                           "input_feeding": True, "layer_norm": True},
+                               "attention": {"score": "general"}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
     # an empty source sentence (S_b = 0): zero encoder states, mean bridge 0, empty local-p window
     "empty_source": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "luong", "hidden_size": 5},
                       "attention": {"score": "general", "local": "local-p", "window": 1}},
@@ -252,6 +267,10 @@ def build_case(name, seed):
         if cfg["attention"]["coverage"]:
             w = torch.Generator().manual_seed(seed + 3000)
             model.attention.coverage.weight.copy_(torch.rand(model.attention.coverage.weight.shape, generator=w) * 3 - 1.5)
+        w = torch.Generator().manual_seed(seed + 4000)
+        for k, p in model.named_parameters():
+            if ".ln_weight_" in k:
+                p.copy_(torch.rand(p.shape, generator=w) + 0.5)
     g = torch.Generator().manual_seed(seed + 1000)
     draw = lambda n, V: torch.randint(4, V, (n,), generator=g).tolist()  # noqa: E731  no specials inside
     src = [draw(n, cfg["src_vocab_size"]) for n in src_len]
