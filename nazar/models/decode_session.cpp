@@ -82,7 +82,7 @@ void DecodeSession::encode(std::span<const int32_t> src, std::span<const int> le
     out.S = S;
     out.lengths.assign(lengths.begin(), lengths.end());
     out.enc_out.resize({N, S, m.encoder.output_size()}, false);
-    m.encoder.forward(src, lengths, out.enc_out, enc_cache_, unused, Mode::eval);
+    m.encoder.forward(src, lengths, out.enc_out, enc_cache_, unused, Mode::inference);
     const int step_rows = N * std::max(1, rows_per_sentence);
     // The steps' transposed weights (steps of more than kSmallGemmRows rows): an inference
     // model's, made once and shared by every session; else made here for this batch.
