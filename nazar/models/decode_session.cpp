@@ -11,7 +11,11 @@
 #include "nazar/nn/softmax_xent.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace nazar {
 namespace {
@@ -64,6 +68,28 @@ WeightTRows generator_rows(const EncodedSource& src, int64_t rows) {
     return rows <= kGeneratorTRows ? weight_t_rows(src.generator_t) : WeightTRows{};
 }
 
+// The encoder's scratch is dead while the batch's steps run, whose own buffers (logits, rows)
+// are as large: its pages go back to the system once the batch is encoded, so that a session
+// holds about the larger of the two, not both. Tensors of at least 1 MiB only: a page given back
+// costs a fault when the next batch writes it.
+// (madvise MADV_DONTNEED on the pages wholly inside each buffer: the tensors keep their buffers,
+// whose values become unspecified; the encoder writes every one before it reads it.)
+void discard_encoder_scratch(EncoderCache& c) {
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto discard = [page](Tensor& t) {
+        const auto bytes = static_cast<uintptr_t>(t.capacity()) * sizeof(float);
+        if (bytes < (uintptr_t{1} << 20)) return;
+        const auto begin = reinterpret_cast<uintptr_t>(t.data());
+        const uintptr_t first = (begin + page - 1) / page * page,
+                        last = (begin + bytes) / page * page;
+        if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    };
+    discard(c.emb);
+    for (Tensor& t : c.rnn.layer_in) discard(t);
+    for (Tensor& t : c.rnn.layer_out) discard(t);
+    for (RNNInferenceScratch& sc : c.rnn.infer) discard(sc.proj);
+}
+
 }  // namespace
 
 DecodeSession::DecodeSession(const Seq2Seq& model) : model_(&model) {}
@@ -82,7 +108,7 @@ void DecodeSession::encode(std::span<const int32_t> src, std::span<const int> le
     out.S = S;
     out.lengths.assign(lengths.begin(), lengths.end());
     out.enc_out.resize({N, S, m.encoder.output_size()}, false);
-    m.encoder.forward(src, lengths, out.enc_out, enc_cache_, unused, Mode::eval);
+    m.encoder.forward(src, lengths, out.enc_out, enc_cache_, unused, Mode::inference);
     const int step_rows = N * std::max(1, rows_per_sentence);
     // The steps' transposed weights (steps of more than kSmallGemmRows rows): an inference
     // model's, made once and shared by every session; else made here for this batch.
@@ -103,6 +129,7 @@ void DecodeSession::encode(std::span<const int32_t> src, std::span<const int> le
     }
     out.init_h.resize({m.decoder.L, N, m.decoder.H}, false);
     m.bridge.forward(out.enc_out, enc_cache_.final, lengths, out.init_h, bridge_cache_);
+    discard_encoder_scratch(enc_cache_);
 }
 
 void DecodeSession::select_rows(const EncodedSource& in, std::span<const int> rows,

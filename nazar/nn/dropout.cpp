@@ -14,7 +14,7 @@ void Dropout::forward(ConstTensorView x, TensorView out, DropoutCache& cache, Rn
     NZ_CHECK(out.numel() == x.numel(), "Dropout::forward: out {} vs x {}", out.shape().str(),
              x.shape().str());
     const int64_t n = x.numel();
-    if (mode == Mode::eval || cfg.p == 0.0f) {
+    if (mode != Mode::train || cfg.p == 0.0f) {
         cache.mask.resize({0});
         if (out.data() != x.data()) out.copy_from(x);
         return;

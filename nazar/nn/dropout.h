@@ -6,6 +6,8 @@
 // p = 1 drops everything (m = 0), as PyTorch does.
 //
 // `Mode` is the training/evaluation switch every nn layer with train-only behaviour takes.
+// inference is eval with the promise that no backward follows (decoding): a layer may then keep
+// only what its forward needs, not what a backward would read (nn/rnn.h).
 // Gradients: backward ACCUMULATES (+=) into d_x.
 #pragma once
 
@@ -14,7 +16,7 @@
 
 namespace nazar {
 
-enum class Mode { train, eval };
+enum class Mode { train, eval, inference };
 
 struct DropoutCache {
     Tensor mask{Shape{0}};  // same numel as x: 0 or 1/(1−p). Empty = identity (eval mode or p = 0).

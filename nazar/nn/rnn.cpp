@@ -176,6 +176,85 @@ void RNN::forward_direction(int k, int d, const RNNState& initial, RNNState& fin
     if (lstm) packed_rows::set_states(dc.c.slice(N, N + B), order, final.c.select(idx));
 }
 
+// forward_direction without the backward's per-step values: the projections of all N rows as
+// one product into sc.proj, then per step the same W_hh product and gate kernel on the step's
+// n rows, reading the states from sc.h (sorted row i = row i) and writing the next ones to
+// sc.h_next (rows still running after the step) or sc.h_final (rows ending at it).
+void RNN::infer_direction(int k, int d, const RNNState& initial, RNNState& final, RNNCache& cache,
+                          RNNInferenceScratch& sc) const {
+    const int B = cache.B, T = cache.T, H = cfg.hidden_size, D = directions(), G = gates();
+    const int64_t N = cache.offset[static_cast<std::size_t>(T)];
+    const bool lstm = cfg.cell == CellType::lstm, fwd = d == 0;
+    const int idx = k * D + d;
+    const RNNCellParams& P = params.cells[idx];
+    sc.proj.resize({N, G * H}, false);
+    cell_project_input(P, cache.layer_in[k], sc.proj);
+    for (Tensor* t : {&sc.h, &sc.h_next, &sc.h_final}) t->resize({B, H}, false);
+    if (lstm) {
+        for (Tensor* t : {&sc.c, &sc.c_next, &sc.c_final, &sc.tanh_c}) t->resize({B, H}, false);
+    } else {
+        sc.gates.resize({B, G * H}, false);
+        sc.gh_n.resize({B, H}, false);
+    }
+    if (B > kSmallGemmRows)
+        refresh_weight_t(sc.whh_t, P.weight_hh);
+    else
+        sc.whh_t.reset();
+    float* const Y = N > 0 ? cache.layer_out[k].data() + d * H : nullptr;
+    const WeightTRows whh = weight_t_rows(sc.whh_t);
+    const ConstTensorView h_init = absent(initial.h) ? ConstTensorView() : initial.h.select(idx);
+    const ConstTensorView c_init = absent(initial.c) ? ConstTensorView() : initial.c.select(idx);
+    const std::span<const int> order(cache.order), rows(cache.rows);
+    const auto start_rows = [&](Tensor& h, Tensor& c, int i0, int i1) {  // sorted rows [i0, i1)
+        packed_rows::gather_states(h_init, order, i0, i1, h.slice(i0, i1));
+        if (lstm) packed_rows::gather_states(c_init, order, i0, i1, c.slice(i0, i1));
+    };
+    const int n0 = T > 0 ? rows[0] : 0;
+    start_rows(sc.h_final, sc.c_final, n0, B);  // length 0: the final state is the initial one
+    if (fwd) start_rows(sc.h, sc.c, 0, n0);
+    int64_t o = 0;  // packed row of the step's first row
+    // rows [i0, i1) of the step: gates, new states to rows [i0, i1) of hn / cn, outputs
+    const auto cell_rows = [&](int i0, int i1, Tensor& hn, Tensor& cn) {
+        if (i1 <= i0) return;
+        const TensorView h1 = hn.slice(i0, i1);
+        if (lstm)
+            lstm::gates_forward(sc.h.slice(i0, i1), sc.c.slice(i0, i1),
+                                sc.proj.slice(o + i0, o + i1), sc.tanh_c.slice(i0, i1), h1,
+                                cn.slice(i0, i1));
+        else
+            gru::gates_forward(sc.proj.slice(o + i0, o + i1), sc.h.slice(i0, i1),
+                               sc.gates.slice(i0, i1), sc.gh_n.slice(i0, i1), h1);
+        for (int i = i0; i < i1; ++i)
+            std::memcpy(Y + (o + i) * D * H, h1.data() + int64_t{i - i0} * H, sizeof(float) * H);
+    };
+    for (int s = 0; s < T; ++s) {
+        const int t = fwd ? s : T - 1 - s;
+        const int n = rows[t], n_next = t + 1 < T ? rows[t + 1] : 0;  // n_next: running at t + 1
+        if (n == 0) continue;
+        o = cache.offset[static_cast<std::size_t>(t)];
+        if (!fwd) start_rows(sc.h, sc.c, n_next, n);  // rows whose last position is t
+        const TensorView hp = sc.h.slice(0, n);
+        if (lstm) {
+            cell_add_recurrent(P, hp, sc.proj.slice(o, o + n), whh);  // a += b_hh + h W_hhᵀ
+        } else {                                                      // gh = (0 + b_hh) + h W_hhᵀ
+            const TensorView a = sc.gates.slice(0, n);
+            fill_bias_rows(a, P.bias_hh);
+            gemm_xwt(n, G * H, H, 1.0f, hp.data(), H, P.weight_hh.data(), H, whh, 1.0f, a.data(),
+                     G * H);
+        }
+        if (fwd) {
+            cell_rows(0, n_next, sc.h_next, sc.c_next);
+            cell_rows(n_next, n, sc.h_final, sc.c_final);  // the rows ending at t
+        } else {
+            cell_rows(0, n, t > 0 ? sc.h_next : sc.h_final, t > 0 ? sc.c_next : sc.c_final);
+        }
+        std::swap(sc.h, sc.h_next);
+        if (lstm) std::swap(sc.c, sc.c_next);
+    }
+    packed_rows::set_states(sc.h_final, order, final.h.select(idx));
+    if (lstm) packed_rows::set_states(sc.c_final, order, final.c.select(idx));
+}
+
 void RNN::forward(ConstTensorView x, std::span<const int> lengths, const RNNState& initial,
                   TensorView out, RNNState& final, RNNCache& cache, Rng& rng, Mode mode) const {
     NZ_CHECK(x.ndim() == 3 && x.dim(2) == cfg.input_size, "RNN::forward: x {} needs (B, T, {})",
@@ -202,7 +281,9 @@ void RNN::forward(ConstTensorView x, std::span<const int> lengths, const RNNStat
     cache.layer_in.resize(L);
     cache.layer_out.resize(L);
     cache.dropout.resize(L);
-    cache.dirs.resize(static_cast<std::size_t>(L) * D);
+    const bool infer = mode == Mode::inference, side_by_side = D == 2 && B <= kSmallGemmRows;
+    cache.dirs.resize(infer ? 0 : static_cast<std::size_t>(L) * D);
+    cache.infer.resize(infer ? (side_by_side ? D : 1) : 0);
     final.h.resize({L * D, B, H}, false);
     if (lstm)
         final.c.resize({L * D, B, H}, false);
@@ -228,14 +309,18 @@ void RNN::forward(ConstTensorView x, std::span<const int> lengths, const RNNStat
         cache.layer_out[k].resize({N, D * H}, false);
         const auto directions = [&](int64_t d0, int64_t d1) {
             for (int64_t d = d0; d < d1; ++d)
-                forward_direction(k, static_cast<int>(d), initial, final, cache);
+                if (infer)
+                    infer_direction(k, static_cast<int>(d), initial, final, cache,
+                                    cache.infer[side_by_side ? d : 0]);
+                else
+                    forward_direction(k, static_cast<int>(d), initial, final, cache);
         };
         // Few rows (decoding a sentence or a handful): each step's W_hh product is a
         // matrix-vector product too small to split well, so the two directions run side by side,
         // one per thread, each with its products whole (a body's products run inline:
         // threads.h). They write disjoint state: their own cache, final state and half of each
         // output row. Same results, as a product's bits do not depend on its split.
-        if (D == 2 && B <= kSmallGemmRows)
+        if (side_by_side)
             parallel_for(D, 1, directions);
         else
             directions(0, D);
@@ -333,6 +418,8 @@ void RNN::backward(ConstTensorView d_out, const RNNState& d_final, const RNNCach
     const int B = cache.B, T = cache.T, H = cfg.hidden_size, D = directions(), L = cfg.num_layers,
               G = gates();
     const bool lstm = cfg.cell == CellType::lstm;
+    NZ_CHECK(cache.mode != Mode::inference,
+             "RNN::backward: the cache comes from an inference forward, which keeps no gates");
     NZ_CHECK(
         static_cast<int>(cache.dirs.size()) == L * D && static_cast<int>(cache.lengths.size()) == B,
         "RNN::backward: the cache does not come from this RNN's forward");

@@ -93,7 +93,22 @@ struct RNNDirectionCache {
                     // without AVX-512)
 };
 
+// Mode::inference (no backward follows): a layer-direction keeps the input projections of its
+// N packed rows (one GEMM, as in the other modes) and one step's rows, not every step's gates
+// and states. Sorted row i of the running step is row i here.
+struct RNNInferenceScratch {
+    Tensor proj{Shape{0}};    // (N, G·H)  x W_ihᵀ + b_ih (GRU: gi; LSTM: the gates, in place)
+    Tensor gates{Shape{0}};   // (B, 3H)   GRU: the step's gates
+    Tensor gh_n{Shape{0}};    // (B, H)    GRU: W_hn h + b_hn (written by the gate kernel)
+    Tensor tanh_c{Shape{0}};  // (B, H)    LSTM
+    Tensor h{Shape{0}}, h_next{Shape{0}}, h_final{Shape{0}};  // (B, H) each
+    Tensor c{Shape{0}}, c_next{Shape{0}}, c_final{Shape{0}};  // (B, H) each, LSTM
+    WeightT whh_t;  // W_hhᵀ of the direction running (as RNNDirectionCache::whh_t)
+};
+
 // Everything backward needs; owned by the caller, reused across batches (resize keeps memory).
+// In Mode::inference `dirs` stays empty and `infer` holds the scratch: one set, used by the
+// layer-directions in turn, or one per direction where the two run side by side.
 struct RNNCache {
     int B = 0, T = 0;
     Mode mode = Mode::eval;
@@ -106,7 +121,8 @@ struct RNNCache {
     std::vector<Tensor> layer_out;        // [L]  (N, dirs·H) packed outputs
     std::vector<DropoutCache> dropout;    // [L]  mask of layer_out[k−1], (T, B, dirs·H) in the
                                           //      caller's row order (index 0 unused)
-    std::vector<RNNDirectionCache> dirs;  // [L · dirs]
+    std::vector<RNNDirectionCache> dirs;  // [L · dirs]  (train, eval)
+    std::vector<RNNInferenceScratch> infer;  // [1 or dirs]  (inference)
 };
 
 class RNN {
@@ -138,10 +154,11 @@ public:
                  const RNNState& initial,       // (L·dirs, B, H) each; empty tensors = zeros
                  TensorView out,                // (B, T, dirs·H) overwritten; 0 at padding
                  RNNState& final,               // out: (L·dirs, B, H) each (resized; c only LSTM)
-                 RNNCache& cache,               // out
+                 RNNCache& cache,               // out (Mode::inference: scratch only)
                  Rng& rng, Mode mode) const;
 
-    // From d_out and d_final to d_x, d_initial and every parameter gradient.
+    // From d_out and d_final to d_x, d_initial and every parameter gradient. The cache must come
+    // from a train or eval forward (an inference one keeps too little: an Error).
     // d_out at padding positions is ignored (those outputs are constant 0).
     void backward(ConstTensorView d_out,    // (B, T, dirs·H)
                   const RNNState& d_final,  // (L·dirs, B, H) each; empty tensors = zero
@@ -156,6 +173,10 @@ public:
 private:
     void forward_direction(int k, int d, const RNNState& initial, RNNState& final,
                            RNNCache& cache) const;  // layer k, direction d
+    // forward_direction in Mode::inference: the same products and gate kernels on the same rows
+    // (the same bits), the states of one step at a time in `sc`
+    void infer_direction(int k, int d, const RNNState& initial, RNNState& final, RNNCache& cache,
+                         RNNInferenceScratch& sc) const;
     void backward_direction(int k, int d, const RNNState& d_final, const RNNCache& cache,
                             bool need_d_in, RNNState& d_initial);
     // Backward scratch, sized once per batch (not state).

@@ -113,6 +113,42 @@ TEST_P(RNNPacked, RowOrderDoesNotChangeAnything) {
         EXPECT_TRUE(close_abs(a.final.h.select(k).select(2), init.h.select(k).select(2), 0));
 }
 
+// Mode::inference keeps one step's states instead of every step's gates (decoding's encoder):
+// the same outputs and final states as eval, bit for bit, with the directions one after the
+// other (B > kSmallGemmRows) or side by side (fewer rows), a cache reused across batches, and
+// no backward from it.
+TEST_P(RNNPacked, InferenceEqualsEvalBitForBit) {
+    const auto [cell, bidi] = GetParam();
+    const bool lstm = cell == CellType::lstm;
+    Rng rng(34);
+    RNN rnn = make_rnn(cell, bidi, 0.3f, rng);
+    const int T = 6, I = 3, H = 4, LD = 2 * (bidi ? 2 : 1), C = (bidi ? 2 : 1) * H;
+    RNNCache reused;
+    for (const int B : {12, 5, 12}) {
+        std::vector<int> lengths;
+        for (int b = 0; b < B; ++b) lengths.push_back((b * 5) % (T + 1));  // 0 and T included
+        const Tensor x = random_tensor(rng, {B, T, I});
+        const RNNState init{random_tensor(rng, {LD, B, H}),
+                            lstm ? random_tensor(rng, {LD, B, H}) : Tensor({0})};
+        Tensor out_e({B, T, C}), out_i({B, T, C});
+        RNNState fe, fi;
+        RNNCache ce;
+        Rng r1(9), r2(9);
+        rnn.forward(x, lengths, init, out_e, fe, ce, r1, Mode::eval);
+        rnn.forward(x, lengths, init, out_i, fi, reused, r2, Mode::inference);
+        EXPECT_TRUE(close_abs(out_i, out_e, 0)) << B << " rows";
+        EXPECT_TRUE(close_abs(fi.h, fe.h, 0)) << B << " rows";
+        if (lstm) {
+            EXPECT_TRUE(close_abs(fi.c, fe.c, 0)) << B << " rows";
+        }
+        EXPECT_TRUE(reused.dirs.empty());
+        EXPECT_EQ(reused.infer.front().h.dim(0), B);  // one step's rows, not Σ lengths
+        Tensor d_x(x.shape());
+        RNNState d_init;
+        EXPECT_THROW(rnn.backward(out_e, {}, reused, d_x, d_init), Error);
+    }
+}
+
 // Layer 1 reads dropout(layer 0's outputs) with the mask drawn over the time-major (T, B, C)
 // outputs in the caller's row order (what the RNN drew before it was packed): the two-layer
 // RNN equals its two layers run one after the other with that mask applied in between.
