@@ -189,9 +189,12 @@ void RNN::infer_direction(int k, int d, const RNNState& initial, RNNState& final
     const RNNCellParams& P = params.cells[idx];
     sc.proj.resize({N, G * H}, false);
     cell_project_input(P, cache.layer_in[k], sc.proj);
+    if (P.layer_norm())  // gi = LN(x W_ihᵀ; γ_ih) + b_ih, as forward_direction (â not kept)
+        layer_norm::blocks_forward(sc.proj, H, P.ln_weight_ih, P.bias_ih);
     for (Tensor* t : {&sc.h, &sc.h_next, &sc.h_final}) t->resize({B, H}, false);
     if (lstm) {
         for (Tensor* t : {&sc.c, &sc.c_next, &sc.c_final, &sc.tanh_c}) t->resize({B, H}, false);
+        if (P.layer_norm()) sc.gh.resize({B, G * H}, false);
     } else {
         sc.gates.resize({B, G * H}, false);
         sc.gh_n.resize({B, H}, false);
@@ -234,13 +237,25 @@ void RNN::infer_direction(int k, int d, const RNNState& initial, RNNState& final
         o = cache.offset[static_cast<std::size_t>(t)];
         if (!fwd) start_rows(sc.h, sc.c, n_next, n);  // rows whose last position is t
         const TensorView hp = sc.h.slice(0, n);
-        if (lstm) {
+        const bool ln = P.layer_norm();
+        if (lstm &&
+            ln) {  // a += LN(h W_hhᵀ; γ_hh) + b_hh, the same operations as forward_direction
+            const TensorView gh = sc.gh.slice(0, n), a = sc.proj.slice(o, o + n);
+            gh.zero();
+            cell_add_recurrent(P, hp, gh, whh);  // h W_hhᵀ (no bias with LN)
+            layer_norm::blocks_forward(gh, H, P.ln_weight_hh, P.bias_hh);
+            kernels::axpy(a.numel(), 1.0f, gh.data(), a.data());
+        } else if (lstm) {
             cell_add_recurrent(P, hp, sc.proj.slice(o, o + n), whh);  // a += b_hh + h W_hhᵀ
-        } else {                                                      // gh = (0 + b_hh) + h W_hhᵀ
+        } else {  // gh = (0 + b_hh) + h W_hhᵀ;  LN: gh = LN(h W_hhᵀ; γ_hh) + b_hh
             const TensorView a = sc.gates.slice(0, n);
-            fill_bias_rows(a, P.bias_hh);
+            if (ln)
+                a.zero();
+            else
+                fill_bias_rows(a, P.bias_hh);
             gemm_xwt(n, G * H, H, 1.0f, hp.data(), H, P.weight_hh.data(), H, whh, 1.0f, a.data(),
                      G * H);
+            if (ln) layer_norm::blocks_forward(a, H, P.ln_weight_hh, P.bias_hh);
         }
         if (fwd) {
             cell_rows(0, n_next, sc.h_next, sc.c_next);

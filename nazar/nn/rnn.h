@@ -97,10 +97,12 @@ struct RNNDirectionCache {
 // N packed rows (one GEMM, as in the other modes) and one step's rows, not every step's gates
 // and states. Sorted row i of the running step is row i here.
 struct RNNInferenceScratch {
-    Tensor proj{Shape{0}};    // (N, G·H)  x W_ihᵀ + b_ih (GRU: gi; LSTM: the gates, in place)
+    Tensor proj{Shape{0}};    // (N, G·H)  x W_ihᵀ + b_ih, or LN(x W_ihᵀ) + b_ih (GRU: gi;
+                              //           LSTM: the gates, in place)
     Tensor gates{Shape{0}};   // (B, 3H)   GRU: the step's gates
     Tensor gh_n{Shape{0}};    // (B, H)    GRU: W_hn h + b_hn (written by the gate kernel)
     Tensor tanh_c{Shape{0}};  // (B, H)    LSTM
+    Tensor gh{Shape{0}};      // (B, 4H)   LSTM with layer_norm: LN(h W_hhᵀ) + b_hh of the step
     Tensor h{Shape{0}}, h_next{Shape{0}}, h_final{Shape{0}};  // (B, H) each
     Tensor c{Shape{0}}, c_next{Shape{0}}, c_final{Shape{0}};  // (B, H) each, LSTM
     WeightT whh_t;  // W_hhᵀ of the direction running (as RNNDirectionCache::whh_t)

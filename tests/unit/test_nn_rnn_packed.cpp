@@ -51,13 +51,14 @@ Tensor rows_in(ConstTensorView t, const std::vector<int>& order, int axis) {
     return out;
 }
 
-RNN make_rnn(CellType cell, bool bidirectional, float dropout, Rng& rng) {
+RNN make_rnn(CellType cell, bool bidirectional, float dropout, Rng& rng, bool layer_norm = false) {
     return RNN({.cell = cell,
                 .input_size = 3,
                 .hidden_size = 4,
                 .num_layers = 2,
                 .bidirectional = bidirectional,
-                .dropout = dropout},
+                .dropout = dropout,
+                .layer_norm = layer_norm},
                rng);
 }
 
@@ -121,31 +122,35 @@ TEST_P(RNNPacked, InferenceEqualsEvalBitForBit) {
     const auto [cell, bidi] = GetParam();
     const bool lstm = cell == CellType::lstm;
     Rng rng(34);
-    RNN rnn = make_rnn(cell, bidi, 0.3f, rng);
     const int T = 6, I = 3, H = 4, LD = 2 * (bidi ? 2 : 1), C = (bidi ? 2 : 1) * H;
-    RNNCache reused;
-    for (const int B : {12, 5, 12}) {
-        std::vector<int> lengths;
-        for (int b = 0; b < B; ++b) lengths.push_back((b * 5) % (T + 1));  // 0 and T included
-        const Tensor x = random_tensor(rng, {B, T, I});
-        const RNNState init{random_tensor(rng, {LD, B, H}),
-                            lstm ? random_tensor(rng, {LD, B, H}) : Tensor({0})};
-        Tensor out_e({B, T, C}), out_i({B, T, C});
-        RNNState fe, fi;
-        RNNCache ce;
-        Rng r1(9), r2(9);
-        rnn.forward(x, lengths, init, out_e, fe, ce, r1, Mode::eval);
-        rnn.forward(x, lengths, init, out_i, fi, reused, r2, Mode::inference);
-        EXPECT_TRUE(close_abs(out_i, out_e, 0)) << B << " rows";
-        EXPECT_TRUE(close_abs(fi.h, fe.h, 0)) << B << " rows";
-        if (lstm) {
-            EXPECT_TRUE(close_abs(fi.c, fe.c, 0)) << B << " rows";
+    for (const bool ln : {false, true}) {
+        RNN rnn = make_rnn(cell, bidi, 0.3f, rng, ln);
+        if (ln)  // gains away from 1, so that a path skipping them would show
+            for (auto& p : rnn.params.cells) rng.fill_uniform(p.ln_weight_hh, 0.5f, 1.5f);
+        RNNCache reused;
+        for (const int B : {12, 5, 12}) {
+            std::vector<int> lengths;
+            for (int b = 0; b < B; ++b) lengths.push_back((b * 5) % (T + 1));  // 0 and T included
+            const Tensor x = random_tensor(rng, {B, T, I});
+            const RNNState init{random_tensor(rng, {LD, B, H}),
+                                lstm ? random_tensor(rng, {LD, B, H}) : Tensor({0})};
+            Tensor out_e({B, T, C}), out_i({B, T, C});
+            RNNState fe, fi;
+            RNNCache ce;
+            Rng r1(9), r2(9);
+            rnn.forward(x, lengths, init, out_e, fe, ce, r1, Mode::eval);
+            rnn.forward(x, lengths, init, out_i, fi, reused, r2, Mode::inference);
+            EXPECT_TRUE(close_abs(out_i, out_e, 0)) << B << " rows, layer_norm " << ln;
+            EXPECT_TRUE(close_abs(fi.h, fe.h, 0)) << B << " rows";
+            if (lstm) {
+                EXPECT_TRUE(close_abs(fi.c, fe.c, 0)) << B << " rows";
+            }
+            EXPECT_TRUE(reused.dirs.empty());
+            EXPECT_EQ(reused.infer.front().h.dim(0), B);  // one step's rows, not Σ lengths
+            Tensor d_x(x.shape());
+            RNNState d_init;
+            EXPECT_THROW(rnn.backward(out_e, {}, reused, d_x, d_init), Error);
         }
-        EXPECT_TRUE(reused.dirs.empty());
-        EXPECT_EQ(reused.infer.front().h.dim(0), B);  // one step's rows, not Σ lengths
-        Tensor d_x(x.shape());
-        RNNState d_init;
-        EXPECT_THROW(rnn.backward(out_e, {}, reused, d_x, d_init), Error);
     }
 }
 
