@@ -112,6 +112,38 @@ blas-backends: deps-build
 	cmake --build $(BUILD) -j $(JOBS) --target blas_backends
 	$(if $(filter env,$(KERNELS)),,env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE) OMP_NUM_THREADS=1 $(BUILD)/bench/blas_backends
 
+# arm64 (docs/arm64.md): cross-built with Debian's aarch64-linux-gnu-g++ against Debian's arm64
+# libraries (scripts/install-deps.sh arm64), tests run under qemu-user (the toolchain file makes
+# ctest go through qemu-aarch64). The portable kernels only (no x86 SIMD, no NEON of nazar's own),
+# OpenBLAS for the GEMMs (oneDNN's arm64 -dev package cannot be co-installed with the amd64
+# one), no MPI, Python module or benchmarks.
+#   test-arm64     the program (ARM64_BUILD/nazar) and the unit, gradcheck and C++ parity tests
+#   test-arm64-ci  the bounded subset for CI: the kernel, layer, gradcheck and parity tests of
+#                  core, nn and attention (tests/cross_subset.cmake), one program, no CLI
+ARM64_BUILD ?= build-arm64
+ARM64_CMAKE_FLAGS ?=
+ARM64_LABELS ?= ^(unit|grad|parity)$$
+.PHONY: deps-arm64 test-arm64 test-arm64-ci
+deps-arm64:
+	@scripts/install-deps.sh arm64
+
+$(ARM64_BUILD)/build.ninja:
+	cmake -S . -B $(ARM64_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+		-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/toolchain-aarch64.cmake -DNAZAR_BLAS=OpenBLAS \
+		-DNAZAR_MPI=OFF -DNAZAR_PYTHON=OFF -DNAZAR_BUILD_BENCH=OFF $(ARM64_CMAKE_FLAGS)
+
+test-arm64: deps-arm64 $(ARM64_BUILD)/build.ninja
+	$(TIMED) "arm64 build" cmake --build $(ARM64_BUILD) -j $(JOBS) \
+		--target nazar_cli nazar_unit_tests nazar_grad_tests nazar_parity_tests
+	@if command -v file >/dev/null; then file $(ARM64_BUILD)/nazar; fi
+	cd $(ARM64_BUILD) && $(TIMED) "arm64 ctest" ctest --output-on-failure -j $(JOBS) \
+		-L '$(ARM64_LABELS)' -LE '^e2e$$' $(CTEST_FLAGS)
+
+test-arm64-ci: deps-arm64 $(ARM64_BUILD)/build.ninja
+	$(TIMED) "arm64-ci build" cmake --build $(ARM64_BUILD) -j $(JOBS) --target nazar_cross_subset_tests
+	cd $(ARM64_BUILD) && $(TIMED) "arm64-ci ctest" ctest --output-on-failure -j $(JOBS) \
+		-L '^cross-subset$$' $(CTEST_FLAGS)
+
 # reliability (docs/reliability.md): the ASan+UBSan suite alone; the fuzzers alone.
 sanitize: deps
 	JOBS=$(JOBS) scripts/run-sanitizers.sh

@@ -8,10 +8,17 @@ set(NAZAR_BLAS "oneDNN" CACHE STRING "GEMM library: oneDNN, OpenBLAS or Naive")
 set_property(CACHE NAZAR_BLAS PROPERTY STRINGS oneDNN OpenBLAS Naive)
 
 # OpenBLAS: the OpenBLAS backend, and bench/backends (OpenBLAS vs oneDNN) in any build.
+# Debian's multiarch directories of the target (x86_64-linux-gnu, or aarch64-linux-gnu in the
+# cross build: cmake/toolchain-aarch64.cmake).
+if(CMAKE_LIBRARY_ARCHITECTURE)
+  set(_nazar_multiarch ${CMAKE_LIBRARY_ARCHITECTURE})
+else()
+  set(_nazar_multiarch x86_64-linux-gnu)
+endif()
 find_path(OPENBLAS_INCLUDE_DIR cblas.h
-          PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas
+          PATHS /usr/include/${_nazar_multiarch}/openblas-pthread /usr/include/openblas
           NO_DEFAULT_PATH)
-find_library(OPENBLAS_LIBRARY NAMES openblas PATHS /usr/lib/x86_64-linux-gnu/openblas-pthread)
+find_library(OPENBLAS_LIBRARY NAMES openblas PATHS /usr/lib/${_nazar_multiarch}/openblas-pthread)
 find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.h)
 find_library(DNNL_LIBRARY dnnl)
 

@@ -1,9 +1,19 @@
 # Compiler flags shared by every nazar target.
+# NAZAR_X86: the target is x86-64, where the AVX2/AVX-512/AMX kernels are compiled (behind the
+# run-time dispatch of nazar/core/cpu_features.h). Elsewhere (aarch64: docs/arm64.md) the
+# sources compile to their portable paths at the compiler's default -march.
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  set(NAZAR_X86 ON)
+else()
+  set(NAZAR_X86 OFF)
+endif()
 if(NAZAR_NATIVE)
   set(NAZAR_ARCH_FLAGS -march=native)
-else()
+elseif(NAZAR_X86)
   # x86-64-v3: AVX2 + FMA + F16C, runs on every machine from Haswell on.
   set(NAZAR_ARCH_FLAGS -march=x86-64-v3 -mtune=generic)
+else()
+  set(NAZAR_ARCH_FLAGS)
 endif()
 # -fno-math-errno and -fno-trapping-math let GCC vectorise the branch-free exp/tanh/sigmoid
 # loops (nazar never enables FP traps; NaN/inf semantics are kept: this is not -ffast-math).

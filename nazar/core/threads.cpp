@@ -124,6 +124,8 @@ private:
                 if (done()) return;
 #if defined(__x86_64__) || defined(__i386__)
                 __builtin_ia32_pause();
+#elif defined(__aarch64__)
+                __asm__ __volatile__("yield");  // Arm's spin-wait hint, as pause is x86's
 #endif
             }
             if (Clock::now() >= spin_until) break;

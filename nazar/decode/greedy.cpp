@@ -31,10 +31,10 @@ int best_token(const float* lp, int V, int32_t pad, int32_t bos) {
     const auto allowed = [&](int y) { return y != pad && y != bos; };
     float m = -std::numeric_limits<float>::infinity();
     int y = 0;
+#ifdef NZ_SIMD_AVX2
     const auto special = [&](int b) {
         return (pad >= b && pad < b + 8) || (bos >= b && bos < b + 8);
     };
-#ifdef NZ_SIMD_AVX2
     // a NaN in lp yields the accumulator (the 2nd operand)
     __m256 acc[4];
     for (auto& a : acc) a = _mm256_set1_ps(m);

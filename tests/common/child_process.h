@@ -38,7 +38,8 @@ inline ChildOutput run_this_program(const std::string& env_args, const std::stri
     // the child runs its one test whatever sharding the parent was run with
     const std::string cmd =
         "env -u GTEST_SHARD_INDEX -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_STATUS_FILE " + env_args +
-        " '" + exe + "' --gtest_filter=" + filter + " >" + base + ".out 2>" + base + ".err";
+        " " NAZAR_TARGET_RUNNER "'" + exe + "' --gtest_filter=" + filter + " >" + base + ".out 2>" +
+        base + ".err";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     ChildOutput c{slurp_file(base + ".out"), slurp_file(base + ".err")};
     std::remove((base + ".out").c_str());

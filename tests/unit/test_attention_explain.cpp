@@ -13,7 +13,7 @@ std::string run(const std::string& args) {
     const std::string exe = std::string(NAZAR_BINARY_DIR) + "/nazar";
     if (!std::filesystem::exists(exe)) return "";
     std::string out;
-    FILE* p = popen((exe + " " + args + " 2>&1").c_str(), "r");
+    FILE* p = popen((NAZAR_TARGET_RUNNER + exe + " " + args + " 2>&1").c_str(), "r");
     char buf[4096];
     while (p && fgets(buf, sizeof buf, p)) out += buf;
     if (p) pclose(p);

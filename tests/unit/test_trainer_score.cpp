@@ -22,10 +22,11 @@ namespace nazar {
 namespace test_trainer_score {
 namespace {
 
-// stdout of `cmd` (stderr discarded), and its exit status.
+// stdout of `cmd`, a command line that starts with the nazar program (stderr discarded), and its
+// exit status.
 std::string run_command(const std::string& cmd, int& status) {
     std::string out;
-    FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+    FILE* p = popen((NAZAR_TARGET_RUNNER + cmd + " 2>/dev/null").c_str(), "r");
     if (!p) return out;
     char buf[4096];
     std::size_t n;

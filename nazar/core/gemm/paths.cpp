@@ -4,6 +4,7 @@
 #include "nazar/core/cpu_features.h"
 #include "nazar/core/gemm/internal.h"
 #include "nazar/core/gemm/nn512.h"
+#include "nazar/core/simd.h"  // NZ_SIMD_AVX2: whether the small-M kernel has its vector blocks
 
 #include <fmt/format.h>
 
@@ -62,8 +63,12 @@ GemmPath gemm_path(bool ta, bool tb, int M, int N, int K, bool packed_wt) {
         return {"nazar NN", "avx512", "16 lanes, packed per-batch Wᵀ"};
     if (packed_wt) tb = true;  // gemm_xwt falls back to the NT product against W
     if (!ta && tb && M <= kSmallGemmRows) {
+#ifdef NZ_SIMD_AVX2
         const bool wide = small_m_avx512_on();
         return {"nazar small-M", wide ? "avx512" : "avx2", wide ? "16 lanes" : "8 lanes"};
+#else
+        return {"nazar small-M", "portable", "plain C++ loops"};  // no x86 (aarch64)
+#endif
     }
     if (!ta && !tb && nn512_takes(M) && detail::nn512_available())
         return {"nazar NN", "avx512", "16 lanes, B in place"};
