@@ -95,6 +95,32 @@ static void prepare_direction(const RNNCellParams& P, const Tensor& X, int64_t N
         dc.whh_t.reset();
 }
 
+// One step's recurrent products for its n rows (forward_direction and infer_direction alike):
+//   GRU:  a = (0 + b_hh) + h W_hhᵀ,   with layer_norm a = LN(h W_hhᵀ; γ_hh) + b_hh
+//   LSTM: a += b_hh + h W_hhᵀ,        with layer_norm a += LN(h W_hhᵀ; γ_hh) + b_hh (via gh)
+// xhat / rstd: the normalisation's values for backward, or empty (inference).
+static void recurrent_step(const RNNCellParams& P, bool lstm, int H, ConstTensorView hp,
+                           TensorView a, TensorView gh, WeightTRows whh, TensorView xhat = {},
+                           TensorView rstd = {}) {
+    const int n = hp.dim(0), GH = a.dim(1);
+    const bool ln = P.layer_norm();
+    if (lstm && ln) {
+        gh.zero();
+        cell_add_recurrent(P, hp, gh, whh);  // h W_hhᵀ (no bias with LN)
+        layer_norm::blocks_forward(gh, H, P.ln_weight_hh, P.bias_hh, xhat, rstd);
+        kernels::axpy(a.numel(), 1.0f, gh.data(), a.data());
+    } else if (lstm) {
+        cell_add_recurrent(P, hp, a, whh);
+    } else {
+        if (ln)
+            a.zero();
+        else
+            fill_bias_rows(a, P.bias_hh);
+        gemm_xwt(n, GH, H, 1.0f, hp.data(), H, P.weight_hh.data(), H, whh, 1.0f, a.data(), GH);
+        if (ln) layer_norm::blocks_forward(a, H, P.ln_weight_hh, P.bias_hh, xhat, rstd);
+    }
+}
+
 // Layer k, direction d (0 = forward in time, 1 = backward) of forward(): fills the direction's
 // cache, its half of cache.layer_out[k] and its final state. Step t runs the sorted rows
 // [0, n_t) (packed rows o = offset[t] …); the new states go, forward in time, to the next step's
@@ -143,28 +169,12 @@ void RNN::forward_direction(int k, int d, const RNNState& initial, RNNState& fin
         if (n == 0) continue;
         o = cache.offset[static_cast<std::size_t>(t)];
         if (!fwd) start_rows(o + n_next, n_next, n);  // rows whose last position is t
-        const TensorView a = dc.gates.slice(o, o + n), hp = dc.h.slice(o, o + n);
-        if (lstm && P.layer_norm()) {  // a += LN(h W_hhᵀ; γ_hh) + b_hh
-            const TensorView gh = dc.gh.slice(0, n);
-            gh.zero();
-            cell_add_recurrent(P, hp, gh, whh);  // h W_hhᵀ (no bias with LN)
-            layer_norm::blocks_forward(gh, H, P.ln_weight_hh, P.bias_hh, dc.ln_h.slice(o, o + n),
-                                       dc.rstd_h.slice(o, o + n));
-            kernels::axpy(a.numel(), 1.0f, gh.data(), a.data());
-        } else if (lstm) {
-            cell_add_recurrent(P, hp, a, whh);  // a += b_hh + h W_hhᵀ
-        } else {  // gh = (0 + b_hh) + h W_hhᵀ;  LN: gh = LN(h W_hhᵀ; γ_hh) + b_hh
-            const bool ln = P.layer_norm();
-            if (ln)
-                a.zero();
-            else
-                fill_bias_rows(a, P.bias_hh);
-            gemm_xwt(n, G * H, H, 1.0f, hp.data(), H, P.weight_hh.data(), H, whh, 1.0f, a.data(),
-                     G * H);
-            if (ln)
-                layer_norm::blocks_forward(a, H, P.ln_weight_hh, P.bias_hh, dc.ln_h.slice(o, o + n),
-                                           dc.rstd_h.slice(o, o + n));
-        }
+        if (P.layer_norm())  // and keep the normalisation's values for backward
+            recurrent_step(P, lstm, H, dc.h.slice(o, o + n), dc.gates.slice(o, o + n),
+                           lstm ? dc.gh.slice(0, n) : TensorView(), whh, dc.ln_h.slice(o, o + n),
+                           dc.rstd_h.slice(o, o + n));
+        else
+            recurrent_step(P, lstm, H, dc.h.slice(o, o + n), dc.gates.slice(o, o + n), {}, whh);
         if (fwd) {
             cell_rows(0, n_next, o + n);       // offset[t + 1]
             cell_rows(n_next, n, N + n_next);  // the rows ending at t: final states
@@ -236,27 +246,9 @@ void RNN::infer_direction(int k, int d, const RNNState& initial, RNNState& final
         if (n == 0) continue;
         o = cache.offset[static_cast<std::size_t>(t)];
         if (!fwd) start_rows(sc.h, sc.c, n_next, n);  // rows whose last position is t
-        const TensorView hp = sc.h.slice(0, n);
-        const bool ln = P.layer_norm();
-        if (lstm &&
-            ln) {  // a += LN(h W_hhᵀ; γ_hh) + b_hh, the same operations as forward_direction
-            const TensorView gh = sc.gh.slice(0, n), a = sc.proj.slice(o, o + n);
-            gh.zero();
-            cell_add_recurrent(P, hp, gh, whh);  // h W_hhᵀ (no bias with LN)
-            layer_norm::blocks_forward(gh, H, P.ln_weight_hh, P.bias_hh);
-            kernels::axpy(a.numel(), 1.0f, gh.data(), a.data());
-        } else if (lstm) {
-            cell_add_recurrent(P, hp, sc.proj.slice(o, o + n), whh);  // a += b_hh + h W_hhᵀ
-        } else {  // gh = (0 + b_hh) + h W_hhᵀ;  LN: gh = LN(h W_hhᵀ; γ_hh) + b_hh
-            const TensorView a = sc.gates.slice(0, n);
-            if (ln)
-                a.zero();
-            else
-                fill_bias_rows(a, P.bias_hh);
-            gemm_xwt(n, G * H, H, 1.0f, hp.data(), H, P.weight_hh.data(), H, whh, 1.0f, a.data(),
-                     G * H);
-            if (ln) layer_norm::blocks_forward(a, H, P.ln_weight_hh, P.bias_hh);
-        }
+        recurrent_step(P, lstm, H, sc.h.slice(0, n),
+                       lstm ? sc.proj.slice(o, o + n) : sc.gates.slice(0, n),
+                       lstm && P.layer_norm() ? sc.gh.slice(0, n) : TensorView(), whh);
         if (fwd) {
             cell_rows(0, n_next, sc.h_next, sc.c_next);
             cell_rows(n_next, n, sc.h_final, sc.c_final);  // the rows ending at t
