@@ -121,6 +121,16 @@ void cell_add_recurrent_backward(const RNNCellParams& p, RNNCellParams& grad, Co
     }
 }
 
+void cell_normalize_input(const RNNCellParams& p, int hidden_size, TensorView gi, Tensor& xhat,
+                          Tensor& rstd) {
+    if (!p.layer_norm()) return;
+    const int N = gi.dim(0), H = hidden_size, G = p.weight_ih.dim(0) / H;
+    NZ_CHECK_SHAPE(gi, {N, G * H});
+    xhat.resize({N, G * H}, false);
+    rstd.resize({N, G}, false);
+    layer_norm::blocks_forward(gi, H, p.ln_weight_ih, p.bias_ih, xhat, rstd);
+}
+
 namespace gru {
 
 void gates_forward(ConstTensorView gi, ConstTensorView h, TensorView gates, TensorView gh_n,
@@ -243,14 +253,7 @@ void GRUCell::project_input(ConstTensorView x, TensorView gi) const {
 }
 
 void GRUCell::normalize_input(TensorView gi, GRUStepCache& cache) const {
-    if (!params.layer_norm()) return;
-    const int N = gi.dim(0), H = cfg.hidden_size;
-    NZ_CHECK_SHAPE(gi, {N, 3 * H});
-    cache.ln_i.resize({N, 3 * H}, false);
-    cache.rstd_i.resize({N, 3}, false);
-    // gi = LN(x W_ihᵀ; γ_ih) + b_ih
-    layer_norm::blocks_forward(gi, H, params.ln_weight_ih, params.bias_ih, cache.ln_i,
-                               cache.rstd_i);
+    cell_normalize_input(params, cfg.hidden_size, gi, cache.ln_i, cache.rstd_i);
 }
 
 // d_gi, d_gh: the normalised sums' gradients in, the bare products' out (layer_norm.h); the

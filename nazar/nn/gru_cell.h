@@ -102,6 +102,10 @@ struct StepMask {
     int t = 0;                     // time index of this step
     bool active(int b) const { return lengths.empty() || t < lengths[b]; }
 };
+// layer_norm: gi = LN(x W_ihᵀ; γ_ih) + b_ih in place over its G blocks of H, â and rstd kept in
+// xhat (N, G·H) and rstd (N, G) (resized) for backward. Without layer_norm: nothing.
+void cell_normalize_input(const RNNCellParams& p, int hidden_size, TensorView gi, Tensor& xhat,
+                          Tensor& rstd);
 
 // Written by forward, read by backward; one per step, owned by the caller. forward resizes the
 // tensors (resize() keeps the buffer, so a cache reused across batches stops allocating).

@@ -129,14 +129,7 @@ void LSTMCell::project_input(ConstTensorView x, TensorView gi) const {
 }
 
 void LSTMCell::normalize_input(TensorView gi, LSTMStepCache& cache) const {
-    if (!params.layer_norm()) return;
-    const int N = gi.dim(0), H = cfg.hidden_size;
-    NZ_CHECK_SHAPE(gi, {N, 4 * H});
-    cache.ln_i.resize({N, 4 * H}, false);
-    cache.rstd_i.resize({N, 4}, false);
-    // gi = LN(x W_ihᵀ; γ_ih) + b_ih
-    layer_norm::blocks_forward(gi, H, params.ln_weight_ih, params.bias_ih, cache.ln_i,
-                               cache.rstd_i);
+    cell_normalize_input(params, cfg.hidden_size, gi, cache.ln_i, cache.rstd_i);
 }
 
 // a += LN(h W_hhᵀ; γ_hh) + b_hh (layer_norm), or a += b_hh + h W_hhᵀ.
