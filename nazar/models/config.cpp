@@ -140,6 +140,11 @@ void check_sizes(const ModelConfig& cfg) {
     usage_check(dec.hidden_size >= 1 && dec.num_layers >= 1,
                 "decoder hidden_size and num_layers must be >= 1, got {} and {}", dec.hidden_size,
                 dec.num_layers);
+    usage_check(!enc.residual || enc.num_layers >= 2,
+                "encoder residual connections (encoder_residual) need at least 2 encoder layers "
+                "(encoder_layers; layer k > 0 adds the input it read, layer 0 reads the "
+                "embeddings), got {}",
+                enc.num_layers);
     usage_check(enc.dropout >= 0 && enc.dropout < 1, "encoder dropout must be in [0, 1), got {}",
                 enc.dropout);
     usage_check(dec.dropout >= 0 && dec.dropout < 1, "decoder dropout must be in [0, 1), got {}",
@@ -311,6 +316,7 @@ json to_json(const ModelConfig& cfg) {
     if (cfg.copy_attention) j["copy_attention"] = true;
     if (cfg.encoder.layer_norm) j["encoder"]["layer_norm"] = true;
     if (cfg.decoder.layer_norm) j["decoder"]["layer_norm"] = true;
+    if (cfg.encoder.residual) j["encoder"]["residual"] = true;
     return j;
 }
 
@@ -388,6 +394,7 @@ ModelConfig model_config_from_json(const json& j) {
         re.get("bidirectional", cfg.encoder.bidirectional);
         re.get("dropout", cfg.encoder.dropout);
         re.get("layer_norm", cfg.encoder.layer_norm);
+        re.get("residual", cfg.encoder.residual);
         re.finish();
     }
     if (const json* d = r.object("decoder")) {

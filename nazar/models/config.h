@@ -13,9 +13,9 @@
 //                   "attention_size": 0, "position_size": 0, "coverage": false},
 //     "tie_target_embeddings": false,
 //     "special_ids": {"pad": 0, "unk": 1, "bos": 2, "eos": 3} }
-// to_json writes every key, so from_json(to_json(c)) == c exactly; "coverage", "copy_attention"
-// and the encoder's / decoder's "layer_norm" only when true (the JSON of a model without them is
-// what it was before they existed).
+// to_json writes every key, so from_json(to_json(c)) == c exactly; "coverage", "copy_attention",
+// the encoder's / decoder's "layer_norm" and the encoder's "residual" only when true (the JSON of a
+// model without them is what it was before they existed).
 //
 // Derived sizes (docs/shapes.md letters): C = encoder.hidden_size · (bidirectional ? 2 : 1) (d_h),
 // H = decoder.hidden_size (d_s), A = attention_size or H when 0, P = position_size or H when 0,
@@ -64,6 +64,8 @@ struct EncoderConfig {
     float dropout = 0.0f;     // between layers (train mode), as torch.nn.GRU
     bool layer_norm = false;  // layer-normalised cells (nn/gru_cell.h, lstm_cell.h); JSON key
                               // written when true
+    bool residual = false;    // layer k > 0 outputs its states plus its input (nn/rnn.h); needs
+                              // num_layers >= 2; JSON key written when true
 };
 
 struct DecoderConfig {

@@ -17,7 +17,8 @@ Encoder::Encoder(const ModelConfig& cfg, Rng& rng, ParamMode mode)
            .bias = true,
            .bidirectional = cfg.encoder.bidirectional,
            .dropout = cfg.encoder.dropout,
-           .layer_norm = cfg.encoder.layer_norm},
+           .layer_norm = cfg.encoder.layer_norm,
+           .residual = cfg.encoder.residual},
           rng, mode) {}
 
 void Encoder::forward(std::span<const int32_t> src, std::span<const int> lengths,

@@ -331,6 +331,8 @@ void RNN::forward(ConstTensorView x, std::span<const int> lengths, const RNNStat
             parallel_for(D, 1, directions);
         else
             directions(0, D);
+        if (cfg.residual && k > 0)  // y_k = h_k + x_k
+            kernels::axpy(N * D * H, 1.0f, cache.layer_in[k].data(), cache.layer_out[k].data());
     }
     packed_rows::unpack(cache.layer_out[L - 1], cache, out, false);
 }
@@ -450,6 +452,8 @@ void RNN::backward(ConstTensorView d_out, const RNNState& d_final, const RNNCach
         const bool need_d_in = k > 0 || !absent(d_x);
         if (need_d_in) d_layer_in_.resize({N, In});  // zeroed; both directions add into it
         for (int d = 0; d < D; ++d) backward_direction(k, d, d_final, cache, need_d_in, d_initial);
+        if (cfg.residual && k > 0)  // y_k = h_k + x_k  =>  d_x_k += d_y_k
+            kernels::axpy(N * D * H, 1.0f, d_layer_out_.data(), d_layer_in_.data());
         if (k > 0) {  // through the dropout between layer k−1 and k
             d_layer_out_.resize({N, D * H}, false);
             packed_rows::mask_rows(d_layer_in_, cache, cache.dropout[k].mask, d_layer_out_, true);

@@ -25,6 +25,9 @@
 // Parameters: visit() gives torch's names and order: weight_ih_l{k}, weight_hh_l{k},
 // bias_ih_l{k}, bias_hh_l{k}, then the same with suffix _reverse, for k = 0..L−1.
 // Init as PyTorch: everything ~ U(-1/sqrt(H), 1/sqrt(H)).
+// Residual connections (Config::residual): layer k > 0 outputs y_k = h_k + x_k, its states plus
+// the input it read (x_k = dropout(y_{k−1}), the same width D·H); layer 0's input is x, of
+// another width, so it outputs its states alone. The final states stay the cells' own h_k.
 // Layer normalisation (Config::layer_norm; gru_cell.h, lstm_cell.h): the input products of all
 // rows are normalised in one pass after their GEMM, the recurrent ones per step; the gains are
 // ln_weight_ih_l{k}, ln_weight_hh_l{k} (and _reverse), after the four tensors of each cell.
@@ -138,6 +141,7 @@ public:
         bool bidirectional = false;
         float dropout = 0.0f;     // between layers, train mode only
         bool layer_norm = false;  // layer-normalised cells (gru_cell.h, lstm_cell.h)
+        bool residual = false;    // layer k > 0 outputs its states plus its input (see above)
     };
 
     RNN() = default;

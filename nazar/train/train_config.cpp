@@ -111,6 +111,10 @@ std::vector<ConfigKey> make_table() {
          65536},
         {"encoder_layers", "model", K::integer, "1", "Encoder RNN layers", &C::encoder_layers, 1,
          16},
+        {"encoder_residual", "model", K::boolean, "false",
+         "Residual connections in the encoder: layer k > 0 outputs its states plus its input "
+         "(needs encoder_layers >= 2)",
+         &C::encoder_residual},
         {"decoder_layers", "model", K::integer, "1", "Decoder RNN layers", &C::decoder_layers, 1,
          16},
         {"bidirectional", "model", K::boolean, "true",

@@ -136,6 +136,16 @@ TEST(GradModels, LayerNormLuongSplitOutputsH16) {  // no feeding: cells first, t
         layer_norm_config(tiny_config(DecoderKind::luong, ScoreKind::general), 16));
 }
 
+// Residual connections in a 3-layer bidirectional encoder (layers 1 and 2 add their inputs), with
+// the Bahdanau deep output (which reads the encoder states through c_t).
+TEST(GradModels, ResidualEncoderThreeLayers) {
+    auto c = tiny_config();
+    c.encoder.num_layers = 3;
+    c.encoder.residual = true;
+    c.decoder.deep_output = true;
+    check_model(c);
+}
+
 TEST(GradModels, LuongDotMeanBridge) {
     auto c = tiny_config(DecoderKind::luong, ScoreKind::dot);
     c.decoder.hidden_size = 6;  // = C

@@ -2,7 +2,10 @@
 // batch, gradients w.r.t. the input, the initial states (h and c) and every parameter, with
 // upstream gradients on both the outputs and the final states; and once with dropout between
 // the layers (train mode; the Rng is re-seeded for every forward so the masks stay fixed); and the
-// layer-normalised GRU and LSTM (H = 16, so the vector widths are used; gains drawn away from 1).
+// layer-normalised GRU and LSTM (H = 16, so the vector widths are used; gains drawn away from 1);
+// residual connections (3 layers: two residual sums in a row, with and without dropout; with layer
+// norm they are checked by the parity fixture rnn_lstm_layer_norm_residual_2layer, as H = 16 and
+// three layers of normalised 3-term products put eps = 1e-3 differences 3e-3 off on layer 0).
 #include "nazar/nn/rnn.h"
 #include "tests/common/gradcheck.h"
 #include "tests/common/test_util.h"
@@ -19,22 +22,24 @@ struct Case {
     CellType cell;
     float dropout;
     bool layer_norm = false;
+    bool residual = false;
 };
 
 class RNNGrad : public ::testing::TestWithParam<Case> {};
 
 TEST_P(RNNGrad, BackwardMatchesFiniteDifferences) {
-    const auto [cell, p_drop, ln] = GetParam();
+    const auto [cell, p_drop, ln, residual] = GetParam();
     const bool lstm = cell == CellType::lstm;
     Rng rng(11);
-    const int B = 3, T = 4, I = 3, H = ln ? 16 : 3, LD = 4, C = 2 * H;
+    const int B = 3, T = 4, I = 3, H = ln ? 16 : 3, L = residual ? 3 : 2, LD = 2 * L, C = 2 * H;
     RNN rnn({.cell = cell,
              .input_size = I,
              .hidden_size = H,
-             .num_layers = 2,
+             .num_layers = L,
              .bidirectional = true,
              .dropout = p_drop,
-             .layer_norm = ln},
+             .layer_norm = ln,
+             .residual = residual},
             rng);
     for (RNNCellParams& p : rnn.params.cells) {
         if (!ln) break;
@@ -76,7 +81,7 @@ TEST_P(RNNGrad, BackwardMatchesFiniteDifferences) {
     for (std::size_t i = 0; i < values.size(); ++i)
         targets.push_back({values[i].first, *values[i].second, *grads[i].second});
     if (ln) {
-        EXPECT_EQ(values.size(), 4u * 6u);  // 4 layer-directions, 6 tensors each
+        EXPECT_EQ(values.size(), static_cast<std::size_t>(LD) * 6u);  // 6 tensors each
     }
     // eps = 1e-2: central differences have truncation error ~eps²·f''' ≈ 1e-4 relative here;
     // the float32 loss (≈ 100 terms of size ≤ 1) carries ≈ 1e-5 of rounding, / 2·eps ≈ 5e-4:
@@ -99,11 +104,15 @@ INSTANTIATE_TEST_SUITE_P(Cells, RNNGrad,
                                            Case{CellType::gru, 0.3f}, Case{CellType::lstm, 0.3f},
                                            Case{CellType::gru, 0.0f, true},
                                            Case{CellType::gru, 0.3f, true},
-                                           Case{CellType::lstm, 0.0f, true}),
+                                           Case{CellType::lstm, 0.0f, true},
+                                           Case{CellType::gru, 0.0f, false, true},
+                                           Case{CellType::gru, 0.3f, false, true},
+                                           Case{CellType::lstm, 0.3f, false, true}),
                          [](const auto& info) {
                              return std::string(info.param.cell == CellType::gru ? "gru" : "lstm") +
                                     (info.param.dropout > 0 ? "_dropout" : "") +
-                                    (info.param.layer_norm ? "_layer_norm" : "");
+                                    (info.param.layer_norm ? "_layer_norm" : "") +
+                                    (info.param.residual ? "_residual" : "");
                          });
 
 }  // namespace test_grad_rnn

@@ -73,7 +73,8 @@ const char* const kCases[] = {"bahdanau_gru",
                               "luong_concat_coverage",
                               "bahdanau_layer_norm",
                               "luong_layer_norm_feed",
-                              "luong_lstm_layer_norm"};
+                              "luong_lstm_layer_norm",
+                              "bahdanau_residual"};
 
 // A decoded result's attention (n, S_b) into the top-left corner of a zeroed (n_max, S) block.
 void place_attention(const Tensor& attention, TensorView out) {
@@ -343,6 +344,9 @@ TEST(ParityModels, LuongLayerNormInputFeeding) {
 }
 TEST(ParityModels, LuongLstmLayerNorm) {  // LSTM encoder, 2-layer LSTM decoder, input feeding
     check_model("luong_lstm_layer_norm");
+}
+TEST(ParityModels, BahdanauResidualEncoder) {  // 3-layer bidirectional encoder_residual
+    check_model("bahdanau_residual");
 }
 
 TEST(ParityModels, BahdanauCoverage) {

@@ -205,7 +205,8 @@ void check_rnn(const std::string& name) {
              .hidden_size = cfg["hidden_size"].get<int>(),
              .num_layers = cfg["num_layers"].get<int>(),
              .bidirectional = cfg["bidirectional"].get<bool>(),
-             .layer_norm = cfg.value("layer_norm", false)},
+             .layer_norm = cfg.value("layer_norm", false),
+             .residual = cfg.value("residual", false)},
             rng);
     ParamList params;
     collect_params(rnn.params, rnn.grad, "", params);
@@ -256,6 +257,12 @@ TEST(ParityNn, RNNGru2LayerBidirectional) {
 }
 TEST(ParityNn, RNNGruLayerNorm2LayerBidirectionalInitialState) {
     check_rnn("rnn_gru_layer_norm_2layer_bidir_init");
+}
+TEST(ParityNn, RNNGruResidual3LayerBidirectionalInitialState) {
+    check_rnn("rnn_gru_residual_3layer_bidir_init");
+}
+TEST(ParityNn, RNNLstmLayerNormResidual2Layer) {
+    check_rnn("rnn_lstm_layer_norm_residual_2layer");
 }
 TEST(ParityNn, RNNLstmLayerNorm1LayerBidirectionalInitialState) {
     check_rnn("rnn_lstm_layer_norm_1layer_bidir_init");

@@ -72,6 +72,25 @@ TEST(ModelConfig, LayerNorm) {
     EXPECT_EQ(usage_message(c), "");
 }
 
+// encoder residual: written only when on, read back exactly, refused with one encoder layer
+// (there is no layer whose input has its width) and in the decoder (not a decoder key).
+TEST(ModelConfig, EncoderResidual) {
+    ModelConfig c = tiny_config();
+    EXPECT_EQ(to_json_string(c).find("residual"), std::string::npos);
+    c.encoder.residual = true;
+    EXPECT_NE(usage_message(c).find("at least 2 encoder layers"), std::string::npos)
+        << usage_message(c);
+    c.encoder.num_layers = 3;
+    EXPECT_EQ(usage_message(c), "");
+    const std::string on = to_json_string(c);
+    const ModelConfig r = model_config_from_string(on);
+    EXPECT_TRUE(r.encoder.residual);
+    EXPECT_EQ(to_json_string(r), on);
+    for (const char* bad :
+         {R"({"encoder": {"residual": 1}})", R"({"decoder": {"residual": true}})"})
+        EXPECT_THROW(model_config_from_string(bad), UsageError) << bad;
+}
+
 TEST(ModelConfig, MissingKeysTakeDefaultsUnknownKeysAreErrors) {
     const ModelConfig d =
         model_config_from_string(R"({"src_vocab_size": 20, "tgt_vocab_size": 30})");

@@ -2,10 +2,12 @@
 // running. What a caller sees must not depend on it: the same outputs, final states and
 // gradients whatever the order of the rows (lengths 0 and ties included), and the dropout
 // between layers drawn exactly as over the unpacked (T, B, dirs·H) time-major outputs.
+#include "nazar/core/kernels.h"
 #include "nazar/nn/rnn.h"
 #include "tests/common/test_util.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace test_nn_packed_rows {
@@ -51,14 +53,16 @@ Tensor rows_in(ConstTensorView t, const std::vector<int>& order, int axis) {
     return out;
 }
 
-RNN make_rnn(CellType cell, bool bidirectional, float dropout, Rng& rng, bool layer_norm = false) {
+RNN make_rnn(CellType cell, bool bidirectional, float dropout, Rng& rng, bool layer_norm = false,
+             bool residual = false) {
     return RNN({.cell = cell,
                 .input_size = 3,
                 .hidden_size = 4,
                 .num_layers = 2,
                 .bidirectional = bidirectional,
                 .dropout = dropout,
-                .layer_norm = layer_norm},
+                .layer_norm = layer_norm,
+                .residual = residual},
                rng);
 }
 
@@ -123,8 +127,8 @@ TEST_P(RNNPacked, InferenceEqualsEvalBitForBit) {
     const bool lstm = cell == CellType::lstm;
     Rng rng(34);
     const int T = 6, I = 3, H = 4, LD = 2 * (bidi ? 2 : 1), C = (bidi ? 2 : 1) * H;
-    for (const bool ln : {false, true}) {
-        RNN rnn = make_rnn(cell, bidi, 0.3f, rng, ln);
+    for (const auto& [ln, res] : {std::pair{false, false}, {true, false}, {false, true}}) {
+        RNN rnn = make_rnn(cell, bidi, 0.3f, rng, ln, res);
         if (ln)  // gains away from 1, so that a path skipping them would show
             for (auto& p : rnn.params.cells) rng.fill_uniform(p.ln_weight_hh, 0.5f, 1.5f);
         RNNCache reused;
@@ -140,7 +144,8 @@ TEST_P(RNNPacked, InferenceEqualsEvalBitForBit) {
             Rng r1(9), r2(9);
             rnn.forward(x, lengths, init, out_e, fe, ce, r1, Mode::eval);
             rnn.forward(x, lengths, init, out_i, fi, reused, r2, Mode::inference);
-            EXPECT_TRUE(close_abs(out_i, out_e, 0)) << B << " rows, layer_norm " << ln;
+            EXPECT_TRUE(close_abs(out_i, out_e, 0))
+                << B << " rows, layer_norm " << ln << ", residual " << res;
             EXPECT_TRUE(close_abs(fi.h, fe.h, 0)) << B << " rows";
             if (lstm) {
                 EXPECT_TRUE(close_abs(fi.c, fe.c, 0)) << B << " rows";
@@ -156,35 +161,39 @@ TEST_P(RNNPacked, InferenceEqualsEvalBitForBit) {
 
 // Layer 1 reads dropout(layer 0's outputs) with the mask drawn over the time-major (T, B, C)
 // outputs in the caller's row order (what the RNN drew before it was packed): the two-layer
-// RNN equals its two layers run one after the other with that mask applied in between.
+// RNN equals its two layers run one after the other with that mask applied in between; with
+// residual connections layer 1 outputs its states plus that input it read.
 TEST_P(RNNPacked, DropoutBetweenLayersIsDrawnOverTheUnpackedOutputs) {
     const auto [cell, bidi] = GetParam();
-    Rng rng(32);
-    RNN rnn = make_rnn(cell, bidi, 0.4f, rng);
-    const int B = 4, T = 5, I = 3, D = bidi ? 2 : 1, C = D * 4;
-    const std::vector<int> lengths{3, 5, 1, 4};
-    const Tensor x = random_tensor(rng, {B, T, I}), d_out = random_tensor(rng, {B, T, C});
-    const Outcome all = run(rnn, x, lengths, {}, d_out, {}, 77, Mode::train);
+    for (const bool residual : {false, true}) {
+        Rng rng(32);
+        RNN rnn = make_rnn(cell, bidi, 0.4f, rng, false, residual);
+        const int B = 4, T = 5, I = 3, D = bidi ? 2 : 1, C = D * 4;
+        const std::vector<int> lengths{3, 5, 1, 4};
+        const Tensor x = random_tensor(rng, {B, T, I}), d_out = random_tensor(rng, {B, T, C});
+        const Outcome all = run(rnn, x, lengths, {}, d_out, {}, 77, Mode::train);
 
-    RNN first = rnn, second = rnn;
-    first.cfg.num_layers = second.cfg.num_layers = 1;
-    first.params.cells.resize(D);
-    second.cfg.input_size = C;
-    second.params.cells.erase(second.params.cells.begin(), second.params.cells.begin() + D);
-    for (RNN* r : {&first, &second}) r->grad.cells.resize(D);
-    Tensor h0({B, T, C}), mid({B, T, C}), out({B, T, C}), mask({T, B, C});
-    RNNState f;
-    RNNCache cache;
-    Rng none(1), draws(77);
-    first.forward(x, lengths, {}, h0, f, cache, none, Mode::train);
-    draw_dropout_mask(mask, 0.4f, draws);
-    for (int b = 0; b < B; ++b)
-        for (int t = 0; t < T; ++t)
-            for (int j = 0; j < C; ++j)
-                mid.select(b).select(t)[j] =
-                    h0.select(b).select(t)[j] * mask.select(t).select(b)[j];
-    second.forward(mid, lengths, {}, out, f, cache, none, Mode::train);
-    EXPECT_TRUE(close_abs(all.out, out, 0));
+        RNN first = rnn, second = rnn;
+        first.cfg.num_layers = second.cfg.num_layers = 1;
+        first.params.cells.resize(D);
+        second.cfg.input_size = C;
+        second.params.cells.erase(second.params.cells.begin(), second.params.cells.begin() + D);
+        for (RNN* r : {&first, &second}) r->grad.cells.resize(D);
+        Tensor h0({B, T, C}), mid({B, T, C}), out({B, T, C}), mask({T, B, C});
+        RNNState f;
+        RNNCache cache;
+        Rng none(1), draws(77);
+        first.forward(x, lengths, {}, h0, f, cache, none, Mode::train);
+        draw_dropout_mask(mask, 0.4f, draws);
+        for (int b = 0; b < B; ++b)
+            for (int t = 0; t < T; ++t)
+                for (int j = 0; j < C; ++j)
+                    mid.select(b).select(t)[j] =
+                        h0.select(b).select(t)[j] * mask.select(t).select(b)[j];
+        second.forward(mid, lengths, {}, out, f, cache, none, Mode::train);
+        if (residual) kernels::axpy(out.numel(), 1.0f, mid.data(), out.data());
+        EXPECT_TRUE(close_abs(all.out, out, 0)) << "residual " << residual;
+    }
 }
 
 // Step t runs the first n_t sorted rows, n_t = |{b : lengths[b] > t}|, stored one step after

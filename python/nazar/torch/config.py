@@ -10,7 +10,7 @@ import json
 DEFAULT_CONFIG = {
     "src_vocab_size": 0, "tgt_vocab_size": 0, "embedding_size": 256,
     "encoder": {"cell": "gru", "hidden_size": 256, "num_layers": 1, "bidirectional": True, "dropout": 0.0,
-                "layer_norm": False},
+                "layer_norm": False, "residual": False},
     "decoder": {"kind": "bahdanau", "cell": "gru", "hidden_size": 256, "num_layers": 1, "dropout": 0.0,
                 "bridge": "auto", "attention_timing": "auto", "input_feeding": False, "deep_output": False,
                 "deep_output_size": 0, "layer_norm": False},
@@ -48,6 +48,9 @@ def model_config(config):
                          "use 'general'")
     if d["deep_output"] and d["kind"] == "luong":
         raise ValueError("deep_output is for the bahdanau decoder")
+    if cfg["encoder"]["residual"] and cfg["encoder"]["num_layers"] < 2:
+        raise ValueError("encoder residual connections need num_layers >= 2, got "
+                         f"{cfg['encoder']['num_layers']}")
     if d["input_feeding"] and d["kind"] == "bahdanau":
         raise ValueError("input_feeding is for the luong decoder")
     if effective_bridge(cfg) == "backward-first" and not cfg["encoder"]["bidirectional"]:
@@ -65,11 +68,13 @@ def model_config(config):
 def config_json(cfg):
     """The "nazar.config" string: compact, sorted keys (what nlohmann::json::dump writes);
     "coverage" only when true, as nazar writes it; copy_attention only when true (as config.h's
-    to_json); the encoder's / decoder's layer_norm only when true."""
+    to_json); the encoder's / decoder's layer_norm and the encoder's residual only when true."""
     cfg = model_config(cfg)
     for side in ("encoder", "decoder"):
         if not cfg[side]["layer_norm"]:
             del cfg[side]["layer_norm"]
+    if not cfg["encoder"]["residual"]:
+        del cfg["encoder"]["residual"]
     if not cfg["attention"]["coverage"]:
         del cfg["attention"]["coverage"]
     if not cfg["copy_attention"]:

@@ -111,33 +111,37 @@ class LayerNormLSTMCell(_LayerNormCell):
         return torch.sigmoid(a_o) * torch.tanh(c_new), c_new
 
 
-class _LayerNormRNN(nn.Module):
-    """Multi-layer, optionally bidirectional RNN of a layer-normalised cell over a right-padded
-    batch, as nazar/nn/rnn.h (and as pack_padded_sequence runs torch's): forward(x (B, T, I),
-    lengths (B) or None = all T, hx or None) -> (out (B, T, D·H) zero at padding, h_n), hx / h_n
-    (L·D, B, H) for the GRU and pairs of them (h, c) for the LSTM, as torch's. A padded position
-    keeps the state, so the reverse direction starts at each sentence's own last token. Names as
-    nazar's: weight_ih_l{k}[_reverse], ..., ln_weight_ih_l{k}[_reverse], ln_weight_hh_l{k}[...];
-    dropout between layers (train mode)."""
+class _ExplicitRNN(nn.Module):
+    """Multi-layer, optionally bidirectional RNN of one cell per layer-direction over a
+    right-padded batch, step by step in explicit ops, as nazar/nn/rnn.h (and as
+    pack_padded_sequence runs torch's): forward(x (B, T, I), lengths (B) or None = all T, hx or
+    None) -> (out (B, T, D·H) zero at padding, h_n), hx / h_n (L·D, B, H) for the GRU and pairs of
+    them (h, c) for the LSTM, as torch's. A padded position keeps the state, so the reverse
+    direction starts at each sentence's own last token. Names as nazar's: weight_ih_l{k}[_reverse],
+    ... (and ln_weight_ih_l{k}[_reverse], ln_weight_hh_l{k}[...] for layer-normalised cells);
+    dropout between layers (train mode). residual: layer k > 0 outputs its states plus the input
+    it read (after the dropout), y_k = h_k + x_k; h_n stays the cells' states."""
 
-    Cell = None
+    Cell, LSTM = None, False
+    NAMES = ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "ln_weight_ih", "ln_weight_hh")
 
-    def __init__(self, input_size, hidden_size, num_layers=1, bidirectional=False, dropout=0.0):
+    def __init__(self, input_size, hidden_size, num_layers=1, bidirectional=False, dropout=0.0, residual=False):
         super().__init__()
         self.hidden_size, self.num_layers, self.bidirectional = hidden_size, num_layers, bidirectional
-        self.dropout, D = dropout, 2 if bidirectional else 1
+        self.dropout, self.residual, D = dropout, residual, 2 if bidirectional else 1
         self.cells = []
         for k in range(num_layers):
             for d in range(D):
                 cell = self.Cell(input_size if k == 0 else D * hidden_size, hidden_size)
                 sfx = f"_l{k}" + ("_reverse" if d else "")
-                for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "ln_weight_ih", "ln_weight_hh"):
-                    self.register_parameter(name + sfx, getattr(cell, name))
+                for name in self.NAMES:
+                    if hasattr(cell, name):
+                        self.register_parameter(name + sfx, getattr(cell, name))
                 self.cells.append(cell)
 
     def forward(self, x, lengths=None, hx=None):
         B, T, D, H = x.shape[0], x.shape[1], 2 if self.bidirectional else 1, self.hidden_size
-        lstm = self.Cell is LayerNormLSTMCell
+        lstm = self.LSTM
         lengths = torch.full((B,), T) if lengths is None else torch.as_tensor(lengths).cpu()
         if hx is None:
             zeros = x.new_zeros(self.num_layers * D, B, H)
@@ -159,20 +163,31 @@ class _LayerNormRNN(nn.Module):
                     ys[t] = real * (new[0] if lstm else new)
                 outs.append(torch.stack(ys, 1) if T > 0 else x.new_zeros(B, 0, H))
                 finals.append(s)
-            inp = torch.cat(outs, -1)
+            out = torch.cat(outs, -1)
+            inp = out + inp if self.residual and k > 0 else out
         if lstm:
             return inp, (torch.stack([h for h, _ in finals]), torch.stack([c for _, c in finals]))
         return inp, torch.stack(finals)
 
 
-class LayerNormGRU(_LayerNormRNN):
-    """_LayerNormRNN of LayerNormGRUCell."""
+class LayerNormGRU(_ExplicitRNN):
+    """_ExplicitRNN of LayerNormGRUCell."""
     Cell = LayerNormGRUCell
 
 
-class LayerNormLSTM(_LayerNormRNN):
-    """_LayerNormRNN of LayerNormLSTMCell."""
-    Cell = LayerNormLSTMCell
+class LayerNormLSTM(_ExplicitRNN):
+    """_ExplicitRNN of LayerNormLSTMCell."""
+    Cell, LSTM = LayerNormLSTMCell, True
+
+
+class ExplicitGRU(_ExplicitRNN):
+    """_ExplicitRNN of torch's GRUCell (for what nn.GRU cannot do: residual connections)."""
+    Cell = nn.GRUCell
+
+
+class ExplicitLSTM(_ExplicitRNN):
+    """_ExplicitRNN of torch's LSTMCell."""
+    Cell, LSTM = nn.LSTMCell, True
 
 
 def xent_loss(logits, targets, ignore_index=-1, label_smoothing=0.0):
@@ -182,8 +197,11 @@ def xent_loss(logits, targets, ignore_index=-1, label_smoothing=0.0):
                                        label_smoothing=label_smoothing, reduction="sum")
 
 
-def make_rnn(cell, input_size, hidden_size, layer_norm=False, **kw):
-    """cell: "gru" | "lstm"; layer_norm: LayerNormGRU / LayerNormLSTM (explicit ops)."""
+def make_rnn(cell, input_size, hidden_size, layer_norm=False, residual=False, **kw):
+    """cell: "gru" | "lstm"; layer_norm: LayerNormGRU / LayerNormLSTM (explicit ops); residual
+    (layer k > 0 adds its input): explicit ops too, of the layer-normalised or torch's cells."""
     if layer_norm:
-        return {"gru": LayerNormGRU, "lstm": LayerNormLSTM}[cell](input_size, hidden_size, **kw)
+        return {"gru": LayerNormGRU, "lstm": LayerNormLSTM}[cell](input_size, hidden_size, residual=residual, **kw)
+    if residual:
+        return {"gru": ExplicitGRU, "lstm": ExplicitLSTM}[cell](input_size, hidden_size, residual=True, **kw)
     return {"gru": GRU, "lstm": LSTM}[cell](input_size, hidden_size, **kw)

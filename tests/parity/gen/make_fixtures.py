@@ -151,9 +151,10 @@ def _softmax_xent_smooth(g):
     return _xent(g, 0.1, False)
 
 
-def _rnn(g, cell, layers, bidirectional, with_initial, lengths, I=5, H=4, layer_norm=False):
+def _rnn(g, cell, layers, bidirectional, with_initial, lengths, I=5, H=4, layer_norm=False, residual=False):
     import torch
-    m = nt.make_rnn(cell, I, H, num_layers=layers, bidirectional=bidirectional, layer_norm=layer_norm)
+    m = nt.make_rnn(cell, I, H, num_layers=layers, bidirectional=bidirectional, layer_norm=layer_norm,
+                    residual=residual)
     if layer_norm:
         _random_gains(g, m)
     B, T = len(lengths), max(lengths)
@@ -178,6 +179,8 @@ def _rnn(g, cell, layers, bidirectional, with_initial, lengths, I=5, H=4, layer_
     cfg = {"cell": cell, "input_size": I, "hidden_size": H, "num_layers": layers, "bidirectional": bidirectional}
     if layer_norm:
         cfg["layer_norm"] = True
+    if residual:
+        cfg["residual"] = True
     return m, inputs, run, cfg
 
 
@@ -194,6 +197,16 @@ def _rnn_gru_2b(g):
 @case("rnn_gru_layer_norm_2layer_bidir_init")
 def _rnn_gru_ln(g):
     return _rnn(g, "gru", 2, True, True, [6, 4, 1], H=16, layer_norm=True)
+
+
+@case("rnn_gru_residual_3layer_bidir_init")
+def _rnn_gru_res(g):  # layers 1 and 2 add their inputs (two residual sums in a row)
+    return _rnn(g, "gru", 3, True, True, [6, 4, 1], residual=True)
+
+
+@case("rnn_lstm_layer_norm_residual_2layer")
+def _rnn_lstm_ln_res(g):  # unidirectional: the residual sum of width H; layer norm with it
+    return _rnn(g, "lstm", 2, False, False, [5, 2, 4], H=16, layer_norm=True, residual=True)
 
 
 @case("rnn_lstm_layer_norm_1layer_bidir_init")

@@ -147,6 +147,11 @@ CASES = {
                                "decoder": {"kind": "luong", "cell": "lstm", "hidden_size": 16, "num_layers": 2,
                                            "input_feeding": True, "layer_norm": True},
                                "attention": {"score": "general"}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
+    # residual connections in a 3-layer bidirectional encoder (layers 1 and 2 add their inputs)
+    "bahdanau_residual": ({"encoder": {"hidden_size": 4, "num_layers": 3, "residual": True},
+                           "decoder": {"kind": "bahdanau", "hidden_size": 5, "deep_output": True,
+                                       "deep_output_size": 4},
+                           "attention": {"score": "additive", "attention_size": 3}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
     # an empty source sentence (S_b = 0): zero encoder states, mean bridge 0, empty local-p window
     "empty_source": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "luong", "hidden_size": 5},
                       "attention": {"score": "general", "local": "local-p", "window": 1}},
