@@ -221,6 +221,15 @@ void SafeTensors::set_raw(const std::string& name, RawTensor t) {
     raw_.insert_or_assign(name, std::move(t));
 }
 
+RawTensor SafeTensors::take_raw(const std::string& name) {
+    const auto it = raw_.find(name);
+    NZ_CHECK_INPUT(it != raw_.end(), "'{}': no raw tensor named '{}' ({} raw tensors)", source,
+                   name, raw_.size());
+    RawTensor t = std::move(it->second);
+    raw_.erase(it);
+    return t;
+}
+
 const Tensor& SafeTensors::get(const std::string& name) const {
     const auto it = tensors_.find(name);
     NZ_CHECK_INPUT(it != tensors_.end(), "'{}': no tensor named '{}' ({} tensors)", source, name,
@@ -448,7 +457,11 @@ SafeTensors load_safetensors(const std::string& path) {
             st.set(e.name, std::move(t));
             continue;
         }
-        std::string bytes(size, '\0');
+        std::string bytes;
+        if (raw_dtype(e.dtype) && e.shape.size() == 2 && e.shape[0] > 0)  // rows rounded up to 16
+            bytes.reserve(size / static_cast<uint64_t>(e.shape[0]) *
+                          ((static_cast<uint64_t>(e.shape[0]) + 15) / 16 * 16));
+        bytes.resize(size);
         f.read_at(at, bytes.data(), size);
         if (raw_dtype(e.dtype))
             st.set_raw(e.name, raw_tensor(e, std::move(bytes)));

@@ -68,6 +68,9 @@ public:
     void set_raw(const std::string& name, RawTensor t);  // dtype I8 or BF16, bytes must fit
     const std::map<std::string, RawTensor>& raw() const { return raw_; }
     void erase_raw(const std::string& name) { raw_.erase(name); }
+    // Removes the raw tensor `name` and returns it (its bytes moved, not copied); an error naming
+    // the tensor and the source when absent.
+    RawTensor take_raw(const std::string& name);
 
     // ---- metadata: the "__metadata__" string map ----
     std::map<std::string, std::string> metadata;
@@ -96,8 +99,9 @@ std::string serialize_safetensors(const SafeTensors& st);
 
 // The file read piece by piece (FileReader, fileio.h): its header, then each tensor straight into
 // the memory that keeps it, so the whole file is never held beside its tensors (a model's load
-// peaks at its tensors' size, not twice the file's). The same checks and messages as
-// parse_safetensors; on any error nothing is returned.
+// peaks at its tensors' size, not twice the file's). A raw matrix (I8 / BF16, 2-D) gets capacity
+// for its rows rounded up to 16, so that packing it (PackedMatrix::adopt_rows) happens where it
+// lies. The same checks and messages as parse_safetensors; on any error nothing is returned.
 SafeTensors load_safetensors(const std::string& path);
 void save_safetensors(const std::string& path, const SafeTensors& st);  // serialize + atomic write
 

@@ -196,13 +196,11 @@ std::vector<std::pair<std::string, PackedMatrix>> take_packed_matrices(SafeTenso
                 NZ_CHECK(std::isfinite(bf16_to_float(bf16_at(r, i))),
                          "'{}': tensor '{}' holds a non-finite value ({}) at index {}", st.source,
                          name, bf16_to_float(bf16_at(r, i)), i);
-        PackedMatrix m =
-            s ? PackedMatrix::from_int8(reinterpret_cast<const int8_t*>(r.bytes.data()), s->data(),
-                                        N, K)
-              : PackedMatrix::from_bf16(reinterpret_cast<const uint16_t*>(r.bytes.data()), N, K);
-        out.emplace_back(name, std::move(m));
         const Shape shape = r.shape;
-        st.set(name, Tensor::reserved(shape));  // drops the raw bytes
+        // packed where the file's bytes lie (load_safetensors left room for it): no second copy
+        out.emplace_back(name, PackedMatrix::adopt_rows(p, st.take_raw(name).bytes,
+                                                        s ? s->data() : nullptr, N, K));
+        st.set(name, Tensor::reserved(shape));
         if (s) st.erase(name + kScaleSuffix);
     }
     return out;

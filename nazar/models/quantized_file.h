@@ -15,7 +15,8 @@
 //   Metadata: "nazar.precision" = "int8" | "bf16", besides the model file's own keys.
 // Loading one for inference (model_file.h, ParamMode::inference) takes each matrix into its
 // packed form as stored (take_packed_matrices: the file's int8 values and scales, or bf16
-// values, no fp32 copy) and sets the model's precision to the file's; every F32 tensor is read
+// values, no fp32 copy, packed in the bytes the file was read into: PackedMatrix::adopt_rows)
+// and sets the model's precision to the file's; every F32 tensor is read
 // as usual. Training from one is refused (ParamMode::training).
 #pragma once
 

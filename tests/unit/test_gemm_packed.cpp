@@ -10,14 +10,19 @@
 // Sub-blocks of W (rows n0..n1, columns k0..k0+k, unaligned), alpha/beta, padded ldc (columns
 // outside the block untouched), thread counts, and the registry behind gemm_raw / gemm_xwt.
 #include "nazar/core/blas.h"
+#include "nazar/core/check.h"
 #include "nazar/core/gemm/packed.h"
+#include "nazar/core/rng.h"
 #include "nazar/core/threads.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace nazar {
@@ -211,6 +216,51 @@ TEST(GemmPacked, FromStoredValues) {
             EXPECT_NEAR(r1[k], W[n * K + k], 0.5 * q.scales()[n] * 1.0001);
         }
     }
+}
+
+// adopt_rows (a quantized file's matrices at load) makes the matrix from_int8 / from_bf16 make,
+// byte for byte, with a partial last panel and with K that does not fill whole groups (copied),
+// and in the bytes it was given when they have room for the padded panels (no second copy).
+TEST(GemmPacked, AdoptRowsPacksInPlaceAsFromStoredValues) {
+    struct Case {
+        Precision p;
+        int N, K;
+        bool in_place;
+    };
+    for (const Case c : {Case{Precision::int8, 21, 20, true}, Case{Precision::int8, 32, 16, true},
+                         Case{Precision::int8, 7, 19, false}, Case{Precision::bf16, 21, 6, true},
+                         Case{Precision::bf16, 16, 5, false}}) {
+        const bool int8 = c.p == Precision::int8;
+        const std::size_t row_bytes = static_cast<std::size_t>(c.K) * (int8 ? 1 : 2);
+        std::string rows(c.N * row_bytes, '\0');
+        Rng rng(static_cast<uint64_t>(c.N * 100 + c.K));
+        for (char& b : rows) b = static_cast<char>(rng.next_u64() & 0xff);
+        std::vector<float> scales(c.N);
+        for (int n = 0; n < c.N; ++n) scales[n] = 0.01f * static_cast<float>(n + 1);
+        const PackedMatrix want =
+            int8
+                ? PackedMatrix::from_int8(reinterpret_cast<const int8_t*>(rows.data()),
+                                          scales.data(), c.N, c.K)
+                : PackedMatrix::from_bf16(reinterpret_cast<const uint16_t*>(rows.data()), c.N, c.K);
+        std::string given = rows;
+        given.reserve((c.N + 15) / 16 * 16 * row_bytes);
+        const char* const where = given.data();
+        const PackedMatrix got = PackedMatrix::adopt_rows(c.p, std::move(given),
+                                                          int8 ? scales.data() : nullptr, c.N, c.K);
+        const std::string what = fmt::format("{} {} x {}", precision_name(c.p), c.N, c.K);
+        ASSERT_EQ(got.groups(), want.groups()) << what;
+        ASSERT_EQ(got.bytes(), want.bytes()) << what;
+        const std::size_t panel_bytes = static_cast<std::size_t>(want.groups()) * 64;
+        for (int q = 0; q < (c.N + 15) / 16; ++q)
+            EXPECT_EQ(std::memcmp(got.panel(q), want.panel(q), panel_bytes), 0)
+                << what << " panel " << q;
+        if (int8) {
+            EXPECT_EQ(std::memcmp(got.scales(), want.scales(), c.N * sizeof(float)), 0) << what;
+        }
+        EXPECT_EQ(reinterpret_cast<const char*>(got.panel(0)) == where, c.in_place) << what;
+    }
+    EXPECT_THROW(PackedMatrix::adopt_rows(Precision::int8, std::string(10, '\0'), nullptr, 3, 4),
+                 Error);
 }
 
 // gemm_raw / gemm_xwt on a registered matrix (or a block of it) run the packed product; once

@@ -116,7 +116,7 @@ void PackedMatrix::alloc(Precision p, int N, int K) {
     K_ = K;
     G_ = (K + per_group(p) - 1) / per_group(p);
     const std::size_t panels = (static_cast<std::size_t>(N) + 15) / 16;
-    data_.assign(panels * static_cast<std::size_t>(G_) * 64, 0);
+    data_.assign(panels * static_cast<std::size_t>(G_) * 64, '\0');
     if (p == Precision::int8) scales_.assign(N, 0.0f);
 }
 
@@ -124,7 +124,7 @@ uint8_t* PackedMatrix::at_byte(int n, int k) {
     const int gs = per_group(precision_);
     const std::size_t off =
         (static_cast<std::size_t>(n / 16) * G_ + k / gs) * 64 + (n % 16) * 4 + (k % gs) * (4 / gs);
-    return data_.data() + off;
+    return bytes_data() + off;
 }
 
 PackedMatrix PackedMatrix::pack(const float* w, int N, int K, int ldw, Precision p) {
@@ -174,6 +174,42 @@ PackedMatrix PackedMatrix::from_bf16(const uint16_t* b, int N, int K) {
     return m;
 }
 
+PackedMatrix PackedMatrix::adopt_rows(Precision p, std::string&& rows, const float* scales, int N,
+                                      int K) {
+    NZ_CHECK(p != Precision::fp32, "PackedMatrix: fp32 weights are not packed");
+    NZ_CHECK(N > 0 && K > 0, "PackedMatrix: sizes must be positive, got {} x {}", N, K);
+    const bool int8 = p == Precision::int8;
+    const std::size_t row_bytes = static_cast<std::size_t>(K) * (int8 ? 1 : 2);
+    NZ_CHECK(rows.size() == static_cast<std::size_t>(N) * row_bytes,
+             "PackedMatrix::adopt_rows: {} bytes for {} x {} {}", rows.size(), N, K,
+             int8 ? "int8" : "bf16");
+    if (K % per_group(p) != 0)
+        return int8 ? from_int8(reinterpret_cast<const int8_t*>(rows.data()), scales, N, K)
+                    : from_bf16(reinterpret_cast<const uint16_t*>(rows.data()), N, K);
+    PackedMatrix m;
+    m.precision_ = p;
+    m.N_ = N;
+    m.K_ = K;
+    m.G_ = K / per_group(p);  // a row is G groups of 4 bytes: row_bytes = 4·G
+    const std::size_t panels = (static_cast<std::size_t>(N) + 15) / 16,
+                      panel_bytes = 16 * row_bytes;
+    rows.resize(panels * panel_bytes, '\0');  // the last panel's missing rows: zeros
+    std::vector<uint8_t> rows_of_panel(panel_bytes);
+    uint8_t* const base = reinterpret_cast<uint8_t*>(rows.data());
+    for (std::size_t q = 0; q < panels; ++q) {
+        // rows 16q .. 16q+15, row-major, become group g of row r at g·64 + r·4 (at_byte)
+        uint8_t* const panel = base + q * panel_bytes;
+        std::memcpy(rows_of_panel.data(), panel, panel_bytes);
+        for (int r = 0; r < 16; ++r)
+            for (int g = 0; g < m.G_; ++g)
+                std::memcpy(panel + g * 64 + r * 4, rows_of_panel.data() + r * row_bytes + g * 4,
+                            4);
+    }
+    m.data_ = std::move(rows);
+    if (int8) m.scales_.assign(scales, scales + N);
+    return m;
+}
+
 PackedMatrix PackedMatrix::select_rows(std::span<const int32_t> rows) const {
     NZ_CHECK(!rows.empty(), "PackedMatrix::select_rows: no rows");
     PackedMatrix m;
@@ -183,8 +219,8 @@ PackedMatrix PackedMatrix::select_rows(std::span<const int32_t> rows) const {
         NZ_CHECK(n >= 0 && n < N_, "PackedMatrix::select_rows: row {} of {}", n, N_);
         // row n: 4 bytes per group, at lane n % 16 of panel n / 16
         const uint8_t* src =
-            data_.data() + static_cast<std::size_t>(n / 16) * G_ * 64 + (n % 16) * 4;
-        uint8_t* dst = m.data_.data() + (j / 16) * static_cast<std::size_t>(G_) * 64 + (j % 16) * 4;
+            bytes_data() + static_cast<std::size_t>(n / 16) * G_ * 64 + (n % 16) * 4;
+        uint8_t* dst = m.bytes_data() + (j / 16) * static_cast<std::size_t>(G_) * 64 + (j % 16) * 4;
         for (int g = 0; g < G_; ++g) std::memcpy(dst + g * 64, src + g * 64, 4);
         if (precision_ == Precision::int8) m.scales_[j] = scales_[n];
     }

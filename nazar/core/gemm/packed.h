@@ -54,6 +54,15 @@ public:
     static PackedMatrix from_int8(const int8_t* q, const float* scales, int N, int K);
     // From bf16 rows (N x K).
     static PackedMatrix from_bf16(const uint16_t* b, int N, int K);
+    // From a quantized model file's rows (N x K, row-major: int8 with per-row scales (N), or bf16
+    // with scales null), packed in the memory that holds them: a matrix is never held twice while
+    // a model loads. A panel's 16 rows fill the same bytes in both layouts when K fills whole
+    // groups (K % 4 == 0 int8, K % 2 == 0 bf16), so each panel is reordered where it lies (through
+    // one panel of scratch); the last panel's missing rows are zeros appended, inside the capacity
+    // when `rows` has room for ceil(N/16)·16 rows (load_safetensors gives raw matrices that). Other
+    // K: copied as from_int8 / from_bf16. The same matrix as those give, byte for byte.
+    static PackedMatrix adopt_rows(Precision p, std::string&& rows, const float* scales, int N,
+                                   int K);
 
     // The matrix of rows `rows` of this one (in that order), their values and scales as they
     // are: the same products row for row (an output shortlist's rows).
@@ -76,7 +85,7 @@ public:
     int groups() const { return G_; }
     // Panel p (16 rows of W): groups() x 16 x 4 bytes.
     const uint8_t* panel(int p) const {
-        return data_.data() + static_cast<std::size_t>(p) * G_ * 64;
+        return bytes_data() + static_cast<std::size_t>(p) * G_ * 64;
     }
     // int8: Σ_k w_q(n, k) over the groups [g0, g1) for every row n (the kernel's correction for
     // unsigned activations), made on first use and kept.
@@ -85,12 +94,15 @@ public:
 private:
     Precision precision_ = Precision::fp32;
     int N_ = 0, K_ = 0, G_ = 0;
-    std::vector<uint8_t> data_;  // panels, padded with zeros
+    std::string data_;  // panels, padded with zeros (bytes; a string so that adopt_rows can take a
+                        // file's raw tensor, core/safetensors.h, without copying it)
     std::vector<float> scales_;  // int8
     struct SumCache;
     std::unique_ptr<SumCache> sums_;
     void alloc(Precision p, int N, int K);
     uint8_t* at_byte(int n, int k);
+    uint8_t* bytes_data() { return reinterpret_cast<uint8_t*>(data_.data()); }
+    const uint8_t* bytes_data() const { return reinterpret_cast<const uint8_t*>(data_.data()); }
 };
 
 // C (M x (n1 - n0), ldc) = alpha A (M x k, lda) W[n0:n1, k0:k0 + k]ᵀ + beta C.
