@@ -118,38 +118,6 @@ class PaddingIsInvisible(unittest.TestCase):
         self.check_rnn("lstm", layer_norm=True, residual=True)
 
 
-class ResidualRNN(unittest.TestCase):
-    """The explicit residual RNN against torch's own nn.GRU / nn.LSTM layers run one by one with
-    the same weights: layer k > 0 outputs its states plus its input, h_n are the cells' states."""
-
-    def check(self, cell):
-        torch.manual_seed(3)
-        rnn = nt.make_rnn(cell, 3, 4, num_layers=3, bidirectional=True, residual=True).double().eval()
-        layers = [{"gru": torch.nn.GRU, "lstm": torch.nn.LSTM}[cell](3 if k == 0 else 8, 4, batch_first=True,
-                                                                      bidirectional=True).double()
-                  for k in range(3)]
-        named = dict(rnn.named_parameters())
-        for k, layer in enumerate(layers):
-            with torch.no_grad():
-                for name, p in layer.named_parameters():  # weight_ih_l0[_reverse] -> ..._l{k}
-                    p.copy_(named[name.replace("_l0", f"_l{k}")])
-        x = torch.randn(2, 5, 3, dtype=torch.float64)
-        out, h_n = rnn(x, [5, 5])
-        inp, finals = x, []
-        for k, layer in enumerate(layers):
-            y, f = layer(inp)
-            finals.append(f[0] if cell == "lstm" else f)
-            inp = y + inp if k > 0 else y
-        torch.testing.assert_close(out, inp)
-        torch.testing.assert_close(h_n[0] if cell == "lstm" else h_n, torch.cat(finals))
-
-    def test_gru(self):
-        self.check("gru")
-
-    def test_lstm(self):
-        self.check("lstm")
-
-
 class LayerNormCells(unittest.TestCase):
     """The explicit-ops cells against the equations of docs/spec.md §2.3 written with numpy."""
 

@@ -53,7 +53,8 @@ except ImportError:  # pragma: no cover
     nn = None
 
 if torch is not None:
-    from .attention import LOCALS, SCALES, SCORES, Attention  # noqa: F401
+    from .attention import (LOCALS, SCALES, SCORES, Attention, monotonic_alignment,  # noqa: F401
+                            monotonic_alignment_parallel)
     from .config import (DEFAULT_CONFIG, attention_config, config_json, effective_bridge,  # noqa: F401
                          effective_timing, encoder_output_size, generator_input_size, model_config)
     from .decoding import (beam_search, coverage_penalty, greedy, length_penalty,  # noqa: F401

@@ -116,3 +116,36 @@ class Attention(nn.Module):
         summed = alpha if mask is None else alpha * mask
         context = torch.bmm(summed[:, None, :], enc_out).squeeze(1)
         return context, alpha
+
+
+# Monotonic attention's expected alignment (Raffel et al. 2017; nazar/attention/naive_monotonic.h,
+# docs/spec.md §5d): the probability α_t[j] that decoder step t stops at source position j,
+# moving on from where step t − 1 stopped past each position k with probability 1 − p_k.
+# Not yet a model option (issue #41); these two forms are the reference the mechanism will be
+# checked against.
+
+
+def monotonic_alignment(p, prev):
+    """Recursive form: p, prev (B, S) -> α (B, S).
+
+    q_0 = prev_0,  q_j = (1 − p_{j−1}) q_{j−1} + prev_j,  α_j = p_j q_j  (O(S), sequential)."""
+    qs, q = [], None
+    for j in range(p.shape[-1]):
+        q = prev[..., j] if q is None else (1 - p[..., j - 1]) * q + prev[..., j]
+        qs.append(q)
+    return p * torch.stack(qs, -1) if qs else p.clone()
+
+
+def monotonic_alignment_parallel(p, prev):
+    """Parallel form: α = p ⊙ (M prev), M[j, l] = Π_{l ≤ k < j} (1 − p_k) = exp(L_j − L_l) for
+    l ≤ j (0 above), L_j = Σ_{k<j} log(1 − p_k), every entry in [0, 1]: no division by a
+    vanishing product (the paper's cumprod form clamps it to 1e-10). p = 1 stands as
+    log(tiny) ≈ −708 (float64) so that two L holding it cancel it. O(S²)."""
+    below = p < 1  # log1p(-p) of a p that is not 1 (and of 0 where it is: finite gradients)
+    log_keep = torch.where(below, torch.log1p(-torch.where(below, p, torch.zeros_like(p))),
+                           torch.full_like(p, math.log(torch.finfo(p.dtype).tiny)))
+    L = torch.cat([torch.zeros_like(p[..., :1]), torch.cumsum(log_keep, -1)[..., :-1]], -1)  # L_j
+    S = p.shape[-1]
+    lower = torch.tril(torch.ones(S, S, dtype=torch.bool, device=p.device))
+    diff = (L[..., :, None] - L[..., None, :]).masked_fill(~lower, float("-inf"))
+    return p * (torch.exp(diff) @ prev[..., :, None])[..., 0]
