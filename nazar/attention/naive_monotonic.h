@@ -20,7 +20,7 @@
 // without stopping (no context at that step). Step 0 starts from α_{−1} = (1, 0, …, 0).
 // At test time the decoding is hard: hard_stop() is the position step t attends to.
 //
-// Not yet a model option (issue #41): the oracle and its checks come first, as for every
+// Not yet a model option: the oracle and its checks come first, as for every
 // mechanism here; the config key, the decoders and the decoding build on it.
 #pragma once
 

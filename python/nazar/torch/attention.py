@@ -121,7 +121,7 @@ class Attention(nn.Module):
 # Monotonic attention's expected alignment (Raffel et al. 2017; nazar/attention/naive_monotonic.h,
 # docs/spec.md §5d): the probability α_t[j] that decoder step t stops at source position j,
 # moving on from where step t − 1 stopped past each position k with probability 1 − p_k.
-# Not yet a model option (issue #41); these two forms are the reference the mechanism will be
+# Not yet a model option; these two forms are the reference the mechanism will be
 # checked against.
 
 
