@@ -20,10 +20,11 @@ static const GradCheckOptions kTol{.eps = 1e-2, .rtol = 1e-2, .atol = 1e-3};
 
 using test::add_params;
 
-TEST(GRUCellGrad, RawInputStepWithMaskedRow) {
-    Rng rng(21);
-    const int N = 3, I = 4, H = 4;
-    GRUCell cell({.input_size = I, .hidden_size = H}, rng);
+// The step checks shared by the plain and the layer-normalised cell (drawn from `rng` after it).
+// A raw-input step with row 1 padding at t = 1; `targets` given: their number (LN: 8).
+void check_raw_input_step(GRUCell& cell, Rng& rng, const GradCheckOptions& tol,
+                          std::size_t n_targets = 0) {
+    const int N = 3, I = cell.params.weight_ih.dim(1), H = cell.params.weight_hh.dim(1);
     Tensor x = random_tensor(rng, {N, I}), h = random_tensor(rng, {N, H}),
            R = random_tensor(rng, {N, H});
     const std::vector<int> lengths{3, 1, 2};
@@ -39,13 +40,15 @@ TEST(GRUCellGrad, RawInputStepWithMaskedRow) {
     cell.backward(R, x, h, cache, d_x, d_h, mask);
     std::vector<GradTarget> targets{{"x", x, d_x}, {"h", h, d_h}};
     add_params(targets, cell.params, cell.grad);
-    EXPECT_TRUE(check_gradients(loss, targets, kTol));
+    if (n_targets) {
+        ASSERT_EQ(targets.size(), n_targets);
+    }
+    EXPECT_TRUE(check_gradients(loss, targets, tol));
 }
 
-TEST(GRUCellGrad, ProjectedStep) {
-    Rng rng(22);
-    const int N = 3, H = 4;
-    GRUCell cell({.input_size = 2, .hidden_size = H}, rng);
+// A step from given input projections gi, row 0 padding: gi, h and the recurrent parameters.
+void check_projected_step(GRUCell& cell, Rng& rng, const GradCheckOptions& tol) {
+    const int N = 3, H = cell.params.weight_hh.dim(1);
     Tensor gi = random_tensor(rng, {N, 3 * H}), h = random_tensor(rng, {N, H}),
            R = random_tensor(rng, {N, H});
     const std::vector<int> lengths{1, 3, 3};
@@ -59,24 +62,24 @@ TEST(GRUCellGrad, ProjectedStep) {
     loss();
     Tensor d_gi({N, 3 * H}), d_h({N, H});
     cell.backward_projected(R, h, cache, d_gi, d_h, mask);
-    EXPECT_TRUE(check_gradients(loss,
-                                {{"gi", gi, d_gi},
-                                 {"h", h, d_h},
-                                 {"weight_hh", cell.params.weight_hh, cell.grad.weight_hh},
-                                 {"bias_hh", cell.params.bias_hh, cell.grad.bias_hh}},
-                                kTol));
+    std::vector<GradTarget> targets{{"gi", gi, d_gi},
+                                    {"h", h, d_h},
+                                    {"weight_hh", cell.params.weight_hh, cell.grad.weight_hh},
+                                    {"bias_hh", cell.params.bias_hh, cell.grad.bias_hh}};
+    if (cell.params.layer_norm())
+        targets.push_back({"ln_weight_hh", cell.params.ln_weight_hh, cell.grad.ln_weight_hh});
+    EXPECT_TRUE(check_gradients(loss, targets, tol));
 }
 
-TEST(GRUCellGrad, TwoChainedSteps) {
-    Rng rng(23);
-    const int N = 2, I = 3, H = 4;
-    GRUCell cell({.input_size = I, .hidden_size = H}, rng);
+// Two steps, the second reading the first's state: loss = h1 · R0 + h2 · R1.
+void check_two_chained_steps(GRUCell& cell, Rng& rng, const GradCheckOptions& tol) {
+    const int N = 2, I = cell.params.weight_ih.dim(1), H = cell.params.weight_hh.dim(1);
     Tensor x0 = random_tensor(rng, {N, I}), x1 = random_tensor(rng, {N, I}),
            h0 = random_tensor(rng, {N, H});
     Tensor R0 = random_tensor(rng, {N, H}), R1 = random_tensor(rng, {N, H});
     Tensor h1({N, H}), h2({N, H});
     GRUStepCache c0, c1;
-    auto loss = [&] {  // loss = h1 · R0 + h2 · R1
+    auto loss = [&] {
         cell.forward(x0, h0, h1, c0);
         cell.forward(x1, h1, h2, c1);
         return dot_loss(h1, R0) + dot_loss(h2, R1);
@@ -88,7 +91,25 @@ TEST(GRUCellGrad, TwoChainedSteps) {
     cell.backward(d_h1, x0, h0, c0, d_x0, d_h0);
     std::vector<GradTarget> targets{{"x0", x0, d_x0}, {"x1", x1, d_x1}, {"h0", h0, d_h0}};
     add_params(targets, cell.params, cell.grad);
-    EXPECT_TRUE(check_gradients(loss, targets, kTol));
+    EXPECT_TRUE(check_gradients(loss, targets, tol));
+}
+
+TEST(GRUCellGrad, RawInputStepWithMaskedRow) {
+    Rng rng(21);
+    GRUCell cell({.input_size = 4, .hidden_size = 4}, rng);
+    check_raw_input_step(cell, rng, kTol);
+}
+
+TEST(GRUCellGrad, ProjectedStep) {
+    Rng rng(22);
+    GRUCell cell({.input_size = 2, .hidden_size = 4}, rng);
+    check_projected_step(cell, rng, kTol);
+}
+
+TEST(GRUCellGrad, TwoChainedSteps) {
+    Rng rng(23);
+    GRUCell cell({.input_size = 3, .hidden_size = 4}, rng);
+    check_two_chained_steps(cell, rng, kTol);
 }
 
 // Layer norm: gains and biases drawn away from their 1 / U(±1/sqrt(H)) starts, so that a bug
@@ -106,77 +127,23 @@ static const GradCheckOptions kLnTol{.eps = 1e-2, .rtol = 2e-2, .atol = 2e-3};
 
 TEST(GRUCellGrad, LayerNormRawInputStepWithMaskedRow) {
     for (const int H : {16, 24}) {
+        SCOPED_TRACE(testing::Message() << "H = " << H);
         Rng rng(31);
-        const int N = 3, I = 20;
-        GRUCell cell = ln_cell(rng, I, H);
-        Tensor x = random_tensor(rng, {N, I}), h = random_tensor(rng, {N, H}),
-               R = random_tensor(rng, {N, H});
-        const std::vector<int> lengths{3, 1, 2};
-        const StepMask mask{lengths, 1};  // row 1 is padding at t = 1
-        Tensor h_new({N, H});
-        GRUStepCache cache;
-        auto loss = [&] {
-            cell.forward(x, h, h_new, cache, mask);
-            return dot_loss(h_new, R);
-        };
-        loss();
-        Tensor d_x({N, I}), d_h({N, H});
-        cell.backward(R, x, h, cache, d_x, d_h, mask);
-        std::vector<GradTarget> targets{{"x", x, d_x}, {"h", h, d_h}};
-        add_params(targets, cell.params, cell.grad);
-        ASSERT_EQ(targets.size(), 8u);  // x, h, four tensors, two gains
-        EXPECT_TRUE(check_gradients(loss, targets, kLnTol)) << "H = " << H;
+        GRUCell cell = ln_cell(rng, 20, H);
+        check_raw_input_step(cell, rng, kLnTol, 8);  // x, h, four tensors, two gains
     }
 }
 
 TEST(GRUCellGrad, LayerNormProjectedStep) {
     Rng rng(32);
-    const int N = 3, H = 16;
-    GRUCell cell = ln_cell(rng, 2, H);
-    Tensor gi = random_tensor(rng, {N, 3 * H}), h = random_tensor(rng, {N, H}),
-           R = random_tensor(rng, {N, H});
-    const std::vector<int> lengths{1, 3, 3};
-    const StepMask mask{lengths, 2};  // row 0 is padding
-    Tensor h_new({N, H});
-    GRUStepCache cache;
-    auto loss = [&] {
-        cell.forward_projected(gi, h, h_new, cache, mask);
-        return dot_loss(h_new, R);
-    };
-    loss();
-    Tensor d_gi({N, 3 * H}), d_h({N, H});
-    cell.backward_projected(R, h, cache, d_gi, d_h, mask);
-    EXPECT_TRUE(
-        check_gradients(loss,
-                        {{"gi", gi, d_gi},
-                         {"h", h, d_h},
-                         {"weight_hh", cell.params.weight_hh, cell.grad.weight_hh},
-                         {"bias_hh", cell.params.bias_hh, cell.grad.bias_hh},
-                         {"ln_weight_hh", cell.params.ln_weight_hh, cell.grad.ln_weight_hh}},
-                        kLnTol));
+    GRUCell cell = ln_cell(rng, 2, 16);
+    check_projected_step(cell, rng, kLnTol);
 }
 
 TEST(GRUCellGrad, LayerNormTwoChainedSteps) {
     Rng rng(33);
-    const int N = 2, I = 17, H = 16;
-    GRUCell cell = ln_cell(rng, I, H);
-    Tensor x0 = random_tensor(rng, {N, I}), x1 = random_tensor(rng, {N, I}),
-           h0 = random_tensor(rng, {N, H});
-    Tensor R0 = random_tensor(rng, {N, H}), R1 = random_tensor(rng, {N, H});
-    Tensor h1({N, H}), h2({N, H});
-    GRUStepCache c0, c1;
-    auto loss = [&] {
-        cell.forward(x0, h0, h1, c0);
-        cell.forward(x1, h1, h2, c1);
-        return dot_loss(h1, R0) + dot_loss(h2, R1);
-    };
-    loss();
-    Tensor d_x0({N, I}), d_x1({N, I}), d_h0({N, H}), d_h1 = R0;
-    cell.backward(R1, x1, h1, c1, d_x1, d_h1);
-    cell.backward(d_h1, x0, h0, c0, d_x0, d_h0);
-    std::vector<GradTarget> targets{{"x0", x0, d_x0}, {"x1", x1, d_x1}, {"h0", h0, d_h0}};
-    add_params(targets, cell.params, cell.grad);
-    EXPECT_TRUE(check_gradients(loss, targets, kLnTol));
+    GRUCell cell = ln_cell(rng, 17, 16);
+    check_two_chained_steps(cell, rng, kLnTol);
 }
 
 // backward_data + the batched weight helpers give backward's gradients (the decoder's split).

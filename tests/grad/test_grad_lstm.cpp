@@ -19,10 +19,11 @@ static const GradCheckOptions kTol{.eps = 1e-2, .rtol = 1e-2, .atol = 1e-3};
 
 using test::add_params;
 
-TEST(LSTMCellGrad, RawInputStepWithMaskedRow) {
-    Rng rng(31);
-    const int N = 3, I = 4, H = 4;
-    LSTMCell cell({.input_size = I, .hidden_size = H}, rng);
+// The step checks shared by the plain and the layer-normalised cell (drawn from `rng` after it).
+// A raw-input step with row 1 padding; `n_targets` given: their number (LN: 9).
+void check_raw_input_step(LSTMCell& cell, Rng& rng, const GradCheckOptions& tol,
+                          std::size_t n_targets = 0) {
+    const int N = 3, I = cell.params.weight_ih.dim(1), H = cell.params.weight_hh.dim(1);
     Tensor x = random_tensor(rng, {N, I}), h = random_tensor(rng, {N, H}),
            c = random_tensor(rng, {N, H});
     Tensor R = random_tensor(rng, {N, H}), Rc = random_tensor(rng, {N, H});
@@ -39,13 +40,15 @@ TEST(LSTMCellGrad, RawInputStepWithMaskedRow) {
     cell.backward(R, Rc, x, h, c, cache, d_x, d_h, d_c, mask);
     std::vector<GradTarget> targets{{"x", x, d_x}, {"h", h, d_h}, {"c", c, d_c}};
     add_params(targets, cell.params, cell.grad);
-    EXPECT_TRUE(check_gradients(loss, targets, kTol));
+    if (n_targets) {
+        ASSERT_EQ(targets.size(), n_targets);
+    }
+    EXPECT_TRUE(check_gradients(loss, targets, tol));
 }
 
-TEST(LSTMCellGrad, ProjectedStep) {
-    Rng rng(32);
-    const int N = 3, H = 4;
-    LSTMCell cell({.input_size = 2, .hidden_size = H}, rng);
+// A step from given input projections gi, row 0 padding: gi, h, c and the recurrent parameters.
+void check_projected_step(LSTMCell& cell, Rng& rng, const GradCheckOptions& tol) {
+    const int N = 3, H = cell.params.weight_hh.dim(1);
     Tensor gi = random_tensor(rng, {N, 4 * H}), h = random_tensor(rng, {N, H}),
            c = random_tensor(rng, {N, H});
     Tensor R = random_tensor(rng, {N, H}), Rc = random_tensor(rng, {N, H});
@@ -60,13 +63,26 @@ TEST(LSTMCellGrad, ProjectedStep) {
     loss();
     Tensor d_gi({N, 4 * H}), d_h({N, H}), d_c({N, H});
     cell.backward_projected(R, Rc, h, c, cache, d_gi, d_h, d_c, mask);
-    EXPECT_TRUE(check_gradients(loss,
-                                {{"gi", gi, d_gi},
-                                 {"h", h, d_h},
-                                 {"c", c, d_c},
-                                 {"weight_hh", cell.params.weight_hh, cell.grad.weight_hh},
-                                 {"bias_hh", cell.params.bias_hh, cell.grad.bias_hh}},
-                                kTol));
+    std::vector<GradTarget> targets{{"gi", gi, d_gi},
+                                    {"h", h, d_h},
+                                    {"c", c, d_c},
+                                    {"weight_hh", cell.params.weight_hh, cell.grad.weight_hh},
+                                    {"bias_hh", cell.params.bias_hh, cell.grad.bias_hh}};
+    if (cell.params.layer_norm())
+        targets.push_back({"ln_weight_hh", cell.params.ln_weight_hh, cell.grad.ln_weight_hh});
+    EXPECT_TRUE(check_gradients(loss, targets, tol));
+}
+
+TEST(LSTMCellGrad, RawInputStepWithMaskedRow) {
+    Rng rng(31);
+    LSTMCell cell({.input_size = 4, .hidden_size = 4}, rng);
+    check_raw_input_step(cell, rng, kTol);
+}
+
+TEST(LSTMCellGrad, ProjectedStep) {
+    Rng rng(32);
+    LSTMCell cell({.input_size = 2, .hidden_size = 4}, rng);
+    check_projected_step(cell, rng, kTol);
 }
 
 TEST(LSTMCellGrad, TwoChainedStepsWithoutCellUpstream) {
@@ -106,57 +122,17 @@ static const GradCheckOptions kLnTol{.eps = 1e-2, .rtol = 2e-2, .atol = 2e-3};
 
 TEST(LSTMCellGrad, LayerNormRawInputStepWithMaskedRow) {
     for (const int H : {16, 20}) {
+        SCOPED_TRACE(testing::Message() << "H = " << H);
         Rng rng(41);
-        const int N = 3, I = 20;
-        LSTMCell cell = ln_cell(rng, I, H);
-        Tensor x = random_tensor(rng, {N, I}), h = random_tensor(rng, {N, H}),
-               c = random_tensor(rng, {N, H});
-        Tensor R = random_tensor(rng, {N, H}), Rc = random_tensor(rng, {N, H});
-        const std::vector<int> lengths{3, 1, 2};
-        const StepMask mask{lengths, 1};
-        Tensor h_new({N, H}), c_new({N, H});
-        LSTMStepCache cache;
-        auto loss = [&] {
-            cell.forward(x, h, c, h_new, c_new, cache, mask);
-            return dot_loss(h_new, R) + dot_loss(c_new, Rc);
-        };
-        loss();
-        Tensor d_x({N, I}), d_h({N, H}), d_c({N, H});
-        cell.backward(R, Rc, x, h, c, cache, d_x, d_h, d_c, mask);
-        std::vector<GradTarget> targets{{"x", x, d_x}, {"h", h, d_h}, {"c", c, d_c}};
-        add_params(targets, cell.params, cell.grad);
-        ASSERT_EQ(targets.size(), 9u);
-        EXPECT_TRUE(check_gradients(loss, targets, kLnTol)) << "H = " << H;
+        LSTMCell cell = ln_cell(rng, 20, H);
+        check_raw_input_step(cell, rng, kLnTol, 9);
     }
 }
 
 TEST(LSTMCellGrad, LayerNormProjectedStep) {
     Rng rng(42);
-    const int N = 3, H = 16;
-    LSTMCell cell = ln_cell(rng, 2, H);
-    Tensor gi = random_tensor(rng, {N, 4 * H}), h = random_tensor(rng, {N, H}),
-           c = random_tensor(rng, {N, H});
-    Tensor R = random_tensor(rng, {N, H}), Rc = random_tensor(rng, {N, H});
-    const std::vector<int> lengths{1, 3, 3};
-    const StepMask mask{lengths, 2};
-    Tensor h_new({N, H}), c_new({N, H});
-    LSTMStepCache cache;
-    auto loss = [&] {
-        cell.forward_projected(gi, h, c, h_new, c_new, cache, mask);
-        return dot_loss(h_new, R) + dot_loss(c_new, Rc);
-    };
-    loss();
-    Tensor d_gi({N, 4 * H}), d_h({N, H}), d_c({N, H});
-    cell.backward_projected(R, Rc, h, c, cache, d_gi, d_h, d_c, mask);
-    EXPECT_TRUE(
-        check_gradients(loss,
-                        {{"gi", gi, d_gi},
-                         {"h", h, d_h},
-                         {"c", c, d_c},
-                         {"weight_hh", cell.params.weight_hh, cell.grad.weight_hh},
-                         {"bias_hh", cell.params.bias_hh, cell.grad.bias_hh},
-                         {"ln_weight_hh", cell.params.ln_weight_hh, cell.grad.ln_weight_hh}},
-                        kLnTol));
+    LSTMCell cell = ln_cell(rng, 2, 16);
+    check_projected_step(cell, rng, kLnTol);
 }
 
 // backward_data (+ the batched weight helpers) gives backward's gradients.
