@@ -30,10 +30,20 @@ if(NAZAR_BLAS STREQUAL "oneDNN")
   endif()
   # Debian's oneDNN runs on OpenMP; nazar sets each calling thread's OpenMP team size itself.
   find_package(OpenMP REQUIRED COMPONENTS CXX)
+  # libdnnl is not linked: nazar opens it on the first product that needs it
+  # (nazar/core/gemm/onednn_api.h), by its SONAME, which the development symlink names
+  # (libdnnl.so -> libdnnl.so.2 on Debian). Decoding on nazar's own int8/bf16 kernels never opens
+  # it, and a process that does not start it saves its ~5 MB of resident relocations.
+  file(READ_SYMLINK ${DNNL_LIBRARY} _nazar_dnnl_soname)
+  if(NOT _nazar_dnnl_soname MATCHES "^libdnnl\\.so\\.[0-9]+$")
+    set(_nazar_dnnl_soname libdnnl.so.2)
+  endif()
+  set(NAZAR_DNNL_SONAME ${_nazar_dnnl_soname} CACHE INTERNAL "oneDNN's SONAME")
   target_include_directories(nazar_blas INTERFACE ${DNNL_INCLUDE_DIR})
-  # Only the runtime library is linked (omp_set_num_threads): no -fopenmp on nazar's sources.
-  target_link_libraries(nazar_blas INTERFACE ${DNNL_LIBRARY} ${OpenMP_CXX_LIBRARIES})
-  target_compile_definitions(nazar_blas INTERFACE NAZAR_BLAS_ONEDNN=1)
+  # Only the OpenMP runtime is linked (omp_set_num_threads): no -fopenmp on nazar's sources.
+  target_link_libraries(nazar_blas INTERFACE ${CMAKE_DL_LIBS} ${OpenMP_CXX_LIBRARIES})
+  target_compile_definitions(nazar_blas INTERFACE NAZAR_BLAS_ONEDNN=1
+                                                  NAZAR_DNNL_SONAME="${NAZAR_DNNL_SONAME}")
 elseif(NAZAR_BLAS STREQUAL "OpenBLAS")
   if(NOT OPENBLAS_INCLUDE_DIR OR NOT OPENBLAS_LIBRARY)
     message(FATAL_ERROR "OpenBLAS not found: run scripts/install-deps.sh (libopenblas-dev)")

@@ -33,6 +33,13 @@ else()
                  "will not be declared")
 endif()
 set(_nazar_deb_depends)
+if(NAZAR_BLAS STREQUAL "oneDNN")
+  # Opened at run time, not linked (cmake/blas.cmake), so dpkg-shlibdeps cannot see it:
+  # libdnnl.so.2 is Debian's libdnnl2.
+  string(REGEX REPLACE "^lib(.*)\\.so\\.([0-9]+)$" "lib\\1\\2" _nazar_dnnl_package
+                       "${NAZAR_DNNL_SONAME}")
+  list(APPEND _nazar_deb_depends ${_nazar_dnnl_package})
+endif()
 if(NAZAR_PYTHON AND TARGET _nazar)
   # The extension is built for one CPython version (its file name says which).
   math(EXPR _py_next "${Python_VERSION_MINOR} + 1")

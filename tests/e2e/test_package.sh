@@ -33,6 +33,11 @@ for f in usr/bin/nazar usr/share/man/man1/nazar.1.gz usr/share/man/man1/nazar-tr
     [[ -e $root/$f ]] || bad "/$f is not in the package"
 done
 py_pkg=$root/usr/lib/python3/dist-packages
+# oneDNN is opened at run time, not linked (nazar/core/gemm/onednn_api.h): dpkg-shlibdeps cannot
+# see it, so the package must name it itself.
+if grep -q 'GEMM library: oneDNN' <("$NAZAR" --version 2>&1); then
+    grep -q libdnnl <<< "$depends" || bad "Depends lacks oneDNN (libdnnl)" "$depends"
+fi
 if [[ -d $py_pkg/nazar ]]; then
     grep -q python3-numpy <<< "$depends" || bad "Depends lacks python3-numpy" "$depends"
 fi

@@ -2,35 +2,28 @@
 // picks its kernels from the CPU's feature bits (cpuid + XCR0), never from a table of CPU models,
 // so a CPU newer than the library still gets its widest kernels (docs/performance.md).
 //
+// oneDNN is opened on the first product that needs it (onednn_api.h), not at start.
+//
 // Debian's oneDNN runs on OpenMP. Every calling thread's OpenMP team size is set to
 // backend_set_threads' value before its first product (1 in GemmThreading::pool: nazar's pool
 // already gives each thread its own block, and a team per pool thread would oversubscribe).
 #include "nazar/core/check.h"
-#include "nazar/core/cpu_features.h"
 #include "nazar/core/gemm/internal.h"
 
 #include <fmt/format.h>
 
 #if NAZAR_BLAS_ONEDNN
+#include "nazar/core/gemm/onednn_api.h"
+
 #include <omp.h>
-#include <oneapi/dnnl/dnnl.h>
 
 #include <atomic>
-#include <mutex>
 
 namespace nazar::gemm_detail {
 
 namespace {
 
 std::atomic<int> g_threads{1};
-
-// NAZAR_ISA=avx2 caps oneDNN too; this must happen before its first kernel is made.
-void apply_isa_cap() {
-    static std::once_flag once;
-    std::call_once(once, [] {
-        if (switches().isa == "avx2") dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2);
-    });
-}
 
 void set_team_size() {
     thread_local int t_team = 0;
@@ -45,10 +38,9 @@ void set_team_size() {
 
 void backend_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
                    const float* B, int ldb, float beta, float* C, int ldc) {
-    apply_isa_cap();
     set_team_size();
-    const dnnl_status_t st =
-        dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    const dnnl_status_t st = onednn().dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A,
+                                                 lda, B, ldb, beta, C, ldc);
     NZ_CHECK(st == dnnl_success, "dnnl_sgemm failed (status {}) on {}x{}x{}", static_cast<int>(st),
              M, N, K);
 }
@@ -65,8 +57,7 @@ void backend_set_threads(int n) {
 }
 
 std::string backend_isa() {
-    apply_isa_cap();
-    switch (dnnl_get_effective_cpu_isa()) {
+    switch (onednn().dnnl_get_effective_cpu_isa()) {
         case dnnl_cpu_isa_sse41:
             return "sse41";
         case dnnl_cpu_isa_avx:
@@ -84,13 +75,13 @@ std::string backend_isa() {
         case dnnl_cpu_isa_avx512_core_amx:
             return "avx512_core_amx";
         default:
-            return fmt::format("isa {:#x}", static_cast<int>(dnnl_get_effective_cpu_isa()));
+            return fmt::format("isa {:#x}",
+                               static_cast<int>(onednn().dnnl_get_effective_cpu_isa()));
     }
 }
 
 IsaTier backend_tier() {
-    apply_isa_cap();
-    const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+    const unsigned isa = static_cast<unsigned>(onednn().dnnl_get_effective_cpu_isa());
     const auto has = [&](dnnl_cpu_isa_t t) {
         const unsigned b = static_cast<unsigned>(t);
         return (isa & b) == b;
@@ -105,7 +96,7 @@ std::string backend_advice() {
 }
 
 std::string backend_description() {
-    const dnnl_version_t* v = dnnl_version();
+    const dnnl_version_t* v = onednn().dnnl_version();
     return fmt::format("oneDNN {}.{}.{} sgemm [{}], {} thread(s) per call", v->major, v->minor,
                        v->patch, backend_isa(), g_threads.load());
 }

@@ -10,8 +10,9 @@
 #include "nazar/core/threads.h"
 
 #if NAZAR_BLAS_ONEDNN
+#include "nazar/core/gemm/onednn_api.h"
+
 #include <omp.h>
-#include <oneapi/dnnl/dnnl.h>
 
 #include <map>
 #include <mutex>
@@ -20,6 +21,8 @@
 namespace nazar::bf16_detail {
 
 namespace {
+
+using gemm_detail::onednn;
 
 void ok(dnnl_status_t st, const char* what) {
     NZ_CHECK(st == dnnl_success, "oneDNN bf16 matmul: {} failed (status {})", what,
@@ -34,7 +37,7 @@ struct Matmul {
 dnnl_engine_t engine() {
     static dnnl_engine_t e = [] {
         dnnl_engine_t x = nullptr;
-        ok(dnnl_engine_create(&x, dnnl_cpu, 0), "engine");
+        ok(onednn().dnnl_engine_create(&x, dnnl_cpu, 0), "engine");
         return x;
     }();
     return e;
@@ -44,7 +47,7 @@ dnnl_memory_desc_t desc(int rows, int cols, bool trans, int ld, dnnl_data_type_t
     dnnl_memory_desc_t d;
     const dnnl_dims_t dims = {rows, cols};
     const dnnl_dims_t strides = {trans ? 1 : ld, trans ? ld : 1};
-    ok(dnnl_memory_desc_init_by_strides(&d, 2, dims, t, strides), "memory desc");
+    ok(onednn().dnnl_memory_desc_init_by_strides(&d, 2, dims, t, strides), "memory desc");
     return d;
 }
 
@@ -55,22 +58,22 @@ Matmul make(bool ta, bool tb, int M, int N, int K, float alpha, float beta, int 
     m.b = desc(K, N, tb, ldb, dnnl_bf16);
     m.c = desc(M, N, false, ldc, dnnl_f32);
     dnnl_matmul_desc_t md;
-    ok(dnnl_matmul_desc_init(&md, &m.a, &m.b, nullptr, &m.c), "matmul desc");
+    ok(onednn().dnnl_matmul_desc_init(&md, &m.a, &m.b, nullptr, &m.c), "matmul desc");
     dnnl_primitive_attr_t attr = nullptr;
-    ok(dnnl_primitive_attr_create(&attr), "attr");
-    ok(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha), "output scales");
+    ok(onednn().dnnl_primitive_attr_create(&attr), "attr");
+    ok(onednn().dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha), "output scales");
     dnnl_post_ops_t po = nullptr;
     if (beta != 0.0f) {
-        ok(dnnl_post_ops_create(&po), "post-ops");
-        ok(dnnl_post_ops_append_sum(po, beta), "sum post-op");
-        ok(dnnl_primitive_attr_set_post_ops(attr, po), "set post-ops");
+        ok(onednn().dnnl_post_ops_create(&po), "post-ops");
+        ok(onednn().dnnl_post_ops_append_sum(po, beta), "sum post-op");
+        ok(onednn().dnnl_primitive_attr_set_post_ops(attr, po), "set post-ops");
     }
     dnnl_primitive_desc_t pd = nullptr;
-    ok(dnnl_primitive_desc_create(&pd, &md, attr, engine(), nullptr), "primitive desc");
-    ok(dnnl_primitive_create(&m.prim, pd), "primitive");
-    dnnl_primitive_desc_destroy(pd);
-    if (po) dnnl_post_ops_destroy(po);
-    dnnl_primitive_attr_destroy(attr);
+    ok(onednn().dnnl_primitive_desc_create(&pd, &md, attr, engine(), nullptr), "primitive desc");
+    ok(onednn().dnnl_primitive_create(&m.prim, pd), "primitive");
+    onednn().dnnl_primitive_desc_destroy(pd);
+    if (po) onednn().dnnl_post_ops_destroy(po);
+    onednn().dnnl_primitive_attr_destroy(attr);
     return m;
 }
 
@@ -104,21 +107,21 @@ void gemm_onednn_bf16(bool ta, bool tb, int M, int N, int K, float alpha, const 
     round_matrix(B, br, bc, ldb, b16.data());
     const Matmul& m = cached(ta, tb, M, N, K, alpha, beta, ac, bc, ldc);
     dnnl_memory_t ma = nullptr, mb = nullptr, mc = nullptr;
-    ok(dnnl_memory_create(&ma, &m.a, engine(), a16.data()), "memory A");
-    ok(dnnl_memory_create(&mb, &m.b, engine(), b16.data()), "memory B");
-    ok(dnnl_memory_create(&mc, &m.c, engine(), C), "memory C");
+    ok(onednn().dnnl_memory_create(&ma, &m.a, engine(), a16.data()), "memory A");
+    ok(onednn().dnnl_memory_create(&mb, &m.b, engine(), b16.data()), "memory B");
+    ok(onednn().dnnl_memory_create(&mc, &m.c, engine(), C), "memory C");
     dnnl_stream_t stream = nullptr;
-    ok(dnnl_stream_create(&stream, engine(), dnnl_stream_default_flags), "stream");
+    ok(onednn().dnnl_stream_create(&stream, engine(), dnnl_stream_default_flags), "stream");
     const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
     const int before = omp_get_max_threads();
     omp_set_num_threads(num_threads());
-    const dnnl_status_t st = dnnl_primitive_execute(m.prim, stream, 3, args);
-    dnnl_stream_wait(stream);
+    const dnnl_status_t st = onednn().dnnl_primitive_execute(m.prim, stream, 3, args);
+    onednn().dnnl_stream_wait(stream);
     omp_set_num_threads(before);
-    dnnl_stream_destroy(stream);
-    dnnl_memory_destroy(ma);
-    dnnl_memory_destroy(mb);
-    dnnl_memory_destroy(mc);
+    onednn().dnnl_stream_destroy(stream);
+    onednn().dnnl_memory_destroy(ma);
+    onednn().dnnl_memory_destroy(mb);
+    onednn().dnnl_memory_destroy(mc);
     ok(st, "execute");
 }
 
