@@ -3,6 +3,7 @@
 
 #include "nazar/core/tensor.h"
 
+#include <malloc.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -203,6 +204,11 @@ void set_block_cache_limit(std::size_t bytes) {
 
 void release_block_cache() {
     cache().release_all();
+}
+
+void release_free_memory() {
+    release_block_cache();
+    ::malloc_trim(0);
 }
 
 float* aligned_alloc_floats(int64_t n) {

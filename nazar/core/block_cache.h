@@ -44,6 +44,10 @@ BlockCacheStats block_cache_stats();
 void set_block_cache_limit(std::size_t bytes);
 // Returns every kept block to the system (the limit stays).
 void release_block_cache();
+// release_block_cache() and glibc's malloc_trim(0): after a phase that freed much more than the
+// work after it will need (loading a checkpoint for decoding frees its optimizer state), so that
+// the process does not carry the freed pages.
+void release_free_memory();
 // The size class a request of `bytes` (>= kBlockCacheMinBytes) is rounded up to.
 std::size_t block_cache_class(std::size_t bytes);
 

@@ -1,6 +1,7 @@
 // The model file: parameters + config + vocabularies in one safetensors (model_file.h).
 #include "nazar/models/model_file.h"
 
+#include "nazar/core/block_cache.h"
 #include "nazar/data/vocab.h"
 #include "nazar/models/quantized_file.h"
 
@@ -284,7 +285,9 @@ void save_model(const std::string& path, Seq2Seq& model,
 }
 
 LoadedModel load_model(const std::string& path, ParamMode mode) {
-    return model_from_safetensors(load_safetensors(path), mode);
+    LoadedModel m = model_from_safetensors(load_safetensors(path), mode);
+    if (mode == ParamMode::inference) release_free_memory();  // a checkpoint's training state
+    return m;
 }
 
 }  // namespace nazar
