@@ -53,10 +53,12 @@ void gather(const Tensor& in, int dim, std::span<const int> rows, Tensor& out) {
 
 // The generator's product of a decoder step runs on a Wᵀ packed for the batch
 // (EncodedSource::generator_t) at kSmallGemmRows < rows <= kGeneratorTRows; the library re-packs
-// the 8000 x 512 W on every call, which at few rows costs as much as the product. Measured on
-// Zen 5 (docs/performance.md, "The generator through a packed Wᵀ"): 2.4x at 10 rows, 1.8x at
-// 20, 1.3x at 64, 1.1x at 128, level at 192, slower at 256-320 (the library's).
-constexpr int kGeneratorTRows = 128;
+// the 8000 x 512 W on every call, which at few rows costs as much as the product, into a scratch
+// buffer of its own per calling thread (8.4 MB for that W: per decoding thread, while the packed
+// Wᵀ is one per model). Measured on Zen 5 (docs/performance.md, "The generator through a packed
+// Wᵀ"): 2.4x at 10 rows, 1.8x at 20, 1.3x at 64, 1.1x at 128, 1.04x at 192, slower at 256-320
+// (the library's). 192 covers the default batch, 32 sentences x beam 5.
+constexpr int kGeneratorTRows = 192;
 
 // Whether w is a loaded model's reduced-precision (bf16 / int8) weight (core/gemm/packed.h).
 bool packed(ConstTensorView w) {
