@@ -250,12 +250,14 @@ void BM_product(benchmark::State& st) {
                          : kernel == 2 ? Precision::int8
                                        : Precision::fp32;
     st.SetLabel(kernel == 1 || kernel == 2
-                    ? fmt::format("{} [{}]", kKernelNames[kernel], packed_kernel(pr))
+                    ? fmt::format("{} [{}]", kKernelNames[kernel], packed_kernel(pr, M))
                     : kKernelNames[kernel]);
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
-    for (int M : {5, 320})
+    // 5 and 320: beam 5 at batch 1 and 64; 8-64 where AMX's 16-row tiles start to fill (int8 with
+    // NAZAR_AMX=0 against the default: AVX512-VNNI against AMX where the CPU has it)
+    for (int M : {5, 8, 16, 64, 320})
         for (auto [N, K] : {std::pair{512, 512}, {1536, 768}, {1536, 512}, {8000, 512}})
             for (int kernel = 0; kernel < 5; ++kernel) b->Args({M, N, K, kernel});
     for (int kernel = 0; kernel < 5; ++kernel) b->Args({1024, 1024, 1024, kernel});  // peak

@@ -160,6 +160,7 @@ json packed_roofline(Precision precision, const Preset& p) {
     const int M = 320;
     const PackedRate roof = measure_packed_rate(precision, M, p.tgt_vocab, p.dec_hidden, 1.0);
     return {{"M", M},
+            {"kernel", packed_kernel(precision, M)},
             {"N", p.tgt_vocab},
             {"K", p.dec_hidden},
             {"gflops", roof.gflops},
@@ -261,7 +262,7 @@ json bench_decode(const BenchSettings& a) {
               {"beam", a.beam},
               {"batch", batch},
               {"precision", a.precision},
-              {"kernel", packed_kernel(precision)},
+              {"kernel", packed_kernel(precision, batch * std::max(1, a.beam))},
               {"sentences", src.size()},
               {"output_tokens", out_tokens},
               {"wall_s", t.wall},

@@ -5,6 +5,7 @@
 #include "nazar/core/blas.h"
 #include "nazar/core/check.h"
 #include "nazar/core/cpu_features.h"
+#include "nazar/core/gemm/packed.h"
 #include "nazar/core/threads.h"
 #include "nazar/models/decode_session.h"
 #include "nazar/models/train_pass.h"
@@ -454,6 +455,19 @@ json fma_peak() {
 #endif
 }
 
+// The kernels of reduced-precision weight products (decoding a bf16 / int8 model) at beam 5,
+// batch 1 and batch 64.
+json packed_kernels() {
+    json out = json::object();
+    for (const Precision p : {Precision::bf16, Precision::int8}) {
+        json rows = json::object();
+        for (const int M : {5, 320}) rows[std::to_string(M) + " rows"] = packed_kernel(p, M);
+        out[precision_name(p)] = rows;
+    }
+    out["amx_int8_from_rows"] = packed_amx_min_rows();
+    return out;
+}
+
 json cpu_report() {
     const CpuFeatures& f = cpu_features();
     json paths = json::array();
@@ -475,6 +489,7 @@ json cpu_report() {
             {"gemm_library", blas_description()},
             {"gemm_expected_isa", gemm_expected_isa()},
             {"gemm_paths", paths},
+            {"packed_kernels", packed_kernels()},
             {"fma_peak", fma_peak()}};
 }
 

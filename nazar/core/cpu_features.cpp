@@ -142,6 +142,7 @@ Switches read_switches() {
     s.nn512_off = is("NAZAR_NN512", "0");
     s.gemm_profile = is("NAZAR_GEMM_PROFILE", "1");
     s.attn_avx512_off = is("NAZAR_ATTN_AVX512", "0");
+    s.amx_off = is("NAZAR_AMX", "0");
     if (const char* isa = std::getenv("NAZAR_ISA")) {
         s.isa = isa;
         if (s.isa != "avx2" && s.isa != "avx512") {
@@ -151,7 +152,7 @@ Switches read_switches() {
     }
     for (const char* name :
          {"NAZAR_GEMM_THREADS", "NAZAR_SMALL_GEMM", "NAZAR_NN512", "NAZAR_GEMM_PROFILE",
-          "NAZAR_ATTN_AVX512", "NAZAR_ISA", "NAZAR_BLOCK_CACHE_MB"})
+          "NAZAR_ATTN_AVX512", "NAZAR_AMX", "NAZAR_ISA", "NAZAR_BLOCK_CACHE_MB"})
         if (const char* e = std::getenv(name)) s.set.push_back(fmt::format("{}={}", name, e));
     return s;
 }

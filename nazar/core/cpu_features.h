@@ -50,6 +50,7 @@ struct Switches {
     bool nn512_off = false;          // NAZAR_NN512=0: no NN AVX-512 kernel (OpenBLAS instead)
     bool gemm_profile = false;       // NAZAR_GEMM_PROFILE=1: per-shape GEMM timing at exit
     bool attn_avx512_off = false;    // NAZAR_ATTN_AVX512=0: additive kernels on 8 lanes only
+    bool amx_off = false;            // NAZAR_AMX=0: int8 products on AVX512-VNNI, not AMX tiles
     std::string isa;                 // NAZAR_ISA=avx2|avx512: cap the kernels' ISA ("" = CPU's)
     std::vector<std::string> set;    // "NAME=value" of every switch found set, for reports
 };

@@ -176,6 +176,35 @@ TEST(GemmPacked, Int8FastEqualsPortable) {
     }
 }
 
+// int8 on AMX tiles: the same int32 sums and epilogue as AVX512-VNNI, so the same bits, for row
+// counts that fill 16-row tiles, leave a partial block or take one tile, and K that ends in a
+// partial chunk of 16 groups or not.
+TEST(GemmPacked, Int8AmxEqualsVnni) {
+    if (!packed_amx_available(Precision::int8))
+        GTEST_SKIP() << "this CPU (or Linux) gives no AMX-INT8 tiles: AVX512-VNNI only";
+    struct AmxGuard {
+        ~AmxGuard() { set_packed_amx(true); }
+    } keep;
+    std::vector<Case> all = cases();
+    all.push_back({40, 70, 1000, 0, 70, 0, 1000, 1.0f, 0.0f});  // 16 + 16 + 8 rows; 250 groups
+    all.push_back({16, 64, 256, 0, 64, 0, 256, 1.0f, 0.5f});    // one full tile, whole chunks
+    all.push_back({33, 48, 64, 5, 43, 3, 60, 0.75f, 0.0f});     // odd block, one partial chunk
+    uint32_t seed = 9;
+    for (const Case& c : all) {
+        set_packed_amx(true);
+        ASSERT_STREQ(packed_kernel(Precision::int8, std::max(c.M, packed_amx_min_rows())),
+                     "amx-int8");
+        const std::vector<float> amx = check_case(Precision::int8, c, seed);
+        set_packed_amx(false);
+        ASSERT_STREQ(packed_kernel(Precision::int8, c.M), "avx512-vnni");
+        const std::vector<float> vnni = check_case(Precision::int8, c, seed);
+        if (c.M >= packed_amx_min_rows()) {
+            ASSERT_EQ(amx, vnni) << "M " << c.M << " N " << c.N << " K " << c.K;
+        }
+        seed += 5;
+    }
+}
+
 // Each output is computed by one thread: the result does not depend on the thread count.
 TEST(GemmPacked, ThreadCountInvariant) {
     ThreadGuard keep;

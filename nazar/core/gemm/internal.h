@@ -13,7 +13,8 @@
 //   bf16.cpp            gemm_bf16 and the precision switch (bf16.h); bf16_internal.h lists the rest
 //   packed.cpp          inference's packed bf16 / int8 weights (packed.h): PackedMatrix, the
 //                       gemm_packed driver and portable path; packed_int8.cpp / packed_bf16.cpp
-//                       the fast kernels (one register block, packed_block.h); packed_registry.cpp
+//                       the fast kernels (one register block, packed_block.h), packed_amx.cpp
+//                       int8 on AMX tiles; packed_registry.cpp
 //                       the weights gemm_raw runs packed; packed_rate.cpp the benchmarks' roofline
 #pragma once
 

@@ -62,6 +62,10 @@ int per_group(Precision p) {
 }
 
 std::atomic<bool> g_fast_allowed{true};
+std::atomic<bool> g_amx_allowed{!switches().amx_off};
+
+// From how many rows an int8 product runs on AMX tiles (docs/performance.md, "int8 on AMX").
+constexpr int kAmxMinRows = 8;
 
 bool cpu_has(Precision p) {
     const CpuFeatures& f = cpu_features();
@@ -78,6 +82,11 @@ bool use_fast(Precision p) {
     (void)p;
     return false;
 #endif
+}
+
+bool use_amx(Precision p, int M) {
+    return p == Precision::int8 && M >= kAmxMinRows &&
+           g_amx_allowed.load(std::memory_order_relaxed) && cpu_features().amx_int8 && use_fast(p);
 }
 
 // Once per process and precision: say that the portable path runs, and why.
@@ -397,6 +406,7 @@ void gemm_packed(int M, int n0, int n1, int k0, int k, float alpha, const float*
     const int pa = n0 / 16, pb = (n1 + 15) / 16;
     const auto run = [&](int q0, int q1) {
 #ifdef NZ_PACKED_X86
+        if (fast && use_amx(p, M)) return packed_detail::panels_amx_int8(j, q0, q1, M);
         if (fast)
             return p == Precision::int8 ? packed_detail::panels_int8(j, q0, q1, M)
                                         : packed_detail::panels_bf16(j, q0, q1, M);
@@ -418,6 +428,22 @@ const char* packed_kernel(Precision p) {
     if (p == Precision::fp32) return "fp32";
     if (use_fast(p)) return p == Precision::int8 ? "avx512-vnni" : "avx512-bf16";
     return "portable";
+}
+
+const char* packed_kernel(Precision p, int M) {
+    return use_amx(p, M) ? "amx-int8" : packed_kernel(p);
+}
+
+int packed_amx_min_rows() {
+    return kAmxMinRows;
+}
+
+bool packed_amx_available(Precision p) {
+    return p == Precision::int8 && cpu_has(p) && cpu_features().amx_int8;
+}
+
+bool set_packed_amx(bool allowed) {
+    return g_amx_allowed.exchange(allowed);
 }
 
 void set_packed_fast(bool allowed) {

@@ -72,6 +72,9 @@ void prepare_row_bf16(const float* a, int k, int off, uint8_t* out);
 // Panels [p0, p1) of the product for all M rows.
 void panels_int8(const Job& j, int p0, int p1, int M);
 void panels_bf16(const Job& j, int p0, int p1, int M);
+// The same as panels_int8 on AMX tiles (packed_amx.cpp), the same bits; call only where
+// cpu_features().amx_int8.
+void panels_amx_int8(const Job& j, int p0, int p1, int M);
 #endif
 
 }  // namespace nazar::packed_detail
