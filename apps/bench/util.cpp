@@ -464,7 +464,7 @@ json packed_kernels() {
         for (const int M : {5, 320}) rows[std::to_string(M) + " rows"] = packed_kernel(p, M);
         out[precision_name(p)] = rows;
     }
-    out["amx_int8_from_rows"] = packed_amx_min_rows();
+    out["amx_from_rows"] = packed_amx_min_rows(Precision::int8);
     return out;
 }
 

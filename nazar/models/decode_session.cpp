@@ -227,11 +227,19 @@ void DecodeSession::step_logits_rows(int r0, int r1, TensorView logits) const {
 
 int DecodeSession::step_logits_group_min_rows() const {
     // Packed (bf16 / int8) weights: each row is rounded or quantized on its own and summed
-    // along K in one order, whatever the rows around it (core/gemm/packed.h). fp32 products go
-    // to the library, whose kernel (and so a row's bits) can depend on the row count (oneDNN
-    // 2.6: under 16 rows another kernel; some K another blocking), and which runs 14-34% slower
-    // on groups of 32-64 rows than on all 320 (docs/performance.md): no groups.
-    return packed(output_weight()) ? 1 : 0;
+    // along K in one order, whatever the rows around it (core/gemm/packed.h), except that bf16
+    // products of packed_amx_min_rows rows or more run on AMX tiles, which sum in another order
+    // (int8 on AMX gives the VNNI kernel's bits): bf16 groups then start at that many rows.
+    // fp32 products go to the library, whose kernel (and so a row's bits) can depend on the row
+    // count (oneDNN 2.6: under 16 rows another kernel; some K another blocking), and which runs
+    // 14-34% slower on groups of 32-64 rows than on all 320 (docs/performance.md): no groups.
+    const ConstTensorView w = output_weight();
+    if (!packed(w)) return 0;
+    int n0 = 0, k0 = 0;
+    const PackedMatrix* m =
+        gemm_detail::find_packed(w.data(), static_cast<int>(w.dim(1)), &n0, &k0);
+    const Precision p = m->precision();
+    return p == Precision::bf16 && packed_amx_available(p) ? packed_amx_min_rows(p) : 1;
 }
 
 const float* DecodeSession::step_logits_bias() const {

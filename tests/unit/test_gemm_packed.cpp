@@ -192,16 +192,30 @@ TEST(GemmPacked, Int8AmxEqualsVnni) {
     uint32_t seed = 9;
     for (const Case& c : all) {
         set_packed_amx(true);
-        ASSERT_STREQ(packed_kernel(Precision::int8, std::max(c.M, packed_amx_min_rows())),
-                     "amx-int8");
+        ASSERT_STREQ(
+            packed_kernel(Precision::int8, std::max(c.M, packed_amx_min_rows(Precision::int8))),
+            "amx-int8");
         const std::vector<float> amx = check_case(Precision::int8, c, seed);
         set_packed_amx(false);
         ASSERT_STREQ(packed_kernel(Precision::int8, c.M), "avx512-vnni");
         const std::vector<float> vnni = check_case(Precision::int8, c, seed);
-        if (c.M >= packed_amx_min_rows()) {
+        if (c.M >= packed_amx_min_rows(Precision::int8)) {
             ASSERT_EQ(amx, vnni) << "M " << c.M << " N " << c.N << " K " << c.K;
         }
         seed += 5;
+    }
+}
+
+// bf16 on AMX tiles: every element within the bf16 bounds of check_case (another summation order
+// than AVX512-BF16), on the same shapes.
+TEST(GemmPacked, Bf16Amx) {
+    if (!packed_amx_available(Precision::bf16))
+        GTEST_SKIP() << "this CPU (or Linux) gives no AMX-BF16 tiles: AVX512-BF16 only";
+    uint32_t seed = 13;
+    for (const Case& c : cases()) {
+        ASSERT_STREQ(packed_kernel(Precision::bf16, c.M),
+                     c.M >= packed_amx_min_rows(Precision::bf16) ? "amx-bf16" : "avx512-bf16");
+        check_case(Precision::bf16, c, seed += 3);
     }
 }
 

@@ -64,8 +64,8 @@ int per_group(Precision p) {
 std::atomic<bool> g_fast_allowed{true};
 std::atomic<bool> g_amx_allowed{!switches().amx_off};
 
-// From how many rows an int8 product runs on AMX tiles (docs/performance.md, "int8 on AMX").
-constexpr int kAmxMinRows = 8;
+// From how many rows a product runs on AMX tiles (docs/performance.md, "bf16 and int8 inference").
+constexpr int kAmxMinRowsInt8 = 8, kAmxMinRowsBf16 = 1;
 
 bool cpu_has(Precision p) {
     const CpuFeatures& f = cpu_features();
@@ -84,9 +84,18 @@ bool use_fast(Precision p) {
 #endif
 }
 
+bool amx_has(Precision p) {
+    const CpuFeatures& f = cpu_features();
+    return p == Precision::int8 ? f.amx_int8 : p == Precision::bf16 && f.amx_bf16;
+}
+
+int amx_min_rows(Precision p) {
+    return p == Precision::int8 ? kAmxMinRowsInt8 : kAmxMinRowsBf16;
+}
+
 bool use_amx(Precision p, int M) {
-    return p == Precision::int8 && M >= kAmxMinRows &&
-           g_amx_allowed.load(std::memory_order_relaxed) && cpu_features().amx_int8 && use_fast(p);
+    return M >= amx_min_rows(p) && g_amx_allowed.load(std::memory_order_relaxed) && amx_has(p) &&
+           use_fast(p);
 }
 
 // Once per process and precision: say that the portable path runs, and why.
@@ -406,7 +415,9 @@ void gemm_packed(int M, int n0, int n1, int k0, int k, float alpha, const float*
     const int pa = n0 / 16, pb = (n1 + 15) / 16;
     const auto run = [&](int q0, int q1) {
 #ifdef NZ_PACKED_X86
-        if (fast && use_amx(p, M)) return packed_detail::panels_amx_int8(j, q0, q1, M);
+        if (fast && use_amx(p, M))
+            return p == Precision::int8 ? packed_detail::panels_amx_int8(j, q0, q1, M)
+                                        : packed_detail::panels_amx_bf16(j, q0, q1, M);
         if (fast)
             return p == Precision::int8 ? packed_detail::panels_int8(j, q0, q1, M)
                                         : packed_detail::panels_bf16(j, q0, q1, M);
@@ -431,15 +442,16 @@ const char* packed_kernel(Precision p) {
 }
 
 const char* packed_kernel(Precision p, int M) {
-    return use_amx(p, M) ? "amx-int8" : packed_kernel(p);
+    if (use_amx(p, M)) return p == Precision::int8 ? "amx-int8" : "amx-bf16";
+    return packed_kernel(p);
 }
 
-int packed_amx_min_rows() {
-    return kAmxMinRows;
+int packed_amx_min_rows(Precision p) {
+    return amx_min_rows(p);
 }
 
 bool packed_amx_available(Precision p) {
-    return p == Precision::int8 && cpu_has(p) && cpu_features().amx_int8;
+    return p != Precision::fp32 && cpu_has(p) && amx_has(p);
 }
 
 bool set_packed_amx(bool allowed) {

@@ -18,8 +18,8 @@
 // The fast kernels run where cpu_features() reports AVX512-BF16 / AVX512-VNNI (with AVX-512
 // F/BW/VL/DQ) and NAZAR_ISA allows AVX-512; elsewhere a portable path computes the same
 // quantities (int8: bit-identical; bf16: the same rounded inputs, another summation order),
-// reported once on stderr. int8 products of at least packed_amx_min_rows() rows run on AMX tiles
-// where the CPU has AMX-INT8 and Linux grants the tile state: the same sums, the same bits.
+// reported once on stderr. Products of at least packed_amx_min_rows(p) rows run on AMX tiles
+// where the CPU has them and Linux grants the tile state (int8: the same sums, the same bits).
 #pragma once
 
 #include "nazar/core/precision.h"
@@ -116,11 +116,12 @@ const char* packed_kernel(Precision p);
 void set_packed_fast(bool allowed);
 // Whether the CPU (and NAZAR_ISA) allows the fast kernel for p.
 bool packed_fast_available(Precision p);
-// int8 on CPUs with AMX-INT8 (and the tile state granted by Linux): products of at least
-// packed_amx_min_rows() rows run on AMX tiles instead of AVX512-VNNI, with the same results bit
-// for bit. The kernel a product of M rows runs: "amx-int8", or packed_kernel(p).
+// On CPUs with AMX-INT8 / AMX-BF16 (and the tile state granted by Linux), products of at least
+// packed_amx_min_rows(p) rows run on AMX tiles instead of AVX512-VNNI / AVX512-BF16: int8 with
+// the same results bit for bit, bf16 within the same bounds. The kernel a product of M rows
+// runs: "amx-int8", "amx-bf16", or packed_kernel(p).
 const char* packed_kernel(Precision p, int M);
-int packed_amx_min_rows();
+int packed_amx_min_rows(Precision p);
 bool packed_amx_available(Precision p);
 // Tests and benchmarks: allow AMX (true, default) or keep to AVX512-VNNI; returns the previous.
 bool set_packed_amx(bool allowed);

@@ -1,10 +1,13 @@
-// The AMX kernel of int8 packed products (packed.h), where the CPU has AMX-INT8 and Linux granted
-// this process the tile state (cpu_features.h). It reads what the AVX512-VNNI kernel reads
-// (packed_int8.cpp): activation rows quantized per row and offset to unsigned, and W's panels,
-// whose 64-byte groups (16 outputs x 4 bytes along K) are exactly the rows of an AMX B tile.
-// TDPBUSD multiplies unsigned by signed bytes into int32, as vpdpbusd does, so the sums are the
-// VNNI kernel's exactly, and the epilogue (C = alpha r_m s_n (Σ a_q w_q − 128 Σ w_q) + beta C) is
-// the same arithmetic: the two kernels give the same bits (tests/unit/test_gemm_packed.cpp).
+// size: NZ_PACKED_TARGET_BEGIN() opens a target pragma region (a macro), not a function.
+// The AMX kernels of packed products (packed.h), where the CPU has AMX-INT8 / AMX-BF16 and Linux
+// granted this process the tile state (cpu_features.h). They read what the AVX-512 kernels read
+// (packed_int8.cpp, packed_bf16.cpp): the activation rows made per call, and W's panels, whose
+// 64-byte groups (16 outputs x 4 bytes along K) are exactly the rows of an AMX B tile.
+// int8: TDPBUSD multiplies unsigned by signed bytes into int32, as vpdpbusd does, so the sums are
+// the VNNI kernel's exactly, and the epilogue (C = alpha r_m s_n (Σ a_q w_q − 128 Σ w_q) + beta C)
+// is the same arithmetic: the two kernels give the same bits (tests/unit/test_gemm_packed.cpp).
+// bf16: TDPBF16PS sums the same bf16 products into fp32 in another order than vdpbf16ps (and
+// flushes denormals), so it meets the bf16 bounds, not the AVX512-BF16 kernel's bits.
 //
 // Tiles: 0-3 accumulate 4 panels (mb <= 16 rows x 16 int32 each); 4 holds mb activation rows of
 // 16 groups (64 bytes), 5 those of the last, partial chunk of groups; 6 holds 16 groups of a
@@ -19,7 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 
-NZ_PACKED_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,amx-tile,amx-int8")
+NZ_PACKED_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,amx-tile,amx-int8,amx-bf16")
 
 namespace nazar::packed_detail {
 
@@ -50,15 +53,20 @@ void configure(int mb, int tail) {
 }
 
 // Accumulator q += the chunk's activations (tile a) times panel w's chunk (into tile b).
-#define NZ_AMX_PANEL(q, a, b, w) \
-    do {                         \
-        _tile_loadd(b, w, 64);   \
-        _tile_dpbusd(q, a, b);   \
+#define NZ_AMX_PANEL(q, a, b, w)     \
+    do {                             \
+        _tile_loadd(b, w, 64);       \
+        if constexpr (Int8)          \
+            _tile_dpbusd(q, a, b);   \
+        else                         \
+            _tile_dpbf16ps(q, a, b); \
     } while (0)
 
-// NP panels from p0 for rows [m0, m0 + mb): their int32 sums into out[q] (mb rows of 16).
-template <int NP>
-void sums(const Job& j, int m0, int p0, int32_t (*out)[16][16]) {
+// NP panels from p0 for rows [m0, m0 + mb): their sums (int8: int32, bf16: fp32) into out[q]
+// (mb rows of 16).
+template <bool Int8, int NP>
+void sums(const Job& j, int m0, int p0, void* res) {
+    uint32_t(*out)[16][16] = static_cast<uint32_t(*)[16][16]>(res);
     const std::ptrdiff_t stride = j.act->stride;
     const uint8_t* a = j.act->data.data() + static_cast<std::ptrdiff_t>(m0) * stride;
     const uint8_t* w[4] = {};
@@ -92,8 +100,11 @@ void sums(const Job& j, int m0, int p0, int32_t (*out)[16][16]) {
 
 #undef NZ_AMX_PANEL
 
-// The epilogue of packed_int8.cpp (Int8Ops::finish and block's stores), value for value.
-void finish(const Job& j, int m0, int mb, int p0, int np, int32_t (*res)[16][16]) {
+// The epilogues of packed_int8.cpp and packed_bf16.cpp (Ops::finish and block's stores), value
+// for value.
+template <bool Int8>
+void finish(const Job& j, int m0, int mb, int p0, int np, const void* sums_out) {
+    const auto* res = static_cast<const uint32_t(*)[16][16]>(sums_out);
     for (int q = 0; q < np; ++q) {
         const int p = p0 + q;
         const bool full = p * 16 >= j.n0 && p * 16 + 16 <= j.n1;
@@ -101,14 +112,20 @@ void finish(const Job& j, int m0, int mb, int p0, int np, int32_t (*res)[16][16]
             for (int i = 0; i < mb; ++i) store_scalar(j, m0 + i, p, res[q][i]);
             continue;
         }
-        const __m512i corr = _mm512_slli_epi32(_mm512_loadu_si512(j.sum + p * 16), 7);
-        const __m512 ws = _mm512_loadu_ps(j.W->scales() + p * 16);
+        const __m512i corr =
+            Int8 ? _mm512_slli_epi32(_mm512_loadu_si512(j.sum + p * 16), 7) : __m512i{};
+        const __m512 ws = Int8 ? _mm512_loadu_ps(j.W->scales() + p * 16) : __m512{};
         for (int i = 0; i < mb; ++i) {
             const int m = m0 + i;
-            const __m512 d =
-                _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(res[q][i]), corr));
-            __m512 x =
-                _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(j.alpha * j.act->scale[m])), ws);
+            __m512 x;
+            if constexpr (Int8) {
+                const __m512 d =
+                    _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(res[q][i]), corr));
+                x = _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(j.alpha * j.act->scale[m])), ws);
+            } else {
+                x = _mm512_mul_ps(_mm512_load_ps(reinterpret_cast<const float*>(res[q][i])),
+                                  _mm512_set1_ps(j.alpha));
+            }
             float* c = j.C + static_cast<int64_t>(m) * j.ldc + (p * 16 - j.n0);
             if (j.beta != 0.0f)
                 x = _mm512_add_ps(x, _mm512_mul_ps(_mm512_set1_ps(j.beta), _mm512_loadu_ps(c)));
@@ -117,13 +134,12 @@ void finish(const Job& j, int m0, int mb, int p0, int np, int32_t (*res)[16][16]
     }
 }
 
-}  // namespace
-
-void panels_amx_int8(const Job& j, int p0, int p1, int M) {
+template <bool Int8>
+void panels_amx(const Job& j, int p0, int p1, int M) {
     // Panels outer, rows inner: a group of 4 panels (K x 64 bytes: 32 KB at K = 512) is read from
     // memory once and reused from L1/L2 by every block of 16 rows. The full blocks share one tile
     // configuration, the last partial block has its own.
-    alignas(64) int32_t res[4][16][16];
+    alignas(64) uint32_t res[4][16][16];
     const int full = M / 16, rest = M % 16;
     for (const int mb : {16, rest}) {
         if (mb == 0 || (mb == 16 && full == 0)) continue;
@@ -135,22 +151,32 @@ void panels_amx_int8(const Job& j, int p0, int p1, int M) {
                 const int m0 = b * 16;
                 switch (np) {
                     case 1:
-                        sums<1>(j, m0, p, res);
+                        sums<Int8, 1>(j, m0, p, res);
                         break;
                     case 2:
-                        sums<2>(j, m0, p, res);
+                        sums<Int8, 2>(j, m0, p, res);
                         break;
                     case 3:
-                        sums<3>(j, m0, p, res);
+                        sums<Int8, 3>(j, m0, p, res);
                         break;
                     default:
-                        sums<4>(j, m0, p, res);
+                        sums<Int8, 4>(j, m0, p, res);
                 }
-                finish(j, m0, mb, p, np, res);
+                finish<Int8>(j, m0, mb, p, np, res);
             }
         }
     }
     _tile_release();
+}
+
+}  // namespace
+
+void panels_amx_int8(const Job& j, int p0, int p1, int M) {
+    panels_amx<true>(j, p0, p1, M);
+}
+
+void panels_amx_bf16(const Job& j, int p0, int p1, int M) {
+    panels_amx<false>(j, p0, p1, M);
 }
 
 }  // namespace nazar::packed_detail

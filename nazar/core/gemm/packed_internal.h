@@ -72,9 +72,10 @@ void prepare_row_bf16(const float* a, int k, int off, uint8_t* out);
 // Panels [p0, p1) of the product for all M rows.
 void panels_int8(const Job& j, int p0, int p1, int M);
 void panels_bf16(const Job& j, int p0, int p1, int M);
-// The same as panels_int8 on AMX tiles (packed_amx.cpp), the same bits; call only where
-// cpu_features().amx_int8.
+// The same products on AMX tiles (packed_amx.cpp): int8 the same bits as panels_int8, bf16
+// within the same bounds as panels_bf16; call only where cpu_features().amx_int8 / amx_bf16.
 void panels_amx_int8(const Job& j, int p0, int p1, int M);
+void panels_amx_bf16(const Job& j, int p0, int p1, int M);
 #endif
 
 }  // namespace nazar::packed_detail
