@@ -44,6 +44,14 @@ if(NAZAR_BLAS STREQUAL "oneDNN")
   target_link_libraries(nazar_blas INTERFACE ${CMAKE_DL_LIBS} ${OpenMP_CXX_LIBRARIES})
   target_compile_definitions(nazar_blas INTERFACE NAZAR_BLAS_ONEDNN=1
                                                   NAZAR_DNNL_SONAME="${NAZAR_DNNL_SONAME}")
+  if(NAZAR_SANITIZE MATCHES "address")
+    # LeakSanitizer (LLVM 14) crashes in its thread tracer at exit ("Tracer caught signal 11") on
+    # the dynamic TLS of a library opened at run time: instrumented builds link oneDNN and take
+    # its functions' addresses instead (onednn_api.cpp).
+    target_link_libraries(nazar_blas INTERFACE ${DNNL_LIBRARY})
+    set_source_files_properties(${PROJECT_SOURCE_DIR}/nazar/core/gemm/onednn_api.cpp
+                                PROPERTIES COMPILE_DEFINITIONS NAZAR_ONEDNN_LINKED=1)
+  endif()
 elseif(NAZAR_BLAS STREQUAL "OpenBLAS")
   if(NOT OPENBLAS_INCLUDE_DIR OR NOT OPENBLAS_LIBRARY)
     message(FATAL_ERROR "OpenBLAS not found: run scripts/install-deps.sh (libopenblas-dev)")

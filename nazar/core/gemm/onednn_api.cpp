@@ -15,7 +15,18 @@ namespace nazar::gemm_detail {
 
 namespace {
 
-OneDnn open_onednn() {
+#if NAZAR_ONEDNN_LINKED
+// Address-sanitizer builds link oneDNN instead (cmake/blas.cmake): LeakSanitizer's thread tracer
+// (LLVM 14) crashed at exit on the dynamic TLS of a library opened at run time.
+OneDnn functions() {
+    OneDnn api;
+#define NAZAR_ONEDNN_TAKE(f) api.f = &::f;
+    NAZAR_ONEDNN_FUNCTIONS(NAZAR_ONEDNN_TAKE)
+#undef NAZAR_ONEDNN_TAKE
+    return api;
+}
+#else
+OneDnn functions() {
     // RTLD_LOCAL: its symbols stay out of the global scope (nothing else resolves against
     // them); RTLD_NOW: a missing symbol fails here, not in the middle of a product. The handle
     // is never closed: the library stays for the life of the process, as a linked one would.
@@ -35,6 +46,12 @@ OneDnn open_onednn() {
              NAZAR_DNNL_SONAME, #f);
     NAZAR_ONEDNN_FUNCTIONS(NAZAR_ONEDNN_LOAD)
 #undef NAZAR_ONEDNN_LOAD
+    return api;
+}
+#endif
+
+OneDnn open_onednn() {
+    OneDnn api = functions();
     // NAZAR_ISA=avx2 caps oneDNN too; this must happen before its first kernel is made.
     if (switches().isa == "avx2") api.dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2);
     return api;
