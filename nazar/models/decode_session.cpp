@@ -60,10 +60,10 @@ void gather(const Tensor& in, int dim, std::span<const int> rows, Tensor& out) {
 // (the library's). 192 covers the default batch, 32 sentences x beam 5.
 constexpr int kGeneratorTRows = 192;
 
-// Whether w is a loaded model's reduced-precision (bf16 / int8) weight (core/gemm/packed.h).
-bool packed(ConstTensorView w) {
+// The packed (bf16 / int8) matrix holding a loaded model's weight w, or null (core/gemm/packed.h).
+const PackedMatrix* packed_matrix(ConstTensorView w) {
     int n0 = 0, k0 = 0;
-    return gemm_detail::find_packed(w.data(), static_cast<int>(w.dim(1)), &n0, &k0) != nullptr;
+    return gemm_detail::find_packed(w.data(), static_cast<int>(w.dim(1)), &n0, &k0);
 }
 
 WeightTRows generator_rows(const EncodedSource& src, int64_t rows) {
@@ -233,11 +233,8 @@ int DecodeSession::step_logits_group_min_rows() const {
     // fp32 products go to the library, whose kernel (and so a row's bits) can depend on the row
     // count (oneDNN 2.6: under 16 rows another kernel; some K another blocking), and which runs
     // 14-34% slower on groups of 32-64 rows than on all 320 (docs/performance.md): no groups.
-    const ConstTensorView w = output_weight();
-    if (!packed(w)) return 0;
-    int n0 = 0, k0 = 0;
-    const PackedMatrix* m =
-        gemm_detail::find_packed(w.data(), static_cast<int>(w.dim(1)), &n0, &k0);
+    const PackedMatrix* m = packed_matrix(output_weight());
+    if (!m) return 0;
     const Precision p = m->precision();
     return p == Precision::bf16 && packed_amx_available(p) ? packed_amx_min_rows(p) : 1;
 }

@@ -413,9 +413,10 @@ void gemm_packed(int M, int n0, int n1, int k0, int k, float alpha, const float*
     Job j{p, &W, &act, g0, ng, nullptr, n0, n1, alpha, beta, C, ldc};
     if (p == Precision::int8) j.sum = W.group_sums(g0, g0 + ng);
     const int pa = n0 / 16, pb = (n1 + 15) / 16;
+    const bool amx = fast && use_amx(p, M);
     const auto run = [&](int q0, int q1) {
 #ifdef NZ_PACKED_X86
-        if (fast && use_amx(p, M))
+        if (amx)
             return p == Precision::int8 ? packed_detail::panels_amx_int8(j, q0, q1, M)
                                         : packed_detail::panels_amx_bf16(j, q0, q1, M);
         if (fast)

@@ -140,10 +140,8 @@ void panels_amx(const Job& j, int p0, int p1, int M) {
     // memory once and reused from L1/L2 by every block of 16 rows. The full blocks share one tile
     // configuration, the last partial block has its own.
     alignas(64) uint32_t res[4][16][16];
-    const int full = M / 16, rest = M % 16;
-    for (const int mb : {16, rest}) {
-        if (mb == 0 || (mb == 16 && full == 0)) continue;
-        const int b0 = mb == 16 ? 0 : full, b1 = mb == 16 ? full : full + 1;
+    // Row blocks [b0, b1) of mb rows each, under one tile configuration.
+    const auto blocks = [&](int mb, int b0, int b1) {
         configure(mb, j.ng % 16);
         for (int p = p0; p < p1; p += 4) {
             const int np = std::min(4, p1 - p);
@@ -165,7 +163,10 @@ void panels_amx(const Job& j, int p0, int p1, int M) {
                 finish<Int8>(j, m0, mb, p, np, res);
             }
         }
-    }
+    };
+    const int full = M / 16, rest = M % 16;
+    if (full > 0) blocks(16, 0, full);
+    if (rest > 0) blocks(rest, full, full + 1);
     _tile_release();
 }
 
