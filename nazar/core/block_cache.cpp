@@ -245,4 +245,13 @@ void aligned_free(float* p) {
         release(base, bytes);
 }
 
+void aligned_free_outgrown(float* p) {
+    if (p == nullptr) return;
+    char* base = reinterpret_cast<char*>(p) - kHeader;
+    std::size_t bytes = 0;
+    const uint64_t state = read_header(base, &bytes);
+    if (state != kLive) bad_free(p, state);
+    release(base, bytes);
+}
+
 }  // namespace nazar

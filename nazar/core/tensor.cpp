@@ -232,6 +232,10 @@ Tensor& Tensor::operator=(const Tensor& o) {
 
 void Tensor::resize(Shape shape, bool zero) {
     if (shape.numel() > capacity_) {
+        // Outgrown: the smaller block goes back to the system first, not into the block cache,
+        // where a buffer that grows (a decoding session's, batch after batch) would leave one
+        // block of every size it had (per decoding thread).
+        if (data_ && !data_.get_deleter().mapped) aligned_free_outgrown(data_.release());
         data_ = std::unique_ptr<float[], Free>(aligned_alloc_floats(shape.numel()));  // Free{0}
         capacity_ = shape.numel();
         shape_ = shape;

@@ -204,6 +204,9 @@ private:
 // 64-byte aligned, zeroed; throws on failure. Large blocks are recycled (block_cache.h).
 float* aligned_alloc_floats(int64_t n);
 void aligned_free(float* p);  // only what aligned_alloc_floats returned
+// aligned_free, but a large block goes back to the system instead of into the block cache: for
+// a block its owner has outgrown (Tensor::resize), whose size nothing is likely to ask for again.
+void aligned_free_outgrown(float* p);
 
 // Max |a - b| / max(max |b|, tiny): the norm-wise relative error used by parity tests.
 double max_rel_error(ConstTensorView a, ConstTensorView b);

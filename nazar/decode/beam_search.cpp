@@ -584,6 +584,26 @@ private:
 // The step API's source and state types of a model (DecodeSession or Ensemble).
 using detail::StepTypes;  // decode/step_types.h
 
+// The next step's rows: the decoder states of the rows they extend (`parents`, unless those
+// are this step's rows in order), and the encoder rows of their sentences (when the row →
+// sentence map changed). cur: the encoding the steps read.
+template <class Model, class Buffers, class Source>
+void carry_rows(Model& model, Buffers& b, const std::vector<int>& parents,
+                const std::vector<int>& row_sentence, const std::vector<int>& next_row_sentence,
+                const Source*& cur) {
+    bool identity = parents.size() == row_sentence.size();
+    for (std::size_t k = 0; identity && k < parents.size(); ++k)
+        identity = parents[k] == static_cast<int>(k);
+    if (!identity) {
+        model.select_state(b.state, parents, b.next_state);
+        std::swap(b.state, b.next_state);
+    }
+    if (next_row_sentence != row_sentence) {
+        model.select_rows(b.enc, next_row_sentence, b.rows_enc);
+        cur = &b.rows_enc;
+    }
+}
+
 template <class Model>
 std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int32_t> src,
                                                std::span<const int> lengths, int S,
@@ -601,36 +621,46 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
     std::vector<Sentence> sent = start_sentences(lengths, S, o, model.config().tgt_vocab_size, sp);
     if (cancelled_at_start(sent, o)) return results;  // not even the encoder runs
 
-    typename StepTypes<Model>::Source enc, rows_enc;
+    detail::EnsembleSearchBuffers ensemble_buffers;
+    auto& buffers = detail::search_buffers(model, ensemble_buffers);
+    const detail::ReleaseWeightsOnExit drop_weights{buffers};
+    auto& enc = buffers.enc;
     model.encode(src, lengths, S, enc, K);
     ShortlistScope scope(model, o, src, lengths, S, sp);  // the output layer's rows, if any
     const OutputRow shortlist = scope.row();
     const int V = detail::prepare_copy(model, enc, copy_src);  // extended with copy attention
-    typename StepTypes<Model>::State state, next_state;
+    auto& state = buffers.state;
     model.init_state(enc, state);
     const typename StepTypes<Model>::Source* cur = &enc;
     std::vector<int> row_sentence(B), next_row_sentence, parents, first;
     std::iota(row_sentence.begin(), row_sentence.end(), 0);
     std::vector<int32_t> prev(B, sp.bos);
-    Tensor log_probs({static_cast<int64_t>(B) * K, V}), attn({static_cast<int64_t>(B) * K, S});
+    // The log-probs of an ungrouped step's rows: every row (B·K) where no step is grouped;
+    // where steps are grouped (each group's rows go into a buffer of its own), as many as an
+    // ungrouped step has (a group's worth, form_groups), so that a quantized model's beams do
+    // not hold B·K rows (5 MB per decoding thread at 32 × 5 rows, V 8,000).
+    Tensor &log_probs = buffers.log_probs, &attn = buffers.attention;
+    attn.resize({static_cast<int64_t>(B) * K, S});
     std::vector<StepScratch> st(B);  // per sentence
     std::vector<char> goes_on(B);
     const bool fused = o.fused_output && has_step_logits(model);
     const float* bias = fused ? step_logits_bias(model) : nullptr;
 
     const int min_rows = fused ? group_min_rows(model) : 0;
+    const int target_rows = detail::group_target_rows(o, V);
+    const int64_t lp_rows =
+        min_rows > 0 ? std::min<int64_t>(int64_t{B} * K, target_rows) : int64_t{B} * K;
     std::vector<int> groups;
     while (!row_sentence.empty()) {
         const int N = static_cast<int>(row_sentence.size());
-        const TensorView lp_view = log_probs.slice(0, N), at_view = attn.slice(0, N);
+        const TensorView at_view = attn.slice(0, N);
         // The sentences of this step (rows [first[i], first[i] + live)) advance independently,
         // each on its own scratch, split over the pool; the next step's rows are then
         // assembled in sentence order, so the result does not depend on the split.
         first.clear();
         for (int row0 = 0; row0 < N; row0 += static_cast<int>(sent[row_sentence[row0]].live.size()))
             first.push_back(row0);
-        detail::form_groups(first, N, detail::group_target_rows(o, V), min_rows, num_threads(),
-                            groups);
+        detail::form_groups(first, N, target_rows, min_rows, num_threads(), groups);
         std::span<const float> p_gen;  // after the step
         const auto advance_one = [&](int64_t i, TensorView lp, int lp0) {
             Sentence& s = sent[row_sentence[first[i]]];
@@ -638,6 +668,8 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
                                    bias, shortlist);
         };
         if (groups.empty()) {
+            log_probs.resize({std::max<int64_t>(lp_rows, N), V}, false);
+            const TensorView lp_view = log_probs.slice(0, N);
             step_rows(model, fused, prev, *cur, state, lp_view, at_view);
             p_gen = detail::step_p_gen(model);
             parallel_for(static_cast<int64_t>(first.size()), 4, [&](int64_t i0, int64_t i1) {
@@ -650,17 +682,7 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
         drop_cancelled(sent, first, row_sentence, goes_on, o);
         next_rows(sent, first, row_sentence, goes_on, st, next_row_sentence, parents, prev);
         if (next_row_sentence.empty()) break;
-        bool identity = static_cast<int>(parents.size()) == N;
-        for (std::size_t k = 0; identity && k < parents.size(); ++k)
-            identity = parents[k] == static_cast<int>(k);
-        if (!identity) {
-            model.select_state(state, parents, next_state);
-            std::swap(state, next_state);
-        }
-        if (next_row_sentence != row_sentence) {
-            model.select_rows(enc, next_row_sentence, rows_enc);
-            cur = &rows_enc;
-        }
+        carry_rows(model, buffers, parents, row_sentence, next_row_sentence, cur);
         std::swap(row_sentence, next_row_sentence);
     }
 

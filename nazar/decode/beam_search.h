@@ -100,8 +100,18 @@ std::vector<std::vector<Hypothesis>> beam_search(Ensemble& model, std::span<cons
                                                  std::span<const int32_t> copy_src = {});
 
 // Sentences of any lengths (no <s>/</s>): sorted by length (longest first, stable), decoded in
-// batches of at most batch_size, returned in input order.
+// batches of at most batch_size (detail::sorted_batch_ends), returned in input order.
 // copy_src: each sentence's extended ids (copy models; as beam_search).
+namespace detail {
+// The batches of sentences of these lengths, sorted longest first: the end of each (exclusive),
+// in order. A batch is padded to its first sentence's length; it holds at most batch_size
+// sentences and takes the next one only while its padded positions (sentences × longest) stay
+// at most twice its real tokens, so that one long sentence among short ones does not make every
+// row of the batch as long: the encoder states and attention keys a decoding thread holds are
+// then bounded by twice the tokens it decodes (sentences of one length only by batch_size).
+std::vector<int> sorted_batch_ends(std::span<const int> lengths, int batch_size);
+}  // namespace detail
+
 std::vector<std::vector<Hypothesis>> beam_search_sorted(
     DecodeSession& model, std::span<const std::vector<int32_t>> sentences,
     const BeamOptions& options = {}, int batch_size = 32,

@@ -17,18 +17,19 @@ std::vector<std::vector<Hypothesis>> sorted_impl(Model& model,
     NZ_CHECK(copy.empty() || copy.size() == sentences.size(),
              "beam_search_sorted: {} extended-id rows for {} sentences", copy.size(),
              sentences.size());
-    NZ_CHECK_USAGE(batch_size >= 1, "beam_search_sorted: batch_size must be >= 1, got {}",
-                   batch_size);
     const int n = static_cast<int>(sentences.size());
     std::vector<int> order(n);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
                      [&](int a, int b) { return sentences[a].size() > sentences[b].size(); });
+    std::vector<int> sorted_lengths(n);
+    for (int i = 0; i < n; ++i) sorted_lengths[i] = static_cast<int>(sentences[order[i]].size());
+    const std::vector<int> ends = detail::sorted_batch_ends(sorted_lengths, batch_size);
     std::vector<std::vector<Hypothesis>> out(n);
     std::vector<int32_t> ids, copy_ids;
     std::vector<int> lengths;
-    for (int begin = 0; begin < n; begin += batch_size) {
-        const int end = std::min(n, begin + batch_size);
+    for (std::size_t k = 0; k < ends.size(); ++k) {
+        const int begin = k == 0 ? 0 : ends[k - 1], end = ends[k];
         const int S = static_cast<int>(sentences[order[begin]].size());  // the longest of the batch
         ids.assign(static_cast<std::size_t>(end - begin) * S, model.config().special_ids.pad);
         copy_ids.assign(copy.empty() ? 0 : ids.size(), model.config().special_ids.pad);
@@ -64,6 +65,26 @@ std::vector<std::vector<Hypothesis>> sorted_impl(Model& model,
 }
 
 }  // namespace
+
+std::vector<int> detail::sorted_batch_ends(std::span<const int> lengths, int batch_size) {
+    NZ_CHECK_USAGE(batch_size >= 1, "beam_search_sorted: batch_size must be >= 1, got {}",
+                   batch_size);
+    std::vector<int> ends;
+    const int n = static_cast<int>(lengths.size());
+    for (int begin = 0; begin < n;) {
+        // The batch is padded to its first (longest) sentence; it takes the next sentence while
+        // it has room and its positions stay at most twice its real tokens.
+        const int64_t longest = lengths[begin];
+        int64_t real = longest;
+        int end = begin + 1;
+        while (end < n && end - begin < batch_size &&
+               (end - begin + 1) * longest <= 2 * (real + lengths[end]))
+            real += lengths[end++];
+        ends.push_back(end);
+        begin = end;
+    }
+    return ends;
+}
 
 std::vector<std::vector<Hypothesis>> beam_search_sorted(
     DecodeSession& model, std::span<const std::vector<int32_t>> sentences,

@@ -21,6 +21,29 @@ struct StepTypes<Ensemble> {
     using State = Ensemble::State;
 };
 
+// A search's encodings, states and step outputs: a session's own, kept from batch to batch
+// (DecodeSession::SearchBuffers), or, for an ensemble (made per call), these.
+struct EnsembleSearchBuffers {
+    Ensemble::Source enc, rows_enc;
+    Ensemble::State state, next_state;
+    Tensor log_probs, attention;
+    void release_weights() {}
+};
+inline DecodeSession::SearchBuffers& search_buffers(DecodeSession& model, EnsembleSearchBuffers&) {
+    return model.search_buffers();
+}
+inline EnsembleSearchBuffers& search_buffers(Ensemble&, EnsembleSearchBuffers& own) {
+    return own;
+}
+// The per-batch weights the encodings refer to go when the search does, even by a throw.
+template <class Buffers>
+struct ReleaseWeightsOnExit {
+    Buffers& buffers;
+    ~ReleaseWeightsOnExit() { buffers.release_weights(); }
+};
+template <class Buffers>
+ReleaseWeightsOnExit(Buffers&) -> ReleaseWeightsOnExit<Buffers>;
+
 // Copy attention (a model with cfg.copy_attention; models/copy.h): hands the source's
 // extended ids (B·S, row-major) to the encoded rows and returns the step's vocabulary
 // V + max_b X_b; other models return V. An ensemble of copy models hands them to every member.

@@ -134,6 +134,16 @@ void DecodeSession::encode(std::span<const int32_t> src, std::span<const int> le
     discard_encoder_scratch(enc_cache_);
 }
 
+void DecodeSession::SearchBuffers::release_weights() {
+    for (EncodedSource* e : {&enc, &rows_enc}) {
+        e->keys.query_t.reset();
+        e->wih_t.clear();
+        e->whh_t.clear();
+        e->generator_t.reset();
+        e->shared = nullptr;
+    }
+}
+
 void DecodeSession::select_rows(const EncodedSource& in, std::span<const int> rows,
                                 EncodedSource& out) const {
     NZ_CHECK(&in != &out, "select_rows: in and out must differ");

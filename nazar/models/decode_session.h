@@ -91,6 +91,20 @@ public:
     int step_vocab(const EncodedSource& src) const;
     std::span<const float> last_p_gen() const { return p_gen_; }
 
+    // ---- what a search keeps from one batch to the next (decode/beam_search.cpp) ----
+    // The batch's encoding, its rows selected for the beams, the decoder states and the step's
+    // outputs, reused by every batch this session decodes: it then holds the largest batch's
+    // buffers once, where fresh ones per batch left a freed block of every size it had decoded
+    // in the block cache (core/block_cache.h), per decoding thread. The search drops the
+    // per-batch weights they refer to (release_weights) before it returns.
+    struct SearchBuffers {
+        EncodedSource enc, rows_enc;
+        DecoderState state, next_state;
+        Tensor log_probs, attention;
+        void release_weights();
+    };
+    SearchBuffers& search_buffers() { return search_; }
+
 private:
     const Seq2Seq* model_;
 
@@ -116,6 +130,7 @@ private:
     std::vector<int32_t> out_ids_;
     Tensor sub_w_, sub_b_;
     std::unique_ptr<PackedWeights> sub_packed_;
+    SearchBuffers search_;
     ConstTensorView output_weight() const;
     ConstTensorView output_bias() const;
 };

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numeric>
 #include <set>
 
 namespace nazar {
@@ -161,6 +162,44 @@ TEST(BeamSearch, BatchEqualsSentenceBySentenceAndSortedOrder) {
             }
         }
     }
+}
+
+// Sorted batches end before their padding would exceed their real tokens: one long sentence
+// among short ones is batched with few of them, not with batch_size of them.
+TEST(BeamSearch, SortedBatchesBoundTheirPadding) {
+    using detail::sorted_batch_ends;
+    const auto ends = [](std::vector<int> lengths, int batch) {
+        return sorted_batch_ends(lengths, batch);
+    };
+    EXPECT_EQ(ends({}, 4), std::vector<int>{});
+    EXPECT_EQ(ends({5, 5, 5, 5, 5}, 2), (std::vector<int>{2, 4, 5}));  // equal: batch_size only
+    EXPECT_EQ(ends({0, 0, 0}, 2), (std::vector<int>{2, 3}));           // empty sources
+    // 113 then 26s: 2 sentences hold 226 positions for 139 tokens; a third would be 339 > 2·165.
+    EXPECT_EQ(ends({113, 26, 26, 26, 26, 26}, 32), (std::vector<int>{2, 6}));
+    // 10, 3, 3, 3: (3 · 10 = 30) <= 2 · 16, (4 · 10 = 40) > 2 · 19: the batch ends at 3.
+    EXPECT_EQ(ends({10, 3, 3, 3}, 8), (std::vector<int>{3, 4}));
+    EXPECT_EQ(ends({10, 4, 4, 4}, 8), std::vector<int>{4});  // 40 <= 2 · 22
+    EXPECT_EQ(ends({7}, 1), std::vector<int>{1});
+    EXPECT_THROW(ends({3, 2}, 0), UsageError);
+    // Every batch: at most batch_size sentences, padded positions at most twice its tokens
+    // unless it holds one sentence, and the batches tile the input.
+    std::vector<int> lengths;
+    for (int i = 0; i < 300; ++i) lengths.push_back(1 + (i * 37) % 97);
+    std::sort(lengths.rbegin(), lengths.rend());
+    lengths.insert(lengths.begin(), 500);
+    const std::vector<int> e = ends(lengths, 16);
+    ASSERT_FALSE(e.empty());
+    EXPECT_EQ(e.back(), static_cast<int>(lengths.size()));
+    for (std::size_t k = 0, begin = 0; k < e.size(); begin = e[k++]) {
+        const int n = e[k] - static_cast<int>(begin);
+        ASSERT_GE(n, 1);
+        EXPECT_LE(n, 16);
+        const int sum = std::accumulate(lengths.begin() + begin, lengths.begin() + e[k], 0);
+        if (n > 1) {
+            EXPECT_LE(n * lengths[begin], 2 * sum) << k;
+        }
+    }
+    EXPECT_EQ(e[0], 2);  // 500 with one more (2 · 500 <= 2 · 597), not with 15
 }
 
 // The sentences of a step advance in parallel (beam_search.cpp): every hypothesis, score and
