@@ -17,7 +17,24 @@
 #include <string>
 #include <vector>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define NZ_TEST_UTIL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NZ_TEST_UTIL_ASAN 1
+#endif
+#endif
+
 namespace nazar::test {
+
+// Built with AddressSanitizer (the instrumented suite, scripts/run-sanitizers.sh). A test that
+// checks logic over thousands of cases takes an even sample of them there: the Release suite
+// checks every case, the instrumented one the memory of the code they run.
+#ifdef NZ_TEST_UTIL_ASAN
+inline constexpr bool kAddressSanitized = true;
+#else
+inline constexpr bool kAddressSanitized = false;
+#endif
 
 // A 1-D tensor holding `v` (hand-computed examples).
 inline Tensor vec(std::vector<float> v) {

@@ -12,6 +12,7 @@
 #include "nazar/data/tokenizer.h"
 #include "nazar/data/vocab.h"
 #include "nazar/models/model_file.h"
+#include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
 
 #include <gtest/gtest.h>
@@ -345,7 +346,10 @@ TEST(ModelFileHostile, OutOfRangeConfigValuesAreRefused) {
 TEST(ModelFileHostile, ShapeTableMatchesTheModel) {
     int checked = 0;
     constexpr int kVariants = 2 * 2 * 2 * 2 * 4 * 3 * 2 * 5 * 5;
-    for (int variant = 0; variant < kVariants; ++variant) {
+    // Under AddressSanitizer every 7th variant (89 s instrumented for all 9,600): 7 is prime to
+    // every radix, so each choice still takes each of its values.
+    constexpr int kStride = test::kAddressSanitized ? 7 : 1;
+    for (int variant = 0; variant < kVariants; variant += kStride) {
         int v = variant;  // mixed radix: one digit per choice
         auto pick = [&v](int n) {
             const int r = v % n;
@@ -397,7 +401,7 @@ TEST(ModelFileHostile, ShapeTableMatchesTheModel) {
         }
         ++checked;
     }
-    EXPECT_GT(checked, kVariants / 4);  // most combinations are valid
+    EXPECT_GT(checked, kVariants / kStride / 4);  // most combinations are valid
 }
 
 // Peak resident memory of this process so far (bytes).
