@@ -62,9 +62,11 @@ void setup_bench(CLI::App& app, std::function<int()>& run) {
     app.add_option("--dump-batches", a->dump_batches, "Write the synthetic data here (JSON)");
     app.add_option("--precision", a->precision,
                    "decode: weight products in fp32, bf16 or int8 (packed once); train: inputs of "
-                   "the large products (bf16: fp32 accumulation, and the machine's bf16 GEMM peak "
-                   "measured too); gemm: bf16 kernels on the training shapes")
-        ->check(CLI::IsMember({"fp32", "bf16", "int8"}))
+                   "the large products as `nazar train --precision` runs them (bf16: fp32 "
+                   "accumulation where this CPU's bf16 products pay, else fp32; bf16-always: on "
+                   "any CPU; the machine's bf16 GEMM peak measured too); gemm: bf16 kernels on "
+                   "the training shapes")
+        ->check(CLI::IsMember({"fp32", "bf16", "bf16-always", "int8"}))
         ->capture_default_str();
     app.add_flag("--json", a->json_out, "One JSON object on stdout");
     run = [a] {
@@ -73,6 +75,10 @@ void setup_bench(CLI::App& app, std::function<int()>& run) {
             throw UsageError(
                 "bench: --precision int8 is for `bench decode` (train and gemm take "
                 "fp32 or bf16)");
+        if (a->precision == "bf16-always" && a->what != "train")
+            throw UsageError(
+                "bench: --precision bf16-always is for `bench train` (decode and gemm take "
+                "bf16)");
         const nlohmann::json j = bench::run_bench(*a);
         if (a->json_out)
             fmt::print("{}\n", j.dump());

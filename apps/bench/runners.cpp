@@ -94,7 +94,8 @@ json bench_train(const BenchSettings& a) {
     int64_t tokens = 0, src_tokens = 0;
     double flops = 0;
     Stopwatch sw;
-    const GemmPrecision precision = parse_gemm_precision(a.precision);
+    // what `nazar train --precision` runs: bf16 only where it pays on this CPU (bf16_verdict)
+    const GemmPrecision precision = training_gemm_precision(a.precision);
     Bf16Counters bf16_before;
     // every step's rate, the warm-up's included: shows where the steady state begins
     json step_gflops = json::array();
@@ -129,6 +130,9 @@ json bench_train(const BenchSettings& a) {
     json bf16 = bf16_train_report(precision, bf16_before, flops, t, a.size);
     json j = {{"what", "train"},
               {"precision", a.precision},
+              {"products", precision_name(precision)},
+              {"bf16_pays", bf16_verdict().pays},
+              {"bf16_verdict", bf16_verdict().why},
               {"bf16", bf16},
               {"preset", a.preset},
               {"attention", a.attention},

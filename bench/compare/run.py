@@ -437,6 +437,11 @@ def print_bf16_table(res, peak):
               f"{fmt(get(tb, 'tokens_per_s'))} | {fmt(get(ta, 'tokens_per_s'))} | "
               f"{fmt(ratio(get(n16, 'tokens_per_s'), get(ta, 'tokens_per_s')), 2)}× | {fmt(gf, 1)} GFLOP/s "
               f"({fmt(None if not bpeak or gf is None else 100 * gf / bpeak)}%) |")
+    # `--precision bf16` keeps fp32 products where bf16 ones would be slower (bf16_verdict)
+    verdicts = {get(r.get("nazar_bf16"), "bf16_verdict") for r in rows} - {None}
+    products = {get(r.get("nazar_bf16"), "products") for r in rows} - {None}
+    if verdicts:
+        print(f"\nnazar bf16 ran {' / '.join(sorted(products))} products: {'; '.join(sorted(verdicts))}")
 
 
 if __name__ == "__main__":

@@ -23,8 +23,9 @@
 // session over every member.
 //
 // Sentences are tokenized with the model's source tokenizer, sorted by length into batches of
-// at most batch_size (beam_search.h: detail::sorted_batch_ends), decoded with beam search (beam_search.h; beam_size 1 = greedy) and returned in
-// input order. Output text is the target tokenizer's detokenisation of the pieces before </s>.
+// at most batch_size (beam_search.h: detail::sorted_batch_ends), decoded with beam search
+// (beam_search.h; beam_size 1 = greedy) and returned in input order. Output text is the target
+// tokenizer's detokenisation of the pieces before </s>.
 #pragma once
 
 #include "nazar/core/tensor.h"

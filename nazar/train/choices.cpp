@@ -68,7 +68,7 @@ TrainChoices parse_choices(const TrainConfig& c) {
     t.schedule = parse_schedule_kind(checked(c, &C::schedule, "schedule"));
     t.progress = parse_progress_mode(checked(c, &C::progress, "progress"));
     t.valid_metric = parse_valid_metric(checked(c, &C::valid_metric, "valid_metric"));
-    t.precision = parse_gemm_precision(checked(c, &C::precision, "precision"));
+    t.precision = training_gemm_precision(checked(c, &C::precision, "precision"));
     return t;
 }
 

@@ -291,12 +291,14 @@ std::vector<ConfigKey> make_table() {
          K::choice,
          "fp32",
          "Inputs of the large matrix products: fp32, or bf16 with fp32 accumulation (weights, "
-         "optimizer state and loss stay fp32)",
+         "optimizer state and loss stay fp32) where this CPU runs bf16 products faster than "
+         "fp32 (AMX, or AMD's AVX512-BF16; elsewhere fp32, said at the start), or bf16-always "
+         "on any CPU",
          &C::precision,
          0,
          0,
          false,
-         {"fp32", "bf16"}},
+         {"fp32", "bf16", "bf16-always"}},
         {"max_steps", "training", K::integer, "0", "Stop after this many updates (0 = no limit)",
          &C::max_steps, 0, 2e9},
         {"max_epochs", "training", K::integer, "10", "Stop after this many epochs (0 = no limit)",

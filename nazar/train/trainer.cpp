@@ -314,6 +314,12 @@ Trainer::Trainer(TrainConfig cfg, const std::string& resume, std::unique_ptr<Tra
         if (ck) ema_->load_raw(ck->file, ck->file.source);
     }
     metric_ = choices.valid_metric;
+    precision_ = choices.precision;
+    if (cfg_.precision == "bf16" && precision_ == GemmPrecision::fp32 && comm_->rank() == 0)
+        fmt::print(stderr,
+                   "note: precision bf16: {}, so this run's products stay fp32 (bf16 would be "
+                   "slower here; precision: bf16-always insists)\n",
+                   bf16_verdict().why);
     if (metric_ == ValidMetric::bleu && data_.tgt_tokenizer.kind() == TokenizerKind::character) {
         metric_ = ValidMetric::chrf;
         fmt::print(stderr,
@@ -414,11 +420,10 @@ bool Trainer::train_one(Batch& batch) {
         .alignments = cfg_.train_alignment.empty() ? nullptr : &alignments_};
     LossStats st;
     {
-        // precision: bf16 runs the step's large products with bf16 inputs (gemm/bf16.h); the
-        // weights are constant until optim_->step(), after the scope. cfg_.precision was checked
-        // by parse_choices (TrainChoices::precision) in the constructor.
-        const GemmPrecisionScope scope(parse_gemm_precision(cfg_.precision),
-                                       constant_ranges(params_));
+        // precision: bf16 runs the step's large products with bf16 inputs (gemm/bf16.h) where
+        // they pay on this CPU (precision_, resolved in the constructor); the weights are
+        // constant until optim_->step(), after the scope.
+        const GemmPrecisionScope scope(precision_, constant_ranges(params_));
         st = parts_ == 1 ? pass_->train_step(batch, opt, rng_) : train_parts(batch, opt);
     }
     if (hooks_.after_backward) hooks_.after_backward(state_.batches - 1, params_);  // 0-based

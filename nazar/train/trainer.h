@@ -260,8 +260,9 @@ private:
     std::unique_ptr<Optimizer> optim_;
     std::unique_ptr<LrSchedule> schedule_;
     std::unique_ptr<Batcher> batcher_;
-    std::unique_ptr<Ema> ema_;                // ema_decay > 0
-    ValidMetric metric_ = ValidMetric::loss;  // valid_metric (bleu on char targets: chrf)
+    std::unique_ptr<Ema> ema_;                       // ema_decay > 0
+    ValidMetric metric_ = ValidMetric::loss;         // valid_metric (bleu on char targets: chrf)
+    GemmPrecision precision_ = GemmPrecision::fp32;  // the products' (training_gemm_precision)
     Rng rng_;
     TrainState state_;
     // The last update, for progress and metrics.

@@ -13,6 +13,7 @@
 // 2u = 1/128 over the whole gradient vector (measured: 0.8u and, worst tensor, 1.7u), and
 // requires a difference above 1e-5 (the products did run on rounded inputs).
 #include "nazar/core/blas.h"
+#include "nazar/core/cpu_features.h"
 #include "nazar/core/fileio.h"
 #include "nazar/core/gemm/bf16.h"
 #include "nazar/core/rng.h"
@@ -130,7 +131,7 @@ TEST(TrainBf16, LossFallsOnReversalTask) {
     for (int bf16 = 0; bf16 < 2; ++bf16) {
         const std::string dir = test::fresh_temp_dir(bf16 ? "bf16-loss-bf16" : "bf16-loss-fp32");
         TrainConfig c = reversal_config(dir);
-        c.precision = bf16 ? "bf16" : "fp32";
+        c.precision = bf16 ? "bf16-always" : "fp32";
         Trainer t(c);
         const double before = t.validate().loss;
         const int64_t products = bf16_counters().products;
@@ -148,20 +149,48 @@ TEST(TrainBf16, LossFallsOnReversalTask) {
 // Checkpoints are fp32 whatever the precision: an fp32 run resumes in bf16 and a bf16 run in fp32.
 TEST(TrainBf16, CheckpointsMoveBetweenPrecisions) {
     set_num_threads(2);
-    for (const char* first : {"fp32", "bf16"}) {
+    for (const char* first : {"fp32", "bf16-always"}) {
         const std::string dir = test::fresh_temp_dir(std::string("bf16-resume-") + first);
         TrainConfig c = reversal_config(dir);
         c.precision = first;
         c.max_steps = 10;
         c.valid_interval = 10;
         Trainer(c).run();
-        c.precision = std::string(first) == "fp32" ? "bf16" : "fp32";
+        c.precision = std::string(first) == "fp32" ? "bf16-always" : "fp32";
         c.max_steps = 20;
         Trainer t(c, c.save_dir + "/last.safetensors");
         const TrainResult r = t.run();
         EXPECT_EQ(r.state.step, 20) << first;
         EXPECT_TRUE(std::isfinite(r.last_valid.loss)) << first;
     }
+}
+
+// precision: bf16 runs bf16 products only where they are faster than fp32 on this CPU
+// (bf16_verdict: AMX, or AMD's AVX512-BF16), and says so at the start where they are not;
+// bf16-always runs them on any CPU.
+TEST(TrainBf16, Bf16WhereItPaysAndBf16AlwaysAnywhere) {
+    const Bf16Verdict v = bf16_verdict();
+    EXPECT_FALSE(v.why.empty());
+    const Bf16Kernel k = bf16_auto_kernel();
+    EXPECT_EQ(v.pays, k == Bf16Kernel::onednn ||
+                          (k == Bf16Kernel::avx512_bf16 && cpu_features().vendor == "AuthenticAMD"))
+        << v.why;
+    EXPECT_EQ(training_gemm_precision("fp32"), GemmPrecision::fp32);
+    EXPECT_EQ(training_gemm_precision("bf16-always"), GemmPrecision::bf16);
+    EXPECT_EQ(training_gemm_precision("bf16"), v.pays ? GemmPrecision::bf16 : GemmPrecision::fp32);
+    EXPECT_THROW(training_gemm_precision("fp16"), UsageError);
+
+    set_num_threads(1);
+    TrainConfig c = reversal_config(test::fresh_temp_dir("bf16-verdict"));
+    c.precision = "bf16";
+    c.max_steps = 2;
+    c.valid_interval = 2;
+    testing::internal::CaptureStderr();
+    const int64_t products = bf16_counters().products;
+    Trainer(c).run();
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(bf16_counters().products > products, v.pays);
+    EXPECT_EQ(err.find("products stay fp32") != std::string::npos, !v.pays) << err;
 }
 
 }  // namespace

@@ -64,6 +64,22 @@ std::string bf16_description();
 // "fp32" | "bf16"; parse throws nazar::Error naming the choices.
 const char* precision_name(GemmPrecision p);
 GemmPrecision parse_gemm_precision(const std::string& s);
+
+// Whether bf16 products run faster than fp32 ones on this CPU: where AMX-BF16 is usable
+// (oneDNN's matmul on tiles), and where AVX512-BF16 keeps up with the FMAs (AMD Zen 4 and 5:
+// vdpbf16ps does two products per lane at the FMA's rate). Not on Intel CPUs that have
+// AVX512-BF16 without AMX (vdpbf16ps at half the fp32 FMA rate: bf16 training measured at 0.54x
+// fp32 there), nor where only the fallback runs. `why`: one line saying which.
+struct Bf16Verdict {
+    bool pays = false;
+    std::string why;
+};
+Bf16Verdict bf16_verdict();
+// The products' precision of training's `precision` choice (docs/training.md, "Precision"):
+// fp32; bf16 where this CPU runs bf16 products faster (bf16_verdict), else fp32 (bf16 is never
+// a slowdown); bf16-always: bf16 on any CPU (its rounding, whatever the speed). Anything else
+// throws nazar::UsageError naming the choices.
+GemmPrecision training_gemm_precision(const std::string& choice);
 // The precision gemm runs in now (process-wide: products split over the pool see it too).
 GemmPrecision gemm_precision();
 // Whether a product of this shape runs in bf16 under a bf16 scope: at least 16 rows, 32 columns
