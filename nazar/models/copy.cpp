@@ -169,17 +169,27 @@ float copy_row_log_probs(const CopyRow& r, int V_ext, float* out) {
     const double lse = r.normalized ? 0.0 : log_sum_exp(r.z, r.V);
     const double log_p = -softplus(-r.g), log_q = -softplus(r.g);
     const double p = std::exp(log_p), q = std::exp(log_q);
-    // P(w) = p P_vocab(w) + q A_w; summed here in double, logged with ε
-    std::vector<double> mass(static_cast<std::size_t>(V_ext), 0.0);
-    for (int i = 0; i < r.S; ++i) {
-        const int32_t w = r.ids[i];
-        NZ_CHECK(w >= 0 && w < V_ext, "copy: source id {} outside [0, {})", w, V_ext);
-        mass[static_cast<std::size_t>(w)] += r.alpha[i];
-    }
-    for (int w = 0; w < V_ext; ++w) {
+    // P(w) = p P_vocab(w) + q A_w; summed here in double, logged with ε. A_w is nonzero for the
+    // words of the source only: the generator's term everywhere first, then those words again
+    // with their copy mass (each word's α summed in position order).
+    const auto log_p_of = [&](int w, double mass) {
         const double gen = w < r.V ? p * std::exp(r.z[w] - lse) : 0.0;
-        out[w] = static_cast<float>(
-            std::log(gen + q * mass[static_cast<std::size_t>(w)] + kCopyEpsilon));
+        return static_cast<float>(std::log(gen + q * mass + kCopyEpsilon));
+    };
+    for (int w = 0; w < V_ext; ++w) out[w] = log_p_of(w, 0.0);
+    thread_local std::vector<std::pair<int32_t, int>> at;  // (word, position), by word
+    at.clear();
+    for (int i = 0; i < r.S; ++i) {
+        NZ_CHECK(r.ids[i] >= 0 && r.ids[i] < V_ext, "copy: source id {} outside [0, {})", r.ids[i],
+                 V_ext);
+        at.emplace_back(r.ids[i], i);
+    }
+    std::sort(at.begin(), at.end());
+    for (std::size_t k = 0; k < at.size();) {
+        const int32_t w = at[k].first;
+        double mass = 0.0;
+        for (; k < at.size() && at[k].first == w; ++k) mass += r.alpha[at[k].second];
+        out[w] = log_p_of(w, mass);
     }
     return static_cast<float>(p);
 }

@@ -122,7 +122,7 @@ void DecodeSession::encode(std::span<const int32_t> src, std::span<const int> le
         out.wih_t = shared->wih;
         out.whh_t = shared->whh;
         out.generator_t = shared->generator;
-    } else if (step_rows > kSmallGemmRows && !config().copy_attention) {
+    } else if (step_rows > kSmallGemmRows) {
         // The generator's Wᵀ (the batch may shrink into kGeneratorTRows as sentences end);
         // refresh_weight_t leaves it empty for bf16 / int8 weights, which have their own packing.
         refresh_weight_t(out.generator_t, m.generator_weight());
@@ -384,19 +384,23 @@ void DecodeSession::copy_step_log_probs(const EncodedSource& src, ConstTensorVie
     copy_g_.resize({N}, false);
     m.copy_gate.forward(cache_.context, s_top, emb_, copy_in_, copy_g_);
     logits_.resize({N, V}, false);
-    output_log_probs(out_, m.generator_weight(), m.generator.params.bias, logits_);
+    output_log_probs(out_, m.generator_weight(), m.generator.params.bias, logits_,
+                     generator_rows(src, N));
     p_gen_.resize(static_cast<std::size_t>(N));
-    for (int n = 0; n < N; ++n) {
-        const CopyRow row{.z = logits_.select(n).data(),
-                          .V = V,
-                          .alpha = copy_alpha_.select(n).data(),
-                          .ids = src.copy_ids.data() + static_cast<std::size_t>(n) * S,
-                          .S = std::min(src.lengths[n], S),
-                          .g = copy_g_[n],
-                          .normalized = true};
-        p_gen_[static_cast<std::size_t>(n)] =
-            copy_row_log_probs(row, Vx, log_probs.select(n).data());
-    }
+    // rows are independent: each pool thread mixes its own (the same bits at any split)
+    parallel_for(N, 8, [&](int64_t n0, int64_t n1) {
+        for (int64_t n = n0; n < n1; ++n) {
+            const CopyRow row{.z = logits_.select(n).data(),
+                              .V = V,
+                              .alpha = copy_alpha_.select(n).data(),
+                              .ids = src.copy_ids.data() + static_cast<std::size_t>(n) * S,
+                              .S = std::min(src.lengths[n], S),
+                              .g = copy_g_[n],
+                              .normalized = true};
+            p_gen_[static_cast<std::size_t>(n)] =
+                copy_row_log_probs(row, Vx, log_probs.select(n).data());
+        }
+    });
 }
 
 }  // namespace nazar

@@ -55,7 +55,7 @@ struct EncodedSource {
     // Shared, not copied, by DecodeSession::select_rows.
     std::vector<WeightT> wih_t, whh_t;
     // The generator's Wᵀ for this batch's steps (DecodeSession::encode), empty at <= kSmallGemmRows
-    // rows, for bf16 / int8 weights and for copy attention. Shared by DecodeSession::select_rows.
+    // rows and for bf16 / int8 weights. Shared by DecodeSession::select_rows.
     WeightT generator_t;
     // Copy attention (models/copy.h): the extended ids x̂ of the source positions (N·S,
     // row-major; DecodeSession::set_copy_source) and the extended vocabulary size V + max_b X_b.

@@ -70,7 +70,7 @@ std::shared_ptr<const Seq2Seq::StepWeightsT> Seq2Seq::step_weights_t() const {
         decoder.prepare_steps(layers, rows);
         w->wih = layers.wih_t;
         w->whh = layers.whh_t;
-        if (!cfg_.copy_attention) refresh_weight_t(w->generator, generator_weight());
+        refresh_weight_t(w->generator, generator_weight());
         step_t_ = std::move(w);
     }
     return step_t_;
