@@ -1,6 +1,6 @@
-// exp, tanh and horizontal reductions at each lane width nazar uses: 1 (plain C++ that GCC
-// vectorises: kernels.cpp), 8 (AVX2/FMA, the x86-64-v3 baseline) and 16 (AVX-512F/DQ, for
-// functions compiled with NZ_TARGET_AVX512 and called only where cpu_features.h allows it).
+// exp, tanh (and a 1-lane log) and horizontal reductions at each lane width nazar uses: 1 (plain
+// C++ that GCC vectorises: kernels.cpp), 8 (AVX2/FMA, the x86-64-v3 baseline) and 16 (AVX-512F/DQ,
+// for functions compiled with NZ_TARGET_AVX512 and called only where cpu_features.h allows it).
 //
 // One approximation everywhere (Cephes expf / tanhf, ≈1-2 ulp): the coefficients below are the
 // only copy. exp(x) = 2^n · e^r with n = round(x / ln 2) and r = x − n ln 2 (ln 2 split in two),
@@ -37,6 +37,10 @@ inline constexpr float kExpP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519
 inline constexpr float kTanhP[5] = {-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f,
                                     1.33314422036e-1f, -3.33332819422e-1f};
 inline constexpr float kTanhSmall = 0.625f;
+// log(1 + f) ≈ f − f²/2 + f³ (q0 f^8 + q1 f^7 + ... + q8), Horner from q0 (Cephes logf)
+inline constexpr float kLogP[9] = {7.0376836292e-2f,  -1.1514610310e-1f, 1.1676998740e-1f,
+                                   -1.2420140846e-1f, 1.4249322787e-1f,  -1.6668057665e-1f,
+                                   2.0000714765e-1f,  -2.4999993993e-1f, 3.3333331174e-1f};
 
 // ---- 1 lane: branch-free, so loops over it vectorise ----
 
@@ -54,6 +58,27 @@ inline float exp1(float x) {
     y = x < -87.3f ? 0.0f : y;
     y = x > 88.7f ? std::numeric_limits<float>::infinity() : y;
     return x != x ? x : y;
+}
+
+// log x for a positive normal x (Cephes logf, ≈1 ulp): x = m · 2^e with m in [√½, √2), then
+// e ln 2 + log(1 + f), f = m − 1, ln 2 split as for exp. Branch-free (loops over it vectorise).
+// Zero, negatives, subnormals, infinities and NaN are outside its domain: callers pass values of
+// at least FLT_MIN (copy attention's log(P + ε), ε = 1e-12).
+inline float log1(float x) {
+    const int32_t bits = std::bit_cast<int32_t>(x);
+    const int32_t e0 = (bits >> 23) - 126;  // x = m0 · 2^e0, m0 in [0.5, 1)
+    const float m0 = std::bit_cast<float>((bits & 0x007fffff) | 0x3f000000);
+    const bool low = m0 < 0.707106781186547524f;
+    const float fe = static_cast<float>(low ? e0 - 1 : e0);
+    const float f = low ? m0 + m0 - 1.0f : m0 - 1.0f;
+    const float z = f * f;
+    float y = kLogP[0];
+#pragma GCC unroll 9
+    for (int i = 1; i < 9; ++i) y = y * f + kLogP[i];
+    y = y * f * z;
+    y = y - fe * kLn2Lo;
+    y = y - 0.5f * z;
+    return f + y + fe * kLn2Hi;
 }
 
 inline float tanh1(float x) {

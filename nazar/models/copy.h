@@ -56,7 +56,9 @@ double copy_row_loss(const CopyRow& r, int32_t y, float scale = 1.0f, CopyRowGra
 // argmax_w P(w) over the extended vocabulary (the lowest id on ties): the generator's best id
 // or a source id.
 int32_t copy_row_argmax(const CopyRow& r);
-// log(P(w) + ε) for w in [0, V_ext): out (V_ext), V_ext >= V; p_gen returned.
+// log(P(w) + ε) for w in [0, V_ext): out (V_ext), V_ext >= V; p_gen returned. The words the
+// source holds in double precision; the others (P = p_gen softmax(z)[w]) in float with simd.h's
+// exp and log (within a few ulp of the double value: decoding's step, V words a row).
 float copy_row_log_probs(const CopyRow& r, int V_ext, float* out);
 
 // The gate: g = w · [c ; s ; e] + b for N rows.

@@ -1,12 +1,14 @@
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 #include "nazar/core/rng.h"
+#include "nazar/core/simd.h"
 #include "nazar/core/tensor.h"
 #include "nazar/core/threads.h"
 #include "tests/common/kernel_switches.h"
 #include "tests/common/test_util.h"
 
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -176,6 +178,32 @@ TEST(Kernels, VectorMathMatchesLibm) {
     EXPECT_TRUE(std::isnan(kernels::tanh1(std::nanf(""))));
     EXPECT_EQ(kernels::tanh1(-inf), -1.0f);
     EXPECT_EQ(kernels::sigmoid1(-200.0f), 0.0f);
+}
+
+// simd::log1 (Cephes logf) against the double-precision log over its domain, the positive
+// normal floats: every 4099th bit pattern from FLT_MIN to FLT_MAX, the powers of two and the
+// floats around 1 (where log is near 0): within 2 ulp of the float nearest the true value, and
+// exact at 1.
+TEST(Kernels, Log1WithinTwoUlpOverThePositiveNormals) {
+    std::vector<float> xs;
+    const auto lo = std::bit_cast<uint32_t>(std::numeric_limits<float>::min()),
+               hi = std::bit_cast<uint32_t>(std::numeric_limits<float>::max());
+    for (uint64_t b = lo; b <= hi; b += 4099) xs.push_back(std::bit_cast<float>(uint32_t(b)));
+    for (int e = -126; e < 128; ++e) xs.push_back(std::ldexp(1.0f, e));
+    for (float x = 0.99f; x < 1.01f; x = std::nextafter(x, 2.0f)) xs.push_back(x);
+    double worst = 0;
+    for (const float x : xs) {
+        const double want = std::log(static_cast<double>(x));
+        const float got = simd::log1(x);
+        const float near = static_cast<float>(want);
+        const double ulp =
+            std::nextafter(std::abs(near), std::numeric_limits<float>::infinity()) - std::abs(near);
+        const double err = std::abs(got - want) / (near == 0 ? 1.0 : ulp);
+        worst = std::max(worst, err);
+        ASSERT_LE(err, 2.0) << "log1(" << x << ") = " << got << ", log = " << want;
+    }
+    EXPECT_EQ(simd::log1(1.0f), 0.0f);
+    std::printf("simd::log1: worst %.2f ulp over %zu floats\n", worst, xs.size());
 }
 
 // docs/spec.md §10 worked examples, through the real masked softmax.
