@@ -233,12 +233,20 @@ float* aligned_alloc_floats(int64_t n) {
     return reinterpret_cast<float*>(base + kHeader);
 }
 
+namespace {
+// The block of a live tensor p (not null): its base and size; stops on a block not live.
+char* live_block(float* p, std::size_t* bytes) {
+    char* base = reinterpret_cast<char*>(p) - kHeader;
+    const uint64_t state = read_header(base, bytes);
+    if (state != kLive) bad_free(p, state);
+    return base;
+}
+}  // namespace
+
 void aligned_free(float* p) {
     if (p == nullptr) return;
-    char* base = reinterpret_cast<char*>(p) - kHeader;
     std::size_t bytes = 0;
-    const uint64_t state = read_header(base, &bytes);
-    if (state != kLive) bad_free(p, state);
+    char* base = live_block(p, &bytes);
     if (bytes >= kBlockCacheMinBytes)
         cache().give(base, bytes);
     else
@@ -247,10 +255,8 @@ void aligned_free(float* p) {
 
 void aligned_free_outgrown(float* p) {
     if (p == nullptr) return;
-    char* base = reinterpret_cast<char*>(p) - kHeader;
     std::size_t bytes = 0;
-    const uint64_t state = read_header(base, &bytes);
-    if (state != kLive) bad_free(p, state);
+    char* base = live_block(p, &bytes);
     release(base, bytes);
 }
 
