@@ -367,7 +367,9 @@ void setup_translate(CLI::App& app, std::function<int()>& run) {
     add_control_options(app, *a);
     app.add_flag("--replace-unk", o.replace_unk, "Replace <unk> by the most-attended source token");
     app.add_option("--dict", a->dict, "Dictionary 'source<TAB>target' for --replace-unk");
-    app.add_option("--batch", o.batch_size, "Sentences per decoder batch")
+    app.add_option("--batch", o.batch_size,
+                   "Sentences per decoder batch, at most (fewer where a long sentence would pad "
+                   "the batch to more than twice its tokens)")
         ->check(CLI::Range(1, 1 << 16))
         ->capture_default_str();
     app.add_option("--chunk", a->chunk, "Most lines read (and sorted by length) at a time")

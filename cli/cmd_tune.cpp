@@ -256,7 +256,9 @@ void setup_tune(CLI::App& app, std::function<int()>& run) {
     app.add_option("--grid", a->grid_file, "Write every point's score as TSV to this file");
     add_precision_option(app, a->precision);
     auto& o = a->opt;
-    app.add_option("--batch", o.batch_size, "Sentences per decoder batch")
+    app.add_option("--batch", o.batch_size,
+                   "Sentences per decoder batch, at most (fewer where a long sentence would pad "
+                   "the batch to more than twice its tokens)")
         ->check(CLI::Range(1, 1 << 16))
         ->capture_default_str();
     app.add_option("--max-length-ratio", o.max_length_ratio,
