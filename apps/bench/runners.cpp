@@ -128,11 +128,12 @@ json bench_train(const BenchSettings& a) {
     }
     const Timing t = sw.stop();
     json bf16 = bf16_train_report(precision, bf16_before, flops, t, a.size);
+    const Bf16Verdict verdict = bf16_verdict();
     json j = {{"what", "train"},
               {"precision", a.precision},
               {"products", precision_name(precision)},
-              {"bf16_pays", bf16_verdict().pays},
-              {"bf16_verdict", bf16_verdict().why},
+              {"bf16_pays", verdict.pays},
+              {"bf16_verdict", verdict.why},
               {"bf16", bf16},
               {"preset", a.preset},
               {"attention", a.attention},

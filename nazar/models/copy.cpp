@@ -182,7 +182,7 @@ float copy_row_log_probs(const CopyRow& r, int V_ext, float* out) {
     const float pf = static_cast<float>(p), lsef = static_cast<float>(lse),
                 epsf = static_cast<float>(kCopyEpsilon);
     for (int w = 0; w < r.V; ++w) out[w] = simd::log1(pf * simd::exp1(r.z[w] - lsef) + epsf);
-    for (int w = r.V; w < V_ext; ++w) out[w] = log_p_of(w, 0.0);
+    std::fill(out + r.V, out + V_ext, static_cast<float>(kLogEpsilon));  // extended: P = 0
     thread_local std::vector<std::pair<int32_t, int>> at;  // (word, position), by word
     at.clear();
     for (int i = 0; i < r.S; ++i) {
