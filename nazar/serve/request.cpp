@@ -374,14 +374,16 @@ std::string to_json(const TranslateRequest& r) {
     json j;
     j["text"] = r.text;
     j["model"] = r.model.empty() ? json(nullptr) : json(r.model);  // "" is refused on input
-    j["beam"] = r.beam;
+    // beam and the penalties only where the body gave them: the others come from the model's
+    // stored settings (apply_model_settings), and n_best may exceed a beam not given
+    if (r.given.beam_size) j["beam"] = r.beam;
     j["n_best"] = r.n_best;
     j["attention"] = r.attention;
     j["alignment"] = r.alignment == AlignmentFormat::none
                          ? json(nullptr)
                          : json(r.alignment == AlignmentFormat::hard ? "hard" : "soft");
-    j["length_penalty"] = r.length_penalty;
-    j["coverage_penalty"] = r.coverage_penalty;
+    if (r.given.length_penalty) j["length_penalty"] = r.length_penalty;
+    if (r.given.coverage_penalty) j["coverage_penalty"] = r.coverage_penalty;
     j["replace_unk"] = r.replace_unk;
     if (!r.constraints.empty()) {
         json list = json::array();

@@ -101,8 +101,9 @@ struct RequestCost {
 RequestCost check_cost(const TranslateRequest& r, std::span<const int> source_lengths,
                        const RequestLimits& limits);
 
-// The request as JSON (the fields above, all of them): parse_translate_request of it gives an
-// equal request (the fuzz target checks this).
+// The request as JSON (the fields above; beam and the penalties only where the body gave them,
+// so that which ones it gave survives): parse_translate_request of it gives an equal request
+// (the fuzz target checks this).
 std::string to_json(const TranslateRequest& r);
 
 struct BatchInfo {

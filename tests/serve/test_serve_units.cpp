@@ -63,6 +63,16 @@ TEST(ServeRequest, ParsesEveryFieldAndRoundTrips) {
     EXPECT_EQ(d.alignment, AlignmentFormat::none);
     // The default model round-trips as null ("model": "" is refused on input).
     EXPECT_EQ(parse_translate_request(to_json(d), {}).model, "");
+    // Which of beam and the penalties the body gave survives the round trip: an n_best above
+    // the default beam waits for the model's stored beam (a fuzzer's finding).
+    const TranslateRequest g = parse_translate_request(R"({"text": ["a"], "n_best": 6})", {});
+    EXPECT_FALSE(g.given.beam_size);
+    const TranslateRequest g2 = parse_translate_request(to_json(g), {});
+    EXPECT_FALSE(g2.given.beam_size || g2.given.length_penalty || g2.given.coverage_penalty);
+    EXPECT_EQ(to_json(g2), to_json(g));
+    EXPECT_EQ(g2.batch_key(), g.batch_key());
+    const TranslateRequest b = parse_translate_request(to_json(r), {});
+    EXPECT_TRUE(b.given.beam_size && b.given.length_penalty && b.given.coverage_penalty);
     // Options that change decoding change the key, and so does keeping the attention matrices
     // (memory); which form of them the answer shows does not.
     TranslateRequest e = d, f = d;
