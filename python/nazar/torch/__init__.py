@@ -19,7 +19,8 @@ The state_dict names follow nazar's weight-naming contract (docs/design.md §5),
                          forward(x, lengths): packed, so a padded sentence behaves as if alone
     Attention            query.weight (A, H), key.weight (A, C) or (H, C) for general,
                          v.weight (1, A), scale (1), position.weight (P, H),
-                         position_v.weight (1, P)              (nazar/attention/attention.h)
+                         position_v.weight (1, P), coverage.weight (1, A),
+                         monotonic_bias (1)                    (nazar/attention/attention.h)
     Seq2Seq              encoder.*, bridge.*, decoder.*, attention.*, generator.*
                          (nazar/models/seq2seq.h, decoder.h, encoder.h, config.h)
 
@@ -27,7 +28,10 @@ Attention follows nazar/attention/attention.h and local.h to the letter (docs/sp
 scores over the real positions of each sentence (padding gets weight exactly 0); local-m
 centres on min(t, S_b - 1); local-p predicts p_t = S_b * sigmoid(v_p . tanh(W_p q)), centres
 on min(floor(p_t + 0.5), S_b - 1), and multiplies the window softmax by
-exp(-(i - p_t)^2 / (2 sigma^2)), sigma = D / 2, without renormalising.
+exp(-(i - p_t)^2 / (2 sigma^2)), sigma = D / 2, without renormalising. Monotonic attention
+(Raffel et al. 2017; global, any score, no coverage) replaces the softmax with the expected
+alignment of p_j = sigmoid(e_j + r + noise) given the previous step's alignment, which the decoder
+carries; greedy and beam search attend hard (docs/spec.md §5.6).
 
 Safetensors I/O (load_safetensors / save_safetensors) needs only struct, json and numpy, so
 it works without the `safetensors` package, and without torch (then only it is defined here).

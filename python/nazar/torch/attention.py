@@ -1,5 +1,6 @@
 """Attention of nazar.torch: additive, dot, general and concat scores, global, local-m and
-local-p, with coverage (nazar/attention/attention.h, local.h; docs/spec.md §3-5). Needs torch."""
+local-p, with coverage or monotonic attention (nazar/attention/attention.h, local.h,
+monotonic.h; docs/spec.md §3-5.6). Needs torch."""
 
 import math
 
@@ -19,13 +20,20 @@ LOCALS = ("global", "local-m", "local-p")
 
 class Attention(nn.Module):
     """Attention(score, query_size H, context_size C, attention_size A, scale, local, window D,
-    position_size P, coverage).  forward(query (B, H), keys, enc_out (B, S, C), lengths (B), t,
-    mask, cov) -> (context (B, C), weights (B, S) dense, zero outside the window / padding).
+    position_size P, coverage, monotonic, monotonic_bias_init, monotonic_noise).
+    forward(query (B, H), keys, enc_out (B, S, C), lengths (B), t, mask, cov, prev, noise, hard)
+    -> (context (B, C), weights (B, S) dense, zero outside the window / padding).
     coverage (additive/concat): cov (B, S) = Σ of the earlier steps' weights enters the score,
-    e_i = v · tanh(W_q q + W_k h_i + w_c cov_i), w_c "coverage.weight" (1, A), 0 at init."""
+    e_i = v · tanh(W_q q + W_k h_i + w_c cov_i), w_c "coverage.weight" (1, A), 0 at init.
+    monotonic (global, any score, no coverage; docs/spec.md §5.6): the weights are the expected
+    alignment α = monotonic_alignment(p, prev) of p_j = σ(e_j + r + ε_j) instead of a softmax
+    (not renormalised: Σ α <= 1), prev (B, S) = α_{t−1}, r "monotonic_bias" (1) =
+    monotonic_bias_init at init, ε (B, S) the pre-sigmoid noise (training, given by the caller);
+    hard (decoding): one-hot at the first j >= where prev is 1 with e_j + r >= 0, or all 0."""
 
     def __init__(self, score="additive", query_size=0, context_size=0, attention_size=0, scale="none",
-                 local="global", window=10, position_size=0, coverage=False):
+                 local="global", window=10, position_size=0, coverage=False, monotonic=False,
+                 monotonic_bias_init=-1.0, monotonic_noise=1.0):
         super().__init__()
         assert score in SCORES and scale in SCALES and local in LOCALS, (score, scale, local)
         H, C, A = query_size, context_size, attention_size
@@ -52,6 +60,11 @@ class Attention(nn.Module):
             assert score in ("additive", "concat"), "coverage needs an additive or concat score"
             self.coverage = nn.Module()
             self.coverage.weight = nn.Parameter(torch.zeros(1, A))  # w_c (1, A), as nazar: 0
+        self.monotonic, self.monotonic_noise = bool(monotonic), float(monotonic_noise)
+        self.margins = None  # a list: receives each hard decision's min |e_j + r| (fixture guards)
+        if monotonic:
+            assert local == "global" and not coverage, "monotonic attention is global only, without coverage"
+            self.monotonic_bias = nn.Parameter(torch.full((1,), float(monotonic_bias_init)))  # r (1)
 
     def precompute(self, enc_out):
         """keys (B, S, K): W_k h (additive/concat, general); enc_out itself for dot."""
@@ -88,15 +101,21 @@ class Attention(nn.Module):
             out.append((max(0, c - D), min(Sb - 1, c + D)))
         return out
 
-    def forward(self, query, keys, enc_out, lengths, t=0, mask=None, cov=None):
+    def forward(self, query, keys, enc_out, lengths, t=0, mask=None, cov=None, prev=None, noise=None,
+                hard=False):
         """-> (context (B, C), weights α (B, S)). mask (B, S): a dropout mask on α by source
         position (train mode): the context sums α ⊙ mask, not renormalised; α is returned.
-        cov (B, S): cov_t (coverage attention; required then)."""
+        cov (B, S): cov_t (coverage attention; required then). Monotonic attention: prev (B, S)
+        α_{t−1} (required), noise (B, S) ε or None, hard: decoding's one-hot choice."""
         B, S, _ = enc_out.shape
         lengths = torch.as_tensor(lengths, dtype=torch.int64)
         assert cov is not None or not self.has_coverage, "coverage attention needs cov"
         e = self._scores(query, keys, cov)
         pos = torch.arange(S)
+        if self.monotonic:
+            alpha = self._monotonic(e, lengths, prev, noise, hard)
+            summed = alpha if mask is None else alpha * mask
+            return torch.bmm(summed[:, None, :], enc_out).squeeze(1), alpha
         if self.local == "global":
             lo, hi, p = torch.zeros(B, dtype=torch.int64), lengths - 1, None
         else:
@@ -117,12 +136,43 @@ class Attention(nn.Module):
         context = torch.bmm(summed[:, None, :], enc_out).squeeze(1)
         return context, alpha
 
+    def _monotonic(self, e, lengths, prev, noise, hard):
+        """α (B, S) of monotonic attention from the scores e (B, S): the expected alignment of
+        p = σ(e + r + ε) (p = 0 at padding), or with `hard` the one-hot choice (no noise)."""
+        assert prev is not None, "monotonic attention needs prev (α of the previous step)"
+        energy = e + self.monotonic_bias
+        if hard:
+            return self._hard_monotonic(energy.detach(), lengths, prev)
+        if noise is not None:
+            energy = energy + noise
+        real = torch.arange(e.shape[1])[None, :] < lengths[:, None]
+        p = torch.where(real, torch.sigmoid(energy), torch.zeros_like(energy))
+        return monotonic_alignment(p, prev)
+
+    def _hard_monotonic(self, energy, lengths, prev):
+        """Test-time monotonic attention: from = the position where prev is 1 (prev all 0: the
+        previous step ran off the end, α = 0); α = one-hot(first j >= from, j < S_b, with
+        e_j + r >= 0), or 0 when there is none. Records min |e_j + r| of the positions examined."""
+        alpha = torch.zeros_like(energy)
+        for b, S_b in enumerate(lengths.tolist()):
+            on = (prev[b, :S_b] != 0).nonzero()
+            if on.numel() == 0:
+                continue
+            examined = []
+            for j in range(int(on[0, 0]), S_b):
+                examined.append(abs(float(energy[b, j])))
+                if float(energy[b, j]) >= 0:
+                    alpha[b, j] = 1.0
+                    break
+            if self.margins is not None and examined:
+                self.margins.append(min(examined))
+        return alpha
+
 
 # Monotonic attention's expected alignment (Raffel et al. 2017; nazar/attention/naive_monotonic.h,
-# docs/spec.md §5d): the probability α_t[j] that decoder step t stops at source position j,
+# docs/spec.md §5.6): the probability α_t[j] that decoder step t stops at source position j,
 # moving on from where step t − 1 stopped past each position k with probability 1 − p_k.
-# Not yet a model option; these two forms are the reference the mechanism will be
-# checked against.
+# Attention(monotonic=True) uses the recursive form; the parallel one is kept as its check.
 
 
 def monotonic_alignment(p, prev):

@@ -2,6 +2,7 @@
 "nazar.config" JSON string and the sizes derived from it. Plain Python (json)."""
 
 import json
+import math
 
 
 # ---- configuration (nazar/models/config.h) ----
@@ -15,7 +16,8 @@ DEFAULT_CONFIG = {
                 "bridge": "auto", "attention_timing": "auto", "input_feeding": False, "deep_output": False,
                 "deep_output_size": 0, "layer_norm": False},
     "attention": {"score": "additive", "scale": "none", "local": "global", "window": 10, "attention_size": 0,
-                  "position_size": 0, "coverage": False},
+                  "position_size": 0, "coverage": False, "monotonic": False, "monotonic_bias_init": -1.0,
+                  "monotonic_noise": 1.0},
     "tie_target_embeddings": False,
     "special_ids": {"pad": 0, "unk": 1, "bos": 2, "eos": 3},
     "copy_attention": False,
@@ -59,16 +61,42 @@ def model_config(config):
         raise ValueError("attention_timing 'after' is not supported by the bahdanau decoder")
     if a["coverage"] and a["score"] not in ("additive", "concat"):
         raise ValueError(f"coverage needs an additive or concat attention score, got '{a['score']}'")
+    if a["monotonic"]:
+        _check_monotonic(cfg)
     if cfg["tie_target_embeddings"] and generator_input_size(cfg) != cfg["embedding_size"]:
         raise ValueError(f"tie_target_embeddings needs generator input size {generator_input_size(cfg)} "
                          f"== embedding_size {cfg['embedding_size']}")
     return cfg
 
 
+def _check_monotonic(cfg):
+    """Monotonic attention (docs/spec.md §5.6): global only, no coverage, no copy attention, a
+    finite bias init and a noise σ >= 0 (both stored as floats, as config.h's)."""
+    a = cfg["attention"]
+    if a["local"] != "global":
+        raise ValueError(f"monotonic attention reads the whole source left to right: it needs global attention, "
+                         f"got '{a['local']}'")
+    if a["coverage"]:
+        raise ValueError("monotonic attention and coverage cannot be combined (each carries its own state from "
+                         "step to step); choose one")
+    if cfg["copy_attention"]:
+        raise ValueError("copy_attention cannot be combined with monotonic attention (copying reads the weights "
+                         "as a distribution; monotonic weights may sum to less than 1)")
+    for k in ("monotonic_bias_init", "monotonic_noise"):
+        if isinstance(a[k], bool) or not isinstance(a[k], (int, float)):
+            raise ValueError(f"model config: 'attention.{k}' must be a number, got {a[k]!r}")
+        a[k] = float(a[k])
+    if not (math.isfinite(a["monotonic_bias_init"]) and math.isfinite(a["monotonic_noise"])
+            and a["monotonic_noise"] >= 0):
+        raise ValueError(f"monotonic attention: bias init must be finite and noise >= 0, got "
+                         f"{a['monotonic_bias_init']} and {a['monotonic_noise']}")
+
+
 def config_json(cfg):
     """The "nazar.config" string: compact, sorted keys (what nlohmann::json::dump writes);
     "coverage" only when true, as nazar writes it; copy_attention only when true (as config.h's
-    to_json); the encoder's / decoder's layer_norm and the encoder's residual only when true."""
+    to_json); the encoder's / decoder's layer_norm and the encoder's residual only when true;
+    "monotonic" with its "monotonic_bias_init" and "monotonic_noise" only when monotonic is on."""
     cfg = model_config(cfg)
     for side in ("encoder", "decoder"):
         if not cfg[side]["layer_norm"]:
@@ -79,6 +107,9 @@ def config_json(cfg):
         del cfg["attention"]["coverage"]
     if not cfg["copy_attention"]:
         del cfg["copy_attention"]
+    if not cfg["attention"]["monotonic"]:
+        for k in ("monotonic", "monotonic_bias_init", "monotonic_noise"):
+            del cfg["attention"][k]
     return json.dumps(cfg, sort_keys=True, separators=(",", ":"))
 
 
@@ -110,4 +141,6 @@ def attention_config(cfg):
     a, H = cfg["attention"], cfg["decoder"]["hidden_size"]
     return {"score": a["score"], "query_size": H, "context_size": encoder_output_size(cfg),
             "attention_size": a["attention_size"] or H, "scale": a["scale"], "local": a["local"],
-            "window": a["window"], "position_size": a["position_size"] or H, "coverage": a["coverage"]}
+            "window": a["window"], "position_size": a["position_size"] or H, "coverage": a["coverage"],
+            "monotonic": a["monotonic"], "monotonic_bias_init": a["monotonic_bias_init"],
+            "monotonic_noise": a["monotonic_noise"]}

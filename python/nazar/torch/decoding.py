@@ -1,5 +1,8 @@
 """Decoding with nazar.torch: greedy decoding and beam search, written plainly, which nazar's
-decoders match token for token (nazar/decode/greedy.h; docs/spec.md §8). Needs torch."""
+decoders match token for token (nazar/decode/greedy.h; docs/spec.md §8). Both step with
+Seq2Seq.step, so monotonic attention decodes hard (docs/spec.md §5.6): each step attends to one
+source position or to none, its "attention" row is that one-hot choice (or zeros), and beam
+search reorders the carried choice with the beams. Needs torch."""
 
 import math
 

@@ -78,6 +78,8 @@ class Decoder(nn.Module):
       after (Luong timing):      c_t = attn(query = s_t, top layer), after the RNN step
       output o_t:                luong: s̃_t = tanh(W_c [s_t ; c_t]);  bahdanau: s_t, or with deep
                                  output tanh(L_s s_t + L_y e_t + L_c c_t)
+    Coverage reads cov_t and carries cov_{t+1} = cov_t + α_t; monotonic attention reads α_{t−1}
+    (state.align) and carries α_t, both where the attention runs (before or after the RNN step).
     Stacked layers are torch's nn.GRU/LSTM (num_layers = L; layer l > 0 reads layer l−1's
     output, dropout in between in train mode), so the names are rnn.weight_ih_l{k}, ...
     """
@@ -101,15 +103,18 @@ class Decoder(nn.Module):
             self.combine = nn.Linear(H + C, H, bias=False)  # W_c (H, H + C)
         self.deep_output = DeepOutput(H, E, C, generator_input_size(cfg)) if d["deep_output"] else None
 
-    def step(self, t, prev, enc, state, attention, emb_mask=None, att_mask=None):
+    def step(self, t, prev, enc, state, attention, emb_mask=None, att_mask=None, noise=None, hard=False):
         """prev (N) ids y_{t-1}; enc: Encoded; state: State before the step; emb_mask (N, E) a
-        dropout mask on e_t, att_mask (N, S) one on the attention weights, or None.
+        dropout mask on e_t, att_mask (N, S) one on the attention weights, or None; monotonic
+        attention: noise (N, S) its pre-sigmoid ε or None, hard: decoding's one-hot attention.
         -> (o_t (N, d_out), attention weights (N, S), State after the step)."""
         e = self.embedding(prev)
         if emb_mask is not None:
             e = e * emb_mask
+        attend = lambda q: attention(q, enc.keys, enc.enc_out, enc.lengths, t, att_mask,  # noqa: E731
+                                     state.cov, state.align, noise, hard)
         if self.before:
-            ctx, alpha = attention(state.h[-1], enc.keys, enc.enc_out, enc.lengths, t, att_mask, state.cov)
+            ctx, alpha = attend(state.h[-1])
         x = [e]
         if self.kind == "bahdanau":
             x.append(ctx)
@@ -128,7 +133,7 @@ class Decoder(nn.Module):
             c = None
         s = h[-1]
         if not self.before:
-            ctx, alpha = attention(s, enc.keys, enc.enc_out, enc.lengths, t, att_mask, state.cov)
+            ctx, alpha = attend(s)
         if self.kind == "luong":
             o = torch.tanh(self.combine(torch.cat([s, ctx], -1)))
         elif self.deep_output is not None:
@@ -137,7 +142,8 @@ class Decoder(nn.Module):
             o = s
         self.copy_inputs = (ctx, s, e)  # what a copy gate reads: [c_t ; s_t ; e_t]
         cov = None if state.cov is None else state.cov + alpha  # cov_{t+1} = cov_t + α_t
-        return o, alpha, State(t + 1, h, c, o if self.feeding else None, cov)
+        align = None if state.align is None else alpha              # monotonic: α_t, the next step's prev
+        return o, alpha, State(t + 1, h, c, o if self.feeding else None, cov, align)
 
 
 class Encoded:
@@ -156,16 +162,17 @@ class Encoded:
 class State:
     """Decoder state between steps: t (steps taken), h (L, N, H), c (L, N, H) for LSTM else None,
     feed (N, H) = s̃_{t-1} with input feeding else None, cov (N, S) = cov_t with coverage else
-    None."""
+    None, align (N, S) = α_{t−1} with monotonic attention else None (α_{−1} = one-hot at 0, all 0
+    for an empty sentence; decoding: the one-hot choice, all 0 once a step ran off the end)."""
 
-    def __init__(self, t, h, c=None, feed=None, cov=None):
-        self.t, self.h, self.c, self.feed, self.cov = t, h, c, feed, cov
+    def __init__(self, t, h, c=None, feed=None, cov=None, align=None):
+        self.t, self.h, self.c, self.feed, self.cov, self.align = t, h, c, feed, cov, align
 
     def select(self, rows):
         rows = _ids(rows)
+        pick = lambda x: None if x is None else x[rows]  # noqa: E731
         return State(self.t, self.h[:, rows], None if self.c is None else self.c[:, rows],
-                     None if self.feed is None else self.feed[rows],
-                     None if self.cov is None else self.cov[rows])
+                     pick(self.feed), pick(self.cov), pick(self.align))
 
 
 class Batch:
@@ -266,12 +273,20 @@ class Seq2Seq(nn.Module):
         N, H = h.shape[1], self.decoder.H
         c = torch.zeros_like(h) if self.decoder.cell == "lstm" else None
         feed = h.new_zeros(N, H) if self.decoder.feeding else None
-        cov = h.new_zeros(N, enc.enc_out.shape[1]) if self.attention.has_coverage else None
-        return State(0, h, c, feed, cov)
+        S = enc.enc_out.shape[1]
+        cov = h.new_zeros(N, S) if self.attention.has_coverage else None
+        align = None
+        if self.attention.monotonic:  # α_{−1} = (1, 0, ..., 0), all 0 when S_b = 0
+            align = h.new_zeros(N, S)
+            if S > 0:
+                align[:, 0] = (enc.lengths > 0).to(h.dtype)
+        return State(0, h, c, feed, cov, align)
 
-    def step(self, prev, enc, state):
-        """prev (N) ids -> (log_probs (N, V), attention (N, S), next State)."""
-        o, alpha, state = self.decoder.step(state.t, _ids(prev), enc, state, self.attention)
+    def step(self, prev, enc, state, hard=True):
+        """prev (N) ids -> (log_probs (N, V), attention (N, S), next State). hard: monotonic
+        attention attends as decoding does (one position or none; docs/spec.md §5.6); False
+        gives the expected alignment of teacher forcing."""
+        o, alpha, state = self.decoder.step(state.t, _ids(prev), enc, state, self.attention, hard=hard)
         return torch.log_softmax(self.generator(o), -1), alpha, state
 
     # ---- teacher forcing ----
@@ -288,7 +303,10 @@ class Seq2Seq(nn.Module):
         on the source embeddings, enc_out (B, S, C) on H (attention and bridge read H ⊙ m),
         tgt_emb (B, T, E) on e_t, dec_out (B, T, d_out) on o_t before the generator (the input
         feed s̃_{t-1} and scheduled sampling's argmax read o_t undropped), attention (B, T, S) on
-        the weights α_t before the context sum (not renormalised)."""
+        the weights α_t before the context sum (not renormalised; monotonic attention carries
+        the undropped α_t), monotonic_noise (B, T, S) the pre-sigmoid ε of monotonic attention.
+        Monotonic attention in train mode without that mask draws ε = σ · N(0, 1) from torch's
+        default generator (σ = monotonic_noise of the config; none when σ = 0)."""
         masks = (masks or {}) if self.training else {}
         enc = self.encode(src, src_lengths, masks)
         state = self.init_state(enc)
@@ -307,7 +325,7 @@ class Seq2Seq(nn.Module):
             m, a = masks.get("tgt_emb"), masks.get("attention")
             o, alpha, state = self.decoder.step(t, y, enc, state, self.attention,
                                                 None if m is None else m[:, t],
-                                                None if a is None else a[:, t])
+                                                None if a is None else a[:, t], self._noise(enc, masks, t))
             outs.append(o)
             alphas.append(alpha)
             if self.config["copy_attention"]:
@@ -318,6 +336,18 @@ class Seq2Seq(nn.Module):
         if masks.get("dec_out") is not None:
             o = o * masks["dec_out"]
         return self.generator(o), torch.stack(alphas, 1)
+
+
+    def _noise(self, enc, masks, t):
+        """Step t's pre-sigmoid noise ε (B, S) of monotonic attention: train mode only."""
+        att = self.attention
+        if not (att.monotonic and self.training):
+            return None
+        if masks.get("monotonic_noise") is not None:
+            return masks["monotonic_noise"][:, t]
+        if att.monotonic_noise == 0:
+            return None
+        return att.monotonic_noise * torch.randn(enc.enc_out.shape[:2], dtype=enc.enc_out.dtype)
 
 
 # ---- model files (nazar/models/model_file.h) ----
