@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Self-checks of the PyTorch reference python/nazar_torch.py (the fixtures are only as good as
-it is): safetensors I/O, padded sentences behave as if alone (RNNs and attention), the local
-attention window rules of nazar/attention/local.h, empty sentences, the guided alignment loss.
+"""Self-checks of the PyTorch reference python/nazar_torch.py (the fixtures are only as good as it
+is): safetensors I/O, padded sentences behave as if alone (RNNs and attention), local windows as
+nazar/attention/local.h, empty sentences, guided alignment, monotonic attention (soft and hard).
 
     /usr/bin/python3 tests/parity/test_nazar_torch.py      (CTest: parity.nazar_torch_selftest)
 Exit code 77 (skipped) when torch or numpy is missing.
@@ -99,32 +99,24 @@ class PaddingIsInvisible(unittest.TestCase):
             torch.testing.assert_close(h_n[:, b:b + 1], h1)
             self.assertTrue(bool((out[b, n:] == 0).all()))
 
-    def test_gru(self):
-        self.check_rnn("gru")
+    def test_rnns(self):  # GRU and LSTM, plain, layer-normalised, residual
+        for cell, layer_norm, residual in (("gru", 0, 0), ("lstm", 0, 0), ("gru", 1, 0), ("lstm", 1, 0), ("gru", 0, 1),
+                                           ("lstm", 1, 1)):
+            with self.subTest(cell=cell, layer_norm=layer_norm, residual=residual):
+                self.check_rnn(cell, bool(layer_norm), bool(residual))
 
-    def test_lstm(self):
-        self.check_rnn("lstm")
 
-    def test_layer_norm_gru(self):
-        self.check_rnn("gru", layer_norm=True)
-
-    def test_layer_norm_lstm(self):
-        self.check_rnn("lstm", layer_norm=True)
-
-    def test_residual_gru(self):
-        self.check_rnn("gru", residual=True)
-
-    def test_residual_layer_norm_lstm(self):
-        self.check_rnn("lstm", layer_norm=True, residual=True)
+def _sig(v):
+    return 1 / (1 + np.exp(-v))
 
 
 class LayerNormCells(unittest.TestCase):
     """The explicit-ops cells against the equations of docs/spec.md §2.3 written with numpy."""
 
-    def test_cell_matches_numpy(self):
-        torch.manual_seed(1)
-        H = 5
-        cell = nt.LayerNormGRUCell(4, H).double()
+    def cell(self, cls, seed, H=5):
+        """A cell with gains in [0.5, 1.5], inputs x (3, 4), h (3, H), and its gi, gh by numpy."""
+        torch.manual_seed(seed)
+        cell = cls(4, H).double()
         with torch.no_grad():
             cell.ln_weight_ih.uniform_(0.5, 1.5)
             cell.ln_weight_hh.uniform_(0.5, 1.5)
@@ -132,37 +124,25 @@ class LayerNormCells(unittest.TestCase):
         p = {k: v.detach().numpy() for k, v in cell.named_parameters()}
 
         def ln(a, g, b):
-            blk = a.reshape(a.shape[0], 3, H)
+            blk = a.reshape(a.shape[0], cls.G, H)
             blk = (blk - blk.mean(-1, keepdims=True)) / np.sqrt(blk.var(-1, keepdims=True) + 1e-5)
             return blk.reshape(a.shape) * g + b
-        sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
-        gi = ln(x.numpy() @ p["weight_ih"].T, p["ln_weight_ih"], p["bias_ih"])
-        gh = ln(h.numpy() @ p["weight_hh"].T, p["ln_weight_hh"], p["bias_hh"])
-        r, z = sig(gi[:, :H] + gh[:, :H]), sig(gi[:, H:2 * H] + gh[:, H:2 * H])
+        return cell, x, h, (ln(x.numpy() @ p["weight_ih"].T, p["ln_weight_ih"], p["bias_ih"]),
+                            ln(h.numpy() @ p["weight_hh"].T, p["ln_weight_hh"], p["bias_hh"]))
+
+    def test_cell_matches_numpy(self):
+        (cell, x, h, (gi, gh)), H = self.cell(nt.LayerNormGRUCell, 1), 5
+        r, z = _sig(gi[:, :H] + gh[:, :H]), _sig(gi[:, H:2 * H] + gh[:, H:2 * H])
         n = np.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
         np.testing.assert_allclose(cell(x, h).detach().numpy(), (1 - z) * n + z * h.numpy(), rtol=1e-12)
 
     def test_lstm_cell_matches_numpy(self):
-        torch.manual_seed(2)
-        H = 5
-        cell = nt.LayerNormLSTMCell(4, H).double()
-        with torch.no_grad():
-            cell.ln_weight_ih.uniform_(0.5, 1.5)
-            cell.ln_weight_hh.uniform_(0.5, 1.5)
-        x, h, c = torch.randn(3, 4), torch.randn(3, H), torch.randn(3, H)
-        p = {k: v.detach().numpy() for k, v in cell.named_parameters()}
-
-        def ln(a, g, b):
-            blk = a.reshape(a.shape[0], 4, H)
-            blk = (blk - blk.mean(-1, keepdims=True)) / np.sqrt(blk.var(-1, keepdims=True) + 1e-5)
-            return blk.reshape(a.shape) * g + b
-        sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
-        a = (ln(x.numpy() @ p["weight_ih"].T, p["ln_weight_ih"], p["bias_ih"])
-             + ln(h.numpy() @ p["weight_hh"].T, p["ln_weight_hh"], p["bias_hh"]))
-        c_new = sig(a[:, H:2 * H]) * c.numpy() + sig(a[:, :H]) * np.tanh(a[:, 2 * H:3 * H])
+        (cell, x, h, (gi, gh)), H = self.cell(nt.LayerNormLSTMCell, 2), 5
+        a, c = gi + gh, torch.randn(3, H)
+        c_new = _sig(a[:, H:2 * H]) * c.numpy() + _sig(a[:, :H]) * np.tanh(a[:, 2 * H:3 * H])
         h_new, c_got = cell(x, (h, c))
         np.testing.assert_allclose(c_got.detach().numpy(), c_new, rtol=1e-12)
-        np.testing.assert_allclose(h_new.detach().numpy(), sig(a[:, 3 * H:]) * np.tanh(c_new), rtol=1e-12)
+        np.testing.assert_allclose(h_new.detach().numpy(), _sig(a[:, 3 * H:]) * np.tanh(c_new), rtol=1e-12)
 
     def test_names(self):
         for cell in ("gru", "lstm"):
@@ -260,9 +240,21 @@ MODEL_VARIANTS = {
                                         decoder={"cell": "lstm", "num_layers": 2},
                                         attention={"local": "local-p", "window": 1}),
     "luong_local_m_last": _model_config(decoder={"bridge": "last"}, attention={"local": "local-m", "window": 1}),
+    "bahdanau_monotonic": _model_config(decoder={"kind": "bahdanau", "input_feeding": False},
+                                        attention={"score": "additive", "monotonic": True, "monotonic_noise": 0.5}),
+    "luong_monotonic": _model_config(attention={"monotonic": True, "scale": "learned", "monotonic_bias_init": 0.5}),
 }
 SRC = [[4, 5, 6, 7, 8], [9, 10], [11, 4, 6]]
 TGT = [[5, 6, 7], [8, 9, 10, 11, 12], [4]]
+
+
+def replay(m, ids, y, hard=True):  # (Σ log p of y + </s>, attention rows) by the step API, one sentence
+    enc = m.encode(torch.tensor([ids]).reshape(1, len(ids)), [len(ids)])
+    state, total, rows = m.init_state(enc), 0.0, []
+    for prev, nxt in zip([2] + y, y + [3]):
+        lp, a, state = m.step(torch.tensor([prev]), enc, state, hard)
+        total, rows = total + lp[0, nxt], rows + [a[0]]
+    return total, torch.stack(rows)
 
 
 class Models(unittest.TestCase):
@@ -284,12 +276,18 @@ class Models(unittest.TestCase):
         self.assertEqual(tuple(sd["decoder.rnn.weight_ih_l0"].shape), (15, 6 + 5))  # [e ; s~_{t-1}]
         self.assertEqual(tuple(sd["attention.key.weight"].shape), (5, 8))
         self.assertNotIn("decoder.combine.weight", self.model("bahdanau").state_dict())
+        self.assertEqual(self.model("luong_monotonic").state_dict()["attention.monotonic_bias"].tolist(), [0.5])
+        self.assertNotIn("monotonic", nt.config_json(MODEL_VARIANTS["luong_general_feed"]))  # written when on
 
     def test_config_errors(self):
         for bad in [_model_config(attention={"score": "dot"}), _model_config(decoder={"deep_output": True}),
                     _model_config(colour="red"), _model_config(encoder={"bidirectional": False},
                                                                decoder={"kind": "bahdanau", "input_feeding": False,
-                                                                        "bridge": "backward-first"})]:
+                                                                        "bridge": "backward-first"})] + [
+                _model_config(attention=dict(bad, monotonic=True)) for bad in  # monotonic: global, no coverage
+                ({"local": "local-m"}, {"local": "local-p"}, {"score": "additive", "coverage": True},
+                 {"monotonic_noise": -1.0}, {"monotonic_bias_init": float("inf")})] + [
+                _model_config(attention={"monotonic": True}, copy_attention=True)]:
             with self.assertRaises(ValueError):
                 nt.Seq2Seq(bad)
 
@@ -313,7 +311,7 @@ class Models(unittest.TestCase):
                 state = m.init_state(enc)
                 total = torch.zeros(len(SRC), dtype=torch.float64)
                 for t in range(batch.tgt_in.shape[1]):
-                    lp, _, state = m.step(batch.tgt_in[:, t], enc, state)
+                    lp, _, state = m.step(batch.tgt_in[:, t], enc, state, hard=False)
                     y = batch.tgt_out[:, t]
                     total += lp.gather(1, y[:, None]).squeeze(1).masked_fill(y == 0, 0.0)
                 torch.testing.assert_close(total, nt.score(m, batch))
@@ -338,8 +336,10 @@ class Models(unittest.TestCase):
                         y = h["tokens"][:-1] if h["finished"] else h["tokens"]
                         self.assertNotIn(0, h["tokens"])  # <pad> and <s> are never emitted
                         self.assertNotIn(2, h["tokens"])
-                        if h["finished"]:  # log_prob = forced-decoding score
-                            self.assertAlmostEqual(h["log_prob"], float(nt.score(m, [ids], [y])[0]), places=9)
+                        if h["finished"]:  # log_prob = forced-decoding score (monotonic: hard, as decoding)
+                            lp, rows = replay(m, ids, y) if m.attention.monotonic else (nt.score(m, [ids], [y])[0], ())
+                            self.assertAlmostEqual(h["log_prob"], float(lp), places=9)
+                            self.assertTrue(not len(rows) or torch.equal(h["attention"], rows[:, :len(ids)]))
                         self.assertAlmostEqual(h["score"], h["log_prob"] / nt.length_penalty(len(h["tokens"]), 0.6),
                                                places=12)
 
@@ -431,6 +431,48 @@ class Models(unittest.TestCase):
                 ck, _ = nt.load_model(q)
                 for k, v in back.state_dict().items():
                     self.assertTrue(torch.equal(v, ck.state_dict()[k]), k)
+
+
+class Monotonic(unittest.TestCase):
+    def test_hard_choice_by_hand(self):  # dot: e_j = q · h_j; r = -1: e + r = (-0.5, 2, -3, 0.5, 3)
+        att, enc = nt.Attention("dot", 1, 1, monotonic=True), torch.tensor([0.5, 3, -2, 1.5, 4]).reshape(1, 5, 1)
+        prev = torch.eye(5)[[0, 2, 4, 0]] * torch.tensor([[1.0], [1], [1], [0]])  # 2: from 4 >= S_b; 3: ran off
+        ctx, a = att(torch.ones(4, 1), enc.repeat(4, 1, 1), enc.repeat(4, 1, 1), [5, 5, 4, 5], prev=prev, hard=True)
+        self.assertEqual((a.tolist(), ctx[:, 0].tolist()),
+                         ([[0, 1, 0, 0, 0], [0, 0, 0, 1, 0], [0] * 5, [0] * 5], [3.0, 1.5, 0.0, 0.0]))
+
+    def test_hard_decoding_is_the_expected_alignment_when_p_is_0_or_1(self):
+        for m in (Models.model(self, name) for name in ("bahdanau_monotonic", "luong_monotonic")):
+            with torch.no_grad():  # |e_j + r| >> 40: p = σ(·) is 0 or 1 (to 1e-17)
+                (m.attention.v if hasattr(m.attention, "v") else m.attention.key).weight.mul_(1e6)
+            for ids, r in zip(SRC, nt.greedy(m, SRC)):
+                y = r["tokens"][:-1] if r["finished"] else r["tokens"]
+                (lp, rows), (hard_lp, _) = replay(m, ids, y, hard=False), replay(m, ids, y)
+                torch.testing.assert_close(rows[:len(r["tokens"]), :len(ids)], r["attention"], atol=1e-12, rtol=0)
+                self.assertAlmostEqual(float(lp), float(hard_lp), places=9)
+
+    def test_gradients_flow_through_prev(self):  # luong without input feeding: α_0 reaches α_1 only as prev
+        m = nt.Seq2Seq(_model_config(decoder={"input_feeding": False}, attention={"monotonic": True}))
+        enc = m.encode(torch.tensor([[4, 5, 6]]), [3])
+        _, a0, state = m.step(torch.tensor([2]), enc, m.init_state(enc), hard=False)
+        _, a1, _ = m.step(torch.tensor([5]), enc, state, hard=False)
+        self.assertGreater(float(torch.autograd.grad(a1[0, 2], a0)[0].abs().sum()), 0.0)
+
+    def test_recursive_equals_parallel_noise_and_gradients(self):
+        m, batch = Models.model(self, "bahdanau_monotonic").train(), nt.make_batch(SRC, TGT)
+        mod, noise, grads = sys.modules[nt.Attention.__module__], {"monotonic_noise": 0.5 * torch.randn(3, 6, 5)}, []
+        self.addCleanup(setattr, mod, "monotonic_alignment", nt.monotonic_alignment)
+        for mod.monotonic_alignment in (nt.monotonic_alignment, nt.monotonic_alignment_parallel):
+            logits, alphas = m(batch.src, batch.src_lengths, batch.tgt_in, masks=noise)
+            m.zero_grad()
+            (logits.logsumexp(-1).sum() + alphas.pow(2).sum()).backward()
+            grads.append({k: p.grad.clone() for k, p in m.named_parameters()})
+        for k, g in grads[0].items():  # finite, equal, and r has one
+            self.assertTrue(bool(torch.isfinite(g).all()) and (k != "attention.monotonic_bias" or float(g) != 0), k)
+            torch.testing.assert_close(g, grads[1][k], atol=1e-10, rtol=1e-8)
+        plain, _ = m.eval()(batch.src, batch.src_lengths, batch.tgt_in, masks=noise)  # eval: no noise
+        drawn, _ = m.train()(batch.src, batch.src_lengths, batch.tgt_in)  # σ = 0.5, drawn
+        self.assertFalse(torch.allclose(drawn, plain) or torch.allclose(logits, plain))
 
 
 class GuidedAlignment(unittest.TestCase):
