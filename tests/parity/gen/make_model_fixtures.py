@@ -4,7 +4,8 @@
 For every case (a nazar model config: Bahdanau GRU, deep output + tied embeddings, LSTM; Luong
 dot, general with and without input feeding, concat, local-m, local-p, LSTM; two ablations;
 scheduled sampling; coverage attention, Bahdanau and Luong concat, whose training step adds the
-coverage loss with the weight in metadata coverage_loss_weight):
+coverage loss with the weight in metadata coverage_loss_weight; monotonic attention, Bahdanau
+additive and Luong general, whose decoding attends hard):
   model_<case>.safetensors          a nazar model file written by python/nazar_torch.py's
                                     save_model (seeded PyTorch init, float32; word tokenizers and
                                     vocabularies "s4".. / "t4".. in the metadata, so `nazar score`
@@ -35,9 +36,10 @@ coverage loss with the weight in metadata coverage_loss_weight):
    params / outputs / grads (comma-separated), generator.
 Guards, so float32 nazar cannot take another branch than float64 PyTorch: every greedy step's
 best log-probability beats the second by >= 1e-4, every beam decision (last kept vs first
-dropped candidate, neighbours in the n-best ranking) has a gap >= 1e-4, and every local-p
-p_t + 0.5 is >= 1e-3 away from an integer; a case whose seed violates them moves to the next
-seed (deterministically).
+dropped candidate, neighbours in the n-best ranking) has a gap >= 1e-4, every local-p
+p_t + 0.5 is >= 1e-3 away from an integer, and every hard decision of monotonic attention while
+decoding (greedy and beam search) examines only positions with |e_j + r| >= 1e-3; a case whose
+seed violates them moves to the next seed (deterministically).
 
   /usr/bin/python3 tests/parity/gen/make_model_fixtures.py                 # rewrite tests/parity/fixtures
   /usr/bin/python3 tests/parity/gen/make_model_fixtures.py --out DIR       # write elsewhere (CTest: build dir)
@@ -156,6 +158,19 @@ CASES = {
     "empty_source": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "luong", "hidden_size": 5},
                       "attention": {"score": "general", "local": "local-p", "window": 1}},
                      0.0, (4, 0, 2), (3, 2, 4)),
+    # monotonic attention (r drawn around monotonic_bias_init, noise 0 so that the training step is
+    # deterministic): Bahdanau GRU with the additive score (query s_{t-1}, before the RNN step), and
+    # Luong general with a learned scale and input feeding (query s_t, after it); an empty source
+    # sentence in the second (α_{-1} = 0: every step attends to nothing)
+    "bahdanau_monotonic": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "bahdanau", "hidden_size": 5},
+                            "attention": {"score": "additive", "attention_size": 3, "monotonic": True,
+                                          "monotonic_bias_init": 0.125, "monotonic_noise": 0.0}},
+                           0.0, (9, 5, 3), (4, 6, 2)),
+    "luong_general_monotonic": ({"encoder": {"hidden_size": 4},
+                                 "decoder": {"kind": "luong", "hidden_size": 5, "input_feeding": True},
+                                 "attention": {"score": "general", "scale": "learned", "monotonic": True,
+                                               "monotonic_bias_init": 0.25, "monotonic_noise": 0.0}},
+                                0.1, (6, 0, 4), (5, 3, 6)),
 }
 SAMPLING = {"bahdanau_sampled": 1.0}  # case -> scheduled sampling probability of the training step
 # case -> (dropout p, per_sequence): the training step runs with explicit masks at every dropout
@@ -163,7 +178,7 @@ SAMPLING = {"bahdanau_sampled": 1.0}  # case -> scheduled sampling probability o
 DROPOUT = {"bahdanau_dropout": (0.3, False), "luong_dropout": (0.4, True), "luong_feed_dropout": (0.25, False)}
 # case -> coverage_loss_weight of the training step (its train_loss and grads include the loss)
 COVERAGE_LOSS = {"bahdanau_coverage": 0.7, "luong_concat_coverage": 0.4}
-GREEDY_MARGIN, POSITION_MARGIN = 1e-4, 1e-3
+GREEDY_MARGIN, POSITION_MARGIN, MONOTONIC_MARGIN = 1e-4, 1e-3, 1e-3
 BEAM = {"beam_size": 3, "n_best": 2, "alpha": 0.6, "beta": 0.2}
 
 
@@ -200,18 +215,47 @@ def check_positions(model):
 
 
 def check_greedy_margins(model, src, results):
+    """Replays each greedy result with the step API (decoding's: monotonic attention attends hard,
+    as the search did; for the other models the same as forced decoding)."""
     import torch
+    sp = model.config["special_ids"]
     for ids, r in zip(src, results):
         if not r["tokens"]:
             continue
-        b = nt.make_batch([ids], [r["tokens"][:-1] if r["finished"] else r["tokens"]], model.config["special_ids"])
-        logits, _ = model(b.src, b.src_lengths, b.tgt_in)
-        lp = torch.log_softmax(logits[0, :len(r["tokens"])], -1).detach().clone()
-        sp = model.config["special_ids"]
+        with torch.no_grad():
+            enc = model.encode(torch.tensor([ids], dtype=torch.int64).reshape(1, len(ids)), [len(ids)])
+            state, rows = model.init_state(enc), []
+            for y in [sp["bos"]] + r["tokens"][:-1]:
+                lp, _, state = model.step(torch.tensor([y]), enc, state)
+                rows.append(lp[0])
+        lp = torch.stack(rows).clone()
         lp[:, [sp["pad"], sp["bos"]]] = -math.inf  # the search's choice is among the other tokens
         top = lp.topk(2, -1).values
         if float((top[:, 0] - top[:, 1]).min()) < GREEDY_MARGIN:
             raise Guard("greedy step with a near tie")
+
+
+def check_monotonic_decoding(lengths, greedy, beams):
+    """Monotonic attention's hard alignments must take every branch: over the greedy and beam
+    results of the non-empty sentences, a step moves on (one in greedy decoding after its first
+    step, from one position to another), one skips a
+    position (p < 1/2 there), one stays where the previous one stopped, and one runs off the end
+    (the rest attend to nothing)."""
+    greedy_moves = skips = stays = off = 0
+    rows = [(r["attention"], n, True) for r, n in zip(greedy, lengths)]
+    rows += [(h["attention"], n, False) for hs, n in zip(beams, lengths) for h in hs]
+    for a, n, is_greedy in rows:
+        where = 0  # α_{-1} = one-hot at 0
+        for t, row in enumerate(a.tolist() if n > 0 else []):
+            now = row.index(1.0) if 1.0 in row else -1
+            off += now == -1 and where != -1
+            greedy_moves += is_greedy and t > 0 and now > where >= 0
+            skips += now > where + 1
+            stays += now == where != -1
+            where = now
+    if greedy_moves < 1 or skips < 1 or stays < 1 or off < 1:
+        raise Guard(f"monotonic decoding too plain: {greedy_moves} greedy moves, {skips} skips, {stays} stays, "
+                    f"{off} runs off the end")
 
 
 def dropout_masks(cfg, batch, p, per_sequence, seed):
@@ -259,13 +303,15 @@ def decoded_tensors(greedy, beams, S):
     return t
 
 
-def build_case(name, seed):
+def new_model(cfg, seed):
+    """PyTorch's init (float32), then a sharper output layer with a head start for </s>, so greedy
+    decoding both finishes and runs to the limit; the parameters nazar starts at a constant drawn
+    at random (coverage w_c, layer-norm gains, monotonic r around its init, with scores 3 times as
+    large so that p = σ(e + r) is far from 1/2 and the alignments are neither uniform nor one-hot)."""
     import torch
-    cfg = config_of(name)
-    smoothing, src_len, tgt_len = CASES[name][1:]
     torch.manual_seed(seed)
-    model = nt.Seq2Seq(cfg)  # PyTorch's init (float32), then a sharper output layer with a
-    with torch.no_grad():    # head start for </s>, so greedy decoding both finishes and runs to the limit
+    model = nt.Seq2Seq(cfg)
+    with torch.no_grad():
         if not cfg["tie_target_embeddings"]:
             model.generator.weight.mul_(3.0)
         model.generator.bias[cfg["special_ids"]["eos"]] += 0.5
@@ -276,6 +322,20 @@ def build_case(name, seed):
         for k, p in model.named_parameters():
             if ".ln_weight_" in k:
                 p.copy_(torch.rand(p.shape, generator=w) + 0.5)
+        if cfg["attention"]["monotonic"]:
+            w = torch.Generator().manual_seed(seed + 5000)
+            model.attention.monotonic_bias.add_(torch.rand(1, generator=w) - 0.5)
+            att = model.attention
+            if hasattr(att, "v") or hasattr(att, "key"):
+                (att.v if hasattr(att, "v") else att.key).weight.mul_(3.0)
+    return model
+
+
+def build_case(name, seed):
+    import torch
+    cfg = config_of(name)
+    smoothing, src_len, tgt_len = CASES[name][1:]
+    model = new_model(cfg, seed)
     g = torch.Generator().manual_seed(seed + 1000)
     draw = lambda n, V: torch.randint(4, V, (n,), generator=g).tolist()  # noqa: E731  no specials inside
     src = [draw(n, cfg["src_vocab_size"]) for n in src_len]
@@ -298,13 +358,19 @@ def build_case(name, seed):
             raise Guard("scheduled-sampling argmax with a near tie")
         (total / tokens).backward()
         ref.eval()
+        ref.attention.margins = []  # monotonic attention's hard decisions: min |e_j + r| examined
         greedy = nt.greedy(ref, src)
         check_greedy_margins(ref, src, greedy)
         margins = []
         beams = nt.beam_search(ref, src, **BEAM, margins=margins)
         if margins and min(margins) < GREEDY_MARGIN:
             raise Guard(f"beam search decision with a near tie ({min(margins):.2g})")
+        if ref.attention.margins and min(ref.attention.margins) < MONOTONIC_MARGIN:
+            raise Guard(f"monotonic attention: e_j + r too close to 0 ({min(ref.attention.margins):.2g})")
+        if cfg["attention"]["monotonic"]:
+            check_monotonic_decoding(src_len, greedy, beams)
     finally:
+        ref.attention.margins = None
         if hook is not None:
             hook.remove()
 
