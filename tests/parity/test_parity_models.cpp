@@ -3,7 +3,9 @@
 // Per case (Bahdanau GRU; Bahdanau deep output + tied embeddings + 2 decoder layers; Bahdanau
 // LSTM with a mean bridge; Luong dot, general, general + input feeding + 1/sqrt(C) scale, concat,
 // local-m, local-p; LSTM encoder and decoder; two docs/spec.md §6 ablations; scheduled sampling; an
-// empty source sentence; coverage attention with the coverage loss, Bahdanau and Luong concat) the
+// empty source sentence; coverage attention with the coverage loss, Bahdanau and Luong concat;
+// monotonic attention, Bahdanau additive and Luong general with a learned scale, whose loss,
+// scores and gradients use the expected alignment and whose decoding attends hard) the
 // fixture pair is a nazar model file WRITTEN BY PYTORCH (python/nazar_torch.py save_model) and the
 // float64 values nazar_torch.py computes from it. nazar must:
 //   (a) load it and give the same per-sentence log-probabilities (TrainPass::score, forced
@@ -74,7 +76,9 @@ const char* const kCases[] = {"bahdanau_gru",
                               "bahdanau_layer_norm",
                               "luong_layer_norm_feed",
                               "luong_lstm_layer_norm",
-                              "bahdanau_residual"};
+                              "bahdanau_residual",
+                              "bahdanau_monotonic",
+                              "luong_general_monotonic"};
 
 // A decoded result's attention (n, S_b) into the top-left corner of a zeroed (n_max, S) block.
 void place_attention(const Tensor& attention, TensorView out) {
@@ -354,6 +358,15 @@ TEST(ParityModels, BahdanauCoverage) {
 }
 TEST(ParityModels, LuongConcatCoverage) {
     check_model("luong_concat_coverage");
+}
+// monotonic attention (r random around monotonic_bias_init, noise 0): teacher forcing with the
+// expected alignment carried from step to step, greedy and beam search with hard attention (one
+// position or none; the generator keeps every examined |e_j + r| >= 1e-3)
+TEST(ParityModels, BahdanauMonotonic) {
+    check_model("bahdanau_monotonic");
+}
+TEST(ParityModels, LuongGeneralMonotonic) {  // learned scale, input feeding, an empty sentence
+    check_model("luong_general_monotonic");
 }
 
 // ---- export for check_model_files.py (parity.model_files_cli); skipped in a plain ctest run ----
