@@ -39,7 +39,8 @@ best log-probability beats the second by >= 1e-4, every beam decision (last kept
 dropped candidate, neighbours in the n-best ranking) has a gap >= 1e-4, every local-p
 p_t + 0.5 is >= 1e-3 away from an integer, and every hard decision of monotonic attention while
 decoding (greedy and beam search) examines only positions with |e_j + r| >= 1e-3; a case whose
-seed violates them moves to the next seed (deterministically).
+seed violates them moves to the next seed (deterministically), as does a monotonic case whose
+hard alignments do not move on, skip, stay and run off the end somewhere (check_monotonic_decoding).
 
   /usr/bin/python3 tests/parity/gen/make_model_fixtures.py                 # rewrite tests/parity/fixtures
   /usr/bin/python3 tests/parity/gen/make_model_fixtures.py --out DIR       # write elsewhere (CTest: build dir)
@@ -237,10 +238,9 @@ def check_greedy_margins(model, src, results):
 
 def check_monotonic_decoding(lengths, greedy, beams):
     """Monotonic attention's hard alignments must take every branch: over the greedy and beam
-    results of the non-empty sentences, a step moves on (one in greedy decoding after its first
-    step, from one position to another), one skips a
-    position (p < 1/2 there), one stays where the previous one stopped, and one runs off the end
-    (the rest attend to nothing)."""
+    results of the non-empty sentences, a greedy step after the first moves from one position to
+    a later one, a step skips a position (p < 1/2 there), one stays where the previous one
+    stopped, and one runs off the end (the rest attend to nothing)."""
     greedy_moves = skips = stays = off = 0
     rows = [(r["attention"], n, True) for r, n in zip(greedy, lengths)]
     rows += [(h["attention"], n, False) for hs, n in zip(beams, lengths) for h in hs]
