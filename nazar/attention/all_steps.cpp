@@ -28,7 +28,7 @@ namespace {
 attn::StepsSizes steps_sizes(const Attention& att, const char* what, ConstTensorView queries,
                              const AttentionKeys& keys, ConstTensorView enc_out,
                              std::span<const int> lengths, size_t n_caches) {
-    NZ_CHECK(att.can_batch_steps(), "attention {} needs dot/general, got {}", what,
+    NZ_CHECK(att.can_batch_steps(), "attention {} needs dot/general (not monotonic), got {}", what,
              describe(att.cfg));
     NZ_CHECK(queries.ndim() == 3, "attention {}: queries must be (T, B, H), got {}", what,
              queries.shape().str());
@@ -67,7 +67,8 @@ void attn::store_step(ConstTensorView raw, ConstTensorView probs, ConstTensorVie
 }
 
 bool Attention::can_batch_steps() const {
-    return cfg.score == ScoreKind::dot || cfg.score == ScoreKind::general;
+    // monotonic: step t's weights read α_{t−1}, a recurrence over the steps
+    return (cfg.score == ScoreKind::dot || cfg.score == ScoreKind::general) && !cfg.monotonic;
 }
 
 void Attention::forward_steps(ConstTensorView queries, const AttentionKeys& keys,

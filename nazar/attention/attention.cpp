@@ -10,12 +10,14 @@
 #include "nazar/attention/internal.h"
 #include "nazar/attention/local.h"
 #include "nazar/attention/luong.h"
+#include "nazar/attention/monotonic.h"
 #include "nazar/attention/row_equations.h"
 #include "nazar/attention/vec.h"
 #include "nazar/core/blas.h"
 #include "nazar/core/kernels.h"
 #include "nazar/core/threads.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace nazar {
@@ -53,13 +55,17 @@ Attention::Attention(AttentionConfig c, Rng& rng, ParamMode mode) : cfg(c) {
     }
     // w_c starts at 0 (no draw below): a coverage model starts as the plain one of the same seed
     if (cfg.coverage) params.w_c = make_param({1, A}, mode);
+    if (cfg.monotonic) params.r = make_param({1}, mode);
     if (mode == ParamMode::inference) {  // values from the model file; no gradients
         grad.visit([](const std::string&, Tensor& t) { t = Tensor(Shape{0}); });
         return;
     }
     if (cfg.scale == ScaleMode::learned) params.scale[0] = 1.0f / std::sqrt(float(C));
+    if (cfg.monotonic) params.r[0] = cfg.monotonic_bias_init;
     params.visit([&](const std::string& name, Tensor& t) {
-        if (t.numel() > 0 && name != "scale" && name != "coverage.weight") init_linear(t, rng);
+        if (t.numel() > 0 && name != "scale" && name != "coverage.weight" &&
+            name != "monotonic_bias")
+            init_linear(t, rng);
     });
     grad = params;
     grad.visit([](const std::string&, Tensor& t) { t.zero(); });
@@ -204,11 +210,18 @@ void prepare_backward(const Attention& att, attn::StepScratch& sc, const Attenti
     }
     sc.d_scale.resize({B}, true);
     sc.d_position.resize({B}, true);
+    const AttentionExtraGrad* x = att.extra;
+    if (cfg.monotonic) {
+        NZ_CHECK(!cache.hard, "attention: hard monotonic decoding has no backward");
+        NZ_CHECK_SHAPE(cache.previous, {B, S});
+        if (x != nullptr && x->d_previous.numel() > 0) NZ_CHECK_SHAPE(x->d_previous, {B, S});
+        sc.d_bias.resize({B}, true);
+        sc.reach.resize({B, W}, false);
+    }
     if (cache.drop_mask.numel() > 0) {
         NZ_CHECK_SHAPE(cache.drop_mask, {B, S});
         NZ_CHECK_SHAPE(cache.dropped, {B, W});
     }
-    const AttentionExtraGrad* x = att.extra;
     if (x != nullptr && x->d_weights.numel() > 0) NZ_CHECK_SHAPE(x->d_weights, {B, S});
     if (cfg.coverage) {
         NZ_CHECK_SHAPE(cache.coverage, {B, S});
@@ -253,6 +266,31 @@ void score_row_backward(Attention& att, attn::StepScratch& sc, ConstTensorView q
                                        att.score_scale(), d_query.data() + int64_t{b} * H, dkb);
     }
 }
+// forward's optional inputs by source position (B, S): the dropout mask, cov_t, and monotonic
+// attention's α_{t−1} and noise.
+void check_step_inputs(const Attention& att, const AttentionStepCache& cache, int B, int S) {
+    if (cache.drop_mask.numel() > 0) NZ_CHECK_SHAPE(cache.drop_mask, {B, S});
+    if (att.cfg.coverage) NZ_CHECK_SHAPE(cache.coverage, {B, S});
+    if (att.cfg.monotonic) {
+        NZ_CHECK_SHAPE(cache.previous, {B, S});
+        if (cache.noise.numel() > 0) NZ_CHECK_SHAPE(cache.noise, {B, S});
+    }
+}
+
+// Monotonic attention's weights of row b (global: the window is [0, n = S_b)) from its scores e
+// in pr (p on return): the expected alignment, or the hard choice when decoding (monotonic.h).
+void monotonic_weights(const Attention& att, const AttentionStepCache& cache, int64_t b, int n,
+                       int W, int S, float* pr, float* wt) {
+    const float r = att.params.r[0];
+    const float* prev = cache.previous.data() + b * S;
+    if (cache.hard)
+        attn::hard_monotonic_row(pr, r, prev, n, wt);
+    else
+        attn::monotonic_row(pr, r, cache.noise.numel() > 0 ? cache.noise.data() + b * S : nullptr,
+                            prev, n, wt);
+    std::fill(pr + n, pr + W, 0.0f);
+    std::fill(wt + n, wt + W, 0.0f);
+}
 }  // namespace
 
 void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstTensorView enc_out,
@@ -285,13 +323,9 @@ void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstT
         cache.scores.resize({B, W}, false);
     }
     step_windows(*this, query, lengths, t, cache);
-    const bool drop = cache.drop_mask.numel() > 0;
-    if (drop) {
-        NZ_CHECK_SHAPE(cache.drop_mask, {B, S});
-        cache.dropped.resize({B, W}, false);
-    }
-    const bool coverage = cfg.coverage;
-    if (coverage) NZ_CHECK_SHAPE(cache.coverage, {B, S});
+    const bool drop = cache.drop_mask.numel() > 0, coverage = cfg.coverage;
+    check_step_inputs(*this, cache, B, S);
+    if (drop) cache.dropped.resize({B, W}, false);
 
     // forward is const and takes no scratch of the Attention's: a model shared by decoding
     // threads (models/decode_session.h) runs it from all of them at once. The fused additive
@@ -320,9 +354,12 @@ void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstT
                 attn::bilinear_scores(query.data() + b * H, kb, w.count, K, r);
                 attn::scale_scores(r, s, w.count, W, pr);
             }
-            const float p = predictive ? cache.position[b] : 0.0f;
             float* wt = cache.weights.data() + b * W;
-            attn::row_weights(predictive, p, w, W, sigma, pr, wt);
+            if (cfg.monotonic)
+                monotonic_weights(*this, cache, b, w.count, W, S, pr, wt);
+            else
+                attn::row_weights(predictive, predictive ? cache.position[b] : 0.0f, w, W, sigma,
+                                  pr, wt);
             if (drop) {  // α̃_j = α_j m_{start + j}: the context sums α̃ (not renormalised)
                 float* dr = cache.dropped.data() + b * W;
                 const float* m = cache.drop_mask.data() + b * S + w.start;
@@ -397,15 +434,26 @@ void Attention::backward(ConstTensorView d_context, ConstTensorView query,
                 for (int j = 0; j < w.count; ++j) dw[j] += x[j];
             }
             const float p = predictive ? cache.position[b] : 0.0f;
-            const float d_p =
-                attn::row_weights_backward(predictive, p, w, sigma, cache.probs.data() + b * W, dw,
-                                           predictive ? sc.d_probs.data() + b * W : nullptr, de);
-            if (predictive) sc.d_position[b] = d_p;
+            if (cfg.monotonic) {  // d α => d e, d r and d α_{t−1} (monotonic.h)
+                float* d_prev = extra != nullptr && extra->d_previous.numel() > 0
+                                    ? extra->d_previous.data() + first
+                                    : nullptr;
+                sc.d_bias[b] = attn::monotonic_row_backward(
+                    cache.probs.data() + b * W, cache.previous.data() + first, dw, w.count,
+                    sc.reach.data() + b * W, de, d_prev);
+            } else {
+                const float d_p = attn::row_weights_backward(
+                    predictive, p, w, sigma, cache.probs.data() + b * W, dw,
+                    predictive ? sc.d_probs.data() + b * W : nullptr, de);
+                if (predictive) sc.d_position[b] = d_p;
+            }
             score_row_backward(*this, sc, query, cache, static_cast<int>(b), first,
                                kdata + first * K, dkdata + first * K, d_query);
         }
     });
     if (cfg.coverage) kernels::sum_rows_into(sc.d_w_c, grad.w_c);
+    if (cfg.monotonic)
+        for (int b = 0; b < B; ++b) grad.r[0] += sc.d_bias[b];
     query_side_backward(*this, sc, query, lengths, cache, d_query, deferred);
 }
 

@@ -34,6 +34,7 @@
 //   scale learned    scale (1)
 //   local-p          position.weight W_p (P, H)   position_v.weight v_p (1, P)
 //   coverage         coverage.weight w_c (1, A)  (starts at 0: the plain score; coverage.h)
+//   monotonic        monotonic_bias r (1)  (starts at monotonic_bias_init; monotonic.h)
 // No biases (docs/spec.md has none). Shape letters: B S H C A D, P = position size d_p.
 #pragma once
 
@@ -69,6 +70,11 @@ struct AttentionConfig {
     int attention_size = 0;  // A: additive/concat hidden size (d_a); unused by dot/general
     int position_size = 0;   // P: local-p predictor size (d_p); 0 means P = H
     bool coverage = false;   // additive/concat only: cov_t in the score (coverage.h)
+    // Monotonic attention (Raffel et al. 2017; monotonic.h): global only, no coverage. The
+    // weights are the expected monotonic alignment of p = σ(e + r + ε) instead of a softmax.
+    bool monotonic = false;
+    float monotonic_bias_init = -1.0f;  // r at initialisation (the learned scalar bias)
+    float monotonic_noise = 1.0f;       // σ of the pre-sigmoid noise ε (training steps only)
 };
 
 // Strings used by the CLI and configs. parse_* throw UsageError listing the accepted names.
@@ -107,6 +113,7 @@ struct AttentionParams {
     Tensor W_p;    // (P, H)  local-p predictor                        "position.weight"
     Tensor v_p;    // (1, P)  local-p predictor                        "position_v.weight"
     Tensor w_c;    // (1, A)  coverage (additive/concat)                "coverage.weight"
+    Tensor r;      // (1)     monotonic attention's bias                 "monotonic_bias"
 
     // Absent parameters are (0)-shaped tensors (numel 0); collect_params() skips them.
     template <class F>
@@ -118,6 +125,7 @@ struct AttentionParams {
         f("position.weight", W_p);
         f("position_v.weight", v_p);
         f("coverage.weight", w_c);
+        f("monotonic_bias", r);
     }
 };
 
@@ -151,6 +159,14 @@ struct AttentionStepCache {
     // Coverage (cfg.coverage), set by the caller BEFORE forward: (B, S) cov_t = Σ_{t'<t} α_t' by
     // source position (zeros at t = 0; coverage.h advance_coverage makes the next one).
     Tensor coverage{Shape{0}};
+    // Monotonic attention (cfg.monotonic; monotonic.h), set by the caller BEFORE forward:
+    // previous (B, S) α_{t−1} by source position (t = 0: one-hot at position 0); noise (B, S)
+    // the pre-sigmoid ε by source position, or (0) = none (training steps only); hard: decoding
+    // attends to one position (the first p >= 0.5 at or after where α_{t−1} is 1), `probs`
+    // then holds p, `weights` the one-hot choice (or zeros: the step ran off the end).
+    Tensor previous{Shape{0}};
+    Tensor noise{Shape{0}};
+    bool hard = false;
 };
 
 // Extra gradients of one step's backward from every term that reads the step's α, c or cov
@@ -161,6 +177,7 @@ struct AttentionExtraGrad {
     ConstTensorView d_weights;  // (B, S)  added to d α_t by source position, or empty
     ConstTensorView d_context;  // (B, C)  added to backward's d_context, or empty
     TensorView d_coverage;      // (B, S)  += d cov_t (coverage on), or empty
+    TensorView d_previous;      // (B, S)  += d α_{t−1} (monotonic), or empty
 };
 
 // The query side's pre-activation gradients of one step, for callers that batch the query-side

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace nazar {
 
@@ -78,7 +79,9 @@ const char* to_string(LocalMode m) {
 }
 
 void apply_attention_name(std::string_view name, AttentionConfig& cfg) {
-    if (name == "local-m" || name == "local-p" || name == "global") {
+    if (name == "monotonic") {
+        cfg.monotonic = true;
+    } else if (name == "local-m" || name == "local-p" || name == "global") {
         cfg.local = parse_local_mode(name);
     } else if (name == "scaled-dot" || name == "scaled-general") {
         cfg.score = parse_score_kind(name.substr(7));
@@ -89,13 +92,14 @@ void apply_attention_name(std::string_view name, AttentionConfig& cfg) {
     } else {
         throw UsageError(fmt::format(
             "unknown attention '{}' (expected bahdanau, dot, general, concat, scaled-dot, "
-            "scaled-general, global, local-m or local-p)",
+            "scaled-general, global, local-m, local-p or monotonic)",
             name));
     }
 }
 
 std::string describe(const AttentionConfig& cfg) {
     std::string s;
+    if (cfg.monotonic) s += "monotonic ";
     if (cfg.local != LocalMode::global) s += fmt::format("{} ", to_string(cfg.local));
     if (cfg.scale != ScaleMode::none) s += fmt::format("scaled({}) ", to_string(cfg.scale));
     s += to_string(cfg.score);
@@ -133,6 +137,17 @@ void validate(const AttentionConfig& cfg) {
                 "coverage needs an additive or concat attention score (it enters the score's "
                 "hidden layer as w_c cov), got '{}'; use attention: additive or concat",
                 to_string(cfg.score));
+    usage_check(!cfg.monotonic || cfg.local == LocalMode::global,
+                "monotonic attention reads the whole source left to right: it needs global "
+                "attention, got {}",
+                to_string(cfg.local));
+    usage_check(!cfg.monotonic || !cfg.coverage,
+                "monotonic attention and coverage cannot be combined (each carries its own "
+                "state from step to step); choose one");
+    usage_check(!cfg.monotonic || (std::isfinite(cfg.monotonic_bias_init) &&
+                                   std::isfinite(cfg.monotonic_noise) && cfg.monotonic_noise >= 0),
+                "monotonic attention: bias init must be finite and noise >= 0, got {} and {}",
+                cfg.monotonic_bias_init, cfg.monotonic_noise);
     usage_check(cfg.position_size >= 0, "local-p position size must be >= 0 (0 = H), got {}",
                 cfg.position_size);
 }
@@ -164,6 +179,10 @@ AttentionCost attention_cost(const AttentionConfig& cfg, int S) {
     if (cfg.coverage) {  // u + w_c cov_i per scored position; w_c (A)
         c.scores += n * A;
         c.params += A;
+    }
+    if (cfg.monotonic) {  // + r, sigmoid and the recurrence per scored position; r (1)
+        c.scores += 3 * n;
+        c.params += 1;
     }
     if (cfg.local == LocalMode::predictive) {
         c.query += P * H + P;

@@ -49,6 +49,8 @@ struct StepScratch {      // Attention::backward: one decoder step, B rows
     Tensor cov_d_pre;     // (B, A)  coverage: per-row d pre_j
     Tensor d_w_c;         // (B, A)  coverage: per-row d w_c, summed in a fixed order
     Tensor d_context;     // (B, C)  d c plus Attention::extra->d_context (copy attention)
+    Tensor d_bias;        // (B)     monotonic: per-row d r, summed in a fixed order
+    Tensor reach;         // (B, W)  monotonic: q_j, the probability to reach j (recomputed)
 };
 
 struct ForwardStepsScratch {        // Attention::forward_steps: all T steps

@@ -1,6 +1,8 @@
 // Double-precision oracle for every attention variant, forward and backward (see naive.h).
 #include "nazar/attention/naive.h"
 
+#include "nazar/attention/naive_monotonic.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -62,7 +64,7 @@ double score(const Attention& att, const float* q, const float* h) {
 // Gradients in double, indexed like the float tensors they end up in.
 struct Grads {
     Vec q, h, W_q, W_k, v_a, W_p, v_p;
-    double scale = 0;
+    double scale = 0, r = 0;
 };
 
 // d e of one score into d q (H), d h (C) and the score's parameters.
@@ -116,7 +118,46 @@ struct Row {
     Vec pr, g, alpha;     // (S) by source position: softmax, Gaussian (1 without), α
 };
 
-Row row_forward(const Attention& att, const float* q, const float* h, int Sb, int S, int t) {
+Row row_forward(const Attention& att, const float* q, const float* h, int Sb, int S, int t,
+                const MonotonicStep* mono, int b);
+
+// Monotonic (monotonic.h): p_i = σ(e_i + r + ε_i) in pr, α from α_{t−1} (the oracle's recursion,
+// or the hard choice)
+Row monotonic_row_forward(const Attention& att, const float* q, const float* h, int Sb, int S,
+                          const MonotonicStep& mono, int b) {
+    NZ_CHECK(mono.previous.ndim() == 2 && mono.previous.dim(1) == S,
+             "naive monotonic: previous weights {} for S = {}", mono.previous.shape().str(), S);
+    Row row;
+    row.hi = Sb - 1;
+    row.pr.assign(S, 0.0);
+    row.g.assign(S, 1.0);
+    row.alpha.assign(S, 0.0);
+    Vec p(Sb), prev(Sb);
+    int from = -1;
+    for (int i = 0; i < Sb; ++i) {
+        const double noise = mono.noise.numel() > 0 ? mono.noise.at(b, i) : 0.0;
+        const double x = score(att, q, h + static_cast<int64_t>(i) * att.cfg.context_size) +
+                         att.params.r[0] + noise;
+        p[i] = row.pr[i] = 1 / (1 + std::exp(-x));
+        prev[i] = mono.previous.at(b, i);
+        if (prev[i] > (from < 0 ? 0.0 : prev[from])) from = i;
+    }
+    if (mono.hard) {
+        const int stop = from < 0 ? -1 : hard_stop(p, from);
+        if (stop >= 0) row.alpha[stop] = 1;
+        return row;
+    }
+    const Vec alpha = monotonic_alignment(p, prev);
+    std::copy(alpha.begin(), alpha.end(), row.alpha.begin());
+    return row;
+}
+
+Row row_forward(const Attention& att, const float* q, const float* h, int Sb, int S, int t,
+                const MonotonicStep* mono, int b) {
+    if (att.cfg.monotonic) {
+        NZ_CHECK(mono != nullptr, "naive attention: monotonic attention needs its step inputs");
+        return monotonic_row_forward(att, q, h, Sb, S, *mono, b);
+    }
     const AttentionConfig& cfg = att.cfg;
     const int H = cfg.query_size, C = cfg.context_size, D = cfg.window;
     Row row;
@@ -181,16 +222,16 @@ void store(const Vec& from, TensorView to) {
 }  // namespace
 
 void attention_forward(const Attention& att, ConstTensorView query, ConstTensorView enc_out,
-                       std::span<const int> lengths, int t, TensorView weights,
-                       TensorView context) {
+                       std::span<const int> lengths, int t, TensorView weights, TensorView context,
+                       const MonotonicStep* monotonic) {
     const AttentionConfig& cfg = att.cfg;
     const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
     NZ_CHECK_SHAPE(weights, {B, S});
     NZ_CHECK_SHAPE(context, {B, C});
     for (int b = 0; b < B; ++b) {
         const float* h = enc_out.data() + static_cast<int64_t>(b) * S * C;
-        const Row row =
-            row_forward(att, query.data() + static_cast<int64_t>(b) * H, h, lengths[b], S, t);
+        const Row row = row_forward(att, query.data() + static_cast<int64_t>(b) * H, h, lengths[b],
+                                    S, t, monotonic, b);
         for (int i = 0; i < S; ++i) weights.at(b, i) = static_cast<float>(row.alpha[i]);
         for (int k = 0; k < C; ++k) {  // c = Σ_i α_i h_i
             double c = 0;
@@ -202,7 +243,8 @@ void attention_forward(const Attention& att, ConstTensorView query, ConstTensorV
 
 void attention_backward(const Attention& att, ConstTensorView query, ConstTensorView enc_out,
                         std::span<const int> lengths, int t, ConstTensorView d_context,
-                        TensorView d_query, TensorView d_enc_out, AttentionParams& grad) {
+                        TensorView d_query, TensorView d_enc_out, AttentionParams& grad,
+                        const MonotonicStep* monotonic) {
     const AttentionConfig& cfg = att.cfg;
     const int B = query.dim(0), S = enc_out.dim(1), H = cfg.query_size, C = cfg.context_size;
     NZ_CHECK_SHAPE(d_context, {B, C});
@@ -218,7 +260,7 @@ void attention_backward(const Attention& att, ConstTensorView query, ConstTensor
         const float* dc = d_context.data() + static_cast<int64_t>(b) * C;
         double* dq = g.q.data() + static_cast<int64_t>(b) * H;
         double* dh = g.h.data() + static_cast<int64_t>(b) * S * C;
-        const Row row = row_forward(att, q, h, lengths[b], S, t);
+        const Row row = row_forward(att, q, h, lengths[b], S, t, monotonic, b);
         // c = Σ_i α_i h_i  =>  d α_i = d c · h_i,  d h_i += α_i d c
         // α_i = pr_i g_i   =>  d pr_i = d α_i g_i,  d p += Σ_i d α_i pr_i g_i (i − p)/σ²
         Vec dpr(S, 0.0);
@@ -232,6 +274,24 @@ void attention_backward(const Attention& att, ConstTensorView query, ConstTensor
             dpr[i] = da * row.g[i];
             dp += da * row.pr[i] * row.g[i] * (i - row.p) * inv_var;
             dot += row.pr[i] * dpr[i];
+        }
+        if (cfg.monotonic) {  // α = monotonic(p, α_{t−1}), p = σ(e + r + ε)
+            NZ_CHECK(!monotonic->hard, "naive attention: hard monotonic steps have no backward");
+            const int Sb = lengths[b];
+            const Vec p(row.pr.begin(), row.pr.begin() + Sb), da(dpr.begin(), dpr.begin() + Sb);
+            Vec prev(Sb), d_p(Sb), d_prev(Sb);
+            for (int i = 0; i < Sb; ++i) prev[i] = monotonic->previous.at(b, i);
+            monotonic_alignment_backward(p, prev, da, d_p, d_prev);
+            for (int i = 0; i < Sb; ++i) {
+                const double de = d_p[i] * p[i] * (1 - p[i]);
+                g.r += de;
+                score_backward(att, q, h + static_cast<int64_t>(i) * C, de, dq,
+                               dh + static_cast<int64_t>(i) * C, g);
+                if (monotonic->d_previous.numel() > 0) monotonic->d_previous.at(b, i) = d_prev[i];
+            }
+            if (monotonic->d_previous.numel() > 0)
+                for (int i = Sb; i < S; ++i) monotonic->d_previous.at(b, i) = 0.0f;
+            continue;
         }
         // pr = softmax(e)  =>  d e_i = pr_i (d pr_i − Σ_j pr_j d pr_j)
         for (int i = row.lo; i <= row.hi; ++i)
@@ -248,6 +308,7 @@ void attention_backward(const Attention& att, ConstTensorView query, ConstTensor
     store(g.W_p, grad.W_p);
     store(g.v_p, grad.v_p);
     if (cfg.scale == ScaleMode::learned) store({g.scale}, grad.scale);
+    if (cfg.monotonic) store({g.r}, grad.r);
 }
 
 }  // namespace nazar::attn::naive

@@ -8,14 +8,25 @@
 
 namespace nazar::attn::naive {
 
+// Monotonic attention's per-step inputs (cfg.monotonic; monotonic.h), by source position (B, S):
+// α_{t−1}, the pre-sigmoid noise (or empty), whether the step is hard (decoding; forward only),
+// and where the backward writes d α_{t−1} (OVERWRITTEN; or empty).
+struct MonotonicStep {
+    ConstTensorView previous;
+    ConstTensorView noise;
+    bool hard = false;
+    TensorView d_previous;
+};
+
 // Same inputs as Attention::precompute + forward; outputs dense weights and the context.
 void attention_forward(const Attention& att,
                        ConstTensorView query,         // (B, H)
                        ConstTensorView enc_out,       // (B, S, C)
                        std::span<const int> lengths,  // (B)
                        int t,
-                       TensorView weights,   // (B, S)  out: α at source positions
-                       TensorView context);  // (B, C)  out
+                       TensorView weights,  // (B, S)  out: α at source positions
+                       TensorView context,  // (B, C)  out
+                       const MonotonicStep* monotonic = nullptr);  // required when monotonic
 
 // The gradient of Σ d_context ⊙ c for the c of attention_forward (same inputs), every
 // derivative taken from the definitions in double: d_query, d_enc_out and, in `grad` (shaped
@@ -26,9 +37,10 @@ void attention_backward(const Attention& att,
                         ConstTensorView enc_out,       // (B, S, C)
                         std::span<const int> lengths,  // (B)
                         int t,
-                        ConstTensorView d_context,  // (B, C)
-                        TensorView d_query,         // (B, H)     out
-                        TensorView d_enc_out,       // (B, S, C)  out
-                        AttentionParams& grad);     // out
+                        ConstTensorView d_context,                  // (B, C)
+                        TensorView d_query,                         // (B, H)     out
+                        TensorView d_enc_out,                       // (B, S, C)  out
+                        AttentionParams& grad,                      // out
+                        const MonotonicStep* monotonic = nullptr);  // required when monotonic
 
 }  // namespace nazar::attn::naive
