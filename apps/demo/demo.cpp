@@ -30,8 +30,8 @@ std::vector<std::string> pieces_of(const Tokenizer& tok, std::string_view text) 
 }  // namespace
 
 const std::vector<std::string>& demo_attention_names() {
-    static const std::vector<std::string> names{"bahdanau", "dot",     "general",
-                                                "concat",   "local-m", "local-p"};
+    static const std::vector<std::string> names{"bahdanau", "dot",     "general",  "concat",
+                                                "local-m",  "local-p", "monotonic"};
     return names;
 }
 
@@ -47,9 +47,10 @@ ModelConfig demo_model_config(const DemoConfig& cfg, int src_vocab_size, int tgt
     m.encoder.hidden_size = cfg.hidden_size;
     m.encoder.bidirectional = true;
     m.decoder.hidden_size = 2 * cfg.hidden_size;
-    if (cfg.attention == "bahdanau") {
+    if (cfg.attention == "bahdanau" || cfg.attention == "monotonic") {
         m.decoder.kind = DecoderKind::bahdanau;
         m.attention.score = ScoreKind::additive;
+        m.attention.monotonic = cfg.attention == "monotonic";  // Raffel et al.: additive energy
         return m;
     }
     m.decoder.kind = DecoderKind::luong;
@@ -106,9 +107,10 @@ TrainConfig demo_train_config(const DemoConfig& cfg, const std::string& save_dir
     t.embedding_size = cfg.embedding_size;
     t.hidden_size = cfg.hidden_size;
     t.bidirectional = true;
-    if (cfg.attention == "bahdanau") {
+    if (cfg.attention == "bahdanau" || cfg.attention == "monotonic") {
         t.decoder = "bahdanau";
         t.attention = "additive";
+        t.monotonic = cfg.attention == "monotonic";
     } else {
         t.decoder = "luong";
         t.attention = cfg.attention == "dot" || cfg.attention == "concat" ? cfg.attention

@@ -43,8 +43,9 @@ std::vector<AlignmentLink> hard_alignment(ConstTensorView attention, int n_tgt) 
     if (S == 0) return links;
     for (int j = 0; j < n_tgt; ++j) {
         const float* row = attention.data() + static_cast<int64_t>(j) * S;
-        links.push_back(
-            {static_cast<int>(std::max_element(row, row + S) - row), j});  // first maximum
+        const float* best = std::max_element(row, row + S);  // first maximum
+        // a row of zeros attended nowhere (monotonic attention past the end): no link
+        if (*best > 0.0f) links.push_back({static_cast<int>(best - row), j});
     }
     return links;
 }
@@ -111,7 +112,12 @@ std::vector<std::string> output_pieces(std::span<const int32_t> tokens, ConstTen
         NZ_CHECK(static_cast<int>(j) < attention.dim(0),
                  "replace-unk: token {} has no attention row", j);
         const float* row = attention.data() + static_cast<int64_t>(j) * S;
-        const std::string& src = src_pieces[std::max_element(row, row + S) - row];
+        const float* best = std::max_element(row, row + S);
+        if (!(*best > 0.0f)) {  // attended nowhere (monotonic past the end): nothing to copy
+            out.emplace_back(tgt_vocab.piece(tokens[j]));
+            continue;
+        }
+        const std::string& src = src_pieces[best - row];
         const auto it = dictionary ? dictionary->find(src) : UnkDictionary::const_iterator{};
         out.push_back(dictionary && it != dictionary->end() ? it->second : src);
     }
@@ -130,6 +136,12 @@ std::vector<ForcedAlignment> forced_alignment(DecodeSession& model, std::span<co
                                               std::span<const int> lengths, int S,
                                               std::span<const std::vector<int32_t>> targets,
                                               std::span<const int32_t> copy_src) {
+    // teacher forcing: monotonic attention's expected alignment, as training and scoring see it
+    model.set_hard_monotonic(false);
+    struct Restore {
+        DecodeSession& m;
+        ~Restore() { m.set_hard_monotonic(true); }
+    } restore{model};
     const int B = static_cast<int>(lengths.size());
     NZ_CHECK(static_cast<int>(targets.size()) == B, "forced_alignment: {} sources but {} targets",
              B, targets.size());

@@ -33,7 +33,8 @@ enum class AlignmentFormat { none, hard, soft };
 AlignmentFormat parse_alignment_format(
     std::string_view name);  // "none" | "hard" | "soft"; UsageError
 
-// Links for target rows j < n_tgt of attention (n, S_b), n_tgt <= n; none when S_b == 0.
+// Links for target rows j < n_tgt of attention (n, S_b), n_tgt <= n: each row's first maximum;
+// none when S_b == 0 and none for a row of zeros (monotonic attention that ran off the end).
 std::vector<AlignmentLink> hard_alignment(ConstTensorView attention, int n_tgt);
 std::string format_hard_alignment(std::span<const AlignmentLink> links);  // "i-j i-j ..."
 std::string format_soft_alignment(ConstTensorView attention, int n_tgt);  // rows j < n_tgt as JSON

@@ -9,8 +9,9 @@
 namespace nazar {
 
 bool TrainPass::can_skip_rows(const TrainOptions& opt) const {
-    return m_.decoder.L == 1 && !m_.attention.cfg.coverage && !cfg_.copy_attention &&
-           opt.guided_alignment_weight == 0.0f;
+    // coverage, monotonic: each step reads the whole batch's state of the step before
+    return m_.decoder.L == 1 && !m_.attention.cfg.coverage && !m_.attention.cfg.monotonic &&
+           !cfg_.copy_attention && opt.guided_alignment_weight == 0.0f;
 }
 
 void TrainPass::plan_active_rows(const Batch& batch, bool skip) {

@@ -2,6 +2,7 @@
 #include "nazar/models/attention_terms.h"
 
 #include "nazar/attention/coverage.h"
+#include "nazar/attention/monotonic.h"
 #include "nazar/core/kernels.h"
 
 #include <algorithm>
@@ -9,7 +10,7 @@
 namespace nazar {
 
 bool AttentionTerms::needed(const Attention& att, float coverage_weight, bool direct) {
-    return att.cfg.coverage || coverage_weight > 0.0f || direct;
+    return att.cfg.coverage || att.cfg.monotonic || coverage_weight > 0.0f || direct;
 }
 
 TensorView AttentionTerms::direct_context(int C) {
@@ -19,15 +20,29 @@ TensorView AttentionTerms::direct_context(int C) {
 }
 
 void AttentionTerms::begin_step(const Attention& att, std::span<DecoderStepCache> steps, int t,
-                                int B, int S) {
+                                int B, int S, Rng* rng) {
+    AttentionStepCache& c = steps[t].attention;
+    if (att.cfg.monotonic) {
+        if (t == 0)
+            attn::start_previous(B, S, c.previous);
+        else
+            attn::advance_previous(steps[t - 1].attention, c.previous);
+        c.hard = false;
+        if (rng != nullptr && att.cfg.monotonic_noise > 0.0f) {
+            c.noise.resize({B, S}, false);
+            rng->fill_normal(c.noise, 0.0f, att.cfg.monotonic_noise);
+        } else {
+            c.noise.resize({0});
+        }
+    }
     if (!att.cfg.coverage) {
-        steps[t].attention.coverage.resize({0});
+        c.coverage.resize({0});
         return;
     }
     if (t == 0)
-        attn::start_coverage(B, S, steps[0].attention.coverage);
+        attn::start_coverage(B, S, c.coverage);
     else
-        attn::advance_coverage(steps[t - 1].attention, steps[t].attention.coverage);
+        attn::advance_coverage(steps[t - 1].attention, c.coverage);
 }
 
 double AttentionTerms::loss_forward(const Attention& att, std::span<const DecoderStepCache> steps,
@@ -43,6 +58,7 @@ double AttentionTerms::loss_forward(const Attention& att, std::span<const Decode
     B_ = B;
     S_ = S;
     coverage_ = att.cfg.coverage;
+    monotonic_ = att.cfg.monotonic;
     context_ = false;
     d_alpha_.resize({T, B, S});  // zeroed
     d_cov_.resize({T, B, S});
@@ -84,12 +100,17 @@ void AttentionTerms::before_step_backward(Attention& att, int t) {
     step_cov_.zero();
     extra_.d_weights = step_alpha_.view();
     extra_.d_coverage = coverage_ ? step_cov_.view() : TensorView();
+    extra_.d_previous = monotonic_ ? step_cov_.view() : TensorView();
     extra_.d_context = context_ ? ConstTensorView(d_ctx_.select(t)) : ConstTensorView();
     att.extra = &extra_;
 }
 
 void AttentionTerms::after_step_backward(Attention& att, int t) {
     att.extra = nullptr;
+    if (monotonic_) {  // the step before reads d α_{t−1} alone
+        carry_.copy_from(step_cov_);
+        return;
+    }
     // carry += d cov_t (score) + D^cov_t (loss)
     kernels::axpy(carry_.numel(), 1.0f, step_cov_.data(), carry_.data());
     kernels::axpy(carry_.numel(), 1.0f, d_cov_.select(t).data(), carry_.data());

@@ -3,11 +3,13 @@
 // (docs/models.md "Coverage"):
 //
 //   forward    cov_0 = 0, cov_{t+1} = cov_t + α_t, set into each step's attention cache before
-//              the step runs (begin_step)
+//              the step runs (begin_step); monotonic attention carries α_t itself (monotonic.h)
 //   loss       L_cov = λ Σ_b Σ_{t: tgt_out[b,t] != pad} Σ_i min(α_ti, cov_ti)
 //   backward   steps t = T−1 … 0: Attention::backward gets d α_t = D_t + carry_t, where D_t is the
 //              loss's direct gradient and carry_t = Σ_{t'' > t} (d cov_t'' of the score + the
 //              loss's d cov_t''), and writes the score's d cov_t, which joins the carry.
+//              Monotonic: carry_t = d α_t from step t + 1's recursion (d α_{t'−1}, t' = t + 1)
+//              only.
 // All gradients are scaled by the step's grad_scale, like the cross-entropy's.
 // Other terms that read α_t or c_t directly add their gradients to D_t (direct_alpha(): copy
 // attention's mixture, guided alignment, models/guided_alignment.h) and to the step's d c_t
@@ -32,9 +34,11 @@ public:
     static bool needed(const Attention& att, float coverage_weight, bool direct = false);
 
     // Forward, before step t's attention runs: cov_t into steps[t].attention.coverage (t = 0:
-    // zeros (B, S); else advanced from step t − 1). Nothing without coverage.
+    // zeros (B, S); else advanced from step t − 1); monotonic: α_{t−1} into .previous (t = 0:
+    // one-hot at 0; monotonic.h) and, given an rng (training) and cfg.monotonic_noise > 0, the
+    // pre-sigmoid noise into .noise. Nothing without either.
     static void begin_step(const Attention& att, std::span<DecoderStepCache> steps, int t, int B,
-                           int S);
+                           int S, Rng* rng = nullptr);
 
     // After the forward of every step: the weighted coverage loss of the batch (returned) and
     // its direct gradients, times grad_scale. targets: (T, B) time-major, pad = ignored.
@@ -56,12 +60,12 @@ public:
 
 private:
     int T_ = 0, B_ = 0, S_ = 0;
-    bool coverage_ = false;
+    bool coverage_ = false, monotonic_ = false;
     Tensor d_alpha_;     // (T, B, S)  the losses' direct d α_t
     Tensor d_cov_;       // (T, B, S)  the losses' direct d cov_t
     Tensor carry_;       // (B, S)     Σ over later steps of d cov
     Tensor step_alpha_;  // (B, S)     d α_t handed to the step: d_alpha_[t] + carry_
-    Tensor step_cov_;    // (B, S)     the step's score d cov_t
+    Tensor step_cov_;    // (B, S)     the step's score d cov_t (monotonic: d α_{t−1})
     Tensor d_ctx_;       // (T, B, C)  the direct d c_t (copy gate), when direct_context()
     bool context_ = false;
     AttentionExtraGrad extra_;

@@ -200,6 +200,9 @@ void check_combinations(const ModelConfig& cfg) {
                     "embedding_size ({})",
                     d_out, dec.deep_output ? "deep_output_size" : "decoder hidden_size",
                     cfg.embedding_size);
+    usage_check(!(cfg.copy_attention && cfg.attention.monotonic),
+                "copy_attention cannot be combined with monotonic attention (copying reads the "
+                "weights as a distribution; monotonic weights may sum to less than 1)");
 }
 
 // The special ids: inside both vocabularies and distinct.
@@ -313,6 +316,11 @@ json to_json(const ModelConfig& cfg) {
     json j = to_json_without_extensions(cfg);
     // written only when on, so that a model without it keeps its JSON byte for byte
     if (cfg.attention.coverage) j["attention"]["coverage"] = true;
+    if (cfg.attention.monotonic) {
+        j["attention"]["monotonic"] = true;
+        j["attention"]["monotonic_bias_init"] = cfg.attention.monotonic_bias_init;
+        j["attention"]["monotonic_noise"] = cfg.attention.monotonic_noise;
+    }
     if (cfg.copy_attention) j["copy_attention"] = true;
     if (cfg.encoder.layer_norm) j["encoder"]["layer_norm"] = true;
     if (cfg.decoder.layer_norm) j["decoder"]["layer_norm"] = true;
@@ -423,6 +431,9 @@ ModelConfig model_config_from_json(const json& j) {
         ra.get("attention_size", ac.attention_size);
         ra.get("position_size", ac.position_size);
         ra.get("coverage", ac.coverage);
+        ra.get("monotonic", ac.monotonic);
+        ra.get("monotonic_bias_init", ac.monotonic_bias_init);
+        ra.get("monotonic_noise", ac.monotonic_noise);
         ra.finish();
     }
     if (const json* s = r.object("special_ids")) {

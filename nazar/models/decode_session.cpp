@@ -4,6 +4,7 @@
 #include "nazar/models/decode_session.h"
 
 #include "nazar/attention/coverage.h"
+#include "nazar/attention/monotonic.h"
 
 #include "nazar/core/gemm/packed.h"
 #include "nazar/core/kernels.h"
@@ -194,6 +195,10 @@ void DecodeSession::init_state(const EncodedSource& src, DecoderState& state) co
         attn::start_coverage(N, src.S, state.coverage);
     else
         state.coverage = Tensor(Shape{0});
+    if (model_->attention.cfg.monotonic)
+        attn::start_previous(N, src.S, state.previous);
+    else
+        state.previous = Tensor(Shape{0});
 }
 
 void DecodeSession::step(std::span<const int32_t> prev, const EncodedSource& src,
@@ -304,7 +309,7 @@ void DecodeSession::step_decoder(std::span<const int32_t> prev, const EncodedSou
                                  DecoderState& state) {
     const Seq2Seq& m = *model_;
     const Decoder& decoder = m.decoder;
-    const bool coverage = m.attention.cfg.coverage;
+    const bool coverage = m.attention.cfg.coverage, monotonic = m.attention.cfg.monotonic;
     const int N = static_cast<int>(prev.size());
     NZ_CHECK(N == src.N && N == state.rows(), "step: {} tokens, {} source rows, {} state rows", N,
              src.N, state.rows());
@@ -321,10 +326,16 @@ void DecodeSession::step_decoder(std::span<const int32_t> prev, const EncodedSou
     out_.resize({N, decoder.output_size()}, false);
     // coverage: the step reads cov_t (moved into its cache) and leaves cov_{t+1} in the state
     if (coverage) std::swap(cache_.attention.coverage, state.coverage);
+    // monotonic: the step reads α_{t−1} and leaves its own α_t (one-hot when decoding hard)
+    if (monotonic) {
+        std::swap(cache_.attention.previous, state.previous);
+        cache_.attention.hard = hard_monotonic_;
+    }
     // eval mode: the new state may overwrite the old one in place
     decoder.step_forward(state.t, emb_, state.h, state.c, state.feed, src, m.attention, state.h,
                          state.c, out_, cache_, unused, Mode::eval);
     if (coverage) attn::advance_coverage(cache_.attention, state.coverage);
+    if (monotonic) attn::advance_previous(cache_.attention, state.previous);
     if (!state.feed.empty()) state.feed.copy_from(out_);
 }
 
@@ -346,6 +357,7 @@ void DecodeSession::select_state(const DecoderState& in, std::span<const int> ro
     gather(in.c, 1, rows, out.c);
     gather(in.feed, 0, rows, out.feed);
     gather(in.coverage, 0, rows, out.coverage);
+    gather(in.previous, 0, rows, out.previous);
 }
 
 // ---- copy attention ----

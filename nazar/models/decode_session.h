@@ -59,6 +59,10 @@ public:
     void step_logits(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state,
                      TensorView logits, TensorView attention);
     const float* step_logits_bias() const;
+    // Monotonic attention (attention/monotonic.h): true (the default) decodes hard, as search
+    // does; false steps with the expected alignment, as training and `nazar score` do (forced
+    // alignment: its scores and weights are then the teacher-forced ones).
+    void set_hard_monotonic(bool hard) { hard_monotonic_ = hard; }
     bool has_step_logits() const { return !config().copy_attention; }
     // step_logits() in two parts (beam search's grouped output): step_hidden advances the state
     // and writes the attention; then step_logits_rows writes rows [r0, r1) of the step's logits
@@ -107,6 +111,7 @@ public:
 
 private:
     const Seq2Seq* model_;
+    bool hard_monotonic_ = true;
 
     // step() / step_logits() before and after the output layer
     void step_decoder(std::span<const int32_t> prev, const EncodedSource& src, DecoderState& state);

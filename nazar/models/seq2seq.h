@@ -38,6 +38,7 @@ struct DecoderState {
     Tensor c;         // (L, N, H)  LSTM only (else empty)
     Tensor feed;      // (N, H)     luong: s̃_{t-1} (0 before the first step); else empty
     Tensor coverage;  // (N, S) coverage attention: cov_t = Σ_{t'<t} α_t'; else empty
+    Tensor previous;  // (N, S) monotonic attention: α_{t−1} (one-hot decoding hard); else empty
     int rows() const { return h.ndim() == 3 ? h.dim(1) : 0; }
 };
 

@@ -145,11 +145,14 @@ void TrainPass::decoder_forward(const Batch& batch, float sampling_prob, Rng& rn
     // attention dropout: each step's mask goes into its attention cache (cleared otherwise)
     const ConstTensorView att_mask = mask_of(drop_, &DropoutMasks::attention);
     // Luong without feeding, attention after: cells of all steps first, then attention + combine
+    // coverage, monotonic: step t's attention reads α_{t-1}
+    const bool carried = m_.attention.cfg.coverage || m_.attention.cfg.monotonic;
     split_ = split_outputs && !sampling && m_.decoder.can_split_outputs() && absent(att_mask) &&
-             !m_.attention.cfg.coverage;  // coverage: step t's attention reads α_{t-1}
+             !carried;
     for (int t = 0; t < T; ++t) {
-        if (m_.attention.cfg.coverage)
-            AttentionTerms::begin_step(m_.attention, std::span(steps_.data(), T), t, B, batch.S);
+        if (carried)
+            AttentionTerms::begin_step(m_.attention, std::span(steps_.data(), T), t, B, batch.S,
+                                       mode == Mode::train ? &rng : nullptr);
         const int n = active_[static_cast<std::size_t>(t)];  // rows [0, n) run this step
         Tensor& step_mask = steps_[t].attention.drop_mask;
         if (absent(att_mask)) {

@@ -44,4 +44,10 @@ struct TrainChoices {
 // Throws UsageError (one line, naming the key and its choices) on the first unknown value.
 TrainChoices parse_choices(const TrainConfig& cfg);
 
+// The model section of a TrainConfig as a ModelConfig for the given vocabulary sizes.
+ModelConfig model_config_from(const TrainConfig& cfg, int src_vocab_size, int tgt_vocab_size);
+// validate_config() plus the model's own checks (vocab sizes stand-ins); prints model warnings.
+// Everything that can be checked before reading data.
+void check_config(const TrainConfig& cfg);
+
 }  // namespace nazar

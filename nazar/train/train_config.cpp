@@ -171,6 +171,17 @@ std::vector<ConfigKey> make_table() {
          "Coverage attention: the sum of earlier attention weights enters the additive/concat "
          "score (See et al. 2017)",
          &C::coverage},
+        {"monotonic", "model", K::boolean, "false",
+         "Monotonic attention: weights are the expected left-to-right alignment of "
+         "sigmoid(score + r + noise), decoding hard (Raffel et al. 2017); global only",
+         &C::monotonic},
+        {"monotonic_bias_init", "model", K::real, "-1",
+         "Monotonic attention: initial value of the learned bias r added to every score",
+         &C::monotonic_bias_init, -100, 100},
+        {"monotonic_noise", "model", K::real, "1",
+         "Monotonic attention: std-dev of the noise added to the scores before the sigmoid "
+         "(training only; pushes the selection probabilities towards 0 or 1)",
+         &C::monotonic_noise, 0, 100},
         {"attention_timing",
          "model",
          K::choice,
@@ -841,6 +852,17 @@ void validate_config(const TrainConfig& cfg) {
         usage("", fmt::format("coverage needs attention: additive or concat (the coverage term "
                               "enters the score's hidden layer), got '{}'",
                               cfg.attention));
+    if (cfg.monotonic && cfg.attention_local != "global")
+        usage("", fmt::format("monotonic attention reads the whole source left to right: it "
+                              "needs attention_local: global, got '{}'",
+                              cfg.attention_local));
+    if (cfg.monotonic && cfg.coverage)
+        usage("", "monotonic attention and coverage cannot be combined; choose one");
+    if (cfg.monotonic && cfg.copy_attention)
+        usage("",
+              "monotonic attention and copy_attention cannot be combined: copying reads the "
+              "attention weights as a distribution, and monotonic weights may sum to less "
+              "than 1");
     validate_attention_losses(cfg);
 }
 

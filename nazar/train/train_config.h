@@ -50,16 +50,19 @@ struct TrainConfig {
     int encoder_layers = 0, decoder_layers = 0;
     bool bidirectional = false;
     double dropout = 0;
-    std::string decoder;           // bahdanau | luong
-    std::string attention;         // additive | dot | general | concat
-    std::string attention_scale;   // none | sqrt | learned
-    std::string attention_local;   // global | local-m | local-p
-    int attention_window = 0;      // D
-    int attention_size = 0;        // d_a; 0 = d_s
-    int position_size = 0;         // d_p (local-p); 0 = d_s
-    bool coverage = false;         // coverage vector in the additive/concat score
-    std::string attention_timing;  // auto | before | after
-    std::string bridge;            // auto | backward-first | mean | last | zero
+    std::string decoder;             // bahdanau | luong
+    std::string attention;           // additive | dot | general | concat
+    std::string attention_scale;     // none | sqrt | learned
+    std::string attention_local;     // global | local-m | local-p
+    int attention_window = 0;        // D
+    int attention_size = 0;          // d_a; 0 = d_s
+    int position_size = 0;           // d_p (local-p); 0 = d_s
+    bool coverage = false;           // coverage vector in the additive/concat score
+    bool monotonic = false;          // monotonic attention (Raffel et al. 2017), global only
+    double monotonic_bias_init = 0;  // r at initialisation
+    double monotonic_noise = 0;      // σ of the pre-sigmoid noise in training
+    std::string attention_timing;    // auto | before | after
+    std::string bridge;              // auto | backward-first | mean | last | zero
     bool deep_output = false;
     int deep_output_size = 0;
     bool input_feeding = false;     // luong only

@@ -99,49 +99,6 @@ std::string meta_or_fail(const SafeTensors& st, const char* key) {
 
 }  // namespace
 
-ModelConfig model_config_from(const TrainConfig& c, int src_vocab_size, int tgt_vocab_size) {
-    const TrainChoices ch = parse_choices(c);
-    ModelConfig m;
-    m.src_vocab_size = src_vocab_size;
-    m.tgt_vocab_size = tgt_vocab_size;
-    m.embedding_size = c.embedding_size;
-    m.encoder = {.cell = ch.cell,
-                 .hidden_size = c.hidden_size,
-                 .num_layers = c.encoder_layers,
-                 .bidirectional = c.bidirectional,
-                 .dropout = static_cast<float>(c.dropout),
-                 .layer_norm = c.layer_norm,
-                 .residual = c.encoder_residual};
-    const int C = c.hidden_size * (c.bidirectional ? 2 : 1);
-    m.decoder = {.kind = ch.decoder,
-                 .cell = ch.cell,
-                 .hidden_size = c.decoder_hidden_size ? c.decoder_hidden_size : C,
-                 .num_layers = c.decoder_layers,
-                 .dropout = static_cast<float>(c.dropout),
-                 .bridge = ch.bridge,
-                 .attention_timing = ch.attention_timing,
-                 .input_feeding = c.input_feeding,
-                 .deep_output = c.deep_output,
-                 .deep_output_size = c.deep_output_size,
-                 .layer_norm = c.layer_norm};
-    m.attention.score = ch.attention;
-    m.attention.scale = ch.attention_scale;
-    m.attention.local = ch.attention_local;
-    m.attention.window = c.attention_window;
-    m.attention.attention_size = c.attention_size;
-    m.attention.position_size = c.position_size;
-    m.attention.coverage = c.coverage;
-    m.tie_target_embeddings = c.tie_embeddings;
-    m.copy_attention = c.copy_attention;
-    return m;
-}
-
-void check_config(const TrainConfig& cfg) {
-    validate_config(cfg);
-    validate_and_warn(
-        model_config_from(cfg, 5, 5));  // vocab sizes are unknown until the data is read
-}
-
 Batch batch_from_ids(std::span<const std::vector<int32_t>> src,
                      std::span<const std::vector<int32_t>> tgt) {
     NZ_CHECK(tgt.empty() || tgt.size() == src.size(), "batch_from_ids: {} sources but {} targets",

@@ -61,12 +61,6 @@
 
 namespace nazar {
 
-// The model section of a TrainConfig as a ModelConfig for the given vocabulary sizes.
-ModelConfig model_config_from(const TrainConfig& cfg, int src_vocab_size, int tgt_vocab_size);
-// validate_config() plus the model's own checks (vocab sizes stand-ins); prints model warnings.
-// Everything that can be checked before reading data.
-void check_config(const TrainConfig& cfg);
-
 // A padded batch from explicit id sequences (no <s>/</s>; the function adds them to targets).
 // tgt may be empty: then only the source side is filled (T = 0).
 Batch batch_from_ids(std::span<const std::vector<int32_t>> src,
