@@ -1,5 +1,5 @@
 // The oracle of monotonic attention's alignment (Raffel et al. 2017, "Online and Linear-Time
-// Attention by Enforcing Monotonic Alignments"; docs/spec.md §5d), one sentence row of one decoder
+// Attention by Enforcing Monotonic Alignments"; docs/spec.md §5.6), one sentence row of one decoder
 // step, in double precision, straight from the definitions. The decoder reads the source left to
 // right: at step t, from the position where step t − 1 stopped, it moves on past position j with
 // probability 1 − p_j and stops there (attends to h_j) with probability p_j, p_j = σ(e_j) the
@@ -10,7 +10,7 @@
 //
 // computed two ways, both kept (the issue asks for both, and the tests hold them equal):
 //   recursive  q_0 = α_{t−1}[0],  q_j = (1 − p_{j−1}) q_{j−1} + α_{t−1}[j],  α_t[j] = p_j q_j
-//              O(S), sequential in j; the form nazar's kernels will use
+//              O(S), sequential in j; the form nazar's kernels use (monotonic.h)
 //   parallel   with L_j = Σ_{k<j} log(1 − p_k) (so Π_{l ≤ k < j} (1 − p_k) = exp(L_j − L_l)):
 //              α_t = p ⊙ (M α_{t−1}),  M[j][l] = exp(L_j − L_l) for l ≤ j, else 0
 //              every entry of M is in [0, 1] (L falls with j), so nothing overflows or divides by
@@ -19,9 +19,8 @@
 // α_t sums to at most Σ α_{t−1}: the rest is the probability of running off the end of the source
 // without stopping (no context at that step). Step 0 starts from α_{−1} = (1, 0, …, 0).
 // At test time the decoding is hard: hard_stop() is the position step t attends to.
-//
-// Not yet a model option: the oracle and its checks come first, as for every
-// mechanism here; the config key, the decoders and the decoding build on it.
+// The model option (monotonic: true) is monotonic.h; naive.h's attention_forward/backward take
+// a step's monotonic inputs and use this oracle for the alignment.
 #pragma once
 
 #include <span>
