@@ -17,6 +17,7 @@
 #include "nazar/decode/decode_defaults.h"
 #include "nazar/decode/protect.h"
 #include "nazar/decode/shortlist.h"
+#include "nazar/decode/stream.h"
 #include "nazar/decode/translator.h"
 
 #include <fmt/format.h>
@@ -45,8 +46,35 @@ struct TranslateArgs {
     int chunk = 1024;
     int threads = -1;
     std::size_t max_line_bytes = kDefaultMaxLineBytes;
-    bool scores = false, progress = false;
+    bool scores = false, progress = false, stream = false;
     CLI::App* app = nullptr;
+};
+
+// --stream: what the streamed outputs waited for (stream.h), summed over the sentences.
+struct StreamStats {
+    int64_t sentences = 0, tokens = 0, early = 0;  // early: emitted before the source ended
+    double ap = 0;                                 // Σ of the sentences' Average Proportion
+
+    void add(const std::vector<Translation>& res) {
+        for (const Translation& t : res) {
+            if (t.hypotheses.empty()) continue;
+            const std::vector<int>& read = t.hypotheses.front().read;
+            const int S_b = static_cast<int>(t.source_tokens.size());
+            ++sentences;
+            tokens += static_cast<int64_t>(read.size());
+            for (const int r : read) early += r < S_b ? 1 : 0;
+            ap += average_proportion(read, S_b);
+        }
+    }
+    void report() const {
+        std::fprintf(
+            stderr,
+            "stream: %lld sentences, %lld output tokens (</s> included), %.1f%% emitted "
+            "before the source ended, Average Proportion %.3f (1 = waits for all)\n",
+            static_cast<long long>(sentences), static_cast<long long>(tokens),
+            tokens ? 100.0 * static_cast<double>(early) / static_cast<double>(tokens) : 0.0,
+            sentences ? ap / static_cast<double>(sentences) : 0.0);
+    }
 };
 
 // Fills the decoding settings not given as flags from the model file's (`nazar tune`); an
@@ -209,6 +237,10 @@ std::string format_translations(const std::vector<Translation>& res, int64_t don
             if (format == AlignmentFormat::soft)
                 text +=
                     " ||| " + format_soft_alignment(h.attention, static_cast<int>(h.tokens.size()));
+            if (format != AlignmentFormat::none && !h.read.empty()) {
+                text += " ||| read";  // --stream: source tokens read when each row was emitted
+                for (const int r : h.read) fmt::format_to(std::back_inserter(text), " {}", r);
+            }
             if (format != AlignmentFormat::none && !h.p_gen.empty()) {
                 text += " ||| p_gen";  // copy attention: p_gen of each output token
                 for (std::size_t j = 0; j < h.tokens.size(); ++j)
@@ -242,9 +274,17 @@ int run_translate(TranslateArgs& a) {
     if (a.app->count("--beam") > 0) check_n_best();
 
     a.opt.ensemble_attention = parse_ensemble_attention(a.ensemble_attention, a.models.size());
+    if (a.stream && a.opt.beam_size != 1 && a.app->count("--beam") > 0)
+        throw UsageError(
+            fmt::format("--stream decodes greedily: --beam 1, got {}", a.opt.beam_size));
     const Translator translator(a.models, {.precision = parse_precision_option(a.precision)});
     apply_stored_settings(translator, *a.app, a.opt);
+    if (a.stream) {  // greedy whatever the model stores
+        a.opt.beam_size = 1;
+        a.opt.stream = true;
+    }
     check_n_best();
+    StreamStats streamed;
     const Shortlist shortlist = load_shortlist(a, translator);
     if (!a.shortlist.empty()) a.opt.shortlist = &shortlist;
     LineReader reader(a.input, a.max_line_bytes);
@@ -288,6 +328,7 @@ int run_translate(TranslateArgs& a) {
         const std::string text = format_translations(res, done, nbest_format, format);
         out.write(text);
         constraints.report(res, done);
+        if (a.stream) streamed.add(res);
         done += static_cast<int64_t>(lines.size());
         if (progress) {
             const double s =
@@ -298,6 +339,7 @@ int run_translate(TranslateArgs& a) {
     }
     if (progress && done > 0) std::fprintf(stderr, "\n");
     constraints.finish();
+    if (a.stream) streamed.report();
     out.close();
     return 0;
 }
@@ -365,6 +407,11 @@ void setup_translate(CLI::App& app, std::function<int()>& run) {
         ->check(CLI::IsMember({"none", "hard", "soft"}))
         ->capture_default_str();
     add_control_options(app, *a);
+    app.add_flag("--stream", a->stream,
+                 "Decode as if each source arrived one token at a time, emitting each output "
+                 "token once the monotonic attention has read its position (greedy; monotonic "
+                 "models with a unidirectional encoder and bridge: zero); prints the latency on "
+                 "stderr and, with --alignment, the tokens read per output token");
     app.add_flag("--replace-unk", o.replace_unk, "Replace <unk> by the most-attended source token");
     app.add_option("--dict", a->dict, "Dictionary 'source<TAB>target' for --replace-unk");
     app.add_option("--batch", o.batch_size,

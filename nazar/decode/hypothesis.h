@@ -23,6 +23,8 @@ struct Hypothesis {
     double score = 0;             // log_prob / lp + cp: what n-best lists are sorted by
     Tensor attention;             // (n, S_b) attention weights of each emitted token
     std::vector<float> p_gen;     // (n) copy attention: p_gen of each emitted token; else empty
+    std::vector<int> read;        // (n) streaming (stream.h): source tokens read when each token
+                                  // was emitted; else empty
     int steps = 0;                // decoder steps its sentence ran (>= n: beams go on after it)
     bool constraints_met = true;  // every include constraint placed (constraints.h); a search
                                   // cut at the maximum length may return one without

@@ -15,6 +15,7 @@
 #include "nazar/decode/decode_defaults.h"
 #include "nazar/decode/ensemble.h"
 #include "nazar/decode/shortlist.h"
+#include "nazar/decode/stream.h"
 #include "nazar/models/model_file.h"
 
 #include <fmt/format.h>
@@ -97,6 +98,8 @@ TranslationHypothesis output_hypothesis(const Hypothesis& h, const Tokenizer& tg
         if (kept[j] >= tgt_vocab.size()) t.tokens[j] = ext->word(kept[j]);
     if (!h.p_gen.empty())
         for (int r : rows) t.p_gen.push_back(h.p_gen[static_cast<std::size_t>(r)]);
+    if (!h.read.empty())
+        for (int r : rows) t.read.push_back(h.read[static_cast<std::size_t>(r)]);
     t.text = tgt_tok.decode(t.tokens);
     t.score = h.score;
     t.log_prob = h.log_prob;
@@ -399,6 +402,14 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
             "ensemble attention: member {} does not exist (the ensemble has {} member{}: 0..{}, "
             "or mean)",
             o.ensemble_attention, members, members == 1 ? "" : "s", members - 1));
+    if (o.stream) {
+        NZ_CHECK_USAGE(o.beam_size == 1 && o.n_best == 1,
+                       "streaming decodes greedily: beam size 1, got {}", o.beam_size);
+        NZ_CHECK_USAGE(members == 1, "streaming is for one model, not an ensemble of {}", members);
+        NZ_CHECK_USAGE(o.constraints.empty() && o.shortlist == nullptr,
+                       "streaming takes no constraints and no shortlist");
+        check_streamable(d.models.front()->config());
+    }
     const int r = impl_->acquire();
     std::vector<DecodeSession>& sessions = impl_->replicas[r];
     const auto search = [&](const BeamOptions& b, std::span<const std::vector<int32_t>> src,
@@ -418,6 +429,15 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
                                                           copy ? &ext[i] : nullptr, o));
     };
     try {
+        if (o.stream) {  // one sentence at a time, as it would arrive
+            for (int i = 0; i < n; ++i)
+                output(i, {stream_greedy(sessions[0], ids[i],
+                                         {.max_length_ratio = o.max_length_ratio,
+                                          .max_length_extra = o.max_length_extra,
+                                          .max_length = o.max_length})});
+            impl_->release(r);
+            return out;
+        }
         // Constraints: every sentence is searched without them first; those whose outputs do
         // not all meet theirs (by their text) are searched again with them (dynamic beam
         // allocation, beam_search.h). A sentence the model already translates as asked keeps

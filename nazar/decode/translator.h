@@ -92,6 +92,12 @@ struct TranslationOptions {
     // A vocabulary shortlist (shortlist.h, Translator::load_shortlist; one model only): the
     // output layer computes only each batch's candidates. Null: the whole vocabulary.
     const Shortlist* shortlist = nullptr;
+    // Streaming (stream.h): greedy decoding as if the source arrived one token at a time, each
+    // output token emitted once the monotonic reader stopped at a position already read; the
+    // same output as beam_size 1. Needs beam_size 1, one model, and a model that can stream
+    // (monotonic attention, a unidirectional encoder, the zero bridge); fills
+    // TranslationHypothesis::read.
+    bool stream = false;
 };
 
 struct TranslationHypothesis {
@@ -106,6 +112,9 @@ struct TranslationHypothesis {
     // Copy attention (models/copy.h): p_gen of each row of `attention` (the tokens, then </s>);
     // empty for other models. A copied out-of-vocabulary source word is emitted as its string.
     std::vector<float> p_gen;
+    // Streaming: source tokens read when each row of `attention` (the tokens, then </s>) was
+    // emitted; empty otherwise.
+    std::vector<int> read;
     bool constraints_met = true;  // every include phrase is in `tokens` (constraints)
 };
 

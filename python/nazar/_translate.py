@@ -169,6 +169,7 @@ class Hypothesis:
     # (n, S) float32: one row per token, then the row of </s> when finished; on request.
     attention: Optional[np.ndarray] = field(default=None, repr=False)
     constraints_met: bool = True  # every include phrase (constraints, protect) is in `text`
+    read: Optional[List[int]] = None  # stream=True: source tokens read when each row was emitted
 
     def pharaoh(self) -> str:
         """The hard alignment as ``nazar translate --alignment hard`` prints it ("0-0 2-1")."""
@@ -311,6 +312,7 @@ class Translator:
         constraints: Optional[Sequence[Union[dict, Sequence[str], None]]] = None,
         protect: Union[bool, Sequence[str]] = False,
         shortlist: Optional["_nazar.Shortlist"] = None,
+        stream: bool = False,
     ) -> List[Translation]:
         """Translates ``sentences`` (a list of str) with beam search (``beam=1``: greedy), as
         ``nazar translate`` does, and returns one :class:`Translation` per sentence, in order.
@@ -339,7 +341,9 @@ class Translator:
         source verbatim (``--protect``); a list of regular expressions protects their matches
         as well (``--protect --protect-regex``). ``Translation.unmet`` lists the include phrases
         the best hypothesis lacks; ``Hypothesis.constraints_met`` says whether it has them all.
-        ``shortlist``: a :meth:`load_shortlist` table (``nazar translate --shortlist``)."""
+        ``shortlist``: a :meth:`load_shortlist` table (``nazar translate --shortlist``).
+        ``stream=True``: greedy, as if each source arrived token by token (``--stream``; a
+        monotonic model that can stream); ``Hypothesis.read`` says when each token came."""
         src = _sentences(sentences)
         cons = _constraints(constraints, len(src))
         use_builtin, regexes = _protect(protect)
@@ -367,6 +371,7 @@ class Translator:
             use_builtin,
             regexes,
             shortlist,
+            bool(stream),
         )
         out = []
         for s, (source_tokens, hyps, unmet) in zip(src, raw):
@@ -385,8 +390,9 @@ class Translator:
                             links,
                             None if att is None else att[:, :n_src],
                             met,
+                            read,
                         )
-                        for (text, tokens, score, log_prob, finished, links, att, met) in hyps
+                        for (text, tokens, score, log_prob, finished, links, att, met, read) in hyps
                     ],
                     unmet,
                 )

@@ -288,8 +288,9 @@ pb::list translations_to_python(std::vector<Translation>& res, bool alignments, 
                 alignments ? pb::object(links_to_list(h.alignment)) : pb::object(pb::none());
             pb::object att =
                 attention ? pb::object(to_numpy(std::move(h.attention))) : pb::object(pb::none());
+            pb::object read = h.read.empty() ? pb::object(pb::none()) : pb::cast(h.read);
             hyps.append(pb::make_tuple(h.text, pb::cast(h.tokens), h.score, h.log_prob, h.finished,
-                                       links, att, h.constraints_met));
+                                       links, att, h.constraints_met, read));
         }
         out.append(pb::make_tuple(pb::cast(t.source_tokens), hyps, pb::cast(t.unmet)));
     }
@@ -361,7 +362,8 @@ void bind_translator(pb::module_& m) {
                const pb::handle& max_length_extra, const pb::handle& max_length,
                const std::string& dictionary, const pb::handle& max_bytes, const pb::handle& cancel,
                const pb::handle& constraints, bool protect,
-               const std::vector<std::string>& protect_regex, const Shortlist* shortlist) {
+               const std::vector<std::string>& protect_regex, const Shortlist* shortlist,
+               bool stream) {
                 TranslationOptions o =
                     translation_options(tr,
                                         {beam, length_penalty, coverage_penalty, max_length_ratio,
@@ -379,6 +381,8 @@ void bind_translator(pb::module_& m) {
                     text_constraints(constraints, protect, protect_regex, text);
                 o.constraints = cons;
                 o.shortlist = shortlist;
+                o.stream = stream;
+                if (stream && beam.is_none()) o.beam_size = 1;  // greedy, whatever is stored
                 std::vector<Translation> res =
                     translate_interruptibly(tr, text, o, dictionary, token);
                 return translations_to_python(res, alignments, attention);
@@ -388,7 +392,8 @@ void bind_translator(pb::module_& m) {
             pb::arg("length_penalty"), pb::arg("coverage_penalty"), pb::arg("max_length_ratio"),
             pb::arg("max_length_extra"), pb::arg("max_length"), pb::arg("dictionary"),
             pb::arg("max_line_bytes"), pb::arg("cancel"), pb::arg("constraints"),
-            pb::arg("protect"), pb::arg("protect_regex"), pb::arg("shortlist").none(true))
+            pb::arg("protect"), pb::arg("protect_regex"), pb::arg("shortlist").none(true),
+            pb::arg("stream"))
         .def(
             "load_shortlist",
             [](const Translator& tr, const std::string& path, const pb::handle& frequent,

@@ -211,3 +211,24 @@ def test_shortlist(tr, model_path, data_paths, tmp_path):
         model_path, "--shortlist", table, "--shortlist-frequent", "5", "--shortlist-best", "3")
     with pytest.raises(nazar.Error, match="missing.tsv"):
         tr.load_shortlist(tmp_path / "missing.tsv")
+
+
+def test_stream_is_greedy_and_the_clis(tmp_path):
+    """stream=True (nazar translate --stream) on a monotonic model that can stream: the greedy
+    output, and `read` (source tokens read at each row) never decreasing, within the source."""
+    from conftest import model_file, train_with_cli
+
+    model = train_with_cli(str(tmp_path), "--max-steps", "40", "--bidirectional", "false",
+                           "--bridge", "zero", "--monotonic", "true")
+    tr = nazar.Translator(model)
+    streamed = tr.translate(SENTENCES, stream=True)
+    assert [t.text for t in streamed] == [t.text for t in tr.translate(SENTENCES, beam=1)]
+    assert [t.text for t in streamed] == cli_lines(model, "--stream")
+    for t in streamed:
+        read = t.best.read
+        assert len(read) == len(t.tokens) + (1 if t.best.finished else 0)
+        assert read == sorted(read) and all(1 <= r <= len(t.source_tokens) for r in read)
+    with pytest.raises(ValueError, match="beam size 1"):
+        tr.translate(SENTENCES, stream=True, beam=3)
+    with pytest.raises(ValueError, match="monotonic attention"):
+        nazar.Translator(model_file()).translate(SENTENCES, stream=True)

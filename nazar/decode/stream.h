@@ -1,0 +1,43 @@
+// Streaming greedy decoding with hard monotonic attention (docs/decoding.md "Streaming";
+// docs/spec.md §5.6): the source arrives one token at a time and each output token is emitted
+// as soon as the monotonic reader has stopped at a source position already read. Step t of the
+// decoder runs on the prefix read so far; when its hard choice finds no position to stop at in
+// the prefix, the step is undone and the next source token is read; once the whole source is
+// in, the rest decodes as usual (a step that then finds none attends to nothing).
+//
+// The output equals greedy decoding of the whole source (greedy.h), token for token, because
+// nothing a committed step read can change with more input: the model must have monotonic
+// attention, a unidirectional encoder (its states of a prefix are those of the whole) and the
+// zero bridge (the initial state reads no source). check_streamable() refuses others, naming
+// what is missing. Up to float rounding: the encoder's products over a prefix and over the
+// whole source may sum in another order (a near-tie could then break the other way).
+//
+// Latency: `read[i]` is the number of source tokens read when output token i was emitted (S_b
+// for tokens decided only after the input ended). Average Proportion (Cho & Esipova 2016):
+//   AP = Σ_i read_i / (|x| · |y|)   (1 = waits for the whole source, lower = earlier output)
+#pragma once
+
+#include "nazar/decode/greedy.h"
+#include "nazar/decode/hypothesis.h"
+#include "nazar/models/decode_session.h"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace nazar {
+
+// UsageError unless the model can stream (monotonic attention, unidirectional encoder, zero
+// bridge, no copy attention).
+void check_streamable(const ModelConfig& cfg);
+
+// One sentence (src: its S_b ids): the tokens (ending with </s> when finished), log_prob (=
+// score), the attention (n, S_b: one-hot rows or zeros) and `read` (n). The length cap is the
+// whole source's (greedy.h), which a live stream would apply when the input ends.
+Hypothesis stream_greedy(DecodeSession& model, std::span<const int32_t> src,
+                         const GreedyOptions& options = {});
+
+// Σ read / (S_b · n): the Average Proportion of one sentence (0 when either is empty).
+double average_proportion(std::span<const int> read, int S_b);
+
+}  // namespace nazar
