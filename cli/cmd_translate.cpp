@@ -253,15 +253,26 @@ std::string format_translations(const std::vector<Translation>& res, int64_t don
     return text;
 }
 
+// One chunk of input lines; an error names the input lines, not the index within the chunk.
+std::vector<Translation> translate_chunk(const Translator& translator,
+                                         const std::vector<std::string>& lines,
+                                         const TranslateArgs& a, int64_t done) {
+    try {
+        return translator.translate(lines, a.opt);
+    } catch (const UsageError&) {
+        throw;
+    } catch (const Error& e) {
+        throw Error(fmt::format("{} (input '{}', lines {}-{})", e.what(), a.input, done + 1,
+                                done + lines.size()));
+    }
+}
+
 int run_translate(TranslateArgs& a) {
     apply_threads_option(a.threads);
     const AlignmentFormat format = parse_alignment_format(a.alignment);
     if (!a.dict.empty() && !a.opt.replace_unk) throw UsageError("--dict needs --replace-unk");
-    UnkDictionary dict;
-    if (!a.dict.empty()) {
-        dict = load_unk_dictionary(a.dict);
-        a.opt.dictionary = &dict;
-    }
+    const UnkDictionary dict = a.dict.empty() ? UnkDictionary{} : load_unk_dictionary(a.dict);
+    if (!a.dict.empty()) a.opt.dictionary = &dict;
     a.opt.alignments = format == AlignmentFormat::hard;
     a.opt.attention = format == AlignmentFormat::soft;
     const bool nbest_format = a.scores || a.opt.n_best > 1;
@@ -272,17 +283,15 @@ int run_translate(TranslateArgs& a) {
                 fmt::format("--n-best {} exceeds --beam {}", a.opt.n_best, a.opt.beam_size));
     };
     if (a.app->count("--beam") > 0) check_n_best();
-
-    a.opt.ensemble_attention = parse_ensemble_attention(a.ensemble_attention, a.models.size());
     if (a.stream && a.opt.beam_size != 1 && a.app->count("--beam") > 0)
         throw UsageError(
             fmt::format("--stream decodes greedily: --beam 1, got {}", a.opt.beam_size));
+
+    a.opt.ensemble_attention = parse_ensemble_attention(a.ensemble_attention, a.models.size());
     const Translator translator(a.models, {.precision = parse_precision_option(a.precision)});
     apply_stored_settings(translator, *a.app, a.opt);
-    if (a.stream) {  // greedy whatever the model stores
-        a.opt.beam_size = 1;
-        a.opt.stream = true;
-    }
+    a.opt.stream = a.stream;
+    if (a.stream) a.opt.beam_size = 1;  // greedy whatever the model stores
     check_n_best();
     StreamStats streamed;
     const Shortlist shortlist = load_shortlist(a, translator);
@@ -311,20 +320,12 @@ int run_translate(TranslateArgs& a) {
                (more = reader.next(line)))
             lines.emplace_back(line);
         if (lines.empty()) break;
-        std::vector<Translation> res;
         std::vector<TextConstraints> cons;
         if (constraints.active()) {
             cons = constraints.next(lines, done);
             a.opt.constraints = cons;
         }
-        try {
-            res = translator.translate(lines, a.opt);
-        } catch (const UsageError&) {
-            throw;
-        } catch (const Error& e) {  // name the input line, not the index within the chunk
-            throw Error(fmt::format("{} (input '{}', lines {}-{})", e.what(), a.input, done + 1,
-                                    done + lines.size()));
-        }
+        const std::vector<Translation> res = translate_chunk(translator, lines, a, done);
         const std::string text = format_translations(res, done, nbest_format, format);
         out.write(text);
         constraints.report(res, done);

@@ -110,6 +110,25 @@ TranslationHypothesis output_hypothesis(const Hypothesis& h, const Tokenizer& tg
     return t;
 }
 
+// TranslationOptions::stream: greedy, one model, nothing that needs a search, a model that
+// can stream (stream.h).
+void check_stream_options(const TranslationOptions& o, int members, const ModelConfig& cfg) {
+    NZ_CHECK_USAGE(o.beam_size == 1 && o.n_best == 1,
+                   "streaming decodes greedily: beam size 1, got {}", o.beam_size);
+    NZ_CHECK_USAGE(members == 1, "streaming is for one model, not an ensemble of {}", members);
+    NZ_CHECK_USAGE(o.constraints.empty() && o.shortlist == nullptr,
+                   "streaming takes no constraints and no shortlist");
+    check_streamable(cfg);
+}
+
+Hypothesis stream_one(DecodeSession& session, std::span<const int32_t> src,
+                      const TranslationOptions& o) {
+    return stream_greedy(session, src,
+                         {.max_length_ratio = o.max_length_ratio,
+                          .max_length_extra = o.max_length_extra,
+                          .max_length = o.max_length});
+}
+
 // A phrase as target ids (its pieces), or empty when the vocabulary cannot spell it (<unk>).
 std::vector<int32_t> phrase_ids(std::span<const std::string_view> pieces, const Vocab& vocab,
                                 int32_t unk) {
@@ -402,14 +421,7 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
             "ensemble attention: member {} does not exist (the ensemble has {} member{}: 0..{}, "
             "or mean)",
             o.ensemble_attention, members, members == 1 ? "" : "s", members - 1));
-    if (o.stream) {
-        NZ_CHECK_USAGE(o.beam_size == 1 && o.n_best == 1,
-                       "streaming decodes greedily: beam size 1, got {}", o.beam_size);
-        NZ_CHECK_USAGE(members == 1, "streaming is for one model, not an ensemble of {}", members);
-        NZ_CHECK_USAGE(o.constraints.empty() && o.shortlist == nullptr,
-                       "streaming takes no constraints and no shortlist");
-        check_streamable(d.models.front()->config());
-    }
+    if (o.stream) check_stream_options(o, members, d.models.front()->config());
     const int r = impl_->acquire();
     std::vector<DecodeSession>& sessions = impl_->replicas[r];
     const auto search = [&](const BeamOptions& b, std::span<const std::vector<int32_t>> src,
@@ -430,11 +442,7 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
     };
     try {
         if (o.stream) {  // one sentence at a time, as it would arrive
-            for (int i = 0; i < n; ++i)
-                output(i, {stream_greedy(sessions[0], ids[i],
-                                         {.max_length_ratio = o.max_length_ratio,
-                                          .max_length_extra = o.max_length_extra,
-                                          .max_length = o.max_length})});
+            for (int i = 0; i < n; ++i) output(i, {stream_one(sessions[0], ids[i], o)});
             impl_->release(r);
             return out;
         }

@@ -253,6 +253,15 @@ class Alignment:
         )
 
 
+def _hypotheses(raw, n_src: int) -> List[Hypothesis]:
+    """The binding's hypothesis tuples as Hypothesis objects, attention cut to the source."""
+    return [
+        Hypothesis(text, tokens, score, log_prob, finished, links,
+                   None if att is None else att[:, :n_src], met, read)
+        for (text, tokens, score, log_prob, finished, links, att, met, read) in raw
+    ]
+
+
 class Translator:
     """A model file loaded once, translating lists of strings (``nazar::Translator``).
 
@@ -373,31 +382,8 @@ class Translator:
             shortlist,
             bool(stream),
         )
-        out = []
-        for s, (source_tokens, hyps, unmet) in zip(src, raw):
-            n_src = len(source_tokens)
-            out.append(
-                Translation(
-                    s,
-                    source_tokens,
-                    [
-                        Hypothesis(
-                            text,
-                            tokens,
-                            score,
-                            log_prob,
-                            finished,
-                            links,
-                            None if att is None else att[:, :n_src],
-                            met,
-                            read,
-                        )
-                        for (text, tokens, score, log_prob, finished, links, att, met, read) in hyps
-                    ],
-                    unmet,
-                )
-            )
-        return out
+        return [Translation(s, toks, _hypotheses(hyps, len(toks)), unmet)
+                for s, (toks, hyps, unmet) in zip(src, raw)]
 
     def _model(self):
         if self._text_model is None:
