@@ -39,10 +39,19 @@ AttentionConfig monotonic_config(ScoreKind score, ScaleMode scale = ScaleMode::n
     return c;
 }
 
+// A = 9 and H = 12 run the kernels' vector tails; A = 40, H = C = 40 whole AVX-512 and AVX2
+// vectors as well.
 std::vector<AttentionConfig> all_configs() {
-    return {monotonic_config(ScoreKind::additive), monotonic_config(ScoreKind::concat),
+    AttentionConfig wide = monotonic_config(ScoreKind::additive);
+    wide.attention_size = 40;
+    AttentionConfig wide_dot = monotonic_config(ScoreKind::dot);
+    wide_dot.query_size = wide_dot.context_size = 40;
+    return {monotonic_config(ScoreKind::additive),
+            monotonic_config(ScoreKind::concat),
             monotonic_config(ScoreKind::general, ScaleMode::learned),
-            monotonic_config(ScoreKind::dot, ScaleMode::inv_sqrt)};
+            monotonic_config(ScoreKind::dot, ScaleMode::inv_sqrt),
+            wide,
+            wide_dot};
 }
 
 // A step's inputs: random parameters, queries, encoder states, an upstream d c, and α_{t−1} a
