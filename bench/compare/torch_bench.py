@@ -30,11 +30,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import nazar_torch as nt  # noqa: E402
 
 
-def fast_local_forward(self, query, keys, enc_out, lengths, t=0, mask=None, cov=None):
+def fast_local_forward(self, query, keys, enc_out, lengths, t=0, mask=None, cov=None, *monotonic):
     """nazar_torch.Attention.forward with the window bounds computed by tensor ops (same math).
-    Global attention, an attention dropout mask and coverage go to the original unchanged."""
-    if self.local == "global" or mask is not None or cov is not None:
-        return _orig_forward(self, query, keys, enc_out, lengths, t, mask, cov)
+    Global attention, an attention dropout mask, coverage and monotonic attention (its prev,
+    noise and hard arguments) go to the original unchanged."""
+    if self.local == "global" or mask is not None or cov is not None or self.monotonic:
+        return _orig_forward(self, query, keys, enc_out, lengths, t, mask, cov, *monotonic)
     B, S, _ = enc_out.shape
     lengths = torch.as_tensor(lengths, dtype=torch.int64)
     e = self._scores(query, keys)
