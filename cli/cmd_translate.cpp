@@ -52,8 +52,10 @@ struct TranslateArgs {
 
 // --stream: what the streamed outputs waited for (stream.h), summed over the sentences.
 struct StreamStats {
-    int64_t sentences = 0, tokens = 0, early = 0;  // early: emitted before the source ended
-    double ap = 0;                                 // Σ of the sentences' Average Proportion
+    int64_t sentences = 0, tokens = 0;
+    int64_t early = 0;  // tokens emitted before their source ended
+    int64_t ahead = 0;  // Σ over tokens of the source tokens not yet read when it was emitted
+    double ap = 0;      // Σ of the sentences' Average Proportion
 
     void add(const std::vector<Translation>& res) {
         for (const Translation& t : res) {
@@ -62,18 +64,22 @@ struct StreamStats {
             const int S_b = static_cast<int>(t.source_tokens.size());
             ++sentences;
             tokens += static_cast<int64_t>(read.size());
-            for (const int r : read) early += r < S_b ? 1 : 0;
+            for (const int r : read) {
+                early += r < S_b ? 1 : 0;
+                ahead += S_b - r;
+            }
             ap += average_proportion(read, S_b);
         }
     }
     void report() const {
-        std::fprintf(
-            stderr,
-            "stream: %lld sentences, %lld output tokens (</s> included), %.1f%% emitted "
-            "before the source ended, Average Proportion %.3f (1 = waits for all)\n",
-            static_cast<long long>(sentences), static_cast<long long>(tokens),
-            tokens ? 100.0 * static_cast<double>(early) / static_cast<double>(tokens) : 0.0,
-            sentences ? ap / static_cast<double>(sentences) : 0.0);
+        const double n = tokens ? static_cast<double>(tokens) : 1.0;
+        std::fprintf(stderr,
+                     "stream: %lld sentences, %lld output tokens (</s> included), %.1f%% emitted "
+                     "before their source ended, %.2f source tokens before its end on average, "
+                     "Average Proportion %.3f (1 = waits for all)\n",
+                     static_cast<long long>(sentences), static_cast<long long>(tokens),
+                     100.0 * static_cast<double>(early) / n, static_cast<double>(ahead) / n,
+                     sentences ? ap / static_cast<double>(sentences) : 0.0);
     }
 };
 
