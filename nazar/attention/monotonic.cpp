@@ -66,9 +66,7 @@ void start_previous(int B, int S, Tensor& prev) {
 }
 
 void advance_previous(const AttentionStepCache& step, Tensor& next) {
-    const int B = step.weights.dim(0);
-    const int S = step.previous.ndim() == 2 ? step.previous.dim(1) : step.weights.dim(1);
-    next.resize({B, S}, false);
+    next.resize(step.previous.shape(), false);  // (B, S): the step read α_{t−1} by position
     dense_weights(step, next);
 }
 

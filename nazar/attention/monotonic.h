@@ -45,7 +45,8 @@ float monotonic_row_backward(const float* p, const float* prev, const float* d_a
 // α_{−1} (B, S): one-hot at position 0 (an empty source reads none of it: its rows score no
 // position).
 void start_previous(int B, int S, Tensor& prev);
-// next (B, S) = the step's α by source position (its window scattered).
+// next (B, S) = the step's α by source position (its window scattered); the step's own
+// `previous` gives the shape.
 void advance_previous(const AttentionStepCache& step, Tensor& next);
 
 }  // namespace nazar::attn

@@ -3,7 +3,9 @@
 // as soon as the monotonic reader has stopped at a source position already read. Step t of the
 // decoder runs on the prefix read so far; when its hard choice finds no position to stop at in
 // the prefix, the step is undone and the next source token is read; once the whole source is
-// in, the rest decodes as usual (a step that then finds none attends to nothing).
+// in, the rest decodes as usual (a step that then finds none attends to nothing). The prefix is
+// encoded again for each source token (O(S_b²) encoder work: a simulation over whole lines; a
+// live stream would carry the unidirectional encoder's state forward instead).
 //
 // The output equals greedy decoding of the whole source (greedy.h), token for token, because
 // nothing a committed step read can change with more input: the model must have monotonic

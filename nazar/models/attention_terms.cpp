@@ -64,7 +64,7 @@ double AttentionTerms::loss_forward(const Attention& att, std::span<const Decode
     d_cov_.resize({T, B, S});
     carry_.resize({B, S});
     step_alpha_.resize({B, S}, false);
-    step_cov_.resize({B, S}, false);
+    step_carry_.resize({B, S}, false);
     if (coverage_weight == 0.0f) return 0.0;
     // L = λ Σ min(α, cov)  =>  d α = λ [α < cov],  d cov = λ [α >= cov]  (real targets only)
     const float g = coverage_weight * grad_scale;
@@ -97,10 +97,10 @@ void AttentionTerms::before_step_backward(Attention& att, int t) {
     // d α_t = D_t + Σ_{t'' > t} d cov_t''
     step_alpha_.copy_from(d_alpha_.select(t));
     kernels::axpy(step_alpha_.numel(), 1.0f, carry_.data(), step_alpha_.data());
-    step_cov_.zero();
+    step_carry_.zero();
     extra_.d_weights = step_alpha_.view();
-    extra_.d_coverage = coverage_ ? step_cov_.view() : TensorView();
-    extra_.d_previous = monotonic_ ? step_cov_.view() : TensorView();
+    extra_.d_coverage = coverage_ ? step_carry_.view() : TensorView();
+    extra_.d_previous = monotonic_ ? step_carry_.view() : TensorView();
     extra_.d_context = context_ ? ConstTensorView(d_ctx_.select(t)) : ConstTensorView();
     att.extra = &extra_;
 }
@@ -108,11 +108,11 @@ void AttentionTerms::before_step_backward(Attention& att, int t) {
 void AttentionTerms::after_step_backward(Attention& att, int t) {
     att.extra = nullptr;
     if (monotonic_) {  // the step before reads d α_{t−1} alone
-        carry_.copy_from(step_cov_);
+        carry_.copy_from(step_carry_);
         return;
     }
     // carry += d cov_t (score) + D^cov_t (loss)
-    kernels::axpy(carry_.numel(), 1.0f, step_cov_.data(), carry_.data());
+    kernels::axpy(carry_.numel(), 1.0f, step_carry_.data(), carry_.data());
     kernels::axpy(carry_.numel(), 1.0f, d_cov_.select(t).data(), carry_.data());
 }
 

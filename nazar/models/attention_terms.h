@@ -63,9 +63,9 @@ private:
     bool coverage_ = false, monotonic_ = false;
     Tensor d_alpha_;     // (T, B, S)  the losses' direct d α_t
     Tensor d_cov_;       // (T, B, S)  the losses' direct d cov_t
-    Tensor carry_;       // (B, S)     Σ over later steps of d cov
+    Tensor carry_;       // (B, S)     Σ over later steps of d cov (monotonic: the next step's)
     Tensor step_alpha_;  // (B, S)     d α_t handed to the step: d_alpha_[t] + carry_
-    Tensor step_cov_;    // (B, S)     the step's score d cov_t (monotonic: d α_{t−1})
+    Tensor step_carry_;  // (B, S)     what the step hands back: d cov_t, or d α_{t−1} (monotonic)
     Tensor d_ctx_;       // (T, B, C)  the direct d c_t (copy gate), when direct_context()
     bool context_ = false;
     AttentionExtraGrad extra_;
