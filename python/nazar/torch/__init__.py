@@ -17,6 +17,9 @@ The state_dict names follow nazar's weight-naming contract (docs/design.md §5),
     GRUCell / LSTMCell   weight_ih, weight_hh, bias_ih, bias_hh torch.nn.GRUCell / LSTMCell
     GRU / LSTM           weight_ih_l{k}[_reverse], ...          torch.nn.GRU / LSTM, batch_first,
                          forward(x, lengths): packed, so a padded sentence behaves as if alone
+    GRUTransition        weight_hh, bias_ih, bias_hh            a deep-transition GRU step without
+                         input (nazar/nn/transition.h); make_rnn(transition_depth=D) names
+                         them weight_hh_l{k}[_reverse]_t{j}, ...
     Attention            query.weight (A, H), key.weight (A, C) or (H, C) for general,
                          v.weight (1, A), scale (1), position.weight (P, H),
                          position_v.weight (1, P), coverage.weight (1, A),
@@ -63,8 +66,9 @@ if torch is not None:
                          effective_timing, encoder_output_size, generator_input_size, model_config)
     from .decoding import (beam_search, coverage_penalty, greedy, length_penalty,  # noqa: F401
                            max_decode_length)
-    from .layers import (GRU, LSTM, Embedding, GRUCell, LayerNormGRU, LayerNormGRUCell,  # noqa: F401
-                         LayerNormLSTM, LayerNormLSTMCell, Linear, LSTMCell, make_rnn, xent_loss)
+    from .layers import (GRU, LSTM, Embedding, GRUCell, GRUTransition, LayerNormGRU,  # noqa: F401
+                         LayerNormGRUCell, LayerNormLSTM, LayerNormLSTMCell, Linear, LSTMCell, make_rnn,
+                         xent_loss)
     from .losses import (COPY_EPSILON, GUIDED_ALIGNMENT_EPSILON, copy_log_probs, copy_loss,  # noqa: F401
                        coverage_loss, guided_alignment_loss, loss, score, train_loss)
     from .model import (MODEL_FORMAT, Batch, Decoder, DeepOutput, Encoded, Encoder, Seq2Seq,  # noqa: F401

@@ -11,7 +11,7 @@ import math
 DEFAULT_CONFIG = {
     "src_vocab_size": 0, "tgt_vocab_size": 0, "embedding_size": 256,
     "encoder": {"cell": "gru", "hidden_size": 256, "num_layers": 1, "bidirectional": True, "dropout": 0.0,
-                "layer_norm": False, "residual": False},
+                "layer_norm": False, "residual": False, "transition_depth": 1},
     "decoder": {"kind": "bahdanau", "cell": "gru", "hidden_size": 256, "num_layers": 1, "dropout": 0.0,
                 "bridge": "auto", "attention_timing": "auto", "input_feeding": False, "deep_output": False,
                 "deep_output_size": 0, "layer_norm": False},
@@ -53,6 +53,7 @@ def model_config(config):
     if cfg["encoder"]["residual"] and cfg["encoder"]["num_layers"] < 2:
         raise ValueError("encoder residual connections need num_layers >= 2, got "
                          f"{cfg['encoder']['num_layers']}")
+    _check_transition_depth(cfg["encoder"])
     if d["input_feeding"] and d["kind"] == "bahdanau":
         raise ValueError("input_feeding is for the luong decoder")
     if effective_bridge(cfg) == "backward-first" and not cfg["encoder"]["bidirectional"]:
@@ -67,6 +68,15 @@ def model_config(config):
         raise ValueError(f"tie_target_embeddings needs generator input size {generator_input_size(cfg)} "
                          f"== embedding_size {cfg['embedding_size']}")
     return cfg
+
+
+def _check_transition_depth(e):
+    """Deep transition (nazar/nn/transition.h): an integer D in [1, 8]; D > 1 needs GRU cells."""
+    D = e["transition_depth"]
+    if isinstance(D, bool) or not isinstance(D, int) or not 1 <= D <= 8:
+        raise ValueError(f"encoder transition_depth (encoder_transition_depth) must be in [1, 8], got {D!r}")
+    if D > 1 and e["cell"] != "gru":
+        raise ValueError(f"encoder transition_depth {D} (deep transition) needs GRU cells (cell: gru)")
 
 
 def _check_monotonic(cfg):
@@ -95,7 +105,8 @@ def _check_monotonic(cfg):
 def config_json(cfg):
     """The "nazar.config" string: compact, sorted keys (what nlohmann::json::dump writes);
     "coverage" only when true, as nazar writes it; copy_attention only when true (as config.h's
-    to_json); the encoder's / decoder's layer_norm and the encoder's residual only when true;
+    to_json); the encoder's / decoder's layer_norm and the encoder's residual only when true, its
+    transition_depth only when > 1;
     "monotonic" with its "monotonic_bias_init" and "monotonic_noise" only when monotonic is on."""
     cfg = model_config(cfg)
     for side in ("encoder", "decoder"):
@@ -103,6 +114,8 @@ def config_json(cfg):
             del cfg[side]["layer_norm"]
     if not cfg["encoder"]["residual"]:
         del cfg["encoder"]["residual"]
+    if cfg["encoder"]["transition_depth"] == 1:
+        del cfg["encoder"]["transition_depth"]
     if not cfg["attention"]["coverage"]:
         del cfg["attention"]["coverage"]
     if not cfg["copy_attention"]:

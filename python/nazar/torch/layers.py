@@ -111,6 +111,38 @@ class LayerNormLSTMCell(_LayerNormCell):
         return torch.sigmoid(a_o) * torch.tanh(c_new), c_new
 
 
+class GRUTransition(nn.Module):
+    """One transition cell of a deep-transition GRU layer (nazar/nn/transition.h; Barone et al.
+    2017): a GRU step that reads only the state, i.e. torch's GRUCell with a zero-width input,
+    bias_ih standing where W_ih x + b_ih would:
+
+        g = h W_hhᵀ + b_hh   (layer_norm: LN(h W_hhᵀ; γ_hh) + b_hh, per gate block)
+        r = σ(b_ir + g_r)   z = σ(b_iz + g_z)   n = tanh(b_in + r ⊙ g_n)   h' = (1 − z) n + z h
+    weight_hh (3H, H), bias_ih, bias_hh (3H) ~ U(−1/sqrt(H), 1/sqrt(H)), ln_weight_hh (3H) = 1.
+    forward(h) -> h'."""
+
+    def __init__(self, hidden_size, layer_norm=False):
+        super().__init__()
+        H, k = hidden_size, hidden_size ** -0.5
+        self.hidden_size = H
+        self.weight_hh = nn.Parameter(torch.empty(3 * H, H).uniform_(-k, k))
+        self.bias_ih = nn.Parameter(torch.empty(3 * H).uniform_(-k, k))
+        self.bias_hh = nn.Parameter(torch.empty(3 * H).uniform_(-k, k))
+        if layer_norm:
+            self.ln_weight_hh = nn.Parameter(torch.ones(3 * H))
+
+    def forward(self, h):
+        a = h @ self.weight_hh.t()
+        if hasattr(self, "ln_weight_hh"):
+            a = nn.functional.layer_norm(a.unflatten(-1, (3, self.hidden_size)), (self.hidden_size,),
+                                         eps=1e-5).flatten(-2) * self.ln_weight_hh
+        g_r, g_z, g_n = (a + self.bias_hh).chunk(3, -1)
+        i_r, i_z, i_n = self.bias_ih.chunk(3, -1)
+        r, z = torch.sigmoid(i_r + g_r), torch.sigmoid(i_z + g_z)
+        n = torch.tanh(i_n + r * g_n)
+        return (1 - z) * n + z * h
+
+
 class _ExplicitRNN(nn.Module):
     """Multi-layer, optionally bidirectional RNN of one cell per layer-direction over a
     right-padded batch, step by step in explicit ops, as nazar/nn/rnn.h (and as
@@ -120,16 +152,25 @@ class _ExplicitRNN(nn.Module):
     direction starts at each sentence's own last token. Names as nazar's: weight_ih_l{k}[_reverse],
     ... (and ln_weight_ih_l{k}[_reverse], ln_weight_hh_l{k}[...] for layer-normalised cells);
     dropout between layers (train mode). residual: layer k > 0 outputs its states plus the input
-    it read (after the dropout), y_k = h_k + x_k; h_n stays the cells' states."""
+    it read (after the dropout), y_k = h_k + x_k; h_n stays the cells' states.
+    transition_depth D > 1 (GRU only, deep transition): each step runs the cell, then D − 1
+    GRUTransition cells j = 1 … D − 1 on its new state; the last one's state is the output and the
+    state the next step starts from (a padded position skips the whole chain). Their tensors
+    follow the cell's: weight_hh_l{k}[_reverse]_t{j}, bias_ih_…_t{j}, bias_hh_…_t{j} (and
+    ln_weight_hh_…_t{j} with layer-normalised cells)."""
 
-    Cell, LSTM = None, False
+    Cell, LSTM, LAYER_NORM = None, False, False
     NAMES = ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "ln_weight_ih", "ln_weight_hh")
 
-    def __init__(self, input_size, hidden_size, num_layers=1, bidirectional=False, dropout=0.0, residual=False):
+    def __init__(self, input_size, hidden_size, num_layers=1, bidirectional=False, dropout=0.0, residual=False,
+                 transition_depth=1):
         super().__init__()
+        if transition_depth < 1 or (transition_depth > 1 and self.LSTM):
+            raise ValueError(f"transition_depth must be >= 1 (> 1 for GRU cells only), got {transition_depth}")
         self.hidden_size, self.num_layers, self.bidirectional = hidden_size, num_layers, bidirectional
         self.dropout, self.residual, D = dropout, residual, 2 if bidirectional else 1
-        self.cells = []
+        self.transition_depth = transition_depth
+        self.cells, self.transitions = [], []  # [L·D], [L·D][D_t − 1]
         for k in range(num_layers):
             for d in range(D):
                 cell = self.Cell(input_size if k == 0 else D * hidden_size, hidden_size)
@@ -138,6 +179,14 @@ class _ExplicitRNN(nn.Module):
                     if hasattr(cell, name):
                         self.register_parameter(name + sfx, getattr(cell, name))
                 self.cells.append(cell)
+                self.transitions.append([self._transition(hidden_size, f"{sfx}_t{j}")
+                                         for j in range(1, transition_depth)])
+
+    def _transition(self, hidden_size, sfx):
+        tr = GRUTransition(hidden_size, layer_norm=self.LAYER_NORM)
+        for name, p in tr.named_parameters():
+            self.register_parameter(name + sfx, p)
+        return tr
 
     def forward(self, x, lengths=None, hx=None):
         B, T, D, H = x.shape[0], x.shape[1], 2 if self.bidirectional else 1, self.hidden_size
@@ -158,6 +207,8 @@ class _ExplicitRNN(nn.Module):
                 for t in (range(T) if d == 0 else reversed(range(T))):
                     real = (t < lengths).to(x.dtype)[:, None]  # (B, 1)
                     new = cell(inp[:, t], s)
+                    for tr in self.transitions[k * D + d]:  # GRU only
+                        new = tr(new)
                     keep = (lambda a, b: real * a + (1 - real) * b)  # noqa: E731
                     s = tuple(map(keep, new, s)) if lstm else keep(new, s)
                     ys[t] = real * (new[0] if lstm else new)
@@ -171,8 +222,8 @@ class _ExplicitRNN(nn.Module):
 
 
 class LayerNormGRU(_ExplicitRNN):
-    """_ExplicitRNN of LayerNormGRUCell."""
-    Cell = LayerNormGRUCell
+    """_ExplicitRNN of LayerNormGRUCell (and layer-normalised transitions)."""
+    Cell, LAYER_NORM = LayerNormGRUCell, True
 
 
 class LayerNormLSTM(_ExplicitRNN):
@@ -181,7 +232,8 @@ class LayerNormLSTM(_ExplicitRNN):
 
 
 class ExplicitGRU(_ExplicitRNN):
-    """_ExplicitRNN of torch's GRUCell (for what nn.GRU cannot do: residual connections)."""
+    """_ExplicitRNN of torch's GRUCell (for what nn.GRU cannot do: residual connections, deep
+    transition)."""
     Cell = nn.GRUCell
 
 
@@ -197,11 +249,15 @@ def xent_loss(logits, targets, ignore_index=-1, label_smoothing=0.0):
                                        label_smoothing=label_smoothing, reduction="sum")
 
 
-def make_rnn(cell, input_size, hidden_size, layer_norm=False, residual=False, **kw):
+def make_rnn(cell, input_size, hidden_size, layer_norm=False, residual=False, transition_depth=1, **kw):
     """cell: "gru" | "lstm"; layer_norm: LayerNormGRU / LayerNormLSTM (explicit ops); residual
-    (layer k > 0 adds its input): explicit ops too, of the layer-normalised or torch's cells."""
+    (layer k > 0 adds its input) and transition_depth > 1 (deep transition, GRU only): explicit
+    ops too, of the layer-normalised or torch's cells."""
+    if transition_depth != 1 and cell != "gru":
+        raise ValueError(f"transition_depth {transition_depth} (deep transition) needs GRU cells, got {cell}")
+    extra = {"residual": residual, "transition_depth": transition_depth}
     if layer_norm:
-        return {"gru": LayerNormGRU, "lstm": LayerNormLSTM}[cell](input_size, hidden_size, residual=residual, **kw)
-    if residual:
-        return {"gru": ExplicitGRU, "lstm": ExplicitLSTM}[cell](input_size, hidden_size, residual=True, **kw)
+        return {"gru": LayerNormGRU, "lstm": LayerNormLSTM}[cell](input_size, hidden_size, **extra, **kw)
+    if residual or transition_depth != 1:
+        return {"gru": ExplicitGRU, "lstm": ExplicitLSTM}[cell](input_size, hidden_size, **extra, **kw)
     return {"gru": GRU, "lstm": LSTM}[cell](input_size, hidden_size, **kw)

@@ -33,7 +33,8 @@ class Encoder(nn.Module):
         self.embedding = nn.Embedding(cfg["src_vocab_size"], cfg["embedding_size"])  # no padding_idx
         self.rnn = make_rnn(e["cell"], cfg["embedding_size"], e["hidden_size"], num_layers=e["num_layers"],
                             bidirectional=e["bidirectional"], dropout=e["dropout"],
-                            layer_norm=e["layer_norm"], residual=e["residual"])
+                            layer_norm=e["layer_norm"], residual=e["residual"],
+                            transition_depth=e["transition_depth"])
 
     def forward(self, src, lengths, emb_mask=None):
         """emb_mask (B, S, E): a dropout mask (0 or 1/(1−p)) on the embeddings, or None."""
