@@ -151,10 +151,11 @@ def _softmax_xent_smooth(g):
     return _xent(g, 0.1, False)
 
 
-def _rnn(g, cell, layers, bidirectional, with_initial, lengths, I=5, H=4, layer_norm=False, residual=False):
+def _rnn(g, cell, layers, bidirectional, with_initial, lengths, I=5, H=4, layer_norm=False, residual=False,
+         transition_depth=1):
     import torch
     m = nt.make_rnn(cell, I, H, num_layers=layers, bidirectional=bidirectional, layer_norm=layer_norm,
-                    residual=residual)
+                    residual=residual, transition_depth=transition_depth)
     if layer_norm:
         _random_gains(g, m)
     B, T = len(lengths), max(lengths)
@@ -181,6 +182,8 @@ def _rnn(g, cell, layers, bidirectional, with_initial, lengths, I=5, H=4, layer_
         cfg["layer_norm"] = True
     if residual:
         cfg["residual"] = True
+    if transition_depth > 1:
+        cfg["transition_depth"] = transition_depth
     return m, inputs, run, cfg
 
 
@@ -207,6 +210,16 @@ def _rnn_gru_res(g):  # layers 1 and 2 add their inputs (two residual sums in a 
 @case("rnn_lstm_layer_norm_residual_2layer")
 def _rnn_lstm_ln_res(g):  # unidirectional: the residual sum of width H; layer norm with it
     return _rnn(g, "lstm", 2, False, False, [5, 2, 4], H=16, layer_norm=True, residual=True)
+
+
+@case("rnn_gru_transition3_2layer_bidir_init")
+def _rnn_gru_tr(g):  # deep transition: 2 transitions per step, layer 1 reads layer 0's chain outputs
+    return _rnn(g, "gru", 2, True, True, [6, 4, 1], transition_depth=3)
+
+
+@case("rnn_gru_layer_norm_transition2_2layer_bidir_init")
+def _rnn_gru_ln_tr(g):  # H = 16: the vector widths; the transitions' own LN gains (drawn at random)
+    return _rnn(g, "gru", 2, True, True, [6, 4, 1], H=16, layer_norm=True, transition_depth=2)
 
 
 @case("rnn_lstm_layer_norm_1layer_bidir_init")

@@ -155,6 +155,12 @@ CASES = {
                            "decoder": {"kind": "bahdanau", "hidden_size": 5, "deep_output": True,
                                        "deep_output_size": 4},
                            "attention": {"score": "additive", "attention_size": 3}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
+    # deep transition (2 GRU cells per encoder step) in a 2-layer bidirectional layer-normalised
+    # encoder; sizes of 16 so that the vector widths are used
+    "bahdanau_transition": ({"encoder": {"hidden_size": 16, "num_layers": 2, "layer_norm": True,
+                                         "transition_depth": 2},
+                             "decoder": {"kind": "bahdanau", "hidden_size": 16},
+                             "attention": {"score": "additive", "attention_size": 8}}, 0.0, SRC_LENGTHS, TGT_LENGTHS),
     # an empty source sentence (S_b = 0): zero encoder states, mean bridge 0, empty local-p window
     "empty_source": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "luong", "hidden_size": 5},
                       "attention": {"score": "general", "local": "local-p", "window": 1}},
