@@ -77,6 +77,7 @@ const char* const kCases[] = {"bahdanau_gru",
                               "luong_layer_norm_feed",
                               "luong_lstm_layer_norm",
                               "bahdanau_residual",
+                              "bahdanau_transition",
                               "bahdanau_monotonic",
                               "luong_general_monotonic"};
 
@@ -351,6 +352,10 @@ TEST(ParityModels, LuongLstmLayerNorm) {  // LSTM encoder, 2-layer LSTM decoder,
 }
 TEST(ParityModels, BahdanauResidualEncoder) {  // 3-layer bidirectional encoder_residual
     check_model("bahdanau_residual");
+}
+
+TEST(ParityModels, BahdanauDeepTransitionEncoder) {  // 2 GRU cells a step, layer norm, 2 layers
+    check_model("bahdanau_transition");
 }
 
 TEST(ParityModels, BahdanauCoverage) {

@@ -206,7 +206,8 @@ void check_rnn(const std::string& name) {
              .num_layers = cfg["num_layers"].get<int>(),
              .bidirectional = cfg["bidirectional"].get<bool>(),
              .layer_norm = cfg.value("layer_norm", false),
-             .residual = cfg.value("residual", false)},
+             .residual = cfg.value("residual", false),
+             .transition_depth = cfg.value("transition_depth", 1)},
             rng);
     ParamList params;
     collect_params(rnn.params, rnn.grad, "", params);
@@ -263,6 +264,12 @@ TEST(ParityNn, RNNGruResidual3LayerBidirectionalInitialState) {
 }
 TEST(ParityNn, RNNLstmLayerNormResidual2Layer) {
     check_rnn("rnn_lstm_layer_norm_residual_2layer");
+}
+TEST(ParityNn, RNNGruTransitionDepth3TwoLayerBidirectionalInitialState) {  // 2 transitions a step
+    check_rnn("rnn_gru_transition3_2layer_bidir_init");
+}
+TEST(ParityNn, RNNGruLayerNormTransitionDepth2TwoLayerBidirInitialState) {
+    check_rnn("rnn_gru_layer_norm_transition2_2layer_bidir_init");
 }
 TEST(ParityNn, RNNLstmLayerNorm1LayerBidirectionalInitialState) {
     check_rnn("rnn_lstm_layer_norm_1layer_bidir_init");
