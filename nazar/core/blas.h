@@ -64,6 +64,14 @@ inline constexpr int kSmallGemmRows = 8;
 // strip-packed; reuses wt's memory when it is the only owner, never writes into a shared copy.
 void refresh_weight_t(WeightT& wt, const float* w, int N, int K, int ldw);
 void refresh_weight_t(WeightT& wt, ConstTensorView w);  // all of W (N x K)
+// wt = Wᵀ (all of W) for products of `rows` rows when they gain from it (> kSmallGemmRows), else
+// none (wt reset).
+inline void refresh_weight_t_for_rows(WeightT& wt, ConstTensorView w, int64_t rows) {
+    if (rows > kSmallGemmRows)
+        refresh_weight_t(wt, w);
+    else
+        wt.reset();
+}
 // Rows k0.. of a packed Wᵀ (the columns k0.. of W), or nothing.
 struct WeightTRows {
     const float* data = nullptr;  // strip 0, row k0

@@ -20,24 +20,6 @@
 
 namespace nazar {
 
-namespace {
-
-// a (n, G·H) = 0 + b_hh in every row (the value a zeroed buffer plus the bias holds), or 0
-void fill_bias_rows(TensorView a, const Tensor& bias) {
-    const int n = a.dim(0), GH = a.dim(1);
-    if (absent(bias)) {
-        a.zero();
-        return;
-    }
-    const float* b = bias.data();
-    for (int i = 0; i < n; ++i) {
-        float* o = a.data() + int64_t{i} * GH;
-        for (int j = 0; j < GH; ++j) o[j] = 0.0f + b[j];
-    }
-}
-
-}  // namespace
-
 RNN::RNN(Config c, Rng& rng, ParamMode mode) : cfg(c) {
     NZ_CHECK(cfg.input_size > 0 && cfg.hidden_size > 0,
              "RNN: sizes must be positive, got input {} hidden {}", cfg.input_size,
@@ -45,15 +27,24 @@ RNN::RNN(Config c, Rng& rng, ParamMode mode) : cfg(c) {
     NZ_CHECK(cfg.num_layers >= 1, "RNN: num_layers must be >= 1, got {}", cfg.num_layers);
     NZ_CHECK(cfg.dropout >= 0.0f && cfg.dropout <= 1.0f, "RNN: dropout must be in [0, 1], got {}",
              cfg.dropout);
-    const int D = directions();
+    NZ_CHECK(cfg.transition_depth >= 1 && (cfg.transition_depth == 1 || cfg.cell == CellType::gru),
+             "RNN: transition_depth must be >= 1 (> 1 for GRU cells only), got {}",
+             cfg.transition_depth);
+    const int D = directions(), H = cfg.hidden_size;
     params.directions = grad.directions = D;
     for (int k = 0; k < cfg.num_layers; ++k)
         for (int d = 0; d < D; ++d) {
-            const int in = k == 0 ? cfg.input_size : D * cfg.hidden_size;
-            params.cells.push_back(make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias,
-                                                        &rng, mode, cfg.layer_norm));
-            grad.cells.push_back(make_rnn_cell_params(gates(), in, cfg.hidden_size, cfg.bias,
-                                                      nullptr, mode, cfg.layer_norm));
+            const int in = k == 0 ? cfg.input_size : D * H;
+            params.cells.push_back(
+                make_rnn_cell_params(gates(), in, H, cfg.bias, &rng, mode, cfg.layer_norm));
+            grad.cells.push_back(
+                make_rnn_cell_params(gates(), in, H, cfg.bias, nullptr, mode, cfg.layer_norm));
+            auto& tp = params.transitions.emplace_back();
+            auto& tg = grad.transitions.emplace_back();
+            for (int j = 1; j < cfg.transition_depth; ++j) {  // drawn after the cell's tensors
+                tp.push_back(make_transition_params(H, cfg.bias, &rng, mode, cfg.layer_norm));
+                tg.push_back(make_transition_params(H, cfg.bias, nullptr, mode, cfg.layer_norm));
+            }
         }
 }
 
@@ -89,10 +80,7 @@ static void prepare_direction(const RNNCellParams& P, const Tensor& X, int64_t N
         layer_norm::blocks_forward(lstm ? dc.gates.view() : dc.gi.view(), H, P.ln_weight_ih,
                                    P.bias_ih, dc.ln_i, dc.rstd_i);
     }
-    if (B > kSmallGemmRows)
-        refresh_weight_t(dc.whh_t, P.weight_hh);
-    else
-        dc.whh_t.reset();
+    refresh_weight_t_for_rows(dc.whh_t, P.weight_hh, B);
 }
 
 // One step's recurrent products for its n rows (forward_direction and infer_direction alike):
@@ -111,12 +99,9 @@ static void recurrent_step(const RNNCellParams& P, bool lstm, int H, ConstTensor
         kernels::axpy(a.numel(), 1.0f, gh.data(), a.data());
     } else if (lstm) {
         cell_add_recurrent(P, hp, a, whh);
-    } else {
-        if (ln)
-            a.zero();
-        else
-            fill_bias_rows(a, P.bias_hh);
-        gemm_xwt(n, GH, H, 1.0f, hp.data(), H, P.weight_hh.data(), H, whh, 1.0f, a.data(), GH);
+    } else {  // (0 + b_hh) + h W_hhᵀ, or h W_hhᵀ alone with LN (its shift is the bias)
+        gemm_xwt_bias(n, GH, H, hp.data(), H, P.weight_hh.data(), H, whh,
+                      ln || absent(P.bias_hh) ? nullptr : P.bias_hh.data(), a.data(), GH);
         if (ln) layer_norm::blocks_forward(a, H, P.ln_weight_hh, P.bias_hh, xhat, rstd);
     }
 }
@@ -135,6 +120,8 @@ void RNN::forward_direction(int k, int d, const RNNState& initial, RNNState& fin
     const RNNCellParams& P = params.cells[idx];
     RNNDirectionCache& dc = cache.dirs[idx];
     prepare_direction(P, cache.layer_in[k], N, B, H, G, lstm, dc);
+    const std::vector<TransitionParams>& Ptr = params.transitions[idx];
+    if (deep()) transition::prepare(Ptr, N, B, H, dc.tr);
     // (N, D·H), this direction's half; no rows at all (every source empty): no outputs
     float* const Y = N > 0 ? cache.layer_out[k].data() + d * H : nullptr;
     const WeightTRows whh = weight_t_rows(dc.whh_t);
@@ -154,7 +141,9 @@ void RNN::forward_direction(int k, int d, const RNNState& initial, RNNState& fin
         if (i1 <= i0) return;
         const int64_t a = o + i0, b = o + i1;
         const TensorView hn = dc.h.slice(to, to + i1 - i0);
-        if (lstm)
+        if (deep())  // the step's states left by its transitions
+            hn.copy_from(dc.tr.out.slice(a, b));
+        else if (lstm)
             lstm::gates_forward(dc.h.slice(a, b), dc.c.slice(a, b), dc.gates.slice(a, b),
                                 dc.tanh_c.slice(a, b), hn, dc.c.slice(to, to + i1 - i0));
         else
@@ -175,6 +164,12 @@ void RNN::forward_direction(int k, int d, const RNNState& initial, RNNState& fin
                            dc.rstd_h.slice(o, o + n));
         else
             recurrent_step(P, lstm, H, dc.h.slice(o, o + n), dc.gates.slice(o, o + n), {}, whh);
+        if (deep()) {  // the cell's new states into tr.h[0], then the transitions
+            gru::gates_forward(dc.gi.slice(o, o + n), dc.h.slice(o, o + n),
+                               dc.gates.slice(o, o + n), dc.gh_n.slice(o, o + n),
+                               dc.tr.h[0].slice(o, o + n));
+            transition::forward(Ptr, H, o, n, dc.tr);
+        }
         if (fwd) {
             cell_rows(0, n_next, o + n);       // offset[t + 1]
             cell_rows(n_next, n, N + n_next);  // the rows ending at t: final states
@@ -209,10 +204,12 @@ void RNN::infer_direction(int k, int d, const RNNState& initial, RNNState& final
         sc.gates.resize({B, G * H}, false);
         sc.gh_n.resize({B, H}, false);
     }
-    if (B > kSmallGemmRows)
-        refresh_weight_t(sc.whh_t, P.weight_hh);
-    else
-        sc.whh_t.reset();
+    refresh_weight_t_for_rows(sc.whh_t, P.weight_hh, B);
+    const std::vector<TransitionParams>& Ptr = params.transitions[idx];
+    if (deep()) {
+        transition::prepare(Ptr, 0, B, H, sc.tr);
+        sc.tr_h.resize({B, H}, false);
+    }
     float* const Y = N > 0 ? cache.layer_out[k].data() + d * H : nullptr;
     const WeightTRows whh = weight_t_rows(sc.whh_t);
     const ConstTensorView h_init = absent(initial.h) ? ConstTensorView() : initial.h.select(idx);
@@ -230,7 +227,9 @@ void RNN::infer_direction(int k, int d, const RNNState& initial, RNNState& final
     const auto cell_rows = [&](int i0, int i1, Tensor& hn, Tensor& cn) {
         if (i1 <= i0) return;
         const TensorView h1 = hn.slice(i0, i1);
-        if (lstm)
+        if (deep())  // the step's states left by its transitions
+            h1.copy_from(sc.tr_h.slice(i0, i1));
+        else if (lstm)
             lstm::gates_forward(sc.h.slice(i0, i1), sc.c.slice(i0, i1),
                                 sc.proj.slice(o + i0, o + i1), sc.tanh_c.slice(i0, i1), h1,
                                 cn.slice(i0, i1));
@@ -249,6 +248,12 @@ void RNN::infer_direction(int k, int d, const RNNState& initial, RNNState& final
         recurrent_step(P, lstm, H, sc.h.slice(0, n),
                        lstm ? sc.proj.slice(o, o + n) : sc.gates.slice(0, n),
                        lstm && P.layer_norm() ? sc.gh.slice(0, n) : TensorView(), whh);
+        if (deep()) {  // the cell's new states, then the transitions, in sc.tr_h
+            const TensorView th = sc.tr_h.slice(0, n);
+            gru::gates_forward(sc.proj.slice(o, o + n), sc.h.slice(0, n), sc.gates.slice(0, n),
+                               sc.gh_n.slice(0, n), th);
+            transition::infer(Ptr, H, th, sc.gates.slice(0, n), sc.gh_n.slice(0, n), sc.tr);
+        }
         if (fwd) {
             cell_rows(0, n_next, sc.h_next, sc.c_next);
             cell_rows(n_next, n, sc.h_final, sc.c_final);  // the rows ending at t
@@ -360,8 +365,7 @@ void RNN::backward_direction(int k, int d, const RNNState& d_final, const RNNCac
     if (lstm) start(d_final.c, d_c_, d_c_next_, d_c0_);
     // Steps in reverse processing order: forward direction t = T−1 … 0, backward 0 … T−1.
     for (int s = 0; s < T; ++s) {
-        const int t = fwd ? T - 1 - s : s;
-        const int n = rows[t];
+        const int t = fwd ? T - 1 - s : s, n = rows[t];
         if (n == 0) continue;
         const int64_t o = cache.offset[static_cast<std::size_t>(t)];
         // d_h' = (from the later step) + d_out[t] of this direction
@@ -370,6 +374,9 @@ void RNN::backward_direction(int k, int d, const RNNState& d_final, const RNNCac
             kernels::axpy(H, 1.0f, dy + int64_t{i} * D * H, d_h_.data() + int64_t{i} * H);
         const TensorView dh = d_h_.slice(0, n), dh_next = d_h_next_.slice(0, n);
         const TensorView dgi = d_gi_.slice(o, o + n);
+        if (deep())  // dh: of the step's new states, then of the cell's (before the transitions)
+            transition::backward(params.transitions[idx], grad.transitions[idx], H, o, n, dc.tr,
+                                 d_gh_tr_, dh, d_tr_.slice(0, n), d_gi_tr_.slice(0, n));
         dh_next.zero();
         if (lstm) {
             d_c_next_.slice(0, n).zero();
@@ -413,6 +420,7 @@ void RNN::backward_direction(int k, int d, const RNNState& d_final, const RNNCac
     // d_W_hh += Σ d_aᵀ h_prev over the N packed rows (dc.h's first N rows are the h_prev)
     cell_add_recurrent_backward(P, Pg, lstm && !P.layer_norm() ? d_gi_ : d_gh_, dc.h.slice(0, N),
                                 TensorView());
+    transition::weight_grads(grad.transitions[idx], N, dc.tr, d_gh_tr_);
     // LN: d_gi of gi, then of x W_ihᵀ, all rows in one pass; γ_ih's and b_ih's gradients
     if (P.layer_norm())
         layer_norm::blocks_backward(d_gi_, H, P.ln_weight_ih, dc.ln_i, dc.rstd_i, Pg.ln_weight_ih,
@@ -447,6 +455,12 @@ void RNN::backward(ConstTensorView d_out, const RNNState& d_final, const RNNCach
         g->resize({B, H}, false);
     d_gi_.resize({N, G * H}, false);
     if (!lstm || cfg.layer_norm) d_gh_.resize({N, G * H}, false);
+    d_gh_tr_.resize(static_cast<std::size_t>(cfg.transition_depth) - 1);
+    for (Tensor& g : d_gh_tr_) g.resize({N, 3 * H}, false);
+    if (deep()) {
+        d_tr_.resize({B, H}, false);
+        d_gi_tr_.resize({B, 3 * H}, false);
+    }
     for (int k = L - 1; k >= 0; --k) {
         const int In = cache.layer_in[k].dim(1);
         const bool need_d_in = k > 0 || !absent(d_x);

@@ -31,6 +31,10 @@
 // Layer normalisation (Config::layer_norm; gru_cell.h, lstm_cell.h): the input products of all
 // rows are normalised in one pass after their GEMM, the recurrent ones per step; the gains are
 // ln_weight_ih_l{k}, ln_weight_hh_l{k} (and _reverse), after the four tensors of each cell.
+// Deep transition (Config::transition_depth D > 1, GRU only; transition.h): each step of each
+// layer-direction runs its cell and then D − 1 transition cells that read only the state; the
+// last one's state is the output and what the next step starts from. Their tensors
+// (weight_hh_l{k}[_reverse]_t{j}, …) follow the cell's, j = 1 … D − 1.
 //
 // Gradients: backward ACCUMULATES (+=) into d_x, d_initial and `grad`.
 #pragma once
@@ -41,6 +45,7 @@
 #include "nazar/nn/dropout.h"
 #include "nazar/nn/gru_cell.h"
 #include "nazar/nn/lstm_cell.h"
+#include "nazar/nn/transition.h"
 
 #include <span>
 #include <string>
@@ -52,7 +57,9 @@ enum class CellType { gru, lstm };
 
 struct RNNParams {
     std::vector<RNNCellParams> cells;  // [layer · directions + dir]
-    int directions = 1;                // 1 or 2
+    // [layer · directions + dir][j − 1]: transition j of the cell (empty without deep transition)
+    std::vector<std::vector<TransitionParams>> transitions;
+    int directions = 1;  // 1 or 2
 
     // torch.nn.GRU / LSTM state_dict names, in torch's order.
     template <class F>
@@ -66,6 +73,9 @@ struct RNNParams {
             f("bias_hh_l" + k + sfx, cells[i].bias_hh);
             f("ln_weight_ih_l" + k + sfx, cells[i].ln_weight_ih);  // absent without LN
             f("ln_weight_hh_l" + k + sfx, cells[i].ln_weight_hh);
+            if (i < transitions.size())
+                for (std::size_t j = 0; j < transitions[i].size(); ++j)
+                    transitions[i][j].visit(f, "_l" + k + sfx + "_t" + std::to_string(j + 1));
         }
     }
 };
@@ -94,6 +104,7 @@ struct RNNDirectionCache {
     Tensor gh{Shape{0}};  // (B, 4H)  LSTM with layer_norm: a step's LN(h W_hhᵀ) + b_hh
     WeightT whh_t;  // W_hhᵀ for this forward's steps (blas.h; empty at <= kSmallGemmRows rows or
                     // without AVX-512)
+    TransitionCache tr;  // deep transition: its steps' values (the cell's new states in tr.h[0])
 };
 
 // Mode::inference (no backward follows): a layer-direction keeps the input projections of its
@@ -108,7 +119,9 @@ struct RNNInferenceScratch {
     Tensor gh{Shape{0}};      // (B, 4H)   LSTM with layer_norm: LN(h W_hhᵀ) + b_hh of the step
     Tensor h{Shape{0}}, h_next{Shape{0}}, h_final{Shape{0}};  // (B, H) each
     Tensor c{Shape{0}}, c_next{Shape{0}}, c_final{Shape{0}};  // (B, H) each, LSTM
-    WeightT whh_t;  // W_hhᵀ of the direction running (as RNNDirectionCache::whh_t)
+    WeightT whh_t;          // W_hhᵀ of the direction running (as RNNDirectionCache::whh_t)
+    TransitionCache tr;     // deep transition: bias rows and Wᵀ of the direction running
+    Tensor tr_h{Shape{0}};  // (B, H) deep transition: the step's states through the chain
 };
 
 // Everything backward needs; owned by the caller, reused across batches (resize keeps memory).
@@ -139,9 +152,10 @@ public:
         int num_layers = 1;   // L >= 1
         bool bias = true;
         bool bidirectional = false;
-        float dropout = 0.0f;     // between layers, train mode only
-        bool layer_norm = false;  // layer-normalised cells (gru_cell.h, lstm_cell.h)
-        bool residual = false;    // layer k > 0 outputs its states plus its input (see above)
+        float dropout = 0.0f;      // between layers, train mode only
+        bool layer_norm = false;   // layer-normalised cells (gru_cell.h, lstm_cell.h)
+        bool residual = false;     // layer k > 0 outputs its states plus its input (see above)
+        int transition_depth = 1;  // D: cells per step, the first reading the input (GRU only)
     };
 
     RNN() = default;
@@ -150,6 +164,7 @@ public:
 
     int directions() const { return cfg.bidirectional ? 2 : 1; }
     int gates() const { return cfg.cell == CellType::gru ? 3 : 4; }
+    bool deep() const { return cfg.transition_depth > 1; }
     int output_size() const { return directions() * cfg.hidden_size; }  // C
     RNNState zero_state(int B) const;  // h (and c) zeros of (L·dirs, B, H)
 
@@ -193,6 +208,9 @@ private:
     // (B, H) in sorted row order: the running gradients and those of the initial states
     Tensor d_h_{Shape{0}}, d_h_next_{Shape{0}}, d_c_{Shape{0}}, d_c_next_{Shape{0}};
     Tensor d_h0_{Shape{0}}, d_c0_{Shape{0}};
+    // deep transition: (N, 3H) per transition (its h W_jᵀ's gradient), (B, H) and (B, 3H) scratch
+    std::vector<Tensor> d_gh_tr_;
+    Tensor d_tr_{Shape{0}}, d_gi_tr_{Shape{0}};
 };
 
 }  // namespace nazar

@@ -7,6 +7,7 @@
 #include "tests/common/test_util.h"
 
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -54,7 +55,7 @@ Tensor rows_in(ConstTensorView t, const std::vector<int>& order, int axis) {
 }
 
 RNN make_rnn(CellType cell, bool bidirectional, float dropout, Rng& rng, bool layer_norm = false,
-             bool residual = false) {
+             bool residual = false, int depth = 1) {
     return RNN({.cell = cell,
                 .input_size = 3,
                 .hidden_size = 4,
@@ -62,7 +63,8 @@ RNN make_rnn(CellType cell, bool bidirectional, float dropout, Rng& rng, bool la
                 .bidirectional = bidirectional,
                 .dropout = dropout,
                 .layer_norm = layer_norm,
-                .residual = residual},
+                .residual = residual,
+                .transition_depth = depth},
                rng);
 }
 
@@ -127,10 +129,18 @@ TEST_P(RNNPacked, InferenceEqualsEvalBitForBit) {
     const bool lstm = cell == CellType::lstm;
     Rng rng(34);
     const int T = 6, I = 3, H = 4, LD = 2 * (bidi ? 2 : 1), C = (bidi ? 2 : 1) * H;
-    for (const auto& [ln, res] : {std::pair{false, false}, {true, false}, {false, true}}) {
-        RNN rnn = make_rnn(cell, bidi, 0.3f, rng, ln, res);
-        if (ln)  // gains away from 1, so that a path skipping them would show
+    for (const auto& [ln, res, depth] : {std::tuple{false, false, 1},
+                                         {true, false, 1},
+                                         {false, true, 1},
+                                         {false, false, 3},
+                                         {true, true, 2}}) {
+        if (lstm && depth > 1) continue;  // deep transition: GRU only
+        RNN rnn = make_rnn(cell, bidi, 0.3f, rng, ln, res, depth);
+        if (ln) {  // gains away from 1, so that a path skipping them would show
             for (auto& p : rnn.params.cells) rng.fill_uniform(p.ln_weight_hh, 0.5f, 1.5f);
+            for (auto& chain : rnn.params.transitions)
+                for (auto& p : chain) rng.fill_uniform(p.ln_weight_hh, 0.5f, 1.5f);
+        }
         RNNCache reused;
         for (const int B : {12, 5, 12}) {
             std::vector<int> lengths;
@@ -145,7 +155,7 @@ TEST_P(RNNPacked, InferenceEqualsEvalBitForBit) {
             rnn.forward(x, lengths, init, out_e, fe, ce, r1, Mode::eval);
             rnn.forward(x, lengths, init, out_i, fi, reused, r2, Mode::inference);
             EXPECT_TRUE(close_abs(out_i, out_e, 0))
-                << B << " rows, layer_norm " << ln << ", residual " << res;
+                << B << " rows, layer_norm " << ln << ", residual " << res << ", depth " << depth;
             EXPECT_TRUE(close_abs(fi.h, fe.h, 0)) << B << " rows";
             if (lstm) {
                 EXPECT_TRUE(close_abs(fi.c, fe.c, 0)) << B << " rows";
