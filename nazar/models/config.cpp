@@ -145,6 +145,12 @@ void check_sizes(const ModelConfig& cfg) {
                 "(encoder_layers; layer k > 0 adds the input it read, layer 0 reads the "
                 "embeddings), got {}",
                 enc.num_layers);
+    usage_check(enc.transition_depth >= 1 && enc.transition_depth <= 8,
+                "encoder transition_depth (encoder_transition_depth) must be in [1, 8], got {}",
+                enc.transition_depth);
+    usage_check(enc.transition_depth == 1 || enc.cell == CellType::gru,
+                "encoder transition_depth {} (deep transition) needs GRU cells (cell: gru)",
+                enc.transition_depth);
     usage_check(enc.dropout >= 0 && enc.dropout < 1, "encoder dropout must be in [0, 1), got {}",
                 enc.dropout);
     usage_check(dec.dropout >= 0 && dec.dropout < 1, "decoder dropout must be in [0, 1), got {}",
@@ -325,6 +331,8 @@ json to_json(const ModelConfig& cfg) {
     if (cfg.encoder.layer_norm) j["encoder"]["layer_norm"] = true;
     if (cfg.decoder.layer_norm) j["decoder"]["layer_norm"] = true;
     if (cfg.encoder.residual) j["encoder"]["residual"] = true;
+    if (cfg.encoder.transition_depth > 1)
+        j["encoder"]["transition_depth"] = cfg.encoder.transition_depth;
     return j;
 }
 
@@ -403,6 +411,7 @@ ModelConfig model_config_from_json(const json& j) {
         re.get("dropout", cfg.encoder.dropout);
         re.get("layer_norm", cfg.encoder.layer_norm);
         re.get("residual", cfg.encoder.residual);
+        re.get("transition_depth", cfg.encoder.transition_depth);
         re.finish();
     }
     if (const json* d = r.object("decoder")) {

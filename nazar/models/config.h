@@ -14,8 +14,9 @@
 //     "tie_target_embeddings": false,
 //     "special_ids": {"pad": 0, "unk": 1, "bos": 2, "eos": 3} }
 // to_json writes every key, so from_json(to_json(c)) == c exactly; "coverage", "copy_attention",
-// the encoder's / decoder's "layer_norm" and the encoder's "residual" only when true (the JSON of a
-// model without them is what it was before they existed).
+// the encoder's / decoder's "layer_norm" and the encoder's "residual" only when true, its
+// "transition_depth" only when > 1 (the JSON of a model without them is what it was before they
+// existed).
 //
 // Derived sizes (docs/shapes.md letters): C = encoder.hidden_size · (bidirectional ? 2 : 1) (d_h),
 // H = decoder.hidden_size (d_s), A = attention_size or H when 0, P = position_size or H when 0,
@@ -61,11 +62,13 @@ struct EncoderConfig {
     int hidden_size = 256;  // per direction
     int num_layers = 1;
     bool bidirectional = true;
-    float dropout = 0.0f;     // between layers (train mode), as torch.nn.GRU
-    bool layer_norm = false;  // layer-normalised cells (nn/gru_cell.h, lstm_cell.h); JSON key
-                              // written when true
-    bool residual = false;    // layer k > 0 outputs its states plus its input (nn/rnn.h); needs
-                              // num_layers >= 2; JSON key written when true
+    float dropout = 0.0f;      // between layers (train mode), as torch.nn.GRU
+    bool layer_norm = false;   // layer-normalised cells (nn/gru_cell.h, lstm_cell.h); JSON key
+                               // written when true
+    bool residual = false;     // layer k > 0 outputs its states plus its input (nn/rnn.h); needs
+                               // num_layers >= 2; JSON key written when true
+    int transition_depth = 1;  // deep transition: GRU cells per step (nn/transition.h), 1-8;
+                               // > 1 needs cell gru; JSON key written when > 1
 };
 
 struct DecoderConfig {

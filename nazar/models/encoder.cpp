@@ -18,7 +18,8 @@ Encoder::Encoder(const ModelConfig& cfg, Rng& rng, ParamMode mode)
            .bidirectional = cfg.encoder.bidirectional,
            .dropout = cfg.encoder.dropout,
            .layer_norm = cfg.encoder.layer_norm,
-           .residual = cfg.encoder.residual},
+           .residual = cfg.encoder.residual,
+           .transition_depth = cfg.encoder.transition_depth},
           rng, mode) {}
 
 void Encoder::forward(std::span<const int32_t> src, std::span<const int> lengths,

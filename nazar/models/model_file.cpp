@@ -100,9 +100,18 @@ void visit_param_shapes(const ModelConfig& cfg, const ShapeFn& f) {
     // encoder.embedding, encoder.rnn (torch order: per layer, forward then _reverse)
     f("encoder.embedding.weight", Shape{cfg.src_vocab_size, E});
     for (int k = 0; k < cfg.encoder.num_layers; ++k)
-        for (int d = 0; d < Dn; ++d)
-            rnn_cell(f, "encoder.rnn.", "_l" + std::to_string(k) + (d ? "_reverse" : ""),
-                     gates(cfg.encoder.cell), k == 0 ? E : C, Hn, cfg.encoder.layer_norm);
+        for (int d = 0; d < Dn; ++d) {
+            const std::string sfx = "_l" + std::to_string(k) + (d ? "_reverse" : "");
+            rnn_cell(f, "encoder.rnn.", sfx, gates(cfg.encoder.cell), k == 0 ? E : C, Hn,
+                     cfg.encoder.layer_norm);
+            for (int j = 1; j < cfg.encoder.transition_depth; ++j) {  // nn/transition.h
+                const std::string t = sfx + "_t" + std::to_string(j);
+                f("encoder.rnn.weight_hh" + t, Shape{3 * Hn, Hn});
+                f("encoder.rnn.bias_ih" + t, Shape{3 * Hn});
+                f("encoder.rnn.bias_hh" + t, Shape{3 * Hn});
+                if (cfg.encoder.layer_norm) f("encoder.rnn.ln_weight_hh" + t, Shape{3 * Hn});
+            }
+        }
     // bridge: Linear(in, L·H) unless zero
     const BridgeKind bridge = effective_bridge(cfg);
     if (bridge != BridgeKind::zero) {

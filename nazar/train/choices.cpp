@@ -84,7 +84,8 @@ ModelConfig model_config_from(const TrainConfig& c, int src_vocab_size, int tgt_
                  .bidirectional = c.bidirectional,
                  .dropout = static_cast<float>(c.dropout),
                  .layer_norm = c.layer_norm,
-                 .residual = c.encoder_residual};
+                 .residual = c.encoder_residual,
+                 .transition_depth = c.encoder_transition_depth};
     const int C = c.hidden_size * (c.bidirectional ? 2 : 1);
     m.decoder = {.kind = ch.decoder,
                  .cell = ch.cell,

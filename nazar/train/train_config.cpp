@@ -115,6 +115,10 @@ std::vector<ConfigKey> make_table() {
          "Residual connections in the encoder: layer k > 0 outputs its states plus its input "
          "(needs encoder_layers >= 2)",
          &C::encoder_residual},
+        {"encoder_transition_depth", "model", K::integer, "1",
+         "Deep transition in the encoder: GRU cells per step, the first reading the input, the "
+         "others only the state (Barone et al. 2017; cell: gru)",
+         &C::encoder_transition_depth, 1, 8},
         {"decoder_layers", "model", K::integer, "1", "Decoder RNN layers", &C::decoder_layers, 1,
          16},
         {"bidirectional", "model", K::boolean, "true",

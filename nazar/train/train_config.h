@@ -65,9 +65,10 @@ struct TrainConfig {
     std::string bridge;              // auto | backward-first | mean | last | zero
     bool deep_output = false;
     int deep_output_size = 0;
-    bool input_feeding = false;     // luong only
-    bool layer_norm = false;        // layer-normalised GRU cells, encoder and decoder
-    bool encoder_residual = false;  // residual connections between stacked encoder layers
+    bool input_feeding = false;        // luong only
+    bool layer_norm = false;           // layer-normalised GRU cells, encoder and decoder
+    bool encoder_residual = false;     // residual connections between stacked encoder layers
+    int encoder_transition_depth = 1;  // deep transition: GRU cells per encoder step
     bool tie_embeddings = false;
     bool copy_attention = false;  // pointer-generator (models/copy.h)
     // ---- training ----

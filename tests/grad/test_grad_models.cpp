@@ -146,6 +146,14 @@ TEST(GradModels, ResidualEncoderThreeLayers) {
     check_model(c);
 }
 
+// Deep transition in a 2-layer bidirectional encoder (two transitions per step).
+TEST(GradModels, DeepTransitionEncoder) {
+    auto c = tiny_config();
+    c.encoder.num_layers = 2;
+    c.encoder.transition_depth = 3;
+    check_model(c);
+}
+
 TEST(GradModels, LuongDotMeanBridge) {
     auto c = tiny_config(DecoderKind::luong, ScoreKind::dot);
     c.decoder.hidden_size = 6;  // = C

@@ -94,6 +94,9 @@ if(_parity_live)
   add_test(NAME parity.nazar_torch_layers
            COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/test_nazar_torch_layers.py)
   set_tests_properties(parity.nazar_torch_layers PROPERTIES SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 120)
+  add_test(NAME parity.nazar_torch_transition
+           COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/test_nazar_torch_transition.py)
+  set_tests_properties(parity.nazar_torch_transition PROPERTIES SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 120)
 endif()
 
 # The gtest parity program's tests (nazar_parity_tests: tests/parity/test_*.cpp) are discovered

@@ -91,6 +91,29 @@ TEST(ModelConfig, EncoderResidual) {
         EXPECT_THROW(model_config_from_string(bad), UsageError) << bad;
 }
 
+// encoder transition_depth: written only when > 1, read back exactly, refused out of [1, 8], with
+// LSTM cells, and in the decoder (not a decoder key).
+TEST(ModelConfig, EncoderTransitionDepth) {
+    ModelConfig c = tiny_config();
+    EXPECT_EQ(to_json_string(c).find("transition_depth"), std::string::npos);
+    c.encoder.transition_depth = 3;
+    EXPECT_EQ(usage_message(c), "");
+    const std::string on = to_json_string(c);
+    const ModelConfig r = model_config_from_string(on);
+    EXPECT_EQ(r.encoder.transition_depth, 3);
+    EXPECT_EQ(to_json_string(r), on);
+    for (const int bad : {0, 9, -1}) {
+        c.encoder.transition_depth = bad;
+        EXPECT_NE(usage_message(c).find("must be in [1, 8]"), std::string::npos) << bad;
+    }
+    c.encoder.transition_depth = 2;
+    c.encoder.cell = CellType::lstm;
+    EXPECT_NE(usage_message(c).find("needs GRU cells"), std::string::npos) << usage_message(c);
+    for (const char* bad :
+         {R"({"encoder": {"transition_depth": true}})", R"({"decoder": {"transition_depth": 2}})"})
+        EXPECT_THROW(model_config_from_string(bad), UsageError) << bad;
+}
+
 TEST(ModelConfig, MissingKeysTakeDefaultsUnknownKeysAreErrors) {
     const ModelConfig d =
         model_config_from_string(R"({"src_vocab_size": 20, "tgt_vocab_size": 30})");
