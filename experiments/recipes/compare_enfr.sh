@@ -7,7 +7,10 @@
 # sees the same loaded machine; `eval` decodes the test split with each lever and appends
 #   name  BLEU  chrF  exact  seconds
 # to $WORK/enfr-results.tsv.
-# Usage: compare_enfr.sh train|eval   (env: NAZAR, WORK, DATA=l10n-en-fr directory, MINUTES=30)
+# `seeds` trains the recipe B once per seed of $SEEDS (default "2 3"), together, one thread each;
+# `eval-seeds` scores each at beam 5 and all of them as one ensemble.
+# Usage: compare_enfr.sh train|eval|seeds|eval-seeds   (env: NAZAR, WORK, DATA=l10n-en-fr
+# directory, MINUTES=30, SEEDS)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -57,5 +60,27 @@ eval)
     s ens-A+B+C-greedy 1 A/model.safetensors B/model.safetensors C/model.safetensors
     s B-emaavg5-greedy 1 B/emaavg5.safetensors
     ;;
-*) echo "usage: compare_enfr.sh train|eval" >&2; exit 2 ;;
+seeds)  # the recipe B with each seed of $SEEDS (default "2 3"), started together, 1 thread each
+    [[ -s train.tsv ]] || xzcat "$DATA/train.tsv.xz" > train.tsv
+    for seed in ${SEEDS:-2 3}; do
+        "$N" train --config "$repo/configs/short-strings-spm.yaml" --train train.tsv \
+            --dev "$DATA/dev.tsv" --max-minutes "${MINUTES:-30}" --threads 1 --progress plain \
+            --log-interval 100 --seed "$seed" --save-dir "B-s$seed" \
+            --metrics-log "B-s$seed.jsonl" > "B-s$seed.log" 2>&1 &
+    done
+    wait
+    ;;
+eval-seeds)  # beam 5 on the test split: each seed of $SEEDS, then all of them as an ensemble
+    cut -f1 "$DATA/test.tsv" > test.src
+    cut -f2 "$DATA/test.tsv" > test.ref
+    export NAZAR=$N THREADS=${THREADS:-1}
+    models=()
+    for seed in ${SEEDS:-2 3}; do
+        "$here/score.sh" "B-s$seed-beam5" test.src test.ref 5 "B-s$seed/model.safetensors" \
+            >> enfr-results.tsv
+        models+=("B-s$seed/model.safetensors")
+    done
+    "$here/score.sh" "ens-B-seeds-beam5" test.src test.ref 5 "${models[@]}" >> enfr-results.tsv
+    ;;
+*) echo "usage: compare_enfr.sh train|eval|seeds|eval-seeds" >&2; exit 2 ;;
 esac
