@@ -56,6 +56,7 @@ Attention::Attention(AttentionConfig c, Rng& rng, ParamMode mode) : cfg(c) {
     // w_c starts at 0 (no draw below): a coverage model starts as the plain one of the same seed
     if (cfg.coverage) params.w_c = make_param({1, A}, mode);
     if (cfg.monotonic) params.r = make_param({1}, mode);
+    if (cfg.mocha_chunk > 0) params.v_c = make_param({1, A}, mode);
     if (mode == ParamMode::inference) {  // values from the model file; no gradients
         grad.visit([](const std::string&, Tensor& t) { t = Tensor(Shape{0}); });
         return;
@@ -218,6 +219,13 @@ void prepare_backward(const Attention& att, attn::StepScratch& sc, const Attenti
         sc.d_bias.resize({B}, true);
         sc.reach.resize({B, W}, false);
     }
+    if (cfg.mocha_chunk > 0) {
+        NZ_CHECK_SHAPE(cache.alpha, {B, W});
+        NZ_CHECK_SHAPE(cache.chunk_scores, {B, W});
+        sc.d_alpha.resize({B, W}, false);
+        sc.d_chunk.resize({B, W}, false);
+        sc.d_v_c.resize({B, A}, true);
+    }
     if (cache.drop_mask.numel() > 0) {
         NZ_CHECK_SHAPE(cache.drop_mask, {B, S});
         NZ_CHECK_SHAPE(cache.dropped, {B, W});
@@ -277,20 +285,6 @@ void check_step_inputs(const Attention& att, const AttentionStepCache& cache, in
     }
 }
 
-// Monotonic attention's weights of row b (global: the window is [0, n = S_b)) from its scores e
-// in pr (p on return): the expected alignment, or the hard choice when decoding (monotonic.h).
-void monotonic_weights(const Attention& att, const AttentionStepCache& cache, int64_t b, int n,
-                       int W, int S, float* pr, float* wt) {
-    const float r = att.params.r[0];
-    const float* prev = cache.previous.data() + b * S;
-    if (cache.hard)
-        attn::hard_monotonic_row(pr, r, prev, n, wt);
-    else
-        attn::monotonic_row(pr, r, cache.noise.numel() > 0 ? cache.noise.data() + b * S : nullptr,
-                            prev, n, wt);
-    std::fill(pr + n, pr + W, 0.0f);
-    std::fill(wt + n, wt + W, 0.0f);
-}
 }  // namespace
 
 void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstTensorView enc_out,
@@ -326,6 +320,8 @@ void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstT
     const bool drop = cache.drop_mask.numel() > 0, coverage = cfg.coverage;
     check_step_inputs(*this, cache, B, S);
     if (drop) cache.dropped.resize({B, W}, false);
+    const bool mocha = cfg.mocha_chunk > 0;
+    if (cfg.monotonic) attn::prepare_monotonic_step(*this, cache, B, W);
 
     // forward is const and takes no scratch of the Attention's: a model shared by decoding
     // threads (models/decode_session.h) runs it from all of them at once. The fused additive
@@ -349,6 +345,9 @@ void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstT
             } else if (additive) {
                 attn::additive_scores(cache.query_proj.data() + b * A, kb, params.v_a.data(),
                                       w.count, A, tanh_row, pr);
+                if (mocha)  // u_j = v_c · tanh(u + k_j): the same hidden layer
+                    attn::additive_scores(cache.query_proj.data() + b * A, kb, params.v_c.data(),
+                                          w.count, A, tanh_row, cache.chunk_scores.data() + b * W);
             } else {
                 float* r = cache.scores.data() + b * W;
                 attn::bilinear_scores(query.data() + b * H, kb, w.count, K, r);
@@ -356,7 +355,7 @@ void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstT
             }
             float* wt = cache.weights.data() + b * W;
             if (cfg.monotonic)
-                monotonic_weights(*this, cache, b, w.count, W, S, pr, wt);
+                attn::monotonic_step_row(*this, cache, b, w.count, W, S, pr, wt);
             else
                 attn::row_weights(predictive, predictive ? cache.position[b] : 0.0f, w, W, sigma,
                                   pr, wt);
@@ -434,13 +433,9 @@ void Attention::backward(ConstTensorView d_context, ConstTensorView query,
                 for (int j = 0; j < w.count; ++j) dw[j] += x[j];
             }
             const float p = predictive ? cache.position[b] : 0.0f;
-            if (cfg.monotonic) {  // d α => d e, d r and d α_{t−1} (monotonic.h)
-                float* d_prev = extra != nullptr && extra->d_previous.numel() > 0
-                                    ? extra->d_previous.data() + first
-                                    : nullptr;
-                sc.d_bias[b] = attn::monotonic_row_backward(
-                    cache.probs.data() + b * W, cache.previous.data() + first, dw, w.count,
-                    sc.reach.data() + b * W, de, d_prev);
+            if (cfg.monotonic) {  // d α (MoChA: d β) => d e, d r, d α_{t−1} (and d u, d v_c)
+                attn::monotonic_step_row_backward(*this, sc, cache, b, first, w.count, W,
+                                                  kdata + first * K, dkdata + first * K);
             } else {
                 const float d_p = attn::row_weights_backward(
                     predictive, p, w, sigma, cache.probs.data() + b * W, dw,
@@ -452,8 +447,7 @@ void Attention::backward(ConstTensorView d_context, ConstTensorView query,
         }
     });
     if (cfg.coverage) kernels::sum_rows_into(sc.d_w_c, grad.w_c);
-    if (cfg.monotonic)
-        for (int b = 0; b < B; ++b) grad.r[0] += sc.d_bias[b];
+    if (cfg.monotonic) attn::monotonic_step_grads(*this, sc, B);
     query_side_backward(*this, sc, query, lengths, cache, d_query, deferred);
 }
 

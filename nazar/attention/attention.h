@@ -35,6 +35,7 @@
 //   local-p          position.weight W_p (P, H)   position_v.weight v_p (1, P)
 //   coverage         coverage.weight w_c (1, A)  (starts at 0: the plain score; coverage.h)
 //   monotonic        monotonic_bias r (1)  (starts at monotonic_bias_init; monotonic.h)
+//   MoChA            chunk_v.weight v_c (1, A)  (the chunk energy's output vector; monotonic.h)
 // No biases (docs/spec.md has none). Shape letters: B S H C A D, P = position size d_p.
 #pragma once
 
@@ -75,6 +76,11 @@ struct AttentionConfig {
     bool monotonic = false;
     float monotonic_bias_init = -1.0f;  // r at initialisation (the learned scalar bias)
     float monotonic_noise = 1.0f;       // σ of the pre-sigmoid noise ε (training steps only)
+    // MoChA (Chiu & Raffel 2018; monotonic.h): w >= 1 attends softly to the w positions ending
+    // where the monotonic reader stops, by a chunk energy u = v_c · tanh(W_q q + W_k h) (the
+    // additive score's hidden layer, its own output vector); 0 = plain monotonic attention.
+    // Needs monotonic and an additive/concat score.
+    int mocha_chunk = 0;
 };
 
 // Strings used by the CLI and configs. parse_* throw UsageError listing the accepted names.
@@ -114,6 +120,7 @@ struct AttentionParams {
     Tensor v_p;    // (1, P)  local-p predictor                        "position_v.weight"
     Tensor w_c;    // (1, A)  coverage (additive/concat)                "coverage.weight"
     Tensor r;      // (1)     monotonic attention's bias                 "monotonic_bias"
+    Tensor v_c;    // (1, A)  MoChA's chunk energy                       "chunk_v.weight"
 
     // Absent parameters are (0)-shaped tensors (numel 0); collect_params() skips them.
     template <class F>
@@ -126,6 +133,7 @@ struct AttentionParams {
         f("position_v.weight", v_p);
         f("coverage.weight", w_c);
         f("monotonic_bias", r);
+        f("chunk_v.weight", v_c);
     }
 };
 
@@ -167,6 +175,11 @@ struct AttentionStepCache {
     Tensor previous{Shape{0}};
     Tensor noise{Shape{0}};
     bool hard = false;
+    // MoChA (cfg.mocha_chunk > 0): `weights` hold the chunkwise β (what the context sums and
+    // alignments show), these the step's monotonic α (carried to the next step) and the chunk
+    // energies u, both (B, W).
+    Tensor alpha{Shape{0}};
+    Tensor chunk_scores{Shape{0}};
 };
 
 // Extra gradients of one step's backward from every term that reads the step's α, c or cov

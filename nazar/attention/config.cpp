@@ -99,7 +99,10 @@ void apply_attention_name(std::string_view name, AttentionConfig& cfg) {
 
 std::string describe(const AttentionConfig& cfg) {
     std::string s;
-    if (cfg.monotonic) s += "monotonic ";
+    if (cfg.mocha_chunk > 0)
+        s += fmt::format("MoChA w={} ", cfg.mocha_chunk);
+    else if (cfg.monotonic)
+        s += "monotonic ";
     if (cfg.local != LocalMode::global) s += fmt::format("{} ", to_string(cfg.local));
     if (cfg.scale != ScaleMode::none) s += fmt::format("scaled({}) ", to_string(cfg.scale));
     s += to_string(cfg.score);
@@ -148,6 +151,17 @@ void validate(const AttentionConfig& cfg) {
                                    std::isfinite(cfg.monotonic_noise) && cfg.monotonic_noise >= 0),
                 "monotonic attention: bias init must be finite and noise >= 0, got {} and {}",
                 cfg.monotonic_bias_init, cfg.monotonic_noise);
+    usage_check(cfg.mocha_chunk >= 0 && cfg.mocha_chunk <= 256,
+                "MoChA: the chunk w must be in [1, 256] (0 = plain monotonic attention), got {}",
+                cfg.mocha_chunk);
+    usage_check(cfg.mocha_chunk == 0 || cfg.monotonic,
+                "mocha_chunk {} needs monotonic attention (MoChA attends to the chunk ending where "
+                "the monotonic reader stops); set monotonic: true",
+                cfg.mocha_chunk);
+    usage_check(cfg.mocha_chunk == 0 || additive,
+                "MoChA needs an additive or concat score (its chunk energy shares the score's "
+                "hidden layer), got '{}'",
+                to_string(cfg.score));
     usage_check(cfg.position_size >= 0, "local-p position size must be >= 0 (0 = H), got {}",
                 cfg.position_size);
 }
@@ -183,6 +197,10 @@ AttentionCost attention_cost(const AttentionConfig& cfg, int S) {
     if (cfg.monotonic) {  // + r, sigmoid and the recurrence per scored position; r (1)
         c.scores += 3 * n;
         c.params += 1;
+    }
+    if (cfg.mocha_chunk > 0) {  // u: add + tanh, v_c ·; each window's softmax and β, ~3 per cell
+        c.scores += n * 2 * A + 3 * n * std::min<int64_t>(cfg.mocha_chunk, n);
+        c.params += A;
     }
     if (cfg.local == LocalMode::predictive) {
         c.query += P * H + P;

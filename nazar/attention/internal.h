@@ -51,7 +51,24 @@ struct StepScratch {      // Attention::backward: one decoder step, B rows
     Tensor d_context;     // (B, C)  d c plus Attention::extra->d_context (copy attention)
     Tensor d_bias;        // (B)     monotonic: per-row d r, summed in a fixed order
     Tensor reach;         // (B, W)  monotonic: q_j, the probability to reach j (recomputed)
+    Tensor d_alpha;       // (B, W)  MoChA: d α from d β
+    Tensor d_chunk;       // (B, W)  MoChA: d u, the chunk energies' gradient
+    Tensor d_v_c;         // (B, A)  MoChA: per-row d v_c, summed in a fixed order
 };
+
+// Monotonic attention and MoChA in Attention's per-step forward and backward (monotonic.cpp):
+// the step's α and chunk-energy rows sized (forward, before the rows); row b's weights from its
+// scores in pr (p on return): α, or the hard choice, into wt, MoChA's α into cache.alpha and β
+// into wt; row b's backward from d α (MoChA: d β) in sc.d_weights to d e in sc.d_scores, d r in
+// sc.d_bias, d α_{t−1} into Attention::extra, and MoChA's d u through the chunk energy into
+// sc.d_query_proj, dkb (the window's d keys) and sc.d_v_c; after the rows, d r and d v_c.
+void prepare_monotonic_step(const Attention& att, AttentionStepCache& cache, int B, int W);
+void monotonic_step_row(const Attention& att, AttentionStepCache& cache, int64_t b, int n, int W,
+                        int S, float* pr, float* wt);
+void monotonic_step_row_backward(const Attention& att, StepScratch& sc,
+                                 const AttentionStepCache& cache, int64_t b, int64_t first, int n,
+                                 int W, const float* kb, float* dkb);
+void monotonic_step_grads(Attention& att, const StepScratch& sc, int B);
 
 struct ForwardStepsScratch {        // Attention::forward_steps: all T steps
     Tensor raw;                     // (T, B, W)   r = q · k over each row's window

@@ -42,11 +42,31 @@ void hard_monotonic_row(float* pr, float r, const float* prev, int n, float* alp
 float monotonic_row_backward(const float* p, const float* prev, const float* d_alpha, int n,
                              float* q, float* d_e, float* d_prev);
 
+// MoChA (Chiu & Raffel 2018, "Monotonic Chunkwise Attention"; docs/spec.md §5.7): on top of α,
+// the step attends softly to the chunk of w positions ending where the reader stops, scored by
+// the chunk energies u_j (AttentionConfig::mocha_chunk):
+//
+//   s_{k,j} = exp(u_j) / Σ_{l=max(0,k−w+1)}^{k} exp(u_l)     j in window(k) = [max(0, k−w+1), k]
+//   β_j     = Σ_{k=j}^{min(j+w−1, n−1)} α_k s_{k,j}            (Σ β = Σ α; w = 1: β = α)
+//   c_t     = Σ_j β_j h_j
+//
+// Each window's softmax subtracts its own maximum, so no u overflows or leaves a window empty.
+// Backward (G_k = Σ_{j in window(k)} d β_j s_{k,j}):  d α_k = G_k,
+//   d u_j = Σ_{k=j}^{j+w−1} α_k s_{k,j} (d β_j − G_k).
+// Decoding is hard: α one-hot at the stop k gives β = the softmax of u over window(k) (zeros when
+// the reader ran off the end). O(n·w) per row.
+//
+// Soft: beta (n) from alpha (n) and u (n); hard: alpha one-hot or zero.
+void mocha_row(const float* alpha, const float* u, int n, int w, float* beta);
+// Backward of mocha_row: d_alpha (n) and d_u (n) OVERWRITTEN from d_beta (n).
+void mocha_row_backward(const float* alpha, const float* u, const float* d_beta, int n, int w,
+                        float* d_alpha, float* d_u);
+
 // α_{−1} (B, S): one-hot at position 0 (an empty source reads none of it: its rows score no
 // position).
 void start_previous(int B, int S, Tensor& prev);
-// next (B, S) = the step's α by source position (its window scattered); the step's own
-// `previous` gives the shape.
+// next (B, S) = the step's α by source position (MoChA: its `alpha`, not the β in `weights`);
+// the step's own `previous` gives the shape.
 void advance_previous(const AttentionStepCache& step, Tensor& next);
 
 }  // namespace nazar::attn

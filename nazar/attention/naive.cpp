@@ -1,6 +1,7 @@
 // Double-precision oracle for every attention variant, forward and backward (see naive.h).
 #include "nazar/attention/naive.h"
 
+#include "nazar/attention/naive_mocha.h"
 #include "nazar/attention/naive_monotonic.h"
 
 #include <algorithm>
@@ -48,12 +49,14 @@ double additive_pre(const Attention& att, int a, const float* q, const float* h)
     return pre;
 }
 
-// additive: e = Σ_a v_a tanh(pre_a);  dot/general: e = s q · key
-double score(const Attention& att, const float* q, const float* h) {
+// additive: e = Σ_a v_a tanh(pre_a);  dot/general: e = s q · key. chunk: MoChA's chunk energy
+// u = Σ_a v_c tanh(pre_a) instead (additive only).
+double score(const Attention& att, const float* q, const float* h, bool chunk = false) {
     double e = 0;
     if (is_additive(att.cfg)) {
+        const Tensor& v = chunk ? att.params.v_c : att.params.v_a;
         for (int a = 0; a < att.cfg.attention_size; ++a)
-            e += att.params.v_a[a] * std::tanh(additive_pre(att, a, q, h));
+            e += v[a] * std::tanh(additive_pre(att, a, q, h));
         return e;
     }
     const Vec key = bilinear_key(att, h);
@@ -63,21 +66,23 @@ double score(const Attention& att, const float* q, const float* h) {
 
 // Gradients in double, indexed like the float tensors they end up in.
 struct Grads {
-    Vec q, h, W_q, W_k, v_a, W_p, v_p;
+    Vec q, h, W_q, W_k, v_a, W_p, v_p, v_c;
     double scale = 0, r = 0;
 };
 
-// d e of one score into d q (H), d h (C) and the score's parameters.
+// d e of one score into d q (H), d h (C) and the score's parameters (chunk: of MoChA's u).
 void score_backward(const Attention& att, const float* q, const float* h, double de, double* dq,
-                    double* dh, Grads& g) {
+                    double* dh, Grads& g, bool chunk = false) {
     const int H = att.cfg.query_size, C = att.cfg.context_size;
     const AttentionParams& p = att.params;
     if (is_additive(att.cfg)) {
         // e = Σ_a v_a z_a, z_a = tanh(pre_a)  =>  d v_a += de z_a;  d pre_a = de v_a (1 − z_a²)
+        const Tensor& v = chunk ? p.v_c : p.v_a;
+        Vec& dv = chunk ? g.v_c : g.v_a;
         for (int a = 0; a < att.cfg.attention_size; ++a) {
             const double z = std::tanh(additive_pre(att, a, q, h));
-            const double dpre = de * p.v_a[a] * (1 - z * z);
-            g.v_a[a] += de * z;
+            const double dpre = de * v[a] * (1 - z * z);
+            dv[a] += de * z;
             for (int k = 0; k < H; ++k) {
                 g.W_q[a * H + k] += dpre * q[k];
                 dq[k] += dpre * p.W_q.at(a, k);
@@ -115,7 +120,8 @@ struct Row {
     double p = 0;         // p_t (local)
     double sig = 0;       // local-p: sigmoid(u), u = v_p · tanh(W_p q)
     Vec pos_tanh;         // local-p: tanh(W_p q)
-    Vec pr, g, alpha;     // (S) by source position: softmax, Gaussian (1 without), α
+    Vec pr, g, alpha;     // (S) by source position: softmax, Gaussian (1 without), α (MoChA: β)
+    Vec mono, u;          // MoChA, (S_b): the monotonic α and the chunk energies
 };
 
 Row row_forward(const Attention& att, const float* q, const float* h, int Sb, int S, int t,
@@ -142,13 +148,24 @@ Row monotonic_row_forward(const Attention& att, const float* q, const float* h, 
         prev[i] = mono.previous.at(b, i);
         if (prev[i] > (from < 0 ? 0.0 : prev[from])) from = i;
     }
+    const int w = att.cfg.mocha_chunk;
+    const int stop = mono.hard && from >= 0 ? hard_stop(p, from) : -1;
     if (mono.hard) {
-        const int stop = from < 0 ? -1 : hard_stop(p, from);
-        if (stop >= 0) row.alpha[stop] = 1;
-        return row;
+        row.mono.assign(Sb, 0.0);
+        if (stop >= 0) row.mono[stop] = 1;
+    } else {
+        row.mono = monotonic_alignment(p, prev);
     }
-    const Vec alpha = monotonic_alignment(p, prev);
-    std::copy(alpha.begin(), alpha.end(), row.alpha.begin());
+    Vec weights = row.mono;
+    if (w > 0) {  // MoChA: β from α and the chunk energies u
+        row.u.resize(Sb);
+        for (int i = 0; i < Sb; ++i)
+            row.u[i] = score(att, q, h + static_cast<int64_t>(i) * att.cfg.context_size, true);
+        weights = mono.hard ? hard_chunk(row.u, stop, w) : chunkwise_weights(row.mono, row.u, w);
+    }
+    std::copy(weights.begin(), weights.end(), row.alpha.begin());
+    if (mono.alpha.numel() > 0)
+        for (int i = 0; i < S; ++i) mono.alpha.at(b, i) = i < Sb ? float(row.mono[i]) : 0.0f;
     return row;
 }
 
@@ -252,7 +269,7 @@ void attention_backward(const Attention& att, ConstTensorView query, ConstTensor
     NZ_CHECK_SHAPE(d_enc_out, {B, S, C});
     const AttentionParams& p = att.params;
     Grads g{Vec(d_query.numel()), Vec(d_enc_out.numel()), Vec(p.W_q.numel()), Vec(p.W_k.numel()),
-            Vec(p.v_a.numel()),   Vec(p.W_p.numel()),     Vec(p.v_p.numel())};
+            Vec(p.v_a.numel()),   Vec(p.W_p.numel()),     Vec(p.v_p.numel()), Vec(p.v_c.numel())};
     const double inv_var = 4.0 / (static_cast<double>(cfg.window) * cfg.window);  // 1/σ², σ = D/2
     for (int b = 0; b < B; ++b) {
         const float* q = query.data() + static_cast<int64_t>(b) * H;
@@ -278,7 +295,16 @@ void attention_backward(const Attention& att, ConstTensorView query, ConstTensor
         if (cfg.monotonic) {  // α = monotonic(p, α_{t−1}), p = σ(e + r + ε)
             NZ_CHECK(!monotonic->hard, "naive attention: hard monotonic steps have no backward");
             const int Sb = lengths[b];
-            const Vec p(row.pr.begin(), row.pr.begin() + Sb), da(dpr.begin(), dpr.begin() + Sb);
+            const Vec p(row.pr.begin(), row.pr.begin() + Sb);
+            Vec da(dpr.begin(), dpr.begin() + Sb);
+            if (cfg.mocha_chunk > 0) {  // β = chunkwise(α, u): d β => d α, d u
+                const Vec d_beta = da;
+                Vec du(Sb);
+                chunkwise_weights_backward(row.mono, row.u, cfg.mocha_chunk, d_beta, da, du);
+                for (int i = 0; i < Sb; ++i)
+                    score_backward(att, q, h + static_cast<int64_t>(i) * C, du[i], dq,
+                                   dh + static_cast<int64_t>(i) * C, g, true);
+            }
             Vec prev(Sb), d_p(Sb), d_prev(Sb);
             for (int i = 0; i < Sb; ++i) prev[i] = monotonic->previous.at(b, i);
             monotonic_alignment_backward(p, prev, da, d_p, d_prev);
@@ -309,6 +335,7 @@ void attention_backward(const Attention& att, ConstTensorView query, ConstTensor
     store(g.v_p, grad.v_p);
     if (cfg.scale == ScaleMode::learned) store({g.scale}, grad.scale);
     if (cfg.monotonic) store({g.r}, grad.r);
+    if (cfg.mocha_chunk > 0) store(g.v_c, grad.v_c);
 }
 
 }  // namespace nazar::attn::naive

@@ -10,12 +10,15 @@ namespace nazar::attn::naive {
 
 // Monotonic attention's per-step inputs (cfg.monotonic; monotonic.h), by source position (B, S):
 // α_{t−1}, the pre-sigmoid noise (or empty), whether the step is hard (decoding; forward only),
-// and where the backward writes d α_{t−1} (OVERWRITTEN; or empty).
+// and where the backward writes d α_{t−1} (OVERWRITTEN; or empty). With MoChA (cfg.mocha_chunk
+// > 0) the forward's weights are the chunkwise β (naive_mocha.h) and `alpha`, when given, gets
+// the step's monotonic α (OVERWRITTEN), the state carried to the next step.
 struct MonotonicStep {
     ConstTensorView previous;
     ConstTensorView noise;
     bool hard = false;
     TensorView d_previous;
+    TensorView alpha;
 };
 
 // Same inputs as Attention::precompute + forward; outputs dense weights and the context.
