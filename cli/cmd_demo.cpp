@@ -203,8 +203,8 @@ int run_demo(DemoArgs& a) {
 void setup_demo(CLI::App& app, std::function<int()>& run) {
     auto a = std::make_shared<DemoArgs>();
     app.add_option("--attention", a->cfg.attention,
-                   "bahdanau | dot | general | concat | local-m | local-p | monotonic "
-                   "(Bahdanau decoder, hard monotonic decoding)")
+                   "bahdanau | dot | general | concat | local-m | local-p | monotonic | mocha "
+                   "(the last two: Bahdanau decoder, hard monotonic decoding; mocha: chunks of 3)")
         ->capture_default_str();
     app.add_option("--task", a->task, "dates | reversal")->capture_default_str();
     app.add_option("--steps", a->cfg.max_steps, "Maximum training steps")

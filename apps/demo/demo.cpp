@@ -29,9 +29,12 @@ std::vector<std::string> pieces_of(const Tokenizer& tok, std::string_view text) 
 }
 }  // namespace
 
+// MoChA's chunk in the demo: the dates' fields are a few characters wide
+constexpr int kDemoMochaChunk = 3;
+
 const std::vector<std::string>& demo_attention_names() {
-    static const std::vector<std::string> names{"bahdanau", "dot",     "general",  "concat",
-                                                "local-m",  "local-p", "monotonic"};
+    static const std::vector<std::string> names{"bahdanau", "dot",     "general",   "concat",
+                                                "local-m",  "local-p", "monotonic", "mocha"};
     return names;
 }
 
@@ -47,10 +50,11 @@ ModelConfig demo_model_config(const DemoConfig& cfg, int src_vocab_size, int tgt
     m.encoder.hidden_size = cfg.hidden_size;
     m.encoder.bidirectional = true;
     m.decoder.hidden_size = 2 * cfg.hidden_size;
-    if (cfg.attention == "bahdanau" || cfg.attention == "monotonic") {
+    if (cfg.attention == "bahdanau" || cfg.attention == "monotonic" || cfg.attention == "mocha") {
         m.decoder.kind = DecoderKind::bahdanau;
         m.attention.score = ScoreKind::additive;
-        m.attention.monotonic = cfg.attention == "monotonic";  // Raffel et al.: additive energy
+        m.attention.monotonic = cfg.attention != "bahdanau";  // Raffel et al.: additive energy
+        if (cfg.attention == "mocha") m.attention.mocha_chunk = kDemoMochaChunk;
         return m;
     }
     m.decoder.kind = DecoderKind::luong;
@@ -107,10 +111,11 @@ TrainConfig demo_train_config(const DemoConfig& cfg, const std::string& save_dir
     t.embedding_size = cfg.embedding_size;
     t.hidden_size = cfg.hidden_size;
     t.bidirectional = true;
-    if (cfg.attention == "bahdanau" || cfg.attention == "monotonic") {
+    if (cfg.attention == "bahdanau" || cfg.attention == "monotonic" || cfg.attention == "mocha") {
         t.decoder = "bahdanau";
         t.attention = "additive";
-        t.monotonic = cfg.attention == "monotonic";
+        t.monotonic = cfg.attention != "bahdanau";
+        if (cfg.attention == "mocha") t.mocha_chunk = kDemoMochaChunk;
     } else {
         t.decoder = "luong";
         t.attention = cfg.attention == "dot" || cfg.attention == "concat" ? cfg.attention

@@ -327,6 +327,7 @@ json to_json(const ModelConfig& cfg) {
         j["attention"]["monotonic_bias_init"] = cfg.attention.monotonic_bias_init;
         j["attention"]["monotonic_noise"] = cfg.attention.monotonic_noise;
     }
+    if (cfg.attention.mocha_chunk > 0) j["attention"]["mocha_chunk"] = cfg.attention.mocha_chunk;
     if (cfg.copy_attention) j["copy_attention"] = true;
     if (cfg.encoder.layer_norm) j["encoder"]["layer_norm"] = true;
     if (cfg.decoder.layer_norm) j["decoder"]["layer_norm"] = true;
@@ -443,6 +444,7 @@ ModelConfig model_config_from_json(const json& j) {
         ra.get("monotonic", ac.monotonic);
         ra.get("monotonic_bias_init", ac.monotonic_bias_init);
         ra.get("monotonic_noise", ac.monotonic_noise);
+        ra.get("mocha_chunk", ac.mocha_chunk);
         ra.finish();
     }
     if (const json* s = r.object("special_ids")) {

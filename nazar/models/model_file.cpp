@@ -149,6 +149,7 @@ void visit_param_shapes(const ModelConfig& cfg, const ShapeFn& f) {
     }
     if (a.coverage) f("attention.coverage.weight", Shape{1, A});
     if (a.monotonic) f("attention.monotonic_bias", Shape{1});
+    if (a.mocha_chunk > 0) f("attention.chunk_v.weight", Shape{1, A});
     // generator (weight absent when tied: it is decoder.embedding.weight)
     if (!cfg.tie_target_embeddings) f("generator.weight", Shape{V, d_out});
     f("generator.bias", Shape{V});

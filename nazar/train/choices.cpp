@@ -108,6 +108,7 @@ ModelConfig model_config_from(const TrainConfig& c, int src_vocab_size, int tgt_
     m.attention.monotonic = c.monotonic;
     m.attention.monotonic_bias_init = static_cast<float>(c.monotonic_bias_init);
     m.attention.monotonic_noise = static_cast<float>(c.monotonic_noise);
+    m.attention.mocha_chunk = c.mocha_chunk;
     m.tie_target_embeddings = c.tie_embeddings;
     m.copy_attention = c.copy_attention;
     return m;

@@ -186,6 +186,11 @@ std::vector<ConfigKey> make_table() {
          "Monotonic attention: std-dev of the noise added to the scores before the sigmoid "
          "(training only; pushes the selection probabilities towards 0 or 1)",
          &C::monotonic_noise, 0, 100},
+        {"mocha_chunk", "model", K::integer, "0",
+         "MoChA (Chiu & Raffel 2018): with monotonic attention, attend softly to the w positions "
+         "ending where the monotonic reader stops (0 = plain monotonic attention; additive or "
+         "concat score)",
+         &C::mocha_chunk, 0, 256},
         {"attention_timing",
          "model",
          K::choice,
@@ -788,6 +793,31 @@ static void validate_data_sets(const TrainConfig& cfg) {
                               cfg.average_best));
 }
 
+namespace {
+// Monotonic attention and MoChA: what they combine with.
+void validate_monotonic(const TrainConfig& cfg) {
+    if (cfg.monotonic && cfg.attention_local != "global")
+        usage("", fmt::format("monotonic attention reads the whole source left to right: it "
+                              "needs attention_local: global, got '{}'",
+                              cfg.attention_local));
+    if (cfg.mocha_chunk > 0 && !cfg.monotonic)
+        usage("", fmt::format("mocha_chunk {} needs monotonic attention (MoChA attends to the "
+                              "chunk ending where the monotonic reader stops); set monotonic: true",
+                              cfg.mocha_chunk));
+    if (cfg.mocha_chunk > 0 && cfg.attention != "additive" && cfg.attention != "concat")
+        usage("", fmt::format("MoChA needs attention: additive or concat (its chunk energy shares "
+                              "the score's hidden layer), got '{}'",
+                              cfg.attention));
+    if (cfg.monotonic && cfg.coverage)
+        usage("", "monotonic attention and coverage cannot be combined; choose one");
+    if (cfg.monotonic && cfg.copy_attention)
+        usage("",
+              "monotonic attention and copy_attention cannot be combined: copying reads the "
+              "attention weights as a distribution, and monotonic weights may sum to less "
+              "than 1");
+}
+}  // namespace
+
 void validate_config(const TrainConfig& cfg) {
     parse_choices(cfg);  // every choice key known (choices.h), also for a config built in code
     validate_data_sets(cfg);
@@ -856,17 +886,7 @@ void validate_config(const TrainConfig& cfg) {
         usage("", fmt::format("coverage needs attention: additive or concat (the coverage term "
                               "enters the score's hidden layer), got '{}'",
                               cfg.attention));
-    if (cfg.monotonic && cfg.attention_local != "global")
-        usage("", fmt::format("monotonic attention reads the whole source left to right: it "
-                              "needs attention_local: global, got '{}'",
-                              cfg.attention_local));
-    if (cfg.monotonic && cfg.coverage)
-        usage("", "monotonic attention and coverage cannot be combined; choose one");
-    if (cfg.monotonic && cfg.copy_attention)
-        usage("",
-              "monotonic attention and copy_attention cannot be combined: copying reads the "
-              "attention weights as a distribution, and monotonic weights may sum to less "
-              "than 1");
+    validate_monotonic(cfg);
     validate_attention_losses(cfg);
 }
 

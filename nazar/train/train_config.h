@@ -61,6 +61,7 @@ struct TrainConfig {
     bool monotonic = false;          // monotonic attention (Raffel et al. 2017), global only
     double monotonic_bias_init = 0;  // r at initialisation
     double monotonic_noise = 0;      // σ of the pre-sigmoid noise in training
+    int mocha_chunk = 0;             // MoChA's chunk w (0 = plain monotonic attention)
     std::string attention_timing;    // auto | before | after
     std::string bridge;              // auto | backward-first | mean | last | zero
     bool deep_output = false;

@@ -5,7 +5,8 @@
 // after the cell, no input feeding: the decoder that would otherwise run split outputs), on
 // both decoder backward paths. The gradient reaches earlier steps through α_{t−1}; the bias r
 // is set so that the alignments are neither saturated nor uniform. Noise off: the finite
-// differences read the evaluation loss, which has none.
+// differences read the evaluation loss, which has none. MoChA (chunks of 2-4) the same way, with
+// additive and concat scores.
 #include "nazar/models/seq2seq.h"
 #include "nazar/models/train_pass.h"
 #include "tests/common/gradcheck.h"
@@ -32,8 +33,19 @@ ModelConfig monotonic_config(DecoderKind kind, float noise = 0.0f) {
     return c;
 }
 
-void check_model(DecoderKind kind, DecoderBackwardPath path) {
-    Seq2Seq model(monotonic_config(kind), 3);
+// MoChA (AttentionConfig::mocha_chunk): additive (Bahdanau) or concat (Luong) scores, chunk w
+ModelConfig mocha_config(DecoderKind kind, int w) {
+    auto c =
+        tiny_config(kind, kind == DecoderKind::luong ? ScoreKind::concat : ScoreKind::additive);
+    c.attention.monotonic = true;
+    c.attention.monotonic_bias_init = 0.3f;
+    c.attention.monotonic_noise = 0.0f;
+    c.attention.mocha_chunk = w;
+    return c;
+}
+
+void check_model(const ModelConfig& cfg, DecoderBackwardPath path) {
+    Seq2Seq model(cfg, 3);
     const Batch batch = tiny_batch();
     ParamList params = model.parameters();
     zero_grads(params);
@@ -42,6 +54,9 @@ void check_model(DecoderKind kind, DecoderBackwardPath path) {
         TrainPass(model).train_step(batch, {.grad_scale = 1.0f, .decoder_backward = path}, rng);
     EXPECT_NEAR(TrainPass(model).eval_loss(batch).loss, st.loss, 1e-4 * st.loss);
     EXPECT_NE(model.attention.grad.r[0], 0.0f) << "the bias got no gradient";
+    if (cfg.attention.mocha_chunk > 1) {
+        EXPECT_NE(model.attention.grad.v_c[0], 0.0f) << "the chunk energy got no gradient";
+    }
     auto loss = [&] { return TrainPass(model).eval_loss(batch).loss; };
     EXPECT_TRUE(test::check_model_gradients(loss, params));
 }
@@ -49,16 +64,30 @@ void check_model(DecoderKind kind, DecoderBackwardPath path) {
 }  // namespace
 
 TEST(GradMonotonicModels, BahdanauAdditivePerStep) {
-    check_model(DecoderKind::bahdanau, DecoderBackwardPath::per_step);
+    check_model(monotonic_config(DecoderKind::bahdanau), DecoderBackwardPath::per_step);
 }
 TEST(GradMonotonicModels, BahdanauAdditiveSequence) {
-    check_model(DecoderKind::bahdanau, DecoderBackwardPath::sequence);
+    check_model(monotonic_config(DecoderKind::bahdanau), DecoderBackwardPath::sequence);
 }
 TEST(GradMonotonicModels, LuongGeneralPerStep) {
-    check_model(DecoderKind::luong, DecoderBackwardPath::per_step);
+    check_model(monotonic_config(DecoderKind::luong), DecoderBackwardPath::per_step);
 }
 TEST(GradMonotonicModels, LuongGeneralSequence) {
-    check_model(DecoderKind::luong, DecoderBackwardPath::sequence);
+    check_model(monotonic_config(DecoderKind::luong), DecoderBackwardPath::sequence);
+}
+
+// MoChA: d loss reaches the chunk energies' v_c and, through β, α and the monotonic energies.
+TEST(GradMonotonicModels, BahdanauMochaPerStep) {
+    check_model(mocha_config(DecoderKind::bahdanau, 2), DecoderBackwardPath::per_step);
+}
+TEST(GradMonotonicModels, BahdanauMochaSequence) {
+    check_model(mocha_config(DecoderKind::bahdanau, 3), DecoderBackwardPath::sequence);
+}
+TEST(GradMonotonicModels, LuongConcatMochaPerStep) {
+    check_model(mocha_config(DecoderKind::luong, 2), DecoderBackwardPath::per_step);
+}
+TEST(GradMonotonicModels, LuongConcatMochaSequence) {
+    check_model(mocha_config(DecoderKind::luong, 4), DecoderBackwardPath::sequence);
 }
 
 // The pre-sigmoid noise is drawn in training steps only: it moves the training loss (and is
