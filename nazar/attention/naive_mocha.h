@@ -14,8 +14,8 @@
 //   d α_k = G_k / D_k
 //   d u_j = exp(u_j) (d_β_j Σ_{k=j}^{j+w−1} α_k / D_k − Σ_{k=j}^{j+w−1} α_k G_k / D_k²)
 //
-// Not yet a model option: the oracle and its checks come first, as for every mechanism here;
-// the chunk energy's parameters, the kernels, the decoders and the parity build on it.
+// The model option (AttentionConfig::mocha_chunk) runs monotonic.h's mocha_row, checked
+// against this in tests/unit/test_mocha_attention.cpp.
 #pragma once
 
 #include <span>
