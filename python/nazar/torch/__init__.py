@@ -23,7 +23,8 @@ The state_dict names follow nazar's weight-naming contract (docs/design.md §5),
     Attention            query.weight (A, H), key.weight (A, C) or (H, C) for general,
                          v.weight (1, A), scale (1), position.weight (P, H),
                          position_v.weight (1, P), coverage.weight (1, A),
-                         monotonic_bias (1)                    (nazar/attention/attention.h)
+                         monotonic_bias (1), chunk_v.weight (1, A) (MoChA)
+                                                               (nazar/attention/attention.h)
     Seq2Seq              encoder.*, bridge.*, decoder.*, attention.*, generator.*
                          (nazar/models/seq2seq.h, decoder.h, encoder.h, config.h)
 
@@ -34,7 +35,9 @@ on min(floor(p_t + 0.5), S_b - 1), and multiplies the window softmax by
 exp(-(i - p_t)^2 / (2 sigma^2)), sigma = D / 2, without renormalising. Monotonic attention
 (Raffel et al. 2017; global, any score, no coverage) replaces the softmax with the expected
 alignment of p_j = sigmoid(e_j + r + noise) given the previous step's alignment, which the decoder
-carries; greedy and beam search attend hard (docs/spec.md §5.6).
+carries; greedy and beam search attend hard (docs/spec.md §5.6). MoChA (mocha_chunk w >= 1,
+Chiu & Raffel 2018) attends softly to the w positions ending at the monotonic stop
+(chunkwise_weights; decoding: hard_chunk) and still carries the monotonic alignment.
 
 Safetensors I/O (load_safetensors / save_safetensors) needs only struct, json and numpy, so
 it works without the `safetensors` package, and without torch (then only it is defined here).
@@ -60,7 +63,8 @@ except ImportError:  # pragma: no cover
     nn = None
 
 if torch is not None:
-    from .attention import (LOCALS, SCALES, SCORES, Attention, monotonic_alignment,  # noqa: F401
+    from .attention import (LOCALS, SCALES, SCORES, Attention, chunkwise_weights,  # noqa: F401
+                            chunkwise_weights_reference, hard_chunk, monotonic_alignment,
                             monotonic_alignment_parallel)
     from .config import (DEFAULT_CONFIG, attention_config, config_json, effective_bridge,  # noqa: F401
                          effective_timing, encoder_output_size, generator_input_size, model_config)

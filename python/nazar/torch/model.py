@@ -80,7 +80,8 @@ class Decoder(nn.Module):
       output o_t:                luong: s̃_t = tanh(W_c [s_t ; c_t]);  bahdanau: s_t, or with deep
                                  output tanh(L_s s_t + L_y e_t + L_c c_t)
     Coverage reads cov_t and carries cov_{t+1} = cov_t + α_t; monotonic attention reads α_{t−1}
-    (state.align) and carries α_t, both where the attention runs (before or after the RNN step).
+    (state.align) and carries α_t, both where the attention runs (before or after the RNN step);
+    MoChA carries the monotonic α_t too, while its weights (context, reported row) are β_t.
     Stacked layers are torch's nn.GRU/LSTM (num_layers = L; layer l > 0 reads layer l−1's
     output, dropout in between in train mode), so the names are rnn.weight_ih_l{k}, ...
     """
@@ -108,14 +109,14 @@ class Decoder(nn.Module):
         """prev (N) ids y_{t-1}; enc: Encoded; state: State before the step; emb_mask (N, E) a
         dropout mask on e_t, att_mask (N, S) one on the attention weights, or None; monotonic
         attention: noise (N, S) its pre-sigmoid ε or None, hard: decoding's one-hot attention.
-        -> (o_t (N, d_out), attention weights (N, S), State after the step)."""
+        -> (o_t (N, d_out), attention weights (N, S) (MoChA: β), State after the step)."""
         e = self.embedding(prev)
         if emb_mask is not None:
             e = e * emb_mask
         attend = lambda q: attention(q, enc.keys, enc.enc_out, enc.lengths, t, att_mask,  # noqa: E731
-                                     state.cov, state.align, noise, hard)
+                                     state.cov, state.align, noise, hard, with_alignment=True)
         if self.before:
-            ctx, alpha = attend(state.h[-1])
+            ctx, alpha, carried = attend(state.h[-1])
         x = [e]
         if self.kind == "bahdanau":
             x.append(ctx)
@@ -134,7 +135,7 @@ class Decoder(nn.Module):
             c = None
         s = h[-1]
         if not self.before:
-            ctx, alpha = attend(s)
+            ctx, alpha, carried = attend(s)
         if self.kind == "luong":
             o = torch.tanh(self.combine(torch.cat([s, ctx], -1)))
         elif self.deep_output is not None:
@@ -143,7 +144,7 @@ class Decoder(nn.Module):
             o = s
         self.copy_inputs = (ctx, s, e)  # what a copy gate reads: [c_t ; s_t ; e_t]
         cov = None if state.cov is None else state.cov + alpha  # cov_{t+1} = cov_t + α_t
-        align = None if state.align is None else alpha              # monotonic: α_t, the next step's prev
+        align = None if state.align is None else carried  # monotonic: α_t, the next step's prev (MoChA: not β)
         return o, alpha, State(t + 1, h, c, o if self.feeding else None, cov, align)
 
 
@@ -164,7 +165,8 @@ class State:
     """Decoder state between steps: t (steps taken), h (L, N, H), c (L, N, H) for LSTM else None,
     feed (N, H) = s̃_{t-1} with input feeding else None, cov (N, S) = cov_t with coverage else
     None, align (N, S) = α_{t−1} with monotonic attention else None (α_{−1} = one-hot at 0, all 0
-    for an empty sentence; decoding: the one-hot choice, all 0 once a step ran off the end)."""
+    for an empty sentence; decoding: the one-hot choice, all 0 once a step ran off the end; MoChA:
+    the monotonic α as well, never the chunkwise β)."""
 
     def __init__(self, t, h, c=None, feed=None, cov=None, align=None):
         self.t, self.h, self.c, self.feed, self.cov, self.align = t, h, c, feed, cov, align
@@ -293,7 +295,7 @@ class Seq2Seq(nn.Module):
     # ---- teacher forcing ----
 
     def forward(self, src, src_lengths, tgt_in, sampling_prob=0.0, generator=None, margins=None, masks=None):
-        """Teacher-forced logits (B, T, V) and attention weights (B, T, S). Dropout (between
+        """Teacher-forced logits (B, T, V) and attention weights (B, T, S) (MoChA: β). Dropout (between
         stacked RNN layers) and scheduled sampling act in train mode only: with probability
         sampling_prob, for t > 0, a row feeds the argmax of its own step t−1 prediction instead
         of tgt_in[:, t] (no gradient through the choice; draws from `generator`, a
@@ -305,7 +307,7 @@ class Seq2Seq(nn.Module):
         tgt_emb (B, T, E) on e_t, dec_out (B, T, d_out) on o_t before the generator (the input
         feed s̃_{t-1} and scheduled sampling's argmax read o_t undropped), attention (B, T, S) on
         the weights α_t before the context sum (not renormalised; monotonic attention carries
-        the undropped α_t), monotonic_noise (B, T, S) the pre-sigmoid ε of monotonic attention.
+        the undropped α_t; MoChA: on β_t), monotonic_noise (B, T, S) the pre-sigmoid ε of monotonic attention.
         Monotonic attention in train mode without that mask draws ε = σ · N(0, 1) from torch's
         default generator (σ = monotonic_noise of the config; none when σ = 0)."""
         masks = (masks or {}) if self.training else {}
