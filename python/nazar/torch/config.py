@@ -17,7 +17,7 @@ DEFAULT_CONFIG = {
                 "deep_output_size": 0, "layer_norm": False},
     "attention": {"score": "additive", "scale": "none", "local": "global", "window": 10, "attention_size": 0,
                   "position_size": 0, "coverage": False, "monotonic": False, "monotonic_bias_init": -1.0,
-                  "monotonic_noise": 1.0},
+                  "monotonic_noise": 1.0, "mocha_chunk": 0},
     "tie_target_embeddings": False,
     "special_ids": {"pad": 0, "unk": 1, "bos": 2, "eos": 3},
     "copy_attention": False,
@@ -64,6 +64,7 @@ def model_config(config):
         raise ValueError(f"coverage needs an additive or concat attention score, got '{a['score']}'")
     if a["monotonic"]:
         _check_monotonic(cfg)
+    _check_mocha(a)
     if cfg["tie_target_embeddings"] and generator_input_size(cfg) != cfg["embedding_size"]:
         raise ValueError(f"tie_target_embeddings needs generator input size {generator_input_size(cfg)} "
                          f"== embedding_size {cfg['embedding_size']}")
@@ -102,12 +103,30 @@ def _check_monotonic(cfg):
                          f"{a['monotonic_bias_init']} and {a['monotonic_noise']}")
 
 
+def _check_mocha(a):
+    """MoChA (docs/spec.md §5.6): mocha_chunk an integer w in [0, 256], 0 = plain monotonic
+    attention; w >= 1 needs monotonic attention and an additive or concat score (the chunk energy
+    shares its hidden layer). The messages are config.cpp's validate()."""
+    w = a["mocha_chunk"]
+    if isinstance(w, bool) or not isinstance(w, int):
+        raise ValueError(f"model config: 'attention.mocha_chunk' must be an integer, got {w!r}")
+    if not 0 <= w <= 256:
+        raise ValueError(f"MoChA: the chunk w must be in [1, 256] (0 = plain monotonic attention), got {w}")
+    if w > 0 and not a["monotonic"]:
+        raise ValueError(f"mocha_chunk {w} needs monotonic attention (MoChA attends to the chunk ending where "
+                         "the monotonic reader stops); set monotonic: true")
+    if w > 0 and a["score"] not in ("additive", "concat"):
+        raise ValueError(f"MoChA needs an additive or concat score (its chunk energy shares the score's "
+                         f"hidden layer), got '{a['score']}'")
+
+
 def config_json(cfg):
     """The "nazar.config" string: compact, sorted keys (what nlohmann::json::dump writes);
     "coverage" only when true, as nazar writes it; copy_attention only when true (as config.h's
     to_json); the encoder's / decoder's layer_norm and the encoder's residual only when true, its
     transition_depth only when > 1;
-    "monotonic" with its "monotonic_bias_init" and "monotonic_noise" only when monotonic is on."""
+    "monotonic" with its "monotonic_bias_init" and "monotonic_noise" only when monotonic is on;
+    "mocha_chunk" only when > 0."""
     cfg = model_config(cfg)
     for side in ("encoder", "decoder"):
         if not cfg[side]["layer_norm"]:
@@ -123,6 +142,8 @@ def config_json(cfg):
     if not cfg["attention"]["monotonic"]:
         for k in ("monotonic", "monotonic_bias_init", "monotonic_noise"):
             del cfg["attention"][k]
+    if not cfg["attention"]["mocha_chunk"]:
+        del cfg["attention"]["mocha_chunk"]
     return json.dumps(cfg, sort_keys=True, separators=(",", ":"))
 
 
@@ -156,4 +177,4 @@ def attention_config(cfg):
             "attention_size": a["attention_size"] or H, "scale": a["scale"], "local": a["local"],
             "window": a["window"], "position_size": a["position_size"] or H, "coverage": a["coverage"],
             "monotonic": a["monotonic"], "monotonic_bias_init": a["monotonic_bias_init"],
-            "monotonic_noise": a["monotonic_noise"]}
+            "monotonic_noise": a["monotonic_noise"], "mocha_chunk": a["mocha_chunk"]}
