@@ -97,6 +97,9 @@ if(_parity_live)
   add_test(NAME parity.nazar_torch_transition
            COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/test_nazar_torch_transition.py)
   set_tests_properties(parity.nazar_torch_transition PROPERTIES SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 120)
+  add_test(NAME parity.nazar_torch_mocha
+           COMMAND ${NAZAR_PARITY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/parity/test_nazar_torch_mocha.py)
+  set_tests_properties(parity.nazar_torch_mocha PROPERTIES SKIP_RETURN_CODE 77 LABELS parity TIMEOUT 120)
 endif()
 
 # The gtest parity program's tests (nazar_parity_tests: tests/parity/test_*.cpp) are discovered
