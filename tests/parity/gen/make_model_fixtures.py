@@ -5,7 +5,8 @@ For every case (a nazar model config: Bahdanau GRU, deep output + tied embedding
 dot, general with and without input feeding, concat, local-m, local-p, LSTM; two ablations;
 scheduled sampling; coverage attention, Bahdanau and Luong concat, whose training step adds the
 coverage loss with the weight in metadata coverage_loss_weight; monotonic attention, Bahdanau
-additive and Luong general, whose decoding attends hard):
+additive and Luong general, whose decoding attends hard; MoChA, monotonic chunkwise attention,
+Bahdanau additive with w = 2 and Luong concat with w = 3, whose rows are the chunkwise weights β):
   model_<case>.safetensors          a nazar model file written by python/nazar_torch.py's
                                     save_model (seeded PyTorch init, float32; word tokenizers and
                                     vocabularies "s4".. / "t4".. in the metadata, so `nazar score`
@@ -25,7 +26,7 @@ additive and Luong general, whose decoding attends hard):
               in the DROPOUT cases (seq2seq.h DropoutMasks, nazar's layout)
               tokens (1)     non-pad target tokens
               greedy_tokens (B, n) I64, -1 padded; greedy_lengths (B); greedy_scores (B);
-              greedy_attention (B, n, S) each token's attention weights, 0 padded
+              greedy_attention (B, n, S) each token's attention weights (MoChA: β), 0 padded
      grads    grad.<name>    d(train_loss / tokens) / d(parameter), every parameter (nazar's names:
                              with tied embeddings generator.weight is decoder.embedding.weight)
               beam.tokens (B, N, n) I64 -1 padded, beam.lengths / beam.finished (B, N) I64,
@@ -178,6 +179,17 @@ CASES = {
                                  "attention": {"score": "general", "scale": "learned", "monotonic": True,
                                                "monotonic_bias_init": 0.25, "monotonic_noise": 0.0}},
                                 0.1, (6, 0, 4), (5, 3, 6)),
+    # MoChA (v_c drawn at random, noise 0): the monotonic cases with the chunkwise β over w = 2 (Bahdanau)
+    # and w = 3 (Luong concat, input feeding, an empty sentence); decoding attends to the hard chunk
+    "bahdanau_mocha": ({"encoder": {"hidden_size": 4}, "decoder": {"kind": "bahdanau", "hidden_size": 5},
+                        "attention": {"score": "additive", "attention_size": 3, "monotonic": True,
+                                      "monotonic_bias_init": 0.125, "monotonic_noise": 0.0, "mocha_chunk": 2}},
+                       0.0, (9, 5, 3), (4, 6, 2)),
+    "luong_concat_mocha": ({"encoder": {"hidden_size": 4},
+                            "decoder": {"kind": "luong", "hidden_size": 5, "input_feeding": True},
+                            "attention": {"score": "concat", "attention_size": 4, "monotonic": True,
+                                          "monotonic_bias_init": 0.0, "monotonic_noise": 0.0, "mocha_chunk": 3}},
+                           0.1, (7, 0, 5), (5, 3, 6)),
 }
 SAMPLING = {"bahdanau_sampled": 1.0}  # case -> scheduled sampling probability of the training step
 # case -> (dropout p, per_sequence): the training step runs with explicit masks at every dropout
@@ -246,14 +258,15 @@ def check_monotonic_decoding(lengths, greedy, beams):
     """Monotonic attention's hard alignments must take every branch: over the greedy and beam
     results of the non-empty sentences, a greedy step after the first moves from one position to
     a later one, a step skips a position (p < 1/2 there), one stays where the previous one
-    stopped, and one runs off the end (the rest attend to nothing)."""
+    stopped, and one runs off the end (the rest attend to nothing). A row's stop is its last
+    nonzero weight: the one-hot position, or the end of MoChA's chunk."""
     greedy_moves = skips = stays = off = 0
     rows = [(r["attention"], n, True) for r, n in zip(greedy, lengths)]
     rows += [(h["attention"], n, False) for hs, n in zip(beams, lengths) for h in hs]
     for a, n, is_greedy in rows:
         where = 0  # α_{-1} = one-hot at 0
         for t, row in enumerate(a.tolist() if n > 0 else []):
-            now = row.index(1.0) if 1.0 in row else -1
+            now = max((j for j, x in enumerate(row) if x != 0), default=-1)
             off += now == -1 and where != -1
             greedy_moves += is_greedy and t > 0 and now > where >= 0
             skips += now > where + 1
@@ -313,7 +326,8 @@ def new_model(cfg, seed):
     """PyTorch's init (float32), then a sharper output layer with a head start for </s>, so greedy
     decoding both finishes and runs to the limit; the parameters nazar starts at a constant drawn
     at random (coverage w_c, layer-norm gains, monotonic r around its init, with scores 3 times as
-    large so that p = σ(e + r) is far from 1/2 and the alignments are neither uniform nor one-hot)."""
+    large so that p = σ(e + r) is far from 1/2 and the alignments are neither uniform nor one-hot;
+    MoChA's v_c at 2 to 4 in size, so that each chunk's softmax is far from uniform)."""
     import torch
     torch.manual_seed(seed)
     model = nt.Seq2Seq(cfg)
@@ -334,6 +348,10 @@ def new_model(cfg, seed):
             att = model.attention
             if hasattr(att, "v") or hasattr(att, "key"):
                 (att.v if hasattr(att, "v") else att.key).weight.mul_(3.0)
+        if cfg["attention"]["mocha_chunk"]:  # |v_c| in [2, 4), random signs
+            w, shape = torch.Generator().manual_seed(seed + 6000), model.attention.chunk_v.weight.shape
+            sign = torch.where(torch.rand(shape, generator=w) < 0.5, -1.0, 1.0)
+            model.attention.chunk_v.weight.copy_(sign * (2 + 2 * torch.rand(shape, generator=w)))
     return model
 
 
