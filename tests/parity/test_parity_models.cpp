@@ -5,7 +5,9 @@
 // local-m, local-p; LSTM encoder and decoder; two docs/spec.md §6 ablations; scheduled sampling; an
 // empty source sentence; coverage attention with the coverage loss, Bahdanau and Luong concat;
 // monotonic attention, Bahdanau additive and Luong general with a learned scale, whose loss,
-// scores and gradients use the expected alignment and whose decoding attends hard) the
+// scores and gradients use the expected alignment and whose decoding attends hard; MoChA,
+// Bahdanau additive with w = 2 and Luong concat with w = 3, whose attention rows and contexts are
+// the chunkwise weights β while the steps carry the monotonic α) the
 // fixture pair is a nazar model file WRITTEN BY PYTORCH (python/nazar_torch.py save_model) and the
 // float64 values nazar_torch.py computes from it. nazar must:
 //   (a) load it and give the same per-sentence log-probabilities (TrainPass::score, forced
@@ -79,7 +81,9 @@ const char* const kCases[] = {"bahdanau_gru",
                               "bahdanau_residual",
                               "bahdanau_transition",
                               "bahdanau_monotonic",
-                              "luong_general_monotonic"};
+                              "luong_general_monotonic",
+                              "bahdanau_mocha",
+                              "luong_concat_mocha"};
 
 // A decoded result's attention (n, S_b) into the top-left corner of a zeroed (n_max, S) block.
 void place_attention(const Tensor& attention, TensorView out) {
@@ -372,6 +376,16 @@ TEST(ParityModels, BahdanauMonotonic) {
 }
 TEST(ParityModels, LuongGeneralMonotonic) {  // learned scale, input feeding, an empty sentence
     check_model("luong_general_monotonic");
+}
+// MoChA (v_c random, |v_c| in [2, 4), noise 0): teacher forcing with the chunkwise β over the
+// expected alignment α (the context sums β, the step reports β, the next step reads α); greedy
+// and beam search attend to the softmax of u over the w positions ending at the hard stop (cut at
+// position 0), or to nothing once the reader ran off the end
+TEST(ParityModels, BahdanauMocha) {  // w = 2, c_t = Σ β h feeds the RNN step
+    check_model("bahdanau_mocha");
+}
+TEST(ParityModels, LuongConcatMocha) {  // w = 3, input feeding, an empty sentence
+    check_model("luong_concat_mocha");
 }
 
 // ---- export for check_model_files.py (parity.model_files_cli); skipped in a plain ctest run ----
