@@ -216,6 +216,7 @@ void prepare_backward(const Attention& att, attn::StepScratch& sc, const Attenti
         NZ_CHECK(!cache.hard, "attention: hard monotonic decoding has no backward");
         NZ_CHECK_SHAPE(cache.previous, {B, S});
         if (x != nullptr && x->d_previous.numel() > 0) NZ_CHECK_SHAPE(x->d_previous, {B, S});
+        if (x != nullptr && x->d_alpha.numel() > 0) NZ_CHECK_SHAPE(x->d_alpha, {B, S});
         sc.d_bias.resize({B}, true);
         sc.reach.resize({B, W}, false);
     }

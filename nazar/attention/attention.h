@@ -191,6 +191,8 @@ struct AttentionExtraGrad {
     ConstTensorView d_context;  // (B, C)  added to backward's d_context, or empty
     TensorView d_coverage;      // (B, S)  += d cov_t (coverage on), or empty
     TensorView d_previous;      // (B, S)  += d α_{t−1} (monotonic), or empty
+    ConstTensorView d_alpha;    // (B, S)  MoChA: added to d α_t (not to d β_t, the weights'),
+                                //         the next step's d α_{t}; or empty
 };
 
 // The query side's pre-activation gradients of one step, for callers that batch the query-side

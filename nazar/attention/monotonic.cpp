@@ -143,7 +143,12 @@ void monotonic_step_row_backward(const Attention& att, StepScratch& sc,
         float* du = sc.d_chunk.data() + b * W;
         mocha_row_backward(cache.alpha.data() + b * W, cache.chunk_scores.data() + b * W, d_alpha,
                            n, att.cfg.mocha_chunk, sc.d_alpha.data() + b * W, du);
-        d_alpha = sc.d_alpha.data() + b * W;
+        float* da = sc.d_alpha.data() + b * W;
+        if (x != nullptr && x->d_alpha.numel() > 0) {  // the next step's d α_t
+            const float* carried = x->d_alpha.data() + first;
+            for (int j = 0; j < n; ++j) da[j] += carried[j];
+        }
+        d_alpha = da;
         // u_j = v_c · tanh(W_q q + k_j)
         additive_scores_backward(cache.query_proj.data() + b * A, kb, att.params.v_c.data(), du, n,
                                  A, sc.tanh_rows.data() + b * A, sc.d_query_proj.data() + b * A,

@@ -59,6 +59,7 @@ double AttentionTerms::loss_forward(const Attention& att, std::span<const Decode
     S_ = S;
     coverage_ = att.cfg.coverage;
     monotonic_ = att.cfg.monotonic;
+    mocha_ = att.cfg.mocha_chunk > 0;
     context_ = false;
     d_alpha_.resize({T, B, S});  // zeroed
     d_cov_.resize({T, B, S});
@@ -94,11 +95,13 @@ double AttentionTerms::loss_forward(const Attention& att, std::span<const Decode
 
 void AttentionTerms::before_step_backward(Attention& att, int t) {
     NZ_CHECK(t >= 0 && t < T_, "attention terms: step {} outside [0, {})", t, T_);
-    // d α_t = D_t + Σ_{t'' > t} d cov_t''
+    // d α_t = D_t + Σ_{t'' > t} d cov_t''  (monotonic: + d α_t from step t + 1; MoChA: that one
+    // joins d α after the chunkwise backward, D_t reading the weights β)
     step_alpha_.copy_from(d_alpha_.select(t));
-    kernels::axpy(step_alpha_.numel(), 1.0f, carry_.data(), step_alpha_.data());
+    if (!mocha_) kernels::axpy(step_alpha_.numel(), 1.0f, carry_.data(), step_alpha_.data());
     step_carry_.zero();
     extra_.d_weights = step_alpha_.view();
+    extra_.d_alpha = mocha_ ? ConstTensorView(carry_) : ConstTensorView();
     extra_.d_coverage = coverage_ ? step_carry_.view() : TensorView();
     extra_.d_previous = monotonic_ ? step_carry_.view() : TensorView();
     extra_.d_context = context_ ? ConstTensorView(d_ctx_.select(t)) : ConstTensorView();

@@ -60,7 +60,7 @@ public:
 
 private:
     int T_ = 0, B_ = 0, S_ = 0;
-    bool coverage_ = false, monotonic_ = false;
+    bool coverage_ = false, monotonic_ = false, mocha_ = false;
     Tensor d_alpha_;     // (T, B, S)  the losses' direct d α_t
     Tensor d_cov_;       // (T, B, S)  the losses' direct d cov_t
     Tensor carry_;       // (B, S)     Σ over later steps of d cov (monotonic: the next step's)

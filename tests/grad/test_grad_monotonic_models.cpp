@@ -46,6 +46,11 @@ ModelConfig mocha_config(DecoderKind kind, int w) {
 
 void check_model(const ModelConfig& cfg, DecoderBackwardPath path) {
     Seq2Seq model(cfg, 3);
+    if (cfg.attention.mocha_chunk > 0) {  // energies 4x larger: α spread over the positions and
+        // steps, so that d α_{t} carried back from step t + 1 weighs in the gradient
+        for (Tensor* v : {&model.attention.params.v_a, &model.attention.params.v_c})
+            for (int64_t i = 0; i < v->numel(); ++i) (*v)[i] *= 4.0f;
+    }
     const Batch batch = tiny_batch();
     ParamList params = model.parameters();
     zero_grads(params);
