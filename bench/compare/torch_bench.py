@@ -30,12 +30,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import nazar_torch as nt  # noqa: E402
 
 
-def fast_local_forward(self, query, keys, enc_out, lengths, t=0, mask=None, cov=None, *monotonic):
+def fast_local_forward(self, query, keys, enc_out, lengths, t=0, mask=None, cov=None, *monotonic,
+                       with_alignment=False):
     """nazar_torch.Attention.forward with the window bounds computed by tensor ops (same math).
     Global attention, an attention dropout mask, coverage and monotonic attention (its prev,
-    noise and hard arguments) go to the original unchanged."""
+    noise and hard arguments) go to the original unchanged. with_alignment: also the carried
+    weights, None here (only monotonic attention carries any), as the original returns them."""
     if self.local == "global" or mask is not None or cov is not None or self.monotonic:
-        return _orig_forward(self, query, keys, enc_out, lengths, t, mask, cov, *monotonic)
+        return _orig_forward(self, query, keys, enc_out, lengths, t, mask, cov, *monotonic,
+                             with_alignment=with_alignment)
     B, S, _ = enc_out.shape
     lengths = torch.as_tensor(lengths, dtype=torch.int64)
     e = self._scores(query, keys)
@@ -59,7 +62,7 @@ def fast_local_forward(self, query, keys, enc_out, lengths, t=0, mask=None, cov=
         g = torch.exp(-((pos[None, :].to(p.dtype) - p[:, None]) ** 2) / (2 * sigma * sigma))
         alpha = alpha * g
     context = torch.bmm(alpha[:, None, :], enc_out).squeeze(1)
-    return context, alpha
+    return (context, alpha, None) if with_alignment else (context, alpha)
 
 
 _orig_forward = nt.Attention.forward
