@@ -87,6 +87,10 @@ inline WeightTRows weight_t_rows(const WeightT& wt, int k0 = 0) {
 // W (N x K, ldw).
 void gemm_xwt(int M, int N, int K, float alpha, const float* A, int lda, const float* W, int ldw,
               WeightTRows wt, float beta, float* C, int ldc);
+// Whether gemm_xwt of M rows through a packed Wᵀ (W with no reduced-precision copy registered)
+// runs nazar's NN kernel, which sums each entry of C in one order whatever the rows computed
+// with it (nn512.h): then any split of the rows into products of such sizes gives the same bits.
+bool xwt_rows_independent(int M);
 // C (M x N) = A Wᵀ + bias (N floats, on every row; null: none), summed as gemm_xwt with beta = 1
 // onto C filled with 0 + bias (bit for bit: a −0 bias counts as +0). Through the packed Wᵀ each
 // pool thread fills its own columns just before multiplying them, so the product is not

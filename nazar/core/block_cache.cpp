@@ -5,6 +5,7 @@
 
 #include <malloc.h>
 #include <pthread.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <bit>
@@ -61,11 +62,41 @@ uint64_t read_header(char* base, std::size_t* bytes) {
     return state;
 }
 
+// Large blocks (kBlockCacheMinBytes and more) are mappings of their own, outside AddressSanitizer
+// (which watches the allocator's blocks, not mappings): one given back leaves the process at
+// once. From glibc's heap, a block freed in the middle of a thread's arena stays resident, and
+// glibc serves blocks of up to the largest it has unmapped (its dynamic mmap threshold, up to
+// 32 MB) from there: decoding threads each kept a few MB of freed tensors that way
+// (docs/decoding.md, "Thread safety"). A fresh mapping is zero, and its pages cost memory only
+// once written.
+#ifdef NZ_ASAN
+constexpr bool kMapLarge = false;
+#else
+constexpr bool kMapLarge = true;
+#endif
+
+bool mapped_block(std::size_t bytes) {
+    return kMapLarge && bytes >= kBlockCacheMinBytes;
+}
+
+// A fresh block of `bytes` after its header, zero (true) or not known to be; null when the
+// system has no memory for it.
+char* fresh_block(std::size_t bytes, bool* zero) {
+    *zero = mapped_block(bytes);
+    if (!*zero) return static_cast<char*>(std::aligned_alloc(kAlignment, kHeader + bytes));
+    void* p =
+        mmap(nullptr, kHeader + bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+}
+
 // Back to the system (the whole block readable again for the allocator).
 void release(char* base, std::size_t bytes) {
     NZ_UNPOISON(base, kHeader + bytes);
     write_header(base, bytes, kGone);
-    std::free(base);
+    if (mapped_block(bytes))
+        munmap(base, kHeader + bytes);
+    else
+        std::free(base);
 }
 
 std::size_t limit_from_environment() {
@@ -211,6 +242,15 @@ void release_free_memory() {
     ::malloc_trim(0);
 }
 
+void keep_large_allocations_mapped() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        for (const char* v : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"})
+            if (std::getenv(v) != nullptr) return;
+        ::mallopt(M_MMAP_THRESHOLD, static_cast<int>(kBlockCacheMinBytes));
+    });
+}
+
 float* aligned_alloc_floats(int64_t n) {
     if (n == 0) return nullptr;
     NZ_CHECK(n > 0 && static_cast<uint64_t>(n) < (uint64_t{1} << 60) / sizeof(float),
@@ -220,14 +260,15 @@ float* aligned_alloc_floats(int64_t n) {
     const bool large = want >= kBlockCacheMinBytes;
     const std::size_t bytes = large ? block_cache_class(want) : want;
     char* base = large ? cache().take(bytes) : nullptr;
+    bool zero = false;
     if (base == nullptr) {
-        base = static_cast<char*>(std::aligned_alloc(kAlignment, kHeader + bytes));
+        base = fresh_block(bytes, &zero);
         if (base == nullptr)
             NZ_FAIL("out of memory allocating {} floats ({:.1f} MiB)", n, bytes / 1048576.0);
     }
     write_header(base, bytes, kLive);
     // the requested part only: a fresh block's pages past it stay untouched (and unmapped)
-    std::memset(base + kHeader, 0, want);
+    if (!zero) std::memset(base + kHeader, 0, want);
     NZ_POISON(base, kHeader);
     NZ_POISON(base + kHeader + want, bytes - want);  // slack of the size class
     return reinterpret_cast<float*>(base + kHeader);

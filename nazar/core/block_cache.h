@@ -48,6 +48,15 @@ void release_block_cache();
 // work after it will need (loading a checkpoint for decoding frees its optimizer state), so that
 // the process does not carry the freed pages.
 void release_free_memory();
+// Fixes glibc's mmap threshold at kBlockCacheMinBytes (mallopt M_MMAP_THRESHOLD), once per
+// process, unless the environment already sets it (MALLOC_MMAP_THRESHOLD_,
+// MALLOC_TRIM_THRESHOLD_ or GLIBC_TUNABLES: the user's choice stands). glibc raises the threshold
+// to the largest block it has unmapped (up to 32 MB: a loaded file's buffer does it), and then
+// serves blocks under it from per-thread heaps, which keep a freed block resident: the libraries'
+// own scratch (oneDNN's packing buffers, 256 KB to 1 MB per product) then stays resident once per
+// decoding thread. Called by Translator (decode/translator.h); tensors' own large blocks are
+// mappings whatever the threshold (block_cache.cpp).
+void keep_large_allocations_mapped();
 // The size class a request of `bytes` (>= kBlockCacheMinBytes) is rounded up to.
 std::size_t block_cache_class(std::size_t bytes);
 

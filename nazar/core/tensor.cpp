@@ -245,6 +245,16 @@ void Tensor::resize(Shape shape, bool zero) {
     if (zero) view().zero();
 }
 
+void Tensor::discard_pages(int64_t min_bytes) {
+    const auto bytes = static_cast<uintptr_t>(capacity_) * sizeof(float);
+    if (!data_ || data_.get_deleter().mapped || bytes < static_cast<uintptr_t>(min_bytes)) return;
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<uintptr_t>(data_.get());
+    // Pages wholly inside the buffer only: the allocator's own words lie outside it.
+    const uintptr_t first = (begin + page - 1) / page * page, last = (begin + bytes) / page * page;
+    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 // ---- Arena -------------------------------------------------------------------------------
 
 Arena::Arena(std::size_t initial_bytes) {

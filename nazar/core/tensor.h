@@ -127,6 +127,11 @@ public:
     // Changes the shape; keeps the buffer when it has room (contents then unspecified
     // unless `zero` is set).
     void resize(Shape shape, bool zero = true);
+    // Gives the whole pages inside the buffer back to the system (madvise MADV_DONTNEED) when
+    // the buffer spans at least min_bytes; keeps the buffer, its capacity and shape. For
+    // scratch whose values are dead until they are next written: they read as zero until then,
+    // and each page given back costs a fault when it is touched again.
+    void discard_pages(int64_t min_bytes);
 
     TensorView view() { return {data_.get(), shape_}; }
     ConstTensorView view() const { return {data_.get(), shape_}; }

@@ -193,6 +193,15 @@ bool through_weight_t(int M, int N, int K, const float* W, int ldw, WeightTRows 
            !in_bf16(M, N, K) && !(any_packed() && find_packed(W, ldw, &n0, &k0));
 }
 
+}  // namespace
+
+bool xwt_rows_independent(int M) {
+    return M > kSmallGemmRows && M <= kNn512Rows && detail::nn512_available() &&
+           gemm_precision() != GemmPrecision::bf16;
+}
+
+namespace {
+
 // (The profile's time of a biased product includes its bias fill.)
 void xwt_packed(int M, int N, int K, float alpha, const float* A, int lda, WeightTRows wt,
                 const float* bias, float beta, float* C, int ldc) {
