@@ -439,21 +439,28 @@ void step_rows(Model& model, bool fused, std::span<const int32_t> prev, const So
     model.step(prev, src, state, out, attn);
 }
 // Grouped output (BeamOptions::output_group_rows): the fewest rows a group may have, 0 = none.
-int group_min_rows(const DecodeSession& m) {
-    return m.step_logits_group_min_rows();
+int group_min_rows(const DecodeSession& m, const EncodedSource& src, int rows) {
+    return m.step_logits_group_min_rows(src, rows);
 }
-int group_min_rows(const Ensemble&) {
+int group_min_rows(const Ensemble&, const Ensemble::Source&, int) {
     return 0;
 }
 // Grouped output (form_groups' groups of the step's sentences, N rows): each pool thread takes
 // whole groups; a group's logits rows are made into a buffer of the thread's own and consumed
 // by the group's sentences at once, while they are still in its cache. advance_one(i, rows,
 // r): sentence i's step, its first row being row r of `rows`.
+// A thread's buffer for its groups' logits rows. The calling thread's is one per decoding
+// thread (the pool's workers' are shared by every caller): the search gives its pages back
+// when it ends.
+Tensor& group_buffer() {
+    thread_local Tensor buf;
+    return buf;
+}
 template <class Advance>
 void grouped_output(const DecodeSession& model, const std::vector<int>& first,
                     const std::vector<int>& groups, int N, int V, const Advance& advance_one) {
     parallel_for(static_cast<int64_t>(groups.size()) - 1, 1, [&](int64_t g0, int64_t g1) {
-        thread_local Tensor buf;
+        Tensor& buf = group_buffer();
         for (int64_t g = g0; g < g1; ++g) {
             const int r0 = first[groups[g]];
             const int r1 =
@@ -623,7 +630,7 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
 
     detail::EnsembleSearchBuffers ensemble_buffers;
     auto& buffers = detail::search_buffers(model, ensemble_buffers);
-    const detail::ReleaseWeightsOnExit drop_weights{buffers};
+    const auto end_search = detail::end_search_on_exit(model);
     auto& enc = buffers.enc;
     model.encode(src, lengths, S, enc, K);
     ShortlistScope scope(model, o, src, lengths, S, sp);  // the output layer's rows, if any
@@ -636,9 +643,9 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
     std::iota(row_sentence.begin(), row_sentence.end(), 0);
     std::vector<int32_t> prev(B, sp.bos);
     // The log-probs of an ungrouped step's rows: every row (B·K) where no step is grouped;
-    // where steps are grouped (each group's rows go into a buffer of its own), as many as an
-    // ungrouped step has (a group's worth, form_groups), so that a quantized model's beams do
-    // not hold B·K rows (5 MB per decoding thread at 32 × 5 rows, V 8,000).
+    // where steps are grouped (each group's rows go into a buffer of its own), the rows of the
+    // ungrouped steps (a sentence or two, or more rows than fp32 groups take), so that the
+    // beams do not hold B·K rows (5 MB per decoding thread at 32 × 5 rows, V 8,000).
     Tensor &log_probs = buffers.log_probs, &attn = buffers.attention;
     attn.resize({static_cast<int64_t>(B) * K, S});
     std::vector<StepScratch> st(B);  // per sentence
@@ -646,10 +653,8 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
     const bool fused = o.fused_output && has_step_logits(model);
     const float* bias = fused ? step_logits_bias(model) : nullptr;
 
-    const int min_rows = fused ? group_min_rows(model) : 0;
     const int target_rows = detail::group_target_rows(o, V);
-    const int64_t lp_rows =
-        min_rows > 0 ? std::min<int64_t>(int64_t{B} * K, target_rows) : int64_t{B} * K;
+    const int64_t lp_rows = fused && group_min_rows(model, enc, B * K) > 0 ? 0 : int64_t{B} * K;
     std::vector<int> groups;
     while (!row_sentence.empty()) {
         const int N = static_cast<int>(row_sentence.size());
@@ -660,6 +665,7 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
         first.clear();
         for (int row0 = 0; row0 < N; row0 += static_cast<int>(sent[row_sentence[row0]].live.size()))
             first.push_back(row0);
+        const int min_rows = fused ? group_min_rows(model, *cur, N) : 0;
         detail::form_groups(first, N, target_rows, min_rows, num_threads(), groups);
         std::span<const float> p_gen;  // after the step
         const auto advance_one = [&](int64_t i, TensorView lp, int lp0) {
@@ -686,6 +692,7 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
         std::swap(row_sentence, next_row_sentence);
     }
 
+    group_buffer().discard_pages(int64_t{64} << 10);  // as DecodeSession::end_search's
     collect(sent, o, !copy_src.empty(), results);
     return results;
 }

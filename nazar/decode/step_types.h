@@ -27,7 +27,6 @@ struct EnsembleSearchBuffers {
     Ensemble::Source enc, rows_enc;
     Ensemble::State state, next_state;
     Tensor log_probs, attention;
-    void release_weights() {}
 };
 inline DecodeSession::SearchBuffers& search_buffers(DecodeSession& model, EnsembleSearchBuffers&) {
     return model.search_buffers();
@@ -35,14 +34,20 @@ inline DecodeSession::SearchBuffers& search_buffers(DecodeSession& model, Ensemb
 inline EnsembleSearchBuffers& search_buffers(Ensemble&, EnsembleSearchBuffers& own) {
     return own;
 }
-// The per-batch weights the encodings refer to go when the search does, even by a throw.
-template <class Buffers>
-struct ReleaseWeightsOnExit {
-    Buffers& buffers;
-    ~ReleaseWeightsOnExit() { buffers.release_weights(); }
+// When the search ends, even by a throw: a session's end_search (the per-batch weights dropped,
+// the batch's buffers' pages given back); an ensemble's buffers are the call's own.
+struct EndSearchOnExit {
+    DecodeSession* session;  // null: an ensemble's search
+    ~EndSearchOnExit() {
+        if (session) session->end_search();
+    }
 };
-template <class Buffers>
-ReleaseWeightsOnExit(Buffers&) -> ReleaseWeightsOnExit<Buffers>;
+inline EndSearchOnExit end_search_on_exit(DecodeSession& model) {
+    return {&model};
+}
+inline EndSearchOnExit end_search_on_exit(Ensemble&) {
+    return {nullptr};
+}
 
 // Copy attention (a model with cfg.copy_attention; models/copy.h): hands the source's
 // extended ids (B·S, row-major) to the encoded rows and returns the step's vocabulary

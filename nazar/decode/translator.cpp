@@ -339,6 +339,8 @@ Translator::Translator(const std::vector<std::string>& model_paths, const Transl
     // blocks for reuse, and glibc's heap: give it back, or every decoding process would carry it
     // (42 MB for a 16 MB model's best.safetensors).
     release_free_memory();
+    // Decoding threads' freed scratch goes back to the system, not into per-thread heaps.
+    keep_large_allocations_mapped();
 }
 
 Translator::~Translator() = default;

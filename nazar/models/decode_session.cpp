@@ -15,9 +15,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 namespace nazar {
 namespace {
 
@@ -71,26 +68,33 @@ WeightTRows generator_rows(const EncodedSource& src, int64_t rows) {
     return rows <= kGeneratorTRows ? weight_t_rows(src.generator_t) : WeightTRows{};
 }
 
+// What end_search and the encoder give back: buffers of at least 64 KiB (16 pages), whose faults
+// when the next batch writes them again cost far less than that batch's products over the same
+// rows.
+constexpr int64_t kSearchDiscardBytes = int64_t{64} << 10;
+
 // The encoder's scratch is dead while the batch's steps run, whose own buffers (logits, rows)
 // are as large: its pages go back to the system once the batch is encoded, so that a session
-// holds about the larger of the two, not both. Tensors of at least 1 MiB only: a page given back
-// costs a fault when the next batch writes it.
-// (madvise MADV_DONTNEED on the pages wholly inside each buffer: the tensors keep their buffers,
-// whose values become unspecified; the encoder writes every one before it reads it.)
+// holds about the larger of the two, not both (Tensor::discard_pages: the tensors keep their
+// buffers; the encoder writes every value before it reads it).
 void discard_encoder_scratch(EncoderCache& c) {
-    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-    const auto discard = [page](Tensor& t) {
-        const auto bytes = static_cast<uintptr_t>(t.capacity()) * sizeof(float);
-        if (bytes < (uintptr_t{1} << 20)) return;
-        const auto begin = reinterpret_cast<uintptr_t>(t.data());
-        const uintptr_t first = (begin + page - 1) / page * page,
-                        last = (begin + bytes) / page * page;
-        if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    c.emb.discard_pages(kSearchDiscardBytes);
+    for (Tensor& t : c.rnn.layer_in) t.discard_pages(kSearchDiscardBytes);
+    for (Tensor& t : c.rnn.layer_out) t.discard_pages(kSearchDiscardBytes);
+    for (RNNInferenceScratch& sc : c.rnn.infer) sc.proj.discard_pages(kSearchDiscardBytes);
+}
+
+void discard_step_cache(DecoderStepCache& c) {
+    const auto discard = [](std::initializer_list<Tensor*> ts) {
+        for (Tensor* t : ts) t->discard_pages(kSearchDiscardBytes);
     };
-    discard(c.emb);
-    for (Tensor& t : c.rnn.layer_in) discard(t);
-    for (Tensor& t : c.rnn.layer_out) discard(t);
-    for (RNNInferenceScratch& sc : c.rnn.infer) discard(sc.proj);
+    discard({&c.x0, &c.context, &c.combine_in, &c.deep_term});
+    for (Tensor& t : c.layer_in) t.discard_pages(kSearchDiscardBytes);
+    for (GRUStepCache& g : c.gru) discard({&g.gates, &g.gh_n, &g.gi, &g.ln_i, &g.ln_h});
+    for (LSTMStepCache& l : c.lstm) discard({&l.gates, &l.tanh_c, &l.gh, &l.ln_i, &l.ln_h});
+    AttentionStepCache& a = c.attention;
+    discard({&a.weights, &a.probs, &a.scores, &a.query_proj, &a.pos_hidden, &a.coverage,
+             &a.previous, &a.alpha, &a.chunk_scores});
 }
 
 }  // namespace
@@ -143,6 +147,20 @@ void DecodeSession::SearchBuffers::release_weights() {
         e->generator_t.reset();
         e->shared = nullptr;
     }
+}
+
+void DecodeSession::end_search() {
+    search_.release_weights();
+    step_generator_t_.reset();
+    const auto discard = [](std::initializer_list<Tensor*> ts) {
+        for (Tensor* t : ts) t->discard_pages(kSearchDiscardBytes);
+    };
+    for (EncodedSource* e : {&search_.enc, &search_.rows_enc})
+        discard({&e->enc_out, &e->keys.keys, &e->init_h});
+    for (DecoderState* d : {&search_.state, &search_.next_state})
+        discard({&d->h, &d->c, &d->feed, &d->coverage, &d->previous});
+    discard({&search_.log_probs, &search_.attention, &emb_, &out_});
+    discard_step_cache(cache_);
 }
 
 void DecodeSession::select_rows(const EncodedSource& in, std::span<const int> rows,
@@ -230,26 +248,37 @@ void DecodeSession::step_hidden(std::span<const int32_t> prev, const EncodedSour
                                 DecoderState& state, TensorView attn) {
     NZ_CHECK(!config().copy_attention, "step_hidden: a copy-attention model's steps need step()");
     step_decoder(prev, src, state);
+    step_generator_t_ = out_ids_.empty() ? src.generator_t : nullptr;
     step_attention(src, state, attn);
 }
 
 void DecodeSession::step_logits_rows(int r0, int r1, TensorView logits) const {
     NZ_CHECK(0 <= r0 && r0 <= r1 && r1 <= out_.dim(0), "step_logits_rows: rows [{}, {}) of {}", r0,
              r1, out_.dim(0));
-    NZ_CHECK_SHAPE(logits, {r1 - r0, output_weight().dim(0)});
-    gemm(out_.slice(r0, r1), false, output_weight(), true, logits, 1.0f, 0.0f);
+    const ConstTensorView w = output_weight();
+    NZ_CHECK_SHAPE(logits, {r1 - r0, w.dim(0)});
+    const int V = w.dim(0), D = w.dim(1);
+    gemm_xwt(r1 - r0, V, D, 1.0f, out_.data() + int64_t{r0} * D, D, w.data(), D,
+             weight_t_rows(step_generator_t_), 0.0f, logits.data(), V);
 }
 
-int DecodeSession::step_logits_group_min_rows() const {
+int DecodeSession::step_logits_group_min_rows(const EncodedSource& src, int rows) const {
     // Packed (bf16 / int8) weights: each row is rounded or quantized on its own and summed
     // along K in one order, whatever the rows around it (core/gemm/packed.h), except that bf16
     // products of packed_amx_min_rows rows or more run on AMX tiles, which sum in another order
     // (int8 on AMX gives the VNNI kernel's bits): bf16 groups then start at that many rows.
-    // fp32 products go to the library, whose kernel (and so a row's bits) can depend on the row
-    // count (oneDNN 2.6: under 16 rows another kernel; some K another blocking), and which runs
-    // 14-34% slower on groups of 32-64 rows than on all 320 (docs/performance.md): no groups.
     const PackedMatrix* m = packed_matrix(output_weight());
-    if (!m) return 0;
+    if (!m) {
+        // fp32: through the packed Wᵀ, nazar's NN kernel sums each entry in one order whatever
+        // the rows (nn512.h), for products of more than kSmallGemmRows rows (fewer: the small-M
+        // kernel, another order); the step's one product takes that path up to kGeneratorTRows
+        // rows (beyond, the library's, whose rows can depend on the row count: no groups).
+        // Grouped, a decoding thread holds a group's logits instead of all B·K rows (5 MB at
+        // 32 x 5 rows, V 8,000).
+        const bool nn = out_ids_.empty() && src.generator_t && rows <= kGeneratorTRows &&
+                        xwt_rows_independent(rows);
+        return nn ? kSmallGemmRows + 1 : 0;
+    }
     const Precision p = m->precision();
     return p == Precision::bf16 && packed_amx_available(p) ? packed_amx_min_rows(p) : 1;
 }

@@ -72,8 +72,9 @@ public:
                      TensorView attention);
     void step_logits_rows(int r0, int r1, TensorView logits) const;
     // Whether a logits row of step_logits_rows is the same bits whatever row range it is
-    // computed in, for ranges of at least min_rows rows (0: none is). See decode_session.cpp.
-    int step_logits_group_min_rows() const;
+    // computed in, and as in step_logits' one product of the step's `rows` rows of src, for
+    // ranges of at least min_rows rows (0: not for this step). See decode_session.cpp.
+    int step_logits_group_min_rows(const EncodedSource& src, int rows) const;
     // out row n = in row rows[n] (reorder/select beams). out must not be in.
     void select_state(const DecoderState& in, std::span<const int> rows, DecoderState& out) const;
 
@@ -108,6 +109,13 @@ public:
         void release_weights();
     };
     SearchBuffers& search_buffers() { return search_; }
+    // The search is over (decode/beam_search.cpp, even by a throw): drops the per-batch weights
+    // (SearchBuffers::release_weights) and gives the pages of the batch's buffers back to the
+    // system (Tensor::discard_pages: the search's and the steps', all dead until the next batch
+    // writes them). A session decoding batch after batch then holds at any time either a
+    // batch's encoder scratch or its step buffers (the logits above all), not both: four
+    // decoding threads at 32 x 5 rows hold about 5 MB less each.
+    void end_search();
 
 private:
     const Seq2Seq* model_;
@@ -124,6 +132,7 @@ private:
     BridgeCache bridge_cache_;
     Tensor emb_;                 // (N, E)      e_t
     Tensor out_;                 // (N, d_out)  o_t, the output layer's input
+    WeightT step_generator_t_;   // step_hidden's src.generator_t, for step_logits_rows
     DecoderStepCache cache_;     // the step's cells, context and attention
     std::vector<int32_t> prev_;  // (N) previous ids, extended ones as <unk> (copy attention)
     std::vector<float> p_gen_;   // (N) p_gen of the last step (copy attention)

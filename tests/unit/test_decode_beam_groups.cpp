@@ -1,9 +1,11 @@
 // Beam search's grouped output (BeamOptions::output_group_rows): the output layer per group of
 // whole sentences, each group's candidates selected right after its product, against one product
 // of all rows (output_group_rows = 0): every hypothesis, token, log p, score and attention row
-// bit for bit; int8 and bf16 weights (grouped) and fp32 (never grouped: its library's rows may
-// depend on the row count), group sizes that do not divide the rows, 1 and 2 threads, ranking
-// ties, min_length's forbidden </s>, early-finishing sentences and a batch of one.
+// bit for bit; int8 and bf16 weights and fp32 (grouped where its rows go through the packed Wᵀ
+// on nazar's NN kernel, whose rows do not depend on the row count), group sizes that do not divide
+// the rows, 1 and 2 threads, ranking ties, min_length's forbidden </s>, early-finishing sentences
+// and a batch of one.
+#include "nazar/core/blas.h"
 #include "nazar/core/threads.h"
 #include "nazar/decode/beam_groups.h"
 #include "nazar/decode/beam_search.h"
@@ -52,34 +54,56 @@ ModelConfig big_config() {
     return c;
 }
 
-TEST(BeamSearchGroups, PackedWeightsAreGroupedFp32IsNot) {
+// Packed weights: every step from one row. fp32: steps of 9 to 192 rows where the rows go
+// through the packed Wᵀ on nazar's NN kernel (AVX-512), none elsewhere.
+TEST(BeamSearchGroups, WhichStepsAreGrouped) {
+    const ModelConfig c = big_config();
+    const Sources all = pad(mixed_length_sentences(c.src_vocab_size, 9));
     for (const Precision p : {Precision::fp32, Precision::bf16, Precision::int8}) {
-        Seq2Seq m(big_config(), 41);
+        Seq2Seq m(c, 41);
         DecodeSession m_s(m);
         m.set_precision(p);
-        EXPECT_EQ(m_s.step_logits_group_min_rows(), p == Precision::fp32 ? 0 : 1);
+        EncodedSource enc;
+        m_s.encode(all.ids, all.lengths, all.S, enc, 4);  // 36 rows a step: the packed Wᵀ
+        if (p != Precision::fp32) {
+            EXPECT_EQ(m_s.step_logits_group_min_rows(enc, 36), 1);
+            continue;
+        }
+        EXPECT_EQ(m_s.step_logits_group_min_rows(enc, 36),
+                  xwt_rows_independent(36) ? kSmallGemmRows + 1 : 0);
+        EXPECT_EQ(m_s.step_logits_group_min_rows(enc, 8), 0);    // the small-M kernel's
+        EXPECT_EQ(m_s.step_logits_group_min_rows(enc, 193), 0);  // the library's
+        const Sources eight = pad(mixed_length_sentences(c.src_vocab_size, 8));
+        m_s.encode(eight.ids, eight.lengths, eight.S, enc, 1);  // 8 rows a step: no packed Wᵀ
+        EXPECT_EQ(m_s.step_logits_group_min_rows(enc, 9), 0);
     }
 }
 
 // The two halves of step_logits: any row ranges of step_logits_rows give step_logits' rows.
+// fp32: ranges the size its groups may have (step_logits_group_min_rows).
 TEST(BeamSearchGroups, LogitsRowsInAnyRangesEqualTheWholeProduct) {
-    for (const Precision p : {Precision::bf16, Precision::int8}) {
+    constexpr int N = 29;
+    for (const Precision p : {Precision::bf16, Precision::int8, Precision::fp32}) {
+        if (p == Precision::fp32 && !xwt_rows_independent(N)) continue;  // never grouped here
         const ModelConfig c = big_config();
         Seq2Seq m(c, 7);
         DecodeSession m_s(m);
         m.set_precision(p);
-        const Sources all = pad(mixed_length_sentences(c.src_vocab_size, 9));
+        const Sources all = pad(mixed_length_sentences(c.src_vocab_size, N));
         EncodedSource enc;
         m_s.encode(all.ids, all.lengths, all.S, enc);
         DecoderState s1, s2;
         m_s.init_state(enc, s1);
         m_s.init_state(enc, s2);
-        const std::vector<int32_t> prev(9, c.special_ids.bos);
-        Tensor whole({9, c.tgt_vocab_size}), at1({9, all.S}), at2({9, all.S});
+        const std::vector<int32_t> prev(N, c.special_ids.bos);
+        Tensor whole({N, c.tgt_vocab_size}), at1({N, all.S}), at2({N, all.S});
         m_s.step_logits(prev, enc, s1, whole, at1);
         m_s.step_hidden(prev, enc, s2, at2);
         for (int64_t j = 0; j < at1.numel(); ++j) ASSERT_EQ(at1.data()[j], at2.data()[j]);
-        for (const auto& [r0, r1] : std::vector<std::pair<int, int>>{{0, 9}, {4, 7}, {8, 9}}) {
+        using Ranges = std::vector<std::pair<int, int>>;
+        const Ranges ranges = p == Precision::fp32 ? Ranges{{0, N}, {4, 17}, {9, 18}, {20, N}}
+                                                   : Ranges{{0, 9}, {4, 7}, {8, 9}, {28, N}};
+        for (const auto& [r0, r1] : ranges) {
             Tensor part({r1 - r0, c.tgt_vocab_size});
             m_s.step_logits_rows(r0, r1, part);
             for (int64_t j = 0; j < part.numel(); ++j)
