@@ -5,14 +5,12 @@
 // β reported; forced alignment gives score()'s numbers (soft); streaming gives greedy's output;
 // model files keep v_c under "attention.chunk_v.weight" and the config JSON round-trips; a config
 // that cannot work is refused.
-#include "nazar/decode/alignment.h"
 #include "nazar/decode/beam_search.h"
 #include "nazar/decode/greedy.h"
-#include "nazar/decode/stream.h"
 #include "nazar/models/decode_session.h"
 #include "nazar/models/model_file.h"
 #include "nazar/models/seq2seq.h"
-#include "nazar/models/train_pass.h"
+#include "tests/common/monotonic_decoding.h"
 #include "tests/common/test_util.h"
 #include "tests/common/tiny_models.h"
 
@@ -132,23 +130,14 @@ TEST(MochaModels, ForcedStepsGiveTheTeacherForcedScores) {
     const Batch b = tiny_batch4();
     for (const auto& c : mocha_variants()) {
         Seq2Seq m(c, 5);
-        std::vector<double> want(b.B);
-        TrainPass(m).score(b, want);
-        std::vector<std::vector<int32_t>> targets(b.B);
-        for (int r = 0; r < b.B; ++r)
-            for (int t = 0; t + 1 < b.tgt_lengths[r]; ++t) targets[r].push_back(b.tgt_out_at(r, t));
         DecodeSession session(m);
-        const auto forced = forced_alignment(session, b.src, b.src_lengths, b.S, targets);
-        for (int r = 0; r < b.B; ++r)
-            EXPECT_NEAR(forced[r].log_prob, want[r], 1e-5 * std::abs(want[r]));
+        test::monotonic::expect_forced_is_teacher_forced(m, session, b);
     }
 }
 
 // A unidirectional encoder and the zero bridge: the chunk ends at the stop, so it reads nothing
 // the stream has not read, and streaming gives greedy decoding's output.
 TEST(MochaModels, StreamingGivesGreedysOutput) {
-    const std::vector<std::vector<int32_t>> sources{
-        {5, 6, 7, 8, 9, 4, 5}, {9, 5}, {4, 4, 6}, {7}, {}, {8, 8, 8, 8, 8, 8, 8, 8, 8, 8}};
     int early = 0;
     for (auto c : mocha_variants()) {
         c.encoder.bidirectional = false;
@@ -158,19 +147,15 @@ TEST(MochaModels, StreamingGivesGreedysOutput) {
         for (const uint64_t seed : {1, 2, 3}) {
             Seq2Seq m(c, seed);
             DecodeSession session(m);
-            for (const auto& src : sources) {
-                const int S_b = static_cast<int>(src.size());
-                const std::vector<int> len{S_b};
-                const auto want = greedy_decode(session, src, len, S_b);
-                const Hypothesis got = stream_greedy(session, src);
-                ASSERT_EQ(got.tokens, want[0].tokens) << "seed " << seed << " S_b " << S_b;
-                EXPECT_NEAR(got.log_prob, want[0].score, 1e-5);
-                for (std::size_t i = 0; i < got.read.size(); ++i) {
-                    for (int j = 0; j < S_b; ++j)
-                        EXPECT_NEAR(got.attention.at(i, j), want[0].attention.at(i, j), 1e-6);
-                    early += got.read[i] < S_b;
-                }
-            }
+            test::monotonic::expect_streaming_is_greedy(
+                session, "seed " + std::to_string(seed),
+                [&](const Hypothesis& got, const GreedyResult& want, int S_b) {
+                    for (std::size_t i = 0; i < got.read.size(); ++i) {
+                        for (int j = 0; j < S_b; ++j)
+                            EXPECT_NEAR(got.attention.at(i, j), want.attention.at(i, j), 1e-6);
+                        early += got.read[i] < S_b;
+                    }
+                });
         }
     }
     EXPECT_GT(early, 5) << "no token was emitted before its source ended";
