@@ -54,9 +54,13 @@ void gather(const Tensor& in, int dim, std::span<const int> rows, Tensor& out) {
 // the 8000 x 512 W on every call, which at few rows costs as much as the product, into a scratch
 // buffer of its own per calling thread (8.4 MB for that W: per decoding thread, while the packed
 // Wᵀ is one per model). Measured on Zen 5 (docs/performance.md, "The generator through a packed
-// Wᵀ"): 2.4x at 10 rows, 1.8x at 20, 1.3x at 64, 1.1x at 128, 1.04x at 192, slower at 256-320
-// (the library's). 192 covers the default batch, 32 sentences x beam 5.
-constexpr int kGeneratorTRows = 192;
+// Wᵀ"), one product of all rows: 2.4x at 10 rows, 1.8x at 20, 1.3x at 64, 1.1x at 128, 1.04x at
+// 192, slower at 256-320 (the library's). Up to kNn512Rows since beam search groups fp32 rows on
+// it (step_logits_group_min_rows): at 64 x 5 rows its groups ran as fast as the library's one
+// product (`nazar bench decode --beam 5 --batch 64`, Intel Xeon family 6 model 207: 43.2-45.0
+// against 44.2-44.9 sentences/s at one thread, 48.1-51.0 against 45.5-48.3 at two) and hold a
+// group's logits, not 320 rows' (10 MB).
+constexpr int kGeneratorTRows = 512;  // nn512's limit (kNn512Rows, core/gemm/internal.h)
 
 // The packed (bf16 / int8) matrix holding a loaded model's weight w, or null (core/gemm/packed.h).
 const PackedMatrix* packed_matrix(ConstTensorView w) {

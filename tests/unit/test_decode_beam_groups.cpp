@@ -54,7 +54,7 @@ ModelConfig big_config() {
     return c;
 }
 
-// Packed weights: every step from one row. fp32: steps of 9 to 192 rows where the rows go
+// Packed weights: every step from one row. fp32: steps of 9 to 512 rows where the rows go
 // through the packed Wᵀ on nazar's NN kernel (AVX-512), none elsewhere.
 TEST(BeamSearchGroups, WhichStepsAreGrouped) {
     const ModelConfig c = big_config();
@@ -72,7 +72,7 @@ TEST(BeamSearchGroups, WhichStepsAreGrouped) {
         EXPECT_EQ(m_s.step_logits_group_min_rows(enc, 36),
                   xwt_rows_independent(36) ? kSmallGemmRows + 1 : 0);
         EXPECT_EQ(m_s.step_logits_group_min_rows(enc, 8), 0);    // the small-M kernel's
-        EXPECT_EQ(m_s.step_logits_group_min_rows(enc, 193), 0);  // the library's
+        EXPECT_EQ(m_s.step_logits_group_min_rows(enc, 513), 0);  // the library's
         const Sources eight = pad(mixed_length_sentences(c.src_vocab_size, 8));
         m_s.encode(eight.ids, eight.lengths, eight.S, enc, 1);  // 8 rows a step: no packed Wᵀ
         EXPECT_EQ(m_s.step_logits_group_min_rows(enc, 9), 0);
