@@ -445,10 +445,6 @@ int group_min_rows(const DecodeSession& m, const EncodedSource& src, int rows) {
 int group_min_rows(const Ensemble&, const Ensemble::Source&, int) {
     return 0;
 }
-// Grouped output (form_groups' groups of the step's sentences, N rows): each pool thread takes
-// whole groups; a group's logits rows are made into a buffer of the thread's own and consumed
-// by the group's sentences at once, while they are still in its cache. advance_one(i, rows,
-// r): sentence i's step, its first row being row r of `rows`.
 // A thread's buffer for its groups' logits rows. The calling thread's is one per decoding
 // thread (the pool's workers' are shared by every caller): the search gives its pages back
 // when it ends.
@@ -456,6 +452,10 @@ Tensor& group_buffer() {
     thread_local Tensor buf;
     return buf;
 }
+// Grouped output (form_groups' groups of the step's sentences, N rows): each pool thread takes
+// whole groups; a group's logits rows are made into a buffer of the thread's own and consumed
+// by the group's sentences at once, while they are still in its cache. advance_one(i, rows,
+// r): sentence i's step, its first row being row r of `rows`.
 template <class Advance>
 void grouped_output(const DecodeSession& model, const std::vector<int>& first,
                     const std::vector<int>& groups, int N, int V, const Advance& advance_one) {
