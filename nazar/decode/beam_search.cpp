@@ -692,7 +692,7 @@ std::vector<std::vector<Hypothesis>> beam_impl(Model& model, std::span<const int
         std::swap(row_sentence, next_row_sentence);
     }
 
-    group_buffer().discard_pages(int64_t{64} << 10);  // as DecodeSession::end_search's
+    group_buffer().discard_pages(DecodeSession::kScratchDiscardBytes);
     collect(sent, o, !copy_src.empty(), results);
     return results;
 }

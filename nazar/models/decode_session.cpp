@@ -72,28 +72,29 @@ WeightTRows generator_rows(const EncodedSource& src, int64_t rows) {
     return rows <= kGeneratorTRows ? weight_t_rows(src.generator_t) : WeightTRows{};
 }
 
-// What end_search and the encoder give back: buffers of at least 64 KiB (16 pages), whose faults
-// when the next batch writes them again cost far less than that batch's products over the same
-// rows.
-constexpr int64_t kSearchDiscardBytes = int64_t{64} << 10;
+// Pages of dead scratch given back (Tensor::discard_pages), for buffers of at least
+// DecodeSession::kScratchDiscardBytes.
+void discard(std::initializer_list<Tensor*> ts) {
+    for (Tensor* t : ts) t->discard_pages(DecodeSession::kScratchDiscardBytes);
+}
+void discard(std::vector<Tensor>& ts) {
+    for (Tensor& t : ts) t.discard_pages(DecodeSession::kScratchDiscardBytes);
+}
 
 // The encoder's scratch is dead while the batch's steps run, whose own buffers (logits, rows)
 // are as large: its pages go back to the system once the batch is encoded, so that a session
-// holds about the larger of the two, not both (Tensor::discard_pages: the tensors keep their
-// buffers; the encoder writes every value before it reads it).
+// holds about the larger of the two, not both (the tensors keep their buffers; the encoder
+// writes every value before it reads it).
 void discard_encoder_scratch(EncoderCache& c) {
-    c.emb.discard_pages(kSearchDiscardBytes);
-    for (Tensor& t : c.rnn.layer_in) t.discard_pages(kSearchDiscardBytes);
-    for (Tensor& t : c.rnn.layer_out) t.discard_pages(kSearchDiscardBytes);
-    for (RNNInferenceScratch& sc : c.rnn.infer) sc.proj.discard_pages(kSearchDiscardBytes);
+    discard({&c.emb});
+    discard(c.rnn.layer_in);
+    discard(c.rnn.layer_out);
+    for (RNNInferenceScratch& sc : c.rnn.infer) discard({&sc.proj});
 }
 
 void discard_step_cache(DecoderStepCache& c) {
-    const auto discard = [](std::initializer_list<Tensor*> ts) {
-        for (Tensor* t : ts) t->discard_pages(kSearchDiscardBytes);
-    };
     discard({&c.x0, &c.context, &c.combine_in, &c.deep_term});
-    for (Tensor& t : c.layer_in) t.discard_pages(kSearchDiscardBytes);
+    discard(c.layer_in);
     for (GRUStepCache& g : c.gru) discard({&g.gates, &g.gh_n, &g.gi, &g.ln_i, &g.ln_h});
     for (LSTMStepCache& l : c.lstm) discard({&l.gates, &l.tanh_c, &l.gh, &l.ln_i, &l.ln_h});
     AttentionStepCache& a = c.attention;
@@ -156,9 +157,6 @@ void DecodeSession::SearchBuffers::release_weights() {
 void DecodeSession::end_search() {
     search_.release_weights();
     step_generator_t_.reset();
-    const auto discard = [](std::initializer_list<Tensor*> ts) {
-        for (Tensor* t : ts) t->discard_pages(kSearchDiscardBytes);
-    };
     for (EncodedSource* e : {&search_.enc, &search_.rows_enc})
         discard({&e->enc_out, &e->keys.keys, &e->init_h});
     for (DecoderState* d : {&search_.state, &search_.next_state})

@@ -116,6 +116,9 @@ public:
     // batch's encoder scratch or its step buffers (the logits above all), not both: four
     // decoding threads at 32 x 5 rows hold about 5 MB less each.
     void end_search();
+    // The smallest buffer whose pages a search's end (and the encoder) gives back: 16 pages, whose
+    // faults when the next batch writes them again cost far less than its products over them.
+    static constexpr int64_t kScratchDiscardBytes = int64_t{64} << 10;
 
 private:
     const Seq2Seq* model_;
