@@ -413,7 +413,9 @@ void gemm_packed(int M, int n0, int n1, int k0, int k, float alpha, const float*
     Job j{p, &W, &act, g0, ng, nullptr, n0, n1, alpha, beta, C, ldc};
     if (p == Precision::int8) j.sum = W.group_sums(g0, g0 + ng);
     const int pa = n0 / 16, pb = (n1 + 15) / 16;
-    const bool amx = fast && use_amx(p, M);
+#ifdef NZ_PACKED_X86
+    const bool amx = fast && use_amx(p, M);  // decided once for every panel block
+#endif
     const auto run = [&](int q0, int q1) {
 #ifdef NZ_PACKED_X86
         if (amx)
