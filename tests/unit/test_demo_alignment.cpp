@@ -6,6 +6,7 @@
 // fit together (attention rows per output character, source pieces per column).
 #include "apps/demo/demo.h"
 #include "nazar/core/threads.h"
+#include "tests/common/test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -34,19 +35,29 @@ DemoConfig small_config() {
 
 TEST(DemoAlignment, MonthAndDayCharactersAttendToTheirSource) {
     set_num_threads(2);
-    const DemoConfig cfg = small_config();
+    DemoConfig cfg = small_config();
+    // Under AddressSanitizer (18x slower here) a short run of the same code, without the
+    // learning thresholds: the instrumented suite checks its memory, the Release suite its result.
+    if (test::kAddressSanitized) {
+        cfg.max_steps = 40;
+        cfg.valid_interval = 20;
+        cfg.n_test = 60;
+    }
     const TaskData data = make_task(cfg.task, cfg.n_train, cfg.n_dev, cfg.n_test, cfg.seed);
     DemoModel m = build_demo_model(cfg, data);
     const TrainReport tr = train_demo(m, cfg, data);
     const EvalReport ev = evaluate(m, data.test);
     RecordProperty("steps", tr.steps);
     RecordProperty("exact", std::to_string(ev.exact));
-    EXPECT_GE(ev.exact, 90.0) << "after " << tr.steps << " steps";
     int64_t checked = 0;
     const double al = date_alignment_accuracy(ev, data.test, &checked);
     RecordProperty("alignment", std::to_string(al));
-    EXPECT_GE(checked, 4 * 200);  // 4 characters per correctly translated sentence
-    EXPECT_GE(al, 90.0) << checked << " characters checked";
+    if (!test::kAddressSanitized) {
+        EXPECT_GE(ev.exact, 90.0) << "after " << tr.steps << " steps";
+        EXPECT_GE(checked, 4 * 200);  // 4 characters per correctly translated sentence
+        EXPECT_GE(al, 90.0) << checked << " characters checked";
+    }
+    EXPECT_EQ(ev.decoded.size(), data.test.size());
     // pieces line up: one attention row per emitted piece, one column per source character
     for (const Decoded& d : ev.decoded) {
         ASSERT_EQ(d.attention.dim(0), static_cast<int64_t>(d.output_pieces.size()));
