@@ -31,6 +31,22 @@ nazar_instrumented_dir() {
   esac
 }
 
+# A package upgrade keeps the headers' packaged mtimes (scripts/install-deps.sh arm64, for one,
+# upgrades linux-libc-dev to its arm64 twin's version), so ninja takes the precompiled headers
+# for current while clang refuses them ("has been modified since the precompiled header was
+# built"): drop every one built before the package database last changed, and ninja rebuilds it
+# and what includes it.
+nazar_drop_stale_pch() {  # dir
+  local db=/var/lib/dpkg/status pch
+  [ -f "$db" ] || return 0
+  while IFS= read -r pch; do
+    if [ "$db" -nt "$pch" ]; then
+      echo "configure-instrumented: packages changed since $pch was built; rebuilding it" >&2
+      rm -f "$pch"
+    fi
+  done < <(find "$1" -name 'cmake_pch.hxx.pch' 2>/dev/null)
+}
+
 nazar_configure_instrumented() {  # role dir
   local role=$1 build=$2 cxx=$SANITIZE_CXX args
   args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1
@@ -52,7 +68,10 @@ nazar_configure_instrumented() {  # role dir
     have=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$cache")
     have="${have##*/} $(sed -n 's/^NAZAR_FUZZ:BOOL=//p' "$cache") $(sed -n 's/^NAZAR_BUILD_TESTS:BOOL=//p' "$cache")"
     want="${cxx##*/} $(printf '%s\n' "${args[@]}" | sed -n 's/^-DNAZAR_FUZZ=//p') $(printf '%s\n' "${args[@]}" | sed -n 's/^-DNAZAR_BUILD_TESTS=//p')"
-    [ "${have%%[-+]*} ${have#* }" = "${want%%[-+]*} ${want#* }" ] && [ -f "$build/build.ninja" ] && return 0
+    if [ "${have%%[-+]*} ${have#* }" = "${want%%[-+]*} ${want#* }" ] && [ -f "$build/build.ninja" ]; then
+      nazar_drop_stale_pch "$build"
+      return 0
+    fi
     echo "configure-instrumented: $build is configured as [$have], this layout needs [$want]; configuring it afresh" >&2
     rm -rf "$build"
   fi
