@@ -289,15 +289,13 @@ int run_translate(TranslateArgs& a) {
                 fmt::format("--n-best {} exceeds --beam {}", a.opt.n_best, a.opt.beam_size));
     };
     if (a.app->count("--beam") > 0) check_n_best();
-    if (a.stream && a.opt.beam_size != 1 && a.app->count("--beam") > 0)
-        throw UsageError(
-            fmt::format("--stream decodes greedily: --beam 1, got {}", a.opt.beam_size));
 
     a.opt.ensemble_attention = parse_ensemble_attention(a.ensemble_attention, a.models.size());
     const Translator translator(a.models, {.precision = parse_precision_option(a.precision)});
     apply_stored_settings(translator, *a.app, a.opt);
     a.opt.stream = a.stream;
-    if (a.stream) a.opt.beam_size = 1;  // greedy whatever the model stores
+    // streaming: greedy unless --beam says otherwise, whatever the model stores
+    if (a.stream && a.app->count("--beam") == 0) a.opt.beam_size = 1;
     check_n_best();
     StreamStats streamed;
     const Shortlist shortlist = load_shortlist(a, translator);
@@ -416,9 +414,10 @@ void setup_translate(CLI::App& app, std::function<int()>& run) {
     add_control_options(app, *a);
     app.add_flag("--stream", a->stream,
                  "Decode as if each source arrived one token at a time, emitting each output "
-                 "token once the monotonic attention has read its position (greedy; monotonic "
-                 "models with a unidirectional encoder and bridge: zero); prints the latency on "
-                 "stderr and, with --alignment, the tokens read per output token");
+                 "token once the monotonic attention has read its position (greedy unless "
+                 "--beam is given: then once every hypothesis begins with it; monotonic models "
+                 "with a unidirectional encoder and bridge: zero); prints the latency on stderr "
+                 "and, with --alignment, the tokens read per output token");
     app.add_flag("--replace-unk", o.replace_unk, "Replace <unk> by the most-attended source token");
     app.add_option("--dict", a->dict, "Dictionary 'source<TAB>target' for --replace-unk");
     app.add_option("--batch", o.batch_size,

@@ -22,6 +22,7 @@
 #include "nazar/decode/beam_groups.h"
 #include "nazar/decode/shortlist.h"
 #include "nazar/decode/step_types.h"
+#include "nazar/decode/stream.h"
 
 namespace nazar {
 
@@ -44,6 +45,8 @@ void validate(const BeamOptions& o) {
     if (o.output_group_rows < -1)
         throw UsageError(
             fmt::format("output group rows must be >= -1, got {}", o.output_group_rows));
+    if (o.stream && o.n_best != 1)
+        throw UsageError(fmt::format("streaming emits one hypothesis: n-best 1, got {}", o.n_best));
 }
 
 int max_output_length(int S_b, float max_length_ratio, int max_length_extra, int max_length) {
@@ -95,6 +98,7 @@ struct Sentence {
     // Lexical constraints (null: none) and each live hypothesis's state, in rank order.
     const TokenConstraints* cons = nullptr;
     std::vector<ConstraintState> live_cs;
+    StreamReads reads;  // BeamOptions::stream
     bool active = true;
     bool cancelled = false;         // BeamOptions::cancelled: dropped, returns nothing
     bool cancel_requested = false;  // before the first step: dropped after it, unpolled
@@ -125,6 +129,31 @@ struct Sentence {
         done.push_back({node, log_prob,
                         ranking_score(log_prob, a, o.length_penalty, o.coverage_penalty), finished,
                         constraints_met});
+    }
+    // The number of leading tokens that every hypothesis still in the search (live or done)
+    // shares: all that it can return begins with them (BeamOptions::stream).
+    int common_prefix() const {
+        std::vector<int> first, other;
+        const auto path = [&](int node, std::vector<int>& out) {
+            out.clear();
+            for (; node >= 0; node = nodes[node].parent) out.push_back(node);
+            std::reverse(out.begin(), out.end());
+        };
+        int common = -1;
+        const auto meet = [&](int node) {
+            if (common < 0) {
+                path(node, first);
+                common = static_cast<int>(first.size());
+                return;
+            }
+            path(node, other);
+            int n = 0;
+            while (n < common && n < static_cast<int>(other.size()) && other[n] == first[n]) ++n;
+            common = n;
+        };
+        for (const int node : live) meet(node);
+        for (const Done& d : done) meet(d.node);
+        return std::max(common, 0);
     }
     // The tokens of the path ending at `node`, oldest first: its last `n` at most.
     void tail_tokens(int node, int n, std::vector<int32_t>& out) const {
@@ -326,6 +355,9 @@ bool advance(Sentence& s, int row0, TensorView lp_view, int lp0, TensorView at_v
                                            s.steps + 1 < o.min_length ? sp.eos : -1};
     st.cands.clear();
     st.rows.clear();
+    if (o.stream)  // what each row's step needed of the source
+        for (int k = 0; k < n_live; ++k)
+            s.reads.step_row(at_view.data() + static_cast<int64_t>(row0 + k) * S, s.S_b);
     for (int k = 0; k < n_live; ++k) {
         OutputRow row = shortlist;  // its ids / inv
         row.v = lp_view.data() + static_cast<int64_t>(lp0 + k) * V;
@@ -378,6 +410,7 @@ bool advance(Sentence& s, int row0, TensorView lp_view, int lp0, TensorView at_v
         s.active = false;
         return false;
     }
+    if (o.stream) s.reads.commit(s.common_prefix());
     return true;
 }
 
@@ -406,6 +439,7 @@ void collect(std::vector<Sentence>& sent, const BeamOptions& o, bool copy,
             h.constraints_met = d.constraints_met;
             h.attention = s.path_attention(d.node);
             h.tokens.resize(s.length(d.node));
+            if (o.stream) h.read = s.reads.reads_of(static_cast<int>(h.tokens.size()));
             if (copy) h.p_gen.resize(h.tokens.size());
             int node = d.node;
             for (int t = static_cast<int>(h.tokens.size()) - 1; t >= 0;

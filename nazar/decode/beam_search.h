@@ -70,6 +70,10 @@ struct BeamOptions {
     // A vocabulary shortlist (shortlist.h; one model, no copy attention): each batch's output
     // layer computes only its candidates. Null: the whole vocabulary.
     const class Shortlist* shortlist = nullptr;
+    // Streaming (stream.h; a model that can stream, n_best 1): the best hypothesis's `read`, the
+    // source tokens a decoder fed one at a time would have read when it could emit each token
+    // (once every hypothesis still in the search begins with it). The search itself is unchanged.
+    bool stream = false;
 };
 
 // Throws UsageError naming the offending value.

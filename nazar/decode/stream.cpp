@@ -95,6 +95,25 @@ Hypothesis stream_greedy(DecodeSession& model, std::span<const int32_t> src,
     return h;
 }
 
+void StreamReads::step_row(const float* attention, int S_b) {
+    int j = S_b - 1;
+    while (j >= 0 && attention[j] == 0.0f) --j;
+    // an empty source is read at once (stream_greedy reads one token before the first step)
+    need = std::max({need, std::min(S_b, 1), j >= 0 ? j + 1 : S_b});
+}
+
+void StreamReads::commit(int common) {
+    while (static_cast<int>(read.size()) < common) read.push_back(need);
+}
+
+std::vector<int> StreamReads::reads_of(int n) const {
+    NZ_CHECK(static_cast<int>(read.size()) <= n,
+             "stream: {} tokens committed, the hypothesis returned has {}", read.size(), n);
+    std::vector<int> out(read);
+    out.resize(static_cast<std::size_t>(n), need);
+    return out;
+}
+
 double average_proportion(std::span<const int> read, int S_b) {
     if (read.empty() || S_b <= 0) return 0.0;
     double sum = 0;

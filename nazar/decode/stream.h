@@ -1,4 +1,4 @@
-// Streaming greedy decoding with hard monotonic attention (docs/decoding.md "Streaming";
+// Streaming decoding with hard monotonic attention (docs/decoding.md "Streaming";
 // docs/spec.md §5.6): the source arrives one token at a time and each output token is emitted
 // as soon as the monotonic reader has stopped at a source position already read. Step t of the
 // decoder runs on the prefix read so far; when its hard choice finds no position to stop at in
@@ -41,5 +41,26 @@ Hypothesis stream_greedy(DecodeSession& model, std::span<const int32_t> src,
 
 // Σ read / (S_b · n): the Average Proportion of one sentence (0 when either is empty).
 double average_proportion(std::span<const int> read, int S_b);
+
+// Streaming beam search (BeamOptions::stream): the search runs on the whole source, and this
+// records what a decoder fed the source one token at a time would have read. A step can run
+// once every row's monotonic reader has stopped at a position read (a row that stops at j needs
+// j + 1 tokens: the last nonzero weight of its attention row, which is MoChA's chunk's end too;
+// one attending nowhere needs the whole source), and a token can be emitted once every
+// hypothesis still in the search begins with it. On a model that can stream, a step over the
+// prefix read equals the step over the whole source, so this is the streaming decoder's
+// latency, and its output is the search's. With beam size 1 the reads are stream_greedy's.
+struct StreamReads {
+    int need = 0;           // source tokens the steps so far needed (their running maximum)
+    std::vector<int> read;  // the read of each token every hypothesis now begins with
+
+    // One row of a step: its attention over the S_b source positions.
+    void step_row(const float* attention, int S_b);
+    // After the step: the hypotheses still in the search share their first `common` tokens.
+    void commit(int common);
+    // The reads of the n tokens of the hypothesis returned: the committed ones, then `need`
+    // (the tokens decided when the search ended).
+    std::vector<int> reads_of(int n) const;
+};
 
 }  // namespace nazar

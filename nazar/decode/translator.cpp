@@ -110,23 +110,31 @@ TranslationHypothesis output_hypothesis(const Hypothesis& h, const Tokenizer& tg
     return t;
 }
 
-// TranslationOptions::stream: greedy, one model, nothing that needs a search, a model that
-// can stream (stream.h).
+// TranslationOptions::stream: one hypothesis, one model, no constraints or shortlist, a model
+// that can stream (stream.h).
 void check_stream_options(const TranslationOptions& o, int members, const ModelConfig& cfg) {
-    NZ_CHECK_USAGE(o.beam_size == 1 && o.n_best == 1,
-                   "streaming decodes greedily: beam size 1, got {}", o.beam_size);
+    NZ_CHECK_USAGE(o.n_best == 1, "streaming emits one hypothesis: n-best 1, got {}", o.n_best);
     NZ_CHECK_USAGE(members == 1, "streaming is for one model, not an ensemble of {}", members);
     NZ_CHECK_USAGE(o.constraints.empty() && o.shortlist == nullptr,
                    "streaming takes no constraints and no shortlist");
     check_streamable(cfg);
 }
 
-Hypothesis stream_one(DecodeSession& session, std::span<const int32_t> src,
-                      const TranslationOptions& o) {
-    return stream_greedy(session, src,
-                         {.max_length_ratio = o.max_length_ratio,
-                          .max_length_extra = o.max_length_extra,
-                          .max_length = o.max_length});
+// One sentence as it would arrive: greedy, prefix by prefix (stream_greedy), or a beam search
+// that records its reads (BeamOptions::stream). Empty: cancelled.
+std::vector<Hypothesis> stream_one(DecodeSession& session, std::span<const int32_t> src,
+                                   const TranslationOptions& o, BeamOptions beam, int i) {
+    if (o.beam_size == 1)
+        return {stream_greedy(session, src,
+                              {.max_length_ratio = o.max_length_ratio,
+                               .max_length_extra = o.max_length_extra,
+                               .max_length = o.max_length})};
+    beam.stream = true;
+    if (o.cancelled)
+        beam.cancelled = [&o, i](int) { return o.cancelled(static_cast<std::size_t>(i)); };
+    const int S_b = static_cast<int>(src.size());
+    const int lengths[1] = {S_b};
+    return beam_search(session, src, lengths, S_b, beam).front();
 }
 
 // A phrase as target ids (its pieces), or empty when the vocabulary cannot spell it (<unk>).
@@ -444,7 +452,7 @@ std::vector<Translation> Translator::translate(std::span<const std::string> sent
     };
     try {
         if (o.stream) {  // one sentence at a time, as it would arrive
-            for (int i = 0; i < n; ++i) output(i, {stream_one(sessions[0], ids[i], o)});
+            for (int i = 0; i < n; ++i) output(i, stream_one(sessions[0], ids[i], o, beam, i));
             impl_->release(r);
             return out;
         }

@@ -92,10 +92,11 @@ struct TranslationOptions {
     // A vocabulary shortlist (shortlist.h, Translator::load_shortlist; one model only): the
     // output layer computes only each batch's candidates. Null: the whole vocabulary.
     const Shortlist* shortlist = nullptr;
-    // Streaming (stream.h): greedy decoding as if the source arrived one token at a time, each
-    // output token emitted once the monotonic reader stopped at a position already read; the
-    // same output as beam_size 1. Needs beam_size 1, one model, and a model that can stream
-    // (monotonic attention, a unidirectional encoder, the zero bridge); fills
+    // Streaming (stream.h): decoding as if the source arrived one token at a time, each output
+    // token emitted once the monotonic reader stopped at a position already read (beam_size 1:
+    // greedy, prefix by prefix) and, with a beam, once every hypothesis still in the search
+    // begins with it; the same output as without. Needs n_best 1, one model, and a model that
+    // can stream (monotonic attention, a unidirectional encoder, the zero bridge); fills
     // TranslationHypothesis::read.
     bool stream = false;
 };

@@ -351,8 +351,9 @@ class Translator:
         as well (``--protect --protect-regex``). ``Translation.unmet`` lists the include phrases
         the best hypothesis lacks; ``Hypothesis.constraints_met`` says whether it has them all.
         ``shortlist``: a :meth:`load_shortlist` table (``nazar translate --shortlist``).
-        ``stream=True``: greedy, as if each source arrived token by token (``--stream``; a
-        monotonic model that can stream); ``Hypothesis.read`` says when each token came."""
+        ``stream=True``: as if each source arrived token by token (``--stream``; a monotonic
+        model that can stream): greedy unless ``beam`` is given, then a token comes once every
+        hypothesis begins with it; ``Hypothesis.read`` says when each token came."""
         src = _sentences(sentences)
         cons = _constraints(constraints, len(src))
         use_builtin, regexes = _protect(protect)

@@ -215,7 +215,8 @@ def test_shortlist(tr, model_path, data_paths, tmp_path):
 
 def test_stream_is_greedy_and_the_clis(tmp_path):
     """stream=True (nazar translate --stream) on a monotonic model that can stream: the greedy
-    output, and `read` (source tokens read at each row) never decreasing, within the source."""
+    output (with beam: the beam's), and `read` (source tokens read at each row) never
+    decreasing, within the source."""
     from conftest import model_file, train_with_cli
 
     model = train_with_cli(str(tmp_path), "--max-steps", "40", "--bidirectional", "false",
@@ -228,7 +229,15 @@ def test_stream_is_greedy_and_the_clis(tmp_path):
         read = t.best.read
         assert len(read) == len(t.tokens) + (1 if t.best.finished else 0)
         assert read == sorted(read) and all(1 <= r <= len(t.source_tokens) for r in read)
-    with pytest.raises(ValueError, match="beam size 1"):
-        tr.translate(SENTENCES, stream=True, beam=3)
+    beamed = tr.translate(SENTENCES, stream=True, beam=3)
+    assert [t.text for t in beamed] == [t.text for t in tr.translate(SENTENCES, beam=3,
+                                                                     batch_size=1)]
+    assert [t.text for t in beamed] == cli_lines(model, "--stream", "--beam", "3")
+    for t in beamed:
+        read = t.best.read
+        assert len(read) == len(t.tokens) + (1 if t.best.finished else 0)
+        assert read == sorted(read) and all(1 <= r <= len(t.source_tokens) for r in read)
+    with pytest.raises(ValueError, match="n-best 1"):
+        tr.translate(SENTENCES, stream=True, beam=3, n_best=2)
     with pytest.raises(ValueError, match="monotonic attention"):
         nazar.Translator(model_file()).translate(SENTENCES, stream=True)
