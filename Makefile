@@ -141,6 +141,7 @@ test-arm64: deps-arm64 $(ARM64_BUILD)/build.ninja
 
 test-arm64-ci: deps-arm64 $(ARM64_BUILD)/build.ninja
 	$(TIMED) "arm64-ci build" cmake --build $(ARM64_BUILD) -j $(JOBS) --target nazar_cross_subset_tests
+	@if command -v file >/dev/null; then file $(ARM64_BUILD)/tests/nazar_cross_subset_tests; fi
 	cd $(ARM64_BUILD) && $(TIMED) "arm64-ci ctest" ctest --output-on-failure -j $(JOBS) \
 		-L '^cross-subset$$' $(CTEST_FLAGS)
 
