@@ -130,9 +130,11 @@ struct Sentence {
                         ranking_score(log_prob, a, o.length_penalty, o.coverage_penalty), finished,
                         constraints_met});
     }
-    // The number of leading tokens that every hypothesis still in the search (live or done)
-    // shares: all that it can return begins with them (BeamOptions::stream).
-    int common_prefix() const {
+    // The number of leading tokens shared by every hypothesis that can still be returned first
+    // (BeamOptions::stream, n_best 1): the best finished one (the first of the best score: the
+    // ranking is stable) and each live one whose descendants can score at least as well (the
+    // bound of settled()); all live ones while none is finished.
+    int common_prefix(const BeamOptions& o) const {
         std::vector<int> first, other;
         const auto path = [&](int node, std::vector<int>& out) {
             out.clear();
@@ -151,8 +153,13 @@ struct Sentence {
             while (n < common && n < static_cast<int>(other.size()) && other[n] == first[n]) ++n;
             common = n;
         };
-        for (const int node : live) meet(node);
-        for (const Done& d : done) meet(d.node);
+        const Done* best = nullptr;
+        for (const Done& d : done)
+            if (!best || d.score > best->score) best = &d;
+        if (best) meet(best->node);
+        const double lp = length_penalty(limit, o.length_penalty);
+        for (std::size_t k = 0; k < live.size(); ++k)
+            if (!best || live_lp[k] / lp >= best->score) meet(live[k]);
         return std::max(common, 0);
     }
     // The tokens of the path ending at `node`, oldest first: its last `n` at most.
@@ -410,7 +417,7 @@ bool advance(Sentence& s, int row0, TensorView lp_view, int lp0, TensorView at_v
         s.active = false;
         return false;
     }
-    if (o.stream) s.reads.commit(s.common_prefix());
+    if (o.stream) s.reads.commit(s.common_prefix(o));
     return true;
 }
 
