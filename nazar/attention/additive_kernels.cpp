@@ -37,6 +37,24 @@ inline float add_tanh_dot_tail8(const float* u, const float* k, const float* v, 
     return s;
 }
 
+// add_tanh_dot_tail8 for two vectors v, w sharing each tanh: *e and *f, each in its order
+inline void add_tanh_dot2_tail8(const float* u, const float* k, const float* v, const float* w,
+                                int A, int a, __m256 acc_v, __m256 acc_w, float* e, float* f) {
+    for (; a + 8 <= A; a += 8) {
+        const __m256 t = tanh8(_mm256_add_ps(_mm256_loadu_ps(u + a), _mm256_loadu_ps(k + a)));
+        acc_v = _mm256_fmadd_ps(_mm256_loadu_ps(v + a), t, acc_v);
+        acc_w = _mm256_fmadd_ps(_mm256_loadu_ps(w + a), t, acc_w);
+    }
+    float sv = hsum8(acc_v), sw = hsum8(acc_w);
+    for (; a < A; ++a) {
+        const float t = kernels::tanh1(u[a] + k[a]);
+        sv += v[a] * t;
+        sw += w[a] * t;
+    }
+    *e = sv;
+    *f = sw;
+}
+
 // One scored position's backward over [a, A) (additive_scores_backward), fused with the tanh it
 // recomputes: z = tanh(u + k);  d_v += g z;  d_pre = (g v) (1 - z²);  d_u += d_pre;
 // d_k += d_pre. The multiply-adds are the ones GCC contracted the earlier two-pass loop into
@@ -79,6 +97,21 @@ NZ_AVX512 float add_tanh_dot512(const float* u, const float* k, const float* v, 
         acc = _mm256_fmadd_ps(_mm256_loadu_ps(v + a + 8), _mm512_extractf32x8_ps(t, 1), acc);
     }
     return add_tanh_dot_tail8(u, k, v, A, a, acc);
+}
+
+NZ_AVX512 void add_tanh_dot2_512(const float* u, const float* k, const float* v, const float* w,
+                                 int A, float* e, float* f) {
+    __m256 acc_v = _mm256_setzero_ps(), acc_w = _mm256_setzero_ps();
+    int a = 0;
+    for (; a + 16 <= A; a += 16) {
+        const __m512 t = tanh16(_mm512_add_ps(_mm512_loadu_ps(u + a), _mm512_loadu_ps(k + a)));
+        const __m256 lo = _mm512_castps512_ps256(t), hi = _mm512_extractf32x8_ps(t, 1);
+        acc_v = _mm256_fmadd_ps(_mm256_loadu_ps(v + a), lo, acc_v);
+        acc_v = _mm256_fmadd_ps(_mm256_loadu_ps(v + a + 8), hi, acc_v);
+        acc_w = _mm256_fmadd_ps(_mm256_loadu_ps(w + a), lo, acc_w);
+        acc_w = _mm256_fmadd_ps(_mm256_loadu_ps(w + a + 8), hi, acc_w);
+    }
+    add_tanh_dot2_tail8(u, k, v, w, A, a, acc_v, acc_w, e, f);
 }
 
 NZ_AVX512 void add_tanh_backward512(const float* u, const float* k, const float* v, float g, int A,
@@ -128,6 +161,29 @@ void additive_scores(const float* u, const float* keys, const float* v, int n, i
                      float* e) {
     for (int j = 0; j < n; ++j)
         e[j] = add_tanh_dot(u, keys + static_cast<int64_t>(j) * A, v, A, tmp);
+}
+
+void additive_scores2(const float* u, const float* keys, const float* v, const float* w, int n,
+                      int A, float* tmp, float* e, float* f) {
+    for (int j = 0; j < n; ++j) {
+        const float* k = keys + static_cast<int64_t>(j) * A;
+#ifdef NZ_SIMD_AVX2
+        (void)tmp;  // scratch only for the scalar path
+#ifdef NZ_SIMD_AVX512
+        if (avx512_on().load(std::memory_order_relaxed)) {
+            add_tanh_dot2_512(u, k, v, w, A, e + j, f + j);
+            continue;
+        }
+#endif
+        add_tanh_dot2_tail8(u, k, v, w, A, 0, _mm256_setzero_ps(), _mm256_setzero_ps(), e + j,
+                            f + j);
+#else
+        for (int a = 0; a < A; ++a) tmp[a] = u[a] + k[a];
+        kernels::tanh(tmp, tmp, A);
+        e[j] = dot8(v, tmp, A);
+        f[j] = dot8(w, tmp, A);
+#endif
+    }
 }
 
 // z = tanh(u + k_j);  d_v += d_e_j z;  d_pre = d_e_j v ⊙ (1 - z²);  d_u += d_pre;  d_k_j += d_pre

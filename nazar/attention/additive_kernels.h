@@ -23,6 +23,15 @@ void additive_scores(const float* u,     // (A)
                      float* tmp,  // (A) scratch
                      float* e);   // (n) out
 
+// e[j] = v · tanh(u + keys[j]) and f[j] = w · tanh(u + keys[j]): two scores of one hidden layer
+// (MoChA's monotonic and chunk energies) with one tanh per element; each bit for bit what
+// additive_scores gives for it alone.
+void additive_scores2(const float* u, const float* keys, const float* v, const float* w, int n,
+                      int A,
+                      float* tmp,  // (A) scratch
+                      float* e,    // (n) out: with v
+                      float* f);   // (n) out: with w
+
 // Backward of additive_scores for upstream d_e (n).
 void additive_scores_backward(const float* u,     // (A)
                               const float* keys,  // (n, A)

@@ -343,12 +343,13 @@ void Attention::forward(ConstTensorView query, const AttentionKeys& keys, ConstT
                 attn::coverage_scores(cache.query_proj.data() + b * A, kb, params.v_a.data(),
                                       params.w_c.data(), cache.coverage.data() + b * S + w.start,
                                       w.count, A, cov_u, tanh_row, pr);
+            } else if (additive && mocha) {  // and u_j = v_c · tanh(u + k_j): one hidden layer
+                attn::additive_scores2(cache.query_proj.data() + b * A, kb, params.v_a.data(),
+                                       params.v_c.data(), w.count, A, tanh_row, pr,
+                                       cache.chunk_scores.data() + b * W);
             } else if (additive) {
                 attn::additive_scores(cache.query_proj.data() + b * A, kb, params.v_a.data(),
                                       w.count, A, tanh_row, pr);
-                if (mocha)  // u_j = v_c · tanh(u + k_j): the same hidden layer
-                    attn::additive_scores(cache.query_proj.data() + b * A, kb, params.v_c.data(),
-                                          w.count, A, tanh_row, cache.chunk_scores.data() + b * W);
             } else {
                 float* r = cache.scores.data() + b * W;
                 attn::bilinear_scores(query.data() + b * H, kb, w.count, K, r);

@@ -189,6 +189,28 @@ TEST(AttentionGlobal, AdditiveKernelsAvx512MatchAvx2Bitwise) {
     }
 }
 
+// Two scores of one hidden layer (MoChA's monotonic and chunk energies) with one tanh per
+// element: each bit for bit what additive_scores gives alone, on every path this CPU has.
+TEST(AttentionGlobal, TwoScoresSharingTheTanhEqualEachAlone) {
+    const auto keep = test::keep_additive_avx512();
+    Rng rng(16);
+    for (const bool avx512 : {false, true}) {
+        if (attn::set_additive_avx512(avx512) != avx512) continue;  // no AVX-512 here
+        for (const int A : {283, 256, 128, 8, 5}) {
+            const int n = 6;
+            Tensor u = random_tensor(rng, {A}, -3, 3), k = random_tensor(rng, {n, A}, -3, 3);
+            Tensor v = random_tensor(rng, {A}), w = random_tensor(rng, {A}), tmp({A});
+            Tensor e({n}), f({n}), e1({n}), f1({n});
+            attn::additive_scores2(u.data(), k.data(), v.data(), w.data(), n, A, tmp.data(),
+                                   e.data(), f.data());
+            attn::additive_scores(u.data(), k.data(), v.data(), n, A, tmp.data(), e1.data());
+            attn::additive_scores(u.data(), k.data(), w.data(), n, A, tmp.data(), f1.data());
+            EXPECT_EQ(max_abs_diff(e, e1), 0.0f) << "A = " << A << " avx512 " << avx512;
+            EXPECT_EQ(max_abs_diff(f, f1), 0.0f) << "A = " << A << " avx512 " << avx512;
+        }
+    }
+}
+
 TEST(AttentionGlobal, KeysAreOneGemmOverAllPositions) {
     Rng rng(6);
     Attention att(
