@@ -135,32 +135,30 @@ struct Sentence {
     // ranking is stable) and each live one whose descendants can score at least as well (the
     // bound of settled()); all live ones while none is finished.
     int common_prefix(const BeamOptions& o) const {
-        std::vector<int> first, other;
+        std::vector<int> cands;  // the hypotheses' last nodes
+        const Done* best = nullptr;
+        for (const Done& d : done)
+            if (!best || d.score > best->score) best = &d;
+        if (best) cands.push_back(best->node);
+        const double lp = length_penalty(limit, o.length_penalty);
+        for (std::size_t k = 0; k < live.size(); ++k)
+            if (!best || live_lp[k] / lp >= best->score) cands.push_back(live[k]);
+        if (cands.empty()) return 0;
+        std::vector<int> first, other;  // node paths, root first
         const auto path = [&](int node, std::vector<int>& out) {
             out.clear();
             for (; node >= 0; node = nodes[node].parent) out.push_back(node);
             std::reverse(out.begin(), out.end());
         };
-        int common = -1;
-        const auto meet = [&](int node) {
-            if (common < 0) {
-                path(node, first);
-                common = static_cast<int>(first.size());
-                return;
-            }
-            path(node, other);
-            int n = 0;
-            while (n < common && n < static_cast<int>(other.size()) && other[n] == first[n]) ++n;
-            common = n;
-        };
-        const Done* best = nullptr;
-        for (const Done& d : done)
-            if (!best || d.score > best->score) best = &d;
-        if (best) meet(best->node);
-        const double lp = length_penalty(limit, o.length_penalty);
-        for (std::size_t k = 0; k < live.size(); ++k)
-            if (!best || live_lp[k] / lp >= best->score) meet(live[k]);
-        return std::max(common, 0);
+        path(cands[0], first);
+        std::size_t common = first.size();
+        for (std::size_t c = 1; c < cands.size(); ++c) {
+            path(cands[c], other);
+            common = std::min(common, other.size());
+            for (std::size_t n = 0; n < common; ++n)
+                if (other[n] != first[n]) common = n;
+        }
+        return static_cast<int>(common);
     }
     // The tokens of the path ending at `node`, oldest first: its last `n` at most.
     void tail_tokens(int node, int n, std::vector<int32_t>& out) const {

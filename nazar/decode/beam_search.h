@@ -72,7 +72,8 @@ struct BeamOptions {
     const class Shortlist* shortlist = nullptr;
     // Streaming (stream.h; a model that can stream, n_best 1): the best hypothesis's `read`, the
     // source tokens a decoder fed one at a time would have read when it could emit each token
-    // (once every hypothesis still in the search begins with it). The search itself is unchanged.
+    // (once every hypothesis that can still be returned begins with it). The search itself is
+    // unchanged.
     bool stream = false;
 };
 

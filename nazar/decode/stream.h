@@ -47,9 +47,10 @@ double average_proportion(std::span<const int> read, int S_b);
 // once every row's monotonic reader has stopped at a position read (a row that stops at j needs
 // j + 1 tokens: the last nonzero weight of its attention row, which is MoChA's chunk's end too;
 // one attending nowhere needs the whole source), and a token can be emitted once every
-// hypothesis still in the search begins with it. On a model that can stream, a step over the
-// prefix read equals the step over the whole source, so this is the streaming decoder's
-// latency, and its output is the search's. With beam size 1 the reads are stream_greedy's.
+// hypothesis that can still be returned begins with it (beam_search.cpp's common_prefix). On a
+// model that can stream, a step over the prefix read equals the step over the whole source, so this
+// is the streaming decoder's latency, and its output is the search's. With beam size 1 the reads
+// are stream_greedy's.
 struct StreamReads {
     int need = 0;           // source tokens the steps so far needed (their running maximum)
     std::vector<int> read;  // the read of each token every hypothesis now begins with
